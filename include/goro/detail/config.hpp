@@ -1,0 +1,73 @@
+// Build configuration: version, compiler and sanitizer detection.
+#pragma once
+
+#include <cstddef>
+
+#define GORO_VERSION_MAJOR 0
+#define GORO_VERSION_MINOR 1
+#define GORO_VERSION_PATCH 0
+
+#if !defined(__linux__)
+#error "goro: only Linux is supported (x86-64 and AArch64)"
+#endif
+#if __cplusplus < 202002L
+#error "goro: C++20 or later is required (-std=c++20)"
+#endif
+
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define GORO_EXCEPTIONS 1
+#else
+#define GORO_EXCEPTIONS 0
+#endif
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GORO_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define GORO_TSAN 1
+#endif
+#endif
+#if !defined(GORO_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define GORO_ASAN 1
+#endif
+#if !defined(GORO_TSAN) && defined(__SANITIZE_THREAD__)
+#define GORO_TSAN 1
+#endif
+#ifndef GORO_ASAN
+#define GORO_ASAN 0
+#endif
+#ifndef GORO_TSAN
+#define GORO_TSAN 0
+#endif
+
+// try/catch that compiles to plain blocks under -fno-exceptions.
+#if GORO_EXCEPTIONS
+#define GORO_TRY try
+#define GORO_CATCH_ALL catch (...)
+#define GORO_RETHROW throw
+#else
+#define GORO_TRY if (true)
+#define GORO_CATCH_ALL if (false)
+#define GORO_RETHROW ((void)0)
+#endif
+
+#define GORO_NOINLINE __attribute__((noinline))
+#define GORO_ALWAYS_INLINE inline __attribute__((always_inline))
+#define GORO_LIKELY(x) __builtin_expect(!!(x), 1)
+#define GORO_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+namespace goro::detail {
+// Size of a cache line; objects written by different threads are kept this
+// far apart to avoid false sharing.
+inline constexpr std::size_t cache_line = 64;
+
+// CPU hint inside spin loops.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield" ::: "memory");
+#endif
+}
+}  // namespace goro::detail

@@ -1,0 +1,107 @@
+// The context switch: declarations of the hand-written assembly (embedded
+// from include/goro/arch/*.S by context_asm.hpp), the layout of a saved
+// frame, and how a fresh context's first frame is built.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "config.hpp"
+#include "context_asm.hpp"
+
+extern "C" {
+// Saves the current context on its stack, stores its stack pointer into
+// *save_sp, resumes the context whose stack pointer is to_sp, and makes
+// that context's own pending switch call return `arg`.
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, void* to_sp, void* arg);
+// First resume address of a fresh context (calls the entry function).
+__attribute__((visibility("hidden"))) void goro_v0_1_start();
+}
+
+namespace goro::detail {
+
+// Frame layout, mirrored from the table at the top of each .S file.
+struct switch_frame {
+#if defined(__x86_64__)
+  std::uint32_t mxcsr;
+  std::uint16_t x87_cw;
+  std::uint16_t pad;
+  std::uint64_t r15, r14, r13, r12, rbx, rbp;
+  void* resume;
+#elif defined(__aarch64__)
+  std::uint64_t x19, x20, x21, x22, x23, x24, x25, x26, x27, x28, x29;
+  void* resume;  // x30
+  double d8, d9, d10, d11, d12, d13, d14, d15;
+  std::uint64_t fpcr;
+  std::uint64_t pad;
+#endif
+};
+#if defined(__x86_64__)
+static_assert(offsetof(switch_frame, mxcsr) == 0 && offsetof(switch_frame, x87_cw) == 4);
+static_assert(offsetof(switch_frame, r15) == 8 && offsetof(switch_frame, r12) == 32);
+static_assert(offsetof(switch_frame, rbx) == 40 && offsetof(switch_frame, rbp) == 48);
+static_assert(offsetof(switch_frame, resume) == 56 && sizeof(switch_frame) == 64);
+#elif defined(__aarch64__)
+static_assert(offsetof(switch_frame, x19) == 0 && offsetof(switch_frame, x29) == 80);
+static_assert(offsetof(switch_frame, resume) == 88 && offsetof(switch_frame, d8) == 96);
+static_assert(offsetof(switch_frame, d14) == 144 && offsetof(switch_frame, fpcr) == 160);
+static_assert(sizeof(switch_frame) == 176);
+#endif
+
+using context_entry = void (*)(void* arg);
+
+// Builds the first frame of a context at the top of [lo, lo + size) and
+// returns its stack pointer. Switching to it calls entry(arg) on that stack
+// with the ABI's alignment, default FP control state and a null frame
+// pointer (so unwinders stop there). `entry` must never return.
+inline void* make_context(void* lo, std::size_t size, context_entry entry) noexcept {
+  auto top = (reinterpret_cast<std::uintptr_t>(lo) + size) & ~std::uintptr_t{15};
+  auto* f = reinterpret_cast<switch_frame*>(top - sizeof(switch_frame));
+  std::memset(static_cast<void*>(f), 0, sizeof(switch_frame));
+#if defined(__x86_64__)
+  f->mxcsr = 0x1f80;   // all exceptions masked, round to nearest
+  f->x87_cw = 0x037f;  // the same for x87, 64-bit precision
+  f->rbx = reinterpret_cast<std::uint64_t>(entry);
+#elif defined(__aarch64__)
+  f->x19 = reinterpret_cast<std::uint64_t>(entry);
+  f->fpcr = 0;
+#endif
+  f->resume = reinterpret_cast<void*>(&goro_v0_1_start);
+  return f;
+}
+
+GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg) noexcept {
+  return goro_v0_1_switch(save_sp, to_sp, arg);
+}
+
+// Measures the raw switch (no scheduler): two contexts on a private stack
+// ping-pong `n` times; returns nanoseconds per switch. Used by the
+// context-switch benchmark against Boost.Context's jump_fcontext.
+struct bench_switch_state {
+  void* main_sp;
+  void* co_sp;
+  std::size_t remaining;
+};
+inline void bench_switch_entry(void* arg) {
+  auto* s = static_cast<bench_switch_state*>(arg);
+  for (;;) raw_switch(&s->co_sp, s->main_sp, s);
+}
+inline double context_switch_bench(std::size_t n) {
+  constexpr std::size_t size = 64 * 1024;
+  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return -1;
+  bench_switch_state s{nullptr, make_context(mem, size, &bench_switch_entry), n};
+  raw_switch(&s.main_sp, s.co_sp, &s);  // first entry
+  auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < n; ++i) raw_switch(&s.main_sp, s.co_sp, &s);
+  auto t1 = std::chrono::steady_clock::now();
+  munmap(mem, size);
+  // each iteration is two switches (there and back)
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / (2.0 * static_cast<double>(n));
+}
+
+}  // namespace goro::detail

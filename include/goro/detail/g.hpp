@@ -1,0 +1,97 @@
+// G: a goroutine. Its closure lives inline in the G record when it fits,
+// and its stack is attached only when it first runs, so a million spawned
+// but not yet started goroutines cost a million small records, not stacks.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <new>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "../stack.hpp"
+#include "config.hpp"
+
+namespace goro::detail {
+
+class sched_base;
+struct m_base;
+
+enum class g_status : std::uint32_t {
+  idle,      // in a free list
+  runnable,  // in a run queue
+  running,   // on an M
+  waiting,   // parked (channel, wait_group, ...)
+  dead,      // finished, about to be recycled
+};
+
+inline constexpr std::size_t closure_inline_size = 64;
+
+// Thrown by goro::exit() to unwind the calling goroutine (destructors run);
+// caught at the goroutine's entry. Not a std::exception: code that catches
+// (...) must rethrow it.
+struct goexit_unwind {};
+
+struct g {
+  void* sp = nullptr;    // saved context while not running
+  stack_memory stack{};  // lo == nullptr: no stack yet
+  std::atomic<g_status> status{g_status::idle};
+  std::uint64_t id = 0;
+  sched_base* sched = nullptr;
+  g* link = nullptr;  // intrusive link: run queues, free lists
+  bool is_main = false;
+  bool preempt = false;  // sysmon's request to yield at the next safe point
+
+  // The closure: closure_op(self, true) runs it then destroys it (also when
+  // unwinding); closure_op(self, false) only destroys it.
+  void (*closure_op)(g*, bool run) = nullptr;
+  void* heap_closure = nullptr;
+  alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
+
+  // C++ exception-handling globals of this goroutine while it is switched
+  // out (an exception being handled across a switch, uncaught_exceptions()).
+  void* eh_caught = nullptr;
+  unsigned eh_uncaught = 0;
+
+  void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
+  void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
+};
+
+// Stores the callable and its arguments in gp (decay-copied, as std::thread).
+template <class F, class... A>
+void set_closure(g* gp, F&& f, A&&... args) {
+  using bound = std::tuple<std::decay_t<F>, std::decay_t<A>...>;
+  static_assert(std::is_invocable_v<std::decay_t<F>, std::decay_t<A>...>,
+                "goro::go: the function cannot be called with these arguments");
+  constexpr bool fits = sizeof(bound) <= closure_inline_size && alignof(bound) <= alignof(std::max_align_t);
+  if constexpr (fits) {
+    ::new (static_cast<void*>(gp->inline_closure)) bound(std::forward<F>(f), std::forward<A>(args)...);
+  } else {
+    gp->heap_closure = new bound(std::forward<F>(f), std::forward<A>(args)...);
+  }
+  gp->closure_op = [](g* self, bool run) {
+    bound* b;
+    if constexpr (fits)
+      b = std::launder(reinterpret_cast<bound*>(self->inline_closure));
+    else
+      b = static_cast<bound*>(self->heap_closure);
+    struct destroy {
+      g* self;
+      bound* b;
+      ~destroy() {
+        if constexpr (fits)
+          b->~bound();
+        else
+          delete b;
+        self->heap_closure = nullptr;
+        self->closure_op = nullptr;
+      }
+    } guard{self, b};
+    if (run) std::apply([](auto& fn, auto&... a) { std::invoke(std::move(fn), std::move(a)...); }, *b);
+  };
+}
+
+}  // namespace goro::detail

@@ -1,0 +1,177 @@
+// M: an OS thread running goroutines. This header holds what every
+// runtime shares whatever its policy: the per-thread "current M" (read
+// through a non-inlined accessor), the type-erased scheduler interface the
+// free functions (goro::go, yield, ...) call, and the two halves of a
+// goroutine switch with their sanitizer and exception-state bookkeeping.
+//
+// Goroutines never switch to each other directly: a goroutine switches to
+// its M's scheduler context (g0, the thread's own stack) with a request in
+// m_base::after, and g0 carries it out once the goroutine is off its stack
+// (Go's mcall). So a goroutine is never made runnable while still running.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#if GORO_EXCEPTIONS
+#include <cxxabi.h>
+#endif
+
+#include "config.hpp"
+#include "context.hpp"
+#include "g.hpp"
+#include "sanitizer.hpp"
+
+namespace goro::detail {
+
+// What g0 does with the goroutine that just switched out.
+enum class after_switch : std::uint8_t {
+  none,
+  yield,  // Gosched: to the global run queue
+  park,   // waiting; run park_unlock(park_arg) once off its stack
+  exit,   // finished: recycle
+};
+
+// The policy-independent interface of a runtime.
+class sched_base {
+ public:
+  virtual ~sched_base() = default;
+  // A fresh G record for a spawn from the calling thread.
+  virtual g* alloc_g() = 0;
+  // Returns an unused G from alloc_g() (after a failed spawn).
+  virtual void free_g(g* gp) noexcept = 0;
+  // Queues a new G and wakes an M if one is idle. May raise bad_alloc
+  // (stack allocation with a custom allocator) or system_error (no thread).
+  virtual void start_g(g* gp) = 0;
+  // Makes a waiting G runnable (from any thread). Go's ready().
+  virtual void ready(g* gp) noexcept = 0;
+  virtual std::size_t live_goroutines() const noexcept = 0;
+  virtual unsigned procs() const noexcept = 0;
+};
+
+struct m_base {
+  void* g0_sp = nullptr;  // the scheduler context while a goroutine runs
+  g* curg = nullptr;
+  sched_base* sched = nullptr;
+
+  after_switch after = after_switch::none;
+  bool (*park_unlock)(void*) = nullptr;  // returns false to cancel the park
+  void* park_arg = nullptr;
+
+  void* g0_tsan_fiber = nullptr;
+  void* g0_asan_fake_stack = nullptr;
+  const void* g0_stack_bottom = nullptr;
+  std::size_t g0_stack_size = 0;
+};
+
+inline thread_local m_base* tls_current_m = nullptr;
+
+// The current thread's M. Compilers keep &thread_local in a register across
+// calls, and a goroutine may resume on another thread after any switch, so
+// the runtime reads its TLS only through this non-inlined function; the
+// asm barrier also keeps the compiler from treating it as pure.
+GORO_NOINLINE inline m_base* current_m() noexcept {
+  asm volatile("" ::: "memory");
+  return tls_current_m;
+}
+GORO_NOINLINE inline void set_current_m(m_base* m) noexcept {
+  asm volatile("" ::: "memory");
+  tls_current_m = m;
+}
+
+// The goroutine running on this thread, or nullptr.
+inline g* current_g() noexcept {
+  m_base* m = current_m();
+  return m ? m->curg : nullptr;
+}
+
+#if GORO_EXCEPTIONS
+// libstdc++ and libc++abi both start __cxa_eh_globals with these two fields.
+struct cxa_eh_globals {
+  void* caught_exceptions;
+  unsigned int uncaught_exceptions;
+};
+// Non-inlined for the same reason as current_m(): __cxa_get_globals is
+// declared const, so the compiler would reuse one thread's result after
+// a switch that migrated the goroutine.
+GORO_NOINLINE inline cxa_eh_globals* eh_globals() noexcept {
+  asm volatile("" ::: "memory");
+  return reinterpret_cast<cxa_eh_globals*>(abi::__cxa_get_globals());
+}
+#endif
+
+// Goroutine side, just before switching out: stash the goroutine's
+// exception state so the next goroutine on this thread starts clean.
+GORO_ALWAYS_INLINE void save_goroutine_state(g* gp) noexcept {
+#if GORO_EXCEPTIONS
+  cxa_eh_globals* e = eh_globals();
+  gp->eh_caught = e->caught_exceptions;
+  gp->eh_uncaught = e->uncaught_exceptions;
+  e->caught_exceptions = nullptr;
+  e->uncaught_exceptions = 0;
+#else
+  (void)gp;
+#endif
+}
+
+// Goroutine side, first thing after (re)entry, possibly on another thread.
+GORO_ALWAYS_INLINE void goroutine_resumed(g* gp) noexcept {
+#if GORO_ASAN
+  m_base* m = current_m();
+  __sanitizer_finish_switch_fiber(gp->asan_fake_stack, &m->g0_stack_bottom, &m->g0_stack_size);
+#endif
+#if GORO_EXCEPTIONS
+  if (gp->eh_caught || gp->eh_uncaught) {
+    cxa_eh_globals* e = eh_globals();
+    e->caught_exceptions = gp->eh_caught;
+    e->uncaught_exceptions = gp->eh_uncaught;
+  }
+#else
+  (void)gp;
+#endif
+}
+
+// Goroutine side: switch to this M's g0, which will act on m->after. Returns
+// when some M runs the goroutine again. The sanitizer calls and the switch
+// stay in one frame (TSan requires it).
+GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
+  save_goroutine_state(gp);
+#if GORO_ASAN
+  __sanitizer_start_switch_fiber(m->after == after_switch::exit ? nullptr : &gp->asan_fake_stack, m->g0_stack_bottom,
+                                 m->g0_stack_size);
+#endif
+#if GORO_TSAN
+  __tsan_switch_to_fiber(m->g0_tsan_fiber, 0);
+#endif
+  raw_switch(&gp->sp, m->g0_sp, nullptr);
+  goroutine_resumed(gp);
+}
+
+// g0 side: run gp until it switches back.
+GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
+#if GORO_ASAN
+  __sanitizer_start_switch_fiber(&m->g0_asan_fake_stack, gp->stack.lo, gp->stack.size);
+#endif
+#if GORO_TSAN
+  __tsan_switch_to_fiber(gp->tsan_fiber, 0);
+#endif
+  raw_switch(&m->g0_sp, gp->sp, gp);
+#if GORO_ASAN
+  __sanitizer_finish_switch_fiber(m->g0_asan_fake_stack, nullptr, nullptr);
+#endif
+}
+
+// Parks the calling goroutine (Go's gopark). Once it is off its stack, g0
+// calls unlock(arg): typically releasing the lock of the wait queue the
+// goroutine just joined, so a waker can only ready it after it stopped
+// running. If unlock returns false the goroutine is resumed at once.
+inline void park(m_base* m, bool (*unlock)(void*), void* arg) noexcept {
+  g* gp = m->curg;
+  m->after = after_switch::park;
+  m->park_unlock = unlock;
+  m->park_arg = arg;
+  switch_to_g0(m, gp);
+}
+
+}  // namespace goro::detail

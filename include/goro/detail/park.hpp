@@ -1,0 +1,76 @@
+// One way to block, for goroutines and plain threads alike: a waiter
+// record on the blocked party's stack, queued under a sync object's
+// spinlock. A goroutine parks (its M runs other goroutines; the lock is
+// released by g0 once the goroutine is off its stack); a plain thread
+// sleeps on a futex in the record. Wakers detach waiters under the lock
+// and wake them after releasing it (never ready a G while holding a lock).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "futex.hpp"
+#include "g.hpp"
+#include "m.hpp"
+#include "spinlock.hpp"
+
+namespace goro::detail {
+
+struct waiter {
+  g* gp = current_g();  // nullptr: a plain thread
+  std::atomic<std::uint32_t> woken{0};
+  waiter* next = nullptr;
+};
+
+// FIFO of waiters (guarded by the owner's spinlock).
+class waiter_queue {
+ public:
+  void push_back(waiter* w) noexcept {
+    w->next = nullptr;
+    if (tail_)
+      tail_->next = w;
+    else
+      head_ = w;
+    tail_ = w;
+  }
+  waiter* pop_front() noexcept {
+    waiter* w = head_;
+    if (w) {
+      head_ = w->next;
+      if (!head_) tail_ = nullptr;
+      w->next = nullptr;
+    }
+    return w;
+  }
+  bool empty() const noexcept { return head_ == nullptr; }
+
+ private:
+  waiter* head_ = nullptr;
+  waiter* tail_ = nullptr;
+};
+
+// Blocks the caller, already queued as `w` with `lock` held, until wake(w).
+// Releases `lock`.
+inline void block_on(waiter& w, spinlock& lock) noexcept {
+  if (w.gp) {
+    park(current_m(), [](void* l) {
+      static_cast<spinlock*>(l)->unlock();
+      return true;
+    }, &lock);
+  } else {
+    lock.unlock();
+    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
+  }
+}
+
+// Wakes a waiter detached from its queue. After this call w may be gone.
+inline void wake(waiter* w) noexcept {
+  if (g* gp = w->gp) {
+    gp->sched->ready(gp);
+  } else {
+    w->woken.store(1, std::memory_order_release);
+    futex_wake(&w->woken, 1);  // harmless if the thread already returned
+  }
+}
+
+}  // namespace goro::detail

@@ -1,0 +1,1024 @@
+// The scheduler: Ps, Ms and the global state for one runtime, with Go's
+// algorithms (src/runtime/proc.go): schedule / findRunnable / execute,
+// runqput into runnext with time-slice inheritance, the fair global batch
+// get, stealing over a random coprime order, spinning Ms bounded by
+// nmspinning, wakep / startm / stopm / handoffp, and the "delicate dance"
+// before an M parks. Everything policy-dependent is a template parameter.
+#pragma once
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "../error.hpp"
+#include "../policy.hpp"
+#include "../stack.hpp"
+#include "config.hpp"
+#include "context.hpp"
+#include "futex.hpp"
+#include "g.hpp"
+#include "global_queue.hpp"
+#include "m.hpp"
+#include "random.hpp"
+#include "run_queue.hpp"
+#include "sanitizer.hpp"
+#include "signals.hpp"
+
+namespace goro {
+
+// Counters since the runtime started (snapshots; exact when quiescent).
+struct runtime_stats {
+  std::uint64_t spawns = 0;         // goroutines created
+  std::uint64_t exits = 0;          // goroutines finished
+  std::uint64_t steals = 0;         // successful steals from another P
+  std::uint64_t global_polls = 0;   // Gs taken from the global run queue
+  std::uint64_t preemptions = 0;    // goroutines preempted (sysmon: not implemented yet, always 0)
+  std::uint64_t syscall_handoffs = 0;  // Ps handed off around blocking calls (not implemented yet, always 0)
+  std::uint64_t parks = 0;          // goroutines parked (blocked)
+  std::uint64_t unparks = 0;        // goroutines readied
+  std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
+  std::uint64_t m_spins = 0;        // times an M started spinning
+  std::uint64_t threads = 0;        // OS threads (Ms) created
+};
+
+namespace detail {
+
+// An owner-written counter others may read: a relaxed load+store instead
+// of a locked read-modify-write on the hot path.
+struct owned_counter {
+  std::atomic<std::uint64_t> v{0};
+  void inc(std::uint64_t n = 1) noexcept { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
+};
+
+// How long an M with nothing to do keeps looking (stealing, polling the
+// global queue) before it gives up its P and parks. Bounded in time: long
+// enough to bridge the gap between bursts of work without a futex round
+// trip, short enough that an idle runtime costs no CPU.
+inline constexpr std::chrono::nanoseconds spin_duration{30'000};
+// Free Gs kept per P before half move to the global list (Go: 64 / 32).
+inline constexpr std::uint32_t p_gfree_max = 64;
+inline constexpr std::uint32_t gfree_batch = 32;
+// Stacks cached per P before half go back to the allocator.
+inline constexpr std::uint32_t p_stack_cache_max = 32;
+inline constexpr std::uint32_t stack_refill = 16;
+// Goroutine ids are handed to Ps in batches (Go: 16).
+inline constexpr std::uint64_t goid_batch = 16;
+// Go sleeps ~3 us before stealing a running P's runnext: its owner is
+// probably about to run it.
+inline constexpr long runnext_steal_grace_us = 3;
+
+inline unsigned online_cpus() noexcept {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<unsigned>(n) : 1u;
+}
+
+template <class Policy>
+class scheduler final : public sched_base {
+  static_assert(check_policy<Policy>());
+  using steal_ratio = typename Policy::steal_fraction;
+  using run_queue = local_run_queue<g, static_cast<std::uint32_t>(Policy::local_queue_capacity),
+                                    static_cast<std::uint32_t>(steal_ratio::num),
+                                    static_cast<std::uint32_t>(steal_ratio::den)>;
+  using allocator = typename Policy::stack_allocator;
+  // With the default allocator stacks are virtual memory that never runs out
+  // in practice, so a goroutine gets its stack when it first runs. A custom
+  // allocator may be a finite pool: then the stack is taken at spawn, so
+  // exhaustion is reported by the go() call that needed it.
+  static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
+
+  enum class p_status : std::uint32_t { idle, running };
+
+  struct m;
+
+  struct alignas(cache_line) p {
+    std::uint32_t id = 0;
+    std::atomic<p_status> status{p_status::idle};
+    m* owner = nullptr;
+    std::uint32_t schedtick = 0;
+    p* link = nullptr;  // idle list
+    run_queue runq;
+    g* gfree = nullptr;  // free G records (no stacks)
+    std::uint32_t ngfree = 0;
+    stack_memory stack_cache[p_stack_cache_max];
+    std::uint32_t nstack = 0;
+    std::uint64_t goid_next = 0, goid_end = 0;
+    owned_counter spawns, exits, steals, global_polls, parks;
+  };
+
+  struct m : m_base {
+    p* pp = nullptr;
+    p* nextp = nullptr;  // handed over by startm before the wake-up
+    bool spinning = false;
+    bool run_caller = false;  // the thread inside run(): leaves when main finishes
+    bool in_idle_list = false;
+    note park_note;
+    m* link = nullptr;  // idle list
+    fast_rand rng;
+    pthread_t thread{};
+    bool has_thread = false;
+  };
+
+ public:
+  explicit scheduler(unsigned nprocs) : nprocs_(nprocs == 0 ? 1 : nprocs) {
+    install_fault_handler();
+    steal_order_.reset(nprocs_);
+    allp_.reserve(nprocs_);
+    for (unsigned i = 0; i < nprocs_; ++i) {
+      allp_.push_back(std::make_unique<p>());
+      allp_.back()->id = i;
+    }
+    std::lock_guard<std::mutex> lk(lock_);
+    for (unsigned i = nprocs_; i-- > 0;) pidle_put(allp_[i].get());
+  }
+
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+
+  ~scheduler() override { shutdown(); }
+
+  // ---- sched_base ----
+
+  g* alloc_g() override {
+    m* mm = this_m();
+    if (mm && mm->pp) return gfget(mm->pp);
+    return gfget_global_or_new();
+  }
+
+  void free_g(g* gp) noexcept override {
+    m* mm = this_m();
+    if (mm && mm->pp)
+      gfput(mm->pp, gp);
+    else
+      gfput_global(gp);
+  }
+
+  // newproc: the new G goes into the current P's runnext (it runs next,
+  // and the spawner's locality is kept), or to the global queue when
+  // spawned from a thread that is not one of this runtime's Ms.
+  void start_g(g* gp) override {
+    m* mm = this_m();
+    p* pp = mm ? mm->pp : nullptr;
+    gp->sched = this;
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    if (pp) {
+      if constexpr (!lazy_stacks) attach_stack(pp, gp);  // may throw: nothing queued yet
+      if (pp->goid_next == pp->goid_end) {
+        pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
+        pp->goid_end = pp->goid_next + goid_batch;
+      }
+      gp->id = pp->goid_next++;
+      pp->spawns.inc();
+      pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
+    } else {
+      if constexpr (!lazy_stacks) attach_stack_global(gp);
+      gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+      offp_spawns_.fetch_add(1, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lk(lock_);
+      globq_.push_back(gp);
+    }
+    wakep(/*may_throw=*/true);
+  }
+
+  // ready: waiting -> runnable, into the current P's runnext (the woken G
+  // runs next and inherits the waker's time slice), or the global queue
+  // from outside.
+  void ready(g* gp) noexcept override {
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    m* mm = this_m();
+    if (mm && mm->pp) {
+      mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
+    } else {
+      std::lock_guard<std::mutex> lk(lock_);
+      globq_.push_back(gp);
+    }
+    unparks_.fetch_add(1, std::memory_order_relaxed);
+    wakep(false);
+  }
+
+  std::size_t live_goroutines() const noexcept override {
+    std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
+    for (auto& pp : allp_) {
+      created += pp->spawns.get();
+      done += pp->exits.get();
+    }
+    return created > done ? static_cast<std::size_t>(created - done) : 0;
+  }
+
+  unsigned procs() const noexcept override { return nprocs_; }
+
+  runtime_stats stats() const noexcept {
+    runtime_stats s;
+    s.spawns = offp_spawns_.load(std::memory_order_relaxed);
+    for (auto& pp : allp_) {
+      s.spawns += pp->spawns.get();
+      s.exits += pp->exits.get();
+      s.steals += pp->steals.get();
+      s.global_polls += pp->global_polls.get();
+      s.parks += pp->parks.get();
+    }
+    s.unparks = unparks_.load(std::memory_order_relaxed);
+    s.m_parks = m_parks_.load(std::memory_order_relaxed);
+    s.m_spins = m_spins_.load(std::memory_order_relaxed);
+    s.threads = threads_created_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  // ---- run(): the calling thread serves as an M while `main` runs ----
+
+  // Runs `body` (which must set up the main goroutine's closure) as the
+  // main goroutine; returns when it has finished.
+  template <class SetClosure>
+  void run_main(SetClosure&& set_main_closure) {
+    if (current_m() != nullptr) raise_usage("run() called from inside a goroutine or an M (it would block the M)");
+    if (run_active_.exchange(true, std::memory_order_acq_rel)) raise_usage("run() is already active on this runtime");
+    struct clear_active {
+      std::atomic<bool>& f;
+      ~clear_active() { f.store(false, std::memory_order_release); }
+    } clear{run_active_};
+
+    g* main_g = gfget_global_or_new();
+    GORO_TRY { set_main_closure(main_g); }
+    GORO_CATCH_ALL {
+      gfput_global(main_g);
+      GORO_RETHROW;
+    }
+    main_g->is_main = true;
+    main_done_.store(false, std::memory_order_relaxed);
+
+    auto mm = std::make_unique<m>();
+    mm->run_caller = true;
+    mm->sched = this;
+    mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
+    run_m_.store(mm.get(), std::memory_order_release);
+    thread_altstack altstack;
+    set_current_m(mm.get());
+    mm->g0_tsan_fiber = tsan_current_fiber();
+
+    p* pp;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      pp = pidle_get();
+    }
+    if (pp) {
+      acquirep(mm.get(), pp);
+      start_g(main_g);
+    } else {
+      // Every P is busy with goroutines started before run(): queue main
+      // globally; this M waits for a P like any idle M.
+      start_g(main_g);
+    }
+    m_loop(mm.get());
+
+    set_current_m(nullptr);
+    run_m_.store(nullptr, std::memory_order_release);
+  }
+
+  // Waits for every goroutine, then stops the Ms. Goroutines that can never
+  // run again (all Ps idle, nothing queued) are reported and released.
+  void shutdown() noexcept {
+    if (shut_down_) return;
+    shut_down_ = true;
+    if (current_m() != nullptr && current_m()->sched == this)
+      fatal("goro: runtime destroyed from inside one of its own goroutines");
+    for (;;) {
+      bool quiet;
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        quiet = npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() &&
+                nmspinning_.load(std::memory_order_relaxed) == 0;
+      }
+      if (quiet) {
+        std::size_t live = live_goroutines();
+        if (live == 0) break;
+        // Re-check after a moment: a thread outside the runtime may be
+        // about to ready one of them.
+        shutdown_note_.clear();
+        shutdown_waiting_.store(true, std::memory_order_seq_cst);
+        shutdown_note_.sleep_for(10'000'000);
+        shutdown_waiting_.store(false, std::memory_order_relaxed);
+        std::lock_guard<std::mutex> lk(lock_);
+        if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live) {
+          std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
+          blocked_at_shutdown_ = live;
+          break;
+        }
+        continue;
+      }
+      shutdown_note_.clear();
+      shutdown_waiting_.store(true, std::memory_order_seq_cst);
+      shutdown_note_.sleep_for(1'000'000);
+      shutdown_waiting_.store(false, std::memory_order_relaxed);
+    }
+    // Stop the Ms: every one is parked (or about to be) in the idle list.
+    exiting_.store(true, std::memory_order_seq_cst);
+    std::vector<m*> ms;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      ms = allm_;
+    }
+    for (m* mm : ms) mm->park_note.wake();
+    for (m* mm : ms) {
+      if (mm->has_thread) pthread_join(mm->thread, nullptr);
+      delete mm;
+    }
+    release_memory();
+  }
+
+  std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
+
+ private:
+  m* this_m() const noexcept {
+    m_base* b = current_m();
+    return (b && b->sched == this) ? static_cast<m*>(b) : nullptr;
+  }
+
+  // ---- the scheduling loop (runs on g0) ----
+
+  void m_loop(m* mm) {
+    for (;;) {
+      bool inherit = false;
+      g* gp = find_runnable(mm, inherit);
+      if (!gp) return;
+      if (mm->spinning) reset_spinning(mm);
+      for (;;) {
+        gp = execute(mm, gp, inherit);  // returns a G to resume at once, if any
+        if (!gp) break;
+        inherit = true;
+      }
+    }
+  }
+
+  // Runs gp on mm until it switches out; then carries out its request.
+  g* execute(m* mm, g* gp, bool inherit_time) {
+    p* pp = mm->pp;
+    if (!inherit_time) ++pp->schedtick;
+    if (gp->stack.lo == nullptr) attach_stack(pp, gp);
+    gp->status.store(g_status::running, std::memory_order_relaxed);
+    mm->curg = gp;
+    switch_to_g(mm, gp);
+    mm->curg = nullptr;
+    if (GORO_UNLIKELY(!canary_intact(gp->stack)))
+      report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+    pp = mm->pp;
+    switch (mm->after) {
+      case after_switch::yield:
+        gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        {
+          std::lock_guard<std::mutex> lk(lock_);
+          globq_.push_back(gp);
+        }
+        wakep(false);
+        break;
+      case after_switch::park: {
+        pp->parks.inc();
+        gp->status.store(g_status::waiting, std::memory_order_release);
+        auto unlock = mm->park_unlock;
+        void* arg = mm->park_arg;
+        mm->park_unlock = nullptr;
+        mm->after = after_switch::none;
+        if (unlock && !unlock(arg)) {
+          gp->status.store(g_status::running, std::memory_order_relaxed);
+          return gp;
+        }
+        break;
+      }
+      case after_switch::exit:
+        goexit0(pp, gp);
+        break;
+      case after_switch::none:
+        fatal("goro: internal error: goroutine switched out without a request");
+    }
+    mm->after = after_switch::none;
+    return nullptr;
+  }
+
+  // findRunnable: blocks until it finds a G for mm (with mm->pp set), or
+  // returns nullptr when mm must leave (run() finished / shutdown).
+  g* find_runnable(m* mm, bool& inherit) {
+    for (;;) {
+      if (should_leave(mm)) {
+        leave(mm);
+        return nullptr;
+      }
+      p* pp = mm->pp;
+      if (pp == nullptr) {  // no P (run() found none): wait for one
+        if (!stopm(mm)) {
+          leave(mm);
+          return nullptr;
+        }
+        continue;
+      }
+      // Fairness: every global_poll_interval ticks look at the global
+      // queue first, so local ping-pong cannot starve it.
+      if (pp->schedtick % Policy::global_poll_interval == 0 && !globq_.empty()) {
+        std::unique_lock<std::mutex> lk(lock_);
+        if (g* gp = glob_get(pp, 1)) {
+          inherit = false;
+          return gp;
+        }
+      }
+      auto r = pp->runq.get();
+      if (r.item) {
+        inherit = r.inherit_time;
+        return static_cast<g*>(r.item);
+      }
+      if (!globq_.empty()) {
+        std::unique_lock<std::mutex> lk(lock_);
+        if (g* gp = glob_get(pp, 0)) {
+          inherit = false;
+          return gp;
+        }
+      }
+      // Steal, if this M is spinning or few enough Ms are: spinning Ms
+      // are limited to half the busy Ps so they cannot burn every CPU.
+      if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) <
+                              nprocs_ - npidle_.load(std::memory_order_relaxed)) {
+        if (!mm->spinning) {
+          mm->spinning = true;
+          nmspinning_.fetch_add(1, std::memory_order_seq_cst);
+          m_spins_.fetch_add(1, std::memory_order_relaxed);
+        }
+        auto deadline = std::chrono::steady_clock::now() + spin_duration;
+        for (;;) {
+          if (g* gp = steal_work(mm, pp)) {
+            inherit = false;
+            return gp;
+          }
+          if (!globq_.empty()) {
+            std::unique_lock<std::mutex> lk(lock_);
+            if (g* gp = glob_get(pp, 0)) {
+              inherit = false;
+              return gp;
+            }
+          }
+          if (should_leave(mm) || std::chrono::steady_clock::now() >= deadline) break;
+          cpu_relax();
+        }
+      }
+      // Nothing to do: give up the P. Check the global queue under the
+      // same lock hold that puts the P on the idle list, so a G queued by a
+      // thread outside the runtime is seen either here or by its wakep.
+      {
+        std::unique_lock<std::mutex> lk(lock_);
+        if (g* gp = glob_get(pp, 0)) {
+          inherit = false;
+          return gp;
+        }
+        releasep(mm);
+        pidle_put(pp);
+      }
+      // The delicate dance: a spinning M must drop nmspinning *before*
+      // re-checking every source of work. Otherwise work submitted after
+      // the check but before the decrement would see nmspinning > 0, skip
+      // wakep, and be left with nobody to run it.
+      if (mm->spinning) {
+        mm->spinning = false;
+        nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        p* again = nullptr;
+        for (auto& other : allp_) {
+          if (!other->runq.empty()) {
+            std::lock_guard<std::mutex> lk(lock_);
+            again = pidle_get();
+            break;
+          }
+        }
+        if (!again && !globq_.empty()) {
+          std::lock_guard<std::mutex> lk(lock_);
+          again = pidle_get();
+        }
+        if (again) {
+          acquirep(mm, again);
+          mm->spinning = true;
+          nmspinning_.fetch_add(1, std::memory_order_seq_cst);
+          continue;
+        }
+      }
+      if (!stopm(mm)) {
+        leave(mm);
+        return nullptr;
+      }
+    }
+  }
+
+  // stealWork: four passes over all Ps in a random coprime order; runnext
+  // is only stolen on the last pass.
+  g* steal_work(m* mm, p* pp) {
+    constexpr int steal_tries = 4;
+    for (int i = 0; i < steal_tries; ++i) {
+      bool last = i == steal_tries - 1;
+      for (auto e = steal_order_.start(mm->rng.next()); !e.done(); e.next()) {
+        p* victim = allp_[e.position()].get();
+        if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
+        g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
+          if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
+            timespec ts{0, runnext_steal_grace_us * 1000};
+            nanosleep(&ts, nullptr);
+          }
+        });
+        if (gp) {
+          pp->steals.inc();
+          return gp;
+        }
+      }
+    }
+    return nullptr;
+  }
+
+  // A spinning M found work: stop spinning, and if it was the last spinner
+  // wake another M, so the next burst of work finds a spinner (spinners
+  // chain one at a time instead of stampeding).
+  void reset_spinning(m* mm) {
+    mm->spinning = false;
+    nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    wakep(false);
+  }
+
+  // wakep: if a P is idle and nobody spins, start an M spinning on it.
+  void wakep(bool may_throw) {
+    if (npidle_.load(std::memory_order_seq_cst) == 0) return;
+    std::uint32_t zero = 0;
+    if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
+        !nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
+      return;
+    p* pp;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      pp = pidle_get();
+    }
+    if (!pp) {
+      nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+      return;
+    }
+    m_spins_.fetch_add(1, std::memory_order_relaxed);
+    int err = startm(pp, true);
+    // Without a new thread the work still runs on the Ms that exist; fail
+    // only when there is none at all.
+    if (err != 0 && may_throw && threads_alive_.load() == 0 && run_m_.load() == nullptr)
+      raise_system(err, "cannot create an OS thread (M)");
+  }
+
+  // startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
+  // in which case pp is back on the idle list.
+  int startm(p* pp, bool spinning) {
+    m* mm;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      mm = m_idle_get();
+    }
+    if (mm) {
+      mm->spinning = spinning;
+      mm->nextp = pp;
+      mm->park_note.wake();
+      return 0;
+    }
+    int err = newm(pp, spinning);
+    if (err != 0) {
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        pidle_put(pp);
+      }
+      if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    return err;
+  }
+
+  int newm(p* pp, bool spinning) {
+    m* mm = new (std::nothrow) m();
+    if (!mm) return ENOMEM;
+    mm->sched = this;
+    mm->spinning = spinning;
+    mm->nextp = pp;
+    mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    threads_alive_.fetch_add(1);
+    int err = pthread_create(
+        &mm->thread, &attr,
+        [](void* arg) -> void* {
+          auto* self = static_cast<m*>(arg);
+          static_cast<scheduler*>(self->sched)->m_thread_main(self);
+          return nullptr;
+        },
+        mm);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
+      threads_alive_.fetch_sub(1);
+      delete mm;
+      return err;
+    }
+    mm->has_thread = true;
+    threads_created_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lk(lock_);
+    allm_.push_back(mm);
+    return 0;
+  }
+
+  void m_thread_main(m* mm) {
+    thread_altstack altstack;
+    set_current_m(mm);
+    mm->g0_tsan_fiber = tsan_current_fiber();
+    if (mm->nextp) {
+      acquirep(mm, mm->nextp);
+      mm->nextp = nullptr;
+    }
+    m_loop(mm);
+    set_current_m(nullptr);
+    threads_alive_.fetch_sub(1);
+  }
+
+  // stopm: park mm until startm hands it a P. Returns false if mm must leave.
+  bool stopm(m* mm) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        if (should_leave(mm)) return false;
+        mm->park_note.clear();
+        m_idle_put(mm);
+      }
+      m_parks_.fetch_add(1, std::memory_order_relaxed);
+      if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
+      mm->park_note.sleep();
+      if (mm->nextp) {
+        acquirep(mm, mm->nextp);
+        mm->nextp = nullptr;
+        return true;
+      }
+      if (should_leave(mm)) return false;
+      // Woken without a P and not asked to leave: spurious, park again
+      // (the waker already took mm off the idle list).
+    }
+  }
+
+  bool should_leave(m* mm) const noexcept {
+    return exiting_.load(std::memory_order_acquire) ||
+           (mm->run_caller && main_done_.load(std::memory_order_acquire));
+  }
+
+  // mm leaves the scheduler: hand its P (and its spinning role) on.
+  void leave(m* mm) {
+    p* pp = mm->pp;
+    if (!pp) pp = std::exchange(mm->nextp, nullptr);
+    else releasep(mm);
+    bool spinning = std::exchange(mm->spinning, false);
+    if (pp) {
+      handoffp(pp, spinning);
+    } else if (spinning) {
+      nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+
+  // handoffp: a P whose M leaves goes to another M if there is work for
+  // it, else to the idle list.
+  void handoffp(p* pp, bool spinning) {
+    if (!exiting_.load(std::memory_order_acquire) && (spinning || !pp->runq.empty() || !globq_.empty())) {
+      if (startm(pp, spinning) == 0) return;
+      return;  // startm put pp back on the idle list
+    }
+    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> lk(lock_);
+    pidle_put(pp);
+  }
+
+  void acquirep(m* mm, p* pp) noexcept {
+    mm->pp = pp;
+    pp->owner = mm;
+    pp->status.store(p_status::running, std::memory_order_relaxed);
+  }
+  void releasep(m* mm) noexcept {
+    mm->pp->owner = nullptr;
+    mm->pp = nullptr;
+  }
+
+  // ---- idle lists (scheduler lock held) ----
+
+  void pidle_put(p* pp) noexcept {
+    pp->status.store(p_status::idle, std::memory_order_relaxed);
+    pp->link = pidle_;
+    pidle_ = pp;
+    npidle_.fetch_add(1, std::memory_order_seq_cst);
+    if (shutdown_waiting_.load(std::memory_order_relaxed)) shutdown_note_.wake();
+  }
+  p* pidle_get() noexcept {
+    p* pp = pidle_;
+    if (!pp) return nullptr;
+    pidle_ = pp->link;
+    pp->link = nullptr;
+    pp->status.store(p_status::running, std::memory_order_relaxed);
+    npidle_.fetch_sub(1, std::memory_order_seq_cst);
+    return pp;
+  }
+  void m_idle_put(m* mm) noexcept {
+    mm->link = midle_;
+    midle_ = mm;
+    mm->in_idle_list = true;
+  }
+  m* m_idle_get() noexcept {
+    m* mm = midle_;
+    if (!mm) return nullptr;
+    midle_ = mm->link;
+    mm->link = nullptr;
+    mm->in_idle_list = false;
+    return mm;
+  }
+  void m_idle_remove(m* target) noexcept {
+    for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
+      if (*pm == target) {
+        *pm = target->link;
+        target->link = nullptr;
+        target->in_idle_list = false;
+        return;
+      }
+    }
+  }
+
+  // ---- global run queue (scheduler lock held) ----
+
+  void glob_put_batch(g** batch, std::uint32_t n) {
+    std::lock_guard<std::mutex> lk(lock_);
+    globq_.push_back_batch(batch, n);
+  }
+
+  // globrunqget: takes a fair share — size/nprocs + 1, at most `max` (when
+  // > 0) and at most half a local queue — returns one and queues the rest
+  // on pp.
+  g* glob_get(p* pp, std::uint32_t max) {
+    std::uint32_t size = globq_.size();
+    if (size == 0) return nullptr;
+    std::uint32_t n = std::min(size, size / nprocs_ + 1);
+    if (max > 0 && n > max) n = max;
+    n = std::min<std::uint32_t>(n, run_queue::capacity / 2);
+    g* gp = globq_.pop_front();
+    pp->global_polls.inc(n);
+    for (std::uint32_t i = 1; i < n; ++i) {
+      g* more = globq_.pop_front();
+      // The lock is held: overflow (impossible at half capacity unless the
+      // local queue was already half full) goes straight back.
+      pp->runq.put(more, false, [this](g** batch, std::uint32_t k) { globq_.push_back_batch(batch, k); });
+    }
+    return gp;
+  }
+
+  // ---- G records, stacks, ids ----
+
+  g* gfget(p* pp) {
+    if (pp->gfree == nullptr) {
+      // Refill from the global list, or allocate a fresh block.
+      std::lock_guard<std::mutex> lk(gfree_lock_);
+      while (pp->ngfree < gfree_batch && gfree_) {
+        g* gp = gfree_;
+        gfree_ = gp->link;
+        --ngfree_;
+        gp->link = pp->gfree;
+        pp->gfree = gp;
+        ++pp->ngfree;
+      }
+      if (pp->gfree == nullptr) new_g_block_locked(pp->gfree, pp->ngfree);
+    }
+    g* gp = pp->gfree;
+    pp->gfree = gp->link;
+    --pp->ngfree;
+    gp->link = nullptr;
+    return gp;
+  }
+
+  void gfput(p* pp, g* gp) noexcept {
+    gp->status.store(g_status::idle, std::memory_order_relaxed);
+    gp->link = pp->gfree;
+    pp->gfree = gp;
+    if (++pp->ngfree >= p_gfree_max) {
+      std::lock_guard<std::mutex> lk(gfree_lock_);
+      while (pp->ngfree > p_gfree_max / 2) {
+        g* x = pp->gfree;
+        pp->gfree = x->link;
+        --pp->ngfree;
+        x->link = gfree_;
+        gfree_ = x;
+        ++ngfree_;
+      }
+    }
+  }
+
+  g* gfget_global_or_new() {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    if (!gfree_) {
+      g* list = nullptr;
+      std::uint32_t n = 0;
+      new_g_block_locked(list, n);
+      gfree_ = list;
+      ngfree_ += n;
+    }
+    g* gp = gfree_;
+    gfree_ = gp->link;
+    --ngfree_;
+    gp->link = nullptr;
+    return gp;
+  }
+
+  void gfput_global(g* gp) noexcept {
+    gp->status.store(g_status::idle, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    gp->link = gfree_;
+    gfree_ = gp;
+    ++ngfree_;
+  }
+
+  // Allocates gfree_batch G records in one block (gfree_lock_ held).
+  void new_g_block_locked(g*& list, std::uint32_t& count) {
+    auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
+    if (!block) raise_bad_alloc();
+    for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+      g* gp = &block[i];
+      gp->sched = this;
+      gp->link = list;
+      list = gp;
+      ++count;
+    }
+    g_blocks_.push_back(std::move(block));
+  }
+
+  // Gives gp a stack from pp's cache (refilled from the allocator in a
+  // batch: the most recently freed stacks are cache-hot).
+  void attach_stack(p* pp, g* gp) {
+    if (pp->nstack == 0) {
+      std::uint32_t want = lazy_stacks ? stack_refill : 1;
+      while (pp->nstack < want) {
+        stack_memory s;
+        if (pp->nstack == 0) {
+          s = alloc_.allocate(Policy::stack_size);  // may throw bad_alloc
+        } else {
+          GORO_TRY { s = alloc_.allocate(Policy::stack_size); }
+          GORO_CATCH_ALL { break; }
+        }
+        pp->stack_cache[pp->nstack++] = s;
+      }
+    }
+    init_stack(gp, pp->stack_cache[--pp->nstack]);
+  }
+  void attach_stack_global(g* gp) { init_stack(gp, alloc_.allocate(Policy::stack_size)); }
+
+  void init_stack(g* gp, stack_memory s) noexcept {
+    asan_unpoison(s.lo, s.size);
+    gp->stack = s;
+    write_canary(s);
+    gp->sp = make_context(s.lo, s.size, &goroutine_main);
+    if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
+  }
+
+  void release_stack(p* pp, g* gp) noexcept {
+    stack_memory s = gp->stack;
+    gp->stack = {};
+    gp->sp = nullptr;
+    pp->stack_cache[pp->nstack++] = s;
+    if (pp->nstack == p_stack_cache_max) {
+      while (pp->nstack > p_stack_cache_max / 2) {
+        stack_memory x = pp->stack_cache[--pp->nstack];
+        asan_unpoison(x.lo, x.size);
+        alloc_.deallocate(x);
+      }
+    }
+  }
+
+  // goexit0: gp finished; recycle its stack and record.
+  void goexit0(p* pp, g* gp) noexcept {
+    bool was_main = gp->is_main;
+    gp->status.store(g_status::dead, std::memory_order_relaxed);
+    gp->is_main = false;
+    gp->preempt = false;
+    release_stack(pp, gp);
+    pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
+    gfput(pp, gp);
+    if (was_main) main_finished();
+  }
+
+  // The main goroutine finished: the run() caller's M must leave at its
+  // next scheduling point; wake it if it is parked.
+  void main_finished() noexcept {
+    main_done_.store(true, std::memory_order_seq_cst);
+    m* rm = run_m_.load(std::memory_order_acquire);
+    if (!rm || rm == this_m()) return;
+    bool wake = false;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (rm->in_idle_list) {
+        m_idle_remove(rm);
+        wake = true;
+      }
+    }
+    if (wake) rm->park_note.wake();
+  }
+
+  // Entry of every goroutine (first frame on its stack).
+  static void goroutine_main(void* arg) {
+    g* gp = static_cast<g*>(arg);
+    goroutine_resumed(gp);
+    run_goroutine(gp);
+    m_base* mm = current_m();
+    mm->after = after_switch::exit;
+    switch_to_g0(mm, gp);
+    fatal("goro: internal error: a finished goroutine was resumed");
+  }
+
+  // Runs gp's closure. An exception escaping a goroutine other than main
+  // (main's closure catches its own, for run() to rethrow) is fatal.
+  static void run_goroutine(g* gp) noexcept {
+#if GORO_EXCEPTIONS
+    try {
+      gp->closure_op(gp, true);
+    } catch (const goexit_unwind&) {
+    } catch (const std::exception& e) {
+      uncaught_exception(gp, e.what());
+    } catch (...) {
+      uncaught_exception(gp, "unknown exception (not derived from std::exception)");
+    }
+#else
+    gp->closure_op(gp, true);
+#endif
+  }
+
+  [[noreturn]] static void uncaught_exception(g* gp, const char* what) noexcept {
+    std::fprintf(stderr, "goro: goroutine %llu: uncaught exception: %s\n", static_cast<unsigned long long>(gp->id),
+                 what);
+    std::fflush(stderr);
+    std::abort();
+  }
+
+  void release_memory() noexcept {
+    for (auto& pp : allp_) {
+      while (pp->nstack) {
+        stack_memory s = pp->stack_cache[--pp->nstack];
+        asan_unpoison(s.lo, s.size);
+        alloc_.deallocate(s);
+      }
+    }
+    for (auto& block : g_blocks_) {
+      for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+        g* gp = &block[i];
+        if (gp->stack.lo) {  // blocked forever: release its stack unrun
+          asan_unpoison(gp->stack.lo, gp->stack.size);
+          alloc_.deallocate(gp->stack);
+          gp->stack = {};
+        }
+        tsan_destroy_fiber(gp->tsan_fiber);
+        gp->tsan_fiber = nullptr;
+      }
+    }
+    g_blocks_.clear();
+  }
+
+  // ---- state ----
+  const unsigned nprocs_;
+  std::vector<std::unique_ptr<p>> allp_;
+  coprime_order steal_order_;
+
+  std::mutex lock_;  // sched.lock: global queue, idle P and M lists, allm
+  global_run_queue globq_;
+  p* pidle_ = nullptr;
+  alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};
+  alignas(cache_line) std::atomic<std::uint32_t> nmspinning_{0};
+  m* midle_ = nullptr;
+  std::vector<m*> allm_;
+  std::atomic<int> threads_alive_{0};
+
+  std::mutex gfree_lock_;  // global free G list and G blocks
+  g* gfree_ = nullptr;
+  std::uint32_t ngfree_ = 0;
+  std::vector<std::unique_ptr<g[]>> g_blocks_;
+
+  alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
+  std::atomic<std::uint64_t> offp_spawns_{0};
+  std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, m_spins_{0}, threads_created_{0};
+
+  allocator alloc_;
+
+  std::atomic<bool> run_active_{false};
+  std::atomic<bool> main_done_{false};
+  std::atomic<m*> run_m_{nullptr};
+  std::atomic<bool> exiting_{false};
+  bool shut_down_ = false;
+  std::size_t blocked_at_shutdown_ = 0;
+  note shutdown_note_;
+  std::atomic<bool> shutdown_waiting_{false};
+};
+
+}  // namespace detail
+}  // namespace goro

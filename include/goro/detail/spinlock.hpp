@@ -1,0 +1,36 @@
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "config.hpp"
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0;; ++spins) {
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+      if (spins < 64)
+        cpu_relax();
+      else
+        sched_yield();  // the holder was probably descheduled
+    }
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace goro::detail

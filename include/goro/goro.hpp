@@ -1,0 +1,10 @@
+// goro: Go's goroutine scheduler (the G/M/P model) as a header-only C++20
+// library. Include this header; compile with -std=c++20 -pthread.
+#pragma once
+
+#include "clock.hpp"
+#include "error.hpp"
+#include "policy.hpp"
+#include "runtime.hpp"
+#include "stack.hpp"
+#include "sync.hpp"

@@ -1,0 +1,218 @@
+// The runtime (basic_runtime, run) and the calls a goroutine makes on its
+// own runtime (go, yield, exit, ...).
+#pragma once
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "detail/config.hpp"
+#include "detail/g.hpp"
+#include "detail/m.hpp"
+#include "detail/sched.hpp"
+#include "error.hpp"
+#include "policy.hpp"
+
+namespace goro {
+
+struct options {
+  unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
+};
+
+namespace detail {
+
+inline unsigned resolve_maxprocs(unsigned requested) {
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("GORO_MAXPROCS"); env && *env) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = std::strtoul(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || v > 4096 || env[0] == '-')
+      raise_usage((std::string("GORO_MAXPROCS must be an integer between 1 and 4096, got \"") + env + "\"").c_str());
+    return static_cast<unsigned>(v);
+  }
+  return online_cpus();
+}
+
+// The calling goroutine's M, or a usage_error naming `call`.
+inline m_base* require_goroutine(const char* call) {
+  m_base* m = current_m();
+  if (GORO_UNLIKELY(!m || !m->curg)) raise_usage((std::string(call) + " called outside a goroutine").c_str());
+  return m;
+}
+
+// newproc on `s`: a G record, the closure, then queue it.
+template <class F, class... A>
+void spawn(sched_base* s, F&& f, A&&... args) {
+  g* gp = s->alloc_g();
+  GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
+  GORO_CATCH_ALL {
+    s->free_g(gp);
+    GORO_RETHROW;
+  }
+  GORO_TRY { s->start_g(gp); }
+  GORO_CATCH_ALL {
+    gp->closure_op(gp, false);
+    s->free_g(gp);
+    GORO_RETHROW;
+  }
+}
+
+}  // namespace detail
+
+template <class Policy = default_policy>
+class basic_runtime {
+  static_assert(detail::check_policy<Policy>());
+
+ public:
+  using policy_type = Policy;
+
+  explicit basic_runtime(options o = {})
+      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs))) {}
+
+  // Waits for every goroutine to finish. Goroutines that can never run
+  // again are reported ("goro: N goroutines blocked forever at shutdown")
+  // and released without running.
+  ~basic_runtime() = default;
+
+  basic_runtime(const basic_runtime&) = delete;
+  basic_runtime& operator=(const basic_runtime&) = delete;
+
+  // Runs f as the main goroutine, the calling thread serving as an M, and
+  // returns its result; an exception escaping f propagates out of run().
+  template <class F>
+  std::invoke_result_t<F> run(F&& f) {
+    using R = std::invoke_result_t<F>;
+    using stored = std::conditional_t<std::is_reference_v<R>, std::reference_wrapper<std::remove_reference_t<R>>, R>;
+    [[maybe_unused]] std::optional<std::conditional_t<std::is_void_v<R>, char, stored>> result;
+    std::exception_ptr error;
+    bool exited = true;
+    sched_->run_main([&](detail::g* gp) {
+      detail::set_closure(gp, [&] {
+#if GORO_EXCEPTIONS
+        try {
+#endif
+          if constexpr (std::is_void_v<R>)
+            std::invoke(std::forward<F>(f));
+          else
+            result.emplace(std::invoke(std::forward<F>(f)));
+          exited = false;
+#if GORO_EXCEPTIONS
+        } catch (const detail::goexit_unwind&) {
+        } catch (...) {
+          error = std::current_exception();
+          exited = false;
+        }
+#endif
+      });
+    });
+#if GORO_EXCEPTIONS
+    if (error) std::rethrow_exception(error);
+#endif
+    if constexpr (!std::is_void_v<R>) {
+      if (exited) detail::raise_usage("the main goroutine called exit() before returning a value from run()");
+      if constexpr (std::is_reference_v<R>)
+        return static_cast<R>(result->get());
+      else
+        return std::move(*result);
+    }
+  }
+
+  // Starts a goroutine from any thread (inside this runtime it runs next on
+  // the caller's P; from elsewhere it goes to the global run queue).
+  template <class F, class... A>
+  void go(F&& f, A&&... args) {
+    detail::spawn(sched_.get(), std::forward<F>(f), std::forward<A>(args)...);
+  }
+
+  // Returns the number of Ps. Resizing at run time (n > 0 and different)
+  // is not implemented yet and raises usage_error.
+  unsigned gomaxprocs(unsigned n = 0) {
+    unsigned cur = sched_->procs();
+    if (n > 0 && n != cur) detail::raise_usage("gomaxprocs(n): resizing at run time is not implemented yet");
+    return cur;
+  }
+
+  std::size_t num_goroutine() const noexcept { return sched_->live_goroutines(); }
+  runtime_stats stats() const noexcept { return sched_->stats(); }
+
+ private:
+  std::unique_ptr<detail::scheduler<Policy>> sched_;
+};
+
+using runtime = basic_runtime<>;
+
+// runtime{o}.run(f); the runtime (and so this call) waits for every goroutine.
+template <class F>
+std::invoke_result_t<F> run(F&& f, options o = {}) {
+  runtime rt{o};
+  return rt.run(std::forward<F>(f));
+}
+
+// ---- calls made from inside a goroutine, on its own runtime ----
+
+// Starts a goroutine on the calling goroutine's runtime; it runs next on
+// this P (the caller keeps running).
+template <class F, class... A>
+void go(F&& f, A&&... args) {
+  detail::m_base* m = detail::require_goroutine("go()");
+  detail::spawn(m->sched, std::forward<F>(f), std::forward<A>(args)...);
+}
+
+// Gosched: puts the calling goroutine on the global run queue and runs
+// another.
+inline void yield() {
+  detail::m_base* m = detail::require_goroutine("yield()");
+  m->after = detail::after_switch::yield;
+  detail::switch_to_g0(m, m->curg);
+}
+
+// Goexit: unwinds the calling goroutine (destructors run) and ends it.
+// Without exceptions the goroutine ends at once and destructors of its
+// frames do not run.
+[[noreturn]] inline void exit() {
+  detail::m_base* m = detail::require_goroutine("exit()");
+#if GORO_EXCEPTIONS
+  (void)m;
+  throw detail::goexit_unwind{};
+#else
+  detail::g* gp = m->curg;
+  gp->closure_op = nullptr;
+  m->after = detail::after_switch::exit;
+  detail::switch_to_g0(m, gp);
+  detail::fatal("goro: internal error: an exited goroutine was resumed");
+#endif
+}
+
+inline std::size_t num_goroutine() { return detail::require_goroutine("num_goroutine()")->sched->live_goroutines(); }
+
+inline unsigned gomaxprocs(unsigned n = 0) {
+  unsigned cur = detail::require_goroutine("gomaxprocs()")->sched->procs();
+  if (n > 0 && n != cur) detail::raise_usage("gomaxprocs(n): resizing at run time is not implemented yet");
+  return cur;
+}
+
+// CPUs this process may run on (works anywhere).
+inline unsigned num_cpu() noexcept { return detail::online_cpus(); }
+
+// A cheap cooperative preemption check for long loops. Preemption (sysmon)
+// is not implemented yet, so nothing ever requests one: this is a no-op
+// that keeps call sites ready for it.
+inline void preempt_point() noexcept {}
+
+namespace this_goroutine {
+// The calling goroutine's id (the main goroutine of the first run() is 1).
+inline std::uint64_t id() { return detail::require_goroutine("this_goroutine::id()")->curg->id; }
+// Whether the caller is a goroutine (works anywhere).
+inline bool inside() noexcept { return detail::current_g() != nullptr; }
+}  // namespace this_goroutine
+
+}  // namespace goro
