@@ -31,6 +31,7 @@ enum class after_switch : std::uint8_t {
   yield,  // Gosched: to the global run queue
   park,   // waiting; run park_unlock(park_arg) once off its stack
   exit,   // finished: recycle
+  call,   // run g0_call(g0_arg) on g0, then resume the goroutine at once
 };
 
 // The policy-independent interface of a runtime.
@@ -58,6 +59,8 @@ struct m_base {
   after_switch after = after_switch::none;
   bool (*park_unlock)(void*) = nullptr;  // returns false to cancel the park
   void* park_arg = nullptr;
+  void (*g0_call)(void*) = nullptr;
+  void* g0_arg = nullptr;
 
   void* g0_tsan_fiber = nullptr;
   void* g0_asan_fake_stack = nullptr;
@@ -172,6 +175,21 @@ inline void park(m_base* m, bool (*unlock)(void*), void* arg) noexcept {
   m->park_unlock = unlock;
   m->park_arg = arg;
   switch_to_g0(m, gp);
+}
+
+// Runs fn(arg) on the M's own stack (Go's systemstack) when called from a
+// goroutine, whose stack may be tiny; directly otherwise. For deep,
+// rare work such as creating a thread.
+inline void on_g0(void (*fn)(void*), void* arg) {
+  m_base* m = current_m();
+  if (!m || !m->curg) {
+    fn(arg);
+    return;
+  }
+  m->after = after_switch::call;
+  m->g0_call = fn;
+  m->g0_arg = arg;
+  switch_to_g0(m, m->curg);
 }
 
 }  // namespace goro::detail

@@ -183,7 +183,9 @@ class local_run_queue {
   bool put_slow(T* g, std::uint32_t h, std::uint32_t t, ToGlobal& to_global) {
     constexpr std::uint32_t half = Capacity / 2;
     (void)t;
-    std::array<T*, half + 1> batch;
+    // The batch lives in the queue (owner-only scratch), not on the stack:
+    // put() runs on goroutine stacks, which may be as small as 2 KiB.
+    auto& batch = overflow_;
     for (std::uint32_t i = 0; i < half; ++i) batch[i] = slots_[(h + i) % Capacity].load(std::memory_order_relaxed);
     if (!head_.compare_exchange_strong(h, h + half, std::memory_order_release, std::memory_order_relaxed))
       return false;
@@ -196,6 +198,7 @@ class local_run_queue {
   alignas(cache_line) std::atomic<std::uint32_t> tail_{0};
   std::atomic<T*> runnext_{nullptr};
   std::array<std::atomic<T*>, Capacity> slots_{};
+  std::array<T*, Capacity / 2 + 1> overflow_{};  // put_slow's batch (owner only)
 };
 
 }  // namespace goro::detail

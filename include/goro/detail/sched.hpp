@@ -104,6 +104,11 @@ class scheduler final : public sched_base {
   // allocator may be a finite pool: then the stack is taken at spawn, so
   // exhaustion is reported by the go() call that needed it.
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
+  static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
+  // With the default allocator, run()'s main goroutine gets at least 256 KiB
+  // whatever the policy: it usually does the program's heavier work
+  // (I/O, formatting), which tiny goroutine stacks cannot hold.
+  static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
 
   enum class p_status : std::uint32_t { idle, running };
 
@@ -371,7 +376,12 @@ class scheduler final : public sched_base {
   g* execute(m* mm, g* gp, bool inherit_time) {
     p* pp = mm->pp;
     if (!inherit_time) ++pp->schedtick;
-    if (gp->stack.lo == nullptr) attach_stack(pp, gp);
+    if (gp->stack.lo == nullptr) {
+      if (lazy_stacks && gp->is_main)
+        init_stack(gp, alloc_.allocate(main_stack_size));
+      else
+        attach_stack(pp, gp);
+    }
     gp->status.store(g_status::running, std::memory_order_relaxed);
     mm->curg = gp;
     switch_to_g(mm, gp);
@@ -404,6 +414,10 @@ class scheduler final : public sched_base {
       case after_switch::exit:
         goexit0(pp, gp);
         break;
+      case after_switch::call:
+        mm->after = after_switch::none;
+        mm->g0_call(mm->g0_arg);
+        return gp;  // resume it on this M (it never left the running state)
       case after_switch::none:
         fatal("goro: internal error: goroutine switched out without a request");
     }
@@ -591,7 +605,19 @@ class scheduler final : public sched_base {
       mm->park_note.wake();
       return 0;
     }
-    int err = newm(pp, spinning);
+    // Thread creation is deep (pthread_create): run it on g0, not on a
+    // possibly tiny goroutine stack.
+    struct newm_call {
+      scheduler* self;
+      p* pp;
+      bool spinning;
+      int err;
+    } call{this, pp, spinning, 0};
+    on_g0([](void* a) {
+      auto* c = static_cast<newm_call*>(a);
+      c->err = c->self->newm(c->pp, c->spinning);
+    }, &call);
+    int err = call.err;
     if (err != 0) {
       {
         std::lock_guard<std::mutex> lk(lock_);
@@ -864,9 +890,9 @@ class scheduler final : public sched_base {
       while (pp->nstack < want) {
         stack_memory s;
         if (pp->nstack == 0) {
-          s = alloc_.allocate(Policy::stack_size);  // may throw bad_alloc
+          s = alloc_.allocate(stack_bytes);  // may throw bad_alloc
         } else {
-          GORO_TRY { s = alloc_.allocate(Policy::stack_size); }
+          GORO_TRY { s = alloc_.allocate(stack_bytes); }
           GORO_CATCH_ALL { break; }
         }
         pp->stack_cache[pp->nstack++] = s;
@@ -874,7 +900,7 @@ class scheduler final : public sched_base {
     }
     init_stack(gp, pp->stack_cache[--pp->nstack]);
   }
-  void attach_stack_global(g* gp) { init_stack(gp, alloc_.allocate(Policy::stack_size)); }
+  void attach_stack_global(g* gp) { init_stack(gp, alloc_.allocate(stack_bytes)); }
 
   void init_stack(g* gp, stack_memory s) noexcept {
     asan_unpoison(s.lo, s.size);
@@ -888,6 +914,11 @@ class scheduler final : public sched_base {
     stack_memory s = gp->stack;
     gp->stack = {};
     gp->sp = nullptr;
+    if (s.size != stack_bytes) {  // the main goroutine's larger stack
+      asan_unpoison(s.lo, s.size);
+      alloc_.deallocate(s);
+      return;
+    }
     pp->stack_cache[pp->nstack++] = s;
     if (pp->nstack == p_stack_cache_max) {
       while (pp->nstack > p_stack_cache_max / 2) {

@@ -12,8 +12,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <new>
+#include <sched.h>
 
 #include "../stack.hpp"
+#include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
 
@@ -107,10 +110,31 @@ inline void fault_handler(int sig, siginfo_t* info, void* uctx) noexcept {
   signal(sig, SIG_DFL);
 }
 
-// Installs the fault handler once per process.
+// Resolves, once, the lazily bound library functions the runtime calls on
+// goroutine stacks. The dynamic linker's first-call resolver saves the
+// whole vector register file on the caller's stack (about 3 KiB with
+// AVX-512), which alone would overflow a 2 KiB goroutine stack.
+inline void resolve_runtime_symbols() noexcept {
+#if GORO_EXCEPTIONS
+  (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
+#endif
+  std::atomic<std::uint32_t> word{0};
+  futex_wake(&word, 1);
+  std::mutex mu;
+  mu.lock();
+  mu.unlock();
+  sched_yield();
+  void* volatile p = operator new(16);
+  operator delete(p, 16);
+  void* volatile q = operator new(16);
+  operator delete(q);
+}
+
+// Process-wide set-up, once: the fault handler and symbol resolution.
 inline void install_fault_handler() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
+    resolve_runtime_symbols();
     for (int sig : {SIGSEGV, SIGBUS}) {
       struct sigaction sa {};
       sa.sa_sigaction = &fault_handler;

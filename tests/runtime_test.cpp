@@ -1,0 +1,450 @@
+// The runtime's public behaviour: spawn, run, yield, exit, exceptions,
+// ids, goroutine counts, several runtimes, plain threads, misuse.
+#include <catch2/catch.hpp>
+#include <cfenv>
+#include <goro/goro.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+TEST_CASE("runtime: run returns the main goroutine's result", "[runtime]") {
+  goro::runtime rt{goro::options{2}};
+  CHECK(rt.run([] { return 42; }) == 42);
+  CHECK(rt.run([] { return std::string("again"); }) == "again");  // run() may be called again
+  CHECK(goro::run([] { return goro::this_goroutine::inside(); }));
+}
+
+TEST_CASE("runtime: run returns a move-only result and references", "[runtime]") {
+  goro::runtime rt{goro::options{1}};
+  auto p = rt.run([] { return std::make_unique<int>(7); });
+  REQUIRE(p);
+  CHECK(*p == 7);
+  static int x = 5;
+  int& r = rt.run([]() -> int& { return x; });
+  CHECK(&r == &x);
+}
+
+TEST_CASE("runtime: an exception escaping main propagates out of run", "[runtime]") {
+  goro::runtime rt{goro::options{2}};
+  CHECK_THROWS_WITH(rt.run([]() -> int { throw std::runtime_error("from main"); }), "from main");
+  CHECK(rt.run([] { return 1; }) == 1);  // still usable
+}
+
+TEST_CASE("runtime: many goroutines all run exactly once", "[runtime]") {
+  const int n = goro_test::scale(100000, 2000);
+  for (unsigned procs : {1u, 2u, 4u}) {
+    goro::runtime rt{goro::options{procs}};
+    std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+    rt.run([&] {
+      goro::wait_group wg;
+      wg.add(n);
+      for (int i = 0; i < n; ++i)
+        goro::go([&, i] {
+          hits[static_cast<std::size_t>(i)].fetch_add(1);
+          wg.done();
+        });
+      wg.wait();
+    });
+    for (auto& h : hits) REQUIRE(h.load() == 1);
+    CHECK(rt.stats().spawns == static_cast<std::uint64_t>(n) + 1);
+  }
+}
+
+TEST_CASE("runtime: go passes arguments by value like std::thread", "[runtime]") {
+  goro::run([] {
+    goro::wait_group wg;
+    int out = 0;
+    std::string s = "abc";
+    wg.add(1);
+    goro::go(
+        [&](std::string copy, int k) {
+          out = static_cast<int>(copy.size()) + k;
+          wg.done();
+        },
+        s, 10);
+    wg.wait();
+    CHECK(out == 13);
+    // A closure too large for the inline buffer goes to the heap.
+    struct big {
+      char data[512];
+    } b{};
+    b.data[511] = 9;
+    wg.add(1);
+    goro::go([&wg, &out, b] {
+      out = b.data[511];
+      wg.done();
+    });
+    wg.wait();
+    CHECK(out == 9);
+    // Move-only captures.
+    auto p = std::make_unique<int>(3);
+    wg.add(1);
+    goro::go([&wg, &out, p = std::move(p)] {
+      out = *p;
+      wg.done();
+    });
+    wg.wait();
+    CHECK(out == 3);
+  });
+}
+
+TEST_CASE("runtime: yield lets other goroutines run (1 proc)", "[runtime]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    // Without a working yield the waiter would spin forever on the only P.
+    bool flag = false;
+    int spins = 0;
+    goro::wait_group wg;
+    wg.add(2);
+    goro::go([&] {
+      while (!flag) {
+        ++spins;
+        goro::yield();
+      }
+      wg.done();
+    });
+    goro::go([&] {
+      flag = true;
+      wg.done();
+    });
+    wg.wait();
+    CHECK(flag);
+    // Both goroutines yielding: each gets to run between the other's yields.
+    std::vector<int> order;
+    wg.add(2);
+    for (int id = 0; id < 2; ++id)
+      goro::go([&, id] {
+        for (int i = 0; i < 50; ++i) {
+          order.push_back(id);
+          goro::yield();
+        }
+        wg.done();
+      });
+    wg.wait();
+    int switches = 0;
+    for (std::size_t i = 1; i < order.size(); ++i) switches += order[i] != order[i - 1];
+    CHECK(switches >= 40);
+  });
+}
+
+TEST_CASE("runtime: exit unwinds the goroutine and runs destructors", "[runtime]") {
+  goro::run([] {
+    std::atomic<int> destroyed{0};
+    std::atomic<bool> after_exit{false};
+    struct guard {
+      std::atomic<int>& d;
+      ~guard() { d.fetch_add(1); }
+    };
+    goro::wait_group wg;
+    wg.add(1);
+    goro::go([&] {
+      guard g{destroyed};
+      struct done_on_exit {
+        goro::wait_group& wg;
+        ~done_on_exit() { wg.done(); }
+      } d{wg};
+      goro::exit();
+      after_exit = true;
+    });
+    wg.wait();
+    CHECK(destroyed.load() == 1);
+    CHECK_FALSE(after_exit.load());
+  });
+}
+
+TEST_CASE("runtime: exit in the main goroutine", "[runtime]") {
+  goro::runtime rt{goro::options{1}};
+  bool after = false;
+  rt.run([&] {
+    goro::exit();
+    after = true;
+  });
+  CHECK_FALSE(after);
+  CHECK_THROWS_AS(rt.run([]() -> int { goro::exit(); }), goro::usage_error);
+}
+
+TEST_CASE("runtime: goroutine ids are unique and main's is 1", "[runtime]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    CHECK(goro::this_goroutine::id() == 1);
+    const int n = goro_test::scale(10000, 500);
+    std::vector<std::uint64_t> ids(static_cast<std::size_t>(n));
+    goro::wait_group wg;
+    wg.add(n);
+    for (int i = 0; i < n; ++i)
+      goro::go([&, i] {
+        ids[static_cast<std::size_t>(i)] = goro::this_goroutine::id();
+        wg.done();
+      });
+    wg.wait();
+    std::set<std::uint64_t> unique(ids.begin(), ids.end());
+    CHECK(unique.size() == ids.size());
+    CHECK(unique.count(1) == 0);
+  });
+}
+
+TEST_CASE("runtime: num_goroutine counts live goroutines", "[runtime]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] {
+    CHECK(goro::num_goroutine() == 1);
+    goro::wait_group release, started;
+    release.add(1);
+    started.add(10);
+    for (int i = 0; i < 10; ++i)
+      goro::go([&] {
+        started.done();
+        release.wait();
+      });
+    started.wait();
+    CHECK(goro::num_goroutine() == 11);
+    CHECK(rt.num_goroutine() == 11);
+    release.done();
+  });
+}
+
+TEST_CASE("runtime: gomaxprocs, num_cpu and GORO_MAXPROCS", "[runtime]") {
+  CHECK(goro::num_cpu() >= 1);
+  goro::runtime three{goro::options{3}};
+  CHECK(three.gomaxprocs() == 3);
+  CHECK(three.run([] { return goro::gomaxprocs(); }) == 3);
+  CHECK_THROWS_AS(three.gomaxprocs(5), goro::usage_error);
+
+  setenv("GORO_MAXPROCS", "5", 1);
+  {
+    goro::runtime env;
+    CHECK(env.gomaxprocs() == 5);
+  }
+  setenv("GORO_MAXPROCS", "lots", 1);
+  CHECK_THROWS_WITH(goro::runtime{}, Catch::Matchers::Contains("GORO_MAXPROCS") && Catch::Matchers::Contains("lots"));
+  unsetenv("GORO_MAXPROCS");
+  goro::runtime dflt;
+  CHECK(dflt.gomaxprocs() == goro::num_cpu());
+}
+
+TEST_CASE("runtime: goroutine-only calls outside a goroutine are usage errors", "[runtime][errors]") {
+  using Catch::Matchers::Contains;
+  CHECK_FALSE(goro::this_goroutine::inside());
+  CHECK_THROWS_WITH(goro::yield(), "goro: yield() called outside a goroutine");
+  CHECK_THROWS_WITH(goro::go([] {}), "goro: go() called outside a goroutine");
+  CHECK_THROWS_WITH(goro::exit(), "goro: exit() called outside a goroutine");
+  CHECK_THROWS_WITH(goro::this_goroutine::id(), "goro: this_goroutine::id() called outside a goroutine");
+  CHECK_THROWS_WITH(goro::num_goroutine(), "goro: num_goroutine() called outside a goroutine");
+  CHECK_THROWS_WITH(goro::gomaxprocs(), "goro: gomaxprocs() called outside a goroutine");
+  CHECK_THROWS_AS(goro::yield(), goro::usage_error);
+  CHECK_NOTHROW(goro::preempt_point());
+  // run() inside a goroutine would block its M.
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    CHECK_THROWS_WITH(goro::run([] {}), Contains("run() called from inside a goroutine"));
+  });
+  // All goro errors derive from goro::error and std::runtime_error.
+  CHECK_THROWS_AS(goro::yield(), goro::error);
+  CHECK_THROWS_AS(goro::yield(), std::runtime_error);
+}
+
+TEST_CASE("runtime: two runtimes with different policies; go() stays on its own runtime", "[runtime]") {
+  using small = goro::policy<goro::queue_capacity<4>, goro::stack<16 * 1024>>;
+  goro::runtime a{goro::options{2}};
+  goro::basic_runtime<small> b{goro::options{1}};
+  const int n = goro_test::scale(1000, 100);
+  std::thread tb([&] {
+    b.run([&] {
+      goro::wait_group wg;
+      wg.add(n);
+      for (int i = 0; i < n; ++i) goro::go([&] { wg.done(); });
+      wg.wait();
+    });
+  });
+  a.run([&] {
+    goro::wait_group wg;
+    wg.add(n);
+    for (int i = 0; i < n; ++i)
+      goro::go([&] {
+        goro::go([&] { wg.done(); });  // a goroutine's goroutine: same runtime
+      });
+    wg.wait();
+  });
+  tb.join();
+  CHECK(a.stats().spawns == 2 * static_cast<std::uint64_t>(n) + 1);
+  CHECK(b.stats().spawns == static_cast<std::uint64_t>(n) + 1);
+}
+
+TEST_CASE("runtime: plain threads start goroutines with rt.go", "[runtime]") {
+  goro::runtime rt{goro::options{2}};
+  const int per_thread = goro_test::scale(5000, 200);
+  std::atomic<int> sum{0};
+  goro::wait_group wg;
+  wg.add(4 * per_thread);
+  // Before run(): Ms start on demand.
+  std::vector<std::thread> feeders;
+  for (int t = 0; t < 4; ++t)
+    feeders.emplace_back([&] {
+      for (int i = 0; i < per_thread; ++i)
+        rt.go([&] {
+          sum.fetch_add(1);
+          wg.done();
+        });
+    });
+  rt.run([&] { wg.wait(); });
+  for (auto& t : feeders) t.join();
+  CHECK(sum.load() == 4 * per_thread);
+  // A plain thread may wait on a wait_group too.
+  goro::wait_group wg2;
+  wg2.add(1);
+  rt.go([&] { wg2.done(); });
+  wg2.wait();
+}
+
+TEST_CASE("runtime: goroutines left running when run returns finish before destruction", "[runtime]") {
+  std::atomic<int> finished{0};
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([&] {
+      for (int i = 0; i < 100; ++i)
+        goro::go([&] {
+          for (int k = 0; k < 10; ++k) goro::yield();
+          finished.fetch_add(1);
+        });
+    });
+  }
+  CHECK(finished.load() == 100);
+}
+
+TEST_CASE("runtime: goroutines blocked forever are reported and released at shutdown", "[runtime]") {
+  // Capture stderr around the destructor.
+  std::FILE* tmp = std::tmpfile();
+  REQUIRE(tmp);
+  int saved = dup(2);
+  {
+    goro::runtime rt{goro::options{2}};
+    goro::wait_group never;
+    never.add(1);
+    rt.run([&] {
+      for (int i = 0; i < 3; ++i) goro::go([&] { never.wait(); });
+    });
+    std::fflush(stderr);
+    dup2(fileno(tmp), 2);
+  }
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::rewind(tmp);
+  char buf[256] = {};
+  std::size_t got = std::fread(buf, 1, sizeof buf - 1, tmp);
+  std::fclose(tmp);
+  CHECK(std::string(buf, got).find("goro: 3 goroutines blocked forever at shutdown") != std::string::npos);
+}
+
+TEST_CASE("runtime: tiny local queues overflow to the global queue without loss", "[runtime][policy]") {
+  using tiny = goro::policy<goro::queue_capacity<2>, goro::global_poll<3>>;
+  goro::basic_runtime<tiny> rt{goro::options{2}};
+  const int n = goro_test::scale(20000, 1000);
+  std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+  rt.run([&] {
+    goro::wait_group wg;
+    wg.add(n);
+    for (int i = 0; i < n; ++i)
+      goro::go([&, i] {
+        hits[static_cast<std::size_t>(i)].fetch_add(1);
+        wg.done();
+      });
+    wg.wait();
+  });
+  for (auto& h : hits) REQUIRE(h.load() == 1);
+  CHECK(rt.stats().global_polls > 0);
+}
+
+TEST_CASE("runtime: steal fractions other than half schedule everything", "[runtime][policy]") {
+  using quarter = goro::policy<goro::steal<1, 4>>;
+  using all = goro::policy<goro::steal<1, 1>>;
+  const int n = goro_test::scale(20000, 1000);
+  auto work = [n](auto& rt) {
+    std::atomic<int> count{0};
+    rt.run([&] {
+      goro::wait_group wg;
+      wg.add(n);
+      for (int i = 0; i < n; ++i)
+        goro::go([&] {
+          count.fetch_add(1);
+          wg.done();
+        });
+      wg.wait();
+    });
+    return count.load();
+  };
+  goro::basic_runtime<quarter> q{goro::options{4}};
+  goro::basic_runtime<all> a{goro::options{4}};
+  CHECK(work(q) == n);
+  CHECK(work(a) == n);
+}
+
+TEST_CASE("runtime: FP control state is per goroutine and survives migration", "[runtime][context]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    std::atomic<int> bad{0};
+    goro::wait_group wg;
+    const int n = goro_test::scale(8, 4);
+    wg.add(2 * n);
+    for (int i = 0; i < n; ++i) {
+      goro::go([&] {
+        std::fesetround(FE_UPWARD);
+        for (int k = 0; k < 2000; ++k) {
+          goro::yield();  // resumes on whichever M runs it next
+          if (std::fegetround() != FE_UPWARD) bad.fetch_add(1);
+        }
+        std::fesetround(FE_TONEAREST);
+        wg.done();
+      });
+      goro::go([&] {
+        for (int k = 0; k < 2000; ++k) {
+          goro::yield();
+          if (std::fegetround() != FE_TONEAREST) bad.fetch_add(1);
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+    CHECK(bad.load() == 0);
+  });
+}
+
+TEST_CASE("runtime: an exception being handled survives a switch", "[runtime][context]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::wait_group wg;
+    std::atomic<int> ok{0};
+    const int n = 16;
+    wg.add(n);
+    for (int i = 0; i < n; ++i)
+      goro::go([&, i] {
+        try {
+          throw std::runtime_error(std::to_string(i));
+        } catch (const std::exception&) {
+          for (int k = 0; k < 50; ++k) goro::yield();  // others throw and catch meanwhile
+          try {
+            throw;  // rethrows *this* goroutine's exception
+          } catch (const std::runtime_error& e) {
+            if (e.what() == std::to_string(i)) ok.fetch_add(1);
+          }
+        }
+        if (std::uncaught_exceptions() == 0) ok.fetch_add(1000);
+        wg.done();
+      });
+    wg.wait();
+    CHECK(ok.load() == n * 1001);
+  });
+}
+
+TEST_CASE("runtime: raw context switch works", "[context]") {
+  double ns = goro::detail::context_switch_bench(1000);
+  CHECK(ns > 0);
+}

@@ -1,0 +1,170 @@
+// Stacks: the default slab allocator, guard regions, small packed stacks,
+// custom allocators (pool exhaustion reported by go()), and a million live
+// goroutines under the default vm.max_map_count.
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+namespace {
+
+std::size_t count_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  std::size_t n = 0;
+  std::string line;
+  while (std::getline(maps, line)) ++n;
+  return n;
+}
+
+// Protection string ("rw-p", "---p") of the mapping holding addr.
+std::string protection_at(std::uintptr_t addr) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::string range, prot;
+    in >> range >> prot;
+    auto dash = range.find('-');
+    auto lo = std::stoull(range.substr(0, dash), nullptr, 16);
+    auto hi = std::stoull(range.substr(dash + 1), nullptr, 16);
+    if (addr >= lo && addr < hi) return prot;
+  }
+  return "unmapped";
+}
+
+// A fixed pool of 8 stacks, as an embedded user might plug in.
+struct pool_allocator {
+  static constexpr std::size_t size = 16 * 1024;
+  static constexpr int count = 8;
+  alignas(16) static inline unsigned char memory[count][size];
+  static inline std::mutex mu;
+  static inline bool used[count];
+  static inline std::atomic<int> in_use{0};
+
+  goro::stack_memory allocate(std::size_t n) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (n > size) throw std::bad_alloc();
+    for (int i = 0; i < count; ++i)
+      if (!used[i]) {
+        used[i] = true;
+        in_use.fetch_add(1);
+        return {memory[i], size};
+      }
+    throw std::bad_alloc();
+  }
+  void deallocate(goro::stack_memory s) noexcept {
+    std::lock_guard<std::mutex> lk(mu);
+    for (int i = 0; i < count; ++i)
+      if (s.lo == memory[i]) {
+        used[i] = false;
+        in_use.fetch_sub(1);
+      }
+  }
+};
+static_assert(goro::stack_allocator<pool_allocator>);
+
+}  // namespace
+
+TEST_CASE("stack: default allocator hands out distinct aligned stacks", "[stack]") {
+  goro::default_stack_allocator a;
+  std::vector<goro::stack_memory> v;
+  for (int i = 0; i < 100; ++i) v.push_back(a.allocate(64 * 1024));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    CHECK(reinterpret_cast<std::uintptr_t>(v[i].lo) % 16 == 0);
+    CHECK(v[i].size == 64 * 1024);
+    for (std::size_t j = i + 1; j < v.size(); ++j) {
+      auto a0 = reinterpret_cast<std::uintptr_t>(v[i].lo), b0 = reinterpret_cast<std::uintptr_t>(v[j].lo);
+      CHECK((a0 + v[i].size <= b0 || b0 + v[j].size <= a0));
+    }
+  }
+  // Guarded while the budget lasts: the bytes right below a stack are PROT_NONE.
+  CHECK(protection_at(reinterpret_cast<std::uintptr_t>(v[0].lo) - 1).substr(0, 3) == "---");
+  CHECK(protection_at(reinterpret_cast<std::uintptr_t>(v[0].lo)).substr(0, 2) == "rw");
+  // Freed stacks are reused.
+  void* first = v.back().lo;
+  a.deallocate(v.back());
+  CHECK(a.allocate(64 * 1024).lo == first);
+}
+
+TEST_CASE("stack: small packed stacks (2 KiB, 4 KiB) run goroutines", "[stack][policy]") {
+  auto work = [](auto& rt) {
+    std::atomic<int> sum{0};
+    rt.run([&] {
+      goro::wait_group wg;
+      const int n = goro_test::scale(20000, 500);
+      wg.add(n);
+      for (int i = 0; i < n; ++i)
+        goro::go([&] {
+          sum.fetch_add(1);
+          goro::yield();
+          wg.done();
+        });
+      wg.wait();
+    });
+    return sum.load();
+  };
+#if !GORO_TEST_SANITIZED  // sanitizer frames do not fit in 2 KiB
+  goro::basic_runtime<goro::policy<goro::stack<2048>>> r2{goro::options{2}};
+  CHECK(work(r2) == goro_test::scale(20000, 500));
+#endif
+  goro::basic_runtime<goro::policy<goro::stack<8192>>> r4{goro::options{2}};
+  CHECK(work(r4) == goro_test::scale(20000, 500));
+}
+
+TEST_CASE("stack: a custom pool allocator; exhaustion is reported by go()", "[stack][policy]") {
+  using pool_policy = goro::policy<goro::stacks<pool_allocator>, goro::stack<pool_allocator::size>>;
+  {
+    goro::basic_runtime<pool_policy> rt{goro::options{1}};
+    rt.run([] {
+      goro::wait_group release, started;
+      release.add(1);
+      // main holds one stack; 7 more goroutines fill the pool
+      started.add(7);
+      for (int i = 0; i < 7; ++i)
+        goro::go([&] {
+          started.done();
+          release.wait();
+        });
+      started.wait();
+      CHECK(pool_allocator::in_use.load() == 8);
+      CHECK_THROWS_AS(goro::go([] {}), std::bad_alloc);
+      CHECK(goro::num_goroutine() == 8);  // the failed spawn left nothing behind
+      release.done();
+    });
+  }
+  CHECK(pool_allocator::in_use.load() == 0);  // every stack went back to the pool
+}
+
+TEST_CASE("stack: 1,000,000 goroutines alive at once under the default map limit", "[stack][million]") {
+  const int n = goro_test::scale(1'000'000, 2'000);
+  goro::runtime rt{goro::options{2}};
+  std::size_t maps_at_peak = 0;
+  rt.run([&] {
+    goro::wait_group release, started, finished;
+    release.add(1);
+    started.add(n);
+    finished.add(n);
+    for (int i = 0; i < n; ++i)
+      goro::go([&] {
+        started.done();
+        release.wait();
+        finished.done();
+      });
+    started.wait();  // every goroutine has run and holds its stack
+    CHECK(goro::num_goroutine() == static_cast<std::size_t>(n) + 1);
+    maps_at_peak = count_mappings();
+    release.done();
+    finished.wait();
+  });
+  INFO("mappings at peak: " << maps_at_peak);
+  CHECK(maps_at_peak < 65530);
+}

@@ -1,0 +1,73 @@
+// Shared helpers for goro's tests.
+#pragma once
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define GORO_TEST_SANITIZED 1
+#endif
+#endif
+#if !defined(GORO_TEST_SANITIZED) && (defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__))
+#define GORO_TEST_SANITIZED 1
+#endif
+#ifndef GORO_TEST_SANITIZED
+#define GORO_TEST_SANITIZED 0
+#endif
+
+namespace goro_test {
+
+// Sizes for stress tests: sanitizers (TSan fibers cost ~0.5 ms each) get less.
+inline constexpr int scale(int normal, int sanitized) { return GORO_TEST_SANITIZED ? sanitized : normal; }
+
+struct child_result {
+  bool exited = false;
+  int exit_code = -1;
+  bool signaled = false;
+  int signal = 0;
+  std::string output;  // stdout + stderr
+};
+
+// Runs a helper program from GORO_HELPERS_DIR with its output captured.
+inline child_result run_helper(const std::string& name, const std::vector<std::string>& args = {}) {
+  std::string path = std::string(GORO_HELPERS_DIR) + "/goro_helper_" + name;
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  std::vector<char*> argv{const_cast<char*>(path.c_str())};
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, path.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  child_result r;
+  if (rc != 0) {
+    close(fds[0]);
+    r.output = "posix_spawn failed for " + path;
+    return r;
+  }
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<std::size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exited = WIFEXITED(status);
+  if (r.exited) r.exit_code = WEXITSTATUS(status);
+  r.signaled = WIFSIGNALED(status);
+  if (r.signaled) r.signal = WTERMSIG(status);
+  return r;
+}
+
+}  // namespace goro_test
