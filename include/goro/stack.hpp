@@ -77,37 +77,50 @@ class default_stack_allocator {
   }
 
   stack_memory allocate(std::size_t size) {
+    bool guarded;
+    return allocate(size, guarded);
+  }
+
+  // Also tells whether a guard region protects the stack; the scheduler
+  // then skips the canary (whose write would touch one more page).
+  stack_memory allocate(std::size_t size, bool& guarded) {
     size = (size + 15) & ~std::size_t{15};
     std::lock_guard<std::mutex> lk(mu_);
     for (auto& fl : free_) {
       if (fl.size == size && !fl.stacks.empty()) {
-        void* lo = fl.stacks.back();
+        std::uintptr_t tagged = fl.stacks.back();
         fl.stacks.pop_back();
-        return {lo, size};
+        guarded = (tagged & 1) != 0;
+        return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
       }
     }
     if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
     std::uintptr_t lo = cur_.next + (cur_.guarded ? detail::guard_size : 0);
     cur_.next += cur_.stride;
+    guarded = cur_.guarded;
     return {reinterpret_cast<void*>(lo), size};
   }
 
   void deallocate(stack_memory s) noexcept {
     std::lock_guard<std::mutex> lk(mu_);
+    auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
+    std::uintptr_t tagged = lo | (is_guarded(lo) ? 1 : 0);
     for (auto& fl : free_) {
       if (fl.size == s.size) {
-        push(fl.stacks, s.lo);
+        push(fl.stacks, tagged);
         return;
       }
     }
-    free_.push_back({s.size, {}});
-    push(free_.back().stacks, s.lo);
+    GORO_TRY { free_.push_back({s.size, {}}); }
+    GORO_CATCH_ALL { return; }
+    push(free_.back().stacks, tagged);
   }
 
  private:
   struct slab {
     void* base;
     std::size_t bytes;
+    bool guarded;
   };
   struct carve {
     std::size_t size = 0, stride = 0;
@@ -116,10 +129,18 @@ class default_stack_allocator {
   };
   struct free_list {
     std::size_t size;
-    std::vector<void*> stacks;
+    std::vector<std::uintptr_t> stacks;  // lo | 1 if guarded
   };
 
-  static void push(std::vector<void*>& v, void* p) noexcept {
+  bool is_guarded(std::uintptr_t lo) const noexcept {
+    for (auto it = slabs_.rbegin(); it != slabs_.rend(); ++it) {
+      auto base = reinterpret_cast<std::uintptr_t>(it->base);
+      if (lo >= base && lo < base + it->bytes) return it->guarded;
+    }
+    return false;
+  }
+
+  static void push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept {
     // deallocate is noexcept: reserve generously so push_back cannot throw
     // in practice; if it still fails the stack is leaked (never reused).
     GORO_TRY { v.push_back(p); }
@@ -150,7 +171,7 @@ class default_stack_allocator {
       for (std::size_t i = 0; i < count; ++i)
         mprotect(static_cast<char*>(base) + i * stride, detail::guard_size, PROT_NONE);
     }
-    GORO_TRY { slabs_.push_back({base, bytes}); }
+    GORO_TRY { slabs_.push_back({base, bytes, guarded}); }
     GORO_CATCH_ALL {
       munmap(base, bytes);
       GORO_RETHROW;

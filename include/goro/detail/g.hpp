@@ -38,6 +38,7 @@ struct goexit_unwind {};
 struct g {
   void* sp = nullptr;    // saved context while not running
   stack_memory stack{};  // lo == nullptr: no stack yet
+  bool stack_canary = false;  // no guard region: a canary at stack.lo is checked at each switch
   std::atomic<g_status> status{g_status::idle};
   std::uint64_t id = 0;
   sched_base* sched = nullptr;

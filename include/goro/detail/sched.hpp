@@ -104,6 +104,7 @@ class scheduler final : public sched_base {
   // allocator may be a finite pool: then the stack is taken at spawn, so
   // exhaustion is reported by the go() call that needed it.
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
+  static constexpr std::uint64_t canary_value = lazy_stacks ? 0 : stack_canary;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
@@ -111,6 +112,21 @@ class scheduler final : public sched_base {
   static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
 
   enum class p_status : std::uint32_t { idle, running };
+
+  struct cached_stack {
+    stack_memory mem;
+    bool guarded;
+  };
+
+  // A stack from the allocator; the default one also says whether it has a guard region.
+  cached_stack allocate_stack(std::size_t size) {
+    cached_stack c{{}, false};
+    if constexpr (lazy_stacks)
+      c.mem = alloc_.allocate(size, c.guarded);
+    else
+      c.mem = alloc_.allocate(size);
+    return c;
+  }
 
   struct m;
 
@@ -123,7 +139,7 @@ class scheduler final : public sched_base {
     run_queue runq;
     g* gfree = nullptr;  // free G records (no stacks)
     std::uint32_t ngfree = 0;
-    stack_memory stack_cache[p_stack_cache_max];
+    cached_stack stack_cache[p_stack_cache_max];
     std::uint32_t nstack = 0;
     std::uint64_t goid_next = 0, goid_end = 0;
     owned_counter spawns, exits, steals, global_polls, parks;
@@ -378,7 +394,7 @@ class scheduler final : public sched_base {
     if (!inherit_time) ++pp->schedtick;
     if (gp->stack.lo == nullptr) {
       if (lazy_stacks && gp->is_main)
-        init_stack(gp, alloc_.allocate(main_stack_size));
+        init_stack(gp, allocate_stack(main_stack_size));
       else
         attach_stack(pp, gp);
     }
@@ -386,7 +402,7 @@ class scheduler final : public sched_base {
     mm->curg = gp;
     switch_to_g(mm, gp);
     mm->curg = nullptr;
-    if (GORO_UNLIKELY(!canary_intact(gp->stack)))
+    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
     pp = mm->pp;
     switch (mm->after) {
@@ -888,24 +904,26 @@ class scheduler final : public sched_base {
     if (pp->nstack == 0) {
       std::uint32_t want = lazy_stacks ? stack_refill : 1;
       while (pp->nstack < want) {
-        stack_memory s;
+        cached_stack c;
         if (pp->nstack == 0) {
-          s = alloc_.allocate(stack_bytes);  // may throw bad_alloc
+          c = allocate_stack(stack_bytes);  // may throw bad_alloc
         } else {
-          GORO_TRY { s = alloc_.allocate(stack_bytes); }
+          GORO_TRY { c = allocate_stack(stack_bytes); }
           GORO_CATCH_ALL { break; }
         }
-        pp->stack_cache[pp->nstack++] = s;
+        pp->stack_cache[pp->nstack++] = c;
       }
     }
     init_stack(gp, pp->stack_cache[--pp->nstack]);
   }
-  void attach_stack_global(g* gp) { init_stack(gp, alloc_.allocate(stack_bytes)); }
+  void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(stack_bytes)); }
 
-  void init_stack(g* gp, stack_memory s) noexcept {
+  void init_stack(g* gp, cached_stack c) noexcept {
+    stack_memory s = c.mem;
     asan_unpoison(s.lo, s.size);
     gp->stack = s;
-    write_canary(s);
+    gp->stack_canary = !c.guarded;
+    if (!lazy_stacks && gp->stack_canary) write_canary(s, canary_value);
     gp->sp = make_context(s.lo, s.size, &goroutine_main);
     if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
   }
@@ -919,10 +937,10 @@ class scheduler final : public sched_base {
       alloc_.deallocate(s);
       return;
     }
-    pp->stack_cache[pp->nstack++] = s;
+    pp->stack_cache[pp->nstack++] = {s, !gp->stack_canary};
     if (pp->nstack == p_stack_cache_max) {
       while (pp->nstack > p_stack_cache_max / 2) {
-        stack_memory x = pp->stack_cache[--pp->nstack];
+        stack_memory x = pp->stack_cache[--pp->nstack].mem;
         asan_unpoison(x.lo, x.size);
         alloc_.deallocate(x);
       }
@@ -996,7 +1014,7 @@ class scheduler final : public sched_base {
   void release_memory() noexcept {
     for (auto& pp : allp_) {
       while (pp->nstack) {
-        stack_memory s = pp->stack_cache[--pp->nstack];
+        stack_memory s = pp->stack_cache[--pp->nstack].mem;
         asan_unpoison(s.lo, s.size);
         alloc_.deallocate(s);
       }

@@ -25,9 +25,16 @@ namespace goro::detail {
 inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
 inline constexpr std::size_t altstack_size = 64 * 1024;
 
-inline void write_canary(const stack_memory& s) noexcept { *static_cast<volatile std::uint64_t*>(s.lo) = stack_canary; }
-inline bool canary_intact(const stack_memory& s) noexcept {
-  return *static_cast<volatile std::uint64_t*>(s.lo) == stack_canary;
+// The canary is the lowest word of a stack without a guard region. Stacks
+// from the default allocator start as fresh zero pages and a goroutine that
+// reaches that word has overflowed, so there the canary is zero and is
+// never written: writing it would cost every stack one more resident page.
+// Stacks from custom allocators get a magic value written.
+inline void write_canary(const stack_memory& s, std::uint64_t value) noexcept {
+  *static_cast<volatile std::uint64_t*>(s.lo) = value;
+}
+inline bool canary_intact(const stack_memory& s, std::uint64_t value) noexcept {
+  return *static_cast<volatile std::uint64_t*>(s.lo) == value;
 }
 
 // Async-signal-safe formatting into a fixed buffer.
