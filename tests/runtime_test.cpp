@@ -366,8 +366,8 @@ TEST_CASE("runtime: tiny local queues overflow to the global queue without loss"
 TEST_CASE("runtime: steal fractions other than half schedule everything", "[runtime][policy]") {
   using quarter = goro::policy<goro::steal<1, 4>>;
   using all = goro::policy<goro::steal<1, 1>>;
-  const int n = goro_test::scale(20000, 1000);
-  auto work = [n](auto& rt) {
+  constexpr int n = goro_test::scale(20000, 1000);
+  auto work = [](auto& rt) {
     std::atomic<int> count{0};
     rt.run([&] {
       goro::wait_group wg;

@@ -132,9 +132,11 @@ inline void resolve_runtime_symbols() noexcept {
   mu.unlock();
   sched_yield();
   void* volatile p = operator new(16);
-  operator delete(p, 16);
+  operator delete(p);
+#if defined(__cpp_sized_deallocation)
   void* volatile q = operator new(16);
-  operator delete(q);
+  operator delete(q, 16);
+#endif
 }
 
 // Process-wide set-up, once: the fault handler and symbol resolution.

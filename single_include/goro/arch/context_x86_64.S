@@ -1,0 +1,103 @@
+/* goro context switch for x86-64 (System V ABI).
+ *
+ * This file is the single source of goro's context switch on x86-64:
+ * scripts/embed_asm.py copies the lines between the embed markers into
+ * include/goro/detail/context_asm.hpp, and CI checks the two are in sync.
+ * It also assembles on its own (gcc -c context_x86_64.S).
+ *
+ * Saved frame (the stack of the goroutine being switched out; sp points
+ * at offset 0, the frame grows towards lower addresses):
+ *
+ *   offset  size  contents
+ *   ------  ----  ------------------------------------------------
+ *        0     4  MXCSR (SSE control/status)
+ *        4     2  x87 FPU control word
+ *        6     2  padding
+ *        8     8  r15
+ *       16     8  r14
+ *       24     8  r13
+ *       32     8  r12
+ *       40     8  rbx    (a fresh context: the entry function)
+ *       48     8  rbp
+ *       56     8  resume address (pushed by the caller's `call`)
+ *       64        end of frame: sp after the switch resumes
+ *
+ * void* goro_v0_1_switch(void** save_sp, void* to_sp, void* arg)
+ *   saves the callee-saved state on the current stack, stores the stack
+ *   pointer into *save_sp, loads to_sp and resumes that context; the
+ *   resumed side sees `arg` as the return value of its own switch call
+ *   (or, for a fresh context, as the entry function's argument).
+ *   It resumes with `jmp` rather than `ret`: a `ret` to a different
+ *   stack mispredicts the return stack buffer on every switch.
+ *   `notrack` keeps the indirect jump valid under CET indirect-branch
+ *   tracking (a resume address is not an endbr64 landing pad).
+ *
+ * goro_v0_1_start: first resume address of a fresh context. The switch
+ *   left `arg` in rax; call the entry function held in rbx with it. The
+ *   entry function never returns.
+ */
+
+/* goro:embed-begin */
+.ifndef goro_v0_1_switch
+.pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
+.weak goro_v0_1_switch
+.hidden goro_v0_1_switch
+.type goro_v0_1_switch,%function
+.weak goro_v0_1_start
+.hidden goro_v0_1_start
+.type goro_v0_1_start,%function
+.p2align 4
+goro_v0_1_switch:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %rdx, %rax
+    notrack jmpq *%rcx
+.size goro_v0_1_switch, .-goro_v0_1_switch
+.p2align 4
+goro_v0_1_start:
+    endbr64
+    xorl %ebp, %ebp
+    movq %rax, %rdi
+    callq *%rbx
+    ud2
+.size goro_v0_1_start, .-goro_v0_1_start
+.popsection
+.endif
+/* goro:embed-end */
+
+#if defined(__CET__)
+/* Mark the object as compatible with indirect branch tracking only; the
+ * switch does not maintain a shadow stack, so SHSTK is not claimed. */
+    .pushsection .note.gnu.property,"a"
+    .p2align 3
+    .long 4
+    .long 16
+    .long 5
+    .asciz "GNU"
+    .long 0xc0000002
+    .long 4
+    .long 1
+    .p2align 3
+    .popsection
+#endif
+.section .note.GNU-stack,"",%progbits
