@@ -104,8 +104,9 @@ class scheduler final : public sched_base {
   // allocator may be a finite pool: then the stack is taken at spawn, so
   // exhaustion is reported by the go() call that needed it.
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
-  static constexpr std::uint64_t canary_value = lazy_stacks ? 0 : stack_canary;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
+  // See write_canary: zero (never written) only for larger default stacks.
+  static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 8192) ? stack_canary : 0;
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
   // (I/O, formatting), which tiny goroutine stacks cannot hold.
@@ -923,7 +924,7 @@ class scheduler final : public sched_base {
     asan_unpoison(s.lo, s.size);
     gp->stack = s;
     gp->stack_canary = !c.guarded;
-    if (!lazy_stacks && gp->stack_canary) write_canary(s, canary_value);
+    if (canary_value != 0 && gp->stack_canary) write_canary(s, canary_value);
     gp->sp = make_context(s.lo, s.size, &goroutine_main);
     if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
   }

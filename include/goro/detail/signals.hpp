@@ -26,10 +26,13 @@ inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_s
 inline constexpr std::size_t altstack_size = 64 * 1024;
 
 // The canary is the lowest word of a stack without a guard region. Stacks
-// from the default allocator start as fresh zero pages and a goroutine that
-// reaches that word has overflowed, so there the canary is zero and is
-// never written: writing it would cost every stack one more resident page.
-// Stacks from custom allocators get a magic value written.
+// from custom allocators, and small default stacks (at most two pages, whose
+// bottom page a goroutine touches anyway), get a magic value written. Larger
+// unguarded default stacks start as fresh zero pages and a goroutine that
+// reaches that word has overflowed, so there the canary is zero and is never
+// written: writing it would cost every stack one more resident page (an
+// overflow that happens to store zero there goes unseen; guard regions cover
+// the first stacks of that size).
 inline void write_canary(const stack_memory& s, std::uint64_t value) noexcept {
   *static_cast<volatile std::uint64_t*>(s.lo) = value;
 }
