@@ -1,4 +1,4 @@
-// expect-error: global_poll_interval
+// expect-error: goro policy: global_poll_interval
 // The global run queue poll interval must be >= 1: 0 is rejected at compile time.
 #include <goro/goro.hpp>
 

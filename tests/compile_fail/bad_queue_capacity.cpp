@@ -1,4 +1,4 @@
-// expect-error: local_queue_capacity
+// expect-error: goro policy: local_queue_capacity
 // A local run queue capacity must be a power of two: 100 is rejected at compile time.
 #include <goro/goro.hpp>
 

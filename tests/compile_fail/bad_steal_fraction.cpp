@@ -1,4 +1,4 @@
-// expect-error: steal_fraction
+// expect-error: goro policy: steal_fraction
 // The steal fraction must lie in (0, 1]: 3/2 is rejected at compile time.
 #include <goro/goro.hpp>
 
