@@ -71,8 +71,8 @@ TEST_CASE("mutex: lock, try_lock and unlock from a plain thread", "[mutex]") {
 
 TEST_CASE("mutex: mutual exclusion under contention", "[mutex]") {
   const unsigned procs = GENERATE(1u, 2u, 4u);
-  const int goroutines = goro_test::scale(64, 8);
-  const int iters = goro_test::scale(2000, 200);
+  const int goroutines = goro_test::scale(64, 16);
+  const int iters = goro_test::scale(2000, 500);
   goro::runtime rt{goro::options{procs}};
   long counter = 0;  // deliberately not atomic: the mutex must protect it
   std::atomic<int> inside{0};
@@ -369,6 +369,7 @@ TEST_CASE("cond: notify_one wakes exactly one waiter, notify_all the rest", "[co
         ++waiting;
         c.wait(lk);  // no predicate: we count wake-ups, and there are no spurious ones
         woke.fetch_add(1);
+        lk.unlock();  // before done(): m dies soon after the last done()
         wg.done();
       });
     // Once all are counted under m, all hold tickets (wait() takes one
@@ -413,6 +414,7 @@ TEST_CASE("cond: a notify does not wake a waiter that came after it", "[cond]") 
         a_waiting = true;
         c.wait(lk);
         a_woke = true;
+        lk.unlock();
         wg.done();
       });
       REQUIRE(eventually([&] {
@@ -427,6 +429,7 @@ TEST_CASE("cond: a notify does not wake a waiter that came after it", "[cond]") 
         std::unique_lock<goro::mutex> lk(m);
         b_waiting = true;
         c.wait(lk, [&] { return done; });
+        lk.unlock();
         wg.done();
       });
       REQUIRE(eventually([&] {
@@ -484,6 +487,7 @@ TEST_CASE("cond: producers and consumers over a bounded queue", "[cond]") {
         q.pop_front();
         not_full.notify_one();
       }
+      lk.unlock();
       wg.done();
     });
   std::thread t([&] { produce(producers * items); });
