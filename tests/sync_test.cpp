@@ -207,6 +207,30 @@ TEST_CASE("mutex: unlock of an unlocked mutex is a usage error", "[mutex][errors
   goro::run([&] { CHECK_THROWS_WITH(m.unlock(), "goro: unlock of unlocked mutex"); });
 }
 
+TEST_CASE("mutex: may live on a stack and die right after its last unlock", "[mutex]") {
+  // Under ASan this catches an unlock() or a wake-up that touches the mutex
+  // (or its sema) after the woken party could return and pop the frame.
+  const int rounds = goro_test::scale(5000, 500);
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] {
+    for (int r = 0; r < rounds; ++r) {
+      goro::mutex m;
+      goro::wait_group wg;
+      wg.add(2);
+      m.lock();
+      for (int i = 0; i < 2; ++i)
+        goro::go([&] {
+          m.lock();  // parks until the main goroutine unlocks
+          m.unlock();
+          wg.done();
+        });
+      goro::yield();
+      m.unlock();
+      wg.wait();
+    }
+  });
+}
+
 // Go's TestMutexFairness: a hog relocks the mutex right after each unlock
 // while holding it most of the time. In normal mode a woken waiter loses
 // every race to the hog (which is running); after it waited > 1 ms the
