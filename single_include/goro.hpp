@@ -3087,6 +3087,7 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 // released by g0 once the goroutine is off its stack); a plain thread
 // sleeps on a futex in the record. Wakers detach waiters under the lock
 // and wake them after releasing it (never ready a G while holding a lock).
+// sema.hpp builds the sync primitives' semaphore and notify list on this.
 
 #include <atomic>
 #include <cstdint>
@@ -3392,6 +3393,16 @@ namespace goro {
 // (Go's is a fatal error). The starvation hand-off does not yield the
 // unlocker's P (Go's semrelease(handoff) does): the new owner is in the
 // unlocker's runnext slot, or the global queue when a thread unlocked.
+//
+// Memory order: the lock-taking CASes are acquire and unlock's RMW is
+// release. A waiter handed the mutex in starvation mode synchronises with
+// the unlocker through the sema (its spinlock and the park/ready hand-off)
+// and through its acquire load/add of state_, which reads the unlocker's
+// release RMW or a later one in its release sequence.
+//
+// Lifetime: the mutex may be destroyed once every lock()/unlock() call on
+// it has returned. As in Go, an unlock() that has waiters to wake still
+// touches the mutex after clearing the locked bit.
 class mutex {
  public:
   mutex() = default;
@@ -3401,8 +3412,8 @@ class mutex {
   void lock() noexcept {
     // Fast path: grab an unlocked mutex (acquire pairs with unlock's release).
     std::uint32_t expected = 0;
-    if (GORO_LIKELY(state_.compare_exchange_weak(expected, locked, std::memory_order_acquire,
-                                                 std::memory_order_relaxed)))
+    if (GORO_LIKELY(
+            state_.compare_exchange_weak(expected, locked, std::memory_order_acquire, std::memory_order_relaxed)))
       return;
     lock_slow();
   }
@@ -3457,9 +3468,9 @@ class mutex {
   GORO_NOINLINE void lock_slow() noexcept {
     using clock = std::chrono::steady_clock;
     clock::time_point wait_start{};
-    bool waited = false;     // queued at least once: requeue at the head
+    bool waited = false;       // queued at least once: requeue at the head
     bool is_starving = false;  // this waiter waited past the threshold
-    bool awoke = false;      // this caller owns the woken bit
+    bool awoke = false;        // this caller owns the woken bit
     int iter = 0;
     std::uint32_t old = state_.load(std::memory_order_relaxed);
     for (;;) {

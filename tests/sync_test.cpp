@@ -302,8 +302,8 @@ TEST_CASE("once: f runs exactly once and every caller sees its effects", "[once]
   const int goroutines = goro_test::scale(32, 6);
   goro::runtime rt{goro::options{2}};
   goro::once o;
-  int calls = 0;    // not atomic: written only by f
-  int value = 0;    // must be visible to every caller after call() returns
+  int calls = 0;  // not atomic: written only by f
+  int value = 0;  // must be visible to every caller after call() returns
   std::atomic<int> bad{0};
   auto caller = [&] {
     o.call([&] {
@@ -479,7 +479,7 @@ TEST_CASE("cond: producers and consumers over a bounded queue", "[cond]") {
   goro::runtime rt{goro::options{procs}};
   goro::mutex m;
   goro::cond not_full, not_empty;
-  std::deque<int> q;  // guarded by m
+  std::deque<int> q;                   // guarded by m
   int producers_left = producers + 1;  // + one plain-thread producer
   long consumed_sum = 0;
   long consumed_count = 0;

@@ -4,6 +4,7 @@
 // released by g0 once the goroutine is off its stack); a plain thread
 // sleeps on a futex in the record. Wakers detach waiters under the lock
 // and wake them after releasing it (never ready a G while holding a lock).
+// sema.hpp builds the sync primitives' semaphore and notify list on this.
 #pragma once
 
 #include <atomic>
