@@ -73,6 +73,10 @@ WORKLOADS: list[Workload] = [
              ["--tasks", "20000", "--task-us", "50", "--reps", "3"],
              ["--tasks", "5000", "--task-us", "50", "--reps", "2"],
              Target("abs_ge", 97.0, None, ">= 97%"), higher_is_better=True),
+    Workload("mutex", "ns_per_op", "ns/lock+unlock", ["goro", "go"],
+             ["--goroutines", "64", "--iters", "20000", "--reps", "3"],
+             ["--goroutines", "64", "--iters", "5000", "--reps", "2"],
+             None),  # no target in the issues: reported for comparison
     Workload("idle_cpu", "cpu_pct", "% of a core", ["goro", "go"],
              ["--ms", "1000", "--reps", "2"], ["--ms", "500", "--reps", "1"],
              Target("abs_le", 1.0, None, "~0% (<= 1%)"), fixed_procs=[2]),

@@ -1,20 +1,298 @@
 // Synchronisation primitives that work from goroutines (which park) and
-// from plain threads (which block).
+// from plain threads (which block): mutex, once, cond, wait_group,
+// semaphore. Go's sync package; every one of them blocks through
+// detail::sema / detail::notify_list, which block through park.hpp.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
+#include <unistd.h>
 
-#include "detail/park.hpp"
-#include "detail/spinlock.hpp"
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
+
+#include "detail/m.hpp"
+#include "detail/sema.hpp"
 #include "error.hpp"
 
 namespace goro {
 
+// Go's sync.Mutex (src/sync/mutex.go): Lockable, so std::lock_guard,
+// std::unique_lock and std::scoped_lock work with it.
+//
+// State word: bit 0 locked, bit 1 woken (an unlocker already woke a waiter,
+// or a spinner is about to take the lock: don't wake another), bit 2
+// starving, and above them the number of waiters blocked (or about to
+// block) in sema_. Uncontended lock and unlock are one atomic RMW each.
+//
+// Normal mode: waiters queue FIFO, but a woken waiter does not own the lock;
+// it competes with newly arriving goroutines, which usually win (they are
+// already running). A waiter that loses queues again at the head.
+// Starvation mode: a waiter that waited longer than 1 ms sets the starving
+// bit; from then on unlock() hands ownership straight to the waiter at the
+// head of the queue, and newcomers neither take the lock nor spin: they
+// queue at the tail. The owner leaves starvation mode when it was the last
+// waiter or it waited less than 1 ms.
+//
+// Differences from Go: a spinner checks only that there are several CPUs
+// and several Ps (Go also requires another P running and an empty local
+// run queue); a plain thread spins when there are several CPUs. Unlocking
+// an unlocked mutex raises goro::usage_error and leaves the state intact
+// (Go's is a fatal error). The starvation hand-off does not yield the
+// unlocker's P (Go's semrelease(handoff) does): the new owner is in the
+// unlocker's runnext slot, or the global queue when a thread unlocked.
+//
+// Memory order: the lock-taking CASes are acquire and unlock's RMW is
+// release. A waiter handed the mutex in starvation mode synchronises with
+// the unlocker through the sema (its spinlock and the park/ready hand-off)
+// and through its acquire load/add of state_, which reads the unlocker's
+// release RMW or a later one in its release sequence.
+//
+// Lifetime: the mutex may be destroyed once every lock()/unlock() call on
+// it has returned. As in Go, an unlock() that has waiters to wake still
+// touches the mutex after clearing the locked bit.
+class mutex {
+ public:
+  mutex() = default;
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+
+  void lock() noexcept {
+    // Fast path: grab an unlocked mutex (acquire pairs with unlock's release).
+    std::uint32_t expected = 0;
+    if (GORO_LIKELY(
+            state_.compare_exchange_weak(expected, locked, std::memory_order_acquire, std::memory_order_relaxed)))
+      return;
+    lock_slow();
+  }
+
+  // Go's TryLock: never blocks or spins; fails when the mutex is locked or
+  // starving (in starvation mode it belongs to the waiters).
+  bool try_lock() noexcept {
+    std::uint32_t old = state_.load(std::memory_order_relaxed);
+    if (old & (locked | starving)) return false;
+    return state_.compare_exchange_strong(old, old | locked, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+
+  void unlock() {
+    // Clear the locked bit. fetch_and (not Go's add) so that unlocking an
+    // unlocked mutex changes nothing before we report it. Release: the
+    // critical section happens-before the next owner's acquire.
+    const std::uint32_t old = state_.fetch_and(~locked, std::memory_order_release);
+    if (GORO_UNLIKELY(!(old & locked))) detail::raise_usage("unlock of unlocked mutex");
+    const std::uint32_t now = old & ~locked;
+    if (GORO_LIKELY(now == 0)) return;  // nobody waiting, nothing to do
+    unlock_slow(now);
+  }
+
+ private:
+  static constexpr std::uint32_t locked = 1;
+  static constexpr std::uint32_t woken = 2;
+  static constexpr std::uint32_t starving = 4;
+  static constexpr unsigned waiter_shift = 3;
+  static constexpr std::uint32_t one_waiter = 1u << waiter_shift;
+  // A waiter blocked longer than this switches the mutex to starvation mode.
+  static constexpr std::chrono::nanoseconds starvation_threshold{1'000'000};
+  // Spin at most this many rounds of spin_pauses pause instructions before
+  // blocking (Go's active_spin and active_spin_cnt).
+  static constexpr int active_spin = 4;
+  static constexpr int spin_pauses = 30;
+
+  // sync_runtime_canSpin: spinning only pays when the owner can be running
+  // on another CPU at the same time.
+  static bool can_spin(int iter) noexcept {
+    if (iter >= active_spin) return false;
+    static const bool multicore = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    if (!multicore) return false;
+    detail::m_base* m = detail::current_m();
+    return !m || !m->curg || m->sched->procs() > 1;
+  }
+
+  static void do_spin() noexcept {
+    for (int i = 0; i < spin_pauses; ++i) detail::cpu_relax();
+  }
+
+  // Go's lockSlow.
+  GORO_NOINLINE void lock_slow() noexcept {
+    using clock = std::chrono::steady_clock;
+    clock::time_point wait_start{};
+    bool waited = false;       // queued at least once: requeue at the head
+    bool is_starving = false;  // this waiter waited past the threshold
+    bool awoke = false;        // this caller owns the woken bit
+    int iter = 0;
+    std::uint32_t old = state_.load(std::memory_order_relaxed);
+    for (;;) {
+      // Spin while the owner runs, unless starving (the lock then goes to
+      // the head waiter, spinning cannot get it). Setting woken tells
+      // unlock() not to wake a waiter we would race with.
+      if ((old & (locked | starving)) == locked && can_spin(iter)) {
+        if (!awoke && !(old & woken) && (old >> waiter_shift) != 0 &&
+            state_.compare_exchange_weak(old, old | woken, std::memory_order_relaxed, std::memory_order_relaxed))
+          awoke = true;
+        do_spin();
+        ++iter;
+        old = state_.load(std::memory_order_relaxed);
+        continue;
+      }
+      std::uint32_t next = old;
+      if (!(old & starving)) next |= locked;  // a starving mutex is the waiters': don't take it
+      if (old & (locked | starving)) next += one_waiter;
+      // Switch to starvation mode, but only while locked: unlock() expects a
+      // starving mutex to have waiters.
+      if (is_starving && (old & locked)) next |= starving;
+      if (awoke) {
+        // We were woken (or spun with woken set), so the bit is still ours.
+        if (!(next & woken)) detail::fatal("goro: inconsistent mutex state");
+        next &= ~woken;
+      }
+      if (!state_.compare_exchange_weak(old, next, std::memory_order_acquire, std::memory_order_relaxed)) continue;
+      if (!(old & (locked | starving))) return;  // we took the lock
+      const bool lifo = waited;
+      if (!waited) {
+        wait_start = clock::now();
+        waited = true;
+      }
+      sema_.acquire(lifo);
+      is_starving = is_starving || clock::now() - wait_start > starvation_threshold;
+      old = state_.load(std::memory_order_acquire);
+      if (old & starving) {
+        // Handed off: we own the mutex, but the state still shows it
+        // unlocked and counts us as a waiter. Fix both in one add.
+        if ((old & (locked | woken)) || (old >> waiter_shift) == 0) detail::fatal("goro: inconsistent mutex state");
+        std::uint32_t delta = locked - one_waiter;  // modulo 2^32
+        // Leave starvation mode if we did not wait long, or we were the
+        // last waiter: two goroutines could otherwise stay in lock-step
+        // hand-off mode forever.
+        if (!is_starving || (old >> waiter_shift) == 1) delta -= starving;
+        state_.fetch_add(delta, std::memory_order_acquire);
+        return;
+      }
+      awoke = true;
+      iter = 0;
+    }
+  }
+
+  // Go's unlockSlow; `now` is the state just after our unlock.
+  GORO_NOINLINE void unlock_slow(std::uint32_t now) noexcept {
+    if (!(now & starving)) {
+      std::uint32_t old = now;
+      for (;;) {
+        // No waiters, or someone already woken / spinning / holding the
+        // lock: nobody to wake. If starving appeared, the mutex was locked
+        // again after our unlock and that owner's unlock does the hand-off.
+        if ((old >> waiter_shift) == 0 || (old & (locked | woken | starving))) return;
+        // Take the right to wake one waiter.
+        if (state_.compare_exchange_weak(old, (old - one_waiter) | woken, std::memory_order_relaxed,
+                                         std::memory_order_relaxed)) {
+          sema_.release();
+          return;
+        }
+      }
+    }
+    // Starvation mode: hand ownership to the head waiter. locked stays clear
+    // until it wakes and fixes the state, but starving keeps newcomers out.
+    sema_.release();
+  }
+
+  std::atomic<std::uint32_t> state_{0};
+  detail::sema sema_;
+};
+
+// Go's sync.Once: call(f) runs f once; concurrent callers wait until it has
+// finished, and every caller returns after f's effects are visible.
+// If f throws, the exception propagates to that caller and the once is not
+// done: a later (or a waiting) call runs f again (Go's Once would count the
+// panicking call as done). f must not call call() on the same once
+// (deadlock, as in Go).
+class once {
+ public:
+  once() = default;
+  once(const once&) = delete;
+  once& operator=(const once&) = delete;
+
+  template <class F>
+  void call(F&& f) {
+    // Fast path: the acquire load pairs with the release store after f, so
+    // f's writes are visible to a caller that sees done_.
+    if (GORO_LIKELY(done_.load(std::memory_order_acquire) != 0)) return;
+    call_slow(std::forward<F>(f));
+  }
+
+  // Whether f has completed (without throwing).
+  bool done() const noexcept { return done_.load(std::memory_order_acquire) != 0; }
+
+ private:
+  template <class F>
+  GORO_NOINLINE void call_slow(F&& f) {
+    std::lock_guard<mutex> lk(m_);
+    if (done_.load(std::memory_order_relaxed) != 0) return;  // m_ orders it
+    std::invoke(std::forward<F>(f));
+    done_.store(1, std::memory_order_release);
+  }
+
+  std::atomic<std::uint32_t> done_{0};
+  mutex m_;
+};
+
+// Go's sync.Cond, bound to goro::mutex through std::unique_lock. A notify
+// wakes only goroutines/threads that were already waiting when it was
+// called (a ticket taken before the lock was released); there are no
+// spurious wake-ups, but as with any condition variable the condition must
+// be re-checked in a loop: another party may change it between the notify
+// and the woken waiter's re-lock. notify_one/notify_all may be called with
+// or without the lock held.
+class cond {
+ public:
+  cond() = default;
+  cond(const cond&) = delete;
+  cond& operator=(const cond&) = delete;
+
+  // Atomically (with respect to notifies) releases lk and blocks; re-locks
+  // before returning.
+  void wait(std::unique_lock<mutex>& lk) {
+    if (!lk.owns_lock()) detail::raise_usage("cond wait without the lock held");
+    const std::uint32_t t = list_.add();
+    lk.unlock();
+    list_.wait(t);
+    lk.lock();
+  }
+
+  // while (!pred()) wait(lk);
+  template <class Pred>
+  void wait(std::unique_lock<mutex>& lk, Pred pred) {
+    while (!pred()) wait(lk);
+  }
+
+  void notify_one() noexcept { list_.notify_one(); }
+  void notify_all() noexcept { list_.notify_all(); }
+
+ private:
+  detail::notify_list list_;
+};
+
+// A counting semaphore for goroutines and threads (the runtime semaphore
+// mutex and wait_group use). acquire() takes a token, blocking until there
+// is one; release(n) adds n, handed to blocked acquirers in FIFO order.
+class semaphore {
+ public:
+  explicit semaphore(std::uint64_t initial = 0) noexcept : sema_(initial) {}
+  semaphore(const semaphore&) = delete;
+  semaphore& operator=(const semaphore&) = delete;
+
+  void acquire() noexcept { sema_.acquire(); }
+  bool try_acquire() noexcept { return sema_.try_acquire(); }
+  void release(std::uint64_t n = 1) noexcept { sema_.release(n); }
+
+ private:
+  detail::sema sema_;
+};
+
 // Go's sync.WaitGroup. It may live on the waiter's stack: once the counter
 // reaches zero with nobody waiting, done() touches nothing more, and with
-// waiters registered it finishes with the object (one release store)
-// before any of them can return.
+// waiters registered it releases them all in one sema_.release(), whose
+// last access to the object happens before any of them can return.
 class wait_group {
  public:
   wait_group() = default;
@@ -32,25 +310,10 @@ class wait_group {
     }
     if (v > 0 || w == 0) return;  // no further access to *this
     // v == 0 with w registered waiters: none can return before it gets a
-    // token or is woken below, so *this stays alive until our unlock.
+    // token from the release below (registered ones that have not blocked
+    // yet take a kept token), so *this stays alive until then.
     state_.store(0, std::memory_order_relaxed);
-    detail::waiter* woken = nullptr;
-    lock_.lock();
-    std::uint32_t n = w;
-    while (n > 0) {
-      detail::waiter* x = queue_.pop_front();
-      if (!x) break;
-      x->next = woken;
-      woken = x;
-      --n;
-    }
-    tokens_ += n;  // registered but not queued yet: they take a token
-    lock_.unlock();
-    while (woken) {
-      detail::waiter* next = woken->next;
-      detail::wake(woken);
-      woken = next;
-    }
+    sema_.release(w);
   }
 
   void done() { add(-1); }
@@ -61,22 +324,12 @@ class wait_group {
       if (static_cast<std::int32_t>(s >> 32) == 0) return;
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    lock_.lock();
-    if (tokens_ > 0) {
-      --tokens_;
-      lock_.unlock();
-      return;
-    }
-    detail::waiter w;
-    queue_.push_back(&w);
-    detail::block_on(w, lock_);
+    sema_.acquire();
   }
 
  private:
   std::atomic<std::uint64_t> state_{0};  // counter in the high half, waiters in the low
-  detail::spinlock lock_;
-  std::uint32_t tokens_ = 0;
-  detail::waiter_queue queue_;
+  detail::sema sema_;
 };
 
 }  // namespace goro

@@ -4,6 +4,7 @@
 // released by g0 once the goroutine is off its stack); a plain thread
 // sleeps on a futex in the record. Wakers detach waiters under the lock
 // and wake them after releasing it (never ready a G while holding a lock).
+// sema.hpp builds the sync primitives' semaphore and notify list on this.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@ struct waiter {
   g* gp = current_g();  // nullptr: a plain thread
   std::atomic<std::uint32_t> woken{0};
   waiter* next = nullptr;
+  std::uint32_t ticket = 0;  // cond's notify list: the wait ticket (guarded by the queue's lock)
 };
 
 // FIFO of waiters (guarded by the owner's spinlock).
@@ -33,6 +35,13 @@ class waiter_queue {
       head_ = w;
     tail_ = w;
   }
+  // Re-queues a waiter that was woken but lost the race again (Go's
+  // queueLifo): it keeps its place at the head.
+  void push_front(waiter* w) noexcept {
+    w->next = head_;
+    head_ = w;
+    if (!tail_) tail_ = w;
+  }
   waiter* pop_front() noexcept {
     waiter* w = head_;
     if (w) {
@@ -40,6 +49,25 @@ class waiter_queue {
       if (!head_) tail_ = nullptr;
       w->next = nullptr;
     }
+    return w;
+  }
+  // Unlinks and returns the first waiter with pred(w), or nullptr.
+  template <class Pred>
+  waiter* remove_first_if(Pred pred) noexcept {
+    waiter* prev = nullptr;
+    for (waiter* w = head_; w; prev = w, w = w->next) {
+      if (!pred(w)) continue;
+      (prev ? prev->next : head_) = w->next;
+      if (tail_ == w) tail_ = prev;
+      w->next = nullptr;
+      return w;
+    }
+    return nullptr;
+  }
+  // Detaches the whole queue as a nullptr-terminated list.
+  waiter* take_all() noexcept {
+    waiter* w = head_;
+    head_ = tail_ = nullptr;
     return w;
   }
   bool empty() const noexcept { return head_ == nullptr; }
@@ -70,6 +98,15 @@ inline void wake(waiter* w) noexcept {
   } else {
     w->woken.store(1, std::memory_order_release);
     futex_wake(&w->woken, 1);  // harmless if the thread already returned
+  }
+}
+
+// Wakes every waiter of a detached list (linked through next).
+inline void wake_list(waiter* w) noexcept {
+  while (w) {
+    waiter* next = w->next;  // read before the wake: w may be gone after it
+    wake(w);
+    w = next;
   }
 }
 

@@ -1,0 +1,164 @@
+// The two blocking structures the sync primitives sit on, both built on
+// park.hpp's waiter / block_on / wake (so goroutines park and plain threads
+// sleep on a futex through the same code):
+//
+// - sema: a counting semaphore, Go's runtime semaphore (sema.go:
+//   semacquire1 / semrelease1), used by mutex, wait_group and semaphore.
+// - notify_list: Go's notifyList (sema.go: notifyListAdd / notifyListWait /
+//   notifyListNotifyOne / notifyListNotifyAll), used by cond.
+//
+// Unlike Go, where one global table of wait queues is keyed by address and
+// the garbage collector keeps objects alive, each object here embeds its own
+// queue, and C++ lets a sync object be destroyed as soon as its last user
+// returns. So every operation runs entirely inside one hold of the object's
+// spinlock, whose unlock is a single release store and the last access to
+// the object, and waiters are woken only after that unlock (wake() touches
+// the waiter record and the G, never the object). Hence: once a caller has
+// returned from acquire()/wait(), no release()/notify that fed it touches
+// the object again, and the caller may destroy it (wait_group on a stack).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "park.hpp"
+#include "spinlock.hpp"
+
+namespace goro::detail {
+
+// A counting semaphore whose tokens are handed directly to the oldest
+// waiter. Invariant (under lock_): count_ > 0 implies queue_ is empty, since
+// release() gives tokens to waiters before keeping any.
+class sema {
+ public:
+  explicit sema(std::uint64_t initial = 0) noexcept : count_(initial) {}
+  sema(const sema&) = delete;
+  sema& operator=(const sema&) = delete;
+
+  // semacquire: takes one token, blocking until a release() hands one over.
+  // `lifo` queues the caller at the head: a mutex waiter that was woken but
+  // lost the lock again keeps its place (Go's queueLifo).
+  void acquire(bool lifo = false) noexcept {
+    lock_.lock();
+    if (count_ > 0) {
+      --count_;
+      lock_.unlock();
+      return;
+    }
+    waiter w;
+    if (lifo)
+      queue_.push_front(&w);
+    else
+      queue_.push_back(&w);
+    block_on(w, lock_);
+    // release() dequeued us and the token is ours: nothing left to do, and
+    // nothing here touches *this again.
+  }
+
+  // Takes one token if one is available now.
+  bool try_acquire() noexcept {
+    lock_.lock();
+    const bool ok = count_ > 0;
+    if (ok) --count_;
+    lock_.unlock();
+    return ok;
+  }
+
+  // semrelease: adds n tokens; each goes to the oldest waiter first (woken in
+  // FIFO order after the lock is released), the rest are kept.
+  void release(std::uint64_t n = 1) noexcept {
+    waiter* woken = nullptr;
+    waiter** tail = &woken;
+    lock_.lock();
+    for (; n > 0; --n) {
+      waiter* w = queue_.pop_front();
+      if (!w) break;
+      *tail = w;
+      tail = &w->next;
+    }
+    count_ += n;
+    lock_.unlock();  // last access to *this
+    wake_list(woken);
+  }
+
+ private:
+  spinlock lock_;
+  std::uint64_t count_;  // tokens not yet taken (guarded by lock_)
+  waiter_queue queue_;   // blocked acquirers (guarded by lock_)
+};
+
+// A ticket-based notify list: a notify wakes only waiters that took their
+// ticket (add()) before it, so a goroutine that starts waiting after a
+// notify_one cannot steal that wake-up from an earlier waiter.
+//
+// wait_ is the next ticket to hand out; notify_ the next ticket to notify.
+// Tickets t with less(t, notify_) have been notified. Both are uint32 and
+// compared modulo 2^32 (as Go does), so they may wrap.
+class notify_list {
+ public:
+  notify_list() = default;
+  notify_list(const notify_list&) = delete;
+  notify_list& operator=(const notify_list&) = delete;
+
+  // notifyListAdd: takes a ticket. Called with the user's lock held, before
+  // releasing it: a notifier that takes that lock afterwards sees the
+  // increment (the lock orders them), so it cannot miss this waiter.
+  std::uint32_t add() noexcept { return wait_.fetch_add(1, std::memory_order_acq_rel); }
+
+  // notifyListWait: blocks until ticket t was notified (returns at once if it
+  // already was, between add() and here).
+  void wait(std::uint32_t t) noexcept {
+    lock_.lock();
+    if (less(t, notify_.load(std::memory_order_relaxed))) {
+      lock_.unlock();
+      return;
+    }
+    waiter w;
+    w.ticket = t;
+    queue_.push_back(&w);
+    block_on(w, lock_);
+  }
+
+  // notifyListNotifyOne: wakes the waiter holding the oldest unnotified
+  // ticket. If it has not queued yet, it will see its ticket notified in
+  // wait() and not block.
+  void notify_one() noexcept {
+    // Fast path: nobody waiting since the last notify. A waiter whose add()
+    // is not visible yet is concurrent with this notify (it did not hold
+    // the lock before us), and missing it is allowed.
+    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+    lock_.lock();
+    const std::uint32_t t = notify_.load(std::memory_order_relaxed);
+    if (t == wait_.load(std::memory_order_acquire)) {
+      lock_.unlock();
+      return;
+    }
+    notify_.store(t + 1, std::memory_order_release);
+    waiter* w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
+    lock_.unlock();  // last access to *this
+    if (w) wake(w);
+  }
+
+  // notifyListNotifyAll: wakes every waiter that took a ticket so far.
+  void notify_all() noexcept {
+    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+    lock_.lock();
+    // Every queued waiter took its ticket before queueing under lock_, so
+    // this read of wait_ covers all of them: take_all() takes only notified
+    // waiters.
+    notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
+    waiter* list = queue_.take_all();
+    lock_.unlock();  // last access to *this
+    wake_list(list);
+  }
+
+ private:
+  static bool less(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
+
+  std::atomic<std::uint32_t> wait_{0};
+  std::atomic<std::uint32_t> notify_{0};  // written under lock_ only
+  spinlock lock_;
+  waiter_queue queue_;  // guarded by lock_
+};
+
+}  // namespace goro::detail
