@@ -311,6 +311,7 @@ class scheduler final : public sched_base {
     m_loop(mm.get());
 
     set_current_m(nullptr);
+    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
   }
 
@@ -975,19 +976,23 @@ class scheduler final : public sched_base {
 
   // The main goroutine finished: the run() caller's M must leave at its
   // next scheduling point; wake it if it is parked.
+  //
+  // The run() caller may see main_done_ and return (destroying its M) at any
+  // moment after the store, so run_m_ is read under lock_, which run_main
+  // holds to clear it before the M is destroyed; an M found in the idle list
+  // is parked and cannot go away until the wake-up below.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
-    m* rm = run_m_.load(std::memory_order_acquire);
-    if (!rm || rm == this_m()) return;
-    bool wake = false;
+    m* rm = nullptr;
     {
       std::lock_guard<std::mutex> lk(lock_);
-      if (rm->in_idle_list) {
-        m_idle_remove(rm);
-        wake = true;
+      m* candidate = run_m_.load(std::memory_order_acquire);
+      if (candidate && candidate != this_m() && candidate->in_idle_list) {
+        m_idle_remove(candidate);
+        rm = candidate;
       }
     }
-    if (wake) rm->park_note.wake();
+    if (rm) rm->park_note.wake();
   }
 
   // Entry of every goroutine (first frame on its stack).
