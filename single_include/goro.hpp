@@ -2218,9 +2218,11 @@ class sysmon {
   // preemptone: ask pp's running G to yield. The G read may be stale (the P
   // moved on meanwhile): the request then lands on a G that clears it in
   // execute() before it runs again, or that was just started (harmless,
-  // as in Go). G records are never freed while the runtime lives.
+  // as in Go). G records are never freed while the runtime lives; the
+  // acquire pairs with execute's release store, so the G record's
+  // construction (on whichever thread spawned it) happens before our write.
   void preemptone(typename Sched::p* pp) noexcept {
-    if (g* gp = pp->sysmon_curg.load(std::memory_order_relaxed)) request_preempt(gp);
+    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) request_preempt(gp);
   }
 
   // handoffp for a P taken from a blocking call (Go's handoffp): to an M
@@ -2566,7 +2568,10 @@ class scheduler final : public sched_base {
     m_loop(mm.get());
 
     set_current_m(nullptr);
-    run_m_.store(nullptr, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+      run_m_.store(nullptr, std::memory_order_release);
+    }
   }
 
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -2665,7 +2670,7 @@ class scheduler final : public sched_base {
     // gp resumes inside goro::blocking after an on_g0 call.
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
-      pp->sysmon_curg.store(gp, std::memory_order_relaxed);
+      pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
     }
     clear_preempt(gp);
     mm->curg = gp;
@@ -3240,11 +3245,16 @@ class scheduler final : public sched_base {
   // next scheduling point; wake it if it is parked.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
-    m* rm = run_m_.load(std::memory_order_acquire);
-    if (!rm || rm == this_m()) return;
+    // run_m_ is read and used under the lock: once main_done_ is set the
+    // run() caller may leave and free its M at any moment; run_main clears
+    // run_m_ under the same lock first. (Main finishing on another M is
+    // common since preemption: a preempted main goes to the global queue.)
+    m* rm;
     bool wake = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
+      rm = run_m_.load(std::memory_order_acquire);
+      if (!rm || rm == this_m()) return;
       if (rm->in_idle_list) {
         m_idle_remove(rm);
         wake = true;

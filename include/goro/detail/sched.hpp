@@ -320,7 +320,10 @@ class scheduler final : public sched_base {
     m_loop(mm.get());
 
     set_current_m(nullptr);
-    run_m_.store(nullptr, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+      run_m_.store(nullptr, std::memory_order_release);
+    }
   }
 
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -419,7 +422,7 @@ class scheduler final : public sched_base {
     // gp resumes inside goro::blocking after an on_g0 call.
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
-      pp->sysmon_curg.store(gp, std::memory_order_relaxed);
+      pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
     }
     clear_preempt(gp);
     mm->curg = gp;
@@ -994,11 +997,16 @@ class scheduler final : public sched_base {
   // next scheduling point; wake it if it is parked.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
-    m* rm = run_m_.load(std::memory_order_acquire);
-    if (!rm || rm == this_m()) return;
+    // run_m_ is read and used under the lock: once main_done_ is set the
+    // run() caller may leave and free its M at any moment; run_main clears
+    // run_m_ under the same lock first. (Main finishing on another M is
+    // common since preemption: a preempted main goes to the global queue.)
+    m* rm;
     bool wake = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
+      rm = run_m_.load(std::memory_order_acquire);
+      if (!rm || rm == this_m()) return;
       if (rm->in_idle_list) {
         m_idle_remove(rm);
         wake = true;
