@@ -84,8 +84,8 @@ WORKLOADS: list[Workload] = [
              ["--pairs", "4", "--rounds", "5000", "--reps", "2"], None),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
-# The targets are for 2 threads; context switch is single-threaded.
-TARGET_PROCS = {"context_switch": 1}
+# The targets are for 2 threads; context switch and preempt_point are single-threaded.
+TARGET_PROCS = {"context_switch": 1, "preempt_point": 1}
 
 
 def log(msg: str) -> None:
