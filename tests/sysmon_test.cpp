@@ -5,12 +5,14 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <regex>
 #include <stdexcept>
 #include <string>
@@ -74,6 +76,22 @@ int first_preemption_ms(int slice_ms) {
   });
   driver.join();
   return preempted_at;
+}
+
+// Sum of voluntary_ctxt_switches over this process's threads (Linux /proc).
+long long voluntary_switches() {
+  long long total = 0;
+  DIR* dir = opendir("/proc/self/task");
+  if (!dir) return 0;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) total += std::atoll(line.c_str() + 24);
+  }
+  closedir(dir);
+  return total;
 }
 
 }  // namespace
@@ -301,12 +319,20 @@ TEST_CASE("sysmon: an idle runtime costs no CPU", "[sysmon]") {
   });
   // The runtime lives on with nothing to do: its Ms park, sysmon sleeps
   // deeply. A sysmon waking every 20 us (or spinning) burns far more than
-  // the bound over 300 ms; so does an M that keeps spinning.
+  // the CPU bound over 300 ms; so does an M that keeps spinning. A sysmon
+  // that only backs off (10 ms sleeps) instead of parking wakes ~30 times:
+  // the threads' voluntary context switches catch that.
   std::this_thread::sleep_for(50ms);  // spinning Ms give up (30 us) and park
   rusage before{}, after{};
+  long long switches_before = voluntary_switches();
   getrusage(RUSAGE_SELF, &before);
   std::this_thread::sleep_for(300ms);
   getrusage(RUSAGE_SELF, &after);
+  long long switches = voluntary_switches() - switches_before;
+  INFO("voluntary context switches of all threads over 300 ms: " << switches);
+  // This thread's own sleep is one or two; sanitizer runtimes have a
+  // background thread that wakes now and then.
+  CHECK(switches < goro_test::scale(10, 20));
   auto us = [](const rusage& r) {
     return (r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1'000'000LL + r.ru_utime.tv_usec + r.ru_stime.tv_usec;
   };
