@@ -163,6 +163,84 @@ TEST_CASE("sysmon: preemption::none never preempts (a hog starves main until it 
   CHECK(rt.stats().preemptions == 0);
 }
 
+// Go's TestPingPongHog: at 1 proc a pair of goroutines that hand a baton
+// to each other and compute a lot per hand-off (hogs), and a pair that
+// computes little (light). A woken goroutine runs next from runnext and
+// inherits the waker's time slice, so each pair is preempted as a unit
+// and both pairs get CPU time. Without preemption the hog pair would keep
+// the P forever (the light pair waits in the local queue); without slice
+// inheritance neither member would ever run a whole slice. The baton is a
+// pair of wait_groups (done() readies the waiter into runnext, like a
+// channel send). Bounded: a failure ends after a few seconds, not a hang.
+namespace {
+struct baton_pair {
+  goro::wait_group to_x, to_y;
+  std::atomic<bool> finished{false};
+};
+
+void run_pair(baton_pair& p, long limit, std::atomic<long>& counter, std::atomic<bool>& stop,
+              goro::wait_group& done) {
+  p.to_x.add(1);
+  p.to_y.add(1);
+  auto give_up = std::chrono::steady_clock::now() + 10s;  // if main never gets the P back
+  goro::go([&p, limit, &counter, &stop, &done, give_up] {  // x
+    for (;;) {
+      for (long i = 0; i < limit; ++i) {
+        counter.fetch_add(1, std::memory_order_relaxed);
+        goro::preempt_point();
+      }
+      if (stop.load() || std::chrono::steady_clock::now() > give_up) {
+        p.finished.store(true);
+        p.to_y.done();
+        break;
+      }
+      p.to_y.done();
+      p.to_x.wait();
+      p.to_x.add(1);
+    }
+    done.done();
+  });
+  goro::go([&p, limit, &counter, &done] {  // y
+    for (;;) {
+      p.to_y.wait();
+      if (p.finished.load()) break;
+      p.to_y.add(1);
+      for (long i = 0; i < limit; ++i) {
+        counter.fetch_add(1, std::memory_order_relaxed);
+        goro::preempt_point();
+      }
+      p.to_x.done();
+    }
+    done.done();
+  });
+}
+}  // namespace
+
+TEST_CASE("sysmon: ping-pong hog and light pairs share one P (Go's PingPongHog)", "[sysmon][preempt]") {
+  using pol = goro::policy<goro::slice_us<2000>>;
+  goro::basic_runtime<pol> rt{goro::options{1}};
+  std::atomic<long> hog_count{0}, light_count{0};
+  rt.run([&] {
+    std::atomic<bool> stop{false};
+    goro::wait_group done;
+    done.add(4);
+    baton_pair hogs, lights;
+    run_pair(hogs, goro_test::scale(1'000'000, 10'000), hog_count, stop, done);
+    run_pair(lights, goro_test::scale(1'000, 10), light_count, stop, done);
+    // Main gives the P up for a while (the pairs run on another M), then
+    // stops them; it gets back on the P when a pair is preempted.
+    goro::blocking(goro::long_call, [] { usleep(200'000); });
+    stop.store(true);
+    done.wait();
+  });
+  long hog = hog_count.load(), light = light_count.load();
+  INFO("hog count " << hog << ", light count " << light << ", preemptions " << rt.stats().preemptions);
+  // Go uses a factor of 20: a broken scheduler is off by ~1000x.
+  constexpr long factor = 20;
+  CHECK(hog / factor <= light);
+  CHECK(light / factor <= hog);
+}
+
 TEST_CASE("sysmon: preempt_point outside a goroutine is a no-op", "[sysmon][preempt]") {
   for (int i = 0; i < 1000; ++i) goro::preempt_point();
   SUCCEED();
