@@ -80,10 +80,16 @@ WORKLOADS: list[Workload] = [
     Workload("idle_cpu", "cpu_pct", "% of a core", ["goro", "go"],
              ["--ms", "1000", "--reps", "2"], ["--ms", "500", "--reps", "1"],
              Target("abs_le", 1.0, None, "~0% (<= 1%)"), fixed_procs=[2]),
+    Workload("preempt_point", "ns_per_op", "ns/call", ["goro"],
+             ["--n", "500000000", "--reps", "3"], ["--n", "100000000", "--reps", "2"],
+             Target("abs_le", 1.0, None, "<= 1 ns per call"), fixed_procs=[1]),
+    Workload("blocking_pipe", "ns_per_op", "ns/round trip", ["goro", "go"],
+             ["--pairs", "4", "--rounds", "20000", "--reps", "3"],
+             ["--pairs", "4", "--rounds", "5000", "--reps", "2"], None),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
-# The targets are for 2 threads; context switch is single-threaded.
-TARGET_PROCS = {"context_switch": 1}
+# The targets are for 2 threads; context switch and preempt_point are single-threaded.
+TARGET_PROCS = {"context_switch": 1, "preempt_point": 1}
 
 
 def log(msg: str) -> None:

@@ -6,105 +6,35 @@
 // goro: Go's goroutine scheduler (the G/M/P model) as a header-only C++20
 // library. Include this header; compile with -std=c++20 -pthread.
 
-// ---- begin goro/clock.hpp ----
-// Clocks for the preemption policy: the clock_like concept, a manual clock
-// for tests and frame-budgeted engines, and a cheap cycle-counter clock.
+// ---- begin goro/blocking.hpp ----
+// goro::blocking: run a call that may block in the kernel (a read on a
+// pipe, a lock in a C library, a slow fsync...) without taking a P out of
+// service for its duration. Go's entersyscall / exitsyscall; the scheduler
+// side is in detail/sysmon.hpp.
+//
+//   auto n = goro::blocking([&] { return ::read(fd, buf, len); });
+//   goro::blocking(goro::long_call, [&] { std::this_thread::sleep_for(1s); });
+//
+// The short form keeps the P reserved for this M, marked "in syscall": if
+// the call returns quickly the goroutine simply carries on (the fast path
+// costs two atomic operations). If it lasts longer than one sysmon round
+// (>= 20 us) while there is other work, sysmon hands the P to another M.
+// The long form (goro::long_call) hands the P off at once — for calls
+// known to take long, it saves the wait for sysmon.
+//
+// On return the goroutine takes its old P back if nobody took it, else an
+// idle P, else it waits in the global run queue like any runnable
+// goroutine (and its thread parks). Exceptions from f propagate after
+// that. Outside a goroutine (a plain thread), and when nested inside
+// another blocking call, f is simply called.
+//
+// Inside f the goroutine has no P: it may spawn goroutines (they go to the
+// global queue) but must not block on goro primitives (channels, mutex,
+// wait_group) or yield; block in the kernel only.
 
-#include <atomic>
-#include <chrono>
-#include <concepts>
-#include <cstdint>
-#include <ctime>
-
-namespace goro {
-
-// The standard Clock requirements.
-template <class C>
-concept clock_like = requires {
-  typename C::rep;
-  typename C::period;
-  typename C::duration;
-  typename C::time_point;
-  { C::is_steady } -> std::convertible_to<bool>;
-  { C::now() } -> std::same_as<typename C::time_point>;
-};
-
-// A clock that only moves when told to: time slices become deterministic.
-struct manual_clock {
-  using rep = std::int64_t;
-  using period = std::nano;
-  using duration = std::chrono::nanoseconds;
-  using time_point = std::chrono::time_point<manual_clock>;
-  static constexpr bool is_steady = true;
-
-  static time_point now() noexcept { return time_point(duration(ticks().load(std::memory_order_acquire))); }
-  static void advance(duration d) noexcept { ticks().fetch_add(d.count(), std::memory_order_acq_rel); }
-
- private:
-  static std::atomic<rep>& ticks() noexcept {
-    static std::atomic<rep> t{0};
-    return t;
-  }
-};
-
-// Reads the CPU's cycle/virtual counter (rdtsc, cntvct_el0), converted to
-// nanoseconds with a frequency calibrated once against steady_clock. Cheaper
-// than a vDSO clock_gettime; monotonic on machines with an invariant TSC.
-struct cycle_clock {
-  using rep = std::int64_t;
-  using period = std::nano;
-  using duration = std::chrono::nanoseconds;
-  using time_point = std::chrono::time_point<cycle_clock>;
-  static constexpr bool is_steady = true;
-
-  static std::uint64_t ticks() noexcept {
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    std::uint64_t v;
-    asm volatile("mrs %0, cntvct_el0" : "=r"(v));
-    return v;
-#endif
-  }
-  static time_point now() noexcept {
-    static const double ns_per_tick = calibrate();
-    return time_point(duration(static_cast<rep>(static_cast<double>(ticks()) * ns_per_tick)));
-  }
-
- private:
-  static double calibrate() noexcept {
-#if defined(__aarch64__)
-    std::uint64_t freq;
-    asm volatile("mrs %0, cntfrq_el0" : "=r"(freq));
-    if (freq != 0) return 1e9 / static_cast<double>(freq);
-#endif
-    auto t0 = std::chrono::steady_clock::now();
-    std::uint64_t c0 = ticks();
-    timespec ts{0, 2'000'000};
-    nanosleep(&ts, nullptr);
-    auto t1 = std::chrono::steady_clock::now();
-    std::uint64_t c1 = ticks();
-    double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
-    return c1 > c0 ? ns / static_cast<double>(c1 - c0) : 1.0;
-  }
-};
-
-static_assert(clock_like<std::chrono::steady_clock>);
-static_assert(clock_like<manual_clock>);
-static_assert(clock_like<cycle_clock>);
-
-}  // namespace goro
-// ---- end goro/clock.hpp ----
-// ---- begin goro/error.hpp ----
-// goro's error types. Every message starts with "goro: ". Built with
-// -fno-exceptions, raising one prints its message and aborts instead.
-
-#include <cstdio>
-#include <cstdlib>
-#include <new>
-#include <stdexcept>
-#include <string>
-#include <system_error>
+#include <functional>
+#include <type_traits>
+#include <utility>
 
 // ---- begin goro/detail/config.hpp ----
 // Build configuration: version, compiler and sanitizer detection.
@@ -180,565 +110,6 @@ inline void cpu_relax() noexcept {
 }
 }  // namespace goro::detail
 // ---- end goro/detail/config.hpp ----
-
-namespace goro {
-
-// Base of all goro errors.
-class error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// An API was called where it cannot work (e.g. yield() outside a goroutine).
-class usage_error : public error {
- public:
-  using error::error;
-};
-
-// Send on, or close of, a closed channel.
-class channel_closed : public error {
- public:
-  using error::error;
-};
-
-// All goroutines are asleep.
-class deadlock_error : public error {
- public:
-  using error::error;
-};
-
-// A deadline passed.
-class timeout_error : public error {
- public:
-  using error::error;
-};
-
-namespace detail {
-
-// Prints `msg` on stderr and aborts; used where an error cannot propagate.
-[[noreturn]] inline void fatal(const char* msg) noexcept {
-  std::fputs(msg, stderr);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-  std::abort();
-}
-
-// Throws E(msg), or prints msg and aborts when exceptions are disabled.
-template <class E>
-[[noreturn]] inline void raise(const std::string& msg) {
-#if GORO_EXCEPTIONS
-  throw E(msg);
-#else
-  fatal(msg.c_str());
-#endif
-}
-
-[[noreturn]] inline void raise_usage(const char* what) { raise<usage_error>(std::string("goro: ") + what); }
-
-// std::system_error for errno `err` while doing `what`.
-[[noreturn]] inline void raise_system(int err, const char* what) {
-#if GORO_EXCEPTIONS
-  throw std::system_error(err, std::generic_category(), std::string("goro: ") + what);
-#else
-  std::fprintf(stderr, "goro: %s: %s\n", what, std::generic_category().message(err).c_str());
-  std::abort();
-#endif
-}
-
-[[noreturn]] inline void raise_bad_alloc() {
-#if GORO_EXCEPTIONS
-  throw std::bad_alloc();
-#else
-  fatal("goro: out of memory");
-#endif
-}
-
-}  // namespace detail
-}  // namespace goro
-// ---- end goro/error.hpp ----
-// ---- begin goro/policy.hpp ----
-// Compile-time scheduler policies. A policy is a struct with the fields of
-// default_policy; goro::policy<options...> applies options left to right on
-// default_policy. basic_runtime checks every field at compile time and an
-// invalid one is a static_assert that names it.
-
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <ratio>
-#include <type_traits>
-
-// ---- begin goro/stack.hpp ----
-// Goroutine stacks: the stack_allocator concept and the default allocator.
-//
-// The default allocator carves stacks out of large slabs (one mapping for
-// many stacks), so a million live goroutines fit under Linux's default
-// vm.max_map_count of 65,530 mappings. Stacks of at least 16 KiB get a
-// 64 KiB PROT_NONE guard region below them while the process-wide guard
-// budget lasts (each guard splits a mapping in two); past it, and for small
-// stacks, stacks are packed without guards and overflow is caught by a
-// canary the scheduler checks at every switch.
-
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstdio>
-#include <mutex>
-#include <vector>
-
-
-namespace goro {
-
-// A stack: [lo, lo + size); it grows down from lo + size.
-struct stack_memory {
-  void* lo = nullptr;
-  std::size_t size = 0;
-};
-
-// What a policy's stack_allocator must provide. One instance per runtime;
-// it must be thread-safe. allocate() throws std::bad_alloc on failure.
-template <class A>
-concept stack_allocator = std::default_initializable<A> && requires(A a, std::size_t n, stack_memory s) {
-  { a.allocate(n) } -> std::same_as<stack_memory>;
-  { a.deallocate(s) } noexcept;
-};
-
-namespace detail {
-
-inline constexpr std::size_t guard_size = 64 * 1024;      // virtual only; 4 KiB is jumped by large frames
-inline constexpr std::size_t min_guarded_stack = 16 * 1024;  // smaller stacks are packed with canaries
-inline constexpr std::size_t slab_bytes = 16 * 1024 * 1024;
-
-inline std::size_t page_size() noexcept {
-  static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return p;
-}
-
-// How many guard regions the whole process may still create. Each guard
-// adds about two mappings; spend at most a quarter of vm.max_map_count.
-inline std::atomic<long>& guard_budget() noexcept {
-  static std::atomic<long> budget = [] {
-    long max_maps = 65530;
-    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
-      if (std::fscanf(f, "%ld", &max_maps) != 1) max_maps = 65530;
-      std::fclose(f);
-    }
-    return max_maps / 8;
-  }();
-  return budget;
-}
-
-}  // namespace detail
-
-class default_stack_allocator {
- public:
-  default_stack_allocator() = default;
-  default_stack_allocator(const default_stack_allocator&) = delete;
-  default_stack_allocator& operator=(const default_stack_allocator&) = delete;
-
-  ~default_stack_allocator() {
-    for (auto& s : slabs_) munmap(s.base, s.bytes);
-  }
-
-  stack_memory allocate(std::size_t size) {
-    bool guarded;
-    return allocate(size, guarded);
-  }
-
-  // Also tells whether a guard region protects the stack; the scheduler
-  // then skips the canary (whose write would touch one more page).
-  stack_memory allocate(std::size_t size, bool& guarded) {
-    size = (size + 15) & ~std::size_t{15};
-    std::lock_guard<std::mutex> lk(mu_);
-    for (auto& fl : free_) {
-      if (fl.size == size && !fl.stacks.empty()) {
-        std::uintptr_t tagged = fl.stacks.back();
-        fl.stacks.pop_back();
-        guarded = (tagged & 1) != 0;
-        return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
-      }
-    }
-    if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
-    std::uintptr_t lo = cur_.next + (cur_.guarded ? detail::guard_size : 0);
-    cur_.next += cur_.stride;
-    guarded = cur_.guarded;
-    return {reinterpret_cast<void*>(lo), size};
-  }
-
-  void deallocate(stack_memory s) noexcept {
-    std::lock_guard<std::mutex> lk(mu_);
-    auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
-    std::uintptr_t tagged = lo | (is_guarded(lo) ? 1 : 0);
-    for (auto& fl : free_) {
-      if (fl.size == s.size) {
-        push(fl.stacks, tagged);
-        return;
-      }
-    }
-    GORO_TRY { free_.push_back({s.size, {}}); }
-    GORO_CATCH_ALL { return; }
-    push(free_.back().stacks, tagged);
-  }
-
- private:
-  struct slab {
-    void* base;
-    std::size_t bytes;
-    bool guarded;
-  };
-  struct carve {
-    std::size_t size = 0, stride = 0;
-    std::uintptr_t next = 0, end = 0;
-    bool guarded = false;
-  };
-  struct free_list {
-    std::size_t size;
-    std::vector<std::uintptr_t> stacks;  // lo | 1 if guarded
-  };
-
-  bool is_guarded(std::uintptr_t lo) const noexcept {
-    for (auto it = slabs_.rbegin(); it != slabs_.rend(); ++it) {
-      auto base = reinterpret_cast<std::uintptr_t>(it->base);
-      if (lo >= base && lo < base + it->bytes) return it->guarded;
-    }
-    return false;
-  }
-
-  static void push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept {
-    // deallocate is noexcept: reserve generously so push_back cannot throw
-    // in practice; if it still fails the stack is leaked (never reused).
-    GORO_TRY { v.push_back(p); }
-    GORO_CATCH_ALL {}
-  }
-
-  void new_slab(std::size_t size) {
-    const std::size_t page = detail::page_size();
-    bool guarded = false;
-    std::size_t stride = size;
-    if (size >= detail::min_guarded_stack) {
-      stride = (size + page - 1) / page * page;  // guards need page-aligned stacks
-      long want = static_cast<long>(detail::slab_bytes / (stride + detail::guard_size));
-      if (want < 1) want = 1;
-      if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
-        guarded = true;
-        stride += detail::guard_size;
-      } else {
-        detail::guard_budget().fetch_add(want, std::memory_order_relaxed);
-      }
-    }
-    std::size_t count = detail::slab_bytes / stride;
-    if (count < 1) count = 1;
-    std::size_t bytes = (count * stride + page - 1) / page * page;
-    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) detail::raise_bad_alloc();
-    if (guarded) {
-      for (std::size_t i = 0; i < count; ++i)
-        mprotect(static_cast<char*>(base) + i * stride, detail::guard_size, PROT_NONE);
-    }
-    GORO_TRY { slabs_.push_back({base, bytes, guarded}); }
-    GORO_CATCH_ALL {
-      munmap(base, bytes);
-      GORO_RETHROW;
-    }
-    cur_ = {size, stride, reinterpret_cast<std::uintptr_t>(base), reinterpret_cast<std::uintptr_t>(base) + count * stride,
-            guarded};
-  }
-
-  std::mutex mu_;
-  std::vector<slab> slabs_;
-  carve cur_;
-  std::vector<free_list> free_;
-};
-
-static_assert(stack_allocator<default_stack_allocator>);
-
-}  // namespace goro
-// ---- end goro/stack.hpp ----
-
-namespace goro {
-
-enum class preemption {
-  none,         // no sysmon preemption
-  cooperative,  // the preempt flag is honoured at runtime calls and preempt_point()
-  signal,       // also SIGURG + async preemption inside goro::async_preemptible scopes
-};
-
-struct default_policy {
-  // Slots in each P's local run queue (Go: 256). Power of two >= 2.
-  static constexpr std::size_t local_queue_capacity = 256;
-  // Every Nth schedule tick a P takes from the global queue first, so the
-  // global queue cannot starve behind busy local queues (Go: 61).
-  static constexpr std::uint32_t global_poll_interval = 61;
-  // Share of a victim's queue one steal takes, rounded up (Go: half).
-  using steal_fraction = std::ratio<1, 2>;
-  // Clock that times the preemption slice.
-  using preemption_clock = std::chrono::steady_clock;
-  // A goroutine running this long without a schedule tick is preempted (Go: 10 ms).
-  static constexpr std::chrono::nanoseconds time_slice{10'000'000};
-  static constexpr preemption preempt = preemption::cooperative;
-  // Bytes of stack per goroutine (fixed size; stacks do not grow).
-  static constexpr std::size_t stack_size = 64 * 1024;
-  using stack_allocator = goro::default_stack_allocator;
-};
-
-// ---- options for goro::policy<...> ----
-template <std::size_t N>
-struct queue_capacity {
-  template <class B>
-  struct apply : B {
-    static constexpr std::size_t local_queue_capacity = N;
-  };
-};
-template <std::uint32_t N>
-struct global_poll {
-  template <class B>
-  struct apply : B {
-    static constexpr std::uint32_t global_poll_interval = N;
-  };
-};
-template <std::intmax_t Num, std::intmax_t Den>
-struct steal {
-  template <class B>
-  struct apply : B {
-    using steal_fraction = std::ratio<Num, Den>;
-  };
-};
-template <class Clock>
-struct preempt_clock {
-  template <class B>
-  struct apply : B {
-    using preemption_clock = Clock;
-  };
-};
-template <std::int64_t Microseconds>
-struct slice_us {
-  template <class B>
-  struct apply : B {
-    static constexpr std::chrono::nanoseconds time_slice{Microseconds * 1000};
-  };
-};
-template <preemption Mode>
-struct preemption_mode {
-  template <class B>
-  struct apply : B {
-    static constexpr preemption preempt = Mode;
-  };
-};
-template <std::size_t Bytes>
-struct stack {
-  template <class B>
-  struct apply : B {
-    static constexpr std::size_t stack_size = Bytes;
-  };
-};
-template <class Allocator>
-struct stacks {
-  template <class B>
-  struct apply : B {
-    using stack_allocator = Allocator;
-  };
-};
-
-namespace detail {
-template <class Base, class... Options>
-struct apply_options {
-  using type = Base;
-};
-template <class Base, class First, class... Rest>
-struct apply_options<Base, First, Rest...> {
-  using type = typename apply_options<typename First::template apply<Base>, Rest...>::type;
-};
-
-template <class T>
-struct is_ratio : std::false_type {};
-template <std::intmax_t N, std::intmax_t D>
-struct is_ratio<std::ratio<N, D>> : std::true_type {};
-
-inline constexpr std::size_t min_stack_size = 2048;
-
-// Each check is evaluated only when the field exists, so a policy missing a
-// field gets exactly one message naming it.
-template <class P>
-constexpr bool check_policy() {
-  if constexpr (!requires { P::local_queue_capacity; }) {
-    static_assert(requires { P::local_queue_capacity; }, "goro policy: missing field local_queue_capacity");
-  } else {
-    constexpr auto c = P::local_queue_capacity;
-    static_assert(c >= 2 && (c & (c - 1)) == 0 && c <= (std::size_t{1} << 24),
-                  "goro policy: local_queue_capacity must be a power of two between 2 and 2^24");
-  }
-  if constexpr (!requires { P::global_poll_interval; }) {
-    static_assert(requires { P::global_poll_interval; }, "goro policy: missing field global_poll_interval");
-  } else {
-    static_assert(P::global_poll_interval >= 1, "goro policy: global_poll_interval must be >= 1");
-  }
-  if constexpr (!requires { typename P::steal_fraction; }) {
-    static_assert(requires { typename P::steal_fraction; }, "goro policy: missing field steal_fraction");
-  } else {
-    using f = typename P::steal_fraction;
-    if constexpr (!is_ratio<f>::value) {
-      static_assert(is_ratio<f>::value, "goro policy: steal_fraction must be a std::ratio");
-    } else {
-      static_assert(f::num > 0 && f::num <= f::den, "goro policy: steal_fraction must be in (0, 1]");
-    }
-  }
-  if constexpr (!requires { typename P::preemption_clock; }) {
-    static_assert(requires { typename P::preemption_clock; }, "goro policy: missing field preemption_clock");
-  } else {
-    static_assert(clock_like<typename P::preemption_clock>,
-                  "goro policy: preemption_clock must model goro::clock_like (rep, period, duration, "
-                  "time_point, is_steady, static now())");
-  }
-  if constexpr (!requires { P::time_slice; }) {
-    static_assert(requires { P::time_slice; }, "goro policy: missing field time_slice");
-  } else {
-    static_assert(std::chrono::nanoseconds(P::time_slice).count() > 0, "goro policy: time_slice must be positive");
-  }
-  if constexpr (!requires { P::preempt; }) {
-    static_assert(requires { P::preempt; }, "goro policy: missing field preempt");
-  } else {
-    static_assert(std::is_same_v<std::remove_cv_t<decltype(P::preempt)>, preemption>,
-                  "goro policy: preempt must be a goro::preemption");
-  }
-  if constexpr (!requires { P::stack_size; }) {
-    static_assert(requires { P::stack_size; }, "goro policy: missing field stack_size");
-  } else {
-    static_assert(P::stack_size >= min_stack_size, "goro policy: stack_size must be at least 2048 bytes");
-  }
-  if constexpr (!requires { typename P::stack_allocator; }) {
-    static_assert(requires { typename P::stack_allocator; }, "goro policy: missing field stack_allocator");
-  } else {
-    static_assert(goro::stack_allocator<typename P::stack_allocator>,
-                  "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
-                  "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
-  }
-  return true;
-}
-}  // namespace detail
-
-// default_policy with the given options applied left to right.
-template <class... Options>
-using policy = typename detail::apply_options<default_policy, Options...>::type;
-
-}  // namespace goro
-// ---- end goro/policy.hpp ----
-// ---- begin goro/runtime.hpp ----
-// The runtime (basic_runtime, run) and the calls a goroutine makes on its
-// own runtime (go, yield, exit, ...).
-
-#include <cerrno>
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <exception>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <type_traits>
-#include <utility>
-
-// ---- begin goro/detail/g.hpp ----
-// G: a goroutine. Its closure lives inline in the G record when it fits,
-// and its stack is attached only when it first runs, so a million spawned
-// but not yet started goroutines cost a million small records, not stacks.
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <new>
-#include <tuple>
-#include <type_traits>
-#include <utility>
-
-
-namespace goro::detail {
-
-class sched_base;
-struct m_base;
-
-enum class g_status : std::uint32_t {
-  idle,      // in a free list
-  runnable,  // in a run queue
-  running,   // on an M
-  waiting,   // parked (channel, wait_group, ...)
-  dead,      // finished, about to be recycled
-};
-
-inline constexpr std::size_t closure_inline_size = 64;
-
-// Thrown by goro::exit() to unwind the calling goroutine (destructors run);
-// caught at the goroutine's entry. Not a std::exception: code that catches
-// (...) must rethrow it.
-struct goexit_unwind {};
-
-struct g {
-  void* sp = nullptr;    // saved context while not running
-  stack_memory stack{};  // lo == nullptr: no stack yet
-  bool stack_canary = false;  // no guard region: a canary at stack.lo is checked at each switch
-  std::atomic<g_status> status{g_status::idle};
-  std::uint64_t id = 0;
-  sched_base* sched = nullptr;
-  g* link = nullptr;  // intrusive link: run queues, free lists
-  bool is_main = false;
-  bool preempt = false;  // sysmon's request to yield at the next safe point
-
-  // The closure: closure_op(self, true) runs it then destroys it (also when
-  // unwinding); closure_op(self, false) only destroys it.
-  void (*closure_op)(g*, bool run) = nullptr;
-  void* heap_closure = nullptr;
-  alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
-
-  // C++ exception-handling globals of this goroutine while it is switched
-  // out (an exception being handled across a switch, uncaught_exceptions()).
-  void* eh_caught = nullptr;
-  unsigned eh_uncaught = 0;
-
-  void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
-  void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
-};
-
-// Stores the callable and its arguments in gp (decay-copied, as std::thread).
-template <class F, class... A>
-void set_closure(g* gp, F&& f, A&&... args) {
-  using bound = std::tuple<std::decay_t<F>, std::decay_t<A>...>;
-  static_assert(std::is_invocable_v<std::decay_t<F>, std::decay_t<A>...>,
-                "goro::go: the function cannot be called with these arguments");
-  constexpr bool fits = sizeof(bound) <= closure_inline_size && alignof(bound) <= alignof(std::max_align_t);
-  if constexpr (fits) {
-    ::new (static_cast<void*>(gp->inline_closure)) bound(std::forward<F>(f), std::forward<A>(args)...);
-  } else {
-    gp->heap_closure = new bound(std::forward<F>(f), std::forward<A>(args)...);
-  }
-  gp->closure_op = [](g* self, bool run) {
-    bound* b;
-    if constexpr (fits)
-      b = std::launder(reinterpret_cast<bound*>(self->inline_closure));
-    else
-      b = static_cast<bound*>(self->heap_closure);
-    struct destroy {
-      g* self;
-      bound* b;
-      ~destroy() {
-        if constexpr (fits)
-          b->~bound();
-        else
-          delete b;
-        self->heap_closure = nullptr;
-        self->closure_op = nullptr;
-      }
-    } guard{self, b};
-    if (run) std::apply([](auto& fn, auto&... a) { std::invoke(std::move(fn), std::move(a)...); }, *b);
-  };
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/g.hpp ----
 // ---- begin goro/detail/m.hpp ----
 // M: an OS thread running goroutines. This header holds what every
 // runtime shares whatever its policy: the per-thread "current M" (read
@@ -981,6 +352,382 @@ inline double context_switch_bench(std::size_t n) {
 
 }  // namespace goro::detail
 // ---- end goro/detail/context.hpp ----
+// ---- begin goro/detail/g.hpp ----
+// G: a goroutine. Its closure lives inline in the G record when it fits,
+// and its stack is attached only when it first runs, so a million spawned
+// but not yet started goroutines cost a million small records, not stacks.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <new>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- begin goro/stack.hpp ----
+// Goroutine stacks: the stack_allocator concept and the default allocator.
+//
+// The default allocator carves stacks out of large slabs (one mapping for
+// many stacks), so a million live goroutines fit under Linux's default
+// vm.max_map_count of 65,530 mappings. Stacks of at least 16 KiB get a
+// 64 KiB PROT_NONE guard region below them while the process-wide guard
+// budget lasts (each guard splits a mapping in two); past it, and for small
+// stacks, stacks are packed without guards and overflow is caught by a
+// canary the scheduler checks at every switch.
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+// ---- begin goro/error.hpp ----
+// goro's error types. Every message starts with "goro: ". Built with
+// -fno-exceptions, raising one prints its message and aborts instead.
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+
+namespace goro {
+
+// Base of all goro errors.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An API was called where it cannot work (e.g. yield() outside a goroutine).
+class usage_error : public error {
+ public:
+  using error::error;
+};
+
+// Send on, or close of, a closed channel.
+class channel_closed : public error {
+ public:
+  using error::error;
+};
+
+// All goroutines are asleep.
+class deadlock_error : public error {
+ public:
+  using error::error;
+};
+
+// A deadline passed.
+class timeout_error : public error {
+ public:
+  using error::error;
+};
+
+namespace detail {
+
+// Prints `msg` on stderr and aborts; used where an error cannot propagate.
+[[noreturn]] inline void fatal(const char* msg) noexcept {
+  std::fputs(msg, stderr);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+
+// Throws E(msg), or prints msg and aborts when exceptions are disabled.
+template <class E>
+[[noreturn]] inline void raise(const std::string& msg) {
+#if GORO_EXCEPTIONS
+  throw E(msg);
+#else
+  fatal(msg.c_str());
+#endif
+}
+
+[[noreturn]] inline void raise_usage(const char* what) { raise<usage_error>(std::string("goro: ") + what); }
+
+// std::system_error for errno `err` while doing `what`.
+[[noreturn]] inline void raise_system(int err, const char* what) {
+#if GORO_EXCEPTIONS
+  throw std::system_error(err, std::generic_category(), std::string("goro: ") + what);
+#else
+  std::fprintf(stderr, "goro: %s: %s\n", what, std::generic_category().message(err).c_str());
+  std::abort();
+#endif
+}
+
+[[noreturn]] inline void raise_bad_alloc() {
+#if GORO_EXCEPTIONS
+  throw std::bad_alloc();
+#else
+  fatal("goro: out of memory");
+#endif
+}
+
+}  // namespace detail
+}  // namespace goro
+// ---- end goro/error.hpp ----
+
+namespace goro {
+
+// A stack: [lo, lo + size); it grows down from lo + size.
+struct stack_memory {
+  void* lo = nullptr;
+  std::size_t size = 0;
+};
+
+// What a policy's stack_allocator must provide. One instance per runtime;
+// it must be thread-safe. allocate() throws std::bad_alloc on failure.
+template <class A>
+concept stack_allocator = std::default_initializable<A> && requires(A a, std::size_t n, stack_memory s) {
+  { a.allocate(n) } -> std::same_as<stack_memory>;
+  { a.deallocate(s) } noexcept;
+};
+
+namespace detail {
+
+inline constexpr std::size_t guard_size = 64 * 1024;      // virtual only; 4 KiB is jumped by large frames
+inline constexpr std::size_t min_guarded_stack = 16 * 1024;  // smaller stacks are packed with canaries
+inline constexpr std::size_t slab_bytes = 16 * 1024 * 1024;
+
+inline std::size_t page_size() noexcept {
+  static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+// How many guard regions the whole process may still create. Each guard
+// adds about two mappings; spend at most a quarter of vm.max_map_count.
+inline std::atomic<long>& guard_budget() noexcept {
+  static std::atomic<long> budget = [] {
+    long max_maps = 65530;
+    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      if (std::fscanf(f, "%ld", &max_maps) != 1) max_maps = 65530;
+      std::fclose(f);
+    }
+    return max_maps / 8;
+  }();
+  return budget;
+}
+
+}  // namespace detail
+
+class default_stack_allocator {
+ public:
+  default_stack_allocator() = default;
+  default_stack_allocator(const default_stack_allocator&) = delete;
+  default_stack_allocator& operator=(const default_stack_allocator&) = delete;
+
+  ~default_stack_allocator() {
+    for (auto& s : slabs_) munmap(s.base, s.bytes);
+  }
+
+  stack_memory allocate(std::size_t size) {
+    bool guarded;
+    return allocate(size, guarded);
+  }
+
+  // Also tells whether a guard region protects the stack; the scheduler
+  // then skips the canary (whose write would touch one more page).
+  stack_memory allocate(std::size_t size, bool& guarded) {
+    size = (size + 15) & ~std::size_t{15};
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& fl : free_) {
+      if (fl.size == size && !fl.stacks.empty()) {
+        std::uintptr_t tagged = fl.stacks.back();
+        fl.stacks.pop_back();
+        guarded = (tagged & 1) != 0;
+        return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
+      }
+    }
+    if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
+    std::uintptr_t lo = cur_.next + (cur_.guarded ? detail::guard_size : 0);
+    cur_.next += cur_.stride;
+    guarded = cur_.guarded;
+    return {reinterpret_cast<void*>(lo), size};
+  }
+
+  void deallocate(stack_memory s) noexcept {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
+    std::uintptr_t tagged = lo | (is_guarded(lo) ? 1 : 0);
+    for (auto& fl : free_) {
+      if (fl.size == s.size) {
+        push(fl.stacks, tagged);
+        return;
+      }
+    }
+    GORO_TRY { free_.push_back({s.size, {}}); }
+    GORO_CATCH_ALL { return; }
+    push(free_.back().stacks, tagged);
+  }
+
+ private:
+  struct slab {
+    void* base;
+    std::size_t bytes;
+    bool guarded;
+  };
+  struct carve {
+    std::size_t size = 0, stride = 0;
+    std::uintptr_t next = 0, end = 0;
+    bool guarded = false;
+  };
+  struct free_list {
+    std::size_t size;
+    std::vector<std::uintptr_t> stacks;  // lo | 1 if guarded
+  };
+
+  bool is_guarded(std::uintptr_t lo) const noexcept {
+    for (auto it = slabs_.rbegin(); it != slabs_.rend(); ++it) {
+      auto base = reinterpret_cast<std::uintptr_t>(it->base);
+      if (lo >= base && lo < base + it->bytes) return it->guarded;
+    }
+    return false;
+  }
+
+  static void push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept {
+    // deallocate is noexcept: reserve generously so push_back cannot throw
+    // in practice; if it still fails the stack is leaked (never reused).
+    GORO_TRY { v.push_back(p); }
+    GORO_CATCH_ALL {}
+  }
+
+  void new_slab(std::size_t size) {
+    const std::size_t page = detail::page_size();
+    bool guarded = false;
+    std::size_t stride = size;
+    if (size >= detail::min_guarded_stack) {
+      stride = (size + page - 1) / page * page;  // guards need page-aligned stacks
+      long want = static_cast<long>(detail::slab_bytes / (stride + detail::guard_size));
+      if (want < 1) want = 1;
+      if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
+        guarded = true;
+        stride += detail::guard_size;
+      } else {
+        detail::guard_budget().fetch_add(want, std::memory_order_relaxed);
+      }
+    }
+    std::size_t count = detail::slab_bytes / stride;
+    if (count < 1) count = 1;
+    std::size_t bytes = (count * stride + page - 1) / page * page;
+    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) detail::raise_bad_alloc();
+    if (guarded) {
+      for (std::size_t i = 0; i < count; ++i)
+        mprotect(static_cast<char*>(base) + i * stride, detail::guard_size, PROT_NONE);
+    }
+    GORO_TRY { slabs_.push_back({base, bytes, guarded}); }
+    GORO_CATCH_ALL {
+      munmap(base, bytes);
+      GORO_RETHROW;
+    }
+    cur_ = {size, stride, reinterpret_cast<std::uintptr_t>(base), reinterpret_cast<std::uintptr_t>(base) + count * stride,
+            guarded};
+  }
+
+  std::mutex mu_;
+  std::vector<slab> slabs_;
+  carve cur_;
+  std::vector<free_list> free_;
+};
+
+static_assert(stack_allocator<default_stack_allocator>);
+
+}  // namespace goro
+// ---- end goro/stack.hpp ----
+
+namespace goro::detail {
+
+class sched_base;
+struct m_base;
+
+enum class g_status : std::uint32_t {
+  idle,      // in a free list
+  runnable,  // in a run queue
+  running,   // on an M
+  waiting,   // parked (channel, wait_group, ...)
+  dead,      // finished, about to be recycled
+};
+
+inline constexpr std::size_t closure_inline_size = 64;
+
+// Thrown by goro::exit() to unwind the calling goroutine (destructors run);
+// caught at the goroutine's entry. Not a std::exception: code that catches
+// (...) must rethrow it.
+struct goexit_unwind {};
+
+struct g {
+  void* sp = nullptr;    // saved context while not running
+  stack_memory stack{};  // lo == nullptr: no stack yet
+  bool stack_canary = false;  // no guard region: a canary at stack.lo is checked at each switch
+  std::atomic<g_status> status{g_status::idle};
+  std::uint64_t id = 0;
+  sched_base* sched = nullptr;
+  g* link = nullptr;  // intrusive link: run queues, free lists
+  bool is_main = false;
+  // sysmon's request to yield at the next safe point. Written by sysmon
+  // (another thread), so atomic; see preempt.hpp for who sets and clears it.
+  std::atomic<bool> preempt{false};
+
+  // The closure: closure_op(self, true) runs it then destroys it (also when
+  // unwinding); closure_op(self, false) only destroys it.
+  void (*closure_op)(g*, bool run) = nullptr;
+  void* heap_closure = nullptr;
+  alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
+
+  // C++ exception-handling globals of this goroutine while it is switched
+  // out (an exception being handled across a switch, uncaught_exceptions()).
+  void* eh_caught = nullptr;
+  unsigned eh_uncaught = 0;
+
+  void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
+  void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
+};
+
+// Stores the callable and its arguments in gp (decay-copied, as std::thread).
+template <class F, class... A>
+void set_closure(g* gp, F&& f, A&&... args) {
+  using bound = std::tuple<std::decay_t<F>, std::decay_t<A>...>;
+  static_assert(std::is_invocable_v<std::decay_t<F>, std::decay_t<A>...>,
+                "goro::go: the function cannot be called with these arguments");
+  constexpr bool fits = sizeof(bound) <= closure_inline_size && alignof(bound) <= alignof(std::max_align_t);
+  if constexpr (fits) {
+    ::new (static_cast<void*>(gp->inline_closure)) bound(std::forward<F>(f), std::forward<A>(args)...);
+  } else {
+    gp->heap_closure = new bound(std::forward<F>(f), std::forward<A>(args)...);
+  }
+  gp->closure_op = [](g* self, bool run) {
+    bound* b;
+    if constexpr (fits)
+      b = std::launder(reinterpret_cast<bound*>(self->inline_closure));
+    else
+      b = static_cast<bound*>(self->heap_closure);
+    struct destroy {
+      g* self;
+      bound* b;
+      ~destroy() {
+        if constexpr (fits)
+          b->~bound();
+        else
+          delete b;
+        self->heap_closure = nullptr;
+        self->closure_op = nullptr;
+      }
+    } guard{self, b};
+    if (run) std::apply([](auto& fn, auto&... a) { std::invoke(std::move(fn), std::move(a)...); }, *b);
+  };
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/g.hpp ----
 // ---- begin goro/detail/sanitizer.hpp ----
 // AddressSanitizer and ThreadSanitizer fiber annotations (DESIGN.md section 7).
 // Everything here compiles to nothing without the sanitizers.
@@ -1051,6 +798,8 @@ enum class after_switch : std::uint8_t {
   park,   // waiting; run park_unlock(park_arg) once off its stack
   exit,   // finished: recycle
   call,   // run g0_call(g0_arg) on g0, then resume the goroutine at once
+  preempt,      // sysmon asked it to yield: to the global run queue (counted)
+  exitsyscall,  // left blocking() and found no P: take one on g0, or queue it and stop the M
 };
 
 // The policy-independent interface of a runtime.
@@ -1068,6 +817,10 @@ class sched_base {
   virtual void ready(g* gp) noexcept = 0;
   virtual std::size_t live_goroutines() const noexcept = 0;
   virtual unsigned procs() const noexcept = 0;
+  // goro::blocking (blocking.hpp): entersyscall / entersyscallblock before
+  // the call (long_call: hand the P off at once), exitsyscall after it.
+  virtual void enter_syscall(bool long_call) noexcept = 0;
+  virtual void exit_syscall() noexcept = 0;
 };
 
 struct m_base {
@@ -1085,6 +838,8 @@ struct m_base {
   void* g0_asan_fake_stack = nullptr;
   const void* g0_stack_bottom = nullptr;
   std::size_t g0_stack_size = 0;
+
+  bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
 };
 
 inline thread_local m_base* tls_current_m = nullptr;
@@ -1213,6 +968,77 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 
 }  // namespace goro::detail
 // ---- end goro/detail/m.hpp ----
+// ---- begin goro/runtime.hpp ----
+// The runtime (basic_runtime, run) and the calls a goroutine makes on its
+// own runtime (go, yield, exit, ...).
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+// ---- begin goro/detail/preempt.hpp ----
+// Cooperative preemption requests (Go's gp.preempt + preemptone).
+//
+// sysmon sets a running goroutine's g::preempt flag when its P has run the
+// same schedule tick for a whole time slice; the goroutine honours it at
+// its next safe point (goro::preempt_point(), goro::go(), the end of
+// goro::blocking) by yielding to the global run queue.
+//
+// The fast path of preempt_point() must not touch TLS: the current M is
+// read only through the non-inlined current_m() (DESIGN.md section 7), a
+// call that would cost more than the check itself. So besides the per-G
+// flag there is one process-wide count of set flags, preempt_pending: the
+// inlined check is a relaxed load of that global and a never-taken branch;
+// only while some goroutine somewhere has a request outstanding does the
+// check go on to read its own G's flag.
+//
+// Invariant: preempt_pending == number of g records whose preempt is true
+// (each false->true exchange adds one, each true->false exchange removes
+// one). A stale request (sysmon flagged a G that meanwhile switched out)
+// is cleared by execute() before the G runs again, as Go's execute does,
+// so the count drops back to 0 as soon as no request is outstanding.
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+// On its own cache line: every preempt_point() reads it, only sysmon and
+// preempted goroutines write it.
+alignas(64) inline std::atomic<std::uint32_t> preempt_pending{0};
+
+// sysmon side (preemptone). Relaxed is enough: a request is a hint, seen
+// a little late at worst; the goroutine reads its flag after seeing the
+// count, and both are the same thread's eventual writes.
+inline void request_preempt(g* gp) noexcept {
+  if (!gp->preempt.exchange(true, std::memory_order_relaxed))
+    preempt_pending.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Clears gp's request, if any (the goroutine honoured it, or a new slice starts).
+GORO_ALWAYS_INLINE bool clear_preempt(g* gp) noexcept {
+  if (GORO_LIKELY(!gp->preempt.load(std::memory_order_relaxed))) return false;
+  if (!gp->preempt.exchange(false, std::memory_order_relaxed)) return false;
+  preempt_pending.fetch_sub(1, std::memory_order_relaxed);
+  return true;
+}
+
+// Whether any goroutine (of any runtime) has a request outstanding.
+GORO_ALWAYS_INLINE bool preempt_requested_anywhere() noexcept {
+  return preempt_pending.load(std::memory_order_relaxed) != 0;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/preempt.hpp ----
 // ---- begin goro/detail/sched.hpp ----
 // The scheduler: Ps, Ms and the global state for one runtime, with Go's
 // algorithms (src/runtime/proc.go): schedule / findRunnable / execute,
@@ -1238,6 +1064,275 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 #include <type_traits>
 #include <vector>
 
+// ---- begin goro/policy.hpp ----
+// Compile-time scheduler policies. A policy is a struct with the fields of
+// default_policy; goro::policy<options...> applies options left to right on
+// default_policy. basic_runtime checks every field at compile time and an
+// invalid one is a static_assert that names it.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <ratio>
+#include <type_traits>
+
+// ---- begin goro/clock.hpp ----
+// Clocks for the preemption policy: the clock_like concept, a manual clock
+// for tests and frame-budgeted engines, and a cheap cycle-counter clock.
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <ctime>
+
+namespace goro {
+
+// The standard Clock requirements.
+template <class C>
+concept clock_like = requires {
+  typename C::rep;
+  typename C::period;
+  typename C::duration;
+  typename C::time_point;
+  { C::is_steady } -> std::convertible_to<bool>;
+  { C::now() } -> std::same_as<typename C::time_point>;
+};
+
+// A clock that only moves when told to: time slices become deterministic.
+struct manual_clock {
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<manual_clock>;
+  static constexpr bool is_steady = true;
+
+  static time_point now() noexcept { return time_point(duration(ticks().load(std::memory_order_acquire))); }
+  static void advance(duration d) noexcept { ticks().fetch_add(d.count(), std::memory_order_acq_rel); }
+
+ private:
+  static std::atomic<rep>& ticks() noexcept {
+    static std::atomic<rep> t{0};
+    return t;
+  }
+};
+
+// Reads the CPU's cycle/virtual counter (rdtsc, cntvct_el0), converted to
+// nanoseconds with a frequency calibrated once against steady_clock. Cheaper
+// than a vDSO clock_gettime; monotonic on machines with an invariant TSC.
+struct cycle_clock {
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<cycle_clock>;
+  static constexpr bool is_steady = true;
+
+  static std::uint64_t ticks() noexcept {
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    std::uint64_t v;
+    asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#endif
+  }
+  static time_point now() noexcept {
+    static const double ns_per_tick = calibrate();
+    return time_point(duration(static_cast<rep>(static_cast<double>(ticks()) * ns_per_tick)));
+  }
+
+ private:
+  static double calibrate() noexcept {
+#if defined(__aarch64__)
+    std::uint64_t freq;
+    asm volatile("mrs %0, cntfrq_el0" : "=r"(freq));
+    if (freq != 0) return 1e9 / static_cast<double>(freq);
+#endif
+    auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t c0 = ticks();
+    timespec ts{0, 2'000'000};
+    nanosleep(&ts, nullptr);
+    auto t1 = std::chrono::steady_clock::now();
+    std::uint64_t c1 = ticks();
+    double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+    return c1 > c0 ? ns / static_cast<double>(c1 - c0) : 1.0;
+  }
+};
+
+static_assert(clock_like<std::chrono::steady_clock>);
+static_assert(clock_like<manual_clock>);
+static_assert(clock_like<cycle_clock>);
+
+}  // namespace goro
+// ---- end goro/clock.hpp ----
+
+namespace goro {
+
+enum class preemption {
+  none,         // no sysmon preemption
+  cooperative,  // the preempt flag is honoured at runtime calls and preempt_point()
+  signal,       // also SIGURG + async preemption inside goro::async_preemptible scopes
+};
+
+struct default_policy {
+  // Slots in each P's local run queue (Go: 256). Power of two >= 2.
+  static constexpr std::size_t local_queue_capacity = 256;
+  // Every Nth schedule tick a P takes from the global queue first, so the
+  // global queue cannot starve behind busy local queues (Go: 61).
+  static constexpr std::uint32_t global_poll_interval = 61;
+  // Share of a victim's queue one steal takes, rounded up (Go: half).
+  using steal_fraction = std::ratio<1, 2>;
+  // Clock that times the preemption slice.
+  using preemption_clock = std::chrono::steady_clock;
+  // A goroutine running this long without a schedule tick is preempted (Go: 10 ms).
+  static constexpr std::chrono::nanoseconds time_slice{10'000'000};
+  static constexpr preemption preempt = preemption::cooperative;
+  // Bytes of stack per goroutine (fixed size; stacks do not grow).
+  static constexpr std::size_t stack_size = 64 * 1024;
+  using stack_allocator = goro::default_stack_allocator;
+};
+
+// ---- options for goro::policy<...> ----
+template <std::size_t N>
+struct queue_capacity {
+  template <class B>
+  struct apply : B {
+    static constexpr std::size_t local_queue_capacity = N;
+  };
+};
+template <std::uint32_t N>
+struct global_poll {
+  template <class B>
+  struct apply : B {
+    static constexpr std::uint32_t global_poll_interval = N;
+  };
+};
+template <std::intmax_t Num, std::intmax_t Den>
+struct steal {
+  template <class B>
+  struct apply : B {
+    using steal_fraction = std::ratio<Num, Den>;
+  };
+};
+template <class Clock>
+struct preempt_clock {
+  template <class B>
+  struct apply : B {
+    using preemption_clock = Clock;
+  };
+};
+template <std::int64_t Microseconds>
+struct slice_us {
+  template <class B>
+  struct apply : B {
+    static constexpr std::chrono::nanoseconds time_slice{Microseconds * 1000};
+  };
+};
+template <preemption Mode>
+struct preemption_mode {
+  template <class B>
+  struct apply : B {
+    static constexpr preemption preempt = Mode;
+  };
+};
+template <std::size_t Bytes>
+struct stack {
+  template <class B>
+  struct apply : B {
+    static constexpr std::size_t stack_size = Bytes;
+  };
+};
+template <class Allocator>
+struct stacks {
+  template <class B>
+  struct apply : B {
+    using stack_allocator = Allocator;
+  };
+};
+
+namespace detail {
+template <class Base, class... Options>
+struct apply_options {
+  using type = Base;
+};
+template <class Base, class First, class... Rest>
+struct apply_options<Base, First, Rest...> {
+  using type = typename apply_options<typename First::template apply<Base>, Rest...>::type;
+};
+
+template <class T>
+struct is_ratio : std::false_type {};
+template <std::intmax_t N, std::intmax_t D>
+struct is_ratio<std::ratio<N, D>> : std::true_type {};
+
+inline constexpr std::size_t min_stack_size = 2048;
+
+// Each check is evaluated only when the field exists, so a policy missing a
+// field gets exactly one message naming it.
+template <class P>
+constexpr bool check_policy() {
+  if constexpr (!requires { P::local_queue_capacity; }) {
+    static_assert(requires { P::local_queue_capacity; }, "goro policy: missing field local_queue_capacity");
+  } else {
+    constexpr auto c = P::local_queue_capacity;
+    static_assert(c >= 2 && (c & (c - 1)) == 0 && c <= (std::size_t{1} << 24),
+                  "goro policy: local_queue_capacity must be a power of two between 2 and 2^24");
+  }
+  if constexpr (!requires { P::global_poll_interval; }) {
+    static_assert(requires { P::global_poll_interval; }, "goro policy: missing field global_poll_interval");
+  } else {
+    static_assert(P::global_poll_interval >= 1, "goro policy: global_poll_interval must be >= 1");
+  }
+  if constexpr (!requires { typename P::steal_fraction; }) {
+    static_assert(requires { typename P::steal_fraction; }, "goro policy: missing field steal_fraction");
+  } else {
+    using f = typename P::steal_fraction;
+    if constexpr (!is_ratio<f>::value) {
+      static_assert(is_ratio<f>::value, "goro policy: steal_fraction must be a std::ratio");
+    } else {
+      static_assert(f::num > 0 && f::num <= f::den, "goro policy: steal_fraction must be in (0, 1]");
+    }
+  }
+  if constexpr (!requires { typename P::preemption_clock; }) {
+    static_assert(requires { typename P::preemption_clock; }, "goro policy: missing field preemption_clock");
+  } else {
+    static_assert(clock_like<typename P::preemption_clock>,
+                  "goro policy: preemption_clock must model goro::clock_like (rep, period, duration, "
+                  "time_point, is_steady, static now())");
+  }
+  if constexpr (!requires { P::time_slice; }) {
+    static_assert(requires { P::time_slice; }, "goro policy: missing field time_slice");
+  } else {
+    static_assert(std::chrono::nanoseconds(P::time_slice).count() > 0, "goro policy: time_slice must be positive");
+  }
+  if constexpr (!requires { P::preempt; }) {
+    static_assert(requires { P::preempt; }, "goro policy: missing field preempt");
+  } else {
+    static_assert(std::is_same_v<std::remove_cv_t<decltype(P::preempt)>, preemption>,
+                  "goro policy: preempt must be a goro::preemption");
+  }
+  if constexpr (!requires { P::stack_size; }) {
+    static_assert(requires { P::stack_size; }, "goro policy: missing field stack_size");
+  } else {
+    static_assert(P::stack_size >= min_stack_size, "goro policy: stack_size must be at least 2048 bytes");
+  }
+  if constexpr (!requires { typename P::stack_allocator; }) {
+    static_assert(requires { typename P::stack_allocator; }, "goro policy: missing field stack_allocator");
+  } else {
+    static_assert(goro::stack_allocator<typename P::stack_allocator>,
+                  "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
+                  "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
+  }
+  return true;
+}
+}  // namespace detail
+
+// default_policy with the given options applied left to right.
+template <class... Options>
+using policy = typename detail::apply_options<default_policy, Options...>::type;
+
+}  // namespace goro
+// ---- end goro/policy.hpp ----
 // ---- begin goro/detail/futex.hpp ----
 // Thin wrappers over Linux futexes, and the one-shot `note` an idle M
 // sleeps on (Go's note: notesleep / notewakeup / noteclear, lock_futex.go).
@@ -1812,6 +1907,385 @@ class thread_altstack {
 
 }  // namespace goro::detail
 // ---- end goro/detail/signals.hpp ----
+// ---- begin goro/detail/sysmon.hpp ----
+// sysmon: the runtime's monitor thread, and the scheduler's half of
+// goro::blocking (Go's sysmon / retake / preemptone, entersyscall /
+// entersyscallblock / exitsyscall / exitsyscallfast / exitsyscall0, and
+// schedtrace, all in src/runtime/proc.go).
+//
+// sysmon runs on its own OS thread without a P, so it can act while every
+// P is busy: it never runs goroutines. Each round it
+//   - preempts: a P whose schedtick has not moved for Policy::time_slice
+//     (measured with Policy::preemption_clock) gets its running G's
+//     preempt flag set (cooperative: honoured at the G's next safe point);
+//   - retakes Ps from blocking calls: a P whose syscalltick has not moved
+//     for one sysmon round is handed to another M (handoffp), unless it has
+//     no work, somebody else is spinning or idle, and the call is younger
+//     than 10 ms (then taking it would only cost a thread wake-up);
+//   - prints the SCHED line every GORO_DEBUG=schedtrace=MS milliseconds.
+// It sleeps 20 us between rounds, doubling after 50 rounds in a row that
+// retook nothing, up to 10 ms; when every P is idle it parks on a note
+// until a P leaves the idle list (pidle_get calls on_p_busy), so an idle
+// runtime costs no CPU.
+//
+// A P in a blocking call has status `syscall` and no owner: whoever CASes
+// it from `syscall` first owns it — the M coming back from the call (fast
+// path, it keeps running) or sysmon (which hands it on). This is the only
+// way a P changes hands without the scheduler lock.
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace goro::detail {
+
+// sysmon's sleep between rounds: starts at sysmon_min_delay, doubles once
+// sysmon_idle_rounds rounds in a row did nothing, up to sysmon_max_delay
+// (Go: 20 us, 50, 10 ms).
+inline constexpr std::chrono::microseconds sysmon_min_delay{20};
+inline constexpr std::chrono::microseconds sysmon_max_delay{10'000};
+inline constexpr std::uint32_t sysmon_idle_rounds = 50;
+// A P in a blocking call with nothing queued is left alone while others
+// are spinning or idle, but no longer than this (Go: 10 ms): it keeps
+// sysmon from sleeping deeply.
+inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
+
+// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
+inline long goro_debug_value(const char* key) noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return 0;
+  std::size_t klen = std::strlen(key);
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
+      return std::strtol(p + klen + 1, nullptr, 10);
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+// Sched is scheduler<Policy>; sysmon is its friend and reads its Ps, idle
+// lists and counters directly.
+template <class Policy, class Sched>
+class sysmon {
+  using clock = typename Policy::preemption_clock;
+  using steady = std::chrono::steady_clock;
+
+  // What sysmon last saw of a P (Go's sysmontick); only sysmon touches it.
+  struct p_ticks {
+    bool running_seen = false;  // schedtick/schedwhen describe the current busy stretch
+    std::uint32_t schedtick = 0;
+    typename clock::time_point schedwhen{};
+    std::uint32_t syscalltick = 0;
+    steady::time_point syscallwhen{};
+  };
+
+ public:
+  explicit sysmon(Sched& s) noexcept : s_(s), schedtrace_ms_(goro_debug_value("schedtrace")), start_(steady::now()) {}
+  sysmon(const sysmon&) = delete;
+  sysmon& operator=(const sysmon&) = delete;
+  ~sysmon() { stop(); }
+
+  // Starts the thread the first time the runtime gets work (the first
+  // spawn: run() or go() from outside; never from a goroutine, which
+  // exists only after a first spawn). Without a thread the runtime still
+  // works, without preemption or hand-offs.
+  void ensure_started() noexcept {
+    if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
+    std::uint32_t zero = 0;
+    if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
+    ticks_.assign(s_.allp_.size(), p_ticks{});
+    int err = pthread_create(
+        &thread_, nullptr,
+        [](void* self) -> void* {
+          static_cast<sysmon*>(self)->loop();
+          return nullptr;
+        },
+        this);
+    has_thread_ = err == 0;
+  }
+
+  // Stops and joins the thread (runtime shutdown, after every goroutine finished).
+  void stop() noexcept {
+    if (!has_thread_) return;
+    stopping_.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
+    note_.wake();
+    pthread_join(thread_, nullptr);
+    has_thread_ = false;
+  }
+
+  // A P left the idle list (pidle_get, after its seq_cst npidle decrement):
+  // wake sysmon if it sleeps deeply. Dekker with deep_sleep(): either this
+  // sees sleeping_ or sysmon sees npidle < nprocs.
+  void on_p_busy() noexcept {
+    if (GORO_UNLIKELY(sleeping_.load(std::memory_order_seq_cst)) && sleeping_.exchange(false, std::memory_order_seq_cst))
+      note_.wake();
+  }
+
+  void count_preemption() noexcept { preemptions_.fetch_add(1, std::memory_order_relaxed); }
+
+  template <class Stats>
+  void fill_stats(Stats& st) const noexcept {
+    st.preemptions = preemptions_.load(std::memory_order_relaxed);
+    st.syscall_handoffs = handoffs_.load(std::memory_order_relaxed);
+  }
+
+  // ---- goro::blocking: the scheduler side ----
+
+  // entersyscall: the M keeps pp but lets go of it: pp's status becomes
+  // `syscall` with no owner, so sysmon may take it if the call lasts.
+  // entersyscallblock (long_call): hand pp off at once.
+  void enter_syscall(typename Sched::m* mm, bool long_call) noexcept {
+    auto* pp = mm->pp;
+    pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    mm->in_blocking = true;
+    s_.releasep(mm);
+    if (!long_call) {
+      mm->oldp = pp;
+      // Release: everything this M did with pp happens before the owner
+      // that CASes it away from `syscall` (sysmon, or this M coming back)
+      // uses it.
+      pp->status.store(Sched::p_status::syscall, std::memory_order_release);
+      return;
+    }
+    mm->oldp = nullptr;
+    handoffs_.fetch_add(1, std::memory_order_relaxed);
+    handoff(pp);
+  }
+
+  // exitsyscall, goroutine side: take the old P back if nobody took it
+  // (fast path), else an idle P; else switch to g0, which queues the G on
+  // the global queue and stops this M (exitsyscall0).
+  void exit_syscall(typename Sched::m* mm) noexcept {
+    auto* pp = std::exchange(mm->oldp, nullptr);
+    mm->in_blocking = false;
+    if (pp) {
+      auto expect = Sched::p_status::syscall;
+      if (pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) {
+        s_.acquirep(mm, pp);
+        pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    // exitsyscallfast_pidle
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      pp = s_.pidle_get();
+    }
+    if (pp) {
+      s_.acquirep(mm, pp);
+      return;
+    }
+    mm->after = after_switch::exitsyscall;
+    switch_to_g0(mm, mm->curg);
+    // Resumed by some M that has a P (execute of a runnable G).
+  }
+
+  // exitsyscall0, on g0 after exit_syscall switched out: an idle P if one
+  // appeared (resume gp at once), else gp goes to the global queue and
+  // the M stops. Both under one lock hold, so a P going idle later sees
+  // gp in the global queue (find_runnable checks it under the same lock
+  // before pidle_put).
+  bool exit_syscall0(typename Sched::m* mm, g* gp) noexcept {
+    typename Sched::p* pp;
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      pp = s_.pidle_get();
+      if (!pp) {
+        gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        s_.globq_.push_back(gp);
+      }
+    }
+    if (!pp) return false;
+    s_.acquirep(mm, pp);
+    return true;
+  }
+
+ private:
+  void loop() noexcept {
+    std::uint32_t idle = 0;
+    auto delay = sysmon_min_delay;
+    auto last_trace = steady::now();
+    for (;;) {
+      if (idle == 0) {
+        delay = sysmon_min_delay;
+      } else if (idle > sysmon_idle_rounds) {
+        delay = std::min(delay * 2, sysmon_max_delay);
+      }
+      if (!sleep(delay)) return;
+      // Every P idle and nothing to print: sleep until a P gets busy.
+      if (schedtrace_ms_ <= 0 && all_idle()) {
+        if (!deep_sleep()) return;
+        idle = 0;
+        continue;
+      }
+      auto now = steady::now();
+      if (schedtrace_ms_ > 0 && now - last_trace >= std::chrono::milliseconds(schedtrace_ms_)) {
+        last_trace = now;
+        schedtrace(now);
+      }
+      if (retake(now) != 0)
+        idle = 0;
+      else
+        ++idle;
+    }
+  }
+
+  bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.nprocs_; }
+
+  // Sleeps up to d; false when sysmon must stop. The note is cleared before
+  // stopping_ is read; the seq_cst fences here and in stop() make sure that
+  // either this load sees stopping_ or stop()'s wake() sees the cleared
+  // note (and so wakes the futex).
+  bool sleep(std::chrono::microseconds d) noexcept {
+    note_.clear();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (stopping_.load(std::memory_order_seq_cst)) return false;
+    note_.sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    return !stopping_.load(std::memory_order_seq_cst);
+  }
+
+  bool deep_sleep() noexcept {
+    note_.clear();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (!stopping_.load(std::memory_order_seq_cst) && all_idle()) note_.sleep();
+    sleeping_.store(false, std::memory_order_relaxed);
+    return !stopping_.load(std::memory_order_seq_cst);
+  }
+
+  // retake: preempt long-running Gs, take Ps from long blocking calls.
+  // Returns the number of Ps taken from blocking calls.
+  std::uint32_t retake(steady::time_point now) noexcept {
+    std::uint32_t n = 0;
+    [[maybe_unused]] auto pnow = clock::now();
+    for (std::size_t i = 0; i < ticks_.size(); ++i) {
+      auto* pp = s_.allp_[i].get();
+      p_ticks& pd = ticks_[i];
+      auto st = pp->status.load(std::memory_order_acquire);
+      if constexpr (Policy::preempt != preemption::none) {
+        // A slice is timed from the first round that sees the P running
+        // with a given schedtick. The tick does not move for a G taken from
+        // runnext (it inherits the slice), nor across an idle stretch: a P
+        // seen idle starts afresh, so idle time never counts as running.
+        if (st == Sched::p_status::running) {
+          std::uint32_t t = pp->sysmon_schedtick.load(std::memory_order_relaxed);
+          if (!pd.running_seen || pd.schedtick != t) {
+            pd.running_seen = true;
+            pd.schedtick = t;
+            pd.schedwhen = pnow;
+          } else if (pnow - pd.schedwhen >= Policy::time_slice) {
+            preemptone(pp);
+          }
+        } else {
+          pd.running_seen = false;
+        }
+      }
+      if (st != Sched::p_status::syscall) continue;
+      std::uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
+      if (pd.syscalltick != t) {  // a new call since the last round: give it one round
+        pd.syscalltick = t;
+        pd.syscallwhen = now;
+        continue;
+      }
+      if (pp->runq.empty() && s_.globq_.empty() &&
+          s_.nmspinning_.load(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
+          now - pd.syscallwhen < syscall_retake_max)
+        continue;
+      auto expect = Sched::p_status::syscall;
+      if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
+      ++n;
+      handoffs_.fetch_add(1, std::memory_order_relaxed);
+      handoff(pp);
+    }
+    return n;
+  }
+
+  // preemptone: ask pp's running G to yield. The G read may be stale (the P
+  // moved on meanwhile): the request then lands on a G that clears it in
+  // execute() before it runs again, or that was just started (harmless,
+  // as in Go). G records are never freed while the runtime lives; the
+  // acquire pairs with execute's release store, so the G record's
+  // construction (on whichever thread spawned it) happens before our write.
+  void preemptone(typename Sched::p* pp) noexcept {
+    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) request_preempt(gp);
+  }
+
+  // handoffp for a P taken from a blocking call (Go's handoffp): to an M
+  // if there is work; else, if nobody spins or idles, to a spinning M
+  // (it may find work to steal); else to the idle list.
+  void handoff(typename Sched::p* pp) noexcept {
+    if (!pp->runq.empty() || !s_.globq_.empty()) {
+      s_.handoffp(pp, false);
+      return;
+    }
+    std::uint32_t zero = 0;
+    if (s_.nmspinning_.load(std::memory_order_seq_cst) + s_.npidle_.load(std::memory_order_seq_cst) == 0 &&
+        s_.nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
+      s_.m_spins_.fetch_add(1, std::memory_order_relaxed);
+      (void)s_.startm(pp, true);  // on failure pp is back on the idle list
+      return;
+    }
+    s_.handoffp(pp, false);  // no work: the idle list
+  }
+
+  // schedtrace: Go's SCHED line, from a snapshot taken under the lock.
+  void schedtrace(steady::time_point now) {
+    std::string line;
+    line.reserve(128);
+    char buf[160];
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      unsigned idlethreads = 0;
+      for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
+      std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
+      std::snprintf(buf, sizeof buf,
+                    "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
+                    "idlethreads=%u runqueue=%u [",
+                    static_cast<long long>(ms), s_.nprocs_, s_.npidle_.load(std::memory_order_relaxed), threads,
+                    s_.nmspinning_.load(std::memory_order_relaxed), idlethreads, s_.globq_.size());
+      line += buf;
+    }
+    for (std::size_t i = 0; i < s_.allp_.size(); ++i) {
+      std::snprintf(buf, sizeof buf, i ? " %u" : "%u", s_.allp_[i]->runq.size());
+      line += buf;
+    }
+    line += "]\n";
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+  }
+
+  Sched& s_;
+  const long schedtrace_ms_;
+  const steady::time_point start_;
+  std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
+  pthread_t thread_{};
+  bool has_thread_ = false;
+  note note_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy
+  std::atomic<std::uint64_t> preemptions_{0};
+  std::atomic<std::uint64_t> handoffs_{0};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/sysmon.hpp ----
 
 namespace goro {
 
@@ -1821,8 +2295,8 @@ struct runtime_stats {
   std::uint64_t exits = 0;          // goroutines finished
   std::uint64_t steals = 0;         // successful steals from another P
   std::uint64_t global_polls = 0;   // Gs taken from the global run queue
-  std::uint64_t preemptions = 0;    // goroutines preempted (sysmon: not implemented yet, always 0)
-  std::uint64_t syscall_handoffs = 0;  // Ps handed off around blocking calls (not implemented yet, always 0)
+  std::uint64_t preemptions = 0;    // goroutines preempted by sysmon (they yielded at a safe point)
+  std::uint64_t syscall_handoffs = 0;  // Ps handed to another M around goro::blocking calls
   std::uint64_t parks = 0;          // goroutines parked (blocked)
   std::uint64_t unparks = 0;        // goroutines readied
   std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
@@ -1888,7 +2362,7 @@ class scheduler final : public sched_base {
   // (I/O, formatting), which tiny goroutine stacks cannot hold.
   static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
 
-  enum class p_status : std::uint32_t { idle, running };
+  enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
 
   struct cached_stack {
     stack_memory mem;
@@ -1920,6 +2394,10 @@ class scheduler final : public sched_base {
     std::uint32_t nstack = 0;
     std::uint64_t goid_next = 0, goid_end = 0;
     owned_counter spawns, exits, steals, global_polls, parks;
+    // sysmon (sysmon.hpp): what it reads of a P from its own thread.
+    std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
+    std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
+    std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
   };
 
   struct m : m_base {
@@ -1933,6 +2411,7 @@ class scheduler final : public sched_base {
     fast_rand rng;
     pthread_t thread{};
     bool has_thread = false;
+    p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
   };
 
  public:
@@ -1977,6 +2456,7 @@ class scheduler final : public sched_base {
     p* pp = mm ? mm->pp : nullptr;
     gp->sched = this;
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
     if (pp) {
       if constexpr (!lazy_stacks) attach_stack(pp, gp);  // may throw: nothing queued yet
       if (pp->goid_next == pp->goid_end) {
@@ -2037,6 +2517,7 @@ class scheduler final : public sched_base {
     s.m_parks = m_parks_.load(std::memory_order_relaxed);
     s.m_spins = m_spins_.load(std::memory_order_relaxed);
     s.threads = threads_created_.load(std::memory_order_relaxed);
+    sysmon_.fill_stats(s);  // sysmon: preemptions, syscall_handoffs
     return s;
   }
 
@@ -2087,8 +2568,10 @@ class scheduler final : public sched_base {
     m_loop(mm.get());
 
     set_current_m(nullptr);
-    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
-    run_m_.store(nullptr, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+      run_m_.store(nullptr, std::memory_order_release);
+    }
   }
 
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -2127,6 +2610,7 @@ class scheduler final : public sched_base {
       shutdown_note_.sleep_for(1'000'000);
       shutdown_waiting_.store(false, std::memory_order_relaxed);
     }
+    sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
     // Stop the Ms: every one is parked (or about to be) in the idle list.
     exiting_.store(true, std::memory_order_seq_cst);
     std::vector<m*> ms;
@@ -2143,6 +2627,10 @@ class scheduler final : public sched_base {
   }
 
   std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
+
+  // ---- sysmon: goro::blocking (sysmon.hpp) ----
+  void enter_syscall(bool long_call) noexcept override { sysmon_.enter_syscall(this_m(), long_call); }
+  void exit_syscall() noexcept override { sysmon_.exit_syscall(this_m()); }
 
  private:
   m* this_m() const noexcept {
@@ -2177,6 +2665,14 @@ class scheduler final : public sched_base {
         attach_stack(pp, gp);
     }
     gp->status.store(g_status::running, std::memory_order_relaxed);
+    // sysmon: publish the slice and the G; a request made for an earlier
+    // slice is void (Go's execute clears gp.preempt). pp is null only when
+    // gp resumes inside goro::blocking after an on_g0 call.
+    if (pp) {
+      pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+      pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
+    }
+    clear_preempt(gp);
     mm->curg = gp;
     switch_to_g(mm, gp);
     mm->curg = nullptr;
@@ -2184,6 +2680,9 @@ class scheduler final : public sched_base {
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
     pp = mm->pp;
     switch (mm->after) {
+      case after_switch::preempt:  // sysmon: counted, then as yield
+        sysmon_.count_preemption();
+        [[fallthrough]];
       case after_switch::yield:
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
         {
@@ -2212,6 +2711,10 @@ class scheduler final : public sched_base {
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
         return gp;  // resume it on this M (it never left the running state)
+      case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
+        mm->after = after_switch::none;
+        if (sysmon_.exit_syscall0(mm, gp)) return gp;
+        break;
       case after_switch::none:
         fatal("goro: internal error: goroutine switched out without a request");
     }
@@ -2545,6 +3048,7 @@ class scheduler final : public sched_base {
     pp->link = nullptr;
     pp->status.store(p_status::running, std::memory_order_relaxed);
     npidle_.fetch_sub(1, std::memory_order_seq_cst);
+    sysmon_.on_p_busy();  // sysmon: leave its deep sleep
     return pp;
   }
   void m_idle_put(m* mm) noexcept {
@@ -2743,7 +3247,7 @@ class scheduler final : public sched_base {
     bool was_main = gp->is_main;
     gp->status.store(g_status::dead, std::memory_order_relaxed);
     gp->is_main = false;
-    gp->preempt = false;
+    clear_preempt(gp);
     release_stack(pp, gp);
     pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
     gfput(pp, gp);
@@ -2862,6 +3366,10 @@ class scheduler final : public sched_base {
   std::size_t blocked_at_shutdown_ = 0;
   note shutdown_note_;
   std::atomic<bool> shutdown_waiting_{false};
+
+  // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
+  friend class sysmon<Policy, scheduler>;
+  sysmon<Policy, scheduler> sysmon_{*this};
 };
 
 }  // namespace detail
@@ -3006,12 +3514,36 @@ std::invoke_result_t<F> run(F&& f, options o = {}) {
 
 // ---- calls made from inside a goroutine, on its own runtime ----
 
+namespace detail {
+// preempt_point's slow path: some goroutine has a preemption request; if
+// it is the caller, clear it and yield to the global run queue (counted in
+// stats().preemptions). Never inside goro::blocking (the M has no P).
+GORO_NOINLINE inline void preempt_check_slow() noexcept {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking) return;
+  g* gp = m->curg;
+  if (!clear_preempt(gp)) return;
+  m->after = after_switch::preempt;
+  switch_to_g0(m, gp);
+}
+}  // namespace detail
+
+// A cheap cooperative preemption check for long loops: if sysmon asked the
+// calling goroutine to yield (it ran a whole time slice), it yields to the
+// global run queue. The fast path is one relaxed load of a process-wide
+// counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
+// outside goroutines and with preemption::none.
+GORO_ALWAYS_INLINE void preempt_point() noexcept {
+  if (GORO_UNLIKELY(detail::preempt_requested_anywhere())) detail::preempt_check_slow();
+}
+
 // Starts a goroutine on the calling goroutine's runtime; it runs next on
 // this P (the caller keeps running).
 template <class F, class... A>
 void go(F&& f, A&&... args) {
   detail::m_base* m = detail::require_goroutine("go()");
   detail::spawn(m->sched, std::forward<F>(f), std::forward<A>(args)...);
+  preempt_point();  // a runtime call: honour a pending preemption request
 }
 
 // Gosched: puts the calling goroutine on the global run queue and runs
@@ -3050,11 +3582,6 @@ inline unsigned gomaxprocs(unsigned n = 0) {
 // CPUs this process may run on (works anywhere).
 inline unsigned num_cpu() noexcept { return detail::online_cpus(); }
 
-// A cheap cooperative preemption check for long loops. Preemption (sysmon)
-// is not implemented yet, so nothing ever requests one: this is a no-op
-// that keeps call sites ready for it.
-inline void preempt_point() noexcept {}
-
 namespace this_goroutine {
 // The calling goroutine's id (the main goroutine of the first run() is 1).
 inline std::uint64_t id() { return detail::require_goroutine("this_goroutine::id()")->curg->id; }
@@ -3064,6 +3591,53 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 
 }  // namespace goro
 // ---- end goro/runtime.hpp ----
+
+namespace goro {
+
+// Tag for goro::blocking(goro::long_call, f): hand the P off immediately
+// (Go's entersyscallblock).
+struct long_call_t {
+  explicit long_call_t() = default;
+};
+inline constexpr long_call_t long_call{};
+
+namespace detail {
+
+template <class F>
+decltype(auto) blocking_call(bool long_call, F&& f) {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
+  m->sched->enter_syscall(long_call);
+  // exitsyscall on every way out, the exception path included; then a
+  // pending preemption request is honoured (a runtime call that can switch).
+  struct exit_syscall_guard {
+    ~exit_syscall_guard() {
+      current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
+      preempt_point();
+    }
+  } guard;
+  return std::invoke(std::forward<F>(f));
+}
+
+}  // namespace detail
+
+// Runs f(), which may block in the kernel, letting the scheduler give this
+// goroutine's P to another thread if it blocks for long. Returns f's
+// result (references too); f's exception propagates.
+template <class F>
+decltype(auto) blocking(F&& f) {
+  return detail::blocking_call(false, std::forward<F>(f));
+}
+
+// The same, handing the P off before calling f (for calls expected to
+// block for long: sleeping, waiting for a child process, ...).
+template <class F>
+decltype(auto) blocking(long_call_t, F&& f) {
+  return detail::blocking_call(true, std::forward<F>(f));
+}
+
+}  // namespace goro
+// ---- end goro/blocking.hpp ----
 // ---- begin goro/sync.hpp ----
 // Synchronisation primitives that work from goroutines (which park) and
 // from plain threads (which block): mutex, once, cond, wait_group,

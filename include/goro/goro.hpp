@@ -2,6 +2,7 @@
 // library. Include this header; compile with -std=c++20 -pthread.
 #pragma once
 
+#include "blocking.hpp"
 #include "clock.hpp"
 #include "error.hpp"
 #include "policy.hpp"

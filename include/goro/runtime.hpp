@@ -17,6 +17,7 @@
 #include "detail/config.hpp"
 #include "detail/g.hpp"
 #include "detail/m.hpp"
+#include "detail/preempt.hpp"
 #include "detail/sched.hpp"
 #include "error.hpp"
 #include "policy.hpp"
@@ -159,12 +160,36 @@ std::invoke_result_t<F> run(F&& f, options o = {}) {
 
 // ---- calls made from inside a goroutine, on its own runtime ----
 
+namespace detail {
+// preempt_point's slow path: some goroutine has a preemption request; if
+// it is the caller, clear it and yield to the global run queue (counted in
+// stats().preemptions). Never inside goro::blocking (the M has no P).
+GORO_NOINLINE inline void preempt_check_slow() noexcept {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking) return;
+  g* gp = m->curg;
+  if (!clear_preempt(gp)) return;
+  m->after = after_switch::preempt;
+  switch_to_g0(m, gp);
+}
+}  // namespace detail
+
+// A cheap cooperative preemption check for long loops: if sysmon asked the
+// calling goroutine to yield (it ran a whole time slice), it yields to the
+// global run queue. The fast path is one relaxed load of a process-wide
+// counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
+// outside goroutines and with preemption::none.
+GORO_ALWAYS_INLINE void preempt_point() noexcept {
+  if (GORO_UNLIKELY(detail::preempt_requested_anywhere())) detail::preempt_check_slow();
+}
+
 // Starts a goroutine on the calling goroutine's runtime; it runs next on
 // this P (the caller keeps running).
 template <class F, class... A>
 void go(F&& f, A&&... args) {
   detail::m_base* m = detail::require_goroutine("go()");
   detail::spawn(m->sched, std::forward<F>(f), std::forward<A>(args)...);
+  preempt_point();  // a runtime call: honour a pending preemption request
 }
 
 // Gosched: puts the calling goroutine on the global run queue and runs
@@ -202,11 +227,6 @@ inline unsigned gomaxprocs(unsigned n = 0) {
 
 // CPUs this process may run on (works anywhere).
 inline unsigned num_cpu() noexcept { return detail::online_cpus(); }
-
-// A cheap cooperative preemption check for long loops. Preemption (sysmon)
-// is not implemented yet, so nothing ever requests one: this is a no-op
-// that keeps call sites ready for it.
-inline void preempt_point() noexcept {}
 
 namespace this_goroutine {
 // The calling goroutine's id (the main goroutine of the first run() is 1).

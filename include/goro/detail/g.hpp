@@ -44,7 +44,9 @@ struct g {
   sched_base* sched = nullptr;
   g* link = nullptr;  // intrusive link: run queues, free lists
   bool is_main = false;
-  bool preempt = false;  // sysmon's request to yield at the next safe point
+  // sysmon's request to yield at the next safe point. Written by sysmon
+  // (another thread), so atomic; see preempt.hpp for who sets and clears it.
+  std::atomic<bool> preempt{false};
 
   // The closure: closure_op(self, true) runs it then destroys it (also when
   // unwinding); closure_op(self, false) only destroys it.

@@ -32,6 +32,8 @@ enum class after_switch : std::uint8_t {
   park,   // waiting; run park_unlock(park_arg) once off its stack
   exit,   // finished: recycle
   call,   // run g0_call(g0_arg) on g0, then resume the goroutine at once
+  preempt,      // sysmon asked it to yield: to the global run queue (counted)
+  exitsyscall,  // left blocking() and found no P: take one on g0, or queue it and stop the M
 };
 
 // The policy-independent interface of a runtime.
@@ -49,6 +51,10 @@ class sched_base {
   virtual void ready(g* gp) noexcept = 0;
   virtual std::size_t live_goroutines() const noexcept = 0;
   virtual unsigned procs() const noexcept = 0;
+  // goro::blocking (blocking.hpp): entersyscall / entersyscallblock before
+  // the call (long_call: hand the P off at once), exitsyscall after it.
+  virtual void enter_syscall(bool long_call) noexcept = 0;
+  virtual void exit_syscall() noexcept = 0;
 };
 
 struct m_base {
@@ -66,6 +72,8 @@ struct m_base {
   void* g0_asan_fake_stack = nullptr;
   const void* g0_stack_bottom = nullptr;
   std::size_t g0_stack_size = 0;
+
+  bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
 };
 
 inline thread_local m_base* tls_current_m = nullptr;

@@ -36,6 +36,8 @@
 #include "run_queue.hpp"
 #include "sanitizer.hpp"
 #include "signals.hpp"
+#include "preempt.hpp"  // sysmon
+#include "sysmon.hpp"   // sysmon
 
 namespace goro {
 
@@ -45,8 +47,8 @@ struct runtime_stats {
   std::uint64_t exits = 0;          // goroutines finished
   std::uint64_t steals = 0;         // successful steals from another P
   std::uint64_t global_polls = 0;   // Gs taken from the global run queue
-  std::uint64_t preemptions = 0;    // goroutines preempted (sysmon: not implemented yet, always 0)
-  std::uint64_t syscall_handoffs = 0;  // Ps handed off around blocking calls (not implemented yet, always 0)
+  std::uint64_t preemptions = 0;    // goroutines preempted by sysmon (they yielded at a safe point)
+  std::uint64_t syscall_handoffs = 0;  // Ps handed to another M around goro::blocking calls
   std::uint64_t parks = 0;          // goroutines parked (blocked)
   std::uint64_t unparks = 0;        // goroutines readied
   std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
@@ -112,7 +114,7 @@ class scheduler final : public sched_base {
   // (I/O, formatting), which tiny goroutine stacks cannot hold.
   static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
 
-  enum class p_status : std::uint32_t { idle, running };
+  enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
 
   struct cached_stack {
     stack_memory mem;
@@ -144,6 +146,10 @@ class scheduler final : public sched_base {
     std::uint32_t nstack = 0;
     std::uint64_t goid_next = 0, goid_end = 0;
     owned_counter spawns, exits, steals, global_polls, parks;
+    // sysmon (sysmon.hpp): what it reads of a P from its own thread.
+    std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
+    std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
+    std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
   };
 
   struct m : m_base {
@@ -157,6 +163,7 @@ class scheduler final : public sched_base {
     fast_rand rng;
     pthread_t thread{};
     bool has_thread = false;
+    p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
   };
 
  public:
@@ -201,6 +208,7 @@ class scheduler final : public sched_base {
     p* pp = mm ? mm->pp : nullptr;
     gp->sched = this;
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
     if (pp) {
       if constexpr (!lazy_stacks) attach_stack(pp, gp);  // may throw: nothing queued yet
       if (pp->goid_next == pp->goid_end) {
@@ -261,6 +269,7 @@ class scheduler final : public sched_base {
     s.m_parks = m_parks_.load(std::memory_order_relaxed);
     s.m_spins = m_spins_.load(std::memory_order_relaxed);
     s.threads = threads_created_.load(std::memory_order_relaxed);
+    sysmon_.fill_stats(s);  // sysmon: preemptions, syscall_handoffs
     return s;
   }
 
@@ -311,8 +320,10 @@ class scheduler final : public sched_base {
     m_loop(mm.get());
 
     set_current_m(nullptr);
-    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
-    run_m_.store(nullptr, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+      run_m_.store(nullptr, std::memory_order_release);
+    }
   }
 
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -351,6 +362,7 @@ class scheduler final : public sched_base {
       shutdown_note_.sleep_for(1'000'000);
       shutdown_waiting_.store(false, std::memory_order_relaxed);
     }
+    sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
     // Stop the Ms: every one is parked (or about to be) in the idle list.
     exiting_.store(true, std::memory_order_seq_cst);
     std::vector<m*> ms;
@@ -367,6 +379,10 @@ class scheduler final : public sched_base {
   }
 
   std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
+
+  // ---- sysmon: goro::blocking (sysmon.hpp) ----
+  void enter_syscall(bool long_call) noexcept override { sysmon_.enter_syscall(this_m(), long_call); }
+  void exit_syscall() noexcept override { sysmon_.exit_syscall(this_m()); }
 
  private:
   m* this_m() const noexcept {
@@ -401,6 +417,14 @@ class scheduler final : public sched_base {
         attach_stack(pp, gp);
     }
     gp->status.store(g_status::running, std::memory_order_relaxed);
+    // sysmon: publish the slice and the G; a request made for an earlier
+    // slice is void (Go's execute clears gp.preempt). pp is null only when
+    // gp resumes inside goro::blocking after an on_g0 call.
+    if (pp) {
+      pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+      pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
+    }
+    clear_preempt(gp);
     mm->curg = gp;
     switch_to_g(mm, gp);
     mm->curg = nullptr;
@@ -408,6 +432,9 @@ class scheduler final : public sched_base {
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
     pp = mm->pp;
     switch (mm->after) {
+      case after_switch::preempt:  // sysmon: counted, then as yield
+        sysmon_.count_preemption();
+        [[fallthrough]];
       case after_switch::yield:
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
         {
@@ -436,6 +463,10 @@ class scheduler final : public sched_base {
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
         return gp;  // resume it on this M (it never left the running state)
+      case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
+        mm->after = after_switch::none;
+        if (sysmon_.exit_syscall0(mm, gp)) return gp;
+        break;
       case after_switch::none:
         fatal("goro: internal error: goroutine switched out without a request");
     }
@@ -769,6 +800,7 @@ class scheduler final : public sched_base {
     pp->link = nullptr;
     pp->status.store(p_status::running, std::memory_order_relaxed);
     npidle_.fetch_sub(1, std::memory_order_seq_cst);
+    sysmon_.on_p_busy();  // sysmon: leave its deep sleep
     return pp;
   }
   void m_idle_put(m* mm) noexcept {
@@ -967,7 +999,7 @@ class scheduler final : public sched_base {
     bool was_main = gp->is_main;
     gp->status.store(g_status::dead, std::memory_order_relaxed);
     gp->is_main = false;
-    gp->preempt = false;
+    clear_preempt(gp);
     release_stack(pp, gp);
     pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
     gfput(pp, gp);
@@ -1086,6 +1118,10 @@ class scheduler final : public sched_base {
   std::size_t blocked_at_shutdown_ = 0;
   note shutdown_note_;
   std::atomic<bool> shutdown_waiting_{false};
+
+  // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
+  friend class sysmon<Policy, scheduler>;
+  sysmon<Policy, scheduler> sysmon_{*this};
 };
 
 }  // namespace detail

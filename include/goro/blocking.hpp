@@ -1,0 +1,79 @@
+// goro::blocking: run a call that may block in the kernel (a read on a
+// pipe, a lock in a C library, a slow fsync...) without taking a P out of
+// service for its duration. Go's entersyscall / exitsyscall; the scheduler
+// side is in detail/sysmon.hpp.
+//
+//   auto n = goro::blocking([&] { return ::read(fd, buf, len); });
+//   goro::blocking(goro::long_call, [&] { std::this_thread::sleep_for(1s); });
+//
+// The short form keeps the P reserved for this M, marked "in syscall": if
+// the call returns quickly the goroutine simply carries on (the fast path
+// costs two atomic operations). If it lasts longer than one sysmon round
+// (>= 20 us) while there is other work, sysmon hands the P to another M.
+// The long form (goro::long_call) hands the P off at once — for calls
+// known to take long, it saves the wait for sysmon.
+//
+// On return the goroutine takes its old P back if nobody took it, else an
+// idle P, else it waits in the global run queue like any runnable
+// goroutine (and its thread parks). Exceptions from f propagate after
+// that. Outside a goroutine (a plain thread), and when nested inside
+// another blocking call, f is simply called.
+//
+// Inside f the goroutine has no P: it may spawn goroutines (they go to the
+// global queue) but must not block on goro primitives (channels, mutex,
+// wait_group) or yield; block in the kernel only.
+#pragma once
+
+#include <functional>
+#include <type_traits>
+#include <utility>
+
+#include "detail/config.hpp"
+#include "detail/m.hpp"
+#include "runtime.hpp"
+
+namespace goro {
+
+// Tag for goro::blocking(goro::long_call, f): hand the P off immediately
+// (Go's entersyscallblock).
+struct long_call_t {
+  explicit long_call_t() = default;
+};
+inline constexpr long_call_t long_call{};
+
+namespace detail {
+
+template <class F>
+decltype(auto) blocking_call(bool long_call, F&& f) {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
+  m->sched->enter_syscall(long_call);
+  // exitsyscall on every way out, the exception path included; then a
+  // pending preemption request is honoured (a runtime call that can switch).
+  struct exit_syscall_guard {
+    ~exit_syscall_guard() {
+      current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
+      preempt_point();
+    }
+  } guard;
+  return std::invoke(std::forward<F>(f));
+}
+
+}  // namespace detail
+
+// Runs f(), which may block in the kernel, letting the scheduler give this
+// goroutine's P to another thread if it blocks for long. Returns f's
+// result (references too); f's exception propagates.
+template <class F>
+decltype(auto) blocking(F&& f) {
+  return detail::blocking_call(false, std::forward<F>(f));
+}
+
+// The same, handing the P off before calling f (for calls expected to
+// block for long: sleeping, waiting for a child process, ...).
+template <class F>
+decltype(auto) blocking(long_call_t, F&& f) {
+  return detail::blocking_call(true, std::forward<F>(f));
+}
+
+}  // namespace goro

@@ -1,0 +1,384 @@
+// sysmon: the runtime's monitor thread, and the scheduler's half of
+// goro::blocking (Go's sysmon / retake / preemptone, entersyscall /
+// entersyscallblock / exitsyscall / exitsyscallfast / exitsyscall0, and
+// schedtrace, all in src/runtime/proc.go).
+//
+// sysmon runs on its own OS thread without a P, so it can act while every
+// P is busy: it never runs goroutines. Each round it
+//   - preempts: a P whose schedtick has not moved for Policy::time_slice
+//     (measured with Policy::preemption_clock) gets its running G's
+//     preempt flag set (cooperative: honoured at the G's next safe point);
+//   - retakes Ps from blocking calls: a P whose syscalltick has not moved
+//     for one sysmon round is handed to another M (handoffp), unless it has
+//     no work, somebody else is spinning or idle, and the call is younger
+//     than 10 ms (then taking it would only cost a thread wake-up);
+//   - prints the SCHED line every GORO_DEBUG=schedtrace=MS milliseconds.
+// It sleeps 20 us between rounds, doubling after 50 rounds in a row that
+// retook nothing, up to 10 ms; when every P is idle it parks on a note
+// until a P leaves the idle list (pidle_get calls on_p_busy), so an idle
+// runtime costs no CPU.
+//
+// A P in a blocking call has status `syscall` and no owner: whoever CASes
+// it from `syscall` first owns it — the M coming back from the call (fast
+// path, it keeps running) or sysmon (which hands it on). This is the only
+// way a P changes hands without the scheduler lock.
+#pragma once
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../policy.hpp"
+#include "config.hpp"
+#include "futex.hpp"
+#include "g.hpp"
+#include "m.hpp"
+#include "preempt.hpp"
+
+namespace goro::detail {
+
+// sysmon's sleep between rounds: starts at sysmon_min_delay, doubles once
+// sysmon_idle_rounds rounds in a row did nothing, up to sysmon_max_delay
+// (Go: 20 us, 50, 10 ms).
+inline constexpr std::chrono::microseconds sysmon_min_delay{20};
+inline constexpr std::chrono::microseconds sysmon_max_delay{10'000};
+inline constexpr std::uint32_t sysmon_idle_rounds = 50;
+// A P in a blocking call with nothing queued is left alone while others
+// are spinning or idle, but no longer than this (Go: 10 ms): it keeps
+// sysmon from sleeping deeply.
+inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
+
+// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
+inline long goro_debug_value(const char* key) noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return 0;
+  std::size_t klen = std::strlen(key);
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
+      return std::strtol(p + klen + 1, nullptr, 10);
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+// Sched is scheduler<Policy>; sysmon is its friend and reads its Ps, idle
+// lists and counters directly.
+template <class Policy, class Sched>
+class sysmon {
+  using clock = typename Policy::preemption_clock;
+  using steady = std::chrono::steady_clock;
+
+  // What sysmon last saw of a P (Go's sysmontick); only sysmon touches it.
+  struct p_ticks {
+    bool running_seen = false;  // schedtick/schedwhen describe the current busy stretch
+    std::uint32_t schedtick = 0;
+    typename clock::time_point schedwhen{};
+    std::uint32_t syscalltick = 0;
+    steady::time_point syscallwhen{};
+  };
+
+ public:
+  explicit sysmon(Sched& s) noexcept : s_(s), schedtrace_ms_(goro_debug_value("schedtrace")), start_(steady::now()) {}
+  sysmon(const sysmon&) = delete;
+  sysmon& operator=(const sysmon&) = delete;
+  ~sysmon() { stop(); }
+
+  // Starts the thread the first time the runtime gets work (the first
+  // spawn: run() or go() from outside; never from a goroutine, which
+  // exists only after a first spawn). Without a thread the runtime still
+  // works, without preemption or hand-offs.
+  void ensure_started() noexcept {
+    if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
+    std::uint32_t zero = 0;
+    if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
+    ticks_.assign(s_.allp_.size(), p_ticks{});
+    int err = pthread_create(
+        &thread_, nullptr,
+        [](void* self) -> void* {
+          static_cast<sysmon*>(self)->loop();
+          return nullptr;
+        },
+        this);
+    has_thread_ = err == 0;
+  }
+
+  // Stops and joins the thread (runtime shutdown, after every goroutine finished).
+  void stop() noexcept {
+    if (!has_thread_) return;
+    stopping_.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
+    note_.wake();
+    pthread_join(thread_, nullptr);
+    has_thread_ = false;
+  }
+
+  // A P left the idle list (pidle_get, after its seq_cst npidle decrement):
+  // wake sysmon if it sleeps deeply. Dekker with deep_sleep(): either this
+  // sees sleeping_ or sysmon sees npidle < nprocs.
+  void on_p_busy() noexcept {
+    if (GORO_UNLIKELY(sleeping_.load(std::memory_order_seq_cst)) && sleeping_.exchange(false, std::memory_order_seq_cst))
+      note_.wake();
+  }
+
+  void count_preemption() noexcept { preemptions_.fetch_add(1, std::memory_order_relaxed); }
+
+  template <class Stats>
+  void fill_stats(Stats& st) const noexcept {
+    st.preemptions = preemptions_.load(std::memory_order_relaxed);
+    st.syscall_handoffs = handoffs_.load(std::memory_order_relaxed);
+  }
+
+  // ---- goro::blocking: the scheduler side ----
+
+  // entersyscall: the M keeps pp but lets go of it: pp's status becomes
+  // `syscall` with no owner, so sysmon may take it if the call lasts.
+  // entersyscallblock (long_call): hand pp off at once.
+  void enter_syscall(typename Sched::m* mm, bool long_call) noexcept {
+    auto* pp = mm->pp;
+    pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    mm->in_blocking = true;
+    s_.releasep(mm);
+    if (!long_call) {
+      mm->oldp = pp;
+      // Release: everything this M did with pp happens before the owner
+      // that CASes it away from `syscall` (sysmon, or this M coming back)
+      // uses it.
+      pp->status.store(Sched::p_status::syscall, std::memory_order_release);
+      return;
+    }
+    mm->oldp = nullptr;
+    handoffs_.fetch_add(1, std::memory_order_relaxed);
+    handoff(pp);
+  }
+
+  // exitsyscall, goroutine side: take the old P back if nobody took it
+  // (fast path), else an idle P; else switch to g0, which queues the G on
+  // the global queue and stops this M (exitsyscall0).
+  void exit_syscall(typename Sched::m* mm) noexcept {
+    auto* pp = std::exchange(mm->oldp, nullptr);
+    mm->in_blocking = false;
+    if (pp) {
+      auto expect = Sched::p_status::syscall;
+      if (pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) {
+        s_.acquirep(mm, pp);
+        pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    // exitsyscallfast_pidle
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      pp = s_.pidle_get();
+    }
+    if (pp) {
+      s_.acquirep(mm, pp);
+      return;
+    }
+    mm->after = after_switch::exitsyscall;
+    switch_to_g0(mm, mm->curg);
+    // Resumed by some M that has a P (execute of a runnable G).
+  }
+
+  // exitsyscall0, on g0 after exit_syscall switched out: an idle P if one
+  // appeared (resume gp at once), else gp goes to the global queue and
+  // the M stops. Both under one lock hold, so a P going idle later sees
+  // gp in the global queue (find_runnable checks it under the same lock
+  // before pidle_put).
+  bool exit_syscall0(typename Sched::m* mm, g* gp) noexcept {
+    typename Sched::p* pp;
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      pp = s_.pidle_get();
+      if (!pp) {
+        gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        s_.globq_.push_back(gp);
+      }
+    }
+    if (!pp) return false;
+    s_.acquirep(mm, pp);
+    return true;
+  }
+
+ private:
+  void loop() noexcept {
+    std::uint32_t idle = 0;
+    auto delay = sysmon_min_delay;
+    auto last_trace = steady::now();
+    for (;;) {
+      if (idle == 0) {
+        delay = sysmon_min_delay;
+      } else if (idle > sysmon_idle_rounds) {
+        delay = std::min(delay * 2, sysmon_max_delay);
+      }
+      if (!sleep(delay)) return;
+      // Every P idle and nothing to print: sleep until a P gets busy.
+      if (schedtrace_ms_ <= 0 && all_idle()) {
+        if (!deep_sleep()) return;
+        idle = 0;
+        continue;
+      }
+      auto now = steady::now();
+      if (schedtrace_ms_ > 0 && now - last_trace >= std::chrono::milliseconds(schedtrace_ms_)) {
+        last_trace = now;
+        schedtrace(now);
+      }
+      if (retake(now) != 0)
+        idle = 0;
+      else
+        ++idle;
+    }
+  }
+
+  bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.nprocs_; }
+
+  // Sleeps up to d; false when sysmon must stop. The note is cleared before
+  // stopping_ is read; the seq_cst fences here and in stop() make sure that
+  // either this load sees stopping_ or stop()'s wake() sees the cleared
+  // note (and so wakes the futex).
+  bool sleep(std::chrono::microseconds d) noexcept {
+    note_.clear();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (stopping_.load(std::memory_order_seq_cst)) return false;
+    note_.sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    return !stopping_.load(std::memory_order_seq_cst);
+  }
+
+  bool deep_sleep() noexcept {
+    note_.clear();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (!stopping_.load(std::memory_order_seq_cst) && all_idle()) note_.sleep();
+    sleeping_.store(false, std::memory_order_relaxed);
+    return !stopping_.load(std::memory_order_seq_cst);
+  }
+
+  // retake: preempt long-running Gs, take Ps from long blocking calls.
+  // Returns the number of Ps taken from blocking calls.
+  std::uint32_t retake(steady::time_point now) noexcept {
+    std::uint32_t n = 0;
+    [[maybe_unused]] auto pnow = clock::now();
+    for (std::size_t i = 0; i < ticks_.size(); ++i) {
+      auto* pp = s_.allp_[i].get();
+      p_ticks& pd = ticks_[i];
+      auto st = pp->status.load(std::memory_order_acquire);
+      if constexpr (Policy::preempt != preemption::none) {
+        // A slice is timed from the first round that sees the P running
+        // with a given schedtick. The tick does not move for a G taken from
+        // runnext (it inherits the slice), nor across an idle stretch: a P
+        // seen idle starts afresh, so idle time never counts as running.
+        if (st == Sched::p_status::running) {
+          std::uint32_t t = pp->sysmon_schedtick.load(std::memory_order_relaxed);
+          if (!pd.running_seen || pd.schedtick != t) {
+            pd.running_seen = true;
+            pd.schedtick = t;
+            pd.schedwhen = pnow;
+          } else if (pnow - pd.schedwhen >= Policy::time_slice) {
+            preemptone(pp);
+          }
+        } else {
+          pd.running_seen = false;
+        }
+      }
+      if (st != Sched::p_status::syscall) continue;
+      std::uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
+      if (pd.syscalltick != t) {  // a new call since the last round: give it one round
+        pd.syscalltick = t;
+        pd.syscallwhen = now;
+        continue;
+      }
+      if (pp->runq.empty() && s_.globq_.empty() &&
+          s_.nmspinning_.load(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
+          now - pd.syscallwhen < syscall_retake_max)
+        continue;
+      auto expect = Sched::p_status::syscall;
+      if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
+      ++n;
+      handoffs_.fetch_add(1, std::memory_order_relaxed);
+      handoff(pp);
+    }
+    return n;
+  }
+
+  // preemptone: ask pp's running G to yield. The G read may be stale (the P
+  // moved on meanwhile): the request then lands on a G that clears it in
+  // execute() before it runs again, or that was just started (harmless,
+  // as in Go). G records are never freed while the runtime lives; the
+  // acquire pairs with execute's release store, so the G record's
+  // construction (on whichever thread spawned it) happens before our write.
+  void preemptone(typename Sched::p* pp) noexcept {
+    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) request_preempt(gp);
+  }
+
+  // handoffp for a P taken from a blocking call (Go's handoffp): to an M
+  // if there is work; else, if nobody spins or idles, to a spinning M
+  // (it may find work to steal); else to the idle list.
+  void handoff(typename Sched::p* pp) noexcept {
+    if (!pp->runq.empty() || !s_.globq_.empty()) {
+      s_.handoffp(pp, false);
+      return;
+    }
+    std::uint32_t zero = 0;
+    if (s_.nmspinning_.load(std::memory_order_seq_cst) + s_.npidle_.load(std::memory_order_seq_cst) == 0 &&
+        s_.nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
+      s_.m_spins_.fetch_add(1, std::memory_order_relaxed);
+      (void)s_.startm(pp, true);  // on failure pp is back on the idle list
+      return;
+    }
+    s_.handoffp(pp, false);  // no work: the idle list
+  }
+
+  // schedtrace: Go's SCHED line, from a snapshot taken under the lock.
+  void schedtrace(steady::time_point now) {
+    std::string line;
+    line.reserve(128);
+    char buf[160];
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      unsigned idlethreads = 0;
+      for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
+      std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
+      std::snprintf(buf, sizeof buf,
+                    "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
+                    "idlethreads=%u runqueue=%u [",
+                    static_cast<long long>(ms), s_.nprocs_, s_.npidle_.load(std::memory_order_relaxed), threads,
+                    s_.nmspinning_.load(std::memory_order_relaxed), idlethreads, s_.globq_.size());
+      line += buf;
+    }
+    for (std::size_t i = 0; i < s_.allp_.size(); ++i) {
+      std::snprintf(buf, sizeof buf, i ? " %u" : "%u", s_.allp_[i]->runq.size());
+      line += buf;
+    }
+    line += "]\n";
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+  }
+
+  Sched& s_;
+  const long schedtrace_ms_;
+  const steady::time_point start_;
+  std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
+  pthread_t thread_{};
+  bool has_thread_ = false;
+  note note_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy
+  std::atomic<std::uint64_t> preemptions_{0};
+  std::atomic<std::uint64_t> handoffs_{0};
+};
+
+}  // namespace goro::detail
