@@ -296,7 +296,7 @@ TEST_CASE("chan: values are never lost or duplicated when send races with close"
       bool dup = false;
       for (int k = 0; k < senders; ++k)
         goro::go([&, k]() mutable {
-          for (int i = 0;; ++i) {
+          for (int i = 0; i < 100000; ++i) {
             try {
               if (i % 3 == 0) {
                 int v = k * 100000 + i;
@@ -308,7 +308,6 @@ TEST_CASE("chan: values are never lost or duplicated when send races with close"
               break;
             }
             sent.fetch_add(1);
-            if (i == 99999) break;
           }
           wg.done();
         });

@@ -58,9 +58,9 @@ struct chan_waiter {
   g* gp = nullptr;  // nullptr: a plain thread
   chan_waiter* next = nullptr;
   chan_waiter* prev = nullptr;
-  void* elem = nullptr;          // send: T* (moved from); receive: std::optional<T>* (emplaced into)
-  select_state* sel = nullptr;   // non-null when part of a select
-  bool success = false;          // true: a value was passed; false: woken by close
+  void* elem = nullptr;                 // send: T* (moved from); receive: std::optional<T>* (emplaced into)
+  select_state* sel = nullptr;          // non-null when part of a select
+  bool success = false;                 // true: a value was passed; false: woken by close
   std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
 };
 
@@ -152,13 +152,9 @@ struct chan_core {
   explicit chan_core(std::size_t capacity) noexcept : cap(capacity) {}
 
   // Go's full(): a send would block (ignoring closed).
-  bool full() const noexcept {
-    return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap;
-  }
+  bool full() const noexcept { return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap; }
   // Go's empty(): a receive would block (ignoring closed).
-  bool empty() const noexcept {
-    return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0;
-  }
+  bool empty() const noexcept { return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0; }
 };
 
 // Wakes a waiter popped from a channel queue, after every lock is released.
@@ -190,12 +186,8 @@ inline bool unlock_spinlock(void* l) noexcept {
   return true;
 }
 
-[[noreturn]] GORO_NOINLINE inline void raise_send_closed() {
-  raise<channel_closed>("goro: send on closed channel");
-}
-[[noreturn]] GORO_NOINLINE inline void raise_close_closed() {
-  raise<channel_closed>("goro: close of closed channel");
-}
+[[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
+[[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
 
 // The typed channel: chan_core plus the ring buffer of T (raw storage:
 // T need not be default-constructible; slots [recvx, recvx+count) hold live
