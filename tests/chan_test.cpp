@@ -107,12 +107,12 @@ TEST_CASE("chan: blocking, non-blocking, close and FIFO at every capacity", "[ch
         // 4 senders x L values, 4 receivers: each value arrives 4 times.
         const int P = 4, L = scale(1000, 100);
         for (int p = 0; p < P; ++p)
-          goro::go([c, L]() mutable {
+          goro::go([c]() mutable {
             for (int i = 0; i < L; ++i) c.send(i);
           });
         goro::chan<std::map<int, int>> results;
         for (int p = 0; p < P; ++p)
-          goro::go([c, results, L]() mutable {
+          goro::go([c, results]() mutable {
             std::map<int, int> got;
             for (int i = 0; i < L; ++i) ++got[*c.recv()];
             results.send(std::move(got));

@@ -301,7 +301,7 @@ TEST_CASE("select: stress with plain operations and selects on the same channels
   // receiving select interleave on two unbuffered and two buffered channels.
   goro::runtime rt{goro::options{4}};
   const int N = scale(20000, 500);
-  auto [sent, received] = rt.run([N] {
+  auto [sent, received] = rt.run([&] {
     std::array<goro::chan<int>, 4> c{goro::chan<int>(0), goro::chan<int>(0), goro::chan<int>(2), goro::chan<int>(3)};
     std::atomic<long long> received{0};
     goro::wait_group senders, receivers;
