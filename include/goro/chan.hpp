@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -140,22 +141,29 @@ enum class chan_op : std::uint8_t {
 };
 
 // The part of a channel that does not depend on T (what select locks and
-// queues on).
-struct chan_core {
+// queues on). Everything an operation touches fits one cache line: a
+// channel shared by two cores moves one line per operation.
+struct alignas(cache_line) chan_core {
   spinlock lock;
   std::atomic<bool> closed{false};
+  std::uint32_t cap = 0;
   std::atomic<std::size_t> count{0};  // items in the buffer; written under the lock
-  std::size_t cap = 0;
-  std::size_t sendx = 0, recvx = 0;  // ring indices
+  std::uint32_t sendx = 0, recvx = 0;  // ring indices
+  void* storage = nullptr;             // the ring: hchan<T>'s cap slots of T
   chan_waitq recvq, sendq;
 
-  explicit chan_core(std::size_t capacity) noexcept : cap(capacity) {}
+  explicit chan_core(std::size_t capacity) {
+    if (capacity > UINT32_MAX) raise_usage("chan: capacity out of range");
+    cap = static_cast<std::uint32_t>(capacity);
+  }
 
   // Go's full(): a send would block (ignoring closed).
   bool full() const noexcept { return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap; }
   // Go's empty(): a receive would block (ignoring closed).
   bool empty() const noexcept { return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0; }
 };
+
+static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
 
 // Wakes a waiter popped from a channel queue, after every lock is released.
 // After this call w may be gone (its owner returned).
@@ -195,17 +203,17 @@ inline bool unlock_spinlock(void* l) noexcept {
 // terminates (these functions are noexcept).
 template <class T>
 struct hchan : chan_core {
-  T* buf = nullptr;
-
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
-    if (capacity) buf = std::allocator<T>().allocate(capacity);
+    if (cap) storage = std::allocator<T>().allocate(cap);
   }
   ~hchan() {
-    if (!buf) return;
+    if (!storage) return;
+    T* buf = slots();
     std::size_t n = count.load(std::memory_order_relaxed);
     for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
     std::allocator<T>().deallocate(buf, cap);
   }
+  T* slots() const noexcept { return static_cast<T*>(storage); }
   hchan(const hchan&) = delete;
   hchan& operator=(const hchan&) = delete;
 
@@ -222,7 +230,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n < cap) {
-      ::new (static_cast<void*>(buf + sendx)) T(std::move(v));
+      ::new (static_cast<void*>(slots() + sendx)) T(std::move(v));
       if (++sendx == cap) sendx = 0;
       count.store(n + 1, std::memory_order_relaxed);
       return chan_op::done;
@@ -240,7 +248,7 @@ struct hchan : chan_core {
       } else {
         // The buffer is full: take its head, and put the sender's value in
         // the freed slot, which becomes the tail (Go's recv()).
-        T* head = buf + recvx;
+        T* head = slots() + recvx;
         out.emplace(std::move(*head));
         head->~T();
         ::new (static_cast<void*>(head)) T(std::move(sv));
@@ -253,7 +261,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n > 0) {
-      T* head = buf + recvx;
+      T* head = slots() + recvx;
       out.emplace(std::move(*head));
       head->~T();
       if (++recvx == cap) recvx = 0;
