@@ -224,7 +224,7 @@ TEST_CASE("select: self-select never matches a send with its own receive", "[sel
       goro::wait_group wg;
       std::atomic<int> self_receives{0};
       wg.add(2);
-      const int n = scale(1000, 200);
+      const int n = scale(1000, 1000);
       for (int p = 0; p < 2; ++p)
         goro::go([&, p] {
           for (int i = 0; i < n; ++i) {
@@ -249,7 +249,7 @@ TEST_CASE("select: a non-blocking select sees a consistent moment", "[select]") 
   // ready, so the default case must never run.
   goro::runtime rt{goro::options{2}};
   rt.run([] {
-    const int n = scale(20000, 300);
+    const int n = scale(20000, 2000);
     goro::chan<bool> done(1);
     int defaults = 0;
     for (int variant = 0; variant < 2; ++variant)
@@ -277,7 +277,7 @@ TEST_CASE("select: a non-blocking receive racing with close is never 'not ready'
   // Go's TestNonblockRecvRace.
   goro::runtime rt{goro::options{2}};
   rt.run([] {
-    const int n = scale(10000, 300);
+    const int n = scale(10000, 2000);
     std::atomic<int> defaults{0};
     for (int i = 0; i < n; ++i) {
       goro::chan<int> c(1);
@@ -300,7 +300,7 @@ TEST_CASE("select: stress with plain operations and selects on the same channels
   // After Go's TestSelectStress: senders, receivers, a sending select and a
   // receiving select interleave on two unbuffered and two buffered channels.
   goro::runtime rt{goro::options{4}};
-  const int N = scale(20000, 500);
+  const int N = scale(20000, 4000);
   auto [sent, received] = rt.run([&] {
     std::array<goro::chan<int>, 4> c{goro::chan<int>(0), goro::chan<int>(0), goro::chan<int>(2), goro::chan<int>(3)};
     std::atomic<long long> received{0};
