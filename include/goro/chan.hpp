@@ -147,7 +147,7 @@ struct alignas(cache_line) chan_core {
   spinlock lock;
   std::atomic<bool> closed{false};
   std::uint32_t cap = 0;
-  std::atomic<std::size_t> count{0};  // items in the buffer; written under the lock
+  std::atomic<std::size_t> count{0};   // items in the buffer; written under the lock
   std::uint32_t sendx = 0, recvx = 0;  // ring indices
   void* storage = nullptr;             // the ring: hchan<T>'s cap slots of T
   chan_waitq recvq, sendq;
@@ -178,15 +178,27 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 }
 
 // Blocks the caller until its futex word or park is released by a wake.
-// `unlock(arg)` releases the channel lock(s) the caller holds: from g0 once
-// the goroutine is off its stack, or just before sleeping for a thread.
-inline void block_chan(g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+// `m` is current_m() (read once by the caller: it is a non-inlined call),
+// `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
+// the caller holds: from g0 once the goroutine is off its stack, or just
+// before sleeping for a thread.
+inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
   if (gp) {
-    park(current_m(), unlock, arg);
+    park(m, unlock, arg);
   } else {
     unlock(arg);
     while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
   }
+}
+
+// The calling goroutine, with its M, or gp == nullptr on a plain thread.
+struct caller {
+  m_base* m;
+  g* gp;
+};
+inline caller current_caller() noexcept {
+  m_base* m = current_m();
+  return {m, m ? m->curg : nullptr};
 }
 
 inline bool unlock_spinlock(void* l) noexcept {
@@ -295,10 +307,11 @@ struct hchan : chan_core {
     }
     // Block: a receiver (or close) takes it from here.
     chan_waiter w;
-    w.gp = current_g();
+    caller self = current_caller();
+    w.gp = self.gp;
     w.elem = &v;
     sendq.enqueue(&w);
-    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
     if (!w.success) raise_send_closed();  // woken by close
   }
 
@@ -312,10 +325,11 @@ struct hchan : chan_core {
       return;
     }
     chan_waiter w;
-    w.gp = current_g();
+    caller self = current_caller();
+    w.gp = self.gp;
     w.elem = &out;
     recvq.enqueue(&w);
-    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
     // out was filled by the sender, or stays empty after close.
   }
 

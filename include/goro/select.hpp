@@ -124,7 +124,8 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
 
   // Pass 2: wait on every case.
   select_state st;
-  g* gp = current_g();
+  caller self = current_caller();
+  g* gp = self.gp;
   for (std::size_t i = 0; i < n; ++i) {
     std::size_t k = lockorder[i];
     chan_waiter& w = waiters[k];
@@ -135,7 +136,7 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
   }
   block_chan(
-      gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();
