@@ -3638,6 +3638,778 @@ decltype(auto) blocking(long_call_t, F&& f) {
 
 }  // namespace goro
 // ---- end goro/blocking.hpp ----
+// ---- begin goro/chan.hpp ----
+// goro::chan<T>: Go's channels (mirror src/runtime/chan.go).
+//
+// A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
+// blocked receivers (recvq) and one of blocked senders (sendq), all under
+// one spinlock. A blocked party queues a chan_waiter (Go's sudog) that
+// lives on its own stack and parks (goroutine) or sleeps on a futex (plain
+// thread). The party that completes the communication does all the work
+// under the lock -- it moves the value straight into the receiver's slot,
+// or out of the sender's -- then unlocks and only then wakes the waiter,
+// which goes to the waker's runnext and inherits its time slice.
+//
+// Invariants (DESIGN.md section 5), while the lock is not held:
+//   - at most one of recvq / sendq is non-empty (a select that waits to
+//     send and to receive on the same channel is the only exception);
+//   - a buffered channel holding items has no receivers queued;
+//   - a buffered channel with free slots has no senders queued;
+//   - a closed channel has no waiters at all.
+
+#include <atomic>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0;; ++spins) {
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+      if (spins < 64)
+        cpu_relax();
+      else
+        sched_yield();  // the holder was probably descheduled
+    }
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
+
+namespace goro {
+
+template <class T>
+class chan;
+
+namespace detail {
+
+struct chan_waiter;
+
+// Shared by every waiter of one blocked select (Go's g.selectDone and
+// g.param): the first channel operation to claim `done` wins and records
+// its waiter in `winner`; the others skip this select's waiters.
+struct select_state {
+  std::atomic<std::uint32_t> done{0};
+  std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread
+  chan_waiter* winner = nullptr;        // written under the winning channel's lock, read after the wake-up
+};
+
+// Go's sudog: one blocked channel operation. On the blocked party's stack;
+// linked into a channel's queue only under that channel's lock.
+struct chan_waiter {
+  g* gp = nullptr;  // nullptr: a plain thread
+  chan_waiter* next = nullptr;
+  chan_waiter* prev = nullptr;
+  void* elem = nullptr;                 // send: T* (moved from); receive: std::optional<T>* (emplaced into)
+  select_state* sel = nullptr;          // non-null when part of a select
+  bool success = false;                 // true: a value was passed; false: woken by close
+  std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
+};
+
+// FIFO of waiters (Go's waitq). `first_` is atomic only so that the
+// lock-free "would it block?" checks of try_send/try_recv may read it;
+// every write happens under the channel's lock.
+class chan_waitq {
+ public:
+  bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
+
+  void enqueue(chan_waiter* w) noexcept {
+    w->next = nullptr;
+    w->prev = last_;
+    if (last_)
+      last_->next = w;
+    else
+      first_.store(w, std::memory_order_relaxed);
+    last_ = w;
+  }
+
+  // Go's dequeue: pops the first waiter that can still be taken. A waiter
+  // of a select that another case already won is dropped (its select will
+  // find it gone when it dequeues the rest). The winner is recorded.
+  chan_waiter* dequeue() noexcept {
+    for (;;) {
+      chan_waiter* w = first_.load(std::memory_order_relaxed);
+      if (!w) return nullptr;
+      chan_waiter* y = w->next;
+      first_.store(y, std::memory_order_relaxed);
+      if (y)
+        y->prev = nullptr;
+      else
+        last_ = nullptr;
+      w->next = nullptr;
+      if (select_state* s = w->sel) {
+        // acq_rel: orders this claim against the other channels' claims;
+        // the winner's data reaches the selecting party through the wake.
+        std::uint32_t expected = 0;
+        if (!s->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+        s->winner = w;
+      }
+      return w;
+    }
+  }
+
+  // Go's dequeueSudoG: removes w if it is still queued (a select cleaning
+  // up its losing cases). A popped waiter has prev == next == nullptr.
+  void remove(chan_waiter* w) noexcept {
+    chan_waiter* x = w->prev;
+    chan_waiter* y = w->next;
+    if (x) {
+      x->next = y;
+      if (y)
+        y->prev = x;
+      else
+        last_ = x;
+    } else if (y) {
+      y->prev = nullptr;
+      first_.store(y, std::memory_order_relaxed);
+    } else if (first_.load(std::memory_order_relaxed) == w) {
+      first_.store(nullptr, std::memory_order_relaxed);
+      last_ = nullptr;
+    }
+    w->next = w->prev = nullptr;
+  }
+
+ private:
+  std::atomic<chan_waiter*> first_{nullptr};
+  chan_waiter* last_ = nullptr;
+};
+
+// Result of one channel operation attempted under the lock.
+enum class chan_op : std::uint8_t {
+  blocked,  // would block
+  done,     // the value was passed (a receive from a closed, drained channel counts: nullopt)
+  closed,   // send on a closed channel
+};
+
+// The part of a channel that does not depend on T (what select locks and
+// queues on). Everything an operation touches fits one cache line: a
+// channel shared by two cores moves one line per operation.
+struct alignas(cache_line) chan_core {
+  spinlock lock;
+  std::atomic<bool> closed{false};
+  std::uint32_t cap = 0;
+  std::atomic<std::size_t> count{0};   // items in the buffer; written under the lock
+  std::uint32_t sendx = 0, recvx = 0;  // ring indices
+  void* storage = nullptr;             // the ring: hchan<T>'s cap slots of T
+  chan_waitq recvq, sendq;
+
+  explicit chan_core(std::size_t capacity) {
+    if (capacity > UINT32_MAX) raise_usage("chan: capacity out of range");
+    cap = static_cast<std::uint32_t>(capacity);
+  }
+
+  // Go's full(): a send would block (ignoring closed).
+  bool full() const noexcept { return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap; }
+  // Go's empty(): a receive would block (ignoring closed).
+  bool empty() const noexcept { return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0; }
+};
+
+static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
+
+// Wakes a waiter popped from a channel queue, after every lock is released.
+// After this call w may be gone (its owner returned).
+inline void wake_chan_waiter(chan_waiter* w) noexcept {
+  if (g* gp = w->gp) {
+    gp->sched->ready(gp);
+  } else {
+    std::atomic<std::uint32_t>* word = w->sel ? &w->sel->woken : &w->woken;
+    word->store(1, std::memory_order_release);
+    futex_wake(word, 1);  // harmless if the thread already returned
+  }
+}
+
+// Blocks the caller until its futex word or park is released by a wake.
+// `m` is current_m() (read once by the caller: it is a non-inlined call),
+// `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
+// the caller holds: from g0 once the goroutine is off its stack, or just
+// before sleeping for a thread.
+inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+  if (gp) {
+    park(m, unlock, arg);
+  } else {
+    unlock(arg);
+    while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+  }
+}
+
+// The calling goroutine, with its M, or gp == nullptr on a plain thread.
+struct caller {
+  m_base* m;
+  g* gp;
+};
+inline caller current_caller() noexcept {
+  m_base* m = current_m();
+  return {m, m ? m->curg : nullptr};
+}
+
+inline bool unlock_spinlock(void* l) noexcept {
+  static_cast<spinlock*>(l)->unlock();
+  return true;
+}
+
+[[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
+[[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
+
+// The typed channel: chan_core plus the ring buffer of T (raw storage:
+// T need not be default-constructible; slots [recvx, recvx+count) hold live
+// objects). T's move constructor runs under the lock: a throwing one
+// terminates (these functions are noexcept).
+template <class T>
+struct hchan : chan_core {
+  explicit hchan(std::size_t capacity) : chan_core(capacity) {
+    if (cap) storage = std::allocator<T>().allocate(cap);
+  }
+  ~hchan() {
+    if (!storage) return;
+    T* buf = slots();
+    std::size_t n = count.load(std::memory_order_relaxed);
+    for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
+    std::allocator<T>().deallocate(buf, cap);
+  }
+  T* slots() const noexcept { return static_cast<T*>(storage); }
+  hchan(const hchan&) = delete;
+  hchan& operator=(const hchan&) = delete;
+
+  // chansend's body, lock held. On done, `partner` (if set) must be woken
+  // after unlocking. On blocked or closed, v is untouched.
+  chan_op send_locked(T& v, chan_waiter*& partner) noexcept {
+    if (closed.load(std::memory_order_relaxed)) return chan_op::closed;
+    if (chan_waiter* r = recvq.dequeue()) {
+      // Direct hand-off: a receiver is waiting, so the buffer is empty.
+      static_cast<std::optional<T>*>(r->elem)->emplace(std::move(v));
+      r->success = true;
+      partner = r;
+      return chan_op::done;
+    }
+    std::size_t n = count.load(std::memory_order_relaxed);
+    if (n < cap) {
+      ::new (static_cast<void*>(slots() + sendx)) T(std::move(v));
+      if (++sendx == cap) sendx = 0;
+      count.store(n + 1, std::memory_order_relaxed);
+      return chan_op::done;
+    }
+    return chan_op::blocked;
+  }
+
+  // chanrecv's body, lock held: fills `out` (left empty when the channel
+  // is closed and drained, which is also done).
+  chan_op recv_locked(std::optional<T>& out, chan_waiter*& partner) noexcept {
+    if (chan_waiter* s = sendq.dequeue()) {
+      T& sv = *static_cast<T*>(s->elem);
+      if (cap == 0) {
+        out.emplace(std::move(sv));  // straight from the sender
+      } else {
+        // The buffer is full: take its head, and put the sender's value in
+        // the freed slot, which becomes the tail (Go's recv()).
+        T* head = slots() + recvx;
+        out.emplace(std::move(*head));
+        head->~T();
+        ::new (static_cast<void*>(head)) T(std::move(sv));
+        if (++recvx == cap) recvx = 0;
+        sendx = recvx;
+      }
+      s->success = true;
+      partner = s;
+      return chan_op::done;
+    }
+    std::size_t n = count.load(std::memory_order_relaxed);
+    if (n > 0) {
+      T* head = slots() + recvx;
+      out.emplace(std::move(*head));
+      head->~T();
+      if (++recvx == cap) recvx = 0;
+      count.store(n - 1, std::memory_order_relaxed);
+      return chan_op::done;
+    }
+    if (closed.load(std::memory_order_relaxed)) return chan_op::done;  // out stays empty
+    return chan_op::blocked;
+  }
+
+  // Type-erased forms for select (elem: T* / std::optional<T>*).
+  static chan_op poll_send(chan_core* c, void* elem, chan_waiter*& partner) noexcept {
+    return static_cast<hchan*>(c)->send_locked(*static_cast<T*>(elem), partner);
+  }
+  static chan_op poll_recv(chan_core* c, void* elem, chan_waiter*& partner) noexcept {
+    return static_cast<hchan*>(c)->recv_locked(*static_cast<std::optional<T>*>(elem), partner);
+  }
+
+  void send(T& v) {
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    chan_op r = send_locked(v, partner);
+    if (GORO_LIKELY(r == chan_op::done)) {
+      lock.unlock();
+      if (partner) wake_chan_waiter(partner);
+      return;
+    }
+    if (r == chan_op::closed) {
+      lock.unlock();
+      raise_send_closed();
+    }
+    // Block: a receiver (or close) takes it from here.
+    chan_waiter w;
+    caller self = current_caller();
+    w.gp = self.gp;
+    w.elem = &v;
+    sendq.enqueue(&w);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
+    if (!w.success) raise_send_closed();  // woken by close
+  }
+
+  // Receives into `out`, which must be empty (left empty after close).
+  void recv_into(std::optional<T>& out) {
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    if (GORO_LIKELY(recv_locked(out, partner) == chan_op::done)) {
+      lock.unlock();
+      if (partner) wake_chan_waiter(partner);
+      return;
+    }
+    chan_waiter w;
+    caller self = current_caller();
+    w.gp = self.gp;
+    w.elem = &out;
+    recvq.enqueue(&w);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
+    // out was filled by the sender, or stays empty after close.
+  }
+
+  std::optional<T> recv() {
+    std::optional<T> out;
+    recv_into(out);
+    return out;
+  }
+
+  bool try_send(T& v) {
+    // Go's fast path: not closed, then full, observed in that order, imply
+    // an instant when the channel was open and a send would block (a closed
+    // channel never becomes "not closed" again).
+    if (!closed.load(std::memory_order_acquire) && full()) return false;
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    chan_op r = send_locked(v, partner);
+    lock.unlock();
+    if (r == chan_op::closed) raise_send_closed();
+    if (partner) wake_chan_waiter(partner);
+    return r == chan_op::done;
+  }
+
+  std::optional<T> try_recv() {
+    std::optional<T> out;
+    // Empty observed at one instant: nothing to take then, whether closed
+    // or not, and try_recv answers nullopt in both cases.
+    if (empty()) return out;
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    recv_locked(out, partner);
+    lock.unlock();
+    if (partner) wake_chan_waiter(partner);
+    return out;
+  }
+
+  // Go's closechan: every waiter is released; receivers get nothing,
+  // senders wake with success == false and raise.
+  void close() {
+    lock.lock();
+    if (closed.load(std::memory_order_relaxed)) {
+      lock.unlock();
+      raise_close_closed();
+    }
+    closed.store(true, std::memory_order_release);
+    chan_waiter* list = nullptr;
+    while (chan_waiter* w = recvq.dequeue()) {
+      w->success = false;
+      w->next = list;
+      list = w;
+    }
+    while (chan_waiter* w = sendq.dequeue()) {
+      w->success = false;
+      w->next = list;
+      list = w;
+    }
+    lock.unlock();
+    while (list) {
+      chan_waiter* next = list->next;  // read before the wake: list may vanish
+      wake_chan_waiter(list);
+      list = next;
+    }
+  }
+};
+
+}  // namespace detail
+
+// A channel handle: copies refer to the same channel (Go's chan T).
+template <class T>
+class chan {
+  static_assert(std::is_move_constructible_v<T>, "goro::chan<T>: T must be move-constructible");
+  static_assert(!std::is_reference_v<T> && std::is_same_v<T, std::remove_cv_t<T>>,
+                "goro::chan<T>: T must be a non-const object type");
+
+ public:
+  // capacity 0: unbuffered (every send meets a receiver).
+  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<detail::hchan<T>>(capacity)) {}
+
+  // Blocks until a receiver takes v or there is room in the buffer.
+  // On a closed channel (also one closed while blocked): goro::channel_closed.
+  void send(T v) { c_->send(v); }
+  // Blocks until a value arrives; nullopt once the channel is closed and drained.
+  std::optional<T> recv() { return c_->recv(); }
+  // Never blocks: false (v intact) if a send would block. On a closed
+  // channel: goro::channel_closed (as Go's select-with-default send).
+  bool try_send(T& v) { return c_->try_send(v); }
+  bool try_send(T&& v) { return c_->try_send(v); }
+  // Never blocks: nullopt if nothing is ready (or closed and drained).
+  std::optional<T> try_recv() { return c_->try_recv(); }
+  // Wakes every waiter. Twice: goro::channel_closed.
+  void close() { c_->close(); }
+
+  std::size_t size() const noexcept { return c_->count.load(std::memory_order_relaxed); }
+  std::size_t capacity() const noexcept { return c_->cap; }
+
+  // Range-for receives until the channel is closed and drained:
+  // `for (T v : ch)`. Each value is handed out once (as an rvalue).
+  class iterator {
+   public:
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    T&& operator*() noexcept { return std::move(*cur_); }
+    iterator& operator++() {
+      cur_.reset();
+      c_->recv_into(cur_);
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept { return !it.cur_; }
+
+   private:
+    friend class chan;
+    explicit iterator(detail::hchan<T>* c) : c_(c) { c_->recv_into(cur_); }
+    detail::hchan<T>* c_;
+    std::optional<T> cur_;
+  };
+  iterator begin() { return iterator(c_.get()); }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  friend bool operator==(const chan& a, const chan& b) noexcept { return a.c_ == b.c_; }
+
+  detail::hchan<T>* impl() const noexcept { return c_.get(); }
+
+ private:
+  std::shared_ptr<detail::hchan<T>> c_;
+};
+
+}  // namespace goro
+// ---- end goro/chan.hpp ----
+// ---- begin goro/select.hpp ----
+// goro::select: Go's select statement (mirror src/runtime/select.go,
+// selectgo).
+//
+//   goro::select(goro::on_recv(a, [](std::optional<int> v) {...}),
+//                goro::on_send(b, 42, [] {...}),
+//                goro::on_default([] {...}));   // returns the index that ran
+//
+// selectgo in four steps:
+//   1. a random poll order (uniform permutation) and a lock order (the
+//      channels by address, each channel once however many cases name it);
+//   2. lock every channel; the first case in poll order that can proceed
+//      runs -- so the choice is uniform among the ready cases; else the
+//      default case if there is one;
+//   3. else queue a waiter on every case, all sharing one select_state:
+//      the first channel operation to claim it wins, later ones skip this
+//      select's waiters; park (or sleep) while g0 releases the locks;
+//   4. woken: lock every channel again, take the losing waiters off their
+//      queues (their memory is on our stack: no waker may still look at
+//      them once we hold all the locks), unlock.
+// The winning case's callable runs last, outside every lock.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+
+namespace goro {
+
+namespace detail {
+
+// A uniform random number in [0, n) from a per-thread generator. Read
+// through a non-inlined function (DESIGN.md 7: no thread_local address may
+// be cached across a switch); the whole update happens inside it.
+GORO_NOINLINE inline std::uint32_t select_rand(std::uint32_t n) noexcept {
+  asm volatile("" ::: "memory");
+  static thread_local std::uint64_t seed = 0;  // constant-initialized: no TLS guard
+  static thread_local fast_rand rng(0);
+  if (GORO_UNLIKELY(seed == 0)) {
+    seed = reinterpret_cast<std::uintptr_t>(&seed) * 0x9e3779b97f4a7c15ull | 1;
+    rng = fast_rand(seed);
+  }
+  return rng.below(n);
+}
+
+using poll_fn = chan_op (*)(chan_core*, void* elem, chan_waiter*& partner) noexcept;
+
+// One channel case, type-erased.
+struct select_case {
+  chan_core* c;
+  void* elem;  // send: T*; receive: std::optional<T>*
+  poll_fn poll;
+  bool is_send;
+};
+
+// The channels of a select, locked in address order, each once: `order`
+// holds case indices sorted by channel address (cases on the same channel
+// adjacent), so a channel is skipped when it equals its predecessor.
+struct select_locks {
+  const select_case* sc;
+  const std::uint16_t* order;
+  std::size_t n;
+  void lock_all() const noexcept {
+    for (std::size_t i = 0; i < n; ++i)
+      if (i == 0 || sc[order[i]].c != sc[order[i - 1]].c) sc[order[i]].c->lock.lock();
+  }
+  bool unlock_all() const noexcept {
+    for (std::size_t i = n; i-- > 0;)
+      if (i == 0 || sc[order[i]].c != sc[order[i - 1]].c) sc[order[i]].c->lock.unlock();
+    return true;
+  }
+};
+
+// selectgo. pollorder, lockorder and waiters have room for n entries
+// each. Returns the chosen case (n: the default case) and sets send_closed
+// when that case is a send on a closed channel (the caller raises, outside
+// every lock).
+//
+// Lifetimes: the waiters and `locks` live in this frame. While parked, g0
+// releases the locks in reverse address order and reads nothing of ours
+// after the last release; the woken goroutine's lock_all() starts at the
+// lowest address, so it cannot proceed (and return) before that release.
+// A waker that finds a waiter of ours holds that waiter's channel lock, and
+// pass 3 takes every lock before it returns: no waiter is used after it.
+inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
+  send_closed = false;
+  // Poll order: inside-out Fisher-Yates (Go's pollorder).
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t j = select_rand(static_cast<std::uint32_t>(i + 1));
+    pollorder[i] = pollorder[j];
+    pollorder[j] = static_cast<std::uint16_t>(i);
+  }
+  // Lock order: the cases sorted by channel address with a stable
+  // insertion sort (n is small) started from the poll order, so cases on
+  // one channel keep a random relative order -- pass 2 queues them in
+  // this order (as Go's heap sort "starts with the pollorder").
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint16_t k = pollorder[i];
+    std::size_t j = i;
+    while (j > 0 &&
+           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
+      lockorder[j] = lockorder[j - 1];
+      --j;
+    }
+    lockorder[j] = k;
+  }
+  select_locks locks{sc, lockorder, n};
+  locks.lock_all();
+
+  // Pass 1: the first ready case in poll order.
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = pollorder[i];
+    chan_waiter* partner = nullptr;
+    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
+    if (r == chan_op::blocked) continue;
+    locks.unlock_all();
+    if (partner) wake_chan_waiter(partner);
+    send_closed = r == chan_op::closed;
+    return k;
+  }
+  if (has_default) {
+    locks.unlock_all();
+    return n;
+  }
+
+  // Pass 2: wait on every case.
+  select_state st;
+  caller self = current_caller();
+  g* gp = self.gp;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = lockorder[i];
+    chan_waiter& w = waiters[k];
+    w.gp = gp;
+    w.elem = sc[k].elem;
+    w.sel = &st;
+    w.success = false;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
+  }
+  block_chan(
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+
+  // Pass 3: the winner was popped by its waker; take the others back.
+  locks.lock_all();
+  chan_waiter* winner = st.winner;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (&waiters[k] == winner) continue;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
+  }
+  locks.unlock_all();
+  std::size_t k = static_cast<std::size_t>(winner - waiters);
+  send_closed = sc[k].is_send && !winner->success;
+  return k;
+}
+
+}  // namespace detail
+
+// Cases, built by on_recv / on_send / on_default.
+template <class T, class F>
+struct recv_case {
+  detail::hchan<T>* c;
+  F f;
+  std::optional<T> slot{};
+};
+template <class T, class F>
+struct send_case {
+  detail::hchan<T>* c;
+  T value;
+  F f;
+};
+template <class F>
+struct default_case {
+  F f;
+};
+
+// Receives from ch; f(std::optional<T>) gets nullopt when ch is closed and drained.
+template <class T, class F>
+recv_case<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::on_recv: the callable must accept std::optional<T>");
+  return {ch.impl(), std::forward<F>(f)};
+}
+// Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
+template <class T, class V, class F>
+send_case<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
+  return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+}
+// Runs when no other case is ready: the select does not block.
+template <class F>
+default_case<std::decay_t<F>> on_default(F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_default: the callable must take no arguments");
+  return {std::forward<F>(f)};
+}
+
+namespace detail {
+
+template <class C>
+struct case_traits {
+  static constexpr bool is_case = false;
+};
+template <class T, class F>
+struct case_traits<recv_case<T, F>> {
+  static constexpr bool is_case = true, is_default = false;
+  static select_case erase(recv_case<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
+  static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
+};
+template <class T, class F>
+struct case_traits<send_case<T, F>> {
+  static constexpr bool is_case = true, is_default = false;
+  static select_case erase(send_case<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
+  static void run(send_case<T, F>& s) { s.f(); }
+};
+template <class F>
+struct case_traits<default_case<F>> {
+  static constexpr bool is_case = true, is_default = true;
+  static void run(default_case<F>& d) { d.f(); }
+};
+
+}  // namespace detail
+
+// Go's select: runs exactly one case and returns its index among the
+// arguments. Blocks (parks, or sleeps on a plain thread) until a case is
+// ready unless there is an on_default case. Uniform among ready cases.
+template <class... Cases>
+std::size_t select(Cases&&... cases) {
+  static_assert(sizeof...(Cases) > 0, "goro::select: give at least one case");
+  static_assert((detail::case_traits<std::remove_cvref_t<Cases>>::is_case && ...),
+                "goro::select: arguments must be goro::on_recv / on_send / on_default cases");
+  constexpr std::size_t ndefault = (std::size_t{detail::case_traits<std::remove_cvref_t<Cases>>::is_default} + ...);
+  static_assert(ndefault <= 1, "goro::select: at most one on_default case");
+  constexpr std::size_t n = sizeof...(Cases) - ndefault;
+  static_assert(n < 65536, "goro::select: too many cases");
+
+  // Channel cases in argument order (default skipped); arg_index maps back.
+  std::array<detail::select_case, n == 0 ? 1 : n> sc;
+  std::array<std::size_t, n == 0 ? 1 : n> arg_index;
+  std::size_t default_index = sizeof...(Cases);
+  {
+    std::size_t ai = 0, ci = 0;
+    auto add = [&](auto& c) {
+      using traits = detail::case_traits<std::remove_cvref_t<decltype(c)>>;
+      if constexpr (traits::is_default) {
+        default_index = ai;
+      } else {
+        sc[ci] = traits::erase(c);
+        arg_index[ci++] = ai;
+      }
+      ++ai;
+    };
+    (add(cases), ...);
+  }
+
+  std::size_t chosen;  // argument index
+  if constexpr (n == 0) {
+    chosen = default_index;
+  } else {
+    std::array<std::uint16_t, n> pollorder;
+    std::array<std::uint16_t, n> lockorder;
+    std::array<detail::chan_waiter, n> waiters;
+    bool send_closed = false;
+    std::size_t k =
+        detail::select_go(sc.data(), n, ndefault != 0, pollorder.data(), lockorder.data(), waiters.data(), send_closed);
+    if (send_closed) detail::raise_send_closed();
+    chosen = k == n ? default_index : arg_index[k];
+  }
+
+  // Run the chosen case's callable, outside every lock.
+  std::size_t ai = 0;
+  auto run = [&](auto& c) {
+    if (ai++ == chosen) detail::case_traits<std::remove_cvref_t<decltype(c)>>::run(c);
+  };
+  (run(cases), ...);
+  return chosen;
+}
+
+}  // namespace goro
+// ---- end goro/select.hpp ----
 // ---- begin goro/sync.hpp ----
 // Synchronisation primitives that work from goroutines (which park) and
 // from plain threads (which block): mutex, once, cond, wait_group,
@@ -3688,42 +4460,6 @@ decltype(auto) blocking(long_call_t, F&& f) {
 #include <atomic>
 #include <cstdint>
 
-// ---- begin goro/detail/spinlock.hpp ----
-// A tiny lock for very short critical sections (wait queues of sync
-// objects). Its unlock is a single release store and is the last access to
-// the lock, so an object holding one may be destroyed as soon as another
-// thread has acquired and released it (wait_group relies on this).
-
-#include <sched.h>
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-class spinlock {
- public:
-  void lock() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-      if (spins < 64)
-        cpu_relax();
-      else
-        sched_yield();  // the holder was probably descheduled
-    }
-  }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinlock.hpp ----
 
 namespace goro::detail {
 

@@ -3,9 +3,11 @@
 #pragma once
 
 #include "blocking.hpp"
+#include "chan.hpp"
 #include "clock.hpp"
 #include "error.hpp"
 #include "policy.hpp"
 #include "runtime.hpp"
+#include "select.hpp"
 #include "stack.hpp"
 #include "sync.hpp"
