@@ -8,3 +8,4 @@
 #include "runtime.hpp"
 #include "stack.hpp"
 #include "sync.hpp"
+#include "time.hpp"
