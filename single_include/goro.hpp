@@ -6,105 +6,34 @@
 // goro: Go's goroutine scheduler (the G/M/P model) as a header-only C++20
 // library. Include this header; compile with -std=c++20 -pthread.
 
-// ---- begin goro/clock.hpp ----
-// Clocks for the preemption policy: the clock_like concept, a manual clock
-// for tests and frame-budgeted engines, and a cheap cycle-counter clock.
+// ---- begin goro/chan.hpp ----
+// goro::chan<T>: Go's channels (mirror src/runtime/chan.go).
+//
+// A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
+// blocked receivers (recvq) and one of blocked senders (sendq), all under
+// one spinlock. A blocked party queues a chan_waiter (Go's sudog) that
+// lives on its own stack and parks (goroutine) or sleeps on a futex (plain
+// thread). The party that completes the communication does all the work
+// under the lock -- it moves the value straight into the receiver's slot,
+// or out of the sender's -- then unlocks and only then wakes the waiter,
+// which goes to the waker's runnext and inherits its time slice.
+//
+// Invariants (DESIGN.md section 5), while the lock is not held:
+//   - at most one of recvq / sendq is non-empty (a select that waits to
+//     send and to receive on the same channel is the only exception);
+//   - a buffered channel holding items has no receivers queued;
+//   - a buffered channel with free slots has no senders queued;
+//   - a closed channel has no waiters at all.
 
 #include <atomic>
-#include <chrono>
-#include <concepts>
+#include <cstddef>
 #include <cstdint>
-#include <ctime>
-
-namespace goro {
-
-// The standard Clock requirements.
-template <class C>
-concept clock_like = requires {
-  typename C::rep;
-  typename C::period;
-  typename C::duration;
-  typename C::time_point;
-  { C::is_steady } -> std::convertible_to<bool>;
-  { C::now() } -> std::same_as<typename C::time_point>;
-};
-
-// A clock that only moves when told to: time slices become deterministic.
-struct manual_clock {
-  using rep = std::int64_t;
-  using period = std::nano;
-  using duration = std::chrono::nanoseconds;
-  using time_point = std::chrono::time_point<manual_clock>;
-  static constexpr bool is_steady = true;
-
-  static time_point now() noexcept { return time_point(duration(ticks().load(std::memory_order_acquire))); }
-  static void advance(duration d) noexcept { ticks().fetch_add(d.count(), std::memory_order_acq_rel); }
-
- private:
-  static std::atomic<rep>& ticks() noexcept {
-    static std::atomic<rep> t{0};
-    return t;
-  }
-};
-
-// Reads the CPU's cycle/virtual counter (rdtsc, cntvct_el0), converted to
-// nanoseconds with a frequency calibrated once against steady_clock. Cheaper
-// than a vDSO clock_gettime; monotonic on machines with an invariant TSC.
-struct cycle_clock {
-  using rep = std::int64_t;
-  using period = std::nano;
-  using duration = std::chrono::nanoseconds;
-  using time_point = std::chrono::time_point<cycle_clock>;
-  static constexpr bool is_steady = true;
-
-  static std::uint64_t ticks() noexcept {
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-    std::uint64_t v;
-    asm volatile("mrs %0, cntvct_el0" : "=r"(v));
-    return v;
-#endif
-  }
-  static time_point now() noexcept {
-    static const double ns_per_tick = calibrate();
-    return time_point(duration(static_cast<rep>(static_cast<double>(ticks()) * ns_per_tick)));
-  }
-
- private:
-  static double calibrate() noexcept {
-#if defined(__aarch64__)
-    std::uint64_t freq;
-    asm volatile("mrs %0, cntfrq_el0" : "=r"(freq));
-    if (freq != 0) return 1e9 / static_cast<double>(freq);
-#endif
-    auto t0 = std::chrono::steady_clock::now();
-    std::uint64_t c0 = ticks();
-    timespec ts{0, 2'000'000};
-    nanosleep(&ts, nullptr);
-    auto t1 = std::chrono::steady_clock::now();
-    std::uint64_t c1 = ticks();
-    double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
-    return c1 > c0 ? ns / static_cast<double>(c1 - c0) : 1.0;
-  }
-};
-
-static_assert(clock_like<std::chrono::steady_clock>);
-static_assert(clock_like<manual_clock>);
-static_assert(clock_like<cycle_clock>);
-
-}  // namespace goro
-// ---- end goro/clock.hpp ----
-// ---- begin goro/error.hpp ----
-// goro's error types. Every message starts with "goro: ". Built with
-// -fno-exceptions, raising one prints its message and aborts instead.
-
-#include <cstdio>
-#include <cstdlib>
+#include <iterator>
+#include <memory>
 #include <new>
-#include <stdexcept>
-#include <string>
-#include <system_error>
+#include <optional>
+#include <type_traits>
+#include <utility>
 
 // ---- begin goro/detail/config.hpp ----
 // Build configuration: version, compiler and sanitizer detection.
@@ -180,6 +109,111 @@ inline void cpu_relax() noexcept {
 }
 }  // namespace goro::detail
 // ---- end goro/detail/config.hpp ----
+// ---- begin goro/detail/futex.hpp ----
+// Thin wrappers over Linux futexes, and the one-shot `note` an idle M
+// sleeps on (Go's note: notesleep / notewakeup / noteclear, lock_futex.go).
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <ctime>
+
+namespace goro::detail {
+
+// Sleeps while *addr == expected (or until woken, or `timeout_ns` passes
+// when >= 0). Spurious returns are allowed: callers loop.
+inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, long long timeout_ns = -1) noexcept {
+  timespec ts{};
+  timespec* tsp = nullptr;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
+    tsp = &ts;
+  }
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
+}
+
+// Wakes up to `count` threads sleeping on addr. Waking an address whose
+// object is already gone is harmless: FUTEX_WAKE does not touch memory.
+inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) noexcept {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+// One-shot wake-up: sleep() returns once wake() was called (before or after).
+// clear() re-arms it; only the sleeper clears.
+class note {
+ public:
+  void clear() noexcept { key_.store(0, std::memory_order_relaxed); }
+  void wake() noexcept {
+    if (key_.exchange(1, std::memory_order_acq_rel) == 0) futex_wake(&key_, 1);
+  }
+  void sleep() noexcept {
+    while (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0);
+  }
+  // Sleeps at most timeout_ns; returns true if woken.
+  bool sleep_for(long long timeout_ns) noexcept {
+    if (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0, timeout_ns);
+    return key_.load(std::memory_order_acquire) != 0;
+  }
+
+ private:
+  std::atomic<std::uint32_t> key_{0};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/futex.hpp ----
+// ---- begin goro/detail/g.hpp ----
+// G: a goroutine. Its closure lives inline in the G record when it fits,
+// and its stack is attached only when it first runs, so a million spawned
+// but not yet started goroutines cost a million small records, not stacks.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <new>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// ---- begin goro/stack.hpp ----
+// Goroutine stacks: the stack_allocator concept and the default allocator.
+//
+// The default allocator carves stacks out of large slabs (one mapping for
+// many stacks), so a million live goroutines fit under Linux's default
+// vm.max_map_count of 65,530 mappings. Stacks of at least 16 KiB get a
+// 64 KiB PROT_NONE guard region below them while the process-wide guard
+// budget lasts (each guard splits a mapping in two); past it, and for small
+// stacks, stacks are packed without guards and overflow is caught by a
+// canary the scheduler checks at every switch.
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <vector>
+
+// ---- begin goro/error.hpp ----
+// goro's error types. Every message starts with "goro: ". Built with
+// -fno-exceptions, raising one prints its message and aborts instead.
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
 
 namespace goro {
 
@@ -256,40 +290,6 @@ template <class E>
 }  // namespace detail
 }  // namespace goro
 // ---- end goro/error.hpp ----
-// ---- begin goro/policy.hpp ----
-// Compile-time scheduler policies. A policy is a struct with the fields of
-// default_policy; goro::policy<options...> applies options left to right on
-// default_policy. basic_runtime checks every field at compile time and an
-// invalid one is a static_assert that names it.
-
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <ratio>
-#include <type_traits>
-
-// ---- begin goro/stack.hpp ----
-// Goroutine stacks: the stack_allocator concept and the default allocator.
-//
-// The default allocator carves stacks out of large slabs (one mapping for
-// many stacks), so a million live goroutines fit under Linux's default
-// vm.max_map_count of 65,530 mappings. Stacks of at least 16 KiB get a
-// 64 KiB PROT_NONE guard region below them while the process-wide guard
-// budget lasts (each guard splits a mapping in two); past it, and for small
-// stacks, stacks are packed without guards and overflow is caught by a
-// canary the scheduler checks at every switch.
-
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstdio>
-#include <mutex>
-#include <vector>
-
 
 namespace goro {
 
@@ -458,204 +458,6 @@ static_assert(stack_allocator<default_stack_allocator>);
 
 }  // namespace goro
 // ---- end goro/stack.hpp ----
-
-namespace goro {
-
-enum class preemption {
-  none,         // no sysmon preemption
-  cooperative,  // the preempt flag is honoured at runtime calls and preempt_point()
-  signal,       // also SIGURG + async preemption inside goro::async_preemptible scopes
-};
-
-struct default_policy {
-  // Slots in each P's local run queue (Go: 256). Power of two >= 2.
-  static constexpr std::size_t local_queue_capacity = 256;
-  // Every Nth schedule tick a P takes from the global queue first, so the
-  // global queue cannot starve behind busy local queues (Go: 61).
-  static constexpr std::uint32_t global_poll_interval = 61;
-  // Share of a victim's queue one steal takes, rounded up (Go: half).
-  using steal_fraction = std::ratio<1, 2>;
-  // Clock that times the preemption slice.
-  using preemption_clock = std::chrono::steady_clock;
-  // A goroutine running this long without a schedule tick is preempted (Go: 10 ms).
-  static constexpr std::chrono::nanoseconds time_slice{10'000'000};
-  static constexpr preemption preempt = preemption::cooperative;
-  // Bytes of stack per goroutine (fixed size; stacks do not grow).
-  static constexpr std::size_t stack_size = 64 * 1024;
-  using stack_allocator = goro::default_stack_allocator;
-};
-
-// ---- options for goro::policy<...> ----
-template <std::size_t N>
-struct queue_capacity {
-  template <class B>
-  struct apply : B {
-    static constexpr std::size_t local_queue_capacity = N;
-  };
-};
-template <std::uint32_t N>
-struct global_poll {
-  template <class B>
-  struct apply : B {
-    static constexpr std::uint32_t global_poll_interval = N;
-  };
-};
-template <std::intmax_t Num, std::intmax_t Den>
-struct steal {
-  template <class B>
-  struct apply : B {
-    using steal_fraction = std::ratio<Num, Den>;
-  };
-};
-template <class Clock>
-struct preempt_clock {
-  template <class B>
-  struct apply : B {
-    using preemption_clock = Clock;
-  };
-};
-template <std::int64_t Microseconds>
-struct slice_us {
-  template <class B>
-  struct apply : B {
-    static constexpr std::chrono::nanoseconds time_slice{Microseconds * 1000};
-  };
-};
-template <preemption Mode>
-struct preemption_mode {
-  template <class B>
-  struct apply : B {
-    static constexpr preemption preempt = Mode;
-  };
-};
-template <std::size_t Bytes>
-struct stack {
-  template <class B>
-  struct apply : B {
-    static constexpr std::size_t stack_size = Bytes;
-  };
-};
-template <class Allocator>
-struct stacks {
-  template <class B>
-  struct apply : B {
-    using stack_allocator = Allocator;
-  };
-};
-
-namespace detail {
-template <class Base, class... Options>
-struct apply_options {
-  using type = Base;
-};
-template <class Base, class First, class... Rest>
-struct apply_options<Base, First, Rest...> {
-  using type = typename apply_options<typename First::template apply<Base>, Rest...>::type;
-};
-
-template <class T>
-struct is_ratio : std::false_type {};
-template <std::intmax_t N, std::intmax_t D>
-struct is_ratio<std::ratio<N, D>> : std::true_type {};
-
-inline constexpr std::size_t min_stack_size = 2048;
-
-// Each check is evaluated only when the field exists, so a policy missing a
-// field gets exactly one message naming it.
-template <class P>
-constexpr bool check_policy() {
-  if constexpr (!requires { P::local_queue_capacity; }) {
-    static_assert(requires { P::local_queue_capacity; }, "goro policy: missing field local_queue_capacity");
-  } else {
-    constexpr auto c = P::local_queue_capacity;
-    static_assert(c >= 2 && (c & (c - 1)) == 0 && c <= (std::size_t{1} << 24),
-                  "goro policy: local_queue_capacity must be a power of two between 2 and 2^24");
-  }
-  if constexpr (!requires { P::global_poll_interval; }) {
-    static_assert(requires { P::global_poll_interval; }, "goro policy: missing field global_poll_interval");
-  } else {
-    static_assert(P::global_poll_interval >= 1, "goro policy: global_poll_interval must be >= 1");
-  }
-  if constexpr (!requires { typename P::steal_fraction; }) {
-    static_assert(requires { typename P::steal_fraction; }, "goro policy: missing field steal_fraction");
-  } else {
-    using f = typename P::steal_fraction;
-    if constexpr (!is_ratio<f>::value) {
-      static_assert(is_ratio<f>::value, "goro policy: steal_fraction must be a std::ratio");
-    } else {
-      static_assert(f::num > 0 && f::num <= f::den, "goro policy: steal_fraction must be in (0, 1]");
-    }
-  }
-  if constexpr (!requires { typename P::preemption_clock; }) {
-    static_assert(requires { typename P::preemption_clock; }, "goro policy: missing field preemption_clock");
-  } else {
-    static_assert(clock_like<typename P::preemption_clock>,
-                  "goro policy: preemption_clock must model goro::clock_like (rep, period, duration, "
-                  "time_point, is_steady, static now())");
-  }
-  if constexpr (!requires { P::time_slice; }) {
-    static_assert(requires { P::time_slice; }, "goro policy: missing field time_slice");
-  } else {
-    static_assert(std::chrono::nanoseconds(P::time_slice).count() > 0, "goro policy: time_slice must be positive");
-  }
-  if constexpr (!requires { P::preempt; }) {
-    static_assert(requires { P::preempt; }, "goro policy: missing field preempt");
-  } else {
-    static_assert(std::is_same_v<std::remove_cv_t<decltype(P::preempt)>, preemption>,
-                  "goro policy: preempt must be a goro::preemption");
-  }
-  if constexpr (!requires { P::stack_size; }) {
-    static_assert(requires { P::stack_size; }, "goro policy: missing field stack_size");
-  } else {
-    static_assert(P::stack_size >= min_stack_size, "goro policy: stack_size must be at least 2048 bytes");
-  }
-  if constexpr (!requires { typename P::stack_allocator; }) {
-    static_assert(requires { typename P::stack_allocator; }, "goro policy: missing field stack_allocator");
-  } else {
-    static_assert(goro::stack_allocator<typename P::stack_allocator>,
-                  "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
-                  "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
-  }
-  return true;
-}
-}  // namespace detail
-
-// default_policy with the given options applied left to right.
-template <class... Options>
-using policy = typename detail::apply_options<default_policy, Options...>::type;
-
-}  // namespace goro
-// ---- end goro/policy.hpp ----
-// ---- begin goro/runtime.hpp ----
-// The runtime (basic_runtime, run) and the calls a goroutine makes on its
-// own runtime (go, yield, exit, ...).
-
-#include <cerrno>
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <exception>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <type_traits>
-#include <utility>
-
-// ---- begin goro/detail/g.hpp ----
-// G: a goroutine. Its closure lives inline in the G record when it fits,
-// and its stack is attached only when it first runs, so a million spawned
-// but not yet started goroutines cost a million small records, not stacks.
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <new>
-#include <tuple>
-#include <type_traits>
-#include <utility>
-
 
 namespace goro::detail {
 
@@ -1219,6 +1021,739 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 
 }  // namespace goro::detail
 // ---- end goro/detail/m.hpp ----
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0;; ++spins) {
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+      if (spins < 64)
+        cpu_relax();
+      else
+        sched_yield();  // the holder was probably descheduled
+    }
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
+
+namespace goro {
+
+template <class T>
+class chan;
+
+namespace detail {
+
+struct chan_waiter;
+
+// Shared by every waiter of one blocked select (Go's g.selectDone and
+// g.param): the first channel operation to claim `done` wins and records
+// its waiter in `winner`; the others skip this select's waiters.
+struct select_state {
+  std::atomic<std::uint32_t> done{0};
+  std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread
+  chan_waiter* winner = nullptr;        // written under the winning channel's lock, read after the wake-up
+};
+
+// Go's sudog: one blocked channel operation. On the blocked party's stack;
+// linked into a channel's queue only under that channel's lock.
+struct chan_waiter {
+  g* gp = nullptr;  // nullptr: a plain thread
+  chan_waiter* next = nullptr;
+  chan_waiter* prev = nullptr;
+  void* elem = nullptr;          // send: T* (moved from); receive: std::optional<T>* (emplaced into)
+  select_state* sel = nullptr;   // non-null when part of a select
+  bool success = false;          // true: a value was passed; false: woken by close
+  std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
+};
+
+// FIFO of waiters (Go's waitq). `first_` is atomic only so that the
+// lock-free "would it block?" checks of try_send/try_recv may read it;
+// every write happens under the channel's lock.
+class chan_waitq {
+ public:
+  bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
+
+  void enqueue(chan_waiter* w) noexcept {
+    w->next = nullptr;
+    w->prev = last_;
+    if (last_)
+      last_->next = w;
+    else
+      first_.store(w, std::memory_order_relaxed);
+    last_ = w;
+  }
+
+  // Go's dequeue: pops the first waiter that can still be taken. A waiter
+  // of a select that another case already won is dropped (its select will
+  // find it gone when it dequeues the rest). The winner is recorded.
+  chan_waiter* dequeue() noexcept {
+    for (;;) {
+      chan_waiter* w = first_.load(std::memory_order_relaxed);
+      if (!w) return nullptr;
+      chan_waiter* y = w->next;
+      first_.store(y, std::memory_order_relaxed);
+      if (y)
+        y->prev = nullptr;
+      else
+        last_ = nullptr;
+      w->next = nullptr;
+      if (select_state* s = w->sel) {
+        // acq_rel: orders this claim against the other channels' claims;
+        // the winner's data reaches the selecting party through the wake.
+        std::uint32_t expected = 0;
+        if (!s->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+        s->winner = w;
+      }
+      return w;
+    }
+  }
+
+  // Go's dequeueSudoG: removes w if it is still queued (a select cleaning
+  // up its losing cases). A popped waiter has prev == next == nullptr.
+  void remove(chan_waiter* w) noexcept {
+    chan_waiter* x = w->prev;
+    chan_waiter* y = w->next;
+    if (x) {
+      x->next = y;
+      if (y)
+        y->prev = x;
+      else
+        last_ = x;
+    } else if (y) {
+      y->prev = nullptr;
+      first_.store(y, std::memory_order_relaxed);
+    } else if (first_.load(std::memory_order_relaxed) == w) {
+      first_.store(nullptr, std::memory_order_relaxed);
+      last_ = nullptr;
+    }
+    w->next = w->prev = nullptr;
+  }
+
+ private:
+  std::atomic<chan_waiter*> first_{nullptr};
+  chan_waiter* last_ = nullptr;
+};
+
+// Result of one channel operation attempted under the lock.
+enum class chan_op : std::uint8_t {
+  blocked,  // would block
+  done,     // the value was passed (a receive from a closed, drained channel counts: nullopt)
+  closed,   // send on a closed channel
+};
+
+// The part of a channel that does not depend on T (what select locks and
+// queues on).
+struct chan_core {
+  spinlock lock;
+  std::atomic<bool> closed{false};
+  std::atomic<std::size_t> count{0};  // items in the buffer; written under the lock
+  std::size_t cap = 0;
+  std::size_t sendx = 0, recvx = 0;  // ring indices
+  chan_waitq recvq, sendq;
+
+  explicit chan_core(std::size_t capacity) noexcept : cap(capacity) {}
+
+  // Go's full(): a send would block (ignoring closed).
+  bool full() const noexcept {
+    return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap;
+  }
+  // Go's empty(): a receive would block (ignoring closed).
+  bool empty() const noexcept {
+    return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0;
+  }
+};
+
+// Wakes a waiter popped from a channel queue, after every lock is released.
+// After this call w may be gone (its owner returned).
+inline void wake_chan_waiter(chan_waiter* w) noexcept {
+  if (g* gp = w->gp) {
+    gp->sched->ready(gp);
+  } else {
+    std::atomic<std::uint32_t>* word = w->sel ? &w->sel->woken : &w->woken;
+    word->store(1, std::memory_order_release);
+    futex_wake(word, 1);  // harmless if the thread already returned
+  }
+}
+
+// Blocks the caller until its futex word or park is released by a wake.
+// `unlock(arg)` releases the channel lock(s) the caller holds: from g0 once
+// the goroutine is off its stack, or just before sleeping for a thread.
+inline void block_chan(g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+  if (gp) {
+    park(current_m(), unlock, arg);
+  } else {
+    unlock(arg);
+    while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+  }
+}
+
+inline bool unlock_spinlock(void* l) noexcept {
+  static_cast<spinlock*>(l)->unlock();
+  return true;
+}
+
+[[noreturn]] GORO_NOINLINE inline void raise_send_closed() {
+  raise<channel_closed>("goro: send on closed channel");
+}
+[[noreturn]] GORO_NOINLINE inline void raise_close_closed() {
+  raise<channel_closed>("goro: close of closed channel");
+}
+
+// The typed channel: chan_core plus the ring buffer of T (raw storage:
+// T need not be default-constructible; slots [recvx, recvx+count) hold live
+// objects). T's move constructor runs under the lock: a throwing one
+// terminates (these functions are noexcept).
+template <class T>
+struct hchan : chan_core {
+  T* buf = nullptr;
+
+  explicit hchan(std::size_t capacity) : chan_core(capacity) {
+    if (capacity) buf = std::allocator<T>().allocate(capacity);
+  }
+  ~hchan() {
+    if (!buf) return;
+    std::size_t n = count.load(std::memory_order_relaxed);
+    for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
+    std::allocator<T>().deallocate(buf, cap);
+  }
+  hchan(const hchan&) = delete;
+  hchan& operator=(const hchan&) = delete;
+
+  // chansend's body, lock held. On done, `partner` (if set) must be woken
+  // after unlocking. On blocked or closed, v is untouched.
+  chan_op send_locked(T& v, chan_waiter*& partner) noexcept {
+    if (closed.load(std::memory_order_relaxed)) return chan_op::closed;
+    if (chan_waiter* r = recvq.dequeue()) {
+      // Direct hand-off: a receiver is waiting, so the buffer is empty.
+      static_cast<std::optional<T>*>(r->elem)->emplace(std::move(v));
+      r->success = true;
+      partner = r;
+      return chan_op::done;
+    }
+    std::size_t n = count.load(std::memory_order_relaxed);
+    if (n < cap) {
+      ::new (static_cast<void*>(buf + sendx)) T(std::move(v));
+      if (++sendx == cap) sendx = 0;
+      count.store(n + 1, std::memory_order_relaxed);
+      return chan_op::done;
+    }
+    return chan_op::blocked;
+  }
+
+  // chanrecv's body, lock held: fills `out` (left empty when the channel
+  // is closed and drained, which is also done).
+  chan_op recv_locked(std::optional<T>& out, chan_waiter*& partner) noexcept {
+    if (chan_waiter* s = sendq.dequeue()) {
+      T& sv = *static_cast<T*>(s->elem);
+      if (cap == 0) {
+        out.emplace(std::move(sv));  // straight from the sender
+      } else {
+        // The buffer is full: take its head, and put the sender's value in
+        // the freed slot, which becomes the tail (Go's recv()).
+        T* head = buf + recvx;
+        out.emplace(std::move(*head));
+        head->~T();
+        ::new (static_cast<void*>(head)) T(std::move(sv));
+        if (++recvx == cap) recvx = 0;
+        sendx = recvx;
+      }
+      s->success = true;
+      partner = s;
+      return chan_op::done;
+    }
+    std::size_t n = count.load(std::memory_order_relaxed);
+    if (n > 0) {
+      T* head = buf + recvx;
+      out.emplace(std::move(*head));
+      head->~T();
+      if (++recvx == cap) recvx = 0;
+      count.store(n - 1, std::memory_order_relaxed);
+      return chan_op::done;
+    }
+    if (closed.load(std::memory_order_relaxed)) return chan_op::done;  // out stays empty
+    return chan_op::blocked;
+  }
+
+  // Type-erased forms for select (elem: T* / std::optional<T>*).
+  static chan_op poll_send(chan_core* c, void* elem, chan_waiter*& partner) noexcept {
+    return static_cast<hchan*>(c)->send_locked(*static_cast<T*>(elem), partner);
+  }
+  static chan_op poll_recv(chan_core* c, void* elem, chan_waiter*& partner) noexcept {
+    return static_cast<hchan*>(c)->recv_locked(*static_cast<std::optional<T>*>(elem), partner);
+  }
+
+  void send(T& v) {
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    chan_op r = send_locked(v, partner);
+    if (GORO_LIKELY(r == chan_op::done)) {
+      lock.unlock();
+      if (partner) wake_chan_waiter(partner);
+      return;
+    }
+    if (r == chan_op::closed) {
+      lock.unlock();
+      raise_send_closed();
+    }
+    // Block: a receiver (or close) takes it from here.
+    chan_waiter w;
+    w.gp = current_g();
+    w.elem = &v;
+    sendq.enqueue(&w);
+    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    if (!w.success) raise_send_closed();  // woken by close
+  }
+
+  // Receives into `out`, which must be empty (left empty after close).
+  void recv_into(std::optional<T>& out) {
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    if (GORO_LIKELY(recv_locked(out, partner) == chan_op::done)) {
+      lock.unlock();
+      if (partner) wake_chan_waiter(partner);
+      return;
+    }
+    chan_waiter w;
+    w.gp = current_g();
+    w.elem = &out;
+    recvq.enqueue(&w);
+    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    // out was filled by the sender, or stays empty after close.
+  }
+
+  std::optional<T> recv() {
+    std::optional<T> out;
+    recv_into(out);
+    return out;
+  }
+
+  bool try_send(T& v) {
+    // Go's fast path: not closed, then full, observed in that order, imply
+    // an instant when the channel was open and a send would block (a closed
+    // channel never becomes "not closed" again).
+    if (!closed.load(std::memory_order_acquire) && full()) return false;
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    chan_op r = send_locked(v, partner);
+    lock.unlock();
+    if (r == chan_op::closed) raise_send_closed();
+    if (partner) wake_chan_waiter(partner);
+    return r == chan_op::done;
+  }
+
+  std::optional<T> try_recv() {
+    std::optional<T> out;
+    // Empty observed at one instant: nothing to take then, whether closed
+    // or not, and try_recv answers nullopt in both cases.
+    if (empty()) return out;
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    recv_locked(out, partner);
+    lock.unlock();
+    if (partner) wake_chan_waiter(partner);
+    return out;
+  }
+
+  // Go's closechan: every waiter is released; receivers get nothing,
+  // senders wake with success == false and raise.
+  void close() {
+    lock.lock();
+    if (closed.load(std::memory_order_relaxed)) {
+      lock.unlock();
+      raise_close_closed();
+    }
+    closed.store(true, std::memory_order_release);
+    chan_waiter* list = nullptr;
+    while (chan_waiter* w = recvq.dequeue()) {
+      w->success = false;
+      w->next = list;
+      list = w;
+    }
+    while (chan_waiter* w = sendq.dequeue()) {
+      w->success = false;
+      w->next = list;
+      list = w;
+    }
+    lock.unlock();
+    while (list) {
+      chan_waiter* next = list->next;  // read before the wake: list may vanish
+      wake_chan_waiter(list);
+      list = next;
+    }
+  }
+};
+
+}  // namespace detail
+
+// A channel handle: copies refer to the same channel (Go's chan T).
+template <class T>
+class chan {
+  static_assert(std::is_move_constructible_v<T>, "goro::chan<T>: T must be move-constructible");
+  static_assert(!std::is_reference_v<T> && std::is_same_v<T, std::remove_cv_t<T>>,
+                "goro::chan<T>: T must be a non-const object type");
+
+ public:
+  // capacity 0: unbuffered (every send meets a receiver).
+  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<detail::hchan<T>>(capacity)) {}
+
+  // Blocks until a receiver takes v or there is room in the buffer.
+  // On a closed channel (also one closed while blocked): goro::channel_closed.
+  void send(T v) { c_->send(v); }
+  // Blocks until a value arrives; nullopt once the channel is closed and drained.
+  std::optional<T> recv() { return c_->recv(); }
+  // Never blocks: false (v intact) if a send would block. On a closed
+  // channel: goro::channel_closed (as Go's select-with-default send).
+  bool try_send(T& v) { return c_->try_send(v); }
+  bool try_send(T&& v) { return c_->try_send(v); }
+  // Never blocks: nullopt if nothing is ready (or closed and drained).
+  std::optional<T> try_recv() { return c_->try_recv(); }
+  // Wakes every waiter. Twice: goro::channel_closed.
+  void close() { c_->close(); }
+
+  std::size_t size() const noexcept { return c_->count.load(std::memory_order_relaxed); }
+  std::size_t capacity() const noexcept { return c_->cap; }
+
+  // Range-for receives until the channel is closed and drained:
+  // `for (T v : ch)`. Each value is handed out once (as an rvalue).
+  class iterator {
+   public:
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    T&& operator*() noexcept { return std::move(*cur_); }
+    iterator& operator++() {
+      cur_.reset();
+      c_->recv_into(cur_);
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept { return !it.cur_; }
+
+   private:
+    friend class chan;
+    explicit iterator(detail::hchan<T>* c) : c_(c) { c_->recv_into(cur_); }
+    detail::hchan<T>* c_;
+    std::optional<T> cur_;
+  };
+  iterator begin() { return iterator(c_.get()); }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  friend bool operator==(const chan& a, const chan& b) noexcept { return a.c_ == b.c_; }
+
+  detail::hchan<T>* impl() const noexcept { return c_.get(); }
+
+ private:
+  std::shared_ptr<detail::hchan<T>> c_;
+};
+
+}  // namespace goro
+// ---- end goro/chan.hpp ----
+// ---- begin goro/clock.hpp ----
+// Clocks for the preemption policy: the clock_like concept, a manual clock
+// for tests and frame-budgeted engines, and a cheap cycle-counter clock.
+
+#include <atomic>
+#include <chrono>
+#include <concepts>
+#include <cstdint>
+#include <ctime>
+
+namespace goro {
+
+// The standard Clock requirements.
+template <class C>
+concept clock_like = requires {
+  typename C::rep;
+  typename C::period;
+  typename C::duration;
+  typename C::time_point;
+  { C::is_steady } -> std::convertible_to<bool>;
+  { C::now() } -> std::same_as<typename C::time_point>;
+};
+
+// A clock that only moves when told to: time slices become deterministic.
+struct manual_clock {
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<manual_clock>;
+  static constexpr bool is_steady = true;
+
+  static time_point now() noexcept { return time_point(duration(ticks().load(std::memory_order_acquire))); }
+  static void advance(duration d) noexcept { ticks().fetch_add(d.count(), std::memory_order_acq_rel); }
+
+ private:
+  static std::atomic<rep>& ticks() noexcept {
+    static std::atomic<rep> t{0};
+    return t;
+  }
+};
+
+// Reads the CPU's cycle/virtual counter (rdtsc, cntvct_el0), converted to
+// nanoseconds with a frequency calibrated once against steady_clock. Cheaper
+// than a vDSO clock_gettime; monotonic on machines with an invariant TSC.
+struct cycle_clock {
+  using rep = std::int64_t;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<cycle_clock>;
+  static constexpr bool is_steady = true;
+
+  static std::uint64_t ticks() noexcept {
+#if defined(__x86_64__)
+    return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    std::uint64_t v;
+    asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#endif
+  }
+  static time_point now() noexcept {
+    static const double ns_per_tick = calibrate();
+    return time_point(duration(static_cast<rep>(static_cast<double>(ticks()) * ns_per_tick)));
+  }
+
+ private:
+  static double calibrate() noexcept {
+#if defined(__aarch64__)
+    std::uint64_t freq;
+    asm volatile("mrs %0, cntfrq_el0" : "=r"(freq));
+    if (freq != 0) return 1e9 / static_cast<double>(freq);
+#endif
+    auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t c0 = ticks();
+    timespec ts{0, 2'000'000};
+    nanosleep(&ts, nullptr);
+    auto t1 = std::chrono::steady_clock::now();
+    std::uint64_t c1 = ticks();
+    double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+    return c1 > c0 ? ns / static_cast<double>(c1 - c0) : 1.0;
+  }
+};
+
+static_assert(clock_like<std::chrono::steady_clock>);
+static_assert(clock_like<manual_clock>);
+static_assert(clock_like<cycle_clock>);
+
+}  // namespace goro
+// ---- end goro/clock.hpp ----
+// ---- begin goro/policy.hpp ----
+// Compile-time scheduler policies. A policy is a struct with the fields of
+// default_policy; goro::policy<options...> applies options left to right on
+// default_policy. basic_runtime checks every field at compile time and an
+// invalid one is a static_assert that names it.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <ratio>
+#include <type_traits>
+
+
+namespace goro {
+
+enum class preemption {
+  none,         // no sysmon preemption
+  cooperative,  // the preempt flag is honoured at runtime calls and preempt_point()
+  signal,       // also SIGURG + async preemption inside goro::async_preemptible scopes
+};
+
+struct default_policy {
+  // Slots in each P's local run queue (Go: 256). Power of two >= 2.
+  static constexpr std::size_t local_queue_capacity = 256;
+  // Every Nth schedule tick a P takes from the global queue first, so the
+  // global queue cannot starve behind busy local queues (Go: 61).
+  static constexpr std::uint32_t global_poll_interval = 61;
+  // Share of a victim's queue one steal takes, rounded up (Go: half).
+  using steal_fraction = std::ratio<1, 2>;
+  // Clock that times the preemption slice.
+  using preemption_clock = std::chrono::steady_clock;
+  // A goroutine running this long without a schedule tick is preempted (Go: 10 ms).
+  static constexpr std::chrono::nanoseconds time_slice{10'000'000};
+  static constexpr preemption preempt = preemption::cooperative;
+  // Bytes of stack per goroutine (fixed size; stacks do not grow).
+  static constexpr std::size_t stack_size = 64 * 1024;
+  using stack_allocator = goro::default_stack_allocator;
+};
+
+// ---- options for goro::policy<...> ----
+template <std::size_t N>
+struct queue_capacity {
+  template <class B>
+  struct apply : B {
+    static constexpr std::size_t local_queue_capacity = N;
+  };
+};
+template <std::uint32_t N>
+struct global_poll {
+  template <class B>
+  struct apply : B {
+    static constexpr std::uint32_t global_poll_interval = N;
+  };
+};
+template <std::intmax_t Num, std::intmax_t Den>
+struct steal {
+  template <class B>
+  struct apply : B {
+    using steal_fraction = std::ratio<Num, Den>;
+  };
+};
+template <class Clock>
+struct preempt_clock {
+  template <class B>
+  struct apply : B {
+    using preemption_clock = Clock;
+  };
+};
+template <std::int64_t Microseconds>
+struct slice_us {
+  template <class B>
+  struct apply : B {
+    static constexpr std::chrono::nanoseconds time_slice{Microseconds * 1000};
+  };
+};
+template <preemption Mode>
+struct preemption_mode {
+  template <class B>
+  struct apply : B {
+    static constexpr preemption preempt = Mode;
+  };
+};
+template <std::size_t Bytes>
+struct stack {
+  template <class B>
+  struct apply : B {
+    static constexpr std::size_t stack_size = Bytes;
+  };
+};
+template <class Allocator>
+struct stacks {
+  template <class B>
+  struct apply : B {
+    using stack_allocator = Allocator;
+  };
+};
+
+namespace detail {
+template <class Base, class... Options>
+struct apply_options {
+  using type = Base;
+};
+template <class Base, class First, class... Rest>
+struct apply_options<Base, First, Rest...> {
+  using type = typename apply_options<typename First::template apply<Base>, Rest...>::type;
+};
+
+template <class T>
+struct is_ratio : std::false_type {};
+template <std::intmax_t N, std::intmax_t D>
+struct is_ratio<std::ratio<N, D>> : std::true_type {};
+
+inline constexpr std::size_t min_stack_size = 2048;
+
+// Each check is evaluated only when the field exists, so a policy missing a
+// field gets exactly one message naming it.
+template <class P>
+constexpr bool check_policy() {
+  if constexpr (!requires { P::local_queue_capacity; }) {
+    static_assert(requires { P::local_queue_capacity; }, "goro policy: missing field local_queue_capacity");
+  } else {
+    constexpr auto c = P::local_queue_capacity;
+    static_assert(c >= 2 && (c & (c - 1)) == 0 && c <= (std::size_t{1} << 24),
+                  "goro policy: local_queue_capacity must be a power of two between 2 and 2^24");
+  }
+  if constexpr (!requires { P::global_poll_interval; }) {
+    static_assert(requires { P::global_poll_interval; }, "goro policy: missing field global_poll_interval");
+  } else {
+    static_assert(P::global_poll_interval >= 1, "goro policy: global_poll_interval must be >= 1");
+  }
+  if constexpr (!requires { typename P::steal_fraction; }) {
+    static_assert(requires { typename P::steal_fraction; }, "goro policy: missing field steal_fraction");
+  } else {
+    using f = typename P::steal_fraction;
+    if constexpr (!is_ratio<f>::value) {
+      static_assert(is_ratio<f>::value, "goro policy: steal_fraction must be a std::ratio");
+    } else {
+      static_assert(f::num > 0 && f::num <= f::den, "goro policy: steal_fraction must be in (0, 1]");
+    }
+  }
+  if constexpr (!requires { typename P::preemption_clock; }) {
+    static_assert(requires { typename P::preemption_clock; }, "goro policy: missing field preemption_clock");
+  } else {
+    static_assert(clock_like<typename P::preemption_clock>,
+                  "goro policy: preemption_clock must model goro::clock_like (rep, period, duration, "
+                  "time_point, is_steady, static now())");
+  }
+  if constexpr (!requires { P::time_slice; }) {
+    static_assert(requires { P::time_slice; }, "goro policy: missing field time_slice");
+  } else {
+    static_assert(std::chrono::nanoseconds(P::time_slice).count() > 0, "goro policy: time_slice must be positive");
+  }
+  if constexpr (!requires { P::preempt; }) {
+    static_assert(requires { P::preempt; }, "goro policy: missing field preempt");
+  } else {
+    static_assert(std::is_same_v<std::remove_cv_t<decltype(P::preempt)>, preemption>,
+                  "goro policy: preempt must be a goro::preemption");
+  }
+  if constexpr (!requires { P::stack_size; }) {
+    static_assert(requires { P::stack_size; }, "goro policy: missing field stack_size");
+  } else {
+    static_assert(P::stack_size >= min_stack_size, "goro policy: stack_size must be at least 2048 bytes");
+  }
+  if constexpr (!requires { typename P::stack_allocator; }) {
+    static_assert(requires { typename P::stack_allocator; }, "goro policy: missing field stack_allocator");
+  } else {
+    static_assert(goro::stack_allocator<typename P::stack_allocator>,
+                  "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
+                  "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
+  }
+  return true;
+}
+}  // namespace detail
+
+// default_policy with the given options applied left to right.
+template <class... Options>
+using policy = typename detail::apply_options<default_policy, Options...>::type;
+
+}  // namespace goro
+// ---- end goro/policy.hpp ----
+// ---- begin goro/runtime.hpp ----
+// The runtime (basic_runtime, run) and the calls a goroutine makes on its
+// own runtime (go, yield, exit, ...).
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
 // ---- begin goro/detail/sched.hpp ----
 // The scheduler: Ps, Ms and the global state for one runtime, with Go's
 // algorithms (src/runtime/proc.go): schedule / findRunnable / execute,
@@ -1244,64 +1779,6 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 #include <type_traits>
 #include <vector>
 
-// ---- begin goro/detail/futex.hpp ----
-// Thin wrappers over Linux futexes, and the one-shot `note` an idle M
-// sleeps on (Go's note: notesleep / notewakeup / noteclear, lock_futex.go).
-
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <climits>
-#include <cstdint>
-#include <ctime>
-
-namespace goro::detail {
-
-// Sleeps while *addr == expected (or until woken, or `timeout_ns` passes
-// when >= 0). Spurious returns are allowed: callers loop.
-inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, long long timeout_ns = -1) noexcept {
-  timespec ts{};
-  timespec* tsp = nullptr;
-  if (timeout_ns >= 0) {
-    ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);
-    ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
-    tsp = &ts;
-  }
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
-}
-
-// Wakes up to `count` threads sleeping on addr. Waking an address whose
-// object is already gone is harmless: FUTEX_WAKE does not touch memory.
-inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
-}
-
-// One-shot wake-up: sleep() returns once wake() was called (before or after).
-// clear() re-arms it; only the sleeper clears.
-class note {
- public:
-  void clear() noexcept { key_.store(0, std::memory_order_relaxed); }
-  void wake() noexcept {
-    if (key_.exchange(1, std::memory_order_acq_rel) == 0) futex_wake(&key_, 1);
-  }
-  void sleep() noexcept {
-    while (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0);
-  }
-  // Sleeps at most timeout_ns; returns true if woken.
-  bool sleep_for(long long timeout_ns) noexcept {
-    if (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0, timeout_ns);
-    return key_.load(std::memory_order_acquire) != 0;
-  }
-
- private:
-  std::atomic<std::uint32_t> key_{0};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/futex.hpp ----
 // ---- begin goro/detail/global_queue.hpp ----
 // The global run queue (Go's sched.runq): an intrusive FIFO of Gs linked
 // through g::link, guarded by the scheduler lock. Its size is also kept in
@@ -3501,6 +3978,270 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 
 }  // namespace goro
 // ---- end goro/runtime.hpp ----
+// ---- begin goro/select.hpp ----
+// goro::select: Go's select statement (mirror src/runtime/select.go,
+// selectgo).
+//
+//   goro::select(goro::on_recv(a, [](std::optional<int> v) {...}),
+//                goro::on_send(b, 42, [] {...}),
+//                goro::on_default([] {...}));   // returns the index that ran
+//
+// selectgo in four steps:
+//   1. a random poll order (uniform permutation) and a lock order (the
+//      channels by address, each channel once however many cases name it);
+//   2. lock every channel; the first case in poll order that can proceed
+//      runs -- so the choice is uniform among the ready cases; else the
+//      default case if there is one;
+//   3. else queue a waiter on every case, all sharing one select_state:
+//      the first channel operation to claim it wins, later ones skip this
+//      select's waiters; park (or sleep) while g0 releases the locks;
+//   4. woken: lock every channel again, take the losing waiters off their
+//      queues (their memory is on our stack: no waker may still look at
+//      them once we hold all the locks), unlock.
+// The winning case's callable runs last, outside every lock.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+
+namespace goro {
+
+namespace detail {
+
+// A uniform random number in [0, n) from a per-thread generator. Read
+// through a non-inlined function (DESIGN.md 7: no thread_local address may
+// be cached across a switch); the whole update happens inside it.
+GORO_NOINLINE inline std::uint32_t select_rand(std::uint32_t n) noexcept {
+  asm volatile("" ::: "memory");
+  static thread_local std::uint64_t seed = 0;  // constant-initialized: no TLS guard
+  static thread_local fast_rand rng(0);
+  if (GORO_UNLIKELY(seed == 0)) {
+    seed = reinterpret_cast<std::uintptr_t>(&seed) * 0x9e3779b97f4a7c15ull | 1;
+    rng = fast_rand(seed);
+  }
+  return rng.below(n);
+}
+
+using poll_fn = chan_op (*)(chan_core*, void* elem, chan_waiter*& partner) noexcept;
+
+// One channel case, type-erased.
+struct select_case {
+  chan_core* c;
+  void* elem;  // send: T*; receive: std::optional<T>*
+  poll_fn poll;
+  bool is_send;
+};
+
+struct select_locks {
+  chan_core* const* order;  // distinct channels in address order
+  std::size_t n;
+  void lock_all() const noexcept {
+    for (std::size_t i = 0; i < n; ++i) order[i]->lock.lock();
+  }
+  bool unlock_all() const noexcept {
+    for (std::size_t i = n; i-- > 0;) order[i]->lock.unlock();
+    return true;
+  }
+};
+
+// selectgo. scratch_* have room for n entries each. Returns the chosen case
+// (n: the default case) and sets send_closed when that case is a send on a
+// closed channel (the caller raises, outside every lock).
+inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             chan_core** lockorder, chan_waiter* waiters, bool& send_closed) {
+  send_closed = false;
+  // Poll order: inside-out Fisher-Yates (Go's pollorder).
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t j = select_rand(static_cast<std::uint32_t>(i + 1));
+    pollorder[i] = pollorder[j];
+    pollorder[j] = static_cast<std::uint16_t>(i);
+  }
+  // Lock order: insertion sort by address (n is small), duplicates dropped.
+  std::size_t nl = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    chan_core* c = sc[i].c;
+    std::size_t k = nl;
+    while (k > 0 && lockorder[k - 1] > c) --k;
+    if (k > 0 && lockorder[k - 1] == c) continue;
+    for (std::size_t m = nl; m > k; --m) lockorder[m] = lockorder[m - 1];
+    lockorder[k] = c;
+    ++nl;
+  }
+  select_locks locks{lockorder, nl};
+  locks.lock_all();
+
+  // Pass 1: the first ready case in poll order.
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = pollorder[i];
+    chan_waiter* partner = nullptr;
+    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
+    if (r == chan_op::blocked) continue;
+    locks.unlock_all();
+    if (partner) wake_chan_waiter(partner);
+    send_closed = r == chan_op::closed;
+    return k;
+  }
+  if (has_default) {
+    locks.unlock_all();
+    return n;
+  }
+
+  // Pass 2: wait on every case.
+  select_state st;
+  g* gp = current_g();
+  for (std::size_t k = 0; k < n; ++k) {
+    chan_waiter& w = waiters[k];
+    w.gp = gp;
+    w.elem = sc[k].elem;
+    w.sel = &st;
+    w.success = false;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
+  }
+  block_chan(
+      gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+
+  // Pass 3: the winner was popped by its waker; take the others back.
+  locks.lock_all();
+  chan_waiter* winner = st.winner;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (&waiters[k] == winner) continue;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
+  }
+  locks.unlock_all();
+  std::size_t k = static_cast<std::size_t>(winner - waiters);
+  send_closed = sc[k].is_send && !winner->success;
+  return k;
+}
+
+}  // namespace detail
+
+// Cases, built by on_recv / on_send / on_default.
+template <class T, class F>
+struct recv_case {
+  detail::hchan<T>* c;
+  F f;
+  std::optional<T> slot{};
+};
+template <class T, class F>
+struct send_case {
+  detail::hchan<T>* c;
+  T value;
+  F f;
+};
+template <class F>
+struct default_case {
+  F f;
+};
+
+// Receives from ch; f(std::optional<T>) gets nullopt when ch is closed and drained.
+template <class T, class F>
+recv_case<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::on_recv: the callable must accept std::optional<T>");
+  return {ch.impl(), std::forward<F>(f)};
+}
+// Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
+template <class T, class V, class F>
+send_case<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
+  return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+}
+// Runs when no other case is ready: the select does not block.
+template <class F>
+default_case<std::decay_t<F>> on_default(F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_default: the callable must take no arguments");
+  return {std::forward<F>(f)};
+}
+
+namespace detail {
+
+template <class C>
+struct case_traits {
+  static constexpr bool is_case = false;
+};
+template <class T, class F>
+struct case_traits<recv_case<T, F>> {
+  static constexpr bool is_case = true, is_default = false;
+  static select_case erase(recv_case<T, F>& rc) noexcept {
+    return {rc.c, &rc.slot, &hchan<T>::poll_recv, false};
+  }
+  static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
+};
+template <class T, class F>
+struct case_traits<send_case<T, F>> {
+  static constexpr bool is_case = true, is_default = false;
+  static select_case erase(send_case<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
+  static void run(send_case<T, F>& s) { s.f(); }
+};
+template <class F>
+struct case_traits<default_case<F>> {
+  static constexpr bool is_case = true, is_default = true;
+  static void run(default_case<F>& d) { d.f(); }
+};
+
+}  // namespace detail
+
+// Go's select: runs exactly one case and returns its index among the
+// arguments. Blocks (parks, or sleeps on a plain thread) until a case is
+// ready unless there is an on_default case. Uniform among ready cases.
+template <class... Cases>
+std::size_t select(Cases&&... cases) {
+  static_assert(sizeof...(Cases) > 0, "goro::select: give at least one case");
+  static_assert((detail::case_traits<std::remove_cvref_t<Cases>>::is_case && ...),
+                "goro::select: arguments must be goro::on_recv / on_send / on_default cases");
+  constexpr std::size_t ndefault = (std::size_t{detail::case_traits<std::remove_cvref_t<Cases>>::is_default} + ...);
+  static_assert(ndefault <= 1, "goro::select: at most one on_default case");
+  constexpr std::size_t n = sizeof...(Cases) - ndefault;
+  static_assert(n < 65536, "goro::select: too many cases");
+
+  // Channel cases in argument order (default skipped); arg_index maps back.
+  std::array<detail::select_case, n == 0 ? 1 : n> sc;
+  std::array<std::size_t, n == 0 ? 1 : n> arg_index;
+  std::size_t default_index = sizeof...(Cases);
+  {
+    std::size_t ai = 0, ci = 0;
+    auto add = [&](auto& c) {
+      using traits = detail::case_traits<std::remove_cvref_t<decltype(c)>>;
+      if constexpr (traits::is_default) {
+        default_index = ai;
+      } else {
+        sc[ci] = traits::erase(c);
+        arg_index[ci++] = ai;
+      }
+      ++ai;
+    };
+    (add(cases), ...);
+  }
+
+  std::size_t chosen;  // argument index
+  if constexpr (n == 0) {
+    chosen = default_index;
+  } else {
+    std::array<std::uint16_t, n> pollorder;
+    std::array<detail::chan_core*, n> lockorder;
+    std::array<detail::chan_waiter, n> waiters;
+    bool send_closed = false;
+    std::size_t k =
+        detail::select_go(sc.data(), n, ndefault != 0, pollorder.data(), lockorder.data(), waiters.data(), send_closed);
+    if (send_closed) detail::raise_send_closed();
+    chosen = k == n ? default_index : arg_index[k];
+  }
+
+  // Run the chosen case's callable, outside every lock.
+  std::size_t ai = 0;
+  auto run = [&](auto& c) {
+    if (ai++ == chosen) detail::case_traits<std::remove_cvref_t<decltype(c)>>::run(c);
+  };
+  (run(cases), ...);
+  return chosen;
+}
+
+}  // namespace goro
+// ---- end goro/select.hpp ----
 // ---- begin goro/sync.hpp ----
 // Synchronisation primitives that work from goroutines (which park) and
 // from plain threads (which block).

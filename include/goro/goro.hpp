@@ -2,10 +2,12 @@
 // library. Include this header; compile with -std=c++20 -pthread.
 #pragma once
 
+#include "chan.hpp"
 #include "clock.hpp"
 #include "error.hpp"
 #include "policy.hpp"
 #include "runtime.hpp"
+#include "select.hpp"
 #include "stack.hpp"
 #include "sync.hpp"
 #include "time.hpp"

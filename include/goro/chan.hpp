@@ -1,0 +1,446 @@
+// goro::chan<T>: Go's channels (mirror src/runtime/chan.go).
+//
+// A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
+// blocked receivers (recvq) and one of blocked senders (sendq), all under
+// one spinlock. A blocked party queues a chan_waiter (Go's sudog) that
+// lives on its own stack and parks (goroutine) or sleeps on a futex (plain
+// thread). The party that completes the communication does all the work
+// under the lock -- it moves the value straight into the receiver's slot,
+// or out of the sender's -- then unlocks and only then wakes the waiter,
+// which goes to the waker's runnext and inherits its time slice.
+//
+// Invariants (DESIGN.md section 5), while the lock is not held:
+//   - at most one of recvq / sendq is non-empty (a select that waits to
+//     send and to receive on the same channel is the only exception);
+//   - a buffered channel holding items has no receivers queued;
+//   - a buffered channel with free slots has no senders queued;
+//   - a closed channel has no waiters at all.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "detail/config.hpp"
+#include "detail/futex.hpp"
+#include "detail/g.hpp"
+#include "detail/m.hpp"
+#include "detail/spinlock.hpp"
+#include "error.hpp"
+
+namespace goro {
+
+template <class T>
+class chan;
+
+namespace detail {
+
+struct chan_waiter;
+
+// Shared by every waiter of one blocked select (Go's g.selectDone and
+// g.param): the first channel operation to claim `done` wins and records
+// its waiter in `winner`; the others skip this select's waiters.
+struct select_state {
+  std::atomic<std::uint32_t> done{0};
+  std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread
+  chan_waiter* winner = nullptr;        // written under the winning channel's lock, read after the wake-up
+};
+
+// Go's sudog: one blocked channel operation. On the blocked party's stack;
+// linked into a channel's queue only under that channel's lock.
+struct chan_waiter {
+  g* gp = nullptr;  // nullptr: a plain thread
+  chan_waiter* next = nullptr;
+  chan_waiter* prev = nullptr;
+  void* elem = nullptr;          // send: T* (moved from); receive: std::optional<T>* (emplaced into)
+  select_state* sel = nullptr;   // non-null when part of a select
+  bool success = false;          // true: a value was passed; false: woken by close
+  std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
+};
+
+// FIFO of waiters (Go's waitq). `first_` is atomic only so that the
+// lock-free "would it block?" checks of try_send/try_recv may read it;
+// every write happens under the channel's lock.
+class chan_waitq {
+ public:
+  bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
+
+  void enqueue(chan_waiter* w) noexcept {
+    w->next = nullptr;
+    w->prev = last_;
+    if (last_)
+      last_->next = w;
+    else
+      first_.store(w, std::memory_order_relaxed);
+    last_ = w;
+  }
+
+  // Go's dequeue: pops the first waiter that can still be taken. A waiter
+  // of a select that another case already won is dropped (its select will
+  // find it gone when it dequeues the rest). The winner is recorded.
+  chan_waiter* dequeue() noexcept {
+    for (;;) {
+      chan_waiter* w = first_.load(std::memory_order_relaxed);
+      if (!w) return nullptr;
+      chan_waiter* y = w->next;
+      first_.store(y, std::memory_order_relaxed);
+      if (y)
+        y->prev = nullptr;
+      else
+        last_ = nullptr;
+      w->next = nullptr;
+      if (select_state* s = w->sel) {
+        // acq_rel: orders this claim against the other channels' claims;
+        // the winner's data reaches the selecting party through the wake.
+        std::uint32_t expected = 0;
+        if (!s->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
+        s->winner = w;
+      }
+      return w;
+    }
+  }
+
+  // Go's dequeueSudoG: removes w if it is still queued (a select cleaning
+  // up its losing cases). A popped waiter has prev == next == nullptr.
+  void remove(chan_waiter* w) noexcept {
+    chan_waiter* x = w->prev;
+    chan_waiter* y = w->next;
+    if (x) {
+      x->next = y;
+      if (y)
+        y->prev = x;
+      else
+        last_ = x;
+    } else if (y) {
+      y->prev = nullptr;
+      first_.store(y, std::memory_order_relaxed);
+    } else if (first_.load(std::memory_order_relaxed) == w) {
+      first_.store(nullptr, std::memory_order_relaxed);
+      last_ = nullptr;
+    }
+    w->next = w->prev = nullptr;
+  }
+
+ private:
+  std::atomic<chan_waiter*> first_{nullptr};
+  chan_waiter* last_ = nullptr;
+};
+
+// Result of one channel operation attempted under the lock.
+enum class chan_op : std::uint8_t {
+  blocked,  // would block
+  done,     // the value was passed (a receive from a closed, drained channel counts: nullopt)
+  closed,   // send on a closed channel
+};
+
+// The part of a channel that does not depend on T (what select locks and
+// queues on).
+struct chan_core {
+  spinlock lock;
+  std::atomic<bool> closed{false};
+  std::atomic<std::size_t> count{0};  // items in the buffer; written under the lock
+  std::size_t cap = 0;
+  std::size_t sendx = 0, recvx = 0;  // ring indices
+  chan_waitq recvq, sendq;
+
+  explicit chan_core(std::size_t capacity) noexcept : cap(capacity) {}
+
+  // Go's full(): a send would block (ignoring closed).
+  bool full() const noexcept {
+    return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap;
+  }
+  // Go's empty(): a receive would block (ignoring closed).
+  bool empty() const noexcept {
+    return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0;
+  }
+};
+
+// Wakes a waiter popped from a channel queue, after every lock is released.
+// After this call w may be gone (its owner returned).
+inline void wake_chan_waiter(chan_waiter* w) noexcept {
+  if (g* gp = w->gp) {
+    gp->sched->ready(gp);
+  } else {
+    std::atomic<std::uint32_t>* word = w->sel ? &w->sel->woken : &w->woken;
+    word->store(1, std::memory_order_release);
+    futex_wake(word, 1);  // harmless if the thread already returned
+  }
+}
+
+// Blocks the caller until its futex word or park is released by a wake.
+// `unlock(arg)` releases the channel lock(s) the caller holds: from g0 once
+// the goroutine is off its stack, or just before sleeping for a thread.
+inline void block_chan(g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+  if (gp) {
+    park(current_m(), unlock, arg);
+  } else {
+    unlock(arg);
+    while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+  }
+}
+
+inline bool unlock_spinlock(void* l) noexcept {
+  static_cast<spinlock*>(l)->unlock();
+  return true;
+}
+
+[[noreturn]] GORO_NOINLINE inline void raise_send_closed() {
+  raise<channel_closed>("goro: send on closed channel");
+}
+[[noreturn]] GORO_NOINLINE inline void raise_close_closed() {
+  raise<channel_closed>("goro: close of closed channel");
+}
+
+// The typed channel: chan_core plus the ring buffer of T (raw storage:
+// T need not be default-constructible; slots [recvx, recvx+count) hold live
+// objects). T's move constructor runs under the lock: a throwing one
+// terminates (these functions are noexcept).
+template <class T>
+struct hchan : chan_core {
+  T* buf = nullptr;
+
+  explicit hchan(std::size_t capacity) : chan_core(capacity) {
+    if (capacity) buf = std::allocator<T>().allocate(capacity);
+  }
+  ~hchan() {
+    if (!buf) return;
+    std::size_t n = count.load(std::memory_order_relaxed);
+    for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
+    std::allocator<T>().deallocate(buf, cap);
+  }
+  hchan(const hchan&) = delete;
+  hchan& operator=(const hchan&) = delete;
+
+  // chansend's body, lock held. On done, `partner` (if set) must be woken
+  // after unlocking. On blocked or closed, v is untouched.
+  chan_op send_locked(T& v, chan_waiter*& partner) noexcept {
+    if (closed.load(std::memory_order_relaxed)) return chan_op::closed;
+    if (chan_waiter* r = recvq.dequeue()) {
+      // Direct hand-off: a receiver is waiting, so the buffer is empty.
+      static_cast<std::optional<T>*>(r->elem)->emplace(std::move(v));
+      r->success = true;
+      partner = r;
+      return chan_op::done;
+    }
+    std::size_t n = count.load(std::memory_order_relaxed);
+    if (n < cap) {
+      ::new (static_cast<void*>(buf + sendx)) T(std::move(v));
+      if (++sendx == cap) sendx = 0;
+      count.store(n + 1, std::memory_order_relaxed);
+      return chan_op::done;
+    }
+    return chan_op::blocked;
+  }
+
+  // chanrecv's body, lock held: fills `out` (left empty when the channel
+  // is closed and drained, which is also done).
+  chan_op recv_locked(std::optional<T>& out, chan_waiter*& partner) noexcept {
+    if (chan_waiter* s = sendq.dequeue()) {
+      T& sv = *static_cast<T*>(s->elem);
+      if (cap == 0) {
+        out.emplace(std::move(sv));  // straight from the sender
+      } else {
+        // The buffer is full: take its head, and put the sender's value in
+        // the freed slot, which becomes the tail (Go's recv()).
+        T* head = buf + recvx;
+        out.emplace(std::move(*head));
+        head->~T();
+        ::new (static_cast<void*>(head)) T(std::move(sv));
+        if (++recvx == cap) recvx = 0;
+        sendx = recvx;
+      }
+      s->success = true;
+      partner = s;
+      return chan_op::done;
+    }
+    std::size_t n = count.load(std::memory_order_relaxed);
+    if (n > 0) {
+      T* head = buf + recvx;
+      out.emplace(std::move(*head));
+      head->~T();
+      if (++recvx == cap) recvx = 0;
+      count.store(n - 1, std::memory_order_relaxed);
+      return chan_op::done;
+    }
+    if (closed.load(std::memory_order_relaxed)) return chan_op::done;  // out stays empty
+    return chan_op::blocked;
+  }
+
+  // Type-erased forms for select (elem: T* / std::optional<T>*).
+  static chan_op poll_send(chan_core* c, void* elem, chan_waiter*& partner) noexcept {
+    return static_cast<hchan*>(c)->send_locked(*static_cast<T*>(elem), partner);
+  }
+  static chan_op poll_recv(chan_core* c, void* elem, chan_waiter*& partner) noexcept {
+    return static_cast<hchan*>(c)->recv_locked(*static_cast<std::optional<T>*>(elem), partner);
+  }
+
+  void send(T& v) {
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    chan_op r = send_locked(v, partner);
+    if (GORO_LIKELY(r == chan_op::done)) {
+      lock.unlock();
+      if (partner) wake_chan_waiter(partner);
+      return;
+    }
+    if (r == chan_op::closed) {
+      lock.unlock();
+      raise_send_closed();
+    }
+    // Block: a receiver (or close) takes it from here.
+    chan_waiter w;
+    w.gp = current_g();
+    w.elem = &v;
+    sendq.enqueue(&w);
+    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    if (!w.success) raise_send_closed();  // woken by close
+  }
+
+  // Receives into `out`, which must be empty (left empty after close).
+  void recv_into(std::optional<T>& out) {
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    if (GORO_LIKELY(recv_locked(out, partner) == chan_op::done)) {
+      lock.unlock();
+      if (partner) wake_chan_waiter(partner);
+      return;
+    }
+    chan_waiter w;
+    w.gp = current_g();
+    w.elem = &out;
+    recvq.enqueue(&w);
+    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    // out was filled by the sender, or stays empty after close.
+  }
+
+  std::optional<T> recv() {
+    std::optional<T> out;
+    recv_into(out);
+    return out;
+  }
+
+  bool try_send(T& v) {
+    // Go's fast path: not closed, then full, observed in that order, imply
+    // an instant when the channel was open and a send would block (a closed
+    // channel never becomes "not closed" again).
+    if (!closed.load(std::memory_order_acquire) && full()) return false;
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    chan_op r = send_locked(v, partner);
+    lock.unlock();
+    if (r == chan_op::closed) raise_send_closed();
+    if (partner) wake_chan_waiter(partner);
+    return r == chan_op::done;
+  }
+
+  std::optional<T> try_recv() {
+    std::optional<T> out;
+    // Empty observed at one instant: nothing to take then, whether closed
+    // or not, and try_recv answers nullopt in both cases.
+    if (empty()) return out;
+    chan_waiter* partner = nullptr;
+    lock.lock();
+    recv_locked(out, partner);
+    lock.unlock();
+    if (partner) wake_chan_waiter(partner);
+    return out;
+  }
+
+  // Go's closechan: every waiter is released; receivers get nothing,
+  // senders wake with success == false and raise.
+  void close() {
+    lock.lock();
+    if (closed.load(std::memory_order_relaxed)) {
+      lock.unlock();
+      raise_close_closed();
+    }
+    closed.store(true, std::memory_order_release);
+    chan_waiter* list = nullptr;
+    while (chan_waiter* w = recvq.dequeue()) {
+      w->success = false;
+      w->next = list;
+      list = w;
+    }
+    while (chan_waiter* w = sendq.dequeue()) {
+      w->success = false;
+      w->next = list;
+      list = w;
+    }
+    lock.unlock();
+    while (list) {
+      chan_waiter* next = list->next;  // read before the wake: list may vanish
+      wake_chan_waiter(list);
+      list = next;
+    }
+  }
+};
+
+}  // namespace detail
+
+// A channel handle: copies refer to the same channel (Go's chan T).
+template <class T>
+class chan {
+  static_assert(std::is_move_constructible_v<T>, "goro::chan<T>: T must be move-constructible");
+  static_assert(!std::is_reference_v<T> && std::is_same_v<T, std::remove_cv_t<T>>,
+                "goro::chan<T>: T must be a non-const object type");
+
+ public:
+  // capacity 0: unbuffered (every send meets a receiver).
+  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<detail::hchan<T>>(capacity)) {}
+
+  // Blocks until a receiver takes v or there is room in the buffer.
+  // On a closed channel (also one closed while blocked): goro::channel_closed.
+  void send(T v) { c_->send(v); }
+  // Blocks until a value arrives; nullopt once the channel is closed and drained.
+  std::optional<T> recv() { return c_->recv(); }
+  // Never blocks: false (v intact) if a send would block. On a closed
+  // channel: goro::channel_closed (as Go's select-with-default send).
+  bool try_send(T& v) { return c_->try_send(v); }
+  bool try_send(T&& v) { return c_->try_send(v); }
+  // Never blocks: nullopt if nothing is ready (or closed and drained).
+  std::optional<T> try_recv() { return c_->try_recv(); }
+  // Wakes every waiter. Twice: goro::channel_closed.
+  void close() { c_->close(); }
+
+  std::size_t size() const noexcept { return c_->count.load(std::memory_order_relaxed); }
+  std::size_t capacity() const noexcept { return c_->cap; }
+
+  // Range-for receives until the channel is closed and drained:
+  // `for (T v : ch)`. Each value is handed out once (as an rvalue).
+  class iterator {
+   public:
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    T&& operator*() noexcept { return std::move(*cur_); }
+    iterator& operator++() {
+      cur_.reset();
+      c_->recv_into(cur_);
+      return *this;
+    }
+    void operator++(int) { ++*this; }
+    friend bool operator==(const iterator& it, std::default_sentinel_t) noexcept { return !it.cur_; }
+
+   private:
+    friend class chan;
+    explicit iterator(detail::hchan<T>* c) : c_(c) { c_->recv_into(cur_); }
+    detail::hchan<T>* c_;
+    std::optional<T> cur_;
+  };
+  iterator begin() { return iterator(c_.get()); }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  friend bool operator==(const chan& a, const chan& b) noexcept { return a.c_ == b.c_; }
+
+  detail::hchan<T>* impl() const noexcept { return c_.get(); }
+
+ private:
+  std::shared_ptr<detail::hchan<T>> c_;
+};
+
+}  // namespace goro

@@ -1,0 +1,266 @@
+// goro::select: Go's select statement (mirror src/runtime/select.go,
+// selectgo).
+//
+//   goro::select(goro::on_recv(a, [](std::optional<int> v) {...}),
+//                goro::on_send(b, 42, [] {...}),
+//                goro::on_default([] {...}));   // returns the index that ran
+//
+// selectgo in four steps:
+//   1. a random poll order (uniform permutation) and a lock order (the
+//      channels by address, each channel once however many cases name it);
+//   2. lock every channel; the first case in poll order that can proceed
+//      runs -- so the choice is uniform among the ready cases; else the
+//      default case if there is one;
+//   3. else queue a waiter on every case, all sharing one select_state:
+//      the first channel operation to claim it wins, later ones skip this
+//      select's waiters; park (or sleep) while g0 releases the locks;
+//   4. woken: lock every channel again, take the losing waiters off their
+//      queues (their memory is on our stack: no waker may still look at
+//      them once we hold all the locks), unlock.
+// The winning case's callable runs last, outside every lock.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "chan.hpp"
+#include "detail/config.hpp"
+#include "detail/random.hpp"
+
+namespace goro {
+
+namespace detail {
+
+// A uniform random number in [0, n) from a per-thread generator. Read
+// through a non-inlined function (DESIGN.md 7: no thread_local address may
+// be cached across a switch); the whole update happens inside it.
+GORO_NOINLINE inline std::uint32_t select_rand(std::uint32_t n) noexcept {
+  asm volatile("" ::: "memory");
+  static thread_local std::uint64_t seed = 0;  // constant-initialized: no TLS guard
+  static thread_local fast_rand rng(0);
+  if (GORO_UNLIKELY(seed == 0)) {
+    seed = reinterpret_cast<std::uintptr_t>(&seed) * 0x9e3779b97f4a7c15ull | 1;
+    rng = fast_rand(seed);
+  }
+  return rng.below(n);
+}
+
+using poll_fn = chan_op (*)(chan_core*, void* elem, chan_waiter*& partner) noexcept;
+
+// One channel case, type-erased.
+struct select_case {
+  chan_core* c;
+  void* elem;  // send: T*; receive: std::optional<T>*
+  poll_fn poll;
+  bool is_send;
+};
+
+struct select_locks {
+  chan_core* const* order;  // distinct channels in address order
+  std::size_t n;
+  void lock_all() const noexcept {
+    for (std::size_t i = 0; i < n; ++i) order[i]->lock.lock();
+  }
+  bool unlock_all() const noexcept {
+    for (std::size_t i = n; i-- > 0;) order[i]->lock.unlock();
+    return true;
+  }
+};
+
+// selectgo. scratch_* have room for n entries each. Returns the chosen case
+// (n: the default case) and sets send_closed when that case is a send on a
+// closed channel (the caller raises, outside every lock).
+inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             chan_core** lockorder, chan_waiter* waiters, bool& send_closed) {
+  send_closed = false;
+  // Poll order: inside-out Fisher-Yates (Go's pollorder).
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t j = select_rand(static_cast<std::uint32_t>(i + 1));
+    pollorder[i] = pollorder[j];
+    pollorder[j] = static_cast<std::uint16_t>(i);
+  }
+  // Lock order: insertion sort by address (n is small), duplicates dropped.
+  std::size_t nl = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    chan_core* c = sc[i].c;
+    std::size_t k = nl;
+    while (k > 0 && lockorder[k - 1] > c) --k;
+    if (k > 0 && lockorder[k - 1] == c) continue;
+    for (std::size_t m = nl; m > k; --m) lockorder[m] = lockorder[m - 1];
+    lockorder[k] = c;
+    ++nl;
+  }
+  select_locks locks{lockorder, nl};
+  locks.lock_all();
+
+  // Pass 1: the first ready case in poll order.
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = pollorder[i];
+    chan_waiter* partner = nullptr;
+    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
+    if (r == chan_op::blocked) continue;
+    locks.unlock_all();
+    if (partner) wake_chan_waiter(partner);
+    send_closed = r == chan_op::closed;
+    return k;
+  }
+  if (has_default) {
+    locks.unlock_all();
+    return n;
+  }
+
+  // Pass 2: wait on every case.
+  select_state st;
+  g* gp = current_g();
+  for (std::size_t k = 0; k < n; ++k) {
+    chan_waiter& w = waiters[k];
+    w.gp = gp;
+    w.elem = sc[k].elem;
+    w.sel = &st;
+    w.success = false;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
+  }
+  block_chan(
+      gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+
+  // Pass 3: the winner was popped by its waker; take the others back.
+  locks.lock_all();
+  chan_waiter* winner = st.winner;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (&waiters[k] == winner) continue;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
+  }
+  locks.unlock_all();
+  std::size_t k = static_cast<std::size_t>(winner - waiters);
+  send_closed = sc[k].is_send && !winner->success;
+  return k;
+}
+
+}  // namespace detail
+
+// Cases, built by on_recv / on_send / on_default.
+template <class T, class F>
+struct recv_case {
+  detail::hchan<T>* c;
+  F f;
+  std::optional<T> slot{};
+};
+template <class T, class F>
+struct send_case {
+  detail::hchan<T>* c;
+  T value;
+  F f;
+};
+template <class F>
+struct default_case {
+  F f;
+};
+
+// Receives from ch; f(std::optional<T>) gets nullopt when ch is closed and drained.
+template <class T, class F>
+recv_case<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::on_recv: the callable must accept std::optional<T>");
+  return {ch.impl(), std::forward<F>(f)};
+}
+// Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
+template <class T, class V, class F>
+send_case<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
+  return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+}
+// Runs when no other case is ready: the select does not block.
+template <class F>
+default_case<std::decay_t<F>> on_default(F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_default: the callable must take no arguments");
+  return {std::forward<F>(f)};
+}
+
+namespace detail {
+
+template <class C>
+struct case_traits {
+  static constexpr bool is_case = false;
+};
+template <class T, class F>
+struct case_traits<recv_case<T, F>> {
+  static constexpr bool is_case = true, is_default = false;
+  static select_case erase(recv_case<T, F>& rc) noexcept {
+    return {rc.c, &rc.slot, &hchan<T>::poll_recv, false};
+  }
+  static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
+};
+template <class T, class F>
+struct case_traits<send_case<T, F>> {
+  static constexpr bool is_case = true, is_default = false;
+  static select_case erase(send_case<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
+  static void run(send_case<T, F>& s) { s.f(); }
+};
+template <class F>
+struct case_traits<default_case<F>> {
+  static constexpr bool is_case = true, is_default = true;
+  static void run(default_case<F>& d) { d.f(); }
+};
+
+}  // namespace detail
+
+// Go's select: runs exactly one case and returns its index among the
+// arguments. Blocks (parks, or sleeps on a plain thread) until a case is
+// ready unless there is an on_default case. Uniform among ready cases.
+template <class... Cases>
+std::size_t select(Cases&&... cases) {
+  static_assert(sizeof...(Cases) > 0, "goro::select: give at least one case");
+  static_assert((detail::case_traits<std::remove_cvref_t<Cases>>::is_case && ...),
+                "goro::select: arguments must be goro::on_recv / on_send / on_default cases");
+  constexpr std::size_t ndefault = (std::size_t{detail::case_traits<std::remove_cvref_t<Cases>>::is_default} + ...);
+  static_assert(ndefault <= 1, "goro::select: at most one on_default case");
+  constexpr std::size_t n = sizeof...(Cases) - ndefault;
+  static_assert(n < 65536, "goro::select: too many cases");
+
+  // Channel cases in argument order (default skipped); arg_index maps back.
+  std::array<detail::select_case, n == 0 ? 1 : n> sc;
+  std::array<std::size_t, n == 0 ? 1 : n> arg_index;
+  std::size_t default_index = sizeof...(Cases);
+  {
+    std::size_t ai = 0, ci = 0;
+    auto add = [&](auto& c) {
+      using traits = detail::case_traits<std::remove_cvref_t<decltype(c)>>;
+      if constexpr (traits::is_default) {
+        default_index = ai;
+      } else {
+        sc[ci] = traits::erase(c);
+        arg_index[ci++] = ai;
+      }
+      ++ai;
+    };
+    (add(cases), ...);
+  }
+
+  std::size_t chosen;  // argument index
+  if constexpr (n == 0) {
+    chosen = default_index;
+  } else {
+    std::array<std::uint16_t, n> pollorder;
+    std::array<detail::chan_core*, n> lockorder;
+    std::array<detail::chan_waiter, n> waiters;
+    bool send_closed = false;
+    std::size_t k =
+        detail::select_go(sc.data(), n, ndefault != 0, pollorder.data(), lockorder.data(), waiters.data(), send_closed);
+    if (send_closed) detail::raise_send_closed();
+    chosen = k == n ? default_index : arg_index[k];
+  }
+
+  // Run the chosen case's callable, outside every lock.
+  std::size_t ai = 0;
+  auto run = [&](auto& c) {
+    if (ai++ == chosen) detail::case_traits<std::remove_cvref_t<decltype(c)>>::run(c);
+  };
+  (run(cases), ...);
+  return chosen;
+}
+
+}  // namespace goro
