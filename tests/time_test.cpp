@@ -271,3 +271,240 @@ TEST_CASE("time: sleepers mixed with busy goroutines on every P", "[time]") {
     CHECK(early.load() == 0);
   });
 }
+
+// ---- after / timer / ticker (channels) ----
+
+TEST_CASE("time: after delivers the time once, not early", "[time][after]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto t0 = steady::now();
+    auto c = goro::after(20ms);
+    CHECK(c.capacity() == 1);
+    auto v = c.recv();
+    REQUIRE(v);
+    CHECK(*v >= t0 + 20ms);
+    CHECK(steady::now() - t0 >= 20ms);
+    CHECK(steady::now() - t0 < 20ms + late_bound);
+    CHECK_FALSE(c.try_recv());
+    // Zero and negative durations fire at once.
+    CHECK(goro::after(0ms).recv());
+    CHECK(goro::after(-1s).recv());
+  });
+}
+
+TEST_CASE("time: after from a plain thread", "[time][after]") {
+  auto t0 = steady::now();
+  auto c = goro::after(15ms);
+  auto v = c.recv();  // the thread blocks on the channel
+  REQUIRE(v);
+  CHECK(*v >= t0 + 15ms);
+  // And a goroutine receiving a plain thread's timer.
+  goro::runtime rt{goro::options{2}};
+  auto c2 = goro::after(10ms);
+  rt.run([&] { CHECK(c2.recv()); });
+}
+
+TEST_CASE("time: select with an after timeout", "[time][after]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> never;
+    auto t0 = steady::now();
+    bool timed_out = false;
+    goro::select(goro::on_recv(never, [](std::optional<int>) {}),
+                 goro::on_recv(goro::after(15ms), [&](std::optional<steady::time_point>) { timed_out = true; }));
+    CHECK(timed_out);
+    CHECK(steady::now() - t0 >= 15ms);
+  });
+}
+
+TEST_CASE("time: timer stop before it fires returns true and nothing is delivered", "[time][timer]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::timer t(30ms);
+    CHECK(t.stop());
+    CHECK_FALSE(t.stop());  // already stopped
+    goro::sleep_for(60ms);
+    CHECK_FALSE(t.c().try_recv());
+  });
+}
+
+TEST_CASE("time: timer stop after it fired returns false", "[time][timer]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto t0 = steady::now();
+    goro::timer t(10ms);
+    auto v = t.c().recv();
+    REQUIRE(v);
+    CHECK(*v >= t0 + 10ms);
+    CHECK_FALSE(t.stop());
+    // Fired but not received yet: stop is still false, the value waits.
+    goro::timer u(1ms);
+    goro::sleep_for(20ms);
+    CHECK_FALSE(u.stop());
+    CHECK(u.c().try_recv());
+  });
+}
+
+TEST_CASE("time: timer reset re-arms it", "[time][timer]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::timer t(1h);
+    auto t0 = steady::now();
+    CHECK(t.reset(20ms));  // was pending
+    auto v = t.c().recv();
+    REQUIRE(v);
+    CHECK(*v >= t0 + 20ms);
+    CHECK(*v < t0 + 20ms + late_bound);
+    CHECK_FALSE(t.reset(10ms));  // had fired
+    CHECK(t.c().recv());
+    // A reset to later moves the deadline: the old one does not fire.
+    goro::timer u(10ms);
+    auto t1 = steady::now();
+    CHECK(u.reset(50ms));
+    auto w = u.c().recv();
+    REQUIRE(w);
+    CHECK(*w >= t1 + 50ms);
+    // Stopped timers can be reset.
+    goro::timer s(10ms);
+    CHECK(s.stop());
+    CHECK_FALSE(s.reset(5ms));
+    CHECK(s.c().recv());
+  });
+}
+
+TEST_CASE("time: timer from a plain thread", "[time][timer]") {
+  auto t0 = steady::now();
+  goro::timer t(10ms);
+  auto v = t.c().recv();
+  REQUIRE(v);
+  CHECK(*v >= t0 + 10ms);
+  goro::timer u(20ms);
+  CHECK(u.stop());
+  goro::sleep_for(30ms);
+  CHECK_FALSE(u.c().try_recv());
+}
+
+TEST_CASE("time: ticker delivers repeatedly", "[time][ticker]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto t0 = steady::now();
+    goro::ticker tk(10ms);
+    steady::time_point last = t0;
+    for (int i = 1; i <= 5; ++i) {
+      auto v = tk.c().recv();
+      REQUIRE(v);
+      CHECK(*v > last);
+      last = *v;
+    }
+    CHECK(last >= t0 + 50ms);
+    tk.stop();
+  });
+}
+
+TEST_CASE("time: ticker drops ticks for a slow reader", "[time][ticker]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::ticker tk(5ms);
+    goro::sleep_for(60ms);  // ~12 ticks due; the channel holds one
+    CHECK(tk.c().size() == 1);
+    CHECK(tk.c().try_recv());
+    CHECK_FALSE(tk.c().try_recv());
+    auto t0 = steady::now();
+    CHECK(tk.c().recv());  // the next tick comes within a period (not a burst of old ones)
+    CHECK(steady::now() - t0 < 5ms + late_bound);
+  });
+}
+
+TEST_CASE("time: ticker stop and reset", "[time][ticker]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::ticker tk(5ms);
+    CHECK(tk.c().recv());
+    tk.stop();
+    tk.c().try_recv();  // one may have been sent before stop
+    goro::sleep_for(30ms);
+    CHECK_FALSE(tk.c().try_recv());
+    auto t0 = steady::now();
+    tk.reset(20ms);
+    auto v = tk.c().recv();
+    REQUIRE(v);
+    CHECK(*v >= t0 + 20ms);
+    auto w = tk.c().recv();
+    REQUIRE(w);
+    CHECK(*w >= t0 + 40ms);  // the second tick of the new period
+  });
+}
+
+#if GORO_EXCEPTIONS
+TEST_CASE("time: ticker with a non-positive interval is a usage error", "[time][ticker][errors]") {
+  CHECK_THROWS_AS(goro::ticker(0ms), goro::usage_error);
+  CHECK_THROWS_WITH(goro::ticker(-1s), "goro: non-positive interval for ticker");
+  goro::ticker tk(1h);
+  CHECK_THROWS_WITH(tk.reset(0ms), "goro: non-positive interval for ticker");
+}
+#endif
+
+TEST_CASE("time: timer fairness (an after fires while a channel is always ready)", "[time][after]") {
+  // Go's TestTimerFairness: two goroutines keep c always ready; the select
+  // must still see the timer's channel become ready.
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<bool> done, c;
+    goro::wait_group wg;
+    wg.add(2);
+    for (int i = 0; i < 2; ++i)
+      goro::go([&] {
+        for (bool stop = false; !stop;)
+          goro::select(goro::on_send(c, true, [] {}), goro::on_recv(done, [&](std::optional<bool>) { stop = true; }));
+        wg.done();
+      });
+    auto t0 = steady::now();
+    auto timeout = goro::after(20ms);
+    for (bool fired = false; !fired;)
+      goro::select(goro::on_recv(c, [](std::optional<bool>) {}),
+                   goro::on_recv(timeout, [&](std::optional<steady::time_point>) { fired = true; }));
+    done.close();
+    wg.wait();
+    CHECK(steady::now() - t0 >= 20ms);
+    CHECK(steady::now() - t0 < 20ms + late_bound);
+  });
+}
+
+TEST_CASE("time: timers stopped and reset while they fire (stress)", "[time][timer]") {
+  const int n = goro_test::scale(2000, 200);
+  goro::runtime rt{goro::options{4}};
+  rt.run([&] {
+    goro::wait_group wg;
+    wg.add(n);
+    std::atomic<int> bad{0};
+    for (int i = 0; i < n; ++i)
+      goro::go([&, i] {
+        goro::timer t(std::chrono::microseconds(i % 500));
+        if (i % 3 == 0) goro::yield();
+        bool stopped = t.stop();
+        if (stopped && t.c().try_recv()) bad.fetch_add(1);  // stopped in time: nothing may come
+        t.reset(std::chrono::microseconds(i % 200));
+        if (!t.c().recv()) bad.fetch_add(1);
+        goro::ticker tk(std::chrono::microseconds(50 + i % 100));
+        tk.c().recv();
+        tk.stop();
+        wg.done();
+      });
+    wg.wait();
+    CHECK(bad.load() == 0);
+  });
+}
+
+TEST_CASE("time: timers left at shutdown are released", "[time][timer]") {
+  goro::ticker* leaked = nullptr;
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([&] {
+      (void)goro::after(1h);                    // never fires: freed at shutdown
+      leaked = new goro::ticker(1h);            // outlives the runtime
+      goro::ticker fast(1ms);                   // stopped by its destructor
+      fast.c().recv();
+    });
+  }
+  delete leaked;  // its runtime is gone: stopping it finds it on no heap
+}

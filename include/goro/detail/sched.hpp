@@ -341,11 +341,12 @@ class scheduler final : public sched_base {
         idle = npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() &&
                nmspinning_.load(std::memory_order_relaxed) == 0;
       }
-      // A pending timer is pending work (sleeping goroutines are not
-      // blocked forever; Go's checkdead says the same).
+      // No goroutine left: done, whatever timers remain (a ticker nobody
+      // stopped). Otherwise a pending timer is pending work: sleeping
+      // goroutines are not blocked forever (Go's checkdead says the same).
+      if (idle && live_goroutines() == 0) break;
       std::int64_t next_timer = idle ? earliest_timer() : 0;
-      bool quiet = idle && next_timer == 0;
-      if (quiet) {
+      if (idle && next_timer == 0) {
         std::size_t live = live_goroutines();
         if (live == 0) break;
         // Re-check after a moment: a thread outside the runtime may be

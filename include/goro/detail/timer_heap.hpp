@@ -58,6 +58,7 @@ struct timer {
   std::int64_t when = 0;    // fires at this nanotime()
   std::int64_t period = 0;  // > 0: re-arms itself every period ns (ticker)
   func f = nullptr;
+  func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
   void* arg = nullptr;
   std::uintptr_t seq = 0;  // passed to f; the owner's generation counter, say
   std::uint32_t index = 0;  // position in the heap's array
@@ -104,6 +105,9 @@ class timer_heap {
       void* arg = t->arg;
       std::uintptr_t seq = t->seq;
       bool sync = t->sync;
+      // `running` before `where`: del() reading where == nullptr without
+      // the lock (acquire) must then see running == 1 and wait.
+      if (sync) t->running.store(1, std::memory_order_relaxed);
       if (t->period > 0) {
         // Periodic: the next tick after now, skipping missed ones (a ticker
         // drops ticks rather than bursting).
@@ -115,7 +119,6 @@ class timer_heap {
         remove_at(0);
         t->where.store(nullptr, std::memory_order_release);
       }
-      if (sync) t->running.store(1, std::memory_order_relaxed);
       publish_earliest();
       lock_.unlock();
       // After this call a non-sync t may be gone: touch it no more.
@@ -128,13 +131,18 @@ class timer_heap {
     return next;
   }
 
-  // Removes every timer (shutdown): later del() calls find them on no heap.
+  // Removes every timer (shutdown): later del() calls find them on no heap;
+  // those with a `drop` function get it called.
   void clear() noexcept {
     lock_.lock();
-    for (timer* t : heap_) t->where.store(nullptr, std::memory_order_release);
-    heap_.clear();
+    std::vector<timer*> all;
+    all.swap(heap_);
+    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
+    count_.store(0, std::memory_order_relaxed);
     publish_earliest();
     lock_.unlock();
+    for (timer* t : all)
+      if (t->drop) t->drop(t->arg, t->seq, 0);
   }
 
   // deltimer: takes t off whatever heap it is on. Returns true if it was
