@@ -26,6 +26,7 @@
 //   - a closed channel has no waiters at all.
 
 #include <atomic>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -1082,9 +1083,9 @@ struct chan_waiter {
   g* gp = nullptr;  // nullptr: a plain thread
   chan_waiter* next = nullptr;
   chan_waiter* prev = nullptr;
-  void* elem = nullptr;          // send: T* (moved from); receive: std::optional<T>* (emplaced into)
-  select_state* sel = nullptr;   // non-null when part of a select
-  bool success = false;          // true: a value was passed; false: woken by close
+  void* elem = nullptr;                 // send: T* (moved from); receive: std::optional<T>* (emplaced into)
+  select_state* sel = nullptr;          // non-null when part of a select
+  bool success = false;                 // true: a value was passed; false: woken by close
   std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
 };
 
@@ -1164,26 +1165,29 @@ enum class chan_op : std::uint8_t {
 };
 
 // The part of a channel that does not depend on T (what select locks and
-// queues on).
-struct chan_core {
+// queues on). Everything an operation touches fits one cache line: a
+// channel shared by two cores moves one line per operation.
+struct alignas(cache_line) chan_core {
   spinlock lock;
   std::atomic<bool> closed{false};
-  std::atomic<std::size_t> count{0};  // items in the buffer; written under the lock
-  std::size_t cap = 0;
-  std::size_t sendx = 0, recvx = 0;  // ring indices
+  std::uint32_t cap = 0;
+  std::atomic<std::size_t> count{0};   // items in the buffer; written under the lock
+  std::uint32_t sendx = 0, recvx = 0;  // ring indices
+  void* storage = nullptr;             // the ring: hchan<T>'s cap slots of T
   chan_waitq recvq, sendq;
 
-  explicit chan_core(std::size_t capacity) noexcept : cap(capacity) {}
+  explicit chan_core(std::size_t capacity) {
+    if (capacity > UINT32_MAX) raise_usage("chan: capacity out of range");
+    cap = static_cast<std::uint32_t>(capacity);
+  }
 
   // Go's full(): a send would block (ignoring closed).
-  bool full() const noexcept {
-    return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap;
-  }
+  bool full() const noexcept { return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap; }
   // Go's empty(): a receive would block (ignoring closed).
-  bool empty() const noexcept {
-    return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0;
-  }
+  bool empty() const noexcept { return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0; }
 };
+
+static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
 
 // Wakes a waiter popped from a channel queue, after every lock is released.
 // After this call w may be gone (its owner returned).
@@ -1198,15 +1202,27 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 }
 
 // Blocks the caller until its futex word or park is released by a wake.
-// `unlock(arg)` releases the channel lock(s) the caller holds: from g0 once
-// the goroutine is off its stack, or just before sleeping for a thread.
-inline void block_chan(g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+// `m` is current_m() (read once by the caller: it is a non-inlined call),
+// `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
+// the caller holds: from g0 once the goroutine is off its stack, or just
+// before sleeping for a thread.
+inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
   if (gp) {
-    park(current_m(), unlock, arg);
+    park(m, unlock, arg);
   } else {
     unlock(arg);
     while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
   }
+}
+
+// The calling goroutine, with its M, or gp == nullptr on a plain thread.
+struct caller {
+  m_base* m;
+  g* gp;
+};
+inline caller current_caller() noexcept {
+  m_base* m = current_m();
+  return {m, m ? m->curg : nullptr};
 }
 
 inline bool unlock_spinlock(void* l) noexcept {
@@ -1214,12 +1230,8 @@ inline bool unlock_spinlock(void* l) noexcept {
   return true;
 }
 
-[[noreturn]] GORO_NOINLINE inline void raise_send_closed() {
-  raise<channel_closed>("goro: send on closed channel");
-}
-[[noreturn]] GORO_NOINLINE inline void raise_close_closed() {
-  raise<channel_closed>("goro: close of closed channel");
-}
+[[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
+[[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
 
 // The typed channel: chan_core plus the ring buffer of T (raw storage:
 // T need not be default-constructible; slots [recvx, recvx+count) hold live
@@ -1227,17 +1239,17 @@ inline bool unlock_spinlock(void* l) noexcept {
 // terminates (these functions are noexcept).
 template <class T>
 struct hchan : chan_core {
-  T* buf = nullptr;
-
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
-    if (capacity) buf = std::allocator<T>().allocate(capacity);
+    if (cap) storage = std::allocator<T>().allocate(cap);
   }
   ~hchan() {
-    if (!buf) return;
+    if (!storage) return;
+    T* buf = slots();
     std::size_t n = count.load(std::memory_order_relaxed);
     for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
     std::allocator<T>().deallocate(buf, cap);
   }
+  T* slots() const noexcept { return static_cast<T*>(storage); }
   hchan(const hchan&) = delete;
   hchan& operator=(const hchan&) = delete;
 
@@ -1254,7 +1266,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n < cap) {
-      ::new (static_cast<void*>(buf + sendx)) T(std::move(v));
+      ::new (static_cast<void*>(slots() + sendx)) T(std::move(v));
       if (++sendx == cap) sendx = 0;
       count.store(n + 1, std::memory_order_relaxed);
       return chan_op::done;
@@ -1272,7 +1284,7 @@ struct hchan : chan_core {
       } else {
         // The buffer is full: take its head, and put the sender's value in
         // the freed slot, which becomes the tail (Go's recv()).
-        T* head = buf + recvx;
+        T* head = slots() + recvx;
         out.emplace(std::move(*head));
         head->~T();
         ::new (static_cast<void*>(head)) T(std::move(sv));
@@ -1285,7 +1297,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n > 0) {
-      T* head = buf + recvx;
+      T* head = slots() + recvx;
       out.emplace(std::move(*head));
       head->~T();
       if (++recvx == cap) recvx = 0;
@@ -1319,10 +1331,11 @@ struct hchan : chan_core {
     }
     // Block: a receiver (or close) takes it from here.
     chan_waiter w;
-    w.gp = current_g();
+    caller self = current_caller();
+    w.gp = self.gp;
     w.elem = &v;
     sendq.enqueue(&w);
-    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
     if (!w.success) raise_send_closed();  // woken by close
   }
 
@@ -1336,10 +1349,11 @@ struct hchan : chan_core {
       return;
     }
     chan_waiter w;
-    w.gp = current_g();
+    caller self = current_caller();
+    w.gp = self.gp;
     w.elem = &out;
     recvq.enqueue(&w);
-    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
     // out was filled by the sender, or stays empty after close.
   }
 
@@ -4009,23 +4023,29 @@ struct select_case {
   bool is_send;
 };
 
+// The channels of a select, locked in address order, each once: `order`
+// holds case indices sorted by channel address (cases on the same channel
+// adjacent), so a channel is skipped when it equals its predecessor.
 struct select_locks {
-  chan_core* const* order;  // distinct channels in address order
+  const select_case* sc;
+  const std::uint16_t* order;
   std::size_t n;
   void lock_all() const noexcept {
-    for (std::size_t i = 0; i < n; ++i) order[i]->lock.lock();
+    for (std::size_t i = 0; i < n; ++i)
+      if (i == 0 || sc[order[i]].c != sc[order[i - 1]].c) sc[order[i]].c->lock.lock();
   }
   bool unlock_all() const noexcept {
-    for (std::size_t i = n; i-- > 0;) order[i]->lock.unlock();
+    for (std::size_t i = n; i-- > 0;)
+      if (i == 0 || sc[order[i]].c != sc[order[i - 1]].c) sc[order[i]].c->lock.unlock();
     return true;
   }
 };
 
-// selectgo. scratch_* have room for n entries each. Returns the chosen case
-// (n: the default case) and sets send_closed when that case is a send on a
+// selectgo. pollorder, lockorder and waiters have room for n entries
+// each. Returns the chosen case (n: the default case) and sets send_closed when that case is a send on a
 // closed channel (the caller raises, outside every lock).
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
-                             chan_core** lockorder, chan_waiter* waiters, bool& send_closed) {
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
   send_closed = false;
   // Poll order: inside-out Fisher-Yates (Go's pollorder).
   for (std::size_t i = 0; i < n; ++i) {
@@ -4033,18 +4053,21 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     pollorder[i] = pollorder[j];
     pollorder[j] = static_cast<std::uint16_t>(i);
   }
-  // Lock order: insertion sort by address (n is small), duplicates dropped.
-  std::size_t nl = 0;
+  // Lock order: the cases sorted by channel address with a stable
+  // insertion sort (n is small) started from the poll order, so cases on
+  // one channel keep a random relative order -- pass 2 queues them in
+  // this order (as Go's heap sort "starts with the pollorder").
   for (std::size_t i = 0; i < n; ++i) {
-    chan_core* c = sc[i].c;
-    std::size_t k = nl;
-    while (k > 0 && lockorder[k - 1] > c) --k;
-    if (k > 0 && lockorder[k - 1] == c) continue;
-    for (std::size_t m = nl; m > k; --m) lockorder[m] = lockorder[m - 1];
-    lockorder[k] = c;
-    ++nl;
+    std::uint16_t k = pollorder[i];
+    std::size_t j = i;
+    while (j > 0 &&
+           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
+      lockorder[j] = lockorder[j - 1];
+      --j;
+    }
+    lockorder[j] = k;
   }
-  select_locks locks{lockorder, nl};
+  select_locks locks{sc, lockorder, n};
   locks.lock_all();
 
   // Pass 1: the first ready case in poll order.
@@ -4065,8 +4088,10 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
 
   // Pass 2: wait on every case.
   select_state st;
-  g* gp = current_g();
-  for (std::size_t k = 0; k < n; ++k) {
+  caller self = current_caller();
+  g* gp = self.gp;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = lockorder[i];
     chan_waiter& w = waiters[k];
     w.gp = gp;
     w.elem = sc[k].elem;
@@ -4075,7 +4100,7 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
   }
   block_chan(
-      gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();
@@ -4139,9 +4164,7 @@ struct case_traits {
 template <class T, class F>
 struct case_traits<recv_case<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(recv_case<T, F>& rc) noexcept {
-    return {rc.c, &rc.slot, &hchan<T>::poll_recv, false};
-  }
+  static select_case erase(recv_case<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
   static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
 };
 template <class T, class F>
@@ -4195,7 +4218,7 @@ std::size_t select(Cases&&... cases) {
     chosen = default_index;
   } else {
     std::array<std::uint16_t, n> pollorder;
-    std::array<detail::chan_core*, n> lockorder;
+    std::array<std::uint16_t, n> lockorder;
     std::array<detail::chan_waiter, n> waiters;
     bool send_closed = false;
     std::size_t k =

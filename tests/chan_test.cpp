@@ -105,14 +105,14 @@ TEST_CASE("chan: blocking, non-blocking, close and FIFO at every capacity", "[ch
         });
         for (int i = 0; i < 100; ++i) REQUIRE(c.recv() == i);
         // 4 senders x L values, 4 receivers: each value arrives 4 times.
-        const int P = 4, L = scale(1000, 100);
+        const int P = 4, L = scale(1000, 400);
         for (int p = 0; p < P; ++p)
-          goro::go([c, L]() mutable {
+          goro::go([c]() mutable {
             for (int i = 0; i < L; ++i) c.send(i);
           });
         goro::chan<std::map<int, int>> results;
         for (int p = 0; p < P; ++p)
-          goro::go([c, results, L]() mutable {
+          goro::go([c, results]() mutable {
             std::map<int, int> got;
             for (int i = 0; i < L; ++i) ++got[*c.recv()];
             results.send(std::move(got));
@@ -243,7 +243,7 @@ TEST_CASE("chan: misuse raises channel_closed with Go's messages", "[chan][error
 TEST_CASE("chan: range-for receives until closed (multi-consumer)", "[chan]") {
   goro::runtime rt{goro::options{4}};
   const int nwork = 23;
-  const int niter = scale(271828, 5000);
+  const int niter = scale(271828, 20000);
   const int pn[] = {2, 3, 7, 11, 13, 17, 19, 23, 27, 31};
   long long expect = 0;
   auto [n, s] = rt.run([&] {
@@ -282,7 +282,7 @@ TEST_CASE("chan: range-for receives until closed (multi-consumer)", "[chan]") {
 
 TEST_CASE("chan: values are never lost or duplicated when send races with close", "[chan]") {
   goro::runtime rt{goro::options{4}};
-  const int rounds = scale(200, 20);
+  const int rounds = scale(200, 60);
   for (int round = 0; round < rounds; ++round) {
     std::size_t cap = static_cast<std::size_t>(round % 3 == 0 ? 0 : round % 5);
     auto [sent, received, dup] = rt.run([cap, round] {
@@ -296,7 +296,7 @@ TEST_CASE("chan: values are never lost or duplicated when send races with close"
       bool dup = false;
       for (int k = 0; k < senders; ++k)
         goro::go([&, k]() mutable {
-          for (int i = 0;; ++i) {
+          for (int i = 0; i < 100000; ++i) {
             try {
               if (i % 3 == 0) {
                 int v = k * 100000 + i;
@@ -308,7 +308,6 @@ TEST_CASE("chan: values are never lost or duplicated when send races with close"
               break;
             }
             sent.fetch_add(1);
-            if (i == 99999) break;
           }
           wg.done();
         });
@@ -335,7 +334,7 @@ TEST_CASE("chan: a receive racing with close takes the buffered value exactly on
   // concurrent close and goes to exactly one of the two receivers.
   goro::runtime rt{goro::options{2}};
   rt.run([] {
-    const int n = scale(10000, 300);
+    const int n = scale(10000, 2000);
     int failures = 0;
     for (int i = 0; i < n; ++i) {
       goro::chan<int> c(1);
@@ -407,7 +406,7 @@ TEST_CASE("chan: move-only and non-default-constructible values", "[chan]") {
 TEST_CASE("chan: a plain thread feeds goroutines and reads their results", "[chan]") {
   goro::runtime rt{goro::options{2}};
   goro::chan<int> in, out(4);
-  const int n = scale(20000, 1000);
+  const int n = scale(20000, 5000);
   std::thread feeder([&] {
     for (int i = 1; i <= n; ++i) in.send(i);  // blocks the thread until a goroutine takes it
     in.close();

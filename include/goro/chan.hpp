@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -58,9 +59,9 @@ struct chan_waiter {
   g* gp = nullptr;  // nullptr: a plain thread
   chan_waiter* next = nullptr;
   chan_waiter* prev = nullptr;
-  void* elem = nullptr;          // send: T* (moved from); receive: std::optional<T>* (emplaced into)
-  select_state* sel = nullptr;   // non-null when part of a select
-  bool success = false;          // true: a value was passed; false: woken by close
+  void* elem = nullptr;                 // send: T* (moved from); receive: std::optional<T>* (emplaced into)
+  select_state* sel = nullptr;          // non-null when part of a select
+  bool success = false;                 // true: a value was passed; false: woken by close
   std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
 };
 
@@ -140,26 +141,29 @@ enum class chan_op : std::uint8_t {
 };
 
 // The part of a channel that does not depend on T (what select locks and
-// queues on).
-struct chan_core {
+// queues on). Everything an operation touches fits one cache line: a
+// channel shared by two cores moves one line per operation.
+struct alignas(cache_line) chan_core {
   spinlock lock;
   std::atomic<bool> closed{false};
-  std::atomic<std::size_t> count{0};  // items in the buffer; written under the lock
-  std::size_t cap = 0;
-  std::size_t sendx = 0, recvx = 0;  // ring indices
+  std::uint32_t cap = 0;
+  std::atomic<std::size_t> count{0};   // items in the buffer; written under the lock
+  std::uint32_t sendx = 0, recvx = 0;  // ring indices
+  void* storage = nullptr;             // the ring: hchan<T>'s cap slots of T
   chan_waitq recvq, sendq;
 
-  explicit chan_core(std::size_t capacity) noexcept : cap(capacity) {}
+  explicit chan_core(std::size_t capacity) {
+    if (capacity > UINT32_MAX) raise_usage("chan: capacity out of range");
+    cap = static_cast<std::uint32_t>(capacity);
+  }
 
   // Go's full(): a send would block (ignoring closed).
-  bool full() const noexcept {
-    return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap;
-  }
+  bool full() const noexcept { return cap == 0 ? recvq.empty() : count.load(std::memory_order_relaxed) == cap; }
   // Go's empty(): a receive would block (ignoring closed).
-  bool empty() const noexcept {
-    return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0;
-  }
+  bool empty() const noexcept { return cap == 0 ? sendq.empty() : count.load(std::memory_order_relaxed) == 0; }
 };
+
+static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
 
 // Wakes a waiter popped from a channel queue, after every lock is released.
 // After this call w may be gone (its owner returned).
@@ -174,15 +178,27 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 }
 
 // Blocks the caller until its futex word or park is released by a wake.
-// `unlock(arg)` releases the channel lock(s) the caller holds: from g0 once
-// the goroutine is off its stack, or just before sleeping for a thread.
-inline void block_chan(g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+// `m` is current_m() (read once by the caller: it is a non-inlined call),
+// `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
+// the caller holds: from g0 once the goroutine is off its stack, or just
+// before sleeping for a thread.
+inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
   if (gp) {
-    park(current_m(), unlock, arg);
+    park(m, unlock, arg);
   } else {
     unlock(arg);
     while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
   }
+}
+
+// The calling goroutine, with its M, or gp == nullptr on a plain thread.
+struct caller {
+  m_base* m;
+  g* gp;
+};
+inline caller current_caller() noexcept {
+  m_base* m = current_m();
+  return {m, m ? m->curg : nullptr};
 }
 
 inline bool unlock_spinlock(void* l) noexcept {
@@ -190,12 +206,8 @@ inline bool unlock_spinlock(void* l) noexcept {
   return true;
 }
 
-[[noreturn]] GORO_NOINLINE inline void raise_send_closed() {
-  raise<channel_closed>("goro: send on closed channel");
-}
-[[noreturn]] GORO_NOINLINE inline void raise_close_closed() {
-  raise<channel_closed>("goro: close of closed channel");
-}
+[[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
+[[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
 
 // The typed channel: chan_core plus the ring buffer of T (raw storage:
 // T need not be default-constructible; slots [recvx, recvx+count) hold live
@@ -203,17 +215,17 @@ inline bool unlock_spinlock(void* l) noexcept {
 // terminates (these functions are noexcept).
 template <class T>
 struct hchan : chan_core {
-  T* buf = nullptr;
-
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
-    if (capacity) buf = std::allocator<T>().allocate(capacity);
+    if (cap) storage = std::allocator<T>().allocate(cap);
   }
   ~hchan() {
-    if (!buf) return;
+    if (!storage) return;
+    T* buf = slots();
     std::size_t n = count.load(std::memory_order_relaxed);
     for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
     std::allocator<T>().deallocate(buf, cap);
   }
+  T* slots() const noexcept { return static_cast<T*>(storage); }
   hchan(const hchan&) = delete;
   hchan& operator=(const hchan&) = delete;
 
@@ -230,7 +242,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n < cap) {
-      ::new (static_cast<void*>(buf + sendx)) T(std::move(v));
+      ::new (static_cast<void*>(slots() + sendx)) T(std::move(v));
       if (++sendx == cap) sendx = 0;
       count.store(n + 1, std::memory_order_relaxed);
       return chan_op::done;
@@ -248,7 +260,7 @@ struct hchan : chan_core {
       } else {
         // The buffer is full: take its head, and put the sender's value in
         // the freed slot, which becomes the tail (Go's recv()).
-        T* head = buf + recvx;
+        T* head = slots() + recvx;
         out.emplace(std::move(*head));
         head->~T();
         ::new (static_cast<void*>(head)) T(std::move(sv));
@@ -261,7 +273,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n > 0) {
-      T* head = buf + recvx;
+      T* head = slots() + recvx;
       out.emplace(std::move(*head));
       head->~T();
       if (++recvx == cap) recvx = 0;
@@ -295,10 +307,11 @@ struct hchan : chan_core {
     }
     // Block: a receiver (or close) takes it from here.
     chan_waiter w;
-    w.gp = current_g();
+    caller self = current_caller();
+    w.gp = self.gp;
     w.elem = &v;
     sendq.enqueue(&w);
-    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
     if (!w.success) raise_send_closed();  // woken by close
   }
 
@@ -312,10 +325,11 @@ struct hchan : chan_core {
       return;
     }
     chan_waiter w;
-    w.gp = current_g();
+    caller self = current_caller();
+    w.gp = self.gp;
     w.elem = &out;
     recvq.enqueue(&w);
-    block_chan(w.gp, w.woken, unlock_spinlock, &lock);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
     // out was filled by the sender, or stays empty after close.
   }
 

@@ -59,23 +59,29 @@ struct select_case {
   bool is_send;
 };
 
+// The channels of a select, locked in address order, each once: `order`
+// holds case indices sorted by channel address (cases on the same channel
+// adjacent), so a channel is skipped when it equals its predecessor.
 struct select_locks {
-  chan_core* const* order;  // distinct channels in address order
+  const select_case* sc;
+  const std::uint16_t* order;
   std::size_t n;
   void lock_all() const noexcept {
-    for (std::size_t i = 0; i < n; ++i) order[i]->lock.lock();
+    for (std::size_t i = 0; i < n; ++i)
+      if (i == 0 || sc[order[i]].c != sc[order[i - 1]].c) sc[order[i]].c->lock.lock();
   }
   bool unlock_all() const noexcept {
-    for (std::size_t i = n; i-- > 0;) order[i]->lock.unlock();
+    for (std::size_t i = n; i-- > 0;)
+      if (i == 0 || sc[order[i]].c != sc[order[i - 1]].c) sc[order[i]].c->lock.unlock();
     return true;
   }
 };
 
-// selectgo. scratch_* have room for n entries each. Returns the chosen case
-// (n: the default case) and sets send_closed when that case is a send on a
+// selectgo. pollorder, lockorder and waiters have room for n entries
+// each. Returns the chosen case (n: the default case) and sets send_closed when that case is a send on a
 // closed channel (the caller raises, outside every lock).
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
-                             chan_core** lockorder, chan_waiter* waiters, bool& send_closed) {
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
   send_closed = false;
   // Poll order: inside-out Fisher-Yates (Go's pollorder).
   for (std::size_t i = 0; i < n; ++i) {
@@ -83,18 +89,21 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     pollorder[i] = pollorder[j];
     pollorder[j] = static_cast<std::uint16_t>(i);
   }
-  // Lock order: insertion sort by address (n is small), duplicates dropped.
-  std::size_t nl = 0;
+  // Lock order: the cases sorted by channel address with a stable
+  // insertion sort (n is small) started from the poll order, so cases on
+  // one channel keep a random relative order -- pass 2 queues them in
+  // this order (as Go's heap sort "starts with the pollorder").
   for (std::size_t i = 0; i < n; ++i) {
-    chan_core* c = sc[i].c;
-    std::size_t k = nl;
-    while (k > 0 && lockorder[k - 1] > c) --k;
-    if (k > 0 && lockorder[k - 1] == c) continue;
-    for (std::size_t m = nl; m > k; --m) lockorder[m] = lockorder[m - 1];
-    lockorder[k] = c;
-    ++nl;
+    std::uint16_t k = pollorder[i];
+    std::size_t j = i;
+    while (j > 0 &&
+           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
+      lockorder[j] = lockorder[j - 1];
+      --j;
+    }
+    lockorder[j] = k;
   }
-  select_locks locks{lockorder, nl};
+  select_locks locks{sc, lockorder, n};
   locks.lock_all();
 
   // Pass 1: the first ready case in poll order.
@@ -115,8 +124,10 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
 
   // Pass 2: wait on every case.
   select_state st;
-  g* gp = current_g();
-  for (std::size_t k = 0; k < n; ++k) {
+  caller self = current_caller();
+  g* gp = self.gp;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::size_t k = lockorder[i];
     chan_waiter& w = waiters[k];
     w.gp = gp;
     w.elem = sc[k].elem;
@@ -125,7 +136,7 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
   }
   block_chan(
-      gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();
@@ -189,9 +200,7 @@ struct case_traits {
 template <class T, class F>
 struct case_traits<recv_case<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(recv_case<T, F>& rc) noexcept {
-    return {rc.c, &rc.slot, &hchan<T>::poll_recv, false};
-  }
+  static select_case erase(recv_case<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
   static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
 };
 template <class T, class F>
@@ -245,7 +254,7 @@ std::size_t select(Cases&&... cases) {
     chosen = default_index;
   } else {
     std::array<std::uint16_t, n> pollorder;
-    std::array<detail::chan_core*, n> lockorder;
+    std::array<std::uint16_t, n> lockorder;
     std::array<detail::chan_waiter, n> waiters;
     bool send_closed = false;
     std::size_t k =
