@@ -2320,9 +2320,9 @@ class thread_altstack {
 //  - Timer functions run on a scheduler context (g0) with no lock held;
 //    they must be short and never block (ready a G, a non-blocking send).
 //  - A timer that may be deleted or modified while it fires is `sync`: the
-//    runner marks it `running` (under the heap lock) before calling its
-//    function and clears the mark afterwards; del / mod wait for the mark to
-//    clear (Go's timerRunning: deltimer and modtimer osyield until it
+//    runner counts it `running` (under the heap lock) before calling its
+//    function and uncounts it afterwards; del / mod wait for the count to
+//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
 //    changes). So once del() returns, the function is not running and will
 //    not run: the timer's owner may free what the function uses. A timer
 //    that is not `sync` (a sleeping goroutine's) is never touched by the
@@ -2372,7 +2372,7 @@ struct timer {
   bool sync = false;        // del/mod wait for a running f (see the top of this file)
 
   std::atomic<timer_heap*> where{nullptr};
-  std::atomic<std::uint32_t> running{0};
+  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
 };
 
 // A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
@@ -2413,8 +2413,10 @@ class timer_heap {
       std::uintptr_t seq = t->seq;
       bool sync = t->sync;
       // `running` before `where`: del() reading where == nullptr without
-      // the lock (acquire) must then see running == 1 and wait.
-      if (sync) t->running.store(1, std::memory_order_relaxed);
+      // the lock (acquire) must then see running != 0 and wait.
+      // A count, not a flag: a periodic timer may be due again, and run by
+      // another M, before this call of its function returns.
+      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
       if (t->period > 0) {
         // Periodic: the next tick after now, skipping missed ones (a ticker
         // drops ticks rather than bursting).
@@ -2430,7 +2432,7 @@ class timer_heap {
       lock_.unlock();
       // After this call a non-sync t may be gone: touch it no more.
       f(arg, seq, now);
-      if (sync) t->running.store(0, std::memory_order_release);
+      if (sync) t->running.fetch_sub(1, std::memory_order_release);
       lock_.lock();
     }
     std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
@@ -2844,6 +2846,7 @@ class scheduler final : public sched_base {
     m_loop(mm.get());
 
     set_current_m(nullptr);
+    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
   }
 
@@ -3656,17 +3659,20 @@ class scheduler final : public sched_base {
   // next scheduling point; wake it if it is parked.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
-    m* rm = run_m_.load(std::memory_order_acquire);
-    if (!rm || rm == this_m()) return;
-    bool wake = false;
+    // run_m_ is read under lock_, which run_main takes to clear it before
+    // its M is freed: an awake run() M (spinning, or back from a timed
+    // sleep) may see main_done_ and leave at any moment. Once we take it
+    // off the idle list it cannot leave before our wake-up.
+    m* rm = nullptr;
     {
       std::lock_guard<std::mutex> lk(lock_);
-      if (rm->in_idle_list) {
-        m_idle_remove(rm);
-        wake = true;
+      m* r = run_m_.load(std::memory_order_relaxed);
+      if (r && r != this_m() && r->in_idle_list) {
+        m_idle_remove(r);
+        rm = r;
       }
     }
-    if (wake) rm->park_note.wake();
+    if (rm) rm->park_note.wake();
   }
 
   // Entry of every goroutine (first frame on its stack).

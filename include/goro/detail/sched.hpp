@@ -324,6 +324,7 @@ class scheduler final : public sched_base {
     m_loop(mm.get());
 
     set_current_m(nullptr);
+    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
   }
 
@@ -1136,17 +1137,20 @@ class scheduler final : public sched_base {
   // next scheduling point; wake it if it is parked.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
-    m* rm = run_m_.load(std::memory_order_acquire);
-    if (!rm || rm == this_m()) return;
-    bool wake = false;
+    // run_m_ is read under lock_, which run_main takes to clear it before
+    // its M is freed: an awake run() M (spinning, or back from a timed
+    // sleep) may see main_done_ and leave at any moment. Once we take it
+    // off the idle list it cannot leave before our wake-up.
+    m* rm = nullptr;
     {
       std::lock_guard<std::mutex> lk(lock_);
-      if (rm->in_idle_list) {
-        m_idle_remove(rm);
-        wake = true;
+      m* r = run_m_.load(std::memory_order_relaxed);
+      if (r && r != this_m() && r->in_idle_list) {
+        m_idle_remove(r);
+        rm = r;
       }
     }
-    if (wake) rm->park_note.wake();
+    if (rm) rm->park_note.wake();
   }
 
   // Entry of every goroutine (first frame on its stack).

@@ -11,9 +11,9 @@
 //  - Timer functions run on a scheduler context (g0) with no lock held;
 //    they must be short and never block (ready a G, a non-blocking send).
 //  - A timer that may be deleted or modified while it fires is `sync`: the
-//    runner marks it `running` (under the heap lock) before calling its
-//    function and clears the mark afterwards; del / mod wait for the mark to
-//    clear (Go's timerRunning: deltimer and modtimer osyield until it
+//    runner counts it `running` (under the heap lock) before calling its
+//    function and uncounts it afterwards; del / mod wait for the count to
+//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
 //    changes). So once del() returns, the function is not running and will
 //    not run: the timer's owner may free what the function uses. A timer
 //    that is not `sync` (a sleeping goroutine's) is never touched by the
@@ -65,7 +65,7 @@ struct timer {
   bool sync = false;        // del/mod wait for a running f (see the top of this file)
 
   std::atomic<timer_heap*> where{nullptr};
-  std::atomic<std::uint32_t> running{0};
+  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
 };
 
 // A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
@@ -106,8 +106,10 @@ class timer_heap {
       std::uintptr_t seq = t->seq;
       bool sync = t->sync;
       // `running` before `where`: del() reading where == nullptr without
-      // the lock (acquire) must then see running == 1 and wait.
-      if (sync) t->running.store(1, std::memory_order_relaxed);
+      // the lock (acquire) must then see running != 0 and wait.
+      // A count, not a flag: a periodic timer may be due again, and run by
+      // another M, before this call of its function returns.
+      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
       if (t->period > 0) {
         // Periodic: the next tick after now, skipping missed ones (a ticker
         // drops ticks rather than bursting).
@@ -123,7 +125,7 @@ class timer_heap {
       lock_.unlock();
       // After this call a non-sync t may be gone: touch it no more.
       f(arg, seq, now);
-      if (sync) t->running.store(0, std::memory_order_release);
+      if (sync) t->running.fetch_sub(1, std::memory_order_release);
       lock_.lock();
     }
     std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
