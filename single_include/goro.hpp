@@ -3462,9 +3462,20 @@ class scheduler final : public sched_base {
     midle_ = mm;
     mm->in_idle_list = true;
   }
+  // Prefers an M other than the timer M: the timer M keeps watching the
+  // timers (Go's startm never takes the M blocked in netpoll). Taken when
+  // it is the only idle M, its role ends; it comes back through park_idle
+  // when it runs out of work, and so does every other M (none is parked).
   m* m_idle_get() noexcept {
     m* mm = midle_;
     if (!mm) return nullptr;
+    if (mm == timer_m_ && mm->link) {
+      m* next = mm->link;
+      mm->link = next->link;
+      next->link = nullptr;
+      next->in_idle_list = false;
+      return next;
+    }
     midle_ = mm->link;
     mm->link = nullptr;
     mm->in_idle_list = false;
@@ -3664,15 +3675,20 @@ class scheduler final : public sched_base {
     // sleep) may see main_done_ and leave at any moment. Once we take it
     // off the idle list it cannot leave before our wake-up.
     m* rm = nullptr;
+    bool was_timer_m = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
       m* r = run_m_.load(std::memory_order_relaxed);
       if (r && r != this_m() && r->in_idle_list) {
+        was_timer_m = r == timer_m_;
         m_idle_remove(r);
         rm = r;
       }
     }
     if (rm) rm->park_note.wake();
+    // It was watching the timers: have an M on an idle P take over (it
+    // finds nothing to run and becomes the timer M).
+    if (was_timer_m) wakep(false);
   }
 
   // Entry of every goroutine (first frame on its stack).
