@@ -2367,7 +2367,7 @@ struct timer {
   func f = nullptr;
   func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
   void* arg = nullptr;
-  std::uintptr_t seq = 0;  // passed to f; the owner's generation counter, say
+  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
   std::uint32_t index = 0;  // position in the heap's array
   bool sync = false;        // del/mod wait for a running f (see the top of this file)
 
@@ -4541,7 +4541,7 @@ struct chan_timer {
     t.f = [](void* arg, std::uintptr_t, std::int64_t) {
       auto now = std::chrono::steady_clock::now();
       GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
-      GORO_CATCH_ALL {}  // someone closed a copy of c(): nothing to deliver
+      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
     };
   }
   ~chan_timer() { timer_heap::del(&t); }

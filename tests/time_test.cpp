@@ -500,9 +500,9 @@ TEST_CASE("time: timers left at shutdown are released", "[time][timer]") {
   {
     goro::runtime rt{goro::options{2}};
     rt.run([&] {
-      (void)goro::after(1h);                    // never fires: freed at shutdown
-      leaked = new goro::ticker(1h);            // outlives the runtime
-      goro::ticker fast(1ms);                   // stopped by its destructor
+      (void)goro::after(1h);          // never fires: freed at shutdown
+      leaked = new goro::ticker(1h);  // outlives the runtime
+      goro::ticker fast(1ms);         // stopped by its destructor
       fast.c().recv();
     });
   }

@@ -133,7 +133,7 @@ struct chan_timer {
     t.f = [](void* arg, std::uintptr_t, std::int64_t) {
       auto now = std::chrono::steady_clock::now();
       GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
-      GORO_CATCH_ALL {}  // someone closed a copy of c(): nothing to deliver
+      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
     };
   }
   ~chan_timer() { timer_heap::del(&t); }

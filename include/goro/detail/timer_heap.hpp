@@ -60,7 +60,7 @@ struct timer {
   func f = nullptr;
   func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
   void* arg = nullptr;
-  std::uintptr_t seq = 0;  // passed to f; the owner's generation counter, say
+  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
   std::uint32_t index = 0;  // position in the heap's array
   bool sync = false;        // del/mod wait for a running f (see the top of this file)
 
