@@ -4064,8 +4064,16 @@ struct select_locks {
 };
 
 // selectgo. pollorder, lockorder and waiters have room for n entries
-// each. Returns the chosen case (n: the default case) and sets send_closed when that case is a send on a
-// closed channel (the caller raises, outside every lock).
+// each. Returns the chosen case (n: the default case) and sets send_closed
+// when that case is a send on a closed channel (the caller raises, outside
+// every lock).
+//
+// Lifetimes: the waiters and `locks` live in this frame. While parked, g0
+// releases the locks in reverse address order and reads nothing of ours
+// after the last release; the woken goroutine's lock_all() starts at the
+// lowest address, so it cannot proceed (and return) before that release.
+// A waker that finds a waiter of ours holds that waiter's channel lock, and
+// pass 3 takes every lock before it returns: no waiter is used after it.
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
                              std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
   send_closed = false;
