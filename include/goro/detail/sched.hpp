@@ -515,7 +515,7 @@ class scheduler final : public sched_base {
       // Other Ps' due timers (Go's stealWork runs them too): an idle P's
       // timers have nobody else to run them. Whatever they ready comes to
       // this P: look again.
-      if (run_other_timers(pp, nanotime())) continue;
+      if (run_other_timers(pp)) continue;
       // Steal, if this M is spinning or few enough Ms are: spinning Ms
       // are limited to half the busy Ps so they cannot burn every CPU.
       if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) <
@@ -590,12 +590,16 @@ class scheduler final : public sched_base {
   }
 
   // Runs the due timers of every P but pp. Returns true if it ran any.
-  bool run_other_timers(p* pp, std::int64_t now) noexcept {
+  // Reads the clock only if some P has a timer at all.
+  bool run_other_timers(p* pp) noexcept {
     bool ran = false;
+    std::int64_t now = 0;
     for (auto& other : allp_) {
       if (other.get() == pp) continue;
       std::int64_t w = other->timers.earliest();
-      if (w != 0 && w <= now) {
+      if (w == 0) continue;
+      if (now == 0) now = nanotime();
+      if (w <= now) {
         other->timers.run_due(now);
         ran = true;
       }
