@@ -212,6 +212,32 @@ TEST_CASE("time: a long-running goroutine does not hold up another P's sleeper",
   });
 }
 
+TEST_CASE("time: sleepers wake on time while outside threads keep waking idle Ms", "[time]") {
+  // Spawns from a plain thread take idle Ms off the idle list, the one
+  // sleeping until the next timer included when it is the only one.
+  std::atomic<bool> stop{false};
+  std::atomic<int> ran{0};  // before rt: late goroutines may run in rt's destructor
+  goro::runtime rt{goro::options{2}};
+  std::thread feeder([&] {
+    while (!stop.load()) {
+      rt.go([&] { ran.fetch_add(1); });
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  rt.run([] {
+    for (int i = 0; i < 5; ++i) {
+      auto t0 = steady::now();
+      goro::sleep_for(20ms);
+      auto dt = steady::now() - t0;
+      CHECK(dt >= 20ms);
+      CHECK(dt < 20ms + late_bound);
+    }
+  });
+  stop.store(true);
+  feeder.join();
+  CHECK(ran.load() > 0);
+}
+
 TEST_CASE("time: an idle runtime waiting for a timer uses almost no CPU", "[time]") {
   goro::runtime rt{goro::options{4}};
   rt.run([] {
