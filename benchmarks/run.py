@@ -114,6 +114,15 @@ WORKLOADS += [
              Target("ratio_le", 0.6, "go", "<= 0.6x Go"), program="channel",
              per_impl_args={"boost_fiber": ["--n", "1000000"]}),
 ]
+# 100,000 goroutines sleeping 1-10 ms: timer heaps and idle Ms sleeping until
+# the next timer. One program, two metrics: wall time and process CPU time.
+_sleepers_args = (["--n", "100000", "--reps", "3"], ["--n", "20000", "--reps", "2"])
+WORKLOADS += [
+    Workload("sleepers", "wall_ms", "ms wall", ["goro", "go"], *_sleepers_args,
+             Target("ratio_le", 1.0, "go", "<= Go")),
+    Workload("sleepers_cpu", "cpu_ms", "ms CPU", ["goro", "go"], *_sleepers_args,
+             Target("ratio_le", 1.0, "go", "<= Go"), program="sleepers"),
+]
 BY_NAME = {w.name: w for w in WORKLOADS}
 # The targets are for 2 threads; context switch and preempt_point are single-threaded.
 TARGET_PROCS = {"context_switch": 1, "preempt_point": 1}

@@ -803,6 +803,8 @@ enum class after_switch : std::uint8_t {
 };
 
 // The policy-independent interface of a runtime.
+struct timer;
+
 class sched_base {
  public:
   virtual ~sched_base() = default;
@@ -815,6 +817,10 @@ class sched_base {
   virtual void start_g(g* gp) = 0;
   // Makes a waiting G runnable (from any thread). Go's ready().
   virtual void ready(g* gp) noexcept = 0;
+  // addtimer: queues t (on no heap) on the calling M's P, or on some P when
+  // called from elsewhere, and makes sure an M will be awake to run it in
+  // time (Go's addtimer + wakeNetPoller). t->f runs on a scheduler context.
+  virtual void add_timer(timer* t) = 0;
   virtual std::size_t live_goroutines() const noexcept = 0;
   virtual unsigned procs() const noexcept = 0;
   // goro::blocking (blocking.hpp): entersyscall / entersyscallblock before
@@ -2286,6 +2292,295 @@ class sysmon {
 
 }  // namespace goro::detail
 // ---- end goro/detail/sysmon.hpp ----
+// ---- begin goro/detail/timer_heap.hpp ----
+// Timers: the record a timer is made of, and the per-P heap that holds
+// them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
+// addtimer / deltimer / modtimer / runtimer, checkTimers in proc.go).
+//
+// Simpler than Go's status machine, same guarantees:
+//  - A timer is on at most one heap at a time. `where` names that heap and
+//    is only written with that heap's lock held. A heap never hands its
+//    timers to another heap: a timer stays where it was added until it
+//    fires or is deleted; other Ms *run* an idle P's expired timers instead
+//    of moving them (Go's stealWork runs other Ps' timers too).
+//  - Timer functions run on a scheduler context (g0) with no lock held;
+//    they must be short and never block (ready a G, a non-blocking send).
+//  - A timer that may be deleted or modified while it fires is `sync`: the
+//    runner counts it `running` (under the heap lock) before calling its
+//    function and uncounts it afterwards; del / mod wait for the count to
+//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
+//    changes). So once del() returns, the function is not running and will
+//    not run: the timer's owner may free what the function uses. A timer
+//    that is not `sync` (a sleeping goroutine's) is never touched by the
+//    runner after its function was called: the function may end the
+//    timer's lifetime (the woken goroutine returns and its frame is gone).
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0;; ++spins) {
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+      if (spins < 64)
+        cpu_relax();
+      else
+        sched_yield();  // the holder was probably descheduled
+    }
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
+
+namespace goro::detail {
+
+// Nanoseconds on std::chrono::steady_clock; timers' `when`. 0 means "none",
+// so real instants are clamped to >= 1.
+inline std::int64_t nanotime() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// when = now + d, saturating (a huge duration is "never", not an overflow).
+inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
+  if (d <= 0) return now < 1 ? 1 : now;
+  std::int64_t w = now + d;
+  if (w < now) w = INT64_MAX;  // wrapped
+  return w < 1 ? 1 : w;
+}
+
+class timer_heap;
+
+struct timer {
+  // Called with (arg, seq, now) when the timer fires; no lock is held.
+  using func = void (*)(void* arg, std::uintptr_t seq, std::int64_t now);
+
+  // Fields guarded by the lock of the heap the timer is on (or owned by the
+  // timer's user while it is on none).
+  std::int64_t when = 0;    // fires at this nanotime()
+  std::int64_t period = 0;  // > 0: re-arms itself every period ns (ticker)
+  func f = nullptr;
+  func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
+  void* arg = nullptr;
+  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
+  std::uint32_t index = 0;  // position in the heap's array
+  bool sync = false;        // del/mod wait for a running f (see the top of this file)
+
+  std::atomic<timer_heap*> where{nullptr};
+  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
+};
+
+// A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
+// a 4-ary heap too: shallower than a binary one, and the four children of
+// a node share a cache line of the array.
+class timer_heap {
+ public:
+  timer_heap() = default;
+  timer_heap(const timer_heap&) = delete;
+  timer_heap& operator=(const timer_heap&) = delete;
+
+  // The earliest `when` on this heap, 0 if empty. Read without the lock by
+  // anyone deciding whether to look closer (Go's timer0When); written with
+  // the lock held after every change to the top. seq_cst: see the
+  // scheduler's comment on how an M going to sleep and a timer being added
+  // each see the other.
+  std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
+  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+
+  // addtimer: queues t (on no heap, not running) to fire at t->when.
+  // Returns true if t became this heap's earliest timer.
+  bool add(timer* t) {
+    lock_.lock();
+    bool first = push_locked(t);
+    lock_.unlock();
+    return first;
+  }
+
+  // runtimer loop: runs every timer due at `now`, the lock released around
+  // each function. Returns the earliest pending `when` afterwards (0: none).
+  std::int64_t run_due(std::int64_t now) noexcept {
+    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
+    lock_.lock();
+    while (!heap_.empty() && heap_[0]->when <= now) {
+      timer* t = heap_[0];
+      timer::func f = t->f;
+      void* arg = t->arg;
+      std::uintptr_t seq = t->seq;
+      bool sync = t->sync;
+      // `running` before `where`: del() reading where == nullptr without
+      // the lock (acquire) must then see running != 0 and wait.
+      // A count, not a flag: a periodic timer may be due again, and run by
+      // another M, before this call of its function returns.
+      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
+      if (t->period > 0) {
+        // Periodic: the next tick after now, skipping missed ones (a ticker
+        // drops ticks rather than bursting).
+        std::int64_t late = now - t->when;
+        std::int64_t next = t->when + t->period * (1 + late / t->period);
+        t->when = next < t->when ? INT64_MAX : next;
+        sift_down(0);
+      } else {
+        remove_at(0);
+        t->where.store(nullptr, std::memory_order_release);
+      }
+      publish_earliest();
+      lock_.unlock();
+      // After this call a non-sync t may be gone: touch it no more.
+      f(arg, seq, now);
+      if (sync) t->running.fetch_sub(1, std::memory_order_release);
+      lock_.lock();
+    }
+    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
+    lock_.unlock();
+    return next;
+  }
+
+  // Removes every timer (shutdown): later del() calls find them on no heap;
+  // those with a `drop` function get it called.
+  void clear() noexcept {
+    lock_.lock();
+    std::vector<timer*> all;
+    all.swap(heap_);
+    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
+    count_.store(0, std::memory_order_relaxed);
+    publish_earliest();
+    lock_.unlock();
+    for (timer* t : all)
+      if (t->drop) t->drop(t->arg, t->seq, 0);
+  }
+
+  // deltimer: takes t off whatever heap it is on. Returns true if it was
+  // pending (so it will now never fire), false if it had fired (or was
+  // never added). Waits for a sync timer's running function to finish.
+  static bool del(timer* t) noexcept {
+    for (;;) {
+      timer_heap* h = t->where.load(std::memory_order_acquire);
+      if (!h) {
+        wait_not_running(t);
+        return false;
+      }
+      h->lock_.lock();
+      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
+        h->lock_.unlock();
+        continue;
+      }
+      if (t->sync && t->running.load(std::memory_order_acquire) != 0) {
+        // A periodic timer stays queued while its function runs.
+        h->lock_.unlock();
+        wait_not_running(t);
+        continue;
+      }
+      h->remove_at(t->index);
+      t->where.store(nullptr, std::memory_order_release);
+      h->publish_earliest();
+      h->lock_.unlock();
+      return true;
+    }
+  }
+
+ private:
+  static void wait_not_running(timer* t) noexcept {
+    if (!t->sync) return;
+    while (t->running.load(std::memory_order_acquire) != 0) sched_yield();
+  }
+
+  bool push_locked(timer* t) {
+    t->index = static_cast<std::uint32_t>(heap_.size());
+    heap_.push_back(t);
+    t->where.store(this, std::memory_order_release);
+    sift_up(t->index);
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    bool first = heap_[0] == t;
+    if (first) publish_earliest();
+    return first;
+  }
+
+  void remove_at(std::uint32_t i) noexcept {
+    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
+    if (i != last) {
+      heap_[i] = heap_[last];
+      heap_[i]->index = i;
+    }
+    heap_.pop_back();
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    if (i < heap_.size()) {
+      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
+        sift_up(i);
+      else
+        sift_down(i);
+    }
+  }
+
+  void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
+
+  void place(std::uint32_t i, timer* t) noexcept {
+    heap_[i] = t;
+    t->index = i;
+  }
+
+  void sift_up(std::uint32_t i) noexcept {
+    timer* t = heap_[i];
+    while (i > 0) {
+      std::uint32_t parent = (i - 1) / 4;
+      if (heap_[parent]->when <= t->when) break;
+      place(i, heap_[parent]);
+      i = parent;
+    }
+    place(i, t);
+  }
+
+  void sift_down(std::uint32_t i) noexcept {
+    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
+    if (i >= n) return;
+    timer* t = heap_[i];
+    for (;;) {
+      std::uint32_t c = 4 * i + 1;
+      if (c >= n) break;
+      std::uint32_t best = c;
+      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
+        if (heap_[k]->when < heap_[best]->when) best = k;
+      if (t->when <= heap_[best]->when) break;
+      place(i, heap_[best]);
+      i = best;
+    }
+    place(i, t);
+  }
+
+  spinlock lock_;
+  std::vector<timer*> heap_;
+  std::atomic<std::int64_t> when0_{0};
+  std::atomic<std::size_t> count_{0};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/timer_heap.hpp ----
 
 namespace goro {
 
@@ -2394,6 +2689,7 @@ class scheduler final : public sched_base {
     std::uint32_t nstack = 0;
     std::uint64_t goid_next = 0, goid_end = 0;
     owned_counter spawns, exits, steals, global_polls, parks, unparks;
+    timer_heap timers;  // this P's timers (own lock: other Ms add and run them)
     // sysmon (sysmon.hpp): what it reads of a P from its own thread.
     std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
     std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
@@ -2493,6 +2789,18 @@ class scheduler final : public sched_base {
     wakep(false);
   }
 
+  // addtimer: t goes on the current P's heap (the P whose M is most likely
+  // to be awake when it fires), or, from a thread that is not one of this
+  // runtime's Ms, on a P picked round-robin. Then wake_for_timer.
+  void add_timer(timer* t) override {
+    m* mm = this_m();
+    p* pp = mm ? mm->pp : nullptr;
+    if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % nprocs_].get();
+    const std::int64_t when = t->when;  // t may fire (and be gone) once queued
+    pp->timers.add(t);
+    wake_for_timer(when);
+  }
+
   std::size_t live_goroutines() const noexcept override {
     std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
     for (auto& pp : allp_) {
@@ -2584,13 +2892,18 @@ class scheduler final : public sched_base {
     if (current_m() != nullptr && current_m()->sched == this)
       fatal("goro: runtime destroyed from inside one of its own goroutines");
     for (;;) {
-      bool quiet;
+      bool idle;
       {
         std::lock_guard<std::mutex> lk(lock_);
-        quiet = npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() &&
-                nmspinning_.load(std::memory_order_relaxed) == 0;
+        idle = npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() &&
+               nmspinning_.load(std::memory_order_relaxed) == 0;
       }
-      if (quiet) {
+      // No goroutine left: done, whatever timers remain (a ticker nobody
+      // stopped). Otherwise a pending timer is pending work: sleeping
+      // goroutines are not blocked forever (Go's checkdead says the same).
+      if (idle && live_goroutines() == 0) break;
+      std::int64_t next_timer = idle ? earliest_timer() : 0;
+      if (idle && next_timer == 0) {
         std::size_t live = live_goroutines();
         if (live == 0) break;
         // Re-check after a moment: a thread outside the runtime may be
@@ -2600,16 +2913,24 @@ class scheduler final : public sched_base {
         shutdown_note_.sleep_for(10'000'000);
         shutdown_waiting_.store(false, std::memory_order_relaxed);
         std::lock_guard<std::mutex> lk(lock_);
-        if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live) {
+        if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live &&
+            earliest_timer() == 0) {
           std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
           blocked_at_shutdown_ = live;
           break;
         }
         continue;
       }
+      // Busy: look again in a millisecond (a P going idle wakes us sooner).
+      // Only timers pending: look again when the next one is due.
+      long long wait_ns = 1'000'000;
+      if (next_timer != 0) {
+        std::int64_t until_due = next_timer - nanotime();
+        wait_ns = std::clamp<long long>(until_due, 1'000'000, 100'000'000);
+      }
       shutdown_note_.clear();
       shutdown_waiting_.store(true, std::memory_order_seq_cst);
-      shutdown_note_.sleep_for(1'000'000);
+      shutdown_note_.sleep_for(wait_ns);
       shutdown_waiting_.store(false, std::memory_order_relaxed);
     }
     sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
@@ -2625,6 +2946,9 @@ class scheduler final : public sched_base {
       if (mm->has_thread) pthread_join(mm->thread, nullptr);
       delete mm;
     }
+    // Timers still queued (a ticker nobody stopped, with no goroutine left)
+    // are detached: deleting them later finds them on no heap.
+    for (auto& pp : allp_) pp->timers.clear();
     release_memory();
   }
 
@@ -2733,13 +3057,16 @@ class scheduler final : public sched_base {
         return nullptr;
       }
       p* pp = mm->pp;
-      if (pp == nullptr) {  // no P (run() found none): wait for one
-        if (!stopm(mm)) {
+      if (pp == nullptr) {  // no P (run() found none, or woken for a timer): wait for one
+        if (!park_idle(mm)) {
           leave(mm);
           return nullptr;
         }
         continue;
       }
+      // checkTimers: this P's due timers run first; what they ready lands
+      // in this P's run queue.
+      if (pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
       // Fairness: every global_poll_interval ticks look at the global
       // queue first, so local ping-pong cannot starve it.
       if (pp->schedtick % Policy::global_poll_interval == 0 && !globq_.empty()) {
@@ -2761,6 +3088,10 @@ class scheduler final : public sched_base {
           return gp;
         }
       }
+      // Other Ps' due timers (Go's stealWork runs them too): an idle P's
+      // timers have nobody else to run them. Whatever they ready comes to
+      // this P: look again.
+      if (run_other_timers(pp)) continue;
       // Steal, if this M is spinning or few enough Ms are: spinning Ms
       // are limited to half the busy Ps so they cannot burn every CPU.
       if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) <
@@ -2802,7 +3133,8 @@ class scheduler final : public sched_base {
       // The delicate dance: a spinning M must drop nmspinning *before*
       // re-checking every source of work. Otherwise work submitted after
       // the check but before the decrement would see nmspinning > 0, skip
-      // wakep, and be left with nobody to run it.
+      // wakep, and be left with nobody to run it. (Timers are re-checked
+      // by park_idle, after this decrement, for the same reason.)
       if (mm->spinning) {
         mm->spinning = false;
         nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
@@ -2826,11 +3158,109 @@ class scheduler final : public sched_base {
           continue;
         }
       }
-      if (!stopm(mm)) {
+      if (!park_idle(mm)) {
         leave(mm);
         return nullptr;
       }
     }
+  }
+
+  // Runs the due timers of every P but pp. Returns true if it ran any.
+  // Reads the clock only if some P has a timer at all.
+  bool run_other_timers(p* pp) noexcept {
+    bool ran = false;
+    std::int64_t now = 0;
+    for (auto& other : allp_) {
+      if (other.get() == pp) continue;
+      std::int64_t w = other->timers.earliest();
+      if (w == 0) continue;
+      if (now == 0) now = nanotime();
+      if (w <= now) {
+        other->timers.run_due(now);
+        ran = true;
+      }
+    }
+    return ran;
+  }
+
+  // The earliest pending timer over all Ps (Go's timeSleepUntil); 0: none.
+  std::int64_t earliest_timer() const noexcept {
+    std::int64_t next = 0;
+    for (auto& pp : allp_) {
+      std::int64_t w = pp->timers.earliest();
+      if (w != 0 && (next == 0 || w < next)) next = w;
+    }
+    return next;
+  }
+
+  // An M without a P and without work goes to sleep here, for no longer
+  // than until the next timer (Go: findRunnable's `stop` path, blocking in
+  // netpoll until pollUntil). Returns with a P (true: go look for work
+  // again), without one (true: look again, e.g. a timer was added), or
+  // false: mm must leave.
+  //
+  // Only one idle M at a time sleeps with a timeout — the "timer M",
+  // timer_m_, waking at timer_m_until_ (Go allows one M blocked in netpoll);
+  // the others sleep until handed a P. An M whose next timer is earlier
+  // than the timer M's takes the role over.
+  //
+  // Why no timer is missed: a timer is published (its heap's earliest(),
+  // seq_cst) before its adder reads timer_m_until_ (seq_cst) in
+  // wake_for_timer; an M about to sleep publishes timer_m_until_ (seq_cst)
+  // before it reads every heap's earliest() again. So either the adder sees
+  // the sleeper's deadline and wakes it if the new timer is earlier, or the
+  // sleeper sees the new timer and does not sleep past it. With no timer M
+  // at all the adder calls wakep, which pairs with the delicate dance
+  // (nmspinning) and npidle the same way.
+  bool park_idle(m* mm) {
+    std::int64_t next = earliest_timer();
+    if (next != 0 && next <= nanotime()) {
+      // A timer is due: take a P and run it.
+      p* pp;
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        pp = pidle_get();
+      }
+      if (pp) {
+        acquirep(mm, pp);
+        return true;
+      }
+      // Every P is running: their Ms run due timers when they next
+      // schedule, and look at the next timer before they sleep.
+      next = 0;
+    }
+    switch (stopm(mm, next)) {
+      case wake_reason::leave:
+        return false;
+      case wake_reason::got_p:
+      case wake_reason::again:
+        return true;
+    }
+    return true;
+  }
+
+  // wakeNetPoller: a timer at `when` was just queued. If the timer M would
+  // sleep past it, wake the timer M (it will sleep again, shorter); with no
+  // timer M, make sure some M will look at the timers (wakep: an idle P
+  // gets a spinning M, which finds nothing to run and becomes the timer M;
+  // with no idle P or a spinner already about, an M passes through
+  // park_idle anyway).
+  void wake_for_timer(std::int64_t when) {
+    std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
+    if (until == 0) {
+      wakep(false);
+      return;
+    }
+    if (when >= until) return;
+    m* sleeper = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (timer_m_ && when < timer_m_until_.load(std::memory_order_relaxed)) {
+        sleeper = timer_m_;
+        m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
+      }
+    }
+    if (sleeper) sleeper->park_note.wake();
   }
 
   // stealWork: four passes over all Ps in a random coprime order; runnext
@@ -2971,27 +3401,60 @@ class scheduler final : public sched_base {
     threads_alive_.fetch_sub(1);
   }
 
-  // stopm: park mm until startm hands it a P. Returns false if mm must leave.
-  bool stopm(m* mm) {
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lk(lock_);
-        if (should_leave(mm)) return false;
-        mm->park_note.clear();
-        m_idle_put(mm);
+  enum class wake_reason { got_p, again, leave };
+
+  // stopm: parks mm (no P) until startm hands it a P (got_p), until it must
+  // leave (leave), or, when `until` != 0, no later than that nanotime() if
+  // it becomes the timer M (again; also when a timer waker took it off the
+  // idle list). See park_idle for the protocol.
+  //
+  // Who may wake mm: whoever takes it off the idle list (under lock_) owns
+  // its wake-up — startm (with nextp), main_finished, wake_for_timer — plus
+  // shutdown, which wakes every M. So after a timed-out sleep mm looks
+  // whether it is still on the list: if so it removes itself and looks for
+  // work; if not, a wake is on its way and it waits for it.
+  wake_reason stopm(m* mm, std::int64_t until = 0) {
+    bool timed = false;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (should_leave(mm)) return wake_reason::leave;
+      mm->park_note.clear();
+      m_idle_put(mm);
+      if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.load(std::memory_order_relaxed))) {
+        timer_m_ = mm;
+        timer_m_until_.store(until, std::memory_order_seq_cst);
+        timed = true;
       }
-      m_parks_.fetch_add(1, std::memory_order_relaxed);
-      if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
-      mm->park_note.sleep();
-      if (mm->nextp) {
-        acquirep(mm, mm->nextp);
-        mm->nextp = nullptr;
-        return true;
-      }
-      if (should_leave(mm)) return false;
-      // Woken without a P and not asked to leave: spurious, park again
-      // (the waker already took mm off the idle list).
     }
+    m_parks_.fetch_add(1, std::memory_order_relaxed);
+    if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
+    bool woken = true;
+    if (timed) {
+      // The second half of the handshake with wake_for_timer: a timer
+      // published before our deadline was would not wake us.
+      std::int64_t next = earliest_timer();
+      std::int64_t now = nanotime();
+      if (next != 0 && next < until)
+        woken = false;  // look again at once
+      else
+        woken = mm->park_note.sleep_for(until - now > 0 ? until - now : 0);
+      if (!woken) {
+        std::lock_guard<std::mutex> lk(lock_);
+        if (mm->in_idle_list) {
+          m_idle_remove(mm);
+          return wake_reason::again;
+        }
+        // Taken off the list meanwhile: its taker's wake is on the way.
+      }
+    }
+    mm->park_note.sleep();  // returns at once if already woken
+    if (mm->nextp) {
+      acquirep(mm, mm->nextp);
+      mm->nextp = nullptr;
+      return wake_reason::got_p;
+    }
+    if (should_leave(mm)) return wake_reason::leave;
+    return wake_reason::again;  // taken off the list without a P: look again
   }
 
   bool should_leave(m* mm) const noexcept {
@@ -3058,13 +3521,31 @@ class scheduler final : public sched_base {
     midle_ = mm;
     mm->in_idle_list = true;
   }
+  // Prefers an M other than the timer M: the timer M keeps watching the
+  // timers (Go's startm never takes the M blocked in netpoll). Taken when
+  // it is the only idle M, its role ends; it comes back through park_idle
+  // when it runs out of work, and so does every other M (none is parked).
   m* m_idle_get() noexcept {
     m* mm = midle_;
     if (!mm) return nullptr;
+    if (mm == timer_m_ && mm->link) {
+      m* next = mm->link;
+      mm->link = next->link;
+      next->link = nullptr;
+      next->in_idle_list = false;
+      return next;
+    }
     midle_ = mm->link;
     mm->link = nullptr;
     mm->in_idle_list = false;
+    if (mm == timer_m_) clear_timer_m();
     return mm;
+  }
+  // The timer M is always on the idle list: whoever takes it off ends its
+  // role (the M will come back through park_idle and look at the timers).
+  void clear_timer_m() noexcept {
+    timer_m_ = nullptr;
+    timer_m_until_.store(0, std::memory_order_seq_cst);
   }
   void m_idle_remove(m* target) noexcept {
     for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
@@ -3072,6 +3553,7 @@ class scheduler final : public sched_base {
         *pm = target->link;
         target->link = nullptr;
         target->in_idle_list = false;
+        if (target == timer_m_) clear_timer_m();
         return;
       }
     }
@@ -3265,16 +3747,25 @@ class scheduler final : public sched_base {
   // is parked and cannot go away until the wake-up below.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
+    // run_m_ is read under lock_, which run_main takes to clear it before
+    // its M is freed: an awake run() M (spinning, or back from a timed
+    // sleep) may see main_done_ and leave at any moment. Once we take it
+    // off the idle list it cannot leave before our wake-up.
     m* rm = nullptr;
+    bool was_timer_m = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
-      m* candidate = run_m_.load(std::memory_order_acquire);
-      if (candidate && candidate != this_m() && candidate->in_idle_list) {
-        m_idle_remove(candidate);
-        rm = candidate;
+      m* r = run_m_.load(std::memory_order_relaxed);
+      if (r && r != this_m() && r->in_idle_list) {
+        was_timer_m = r == timer_m_;
+        m_idle_remove(r);
+        rm = r;
       }
     }
     if (rm) rm->park_note.wake();
+    // It was watching the timers: have an M on an idle P take over (it
+    // finds nothing to run and becomes the timer M).
+    if (was_timer_m) wakep(false);
   }
 
   // Entry of every goroutine (first frame on its stack).
@@ -3346,6 +3837,9 @@ class scheduler final : public sched_base {
   alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};
   alignas(cache_line) std::atomic<std::uint32_t> nmspinning_{0};
   m* midle_ = nullptr;
+  m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
+  std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
+  std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
   std::atomic<int> threads_alive_{0};
 
@@ -3670,42 +4164,6 @@ decltype(auto) blocking(long_call_t, F&& f) {
 #include <type_traits>
 #include <utility>
 
-// ---- begin goro/detail/spinlock.hpp ----
-// A tiny lock for very short critical sections (wait queues of sync
-// objects). Its unlock is a single release store and is the last access to
-// the lock, so an object holding one may be destroyed as soon as another
-// thread has acquired and released it (wait_group relies on this).
-
-#include <sched.h>
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-class spinlock {
- public:
-  void lock() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-      if (spins < 64)
-        cpu_relax();
-      else
-        sched_yield();  // the holder was probably descheduled
-    }
-  }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinlock.hpp ----
 
 namespace goro {
 
@@ -5018,4 +5476,272 @@ class wait_group {
 
 }  // namespace goro
 // ---- end goro/sync.hpp ----
+// ---- begin goro/time.hpp ----
+// Time: sleeping, and (with channels) after / timer / ticker, on the
+// runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
+// detail/sched.hpp: find_runnable runs due timers, an idle M sleeps no
+// longer than the next timer). Durations and instants are
+// std::chrono::steady_clock's.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+
+namespace goro {
+
+namespace detail {
+
+// A std::chrono duration in nanoseconds, rounded up (never early) and
+// saturated (hours::max() is "forever", not an overflow).
+template <class Rep, class Period>
+std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
+  using namespace std::chrono;
+  if (d <= d.zero()) return 0;
+  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return ceil<nanoseconds>(d).count();
+}
+
+// Go's timeSleep: the goroutine parks, and only once it is off its stack
+// (the park's unlock step, on g0) is its timer queued — so the timer cannot
+// fire, and ready it, before it has stopped running (Go's resetForSleep).
+inline void sleep_until_ns(std::int64_t when) {
+  m_base* m = current_m();
+  if (!m || !m->curg) {
+    // A plain thread just sleeps.
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    return;
+  }
+  if (when <= nanotime()) return;
+  timer t;
+  t.when = when;
+  t.arg = m->curg;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    g* gp = static_cast<g*>(arg);
+    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
+  };
+  park(
+      m,
+      [](void* arg) {
+        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        return true;
+      },
+      &t);
+}
+
+// Timers created outside any runtime (a plain thread calling after(),
+// constructing a timer...) live on one process-wide heap served by a
+// thread of its own, started on first use. It sleeps until the heap's
+// earliest timer with the same handshake as an idle M (sched.hpp,
+// park_idle): the adder publishes the timer then reads the deadline the
+// thread sleeps to; the thread publishes that deadline then re-reads the
+// heap.
+class thread_timers {
+ public:
+  static thread_timers& get() {
+    // Never destroyed: its thread may still sleep at exit.
+    static thread_timers* self = [] {
+      auto* t = new thread_timers;
+      std::thread(&thread_timers::loop, t).detach();
+      return t;
+    }();
+    return *self;
+  }
+
+  void add(timer* t) {
+    const std::int64_t when = t->when;
+    heap_.add(t);
+    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
+  }
+
+ private:
+  [[noreturn]] void loop() noexcept {
+    for (;;) {
+      wake_.clear();
+      std::int64_t next = heap_.run_due(nanotime());
+      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
+      std::int64_t again = heap_.earliest();
+      if (again != 0 && (next == 0 || again < next)) continue;
+      if (next == 0)
+        wake_.sleep();
+      else if (std::int64_t ns = next - nanotime(); ns > 0)
+        wake_.sleep_for(ns);
+      sleeping_until_.store(0, std::memory_order_seq_cst);
+    }
+  }
+
+  timer_heap heap_;
+  note wake_;
+  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
+};
+
+// Queues t on the calling goroutine's (or M's) runtime, else on the
+// process-wide thread.
+inline void add_timer_anywhere(timer* t) {
+  if (m_base* m = current_m(); m && m->sched)
+    m->sched->add_timer(t);
+  else
+    thread_timers::get().add(t);
+}
+
+using time_chan = chan<std::chrono::steady_clock::time_point>;
+
+// The runtime side of a goro::timer / ticker: a sync timer (stop and reset
+// wait for a send in progress; detail/timer_heap.hpp) that sends the time
+// on a channel of capacity 1 without blocking (Go's sendTime).
+struct chan_timer {
+  timer t;
+  time_chan c{1};
+  spinlock op;  // serializes stop / reset on one timer
+
+  chan_timer(std::int64_t when, std::int64_t period) {
+    t.when = when;
+    t.period = period;
+    t.sync = true;
+    t.arg = this;
+    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+      auto now = std::chrono::steady_clock::now();
+      GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
+      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
+    };
+  }
+  ~chan_timer() { timer_heap::del(&t); }
+
+  bool stop() noexcept {
+    std::lock_guard<spinlock> lk(op);
+    return timer_heap::del(&t);
+  }
+  bool reset(std::int64_t when, std::int64_t period) {
+    std::lock_guard<spinlock> lk(op);
+    bool active = timer_heap::del(&t);
+    t.when = when;
+    t.period = period;
+    add_timer_anywhere(&t);
+    return active;
+  }
+};
+
+}  // namespace detail
+
+// Pauses the calling goroutine for at least d (it parks; its M runs other
+// goroutines). From a plain thread, sleeps the thread. d <= 0 returns at
+// once.
+template <class Rep, class Period>
+void sleep_for(const std::chrono::duration<Rep, Period>& d) {
+  std::int64_t ns = detail::to_ns(d);
+  if (ns == 0) return;
+  detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
+}
+
+// Pauses the calling goroutine until t (steady_clock). A t in the past
+// returns at once.
+template <class Duration>
+void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
+  using namespace std::chrono;
+  auto since = t.time_since_epoch();
+  if (since <= since.zero()) return;
+  detail::sleep_until_ns(detail::to_ns(since));
+}
+
+// A channel that receives the time once, d from now (Go's time.After).
+// The timer cannot be stopped; use goro::timer for that.
+template <class Rep, class Period>
+detail::time_chan after(const std::chrono::duration<Rep, Period>& d) {
+  struct once {
+    detail::timer t;
+    detail::time_chan c{1};
+  };
+  auto* o = new once;
+  o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
+  o->t.arg = o;
+  o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto* self = static_cast<once*>(arg);
+    auto now = std::chrono::steady_clock::now();
+    self->c.try_send(now);  // capacity 1, nobody else sends: never full
+    delete self;            // not sync: the heap forgets t before calling us
+  };
+  // Dropped unfired (the runtime ended first): free it.
+  o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
+  detail::time_chan c = o->c;  // o may be gone once queued
+  detail::add_timer_anywhere(&o->t);
+  return c;
+}
+
+// Go's time.Timer: sends the time on c() once, d from now, unless stopped.
+class timer {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit timer(const std::chrono::duration<Rep, Period>& d)
+      : s_(std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0)) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  timer(timer&&) noexcept = default;
+  timer& operator=(timer&&) noexcept = default;
+  ~timer() = default;  // stops it (waits for a send in progress)
+
+  // True if this call stopped the timer before it fired. It does not drain
+  // c(): after false, a value may be waiting there.
+  bool stop() noexcept { return s_->stop(); }
+
+  // Re-arms the timer to fire d from now. True if it was still pending.
+  // Like Go's before 1.23, a value sent before the reset stays in c().
+  template <class Rep, class Period>
+  bool reset(const std::chrono::duration<Rep, Period>& d) {
+    return s_->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+  }
+
+  // The channel the time is sent on (a handle: copies refer to it).
+  detail::time_chan c() const noexcept { return s_->c; }
+
+ private:
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+// Go's time.Ticker: sends the time on c() every d. A reader that falls
+// behind misses ticks (the channel holds one).
+class ticker {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit ticker(const std::chrono::duration<Rep, Period>& d) : s_(make(interval(d))) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  ticker(ticker&&) noexcept = default;
+  ticker& operator=(ticker&&) noexcept = default;
+  ~ticker() = default;  // stops it
+
+  // No more ticks after this returns (one sent before may be in c()).
+  void stop() noexcept { s_->stop(); }
+
+  // Stops the ticker and restarts it with period d, the next tick d from now.
+  template <class Rep, class Period>
+  void reset(const std::chrono::duration<Rep, Period>& d) {
+    std::int64_t p = interval(d);
+    s_->reset(detail::when_after(detail::nanotime(), p), p);
+  }
+
+  // The channel the time is sent on (a handle: copies refer to it).
+  detail::time_chan c() const noexcept { return s_->c; }
+
+ private:
+  template <class Rep, class Period>
+  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d) {
+    std::int64_t p = detail::to_ns(d);
+    if (p <= 0) detail::raise_usage("non-positive interval for ticker");
+    return p;
+  }
+  static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
+    return std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), p), p);
+  }
+
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+}  // namespace goro
+// ---- end goro/time.hpp ----
 // ---- end goro/goro.hpp ----

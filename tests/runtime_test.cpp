@@ -324,12 +324,10 @@ TEST_CASE("runtime: goroutines blocked forever are reported and released at shut
   std::FILE* tmp = std::tmpfile();
   REQUIRE(tmp);
   int saved = dup(2);
+  goro::wait_group never;  // outlives rt: the goroutines may first run while rt's destructor waits
+  never.add(1);
   {
-    // `never` must outlive rt: the goroutines may first run after run()
-    // returns, while rt's destructor waits for them.
-    goro::wait_group never;
     goro::runtime rt{goro::options{2}};
-    never.add(1);
     rt.run([&] {
       for (int i = 0; i < 3; ++i) goro::go([&] { never.wait(); });
     });

@@ -11,3 +11,4 @@
 #include "select.hpp"
 #include "stack.hpp"
 #include "sync.hpp"
+#include "time.hpp"

@@ -37,6 +37,8 @@ enum class after_switch : std::uint8_t {
 };
 
 // The policy-independent interface of a runtime.
+struct timer;
+
 class sched_base {
  public:
   virtual ~sched_base() = default;
@@ -49,6 +51,10 @@ class sched_base {
   virtual void start_g(g* gp) = 0;
   // Makes a waiting G runnable (from any thread). Go's ready().
   virtual void ready(g* gp) noexcept = 0;
+  // addtimer: queues t (on no heap) on the calling M's P, or on some P when
+  // called from elsewhere, and makes sure an M will be awake to run it in
+  // time (Go's addtimer + wakeNetPoller). t->f runs on a scheduler context.
+  virtual void add_timer(timer* t) = 0;
   virtual std::size_t live_goroutines() const noexcept = 0;
   virtual unsigned procs() const noexcept = 0;
   // goro::blocking (blocking.hpp): entersyscall / entersyscallblock before

@@ -38,6 +38,7 @@
 #include "signals.hpp"
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
+#include "timer_heap.hpp"
 
 namespace goro {
 
@@ -146,6 +147,7 @@ class scheduler final : public sched_base {
     std::uint32_t nstack = 0;
     std::uint64_t goid_next = 0, goid_end = 0;
     owned_counter spawns, exits, steals, global_polls, parks, unparks;
+    timer_heap timers;  // this P's timers (own lock: other Ms add and run them)
     // sysmon (sysmon.hpp): what it reads of a P from its own thread.
     std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
     std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
@@ -245,6 +247,18 @@ class scheduler final : public sched_base {
     wakep(false);
   }
 
+  // addtimer: t goes on the current P's heap (the P whose M is most likely
+  // to be awake when it fires), or, from a thread that is not one of this
+  // runtime's Ms, on a P picked round-robin. Then wake_for_timer.
+  void add_timer(timer* t) override {
+    m* mm = this_m();
+    p* pp = mm ? mm->pp : nullptr;
+    if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % nprocs_].get();
+    const std::int64_t when = t->when;  // t may fire (and be gone) once queued
+    pp->timers.add(t);
+    wake_for_timer(when);
+  }
+
   std::size_t live_goroutines() const noexcept override {
     std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
     for (auto& pp : allp_) {
@@ -336,13 +350,18 @@ class scheduler final : public sched_base {
     if (current_m() != nullptr && current_m()->sched == this)
       fatal("goro: runtime destroyed from inside one of its own goroutines");
     for (;;) {
-      bool quiet;
+      bool idle;
       {
         std::lock_guard<std::mutex> lk(lock_);
-        quiet = npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() &&
-                nmspinning_.load(std::memory_order_relaxed) == 0;
+        idle = npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() &&
+               nmspinning_.load(std::memory_order_relaxed) == 0;
       }
-      if (quiet) {
+      // No goroutine left: done, whatever timers remain (a ticker nobody
+      // stopped). Otherwise a pending timer is pending work: sleeping
+      // goroutines are not blocked forever (Go's checkdead says the same).
+      if (idle && live_goroutines() == 0) break;
+      std::int64_t next_timer = idle ? earliest_timer() : 0;
+      if (idle && next_timer == 0) {
         std::size_t live = live_goroutines();
         if (live == 0) break;
         // Re-check after a moment: a thread outside the runtime may be
@@ -352,16 +371,24 @@ class scheduler final : public sched_base {
         shutdown_note_.sleep_for(10'000'000);
         shutdown_waiting_.store(false, std::memory_order_relaxed);
         std::lock_guard<std::mutex> lk(lock_);
-        if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live) {
+        if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live &&
+            earliest_timer() == 0) {
           std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
           blocked_at_shutdown_ = live;
           break;
         }
         continue;
       }
+      // Busy: look again in a millisecond (a P going idle wakes us sooner).
+      // Only timers pending: look again when the next one is due.
+      long long wait_ns = 1'000'000;
+      if (next_timer != 0) {
+        std::int64_t until_due = next_timer - nanotime();
+        wait_ns = std::clamp<long long>(until_due, 1'000'000, 100'000'000);
+      }
       shutdown_note_.clear();
       shutdown_waiting_.store(true, std::memory_order_seq_cst);
-      shutdown_note_.sleep_for(1'000'000);
+      shutdown_note_.sleep_for(wait_ns);
       shutdown_waiting_.store(false, std::memory_order_relaxed);
     }
     sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
@@ -377,6 +404,9 @@ class scheduler final : public sched_base {
       if (mm->has_thread) pthread_join(mm->thread, nullptr);
       delete mm;
     }
+    // Timers still queued (a ticker nobody stopped, with no goroutine left)
+    // are detached: deleting them later finds them on no heap.
+    for (auto& pp : allp_) pp->timers.clear();
     release_memory();
   }
 
@@ -485,13 +515,16 @@ class scheduler final : public sched_base {
         return nullptr;
       }
       p* pp = mm->pp;
-      if (pp == nullptr) {  // no P (run() found none): wait for one
-        if (!stopm(mm)) {
+      if (pp == nullptr) {  // no P (run() found none, or woken for a timer): wait for one
+        if (!park_idle(mm)) {
           leave(mm);
           return nullptr;
         }
         continue;
       }
+      // checkTimers: this P's due timers run first; what they ready lands
+      // in this P's run queue.
+      if (pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
       // Fairness: every global_poll_interval ticks look at the global
       // queue first, so local ping-pong cannot starve it.
       if (pp->schedtick % Policy::global_poll_interval == 0 && !globq_.empty()) {
@@ -513,6 +546,10 @@ class scheduler final : public sched_base {
           return gp;
         }
       }
+      // Other Ps' due timers (Go's stealWork runs them too): an idle P's
+      // timers have nobody else to run them. Whatever they ready comes to
+      // this P: look again.
+      if (run_other_timers(pp)) continue;
       // Steal, if this M is spinning or few enough Ms are: spinning Ms
       // are limited to half the busy Ps so they cannot burn every CPU.
       if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) <
@@ -554,7 +591,8 @@ class scheduler final : public sched_base {
       // The delicate dance: a spinning M must drop nmspinning *before*
       // re-checking every source of work. Otherwise work submitted after
       // the check but before the decrement would see nmspinning > 0, skip
-      // wakep, and be left with nobody to run it.
+      // wakep, and be left with nobody to run it. (Timers are re-checked
+      // by park_idle, after this decrement, for the same reason.)
       if (mm->spinning) {
         mm->spinning = false;
         nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
@@ -578,11 +616,109 @@ class scheduler final : public sched_base {
           continue;
         }
       }
-      if (!stopm(mm)) {
+      if (!park_idle(mm)) {
         leave(mm);
         return nullptr;
       }
     }
+  }
+
+  // Runs the due timers of every P but pp. Returns true if it ran any.
+  // Reads the clock only if some P has a timer at all.
+  bool run_other_timers(p* pp) noexcept {
+    bool ran = false;
+    std::int64_t now = 0;
+    for (auto& other : allp_) {
+      if (other.get() == pp) continue;
+      std::int64_t w = other->timers.earliest();
+      if (w == 0) continue;
+      if (now == 0) now = nanotime();
+      if (w <= now) {
+        other->timers.run_due(now);
+        ran = true;
+      }
+    }
+    return ran;
+  }
+
+  // The earliest pending timer over all Ps (Go's timeSleepUntil); 0: none.
+  std::int64_t earliest_timer() const noexcept {
+    std::int64_t next = 0;
+    for (auto& pp : allp_) {
+      std::int64_t w = pp->timers.earliest();
+      if (w != 0 && (next == 0 || w < next)) next = w;
+    }
+    return next;
+  }
+
+  // An M without a P and without work goes to sleep here, for no longer
+  // than until the next timer (Go: findRunnable's `stop` path, blocking in
+  // netpoll until pollUntil). Returns with a P (true: go look for work
+  // again), without one (true: look again, e.g. a timer was added), or
+  // false: mm must leave.
+  //
+  // Only one idle M at a time sleeps with a timeout — the "timer M",
+  // timer_m_, waking at timer_m_until_ (Go allows one M blocked in netpoll);
+  // the others sleep until handed a P. An M whose next timer is earlier
+  // than the timer M's takes the role over.
+  //
+  // Why no timer is missed: a timer is published (its heap's earliest(),
+  // seq_cst) before its adder reads timer_m_until_ (seq_cst) in
+  // wake_for_timer; an M about to sleep publishes timer_m_until_ (seq_cst)
+  // before it reads every heap's earliest() again. So either the adder sees
+  // the sleeper's deadline and wakes it if the new timer is earlier, or the
+  // sleeper sees the new timer and does not sleep past it. With no timer M
+  // at all the adder calls wakep, which pairs with the delicate dance
+  // (nmspinning) and npidle the same way.
+  bool park_idle(m* mm) {
+    std::int64_t next = earliest_timer();
+    if (next != 0 && next <= nanotime()) {
+      // A timer is due: take a P and run it.
+      p* pp;
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        pp = pidle_get();
+      }
+      if (pp) {
+        acquirep(mm, pp);
+        return true;
+      }
+      // Every P is running: their Ms run due timers when they next
+      // schedule, and look at the next timer before they sleep.
+      next = 0;
+    }
+    switch (stopm(mm, next)) {
+      case wake_reason::leave:
+        return false;
+      case wake_reason::got_p:
+      case wake_reason::again:
+        return true;
+    }
+    return true;
+  }
+
+  // wakeNetPoller: a timer at `when` was just queued. If the timer M would
+  // sleep past it, wake the timer M (it will sleep again, shorter); with no
+  // timer M, make sure some M will look at the timers (wakep: an idle P
+  // gets a spinning M, which finds nothing to run and becomes the timer M;
+  // with no idle P or a spinner already about, an M passes through
+  // park_idle anyway).
+  void wake_for_timer(std::int64_t when) {
+    std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
+    if (until == 0) {
+      wakep(false);
+      return;
+    }
+    if (when >= until) return;
+    m* sleeper = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (timer_m_ && when < timer_m_until_.load(std::memory_order_relaxed)) {
+        sleeper = timer_m_;
+        m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
+      }
+    }
+    if (sleeper) sleeper->park_note.wake();
   }
 
   // stealWork: four passes over all Ps in a random coprime order; runnext
@@ -723,27 +859,60 @@ class scheduler final : public sched_base {
     threads_alive_.fetch_sub(1);
   }
 
-  // stopm: park mm until startm hands it a P. Returns false if mm must leave.
-  bool stopm(m* mm) {
-    for (;;) {
-      {
-        std::lock_guard<std::mutex> lk(lock_);
-        if (should_leave(mm)) return false;
-        mm->park_note.clear();
-        m_idle_put(mm);
+  enum class wake_reason { got_p, again, leave };
+
+  // stopm: parks mm (no P) until startm hands it a P (got_p), until it must
+  // leave (leave), or, when `until` != 0, no later than that nanotime() if
+  // it becomes the timer M (again; also when a timer waker took it off the
+  // idle list). See park_idle for the protocol.
+  //
+  // Who may wake mm: whoever takes it off the idle list (under lock_) owns
+  // its wake-up — startm (with nextp), main_finished, wake_for_timer — plus
+  // shutdown, which wakes every M. So after a timed-out sleep mm looks
+  // whether it is still on the list: if so it removes itself and looks for
+  // work; if not, a wake is on its way and it waits for it.
+  wake_reason stopm(m* mm, std::int64_t until = 0) {
+    bool timed = false;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (should_leave(mm)) return wake_reason::leave;
+      mm->park_note.clear();
+      m_idle_put(mm);
+      if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.load(std::memory_order_relaxed))) {
+        timer_m_ = mm;
+        timer_m_until_.store(until, std::memory_order_seq_cst);
+        timed = true;
       }
-      m_parks_.fetch_add(1, std::memory_order_relaxed);
-      if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
-      mm->park_note.sleep();
-      if (mm->nextp) {
-        acquirep(mm, mm->nextp);
-        mm->nextp = nullptr;
-        return true;
-      }
-      if (should_leave(mm)) return false;
-      // Woken without a P and not asked to leave: spurious, park again
-      // (the waker already took mm off the idle list).
     }
+    m_parks_.fetch_add(1, std::memory_order_relaxed);
+    if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
+    bool woken = true;
+    if (timed) {
+      // The second half of the handshake with wake_for_timer: a timer
+      // published before our deadline was would not wake us.
+      std::int64_t next = earliest_timer();
+      std::int64_t now = nanotime();
+      if (next != 0 && next < until)
+        woken = false;  // look again at once
+      else
+        woken = mm->park_note.sleep_for(until - now > 0 ? until - now : 0);
+      if (!woken) {
+        std::lock_guard<std::mutex> lk(lock_);
+        if (mm->in_idle_list) {
+          m_idle_remove(mm);
+          return wake_reason::again;
+        }
+        // Taken off the list meanwhile: its taker's wake is on the way.
+      }
+    }
+    mm->park_note.sleep();  // returns at once if already woken
+    if (mm->nextp) {
+      acquirep(mm, mm->nextp);
+      mm->nextp = nullptr;
+      return wake_reason::got_p;
+    }
+    if (should_leave(mm)) return wake_reason::leave;
+    return wake_reason::again;  // taken off the list without a P: look again
   }
 
   bool should_leave(m* mm) const noexcept {
@@ -810,13 +979,31 @@ class scheduler final : public sched_base {
     midle_ = mm;
     mm->in_idle_list = true;
   }
+  // Prefers an M other than the timer M: the timer M keeps watching the
+  // timers (Go's startm never takes the M blocked in netpoll). Taken when
+  // it is the only idle M, its role ends; it comes back through park_idle
+  // when it runs out of work, and so does every other M (none is parked).
   m* m_idle_get() noexcept {
     m* mm = midle_;
     if (!mm) return nullptr;
+    if (mm == timer_m_ && mm->link) {
+      m* next = mm->link;
+      mm->link = next->link;
+      next->link = nullptr;
+      next->in_idle_list = false;
+      return next;
+    }
     midle_ = mm->link;
     mm->link = nullptr;
     mm->in_idle_list = false;
+    if (mm == timer_m_) clear_timer_m();
     return mm;
+  }
+  // The timer M is always on the idle list: whoever takes it off ends its
+  // role (the M will come back through park_idle and look at the timers).
+  void clear_timer_m() noexcept {
+    timer_m_ = nullptr;
+    timer_m_until_.store(0, std::memory_order_seq_cst);
   }
   void m_idle_remove(m* target) noexcept {
     for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
@@ -824,6 +1011,7 @@ class scheduler final : public sched_base {
         *pm = target->link;
         target->link = nullptr;
         target->in_idle_list = false;
+        if (target == timer_m_) clear_timer_m();
         return;
       }
     }
@@ -1017,16 +1205,25 @@ class scheduler final : public sched_base {
   // is parked and cannot go away until the wake-up below.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
+    // run_m_ is read under lock_, which run_main takes to clear it before
+    // its M is freed: an awake run() M (spinning, or back from a timed
+    // sleep) may see main_done_ and leave at any moment. Once we take it
+    // off the idle list it cannot leave before our wake-up.
     m* rm = nullptr;
+    bool was_timer_m = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
-      m* candidate = run_m_.load(std::memory_order_acquire);
-      if (candidate && candidate != this_m() && candidate->in_idle_list) {
-        m_idle_remove(candidate);
-        rm = candidate;
+      m* r = run_m_.load(std::memory_order_relaxed);
+      if (r && r != this_m() && r->in_idle_list) {
+        was_timer_m = r == timer_m_;
+        m_idle_remove(r);
+        rm = r;
       }
     }
     if (rm) rm->park_note.wake();
+    // It was watching the timers: have an M on an idle P take over (it
+    // finds nothing to run and becomes the timer M).
+    if (was_timer_m) wakep(false);
   }
 
   // Entry of every goroutine (first frame on its stack).
@@ -1098,6 +1295,9 @@ class scheduler final : public sched_base {
   alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};
   alignas(cache_line) std::atomic<std::uint32_t> nmspinning_{0};
   m* midle_ = nullptr;
+  m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
+  std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
+  std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
   std::atomic<int> threads_alive_{0};
 

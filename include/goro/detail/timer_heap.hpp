@@ -1,0 +1,253 @@
+// Timers: the record a timer is made of, and the per-P heap that holds
+// them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
+// addtimer / deltimer / modtimer / runtimer, checkTimers in proc.go).
+//
+// Simpler than Go's status machine, same guarantees:
+//  - A timer is on at most one heap at a time. `where` names that heap and
+//    is only written with that heap's lock held. A heap never hands its
+//    timers to another heap: a timer stays where it was added until it
+//    fires or is deleted; other Ms *run* an idle P's expired timers instead
+//    of moving them (Go's stealWork runs other Ps' timers too).
+//  - Timer functions run on a scheduler context (g0) with no lock held;
+//    they must be short and never block (ready a G, a non-blocking send).
+//  - A timer that may be deleted or modified while it fires is `sync`: the
+//    runner counts it `running` (under the heap lock) before calling its
+//    function and uncounts it afterwards; del / mod wait for the count to
+//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
+//    changes). So once del() returns, the function is not running and will
+//    not run: the timer's owner may free what the function uses. A timer
+//    that is not `sync` (a sleeping goroutine's) is never touched by the
+//    runner after its function was called: the function may end the
+//    timer's lifetime (the woken goroutine returns and its frame is gone).
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "spinlock.hpp"
+
+namespace goro::detail {
+
+// Nanoseconds on std::chrono::steady_clock; timers' `when`. 0 means "none",
+// so real instants are clamped to >= 1.
+inline std::int64_t nanotime() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// when = now + d, saturating (a huge duration is "never", not an overflow).
+inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
+  if (d <= 0) return now < 1 ? 1 : now;
+  std::int64_t w = now + d;
+  if (w < now) w = INT64_MAX;  // wrapped
+  return w < 1 ? 1 : w;
+}
+
+class timer_heap;
+
+struct timer {
+  // Called with (arg, seq, now) when the timer fires; no lock is held.
+  using func = void (*)(void* arg, std::uintptr_t seq, std::int64_t now);
+
+  // Fields guarded by the lock of the heap the timer is on (or owned by the
+  // timer's user while it is on none).
+  std::int64_t when = 0;    // fires at this nanotime()
+  std::int64_t period = 0;  // > 0: re-arms itself every period ns (ticker)
+  func f = nullptr;
+  func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
+  void* arg = nullptr;
+  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
+  std::uint32_t index = 0;  // position in the heap's array
+  bool sync = false;        // del/mod wait for a running f (see the top of this file)
+
+  std::atomic<timer_heap*> where{nullptr};
+  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
+};
+
+// A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
+// a 4-ary heap too: shallower than a binary one, and the four children of
+// a node share a cache line of the array.
+class timer_heap {
+ public:
+  timer_heap() = default;
+  timer_heap(const timer_heap&) = delete;
+  timer_heap& operator=(const timer_heap&) = delete;
+
+  // The earliest `when` on this heap, 0 if empty. Read without the lock by
+  // anyone deciding whether to look closer (Go's timer0When); written with
+  // the lock held after every change to the top. seq_cst: see the
+  // scheduler's comment on how an M going to sleep and a timer being added
+  // each see the other.
+  std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
+  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+
+  // addtimer: queues t (on no heap, not running) to fire at t->when.
+  // Returns true if t became this heap's earliest timer.
+  bool add(timer* t) {
+    lock_.lock();
+    bool first = push_locked(t);
+    lock_.unlock();
+    return first;
+  }
+
+  // runtimer loop: runs every timer due at `now`, the lock released around
+  // each function. Returns the earliest pending `when` afterwards (0: none).
+  std::int64_t run_due(std::int64_t now) noexcept {
+    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
+    lock_.lock();
+    while (!heap_.empty() && heap_[0]->when <= now) {
+      timer* t = heap_[0];
+      timer::func f = t->f;
+      void* arg = t->arg;
+      std::uintptr_t seq = t->seq;
+      bool sync = t->sync;
+      // `running` before `where`: del() reading where == nullptr without
+      // the lock (acquire) must then see running != 0 and wait.
+      // A count, not a flag: a periodic timer may be due again, and run by
+      // another M, before this call of its function returns.
+      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
+      if (t->period > 0) {
+        // Periodic: the next tick after now, skipping missed ones (a ticker
+        // drops ticks rather than bursting).
+        std::int64_t late = now - t->when;
+        std::int64_t next = t->when + t->period * (1 + late / t->period);
+        t->when = next < t->when ? INT64_MAX : next;
+        sift_down(0);
+      } else {
+        remove_at(0);
+        t->where.store(nullptr, std::memory_order_release);
+      }
+      publish_earliest();
+      lock_.unlock();
+      // After this call a non-sync t may be gone: touch it no more.
+      f(arg, seq, now);
+      if (sync) t->running.fetch_sub(1, std::memory_order_release);
+      lock_.lock();
+    }
+    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
+    lock_.unlock();
+    return next;
+  }
+
+  // Removes every timer (shutdown): later del() calls find them on no heap;
+  // those with a `drop` function get it called.
+  void clear() noexcept {
+    lock_.lock();
+    std::vector<timer*> all;
+    all.swap(heap_);
+    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
+    count_.store(0, std::memory_order_relaxed);
+    publish_earliest();
+    lock_.unlock();
+    for (timer* t : all)
+      if (t->drop) t->drop(t->arg, t->seq, 0);
+  }
+
+  // deltimer: takes t off whatever heap it is on. Returns true if it was
+  // pending (so it will now never fire), false if it had fired (or was
+  // never added). Waits for a sync timer's running function to finish.
+  static bool del(timer* t) noexcept {
+    for (;;) {
+      timer_heap* h = t->where.load(std::memory_order_acquire);
+      if (!h) {
+        wait_not_running(t);
+        return false;
+      }
+      h->lock_.lock();
+      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
+        h->lock_.unlock();
+        continue;
+      }
+      if (t->sync && t->running.load(std::memory_order_acquire) != 0) {
+        // A periodic timer stays queued while its function runs.
+        h->lock_.unlock();
+        wait_not_running(t);
+        continue;
+      }
+      h->remove_at(t->index);
+      t->where.store(nullptr, std::memory_order_release);
+      h->publish_earliest();
+      h->lock_.unlock();
+      return true;
+    }
+  }
+
+ private:
+  static void wait_not_running(timer* t) noexcept {
+    if (!t->sync) return;
+    while (t->running.load(std::memory_order_acquire) != 0) sched_yield();
+  }
+
+  bool push_locked(timer* t) {
+    t->index = static_cast<std::uint32_t>(heap_.size());
+    heap_.push_back(t);
+    t->where.store(this, std::memory_order_release);
+    sift_up(t->index);
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    bool first = heap_[0] == t;
+    if (first) publish_earliest();
+    return first;
+  }
+
+  void remove_at(std::uint32_t i) noexcept {
+    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
+    if (i != last) {
+      heap_[i] = heap_[last];
+      heap_[i]->index = i;
+    }
+    heap_.pop_back();
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    if (i < heap_.size()) {
+      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
+        sift_up(i);
+      else
+        sift_down(i);
+    }
+  }
+
+  void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
+
+  void place(std::uint32_t i, timer* t) noexcept {
+    heap_[i] = t;
+    t->index = i;
+  }
+
+  void sift_up(std::uint32_t i) noexcept {
+    timer* t = heap_[i];
+    while (i > 0) {
+      std::uint32_t parent = (i - 1) / 4;
+      if (heap_[parent]->when <= t->when) break;
+      place(i, heap_[parent]);
+      i = parent;
+    }
+    place(i, t);
+  }
+
+  void sift_down(std::uint32_t i) noexcept {
+    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
+    if (i >= n) return;
+    timer* t = heap_[i];
+    for (;;) {
+      std::uint32_t c = 4 * i + 1;
+      if (c >= n) break;
+      std::uint32_t best = c;
+      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
+        if (heap_[k]->when < heap_[best]->when) best = k;
+      if (t->when <= heap_[best]->when) break;
+      place(i, heap_[best]);
+      i = best;
+    }
+    place(i, t);
+  }
+
+  spinlock lock_;
+  std::vector<timer*> heap_;
+  std::atomic<std::int64_t> when0_{0};
+  std::atomic<std::size_t> count_{0};
+};
+
+}  // namespace goro::detail

@@ -1,0 +1,274 @@
+// Time: sleeping, and (with channels) after / timer / ticker, on the
+// runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
+// detail/sched.hpp: find_runnable runs due timers, an idle M sleeps no
+// longer than the next timer). Durations and instants are
+// std::chrono::steady_clock's.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "chan.hpp"
+#include "detail/config.hpp"
+#include "detail/futex.hpp"
+#include "detail/m.hpp"
+#include "detail/spinlock.hpp"
+#include "detail/timer_heap.hpp"
+#include "error.hpp"
+
+namespace goro {
+
+namespace detail {
+
+// A std::chrono duration in nanoseconds, rounded up (never early) and
+// saturated (hours::max() is "forever", not an overflow).
+template <class Rep, class Period>
+std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
+  using namespace std::chrono;
+  if (d <= d.zero()) return 0;
+  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return ceil<nanoseconds>(d).count();
+}
+
+// Go's timeSleep: the goroutine parks, and only once it is off its stack
+// (the park's unlock step, on g0) is its timer queued — so the timer cannot
+// fire, and ready it, before it has stopped running (Go's resetForSleep).
+inline void sleep_until_ns(std::int64_t when) {
+  m_base* m = current_m();
+  if (!m || !m->curg) {
+    // A plain thread just sleeps.
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    return;
+  }
+  if (when <= nanotime()) return;
+  timer t;
+  t.when = when;
+  t.arg = m->curg;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    g* gp = static_cast<g*>(arg);
+    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
+  };
+  park(
+      m,
+      [](void* arg) {
+        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        return true;
+      },
+      &t);
+}
+
+// Timers created outside any runtime (a plain thread calling after(),
+// constructing a timer...) live on one process-wide heap served by a
+// thread of its own, started on first use. It sleeps until the heap's
+// earliest timer with the same handshake as an idle M (sched.hpp,
+// park_idle): the adder publishes the timer then reads the deadline the
+// thread sleeps to; the thread publishes that deadline then re-reads the
+// heap.
+class thread_timers {
+ public:
+  static thread_timers& get() {
+    // Never destroyed: its thread may still sleep at exit.
+    static thread_timers* self = [] {
+      auto* t = new thread_timers;
+      std::thread(&thread_timers::loop, t).detach();
+      return t;
+    }();
+    return *self;
+  }
+
+  void add(timer* t) {
+    const std::int64_t when = t->when;
+    heap_.add(t);
+    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
+  }
+
+ private:
+  [[noreturn]] void loop() noexcept {
+    for (;;) {
+      wake_.clear();
+      std::int64_t next = heap_.run_due(nanotime());
+      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
+      std::int64_t again = heap_.earliest();
+      if (again != 0 && (next == 0 || again < next)) continue;
+      if (next == 0)
+        wake_.sleep();
+      else if (std::int64_t ns = next - nanotime(); ns > 0)
+        wake_.sleep_for(ns);
+      sleeping_until_.store(0, std::memory_order_seq_cst);
+    }
+  }
+
+  timer_heap heap_;
+  note wake_;
+  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
+};
+
+// Queues t on the calling goroutine's (or M's) runtime, else on the
+// process-wide thread.
+inline void add_timer_anywhere(timer* t) {
+  if (m_base* m = current_m(); m && m->sched)
+    m->sched->add_timer(t);
+  else
+    thread_timers::get().add(t);
+}
+
+using time_chan = chan<std::chrono::steady_clock::time_point>;
+
+// The runtime side of a goro::timer / ticker: a sync timer (stop and reset
+// wait for a send in progress; detail/timer_heap.hpp) that sends the time
+// on a channel of capacity 1 without blocking (Go's sendTime).
+struct chan_timer {
+  timer t;
+  time_chan c{1};
+  spinlock op;  // serializes stop / reset on one timer
+
+  chan_timer(std::int64_t when, std::int64_t period) {
+    t.when = when;
+    t.period = period;
+    t.sync = true;
+    t.arg = this;
+    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+      auto now = std::chrono::steady_clock::now();
+      GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
+      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
+    };
+  }
+  ~chan_timer() { timer_heap::del(&t); }
+
+  bool stop() noexcept {
+    std::lock_guard<spinlock> lk(op);
+    return timer_heap::del(&t);
+  }
+  bool reset(std::int64_t when, std::int64_t period) {
+    std::lock_guard<spinlock> lk(op);
+    bool active = timer_heap::del(&t);
+    t.when = when;
+    t.period = period;
+    add_timer_anywhere(&t);
+    return active;
+  }
+};
+
+}  // namespace detail
+
+// Pauses the calling goroutine for at least d (it parks; its M runs other
+// goroutines). From a plain thread, sleeps the thread. d <= 0 returns at
+// once.
+template <class Rep, class Period>
+void sleep_for(const std::chrono::duration<Rep, Period>& d) {
+  std::int64_t ns = detail::to_ns(d);
+  if (ns == 0) return;
+  detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
+}
+
+// Pauses the calling goroutine until t (steady_clock). A t in the past
+// returns at once.
+template <class Duration>
+void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
+  using namespace std::chrono;
+  auto since = t.time_since_epoch();
+  if (since <= since.zero()) return;
+  detail::sleep_until_ns(detail::to_ns(since));
+}
+
+// A channel that receives the time once, d from now (Go's time.After).
+// The timer cannot be stopped; use goro::timer for that.
+template <class Rep, class Period>
+detail::time_chan after(const std::chrono::duration<Rep, Period>& d) {
+  struct once {
+    detail::timer t;
+    detail::time_chan c{1};
+  };
+  auto* o = new once;
+  o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
+  o->t.arg = o;
+  o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto* self = static_cast<once*>(arg);
+    auto now = std::chrono::steady_clock::now();
+    self->c.try_send(now);  // capacity 1, nobody else sends: never full
+    delete self;            // not sync: the heap forgets t before calling us
+  };
+  // Dropped unfired (the runtime ended first): free it.
+  o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
+  detail::time_chan c = o->c;  // o may be gone once queued
+  detail::add_timer_anywhere(&o->t);
+  return c;
+}
+
+// Go's time.Timer: sends the time on c() once, d from now, unless stopped.
+class timer {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit timer(const std::chrono::duration<Rep, Period>& d)
+      : s_(std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0)) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  timer(timer&&) noexcept = default;
+  timer& operator=(timer&&) noexcept = default;
+  ~timer() = default;  // stops it (waits for a send in progress)
+
+  // True if this call stopped the timer before it fired. It does not drain
+  // c(): after false, a value may be waiting there.
+  bool stop() noexcept { return s_->stop(); }
+
+  // Re-arms the timer to fire d from now. True if it was still pending.
+  // Like Go's before 1.23, a value sent before the reset stays in c().
+  template <class Rep, class Period>
+  bool reset(const std::chrono::duration<Rep, Period>& d) {
+    return s_->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+  }
+
+  // The channel the time is sent on (a handle: copies refer to it).
+  detail::time_chan c() const noexcept { return s_->c; }
+
+ private:
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+// Go's time.Ticker: sends the time on c() every d. A reader that falls
+// behind misses ticks (the channel holds one).
+class ticker {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit ticker(const std::chrono::duration<Rep, Period>& d) : s_(make(interval(d))) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  ticker(ticker&&) noexcept = default;
+  ticker& operator=(ticker&&) noexcept = default;
+  ~ticker() = default;  // stops it
+
+  // No more ticks after this returns (one sent before may be in c()).
+  void stop() noexcept { s_->stop(); }
+
+  // Stops the ticker and restarts it with period d, the next tick d from now.
+  template <class Rep, class Period>
+  void reset(const std::chrono::duration<Rep, Period>& d) {
+    std::int64_t p = interval(d);
+    s_->reset(detail::when_after(detail::nanotime(), p), p);
+  }
+
+  // The channel the time is sent on (a handle: copies refer to it).
+  detail::time_chan c() const noexcept { return s_->c; }
+
+ private:
+  template <class Rep, class Period>
+  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d) {
+    std::int64_t p = detail::to_ns(d);
+    if (p <= 0) detail::raise_usage("non-positive interval for ticker");
+    return p;
+  }
+  static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
+    return std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), p), p);
+  }
+
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+}  // namespace goro
