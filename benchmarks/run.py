@@ -123,6 +123,17 @@ WORKLOADS += [
     Workload("sleepers_cpu", "cpu_ms", "ms CPU", ["goro", "go"], *_sleepers_args,
              Target("ratio_le", 1.0, "go", "<= Go"), program="sleepers"),
 ]
+# Resident memory of 100,000 goroutines parked on a channel receive, per
+# goroutine: the default policy (64 KiB stacks, one page touched) and a
+# small-stack policy (4 KiB stacks, packed). One measurement per process.
+WORKLOADS += [
+    Workload("parked_memory", "bytes_per_goroutine", "bytes/goroutine", ["goro", "go"],
+             ["--n", "100000", "--reps", "1"], ["--n", "100000", "--reps", "1"],
+             Target("ratio_le", 1.6, "go", "<= 1.6x Go")),
+    Workload("parked_memory_small", "bytes_per_goroutine", "bytes/goroutine", ["goro", "go"],
+             ["--n", "100000", "--reps", "1", "--small", "1"], ["--n", "100000", "--reps", "1", "--small", "1"],
+             Target("ratio_le", 1.0, "go", "<= Go"), program="parked_memory"),
+]
 BY_NAME = {w.name: w for w in WORKLOADS}
 # The targets are for 2 threads; context switch and preempt_point are single-threaded.
 TARGET_PROCS = {"context_switch": 1, "preempt_point": 1}

@@ -109,7 +109,7 @@ class scheduler final : public sched_base {
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // See write_canary: zero (never written) only for larger default stacks.
-  static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 8192) ? stack_canary : 0;
+  static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 4096) ? stack_canary : 0;
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
   // (I/O, formatting), which tiny goroutine stacks cannot hold.
@@ -1157,9 +1157,10 @@ class scheduler final : public sched_base {
   // the same offset within a page, all in one L1/L2 cache set, and a run
   // queue of a thousand goroutines would miss the cache at every switch. The
   // initial frame starts a pseudo-random number of cache lines below the top
-  // (at most 1/16 of the stack, at most 4 KiB).
+  // (at most 1/16 of the stack, at most 2 KiB: more would often push a
+  // parked goroutine's few hundred bytes of frames into a second page).
   static std::size_t stack_color(const stack_memory& s) noexcept {
-    const std::size_t lines = std::min<std::size_t>(s.size / 16, 4096) / 64;
+    const std::size_t lines = std::min<std::size_t>(s.size / 16, 2048) / 64;
     if (lines <= 1) return 0;
     const std::uint64_t k = reinterpret_cast<std::uintptr_t>(s.lo) >> 12;
     return static_cast<std::size_t>((k * 0x9e3779b97f4a7c15ull) >> 58) % lines * 64;

@@ -26,8 +26,8 @@ inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_s
 inline constexpr std::size_t altstack_size = 64 * 1024;
 
 // The canary is the lowest word of a stack without a guard region. Stacks
-// from custom allocators, and small default stacks (at most two pages, whose
-// bottom page a goroutine touches anyway), get a magic value written. Larger
+// from custom allocators, and small default stacks (at most one 4 KiB page,
+// which a goroutine touches anyway), get a magic value written. Larger
 // unguarded default stacks start as fresh zero pages and a goroutine that
 // reaches that word has overflowed, so there the canary is zero and is never
 // written: writing it would cost every stack one more resident page (an
