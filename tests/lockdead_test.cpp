@@ -481,3 +481,24 @@ TEST_CASE("lock_os_thread: preemption of a locked goroutine keeps it on its thre
   CHECK(moved == 0);
   if (!GORO_TEST_SANITIZED) CHECK(rt.stats().preemptions > 0);  // the path was taken
 }
+
+TEST_CASE("lock_os_thread: main starts on the caller's thread even when every P is busy", "[lock_os_thread]") {
+  // Goroutines started before run() hold both Ps: main waits in the global
+  // queue, and the M that picks it hands its P to the run() caller's thread.
+  goro::runtime rt{goro::options{2}};
+  std::atomic<int> started{0};
+  std::atomic<bool> stop{false};
+  for (int i = 0; i < 2; ++i)
+    rt.go([&] {
+      started.fetch_add(1);
+      while (!stop.load()) goro::yield();
+    });
+  REQUIRE(eventually([&] { return started.load() == 2; }));
+  const pid_t caller = tid();
+  bool here = false;
+  rt.run([&] {
+    here = tid() == caller;
+    stop = true;
+  });
+  CHECK(here);
+}
