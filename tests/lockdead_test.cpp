@@ -485,9 +485,9 @@ TEST_CASE("lock_os_thread: preemption of a locked goroutine keeps it on its thre
 TEST_CASE("lock_os_thread: main starts on the caller's thread even when every P is busy", "[lock_os_thread]") {
   // Goroutines started before run() hold both Ps: main waits in the global
   // queue, and the M that picks it hands its P to the run() caller's thread.
-  goro::runtime rt{goro::options{2}};
   std::atomic<int> started{0};
-  std::atomic<bool> stop{false};
+  std::atomic<bool> stop{false};  // before rt: the spinners may outlive run()
+  goro::runtime rt{goro::options{2}};
   for (int i = 0; i < 2; ++i)
     rt.go([&] {
       started.fetch_add(1);
