@@ -696,10 +696,10 @@ class scheduler final : public sched_base {
       case after_switch::exit:
         if (GORO_UNLIKELY(gp->lockedm.load(std::memory_order_relaxed) == mm)) {  // lockosthread
           gp->lockedm.store(nullptr, std::memory_order_relaxed);
-          gp->lock_count = 0;
           mm->lockedg = nullptr;
           mm->exit_thread = true;  // m_loop: drop_locked_thread
         }
+        gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
         goexit0(pp, gp);
         break;
       case after_switch::call:
