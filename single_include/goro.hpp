@@ -676,6 +676,14 @@ struct g {
   // sysmon's request to yield at the next safe point. Written by sysmon
   // (another thread), so atomic; see preempt.hpp for who sets and clears it.
   std::atomic<bool> preempt{false};
+  // lockosthread: the M this G is wired to (Go's lockedm) and the nesting
+  // count of lock_os_thread calls (Go's lockedExt). Both are written only
+  // by the G itself while it runs on that M, except that an M which must
+  // leave (the run() caller, see scheduler::leave) clears lockedm under the
+  // scheduler lock; lockedm is read by whichever M dequeues the G, hence
+  // atomic (relaxed: the queue hand-off orders it).
+  std::atomic<m_base*> lockedm{nullptr};
+  std::uint32_t lock_count = 0;
 
   // The closure: closure_op(self, true) runs it then destroys it (also when
   // unwinding); closure_op(self, false) only destroys it.
@@ -846,6 +854,7 @@ struct m_base {
   std::size_t g0_stack_size = 0;
 
   bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
+  g* lockedg = nullptr;      // lockosthread: the G wired to this M (Go's m.lockedg)
 };
 
 inline thread_local m_base* tls_current_m = nullptr;
@@ -2708,10 +2717,15 @@ class scheduler final : public sched_base {
     pthread_t thread{};
     bool has_thread = false;
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
+    // lockosthread: sleeping in stoplockedm (outside the idle list; counted
+    // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
+    bool locked_wait = false;
+    bool exit_thread = false;  // lockosthread: a G exited while locked to this M
   };
 
  public:
-  explicit scheduler(unsigned nprocs) : nprocs_(nprocs == 0 ? 1 : nprocs) {
+  explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
+      : nprocs_(nprocs == 0 ? 1 : nprocs), detect_deadlock_(detect_deadlock) {
     install_fault_handler();
     steal_order_.reset(nprocs_);
     allp_.reserve(nprocs_);
@@ -2852,6 +2866,7 @@ class scheduler final : public sched_base {
     }
     main_g->is_main = true;
     main_done_.store(false, std::memory_order_relaxed);
+    deadlock_.store(false, std::memory_order_relaxed);  // checkdead
 
     auto mm = std::make_unique<m>();
     mm->run_caller = true;
@@ -2867,22 +2882,38 @@ class scheduler final : public sched_base {
       std::lock_guard<std::mutex> lk(lock_);
       pp = pidle_get();
     }
+    // lockosthread: main is wired to this thread until its closure starts
+    // (Go's runtime.main locks the main goroutine to m0 during init), and
+    // released there unless it called lock_os_thread() itself. With a P it
+    // runs here at once; without one it waits in the global queue and the
+    // M that picks it hands its P to this M (startlockedm).
+    main_g->lockedm.store(mm.get(), std::memory_order_relaxed);
+    mm->lockedg = main_g;
     if (pp) {
       acquirep(mm.get(), pp);
-      start_g(main_g);
+      start_main_here(pp, main_g);  // lockosthread: not queued (a spinning M could steal it from runnext)
     } else {
       // Every P is busy with goroutines started before run(): queue main
       // globally; this M waits for a P like any idle M.
       start_g(main_g);
     }
-    m_loop(mm.get());
+    m_loop(mm.get(), pp ? main_g : nullptr);
 
     set_current_m(nullptr);
     {
       std::lock_guard<std::mutex> lk(lock_);  // see main_finished
       run_m_.store(nullptr, std::memory_order_release);
     }
+    // checkdead: main is blocked forever; it is left so, and released by
+    // the destructor (shutdown) like any goroutine blocked forever.
+    if (deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire))
+      raise<deadlock_error>("goro: all goroutines are asleep - deadlock!");
   }
+
+  // checkdead: the poller's hook. A goroutine waiting on I/O can be readied
+  // by the poller, so while any does, an all-idle runtime is not deadlocked.
+  void io_wait_begin() noexcept { io_waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  void io_wait_end() noexcept { io_waiters_.fetch_sub(1, std::memory_order_seq_cst); }
 
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
   // run again (all Ps idle, nothing queued) are reported and released.
@@ -2966,18 +2997,201 @@ class scheduler final : public sched_base {
 
   // ---- the scheduling loop (runs on g0) ----
 
-  void m_loop(m* mm) {
+  // `first`: a G to run at once (run()'s main goroutine, see run_main).
+  //
+  // lockosthread (Go's schedule): an M with a locked G runs nothing else:
+  // once that G stops running it hands its P away and sleeps until the G
+  // is runnable and some M hands it a P back (stoplockedm). An M that picks
+  // a G locked to another M hands its P to that M (startlockedm) and goes
+  // back to looking for work without a P.
+  void m_loop(m* mm, g* first = nullptr) {
     for (;;) {
       bool inherit = false;
-      g* gp = find_runnable(mm, inherit);
-      if (!gp) return;
-      if (mm->spinning) reset_spinning(mm);
+      g* gp;
+      if (first) {  // lockosthread
+        gp = std::exchange(first, nullptr);
+      } else if (mm->lockedg) {  // lockosthread
+        if (!stoplockedm(mm)) {
+          leave(mm);
+          return;
+        }
+        gp = mm->lockedg;
+      } else {
+        gp = find_runnable(mm, inherit);
+        if (!gp) return;
+        if (mm->spinning) reset_spinning(mm);
+        if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm && startlockedm(mm, gp))
+          continue;  // lockosthread
+      }
       for (;;) {
         gp = execute(mm, gp, inherit);  // returns a G to resume at once, if any
         if (!gp) break;
         inherit = true;
       }
+      if (GORO_UNLIKELY(mm->exit_thread) && !drop_locked_thread(mm)) return;  // lockosthread
     }
+  }
+
+  // ---- lockosthread (Go's startlockedm / stoplockedm / goexit0+mexit) ----
+
+  // startlockedm: mm picked gp, which is wired to another M: hand mm's P
+  // to that M, which runs gp. Returns false if gp was unwired meanwhile
+  // (its M left: see stoplockedm); mm then runs it itself.
+  //
+  // Under lock_, so that the locked M cannot leave (and be freed) between
+  // our read of gp->lockedm and the hand-off. The locked M may still be on
+  // its way to stoplockedm, holding its old P: it gives that one away first
+  // and then finds nextp.
+  bool startlockedm(m* mm, g* gp) {
+    std::lock_guard<std::mutex> lk(lock_);
+    m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
+    if (!lm || lm == mm) return false;
+    p* pp = mm->pp;
+    releasep(mm);
+    lm->nextp = pp;
+    if (lm->locked_wait) {
+      lm->locked_wait = false;
+      --nmlocked_wait_;
+    }
+    lm->park_note.wake();  // under lock_: lm cannot be freed before we return
+    return true;
+  }
+
+  // stoplockedm: mm's locked G stopped running (it parked, yielded or was
+  // preempted, or left goro::blocking without a P): give mm's P away and
+  // sleep until a P is handed back with the G (startlockedm). Returns false
+  // when mm must leave instead (shutdown, or the run() caller's M once main
+  // finished or deadlocked): then the G is unwired, under the same lock
+  // hold, so no startlockedm can hand this M a P any more.
+  //
+  // Also the "wedged" state of the run() caller's M after a goroutine exited
+  // locked to it (drop_locked_thread): no lockedg, it sleeps until it must
+  // leave.
+  //
+  // Wake-ups: every waker changes state (nextp, deadlock_, main_done_,
+  // exiting_) before its wake; the note is cleared before the state is read
+  // under lock_, so either the read sees the change or the wake comes after
+  // the clear.
+  bool stoplockedm(m* mm) {
+    if (mm->pp) handoffp_locked_m(mm);
+    for (;;) {
+      mm->park_note.clear();
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        if (mm->nextp) {
+          acquirep(mm, std::exchange(mm->nextp, nullptr));
+          return true;
+        }
+        if (should_leave(mm)) {
+          if (mm->locked_wait) {
+            mm->locked_wait = false;
+            --nmlocked_wait_;
+          }
+          if (g* gp = std::exchange(mm->lockedg, nullptr)) gp->lockedm.store(nullptr, std::memory_order_relaxed);
+          return false;
+        }
+        if (!mm->locked_wait) {
+          mm->locked_wait = true;
+          ++nmlocked_wait_;
+          checkdead();
+        }
+      }
+      mm->park_note.sleep();
+    }
+  }
+
+  // goexit0 with a locked G (Go: "the thread may have tainted state"): the
+  // thread does not go back to the pool. A thread M hands its P on and its
+  // thread exits (returns false: leave m_loop). The run() caller's thread
+  // cannot exit: once main finished it leaves run() as usual; before that
+  // it is wedged (sleeps, without a P) until it must leave (Go keeps a
+  // wedged m0 the same way).
+  bool drop_locked_thread(m* mm) {
+    mm->exit_thread = false;
+    if (mm->run_caller) {
+      if (!should_leave(mm)) (void)stoplockedm(mm);  // no lockedg: returns only when mm must leave
+      leave(mm);
+      return false;
+    }
+    handoffp_locked_m(mm);
+    std::lock_guard<std::mutex> lk(lock_);
+    ++nmexited_;  // it stays in allm_ (joined by shutdown)
+    checkdead();
+    return false;
+  }
+
+  // handoffp(releasep()) for an M that will not look for work itself: if
+  // the P goes idle with timers, make sure some M watches them (the end of
+  // Go's handoffp: wakeNetPoller). Otherwise a locked G's own sleep timer,
+  // left on this P, could have no M to fire it.
+  void handoffp_locked_m(m* mm) {
+    p* pp = mm->pp;
+    releasep(mm);
+    handoffp(pp, false);
+    if (std::int64_t when = pp->timers.earliest(); when != 0) wake_for_timer(when);
+  }
+
+  // ---- checkdead ----
+
+  // checkdead (Go's checkdead): called with lock_ held each time an M stops
+  // — joins the idle list (stopm), sleeps in stoplockedm, or exits. While
+  // run() is active (and detection is on): if every M is stopped, every P
+  // idle, the global queue empty, no timer pending and nobody waiting on
+  // I/O, no goroutine can ever be readied from inside the runtime: main is
+  // blocked forever. Flag it and wake the run() caller's M, which leaves,
+  // and run_main throws deadlock_error.
+  //
+  // Why no false positive: an M leaves the idle list / locked wait only
+  // under lock_ (m_idle_get, m_idle_remove, startlockedm), and a G is made
+  // runnable only by a running M (which is not stopped), by a timer (still
+  // pending on a heap, seq_cst earliest()), by the poller (io_waiters_), or
+  // by a thread outside the runtime — the one case we cannot see (Go cannot
+  // either), hence options::detect_deadlock. A G queued from outside before
+  // this check is in globq_, read under the same lock. An M being created
+  // is in allm_ (newm adds it before pthread_create) and not idle; a G in
+  // goro::blocking keeps its M out of the idle list.
+  void checkdead() noexcept {
+    if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return;
+    m* rm = run_m_.load(std::memory_order_relaxed);
+    if (!rm || deadlock_.load(std::memory_order_relaxed)) return;
+    const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
+    if (nmidle_ + nmlocked_wait_ < mcount) return;
+    if (npidle_.load(std::memory_order_relaxed) != nprocs_ || !globq_.empty()) return;
+    if (io_waiters_.load(std::memory_order_seq_cst) != 0) return;
+    if (earliest_timer() != 0) return;
+    deadlock_.store(true, std::memory_order_seq_cst);
+    if (take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+  }
+
+  // Takes the run() caller's M off the idle list or out of its locked wait
+  // (lock_ held); true if it was there: the caller owns its wake-up.
+  bool take_run_m_locked(m* rm) noexcept {
+    if (rm->in_idle_list) {
+      m_idle_remove(rm);
+      return true;
+    }
+    if (rm->locked_wait) {
+      rm->locked_wait = false;
+      --nmlocked_wait_;
+      return true;
+    }
+    return false;
+  }
+
+  // start_g's bookkeeping for run()'s main goroutine when this thread has a
+  // P: it runs here at once instead of being queued (lockosthread: main
+  // starts on the run() caller's thread).
+  void start_main_here(p* pp, g* gp) {
+    gp->sched = this;
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    sysmon_.ensure_started();
+    if constexpr (!lazy_stacks) attach_stack(pp, gp);
+    if (pp->goid_next == pp->goid_end) {
+      pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
+      pp->goid_end = pp->goid_next + goid_batch;
+    }
+    gp->id = pp->goid_next++;
+    pp->spawns.inc();
   }
 
   // Runs gp on mm until it switches out; then carries out its request.
@@ -3031,6 +3245,12 @@ class scheduler final : public sched_base {
         break;
       }
       case after_switch::exit:
+        if (GORO_UNLIKELY(gp->lockedm.load(std::memory_order_relaxed) == mm)) {  // lockosthread
+          gp->lockedm.store(nullptr, std::memory_order_relaxed);
+          mm->lockedg = nullptr;
+          mm->exit_thread = true;  // m_loop: drop_locked_thread
+        }
+        gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
         goexit0(pp, gp);
         break;
       case after_switch::call:
@@ -3364,6 +3584,10 @@ class scheduler final : public sched_base {
     mm->spinning = spinning;
     mm->nextp = pp;
     mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      allm_.push_back(mm);  // checkdead: counted before it can go idle
+    }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     threads_alive_.fetch_add(1);
@@ -3378,13 +3602,16 @@ class scheduler final : public sched_base {
     pthread_attr_destroy(&attr);
     if (err != 0) {
       threads_alive_.fetch_sub(1);
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
+      }
       delete mm;
       return err;
     }
-    mm->has_thread = true;
     threads_created_.fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lk(lock_);
-    allm_.push_back(mm);
+    mm->has_thread = true;
     return 0;
   }
 
@@ -3425,6 +3652,7 @@ class scheduler final : public sched_base {
         timer_m_until_.store(until, std::memory_order_seq_cst);
         timed = true;
       }
+      checkdead();  // may take mm (the run() caller's M) off the list again: then its sleep returns at once
     }
     m_parks_.fetch_add(1, std::memory_order_relaxed);
     if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
@@ -3459,7 +3687,8 @@ class scheduler final : public sched_base {
 
   bool should_leave(m* mm) const noexcept {
     return exiting_.load(std::memory_order_acquire) ||
-           (mm->run_caller && main_done_.load(std::memory_order_acquire));
+           (mm->run_caller && (main_done_.load(std::memory_order_acquire) ||
+                               deadlock_.load(std::memory_order_acquire)));  // checkdead
   }
 
   // mm leaves the scheduler: hand its P (and its spinning role) on.
@@ -3520,6 +3749,7 @@ class scheduler final : public sched_base {
     mm->link = midle_;
     midle_ = mm;
     mm->in_idle_list = true;
+    ++nmidle_;  // checkdead
   }
   // Prefers an M other than the timer M: the timer M keeps watching the
   // timers (Go's startm never takes the M blocked in netpoll). Taken when
@@ -3533,11 +3763,13 @@ class scheduler final : public sched_base {
       mm->link = next->link;
       next->link = nullptr;
       next->in_idle_list = false;
+      --nmidle_;  // checkdead
       return next;
     }
     midle_ = mm->link;
     mm->link = nullptr;
     mm->in_idle_list = false;
+    --nmidle_;  // checkdead
     if (mm == timer_m_) clear_timer_m();
     return mm;
   }
@@ -3553,6 +3785,7 @@ class scheduler final : public sched_base {
         *pm = target->link;
         target->link = nullptr;
         target->in_idle_list = false;
+        --nmidle_;  // checkdead
         if (target == timer_m_) clear_timer_m();
         return;
       }
@@ -3761,6 +3994,8 @@ class scheduler final : public sched_base {
         was_timer_m = r == timer_m_;
         m_idle_remove(r);
         rm = r;
+      } else if (r && r != this_m() && take_run_m_locked(r)) {  // lockosthread: in stoplockedm
+        rm = r;
       }
     }
     if (rm) rm->park_note.wake();
@@ -3864,6 +4099,14 @@ class scheduler final : public sched_base {
   note shutdown_note_;
   std::atomic<bool> shutdown_waiting_{false};
 
+  // checkdead / lockosthread (counts under lock_)
+  const bool detect_deadlock_;
+  std::size_t nmidle_ = 0;         // Ms on the idle list
+  std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
+  std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
+  std::atomic<bool> deadlock_{false};
+  std::atomic<std::int32_t> io_waiters_{0};
+
   // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
@@ -3877,6 +4120,12 @@ namespace goro {
 
 struct options {
   unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
+  // While run() is active, throw deadlock_error from run() once every
+  // goroutine is blocked with nothing inside the runtime able to wake one
+  // (no timer, no I/O, no blocking() call). Turn it off when goroutines are
+  // fed by threads outside the runtime (channel sends, wait_group::done,
+  // go() from a plain thread): the runtime cannot see those coming.
+  bool detect_deadlock = true;
 };
 
 namespace detail {
@@ -3899,6 +4148,18 @@ inline m_base* require_goroutine(const char* call) {
   m_base* m = current_m();
   if (GORO_UNLIKELY(!m || !m->curg)) raise_usage((std::string(call) + " called outside a goroutine").c_str());
   return m;
+}
+
+// lockosthread: run_main wires main to the caller's thread until main's
+// closure starts (Go's runtime.main does the same during init); unwire it
+// here unless main locked itself meanwhile (it cannot have: nothing ran).
+inline void release_main_lock() noexcept {
+  m_base* m = current_m();
+  g* gp = m->curg;
+  if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
+    gp->lockedm.store(nullptr, std::memory_order_relaxed);
+    m->lockedg = nullptr;
+  }
 }
 
 // newproc on `s`: a G record, the closure, then queue it.
@@ -3928,7 +4189,7 @@ class basic_runtime {
   using policy_type = Policy;
 
   explicit basic_runtime(options o = {})
-      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs))) {}
+      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {}
 
   // Waits for every goroutine to finish. Goroutines that can never run
   // again are reported ("goro: N goroutines blocked forever at shutdown")
@@ -3940,6 +4201,10 @@ class basic_runtime {
 
   // Runs f as the main goroutine, the calling thread serving as an M, and
   // returns its result; an exception escaping f propagates out of run().
+  // Main starts on the calling thread (lock_os_thread() keeps it there).
+  // Throws deadlock_error when every goroutine is blocked for good (see
+  // options::detect_deadlock); main is then left blocked and released by
+  // the destructor.
   template <class F>
   std::invoke_result_t<F> run(F&& f) {
     using R = std::invoke_result_t<F>;
@@ -3949,6 +4214,7 @@ class basic_runtime {
     bool exited = true;
     sched_->run_main([&](detail::g* gp) {
       detail::set_closure(gp, [&] {
+        detail::release_main_lock();  // lockosthread: see run_main
 #if GORO_EXCEPTIONS
         try {
 #endif
@@ -4024,6 +4290,35 @@ GORO_NOINLINE inline void preempt_check_slow() noexcept {
   switch_to_g0(m, gp);
 }
 }  // namespace detail
+
+// Wires the calling goroutine to its current OS thread (Go's
+// LockOSThread): until as many unlock_os_thread() calls, it runs only on
+// this thread and the thread runs no other goroutine; when it blocks, the
+// thread sleeps. Calls nest. A goroutine that ends while locked takes its
+// thread with it (the thread exits instead of running other goroutines;
+// the run() caller's thread sits out until run() returns). In run()'s main
+// goroutine it keeps main on the thread that called run(). See
+// docs/lock_os_thread.md.
+inline void lock_os_thread() {
+  detail::m_base* m = detail::require_goroutine("lock_os_thread()");
+  detail::g* gp = m->curg;
+  if (GORO_UNLIKELY(gp->lock_count == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
+  ++gp->lock_count;
+  // Written by the goroutine on its own M; read by the M that dequeues it
+  // later, after the queue hand-off (which orders these stores).
+  gp->lockedm.store(m, std::memory_order_relaxed);
+  m->lockedg = gp;
+}
+
+// Undoes one lock_os_thread(); at zero the goroutine may run anywhere
+// again. A no-op if it is not locked (as in Go).
+inline void unlock_os_thread() {
+  detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
+  detail::g* gp = m->curg;
+  if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  gp->lockedm.store(nullptr, std::memory_order_relaxed);
+  if (m->lockedg == gp) m->lockedg = nullptr;
+}
 
 // A cheap cooperative preemption check for long loops: if sysmon asked the
 // calling goroutine to yield (it ran a whole time slice), it yields to the

@@ -404,7 +404,7 @@ TEST_CASE("chan: move-only and non-default-constructible values", "[chan]") {
 }
 
 TEST_CASE("chan: a plain thread feeds goroutines and reads their results", "[chan]") {
-  goro::runtime rt{goro::options{2}};
+  goro::runtime rt{goro::options{.maxprocs = 2, .detect_deadlock = false}};  // fed by plain threads
   goro::chan<int> in, out(4);
   const int n = scale(20000, 5000);
   std::thread feeder([&] {

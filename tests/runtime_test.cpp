@@ -279,7 +279,7 @@ TEST_CASE("runtime: two runtimes with different policies; go() stays on its own 
 }
 
 TEST_CASE("runtime: plain threads start goroutines with rt.go", "[runtime]") {
-  goro::runtime rt{goro::options{2}};
+  goro::runtime rt{goro::options{.maxprocs = 2, .detect_deadlock = false}};  // fed by plain threads
   const int per_thread = goro_test::scale(5000, 200);
   std::atomic<int> sum{0};
   goro::wait_group wg;

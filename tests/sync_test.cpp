@@ -247,7 +247,7 @@ TEST_CASE("mutex: starvation mode hands the lock to a waiter that waited > 1 ms"
   CAPTURE(thread_hog);
   const int rounds = goro_test::scale(10, 4);
   const auto hold = std::chrono::microseconds(100);
-  goro::runtime rt{goro::options{2}};
+  goro::runtime rt{goro::options{.maxprocs = 2, .detect_deadlock = false}};  // fed by plain threads
   goro::mutex m;
   std::atomic<bool> stop{false};
   std::atomic<long> hog_iters{0};
@@ -533,7 +533,7 @@ TEST_CASE("cond: waiting without holding the lock is a usage error", "[cond][err
 }
 
 TEST_CASE("cond: plain threads wait and goroutines notify", "[cond]") {
-  goro::runtime rt{goro::options{1}};
+  goro::runtime rt{goro::options{.maxprocs = 1, .detect_deadlock = false}};  // fed by plain threads
   goro::mutex m;
   goro::cond c;
   int ready = 0;  // guarded by m

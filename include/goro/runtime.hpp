@@ -26,6 +26,12 @@ namespace goro {
 
 struct options {
   unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
+  // While run() is active, throw deadlock_error from run() once every
+  // goroutine is blocked with nothing inside the runtime able to wake one
+  // (no timer, no I/O, no blocking() call). Turn it off when goroutines are
+  // fed by threads outside the runtime (channel sends, wait_group::done,
+  // go() from a plain thread): the runtime cannot see those coming.
+  bool detect_deadlock = true;
 };
 
 namespace detail {
@@ -48,6 +54,18 @@ inline m_base* require_goroutine(const char* call) {
   m_base* m = current_m();
   if (GORO_UNLIKELY(!m || !m->curg)) raise_usage((std::string(call) + " called outside a goroutine").c_str());
   return m;
+}
+
+// lockosthread: run_main wires main to the caller's thread until main's
+// closure starts (Go's runtime.main does the same during init); unwire it
+// here unless main locked itself meanwhile (it cannot have: nothing ran).
+inline void release_main_lock() noexcept {
+  m_base* m = current_m();
+  g* gp = m->curg;
+  if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
+    gp->lockedm.store(nullptr, std::memory_order_relaxed);
+    m->lockedg = nullptr;
+  }
 }
 
 // newproc on `s`: a G record, the closure, then queue it.
@@ -77,7 +95,7 @@ class basic_runtime {
   using policy_type = Policy;
 
   explicit basic_runtime(options o = {})
-      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs))) {}
+      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {}
 
   // Waits for every goroutine to finish. Goroutines that can never run
   // again are reported ("goro: N goroutines blocked forever at shutdown")
@@ -89,6 +107,10 @@ class basic_runtime {
 
   // Runs f as the main goroutine, the calling thread serving as an M, and
   // returns its result; an exception escaping f propagates out of run().
+  // Main starts on the calling thread (lock_os_thread() keeps it there).
+  // Throws deadlock_error when every goroutine is blocked for good (see
+  // options::detect_deadlock); main is then left blocked and released by
+  // the destructor.
   template <class F>
   std::invoke_result_t<F> run(F&& f) {
     using R = std::invoke_result_t<F>;
@@ -98,6 +120,7 @@ class basic_runtime {
     bool exited = true;
     sched_->run_main([&](detail::g* gp) {
       detail::set_closure(gp, [&] {
+        detail::release_main_lock();  // lockosthread: see run_main
 #if GORO_EXCEPTIONS
         try {
 #endif
@@ -173,6 +196,35 @@ GORO_NOINLINE inline void preempt_check_slow() noexcept {
   switch_to_g0(m, gp);
 }
 }  // namespace detail
+
+// Wires the calling goroutine to its current OS thread (Go's
+// LockOSThread): until as many unlock_os_thread() calls, it runs only on
+// this thread and the thread runs no other goroutine; when it blocks, the
+// thread sleeps. Calls nest. A goroutine that ends while locked takes its
+// thread with it (the thread exits instead of running other goroutines;
+// the run() caller's thread sits out until run() returns). In run()'s main
+// goroutine it keeps main on the thread that called run(). See
+// docs/lock_os_thread.md.
+inline void lock_os_thread() {
+  detail::m_base* m = detail::require_goroutine("lock_os_thread()");
+  detail::g* gp = m->curg;
+  if (GORO_UNLIKELY(gp->lock_count == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
+  ++gp->lock_count;
+  // Written by the goroutine on its own M; read by the M that dequeues it
+  // later, after the queue hand-off (which orders these stores).
+  gp->lockedm.store(m, std::memory_order_relaxed);
+  m->lockedg = gp;
+}
+
+// Undoes one lock_os_thread(); at zero the goroutine may run anywhere
+// again. A no-op if it is not locked (as in Go).
+inline void unlock_os_thread() {
+  detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
+  detail::g* gp = m->curg;
+  if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  gp->lockedm.store(nullptr, std::memory_order_relaxed);
+  if (m->lockedg == gp) m->lockedg = nullptr;
+}
 
 // A cheap cooperative preemption check for long loops: if sysmon asked the
 // calling goroutine to yield (it ran a whole time slice), it yields to the

@@ -47,6 +47,14 @@ struct g {
   // sysmon's request to yield at the next safe point. Written by sysmon
   // (another thread), so atomic; see preempt.hpp for who sets and clears it.
   std::atomic<bool> preempt{false};
+  // lockosthread: the M this G is wired to (Go's lockedm) and the nesting
+  // count of lock_os_thread calls (Go's lockedExt). Both are written only
+  // by the G itself while it runs on that M, except that an M which must
+  // leave (the run() caller, see scheduler::leave) clears lockedm under the
+  // scheduler lock; lockedm is read by whichever M dequeues the G, hence
+  // atomic (relaxed: the queue hand-off orders it).
+  std::atomic<m_base*> lockedm{nullptr};
+  std::uint32_t lock_count = 0;
 
   // The closure: closure_op(self, true) runs it then destroys it (also when
   // unwinding); closure_op(self, false) only destroys it.

@@ -80,6 +80,7 @@ struct m_base {
   std::size_t g0_stack_size = 0;
 
   bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
+  g* lockedg = nullptr;      // lockosthread: the G wired to this M (Go's m.lockedg)
 };
 
 inline thread_local m_base* tls_current_m = nullptr;
