@@ -32,6 +32,7 @@
 #include "g.hpp"
 #include "global_queue.hpp"
 #include "m.hpp"
+#include "netpoll.hpp"  // netpoll
 #include "random.hpp"
 #include "run_queue.hpp"
 #include "sanitizer.hpp"
@@ -166,6 +167,7 @@ class scheduler final : public sched_base {
     pthread_t thread{};
     bool has_thread = false;
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
+    std::atomic<bool> netpolling{false};  // netpoll: blocked in epoll_wait (wake it with poller_.brk())
   };
 
  public:
@@ -270,6 +272,8 @@ class scheduler final : public sched_base {
 
   unsigned procs() const noexcept override { return nprocs_; }
 
+  netpoller* poller() noexcept override { return &poller_; }  // netpoll
+
   runtime_stats stats() const noexcept {
     runtime_stats s;
     s.spawns = offp_spawns_.load(std::memory_order_relaxed);
@@ -361,7 +365,9 @@ class scheduler final : public sched_base {
       // goroutines are not blocked forever (Go's checkdead says the same).
       if (idle && live_goroutines() == 0) break;
       std::int64_t next_timer = idle ? earliest_timer() : 0;
-      if (idle && next_timer == 0) {
+      // netpoll: a goroutine waiting on an open fd can be woken by the network.
+      const bool io_wait = poller_.waiters() > 0;
+      if (idle && next_timer == 0 && !io_wait) {
         std::size_t live = live_goroutines();
         if (live == 0) break;
         // Re-check after a moment: a thread outside the runtime may be
@@ -372,13 +378,16 @@ class scheduler final : public sched_base {
         shutdown_waiting_.store(false, std::memory_order_relaxed);
         std::lock_guard<std::mutex> lk(lock_);
         if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live &&
-            earliest_timer() == 0) {
+            earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
           std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
           blocked_at_shutdown_ = live;
           break;
         }
         continue;
       }
+      // netpoll: goroutines wait on I/O but no M watches the network (the
+      // run() caller's M left): start one; it ends up blocked in epoll_wait.
+      if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep(false);
       // Busy: look again in a millisecond (a P going idle wakes us sooner).
       // Only timers pending: look again when the next one is due.
       long long wait_ns = 1'000'000;
@@ -400,6 +409,7 @@ class scheduler final : public sched_base {
       ms = allm_;
     }
     for (m* mm : ms) mm->park_note.wake();
+    poller_.brk();  // netpoll: the M blocked in epoll_wait
     for (m* mm : ms) {
       if (mm->has_thread) pthread_join(mm->thread, nullptr);
       delete mm;
@@ -545,6 +555,11 @@ class scheduler final : public sched_base {
           inherit = false;
           return gp;
         }
+      }
+      // netpoll: goroutines whose I/O is ready (non-blocking, one poller at a time).
+      if (g* gp = netpoll_ops::ready(*this, mm)) {
+        inherit = false;
+        return gp;
       }
       // Other Ps' due timers (Go's stealWork runs them too): an idle P's
       // timers have nobody else to run them. Whatever they ready comes to
@@ -718,7 +733,10 @@ class scheduler final : public sched_base {
         m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
       }
     }
-    if (sleeper) sleeper->park_note.wake();
+    if (sleeper) {
+      sleeper->park_note.wake();
+      netpoll_ops::wake_m(*this, sleeper);  // netpoll
+    }
   }
 
   // stealWork: four passes over all Ps in a random coprime order; runnext
@@ -790,6 +808,7 @@ class scheduler final : public sched_base {
       mm->spinning = spinning;
       mm->nextp = pp;
       mm->park_note.wake();
+      netpoll_ops::wake_m(*this, mm);  // netpoll
       return 0;
     }
     // Thread creation is deep (pthread_create): run it on g0, not on a
@@ -872,6 +891,9 @@ class scheduler final : public sched_base {
   // whether it is still on the list: if so it removes itself and looks for
   // work; if not, a wake is on its way and it waits for it.
   wake_reason stopm(m* mm, std::int64_t until = 0) {
+    // netpoll: goroutines wait on I/O: become the M blocked in epoll_wait
+    // (no timeout unless a timer is pending).
+    if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
     bool timed = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
@@ -895,7 +917,7 @@ class scheduler final : public sched_base {
       if (next != 0 && next < until)
         woken = false;  // look again at once
       else
-        woken = mm->park_note.sleep_for(until - now > 0 ? until - now : 0);
+        woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
       if (!woken) {
         std::lock_guard<std::mutex> lk(lock_);
         if (mm->in_idle_list) {
@@ -1220,7 +1242,10 @@ class scheduler final : public sched_base {
         rm = r;
       }
     }
-    if (rm) rm->park_note.wake();
+    if (rm) {
+      rm->park_note.wake();
+      netpoll_ops::wake_m(*this, rm);  // netpoll
+    }
     // It was watching the timers: have an M on an idle P take over (it
     // finds nothing to run and becomes the timer M).
     if (was_timer_m) wakep(false);
@@ -1324,6 +1349,10 @@ class scheduler final : public sched_base {
   // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
+
+  netpoller poller_;  // netpoll: destroyed after shutdown() joined every M
+  using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
+  friend netpoll_ops;
 };
 
 }  // namespace detail
