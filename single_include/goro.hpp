@@ -1798,7 +1798,7 @@ struct poll_desc {
   std::atomic<std::uintptr_t> rg{pd_nil};
   std::atomic<std::uintptr_t> wg{pd_nil};
   std::atomic<bool> closing{false};
-  std::atomic<std::uint32_t> seq{0};      // +1 when recycled; tags events and timers
+  std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
   std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
   std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
   spinlock lock;                           // registration and deadline setters
@@ -2081,8 +2081,7 @@ inline bool pd_block(poll_desc* pd, char mode) {
       if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
       continue;
     }
-    if (v != pd_ready)
-      raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
+    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
   }
   // Re-check after announcing the wait: a close or deadline that came
   // before our CAS is seen here (see poll_desc's memory-order note).
@@ -2095,17 +2094,20 @@ inline bool pd_block(poll_desc* pd, char mode) {
     // netpollblockcommit, on g0: wait -> G. Reads everything it needs
     // before the CAS: once it succeeds the G may be readied, run and
     // return (its frame, holding `a`, is then gone).
-    park(current_m(), [](void* arg) {
-      auto* c = static_cast<commit_args*>(arg);
-      auto* sp = c->s;
-      auto* gp = c->gp;
-      netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
-      std::uintptr_t expect = pd_wait;
-      if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
-        return false;  // readiness / unblock came first: resume at once
-      if (np) np->add_waiter();
-      return true;
-    }, &a);
+    park(
+        current_m(),
+        [](void* arg) {
+          auto* c = static_cast<commit_args*>(arg);
+          auto* sp = c->s;
+          auto* gp = c->gp;
+          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
+          std::uintptr_t expect = pd_wait;
+          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
+            return false;  // readiness / unblock came first: resume at once
+          if (np) np->add_waiter();
+          return true;
+        },
+        &a);
   }
   std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
   if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
@@ -2123,7 +2125,6 @@ inline pd_error pd_wait_g(poll_desc* pd, char mode) {
   return pd_error::none;
 }
 
-
 // The scheduler's side of the poller, kept out of sched.hpp: S is
 // scheduler<Policy> (this is its friend), M and P its M and P records.
 template <class S>
@@ -2139,10 +2140,11 @@ struct netpoll_sched {
     g* gs[netpoller::max_batch];
     int n = s.poller_.poll(0, gs);
     s.poller_.unlock();
+    n = keep_own(s, gs, n);
     if (n == 0) return nullptr;
-    inject(s, mm->pp, gs + 1, n - 1);
-    mm->pp->unparks.inc();
     gs[0]->status.store(g_status::runnable, std::memory_order_relaxed);
+    mm->pp->unparks.inc();
+    inject(s, mm->pp, gs + 1, n - 1);
     return gs[0];
   }
 
@@ -2151,39 +2153,51 @@ struct netpoll_sched {
   // to the global queue without a P). Gs of another runtime (a descriptor
   // registered here, waited on from there) go back to their own.
   static void inject(S& s, P* pp, g** gs, int n) {
+    n = keep_own(s, gs, n);
     if (n <= 0) return;
     int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
-    int queued = 0;
-    {
+    if (to_global > 0) {
       std::lock_guard<std::mutex> lk(s.lock_);
       for (int i = 0; i < to_global; ++i) {
-        if (gs[i]->sched != &s) continue;
         gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
         s.globq_.push_back(gs[i]);
-        ++queued;
       }
     }
-    for (int i = 0; i < n; ++i) {
-      g* gp = gs[i];
-      if (gp->sched != &s) {
-        gp->sched->ready(gp);
-      } else if (i >= to_global) {
-        gp->status.store(g_status::runnable, std::memory_order_relaxed);
-        pp->runq.put(gp, false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
-      }
+    // Not gs[0..to_global) from here on: once queued, another M may run
+    // (and finish, and recycle) them.
+    for (int i = to_global; i < n; ++i) {
+      gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+      pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
     }
     s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-    if (queued > 0) s.wakep(false);
+    if (to_global > 0) s.wakep(false);
+  }
+
+  // Readies the Gs of other runtimes through their own scheduler (a
+  // descriptor registered here, waited on from there: rare) and packs
+  // this runtime's to the front. Returns how many are this runtime's.
+  static int keep_own(S& s, g** gs, int n) {
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      if (gs[i]->sched == &s)
+        gs[k++] = gs[i];
+      else
+        gs[i]->sched->ready(gs[i]);
+    }
+    return k;
   }
 
   // The timer M's sleep (stopm): in epoll_wait until `until` (INT64_MAX:
   // no timer) once the poller exists, else on its note. Returns whether
-  // the note was woken (see stopm). Wakers set the note, then look at
-  // mm->netpolling and break the poll (netpoll_wake_m); this M sets
-  // netpolling, then looks at the note: with the fences one of the two
-  // sees the other, so no wake-up is lost. Readied Gs go to the global
-  // queue; this M takes an idle P for them itself (as Go's findRunnable
-  // does after netpoll) by handing itself the P as a waker would.
+  // the note was woken (see stopm). Only the timer M sleeps here, so a
+  // waker that takes the timer M off the idle list wakes its note, then
+  // breaks the poll (brk); the note is looked at before epoll_wait, and a
+  // break that comes after that leaves the eventfd readable, so no wake-up
+  // is lost. (The waker must not read the M after waking it: the run()
+  // caller's M may leave and be freed at once.) Readied Gs go to the
+  // global queue; this M takes an idle P for them itself (as Go's
+  // findRunnable does after netpoll) by handing itself the P as a waker
+  // would.
   static bool sleep(S& s, M* mm, std::int64_t until, std::int64_t now) {
     long long ns = until == INT64_MAX ? -1 : (until - now > 0 ? until - now : 0);
     if (!s.poller_.inited() || !s.poller_.try_lock()) {
@@ -2191,25 +2205,20 @@ struct netpoll_sched {
       if (s.poller_.inited() && (ns < 0 || ns > 1'000'000)) ns = 1'000'000;
       return mm->park_note.sleep_for(ns < 0 ? INT64_MAX / 2 : ns);
     }
-    mm->netpolling.store(true, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);
     g* gs[netpoller::max_batch];
     int n = 0;
     if (!mm->park_note.is_woken()) n = s.poller_.poll(ns, gs);
-    mm->netpolling.store(false, std::memory_order_seq_cst);
     s.poller_.unlock();
+    n = keep_own(s, gs, n);
     if (n > 0) {
       bool took_p = false;
-      int mine = 0;
       {
         std::lock_guard<std::mutex> lk(s.lock_);
         for (int i = 0; i < n; ++i) {
-          if (gs[i]->sched != &s) continue;
           gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
           s.globq_.push_back(gs[i]);
-          ++mine;
         }
-        if (mine > 0 && mm->in_idle_list && !s.should_leave(mm)) {
+        if (mm->in_idle_list && !s.should_leave(mm)) {
           if (P* pp = s.pidle_get()) {
             s.m_idle_remove(mm);
             mm->nextp = pp;
@@ -2218,18 +2227,10 @@ struct netpoll_sched {
           }
         }
       }
-      for (int i = 0; i < n; ++i)
-        if (gs[i]->sched != &s) gs[i]->sched->ready(gs[i]);
       s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-      if (mine > (took_p ? 1 : 0)) s.wakep(false);
+      if (n > (took_p ? 1 : 0)) s.wakep(false);
     }
     return mm->park_note.is_woken();
-  }
-
-  // netpollBreak for a waker that just woke mm's note.
-  static void wake_m(S& s, M* mm) noexcept {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (mm->netpolling.load(std::memory_order_seq_cst)) s.poller_.brk();
   }
 
   // sysmon's poll (Go: sysmon polls if nobody did for 10 ms): readied Gs
@@ -3222,7 +3223,6 @@ class scheduler final : public sched_base {
     pthread_t thread{};
     bool has_thread = false;
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
-    std::atomic<bool> netpolling{false};  // netpoll: blocked in epoll_wait (wake it with poller_.brk())
   };
 
  public:
@@ -3790,7 +3790,7 @@ class scheduler final : public sched_base {
     }
     if (sleeper) {
       sleeper->park_note.wake();
-      netpoll_ops::wake_m(*this, sleeper);  // netpoll
+      poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     }
   }
 
@@ -3855,15 +3855,17 @@ class scheduler final : public sched_base {
   // in which case pp is back on the idle list.
   int startm(p* pp, bool spinning) {
     m* mm;
+    m* timer_m;  // netpoll
     {
       std::lock_guard<std::mutex> lk(lock_);
+      timer_m = timer_m_;  // netpoll
       mm = m_idle_get();
     }
     if (mm) {
       mm->spinning = spinning;
       mm->nextp = pp;
       mm->park_note.wake();
-      netpoll_ops::wake_m(*this, mm);  // netpoll
+      if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
       return 0;
     }
     // Thread creation is deep (pthread_create): run it on g0, not on a
@@ -4299,7 +4301,7 @@ class scheduler final : public sched_base {
     }
     if (rm) {
       rm->park_note.wake();
-      netpoll_ops::wake_m(*this, rm);  // netpoll
+      if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     }
     // It was watching the timers: have an M on an idle P take over (it
     // finds nothing to run and becomes the timer M).
@@ -5483,9 +5485,8 @@ inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
   t.sync = true;
   t.arg = pd;
   t.seq = pd->seq.load(std::memory_order_seq_cst);
-  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq, std::int64_t) {
-    netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq);
-  }
+  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
                     : +[](void* a, std::uintptr_t seq, std::int64_t) {
                         netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
                       };
@@ -5799,11 +5800,13 @@ class listener {
       int fd = ::accept4(s.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
         detail::set_nodelay(fd);
-        GORO_TRY { return conn(fd); }
+        conn c;
+        GORO_TRY { c = conn(fd); }
         GORO_CATCH_ALL {
           ::close(fd);
           GORO_RETHROW;
         }
+        return c;
       }
       int e = errno;
       if (e == EAGAIN || e == EWOULDBLOCK)
@@ -5851,18 +5854,26 @@ inline listener listen_tcp(std::string_view host_port) {
     ::close(fd);
     goro::detail::raise_system(e, ("listen tcp " + std::string(host_port)).c_str());
   }
-  GORO_TRY { return listener(fd); }
+  listener ln;
+  GORO_TRY { ln = listener(fd); }
   GORO_CATCH_ALL {
     ::close(fd);
     GORO_RETHROW;
   }
+  return ln;
 }
 
 // Connects to host_port (non-blocking connect, then waits until writable
 // and reads SO_ERROR). Refused: std::system_error(ECONNREFUSED).
 inline conn dial_tcp(std::string_view host_port) {
   detail::sock_addr a = detail::parse_addr(host_port);
-  conn c(detail::new_socket(a.family()));
+  int fd = detail::new_socket(a.family());
+  conn c;
+  GORO_TRY { c = conn(fd); }
+  GORO_CATCH_ALL {
+    ::close(fd);
+    GORO_RETHROW;
+  }
   auto& s = *c.s_;
   {
     detail::socket_state::op o(s);

@@ -70,35 +70,35 @@ TEST_CASE("net: echo server, 64 clients x 500 messages at one proc", "[net]") {
   int fds_before = open_fds();
   std::atomic<int> ok{0};
   {
-  goro::runtime rt{goro::options{1}};
-  rt.run([&] {
-    auto ln = goro::net::listen_tcp("127.0.0.1:0");
-    goro::go([ln]() mutable {
-      for (int i = 0; i < clients; ++i) {
-        auto c = ln.accept();
-        goro::go([c] { echo_loop(c); });
-      }
-    });
-    goro::wait_group wg;
-    wg.add(clients);
-    std::string target = addr(ln);
-    for (int i = 0; i < clients; ++i) {
-      goro::go([&, i] {
-        auto c = goro::net::dial_tcp(target);
-        bool good = true;
-        for (int m = 0; m < messages; ++m) {
-          std::string msg = "client " + std::to_string(i) + " message " + std::to_string(m) + "\n";
-          c.write(msg);
-          if (read_n(c, msg.size()) != msg) good = false;
+    goro::runtime rt{goro::options{1}};
+    rt.run([&] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      goro::go([ln]() mutable {
+        for (int i = 0; i < clients; ++i) {
+          auto c = ln.accept();
+          goro::go([c] { echo_loop(c); });
         }
-        c.close();
-        if (good) ok.fetch_add(1);
-        wg.done();
       });
-    }
-    wg.wait();
-    ln.close();
-  });
+      goro::wait_group wg;
+      wg.add(clients);
+      std::string target = addr(ln);
+      for (int i = 0; i < clients; ++i) {
+        goro::go([&, i] {
+          auto c = goro::net::dial_tcp(target);
+          bool good = true;
+          for (int m = 0; m < messages; ++m) {
+            std::string msg = "client " + std::to_string(i) + " message " + std::to_string(m) + "\n";
+            c.write(msg);
+            if (read_n(c, msg.size()) != msg) good = false;
+          }
+          c.close();
+          if (good) ok.fetch_add(1);
+          wg.done();
+        });
+      }
+      wg.wait();
+      ln.close();
+    });
   }
   CHECK(ok.load() == clients);
   CHECK(open_fds() == fds_before);
@@ -141,47 +141,47 @@ TEST_CASE("net: a goroutine blocked in read does not hold its M", "[net]") {
 TEST_CASE("net: read and write deadlines raise timeout_error", "[net]") {
   int fds_before = open_fds();
   {
-  goro::runtime rt{goro::options{2}};
-  rt.run([] {
-    auto ln = goro::net::listen_tcp("127.0.0.1:0");
-    auto client = goro::net::dial_tcp(addr(ln));
-    auto server = ln.accept();
-    std::string buf(16, '\0');
-    // Read deadline: nobody writes.
-    auto t0 = steady::now();
-    server.set_read_deadline(t0 + 50ms);
-    CHECK_THROWS_AS(server.read(bytes(buf)), goro::timeout_error);
-    CHECK(steady::now() - t0 >= 50ms);
-    try {
-      server.read(bytes(buf));
-      FAIL("no timeout");
-    } catch (const goro::timeout_error& e) {
-      CHECK(std::string(e.what()) == "goro: i/o timeout");
-    }
-    // Clearing it: data then reads normally.
-    server.set_read_deadline({});
-    client.write(std::string_view("x"));
-    CHECK(read_n(server, 1) == "x");
-    // A deadline moved later while a reader waits: it keeps waiting.
-    server.set_read_deadline(steady::now() + 30ms);
-    goro::go([server]() mutable { server.set_read_deadline(steady::now() + 10s); });
-    goro::go([client]() mutable {
-      goro::sleep_for(100ms);
-      client.write(std::string_view("y"));
+    goro::runtime rt{goro::options{2}};
+    rt.run([] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      auto client = goro::net::dial_tcp(addr(ln));
+      auto server = ln.accept();
+      std::string buf(16, '\0');
+      // Read deadline: nobody writes.
+      auto t0 = steady::now();
+      server.set_read_deadline(t0 + 50ms);
+      CHECK_THROWS_AS(server.read(bytes(buf)), goro::timeout_error);
+      CHECK(steady::now() - t0 >= 50ms);
+      try {
+        server.read(bytes(buf));
+        FAIL("no timeout");
+      } catch (const goro::timeout_error& e) {
+        CHECK(std::string(e.what()) == "goro: i/o timeout");
+      }
+      // Clearing it: data then reads normally.
+      server.set_read_deadline({});
+      client.write(std::string_view("x"));
+      CHECK(read_n(server, 1) == "x");
+      // A deadline moved later while a reader waits: it keeps waiting.
+      server.set_read_deadline(steady::now() + 30ms);
+      goro::go([server]() mutable { server.set_read_deadline(steady::now() + 10s); });
+      goro::go([client]() mutable {
+        goro::sleep_for(100ms);
+        client.write(std::string_view("y"));
+      });
+      CHECK(read_n(server, 1) == "y");
+      // Write deadline: the peer never reads, the buffers fill up.
+      client.set_write_deadline(steady::now() + 100ms);
+      std::string big(1 << 20, 'z');
+      CHECK_THROWS_AS(
+          [&] {
+            for (;;) client.write(big);
+          }(),
+          goro::timeout_error);
+      client.close();
+      server.close();
+      ln.close();
     });
-    CHECK(read_n(server, 1) == "y");
-    // Write deadline: the peer never reads, the buffers fill up.
-    client.set_write_deadline(steady::now() + 100ms);
-    std::string big(1 << 20, 'z');
-    CHECK_THROWS_AS(
-        [&] {
-          for (;;) client.write(big);
-        }(),
-        goro::timeout_error);
-    client.close();
-    server.close();
-    ln.close();
-  });
   }
   CHECK(open_fds() == fds_before);
 }
@@ -221,44 +221,44 @@ TEST_CASE("net: refused connection and bad addresses", "[net]") {
 TEST_CASE("net: close wakes a blocked reader and accept; use after close is an error", "[net]") {
   int fds_before = open_fds();
   {
-  goro::runtime rt{goro::options{2}};
-  rt.run([] {
-    auto ln = goro::net::listen_tcp("127.0.0.1:0");
-    auto client = goro::net::dial_tcp(addr(ln));
-    auto server = ln.accept();
-    std::atomic<int> woken{0};
-    goro::wait_group wg;
-    wg.add(2);
-    goro::go([&, server]() mutable {
+    goro::runtime rt{goro::options{2}};
+    rt.run([] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      auto client = goro::net::dial_tcp(addr(ln));
+      auto server = ln.accept();
+      std::atomic<int> woken{0};
+      goro::wait_group wg;
+      wg.add(2);
+      goro::go([&, server]() mutable {
+        std::string buf(8, '\0');
+        try {
+          server.read(bytes(buf));
+        } catch (const goro::usage_error& e) {
+          if (std::string(e.what()) == "goro: use of closed network connection") woken.fetch_add(1);
+        }
+        wg.done();
+      });
+      goro::go([&, ln]() mutable {
+        try {
+          ln.accept();
+        } catch (const goro::usage_error&) {
+          woken.fetch_add(1);
+        }
+        wg.done();
+      });
+      goro::sleep_for(30ms);
+      server.close();
+      ln.close();
+      wg.wait();
+      CHECK(woken.load() == 2);
       std::string buf(8, '\0');
-      try {
-        server.read(bytes(buf));
-      } catch (const goro::usage_error& e) {
-        if (std::string(e.what()) == "goro: use of closed network connection") woken.fetch_add(1);
-      }
-      wg.done();
+      CHECK_THROWS_AS(server.read(bytes(buf)), goro::usage_error);
+      CHECK_THROWS_AS(server.write(std::string_view("x")), goro::usage_error);
+      server.close();  // idempotent
+      // The peer sees EOF.
+      CHECK(client.read(bytes(buf)) == 0);
+      client.close();
     });
-    goro::go([&, ln]() mutable {
-      try {
-        ln.accept();
-      } catch (const goro::usage_error&) {
-        woken.fetch_add(1);
-      }
-      wg.done();
-    });
-    goro::sleep_for(30ms);
-    server.close();
-    ln.close();
-    wg.wait();
-    CHECK(woken.load() == 2);
-    std::string buf(8, '\0');
-    CHECK_THROWS_AS(server.read(bytes(buf)), goro::usage_error);
-    CHECK_THROWS_AS(server.write(std::string_view("x")), goro::usage_error);
-    server.close();  // idempotent
-    // The peer sees EOF.
-    CHECK(client.read(bytes(buf)) == 0);
-    client.close();
-  });
   }
   CHECK(open_fds() == fds_before);
 }
@@ -323,12 +323,11 @@ TEST_CASE("net: wait_readable on a pipe, with a deadline, from a goroutine and a
     auto t0 = steady::now();
     CHECK_THROWS_AS(goro::net::wait_readable(p[0], t0 + 30ms), goro::timeout_error);
     CHECK(steady::now() - t0 >= 30ms);
-    std::atomic<bool> done{false};
-    goro::go([&] {
-      CHECK(goro::net::wait_readable(p[0]));
-      char c;
-      CHECK(read(p[0], &c, 1) == 1);
-      CHECK(c == 'k');
+    std::atomic<bool> done{false}, good{false};
+    goro::go([&] {  // Catch2 assertions stay on the test's goroutine
+      bool ready = goro::net::wait_readable(p[0]);
+      char c = 0;
+      good.store(ready && read(p[0], &c, 1) == 1 && c == 'k');
       done.store(true);
     });
     goro::sleep_for(20ms);
@@ -336,16 +335,19 @@ TEST_CASE("net: wait_readable on a pipe, with a deadline, from a goroutine and a
     CHECK(goro::net::wait_writable(p[1]));
     CHECK(write(p[1], "k", 1) == 1);
     while (!done.load()) goro::yield();
+    CHECK(good.load());
   });
   // A plain thread blocks in poll(2).
   auto t0 = steady::now();
   CHECK_THROWS_AS(goro::net::wait_readable(p[0], t0 + 20ms), goro::timeout_error);
+  std::atomic<bool> wrote{false};
   std::thread w([&] {
     std::this_thread::sleep_for(20ms);
-    CHECK(write(p[1], "z", 1) == 1);
+    wrote.store(write(p[1], "z", 1) == 1);
   });
   CHECK(goro::net::wait_readable(p[0]));
   w.join();
+  CHECK(wrote.load());
   close(p[0]);
   close(p[1]);
 }

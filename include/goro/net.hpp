@@ -86,9 +86,8 @@ inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
   t.sync = true;
   t.arg = pd;
   t.seq = pd->seq.load(std::memory_order_seq_cst);
-  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq, std::int64_t) {
-    netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq);
-  }
+  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
                     : +[](void* a, std::uintptr_t seq, std::int64_t) {
                         netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
                       };
@@ -402,11 +401,13 @@ class listener {
       int fd = ::accept4(s.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
         detail::set_nodelay(fd);
-        GORO_TRY { return conn(fd); }
+        conn c;
+        GORO_TRY { c = conn(fd); }
         GORO_CATCH_ALL {
           ::close(fd);
           GORO_RETHROW;
         }
+        return c;
       }
       int e = errno;
       if (e == EAGAIN || e == EWOULDBLOCK)
@@ -454,18 +455,26 @@ inline listener listen_tcp(std::string_view host_port) {
     ::close(fd);
     goro::detail::raise_system(e, ("listen tcp " + std::string(host_port)).c_str());
   }
-  GORO_TRY { return listener(fd); }
+  listener ln;
+  GORO_TRY { ln = listener(fd); }
   GORO_CATCH_ALL {
     ::close(fd);
     GORO_RETHROW;
   }
+  return ln;
 }
 
 // Connects to host_port (non-blocking connect, then waits until writable
 // and reads SO_ERROR). Refused: std::system_error(ECONNREFUSED).
 inline conn dial_tcp(std::string_view host_port) {
   detail::sock_addr a = detail::parse_addr(host_port);
-  conn c(detail::new_socket(a.family()));
+  int fd = detail::new_socket(a.family());
+  conn c;
+  GORO_TRY { c = conn(fd); }
+  GORO_CATCH_ALL {
+    ::close(fd);
+    GORO_RETHROW;
+  }
   auto& s = *c.s_;
   {
     detail::socket_state::op o(s);

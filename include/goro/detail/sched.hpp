@@ -167,7 +167,6 @@ class scheduler final : public sched_base {
     pthread_t thread{};
     bool has_thread = false;
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
-    std::atomic<bool> netpolling{false};  // netpoll: blocked in epoll_wait (wake it with poller_.brk())
   };
 
  public:
@@ -735,7 +734,7 @@ class scheduler final : public sched_base {
     }
     if (sleeper) {
       sleeper->park_note.wake();
-      netpoll_ops::wake_m(*this, sleeper);  // netpoll
+      poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     }
   }
 
@@ -800,15 +799,17 @@ class scheduler final : public sched_base {
   // in which case pp is back on the idle list.
   int startm(p* pp, bool spinning) {
     m* mm;
+    m* timer_m;  // netpoll
     {
       std::lock_guard<std::mutex> lk(lock_);
+      timer_m = timer_m_;  // netpoll
       mm = m_idle_get();
     }
     if (mm) {
       mm->spinning = spinning;
       mm->nextp = pp;
       mm->park_note.wake();
-      netpoll_ops::wake_m(*this, mm);  // netpoll
+      if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
       return 0;
     }
     // Thread creation is deep (pthread_create): run it on g0, not on a
@@ -1244,7 +1245,7 @@ class scheduler final : public sched_base {
     }
     if (rm) {
       rm->park_note.wake();
-      netpoll_ops::wake_m(*this, rm);  // netpoll
+      if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     }
     // It was watching the timers: have an M on an idle P take over (it
     // finds nothing to run and becomes the timer M).
