@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -384,6 +385,36 @@ TEST_CASE("net: IPv6 loopback", "[net]") {
     c.write(std::string_view("six"));
     CHECK(read_n(c, 3) == "six");
     c.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net: goroutines blocked on I/O cost no CPU; sleepers beside them wake on time", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = goro::net::listen_tcp("127.0.0.1:0");
+    auto client = goro::net::dial_tcp(addr(ln));
+    auto server = ln.accept();
+    std::atomic<bool> got{false};
+    goro::go([&, server]() mutable {
+      std::string buf(4, '\0');
+      got.store(server.read(bytes(buf)) == 1);
+    });
+    goro::sleep_for(10ms);
+    // The reader is parked; the idle Ms sleep in epoll_wait, not spinning.
+    auto cpu0 = std::clock();
+    auto t0 = steady::now();
+    goro::sleep_for(300ms);
+    auto slept = steady::now() - t0;
+    double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+    CHECK(slept >= 300ms);
+    CHECK(slept < goro_test::scale(400, 2000) * 1ms);
+    CHECK(cpu_ms < goro_test::scale(60, 300));
+    CHECK_FALSE(got.load());
+    client.write(std::string_view("!"));
+    while (!got.load()) goro::yield();
+    client.close();
+    server.close();
     ln.close();
   });
 }
