@@ -1873,7 +1873,12 @@ class netpoller {
   // Readied goroutines returned by one poll at most (two per event).
   static constexpr int max_batch = 128;
 
+  // on_init(arg) runs once the epoll instance exists (the scheduler wakes
+  // its timer M, which went to sleep on a futex before there was a poller,
+  // so that it sleeps in epoll_wait from now on).
+  using init_hook = void (*)(void*);
   netpoller() = default;
+  netpoller(init_hook on_init, void* arg) noexcept : on_init_(on_init), on_init_arg_(arg) {}
   netpoller(const netpoller&) = delete;
   netpoller& operator=(const netpoller&) = delete;
 
@@ -1916,6 +1921,12 @@ class netpoller {
   // netpollinit, once.
   void init() {
     if (inited()) return;
+    init_locked();
+    if (on_init_) on_init_(on_init_arg_);
+  }
+
+ private:
+  void init_locked() {
     std::lock_guard<std::mutex> lk(mu_);
     if (inited()) return;
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -1942,6 +1953,7 @@ class netpoller {
     epfd_.store(ep, std::memory_order_release);
   }
 
+ public:
   // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
   // reports the fd's current readiness at once, so registering after a
   // syscall returned EAGAIN loses no edge.
@@ -2060,6 +2072,8 @@ class netpoller {
            (static_cast<std::uint64_t>(pd->seq.load(std::memory_order_relaxed) & seq_mask) << ptr_bits);
   }
 
+  init_hook on_init_ = nullptr;
+  void* on_init_arg_ = nullptr;
   std::atomic<int> epfd_{-1};
   int evfd_ = -1;
   std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
@@ -2131,6 +2145,11 @@ template <class S>
 struct netpoll_sched {
   using M = typename S::m;
   using P = typename S::p;
+
+  // The poller now exists: the timer M (if any) sleeps on its futex; wake
+  // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
+  // it off the idle list; with no timer M it calls wakep, harmless).
+  static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
 
   // find_runnable's poll (Go: netpoll(0) in findRunnable): only when some
   // goroutine waits on I/O and no other M polls. Returns one G to run now;
@@ -4407,7 +4426,7 @@ class scheduler final : public sched_base {
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
 
-  netpoller poller_;  // netpoll: destroyed after shutdown() joined every M
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
 };

@@ -1351,7 +1351,7 @@ class scheduler final : public sched_base {
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
 
-  netpoller poller_;  // netpoll: destroyed after shutdown() joined every M
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
 };
