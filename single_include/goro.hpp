@@ -812,6 +812,7 @@ enum class after_switch : std::uint8_t {
 
 // The policy-independent interface of a runtime.
 struct timer;
+class netpoller;
 
 class sched_base {
  public:
@@ -829,6 +830,9 @@ class sched_base {
   // called from elsewhere, and makes sure an M will be awake to run it in
   // time (Go's addtimer + wakeNetPoller). t->f runs on a scheduler context.
   virtual void add_timer(timer* t) = 0;
+  // The runtime's network poller (netpoll.hpp); its epoll fd is created on
+  // first use.
+  virtual netpoller* poller() noexcept { return nullptr; }
   virtual std::size_t live_goroutines() const noexcept = 0;
   virtual unsigned procs() const noexcept = 0;
   // goro::blocking (blocking.hpp): entersyscall / entersyscallblock before
@@ -1394,6 +1398,8 @@ class note {
   void sleep() noexcept {
     while (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0);
   }
+  // True once wake() was called (since the last clear()).
+  bool is_woken() const noexcept { return key_.load(std::memory_order_acquire) != 0; }
   // Sleeps at most timeout_ns; returns true if woken.
   bool sleep_for(long long timeout_ns) noexcept {
     if (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0, timeout_ns);
@@ -1453,6 +1459,822 @@ class global_run_queue {
 
 }  // namespace goro::detail
 // ---- end goro/detail/global_queue.hpp ----
+// ---- begin goro/detail/netpoll.hpp ----
+// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
+// epoll instance per runtime, created on first use, edge-triggered, with an
+// eventfd that breaks a blocking epoll_wait (netpollBreak).
+//
+// Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
+// two "semaphores", rg (read) and wg (write). Each holds one of
+//   pd_nil    nobody waits, no readiness recorded
+//   pd_ready  readiness arrived (an edge) and nobody consumed it yet
+//   pd_wait   a goroutine is about to park (between its CAS and the commit)
+//   a g*      that goroutine is parked, waiting for readiness
+// The waiter moves nil -> wait, parks, and on g0 (once off its stack)
+// commits wait -> G (netpollblockcommit); if that CAS fails, readiness or
+// an unblock came in between and the park is cancelled. Pollers and
+// closers move the state to ready (I/O) or nil (close, deadline) and
+// ready the G they took out (netpollunblock). Every transition is a CAS,
+// so exactly one party readies a given G.
+//
+// Descriptors are never freed: they come from a process-wide free list
+// (Go's pollcache), so a poller or timer holding a stale pointer reads
+// valid memory; a sequence number (bumped when a descriptor is recycled)
+// tags epoll events and deadline timers so stale ones are ignored. At
+// worst a stale event marks a descriptor ready spuriously, which every
+// caller tolerates (it retries the syscall and waits again on EAGAIN).
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <vector>
+
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  void lock() noexcept {
+    for (unsigned spins = 0;; ++spins) {
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+      if (spins < 64)
+        cpu_relax();
+      else
+        sched_yield();  // the holder was probably descheduled
+    }
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
+// ---- begin goro/detail/timer_heap.hpp ----
+// Timers: the record a timer is made of, and the per-P heap that holds
+// them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
+// addtimer / deltimer / modtimer / runtimer, checkTimers in proc.go).
+//
+// Simpler than Go's status machine, same guarantees:
+//  - A timer is on at most one heap at a time. `where` names that heap and
+//    is only written with that heap's lock held. A heap never hands its
+//    timers to another heap: a timer stays where it was added until it
+//    fires or is deleted; other Ms *run* an idle P's expired timers instead
+//    of moving them (Go's stealWork runs other Ps' timers too).
+//  - Timer functions run on a scheduler context (g0) with no lock held;
+//    they must be short and never block (ready a G, a non-blocking send).
+//  - A timer that may be deleted or modified while it fires is `sync`: the
+//    runner counts it `running` (under the heap lock) before calling its
+//    function and uncounts it afterwards; del / mod wait for the count to
+//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
+//    changes). So once del() returns, the function is not running and will
+//    not run: the timer's owner may free what the function uses. A timer
+//    that is not `sync` (a sleeping goroutine's) is never touched by the
+//    runner after its function was called: the function may end the
+//    timer's lifetime (the woken goroutine returns and its frame is gone).
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+
+namespace goro::detail {
+
+// Nanoseconds on std::chrono::steady_clock; timers' `when`. 0 means "none",
+// so real instants are clamped to >= 1.
+inline std::int64_t nanotime() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// when = now + d, saturating (a huge duration is "never", not an overflow).
+inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
+  if (d <= 0) return now < 1 ? 1 : now;
+  std::int64_t w = now + d;
+  if (w < now) w = INT64_MAX;  // wrapped
+  return w < 1 ? 1 : w;
+}
+
+class timer_heap;
+
+struct timer {
+  // Called with (arg, seq, now) when the timer fires; no lock is held.
+  using func = void (*)(void* arg, std::uintptr_t seq, std::int64_t now);
+
+  // Fields guarded by the lock of the heap the timer is on (or owned by the
+  // timer's user while it is on none).
+  std::int64_t when = 0;    // fires at this nanotime()
+  std::int64_t period = 0;  // > 0: re-arms itself every period ns (ticker)
+  func f = nullptr;
+  func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
+  void* arg = nullptr;
+  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
+  std::uint32_t index = 0;  // position in the heap's array
+  bool sync = false;        // del/mod wait for a running f (see the top of this file)
+
+  std::atomic<timer_heap*> where{nullptr};
+  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
+};
+
+// A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
+// a 4-ary heap too: shallower than a binary one, and the four children of
+// a node share a cache line of the array.
+class timer_heap {
+ public:
+  timer_heap() = default;
+  timer_heap(const timer_heap&) = delete;
+  timer_heap& operator=(const timer_heap&) = delete;
+
+  // The earliest `when` on this heap, 0 if empty. Read without the lock by
+  // anyone deciding whether to look closer (Go's timer0When); written with
+  // the lock held after every change to the top. seq_cst: see the
+  // scheduler's comment on how an M going to sleep and a timer being added
+  // each see the other.
+  std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
+  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+
+  // addtimer: queues t (on no heap, not running) to fire at t->when.
+  // Returns true if t became this heap's earliest timer.
+  bool add(timer* t) {
+    lock_.lock();
+    bool first = push_locked(t);
+    lock_.unlock();
+    return first;
+  }
+
+  // runtimer loop: runs every timer due at `now`, the lock released around
+  // each function. Returns the earliest pending `when` afterwards (0: none).
+  std::int64_t run_due(std::int64_t now) noexcept {
+    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
+    lock_.lock();
+    while (!heap_.empty() && heap_[0]->when <= now) {
+      timer* t = heap_[0];
+      timer::func f = t->f;
+      void* arg = t->arg;
+      std::uintptr_t seq = t->seq;
+      bool sync = t->sync;
+      // `running` before `where`: del() reading where == nullptr without
+      // the lock (acquire) must then see running != 0 and wait.
+      // A count, not a flag: a periodic timer may be due again, and run by
+      // another M, before this call of its function returns.
+      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
+      if (t->period > 0) {
+        // Periodic: the next tick after now, skipping missed ones (a ticker
+        // drops ticks rather than bursting).
+        std::int64_t late = now - t->when;
+        std::int64_t next = t->when + t->period * (1 + late / t->period);
+        t->when = next < t->when ? INT64_MAX : next;
+        sift_down(0);
+      } else {
+        remove_at(0);
+        t->where.store(nullptr, std::memory_order_release);
+      }
+      publish_earliest();
+      lock_.unlock();
+      // After this call a non-sync t may be gone: touch it no more.
+      f(arg, seq, now);
+      if (sync) t->running.fetch_sub(1, std::memory_order_release);
+      lock_.lock();
+    }
+    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
+    lock_.unlock();
+    return next;
+  }
+
+  // Removes every timer (shutdown): later del() calls find them on no heap;
+  // those with a `drop` function get it called.
+  void clear() noexcept {
+    lock_.lock();
+    std::vector<timer*> all;
+    all.swap(heap_);
+    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
+    count_.store(0, std::memory_order_relaxed);
+    publish_earliest();
+    lock_.unlock();
+    for (timer* t : all)
+      if (t->drop) t->drop(t->arg, t->seq, 0);
+  }
+
+  // deltimer: takes t off whatever heap it is on. Returns true if it was
+  // pending (so it will now never fire), false if it had fired (or was
+  // never added). Waits for a sync timer's running function to finish.
+  static bool del(timer* t) noexcept {
+    for (;;) {
+      timer_heap* h = t->where.load(std::memory_order_acquire);
+      if (!h) {
+        wait_not_running(t);
+        return false;
+      }
+      h->lock_.lock();
+      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
+        h->lock_.unlock();
+        continue;
+      }
+      if (t->sync && t->running.load(std::memory_order_acquire) != 0) {
+        // A periodic timer stays queued while its function runs.
+        h->lock_.unlock();
+        wait_not_running(t);
+        continue;
+      }
+      h->remove_at(t->index);
+      t->where.store(nullptr, std::memory_order_release);
+      h->publish_earliest();
+      h->lock_.unlock();
+      return true;
+    }
+  }
+
+ private:
+  static void wait_not_running(timer* t) noexcept {
+    if (!t->sync) return;
+    while (t->running.load(std::memory_order_acquire) != 0) sched_yield();
+  }
+
+  bool push_locked(timer* t) {
+    t->index = static_cast<std::uint32_t>(heap_.size());
+    heap_.push_back(t);
+    t->where.store(this, std::memory_order_release);
+    sift_up(t->index);
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    bool first = heap_[0] == t;
+    if (first) publish_earliest();
+    return first;
+  }
+
+  void remove_at(std::uint32_t i) noexcept {
+    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
+    if (i != last) {
+      heap_[i] = heap_[last];
+      heap_[i]->index = i;
+    }
+    heap_.pop_back();
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    if (i < heap_.size()) {
+      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
+        sift_up(i);
+      else
+        sift_down(i);
+    }
+  }
+
+  void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
+
+  void place(std::uint32_t i, timer* t) noexcept {
+    heap_[i] = t;
+    t->index = i;
+  }
+
+  void sift_up(std::uint32_t i) noexcept {
+    timer* t = heap_[i];
+    while (i > 0) {
+      std::uint32_t parent = (i - 1) / 4;
+      if (heap_[parent]->when <= t->when) break;
+      place(i, heap_[parent]);
+      i = parent;
+    }
+    place(i, t);
+  }
+
+  void sift_down(std::uint32_t i) noexcept {
+    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
+    if (i >= n) return;
+    timer* t = heap_[i];
+    for (;;) {
+      std::uint32_t c = 4 * i + 1;
+      if (c >= n) break;
+      std::uint32_t best = c;
+      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
+        if (heap_[k]->when < heap_[best]->when) best = k;
+      if (t->when <= heap_[best]->when) break;
+      place(i, heap_[best]);
+      i = best;
+    }
+    place(i, t);
+  }
+
+  spinlock lock_;
+  std::vector<timer*> heap_;
+  std::atomic<std::int64_t> when0_{0};
+  std::atomic<std::size_t> count_{0};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/timer_heap.hpp ----
+
+namespace goro::detail {
+
+class netpoller;
+
+inline constexpr std::uintptr_t pd_nil = 0;
+inline constexpr std::uintptr_t pd_ready = 1;
+inline constexpr std::uintptr_t pd_wait = 2;
+
+// Why a wait ended without readiness (Go's netpollcheckerr).
+enum class pd_error { none, closing, timeout };
+
+struct poll_desc {
+  int fd = -1;
+  // rg / wg: see the top of this file. seq_cst throughout: the waiter's
+  // CAS nil -> wait followed by its read of closing / the deadline, and the
+  // closer's (setter's) store followed by its read of the semaphore, are a
+  // store-load pair on each side (Dekker): one of them must see the other.
+  std::atomic<std::uintptr_t> rg{pd_nil};
+  std::atomic<std::uintptr_t> wg{pd_nil};
+  std::atomic<bool> closing{false};
+  std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
+  std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
+  std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
+  spinlock lock;                           // registration and deadline setters
+  timer rt, wt;                            // deadline timers (sync: del waits for a running one)
+  poll_desc* prev = nullptr;               // owner's list / free list (their locks)
+  poll_desc* next = nullptr;
+
+  std::atomic<std::uintptr_t>& sema(char mode) noexcept { return mode == 'r' ? rg : wg; }
+  std::atomic<std::int64_t>& deadline(char mode) noexcept { return mode == 'r' ? rd : wd; }
+
+  pd_error check(char mode) noexcept {
+    if (closing.load(std::memory_order_seq_cst)) return pd_error::closing;
+    std::int64_t d = deadline(mode).load(std::memory_order_seq_cst);
+    if (d != 0 && nanotime() >= d) return pd_error::timeout;
+    return pd_error::none;
+  }
+};
+
+// Go's pollcache: descriptors allocated in blocks, recycled, never freed.
+class pd_cache {
+ public:
+  static poll_desc* alloc(int fd) {
+    pd_cache& c = get();
+    poll_desc* pd;
+    {
+      std::lock_guard<std::mutex> lk(c.mu_);
+      if (!c.free_) {
+        constexpr int block = 64;
+        auto* b = new (std::nothrow) poll_desc[block];
+        if (!b) raise_bad_alloc();
+        c.blocks_.push_back(b);
+        for (int i = 0; i < block; ++i) {
+          b[i].next = c.free_;
+          c.free_ = &b[i];
+        }
+      }
+      pd = c.free_;
+      c.free_ = pd->next;
+    }
+    pd->next = pd->prev = nullptr;
+    pd->fd = fd;
+    pd->rg.store(pd_nil, std::memory_order_relaxed);
+    pd->wg.store(pd_nil, std::memory_order_relaxed);
+    pd->rd.store(0, std::memory_order_relaxed);
+    pd->wd.store(0, std::memory_order_relaxed);
+    pd->owner.store(nullptr, std::memory_order_relaxed);
+    pd->closing.store(false, std::memory_order_seq_cst);
+    return pd;
+  }
+  // pd must be unregistered, its timers deleted and nobody waiting on it.
+  static void free(poll_desc* pd) noexcept {
+    pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
+    pd->fd = -1;
+    pd_cache& c = get();
+    std::lock_guard<std::mutex> lk(c.mu_);
+    pd->next = c.free_;
+    c.free_ = pd;
+  }
+
+ private:
+  static pd_cache& get() {
+    static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
+    return *c;
+  }
+  std::mutex mu_;
+  poll_desc* free_ = nullptr;
+  std::vector<poll_desc*> blocks_;
+};
+
+class netpoller {
+ public:
+  // Readied goroutines returned by one poll at most (two per event).
+  static constexpr int max_batch = 128;
+
+  // on_init(arg) runs once the epoll instance exists (the scheduler wakes
+  // its timer M, which went to sleep on a futex before there was a poller,
+  // so that it sleeps in epoll_wait from now on).
+  using init_hook = void (*)(void*);
+  netpoller() = default;
+  netpoller(init_hook on_init, void* arg) noexcept : on_init_(on_init), on_init_arg_(arg) {}
+  netpoller(const netpoller&) = delete;
+  netpoller& operator=(const netpoller&) = delete;
+
+  // The runtime is gone (every M joined): descriptors still registered
+  // (sockets outliving their runtime) are detached; a goroutine of another
+  // runtime that waits on one registers it again with its own poller.
+  ~netpoller() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      for (poll_desc* pd = list_; pd;) {
+        poll_desc* next = pd->next;
+        pd->owner.store(nullptr, std::memory_order_seq_cst);
+        pd->prev = pd->next = nullptr;
+        pd = next;
+      }
+      list_ = nullptr;
+    }
+    int ep = epfd_.load(std::memory_order_acquire);
+    if (ep >= 0) {
+      ::close(ep);
+      ::close(evfd_);
+    }
+  }
+
+  bool inited() const noexcept { return epfd_.load(std::memory_order_acquire) >= 0; }
+  // Goroutines parked on this poller's descriptors (Go's netpollWaiters).
+  // May dip below zero for a moment (an unblock can beat the commit's
+  // increment).
+  std::int32_t waiters() const noexcept { return waiters_.load(std::memory_order_seq_cst); }
+  void add_waiter() noexcept { waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  void remove_waiter() noexcept { waiters_.fetch_sub(1, std::memory_order_seq_cst); }
+
+  // One poller at a time (Go: sched.lastpoll swapped to 0). An M blocked in
+  // epoll_wait holds it, so non-blocking pollers skip while it sleeps.
+  bool try_lock() noexcept { return !polling_.exchange(true, std::memory_order_acquire); }
+  void unlock() noexcept { polling_.store(false, std::memory_order_release); }
+  bool locked() const noexcept { return polling_.load(std::memory_order_relaxed); }
+  std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
+
+  // netpollinit, once.
+  void init() {
+    if (inited()) return;
+    init_locked();
+    if (on_init_) on_init_(on_init_arg_);
+  }
+
+ private:
+  void init_locked() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (inited()) return;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) raise_system(errno, "epoll_create1");
+    int ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ev < 0) {
+      int e = errno;
+      ::close(ep);
+      raise_system(e, "eventfd");
+    }
+    // Level-triggered: it stays readable until the blocking poller reads it
+    // (a non-blocking poll leaves it for the sleeper it was meant to wake).
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.u64 = 0;  // no descriptor has address 0
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
+      int err = errno;
+      ::close(ep);
+      ::close(ev);
+      raise_system(err, "epoll_ctl(eventfd)");
+    }
+    evfd_ = ev;
+    last_poll_.store(nanotime(), std::memory_order_relaxed);
+    epfd_.store(ep, std::memory_order_release);
+  }
+
+ public:
+  // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
+  // reports the fd's current readiness at once, so registering after a
+  // syscall returned EAGAIN loses no edge.
+  void open(poll_desc* pd) {
+    if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
+  }
+  // The same, returning the errno instead (EPERM: a regular file).
+  int try_open(poll_desc* pd) {
+    init();
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    e.data.u64 = tag(pd);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      pd->prev = nullptr;
+      pd->next = list_;
+      if (list_) list_->prev = pd;
+      list_ = pd;
+    }
+    pd->owner.store(this, std::memory_order_seq_cst);
+    if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
+      int err = errno;
+      close(pd);
+      return err;
+    }
+    return 0;
+  }
+
+  // pollClose: unregisters pd (before its fd is closed).
+  void close(poll_desc* pd) noexcept {
+    epoll_event e{};
+    epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
+    (pd->prev ? pd->prev->next : list_) = pd->next;
+    if (pd->next) pd->next->prev = pd->prev;
+    pd->prev = pd->next = nullptr;
+    pd->owner.store(nullptr, std::memory_order_seq_cst);
+  }
+
+  // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
+  // event or brk()), stores the goroutines made runnable in out (room for
+  // max_batch) and returns their number. The caller holds try_lock().
+  int poll(long long timeout_ns, g** out) noexcept {
+    int ep = epfd_.load(std::memory_order_acquire);
+    if (ep < 0) return 0;
+    int ms;
+    if (timeout_ns < 0)
+      ms = -1;
+    else if (timeout_ns == 0)
+      ms = 0;
+    else if (timeout_ns >= 1'000'000'000'000LL)
+      ms = 1'000'000;  // ~17 min: the caller loops
+    else
+      ms = static_cast<int>((timeout_ns + 999'999) / 1'000'000);  // never early
+    epoll_event evs[max_batch / 2];
+    int n = epoll_wait(ep, evs, max_batch / 2, ms);
+    last_poll_.store(nanotime(), std::memory_order_relaxed);
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      std::uint64_t d = evs[i].data.u64;
+      if (d == 0) {
+        if (timeout_ns != 0) {  // only the sleeper consumes a break
+          std::uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
+          wake_sig_.store(false, std::memory_order_seq_cst);
+        }
+        continue;
+      }
+      auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
+      if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
+      std::uint32_t ev = evs[i].events;
+      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
+      if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+        if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
+    }
+    return k;
+  }
+
+  // netpollBreak: wakes the M blocked in poll(); one write per sleep.
+  void brk() noexcept {
+    if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
+  }
+
+  // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
+  // pd_ready (ioready) or pd_nil. Returns the parked G to ready, if any.
+  static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept {
+    auto& s = pd->sema(mode);
+    std::uintptr_t old = s.load(std::memory_order_seq_cst);
+    for (;;) {
+      if (old == pd_ready) return nullptr;
+      if (old == pd_nil && !ioready) return nullptr;
+      std::uintptr_t nw = ioready ? pd_ready : pd_nil;
+      if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
+    }
+    if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
+    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
+    return reinterpret_cast<g*>(old);
+  }
+
+  // Deadline timers' functions (the timer's seq is pd's seq when armed).
+  static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
+    if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
+    if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
+  }
+
+ private:
+  static constexpr unsigned ptr_bits = 48;
+  static constexpr std::uint64_t ptr_mask = (std::uint64_t{1} << ptr_bits) - 1;
+  static constexpr std::uint32_t seq_mask = 0xffff;
+  static std::uint64_t tag(poll_desc* pd) noexcept {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(pd)) |
+           (static_cast<std::uint64_t>(pd->seq.load(std::memory_order_relaxed) & seq_mask) << ptr_bits);
+  }
+
+  init_hook on_init_ = nullptr;
+  void* on_init_arg_ = nullptr;
+  std::atomic<int> epfd_{-1};
+  int evfd_ = -1;
+  std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
+  std::atomic<bool> polling_{false};
+  std::atomic<std::int32_t> waiters_{0};
+  std::atomic<std::int64_t> last_poll_{0};
+  std::mutex mu_;  // init, list_
+  poll_desc* list_ = nullptr;
+};
+
+// netpollblock: the calling goroutine waits for readiness on pd in `mode`.
+// True: I/O is ready; false: woken by a close or a deadline (or spuriously).
+inline bool pd_block(poll_desc* pd, char mode) {
+  auto& s = pd->sema(mode);
+  for (;;) {
+    std::uintptr_t v = pd_ready;
+    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
+    if (v == pd_nil) {
+      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
+      continue;
+    }
+    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
+  }
+  // Re-check after announcing the wait: a close or deadline that came
+  // before our CAS is seen here (see poll_desc's memory-order note).
+  if (pd->check(mode) == pd_error::none) {
+    struct commit_args {
+      std::atomic<std::uintptr_t>* s;
+      g* gp;
+      poll_desc* pd;
+    } a{&s, current_g(), pd};
+    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
+    // before the CAS: once it succeeds the G may be readied, run and
+    // return (its frame, holding `a`, is then gone).
+    park(
+        current_m(),
+        [](void* arg) {
+          auto* c = static_cast<commit_args*>(arg);
+          auto* sp = c->s;
+          auto* gp = c->gp;
+          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
+          std::uintptr_t expect = pd_wait;
+          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
+            return false;  // readiness / unblock came first: resume at once
+          if (np) np->add_waiter();
+          return true;
+        },
+        &a);
+  }
+  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
+  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
+  return old == pd_ready;
+}
+
+// poll_runtime_pollWait: waits until ready, closing or past the deadline.
+inline pd_error pd_wait_g(poll_desc* pd, char mode) {
+  pd_error e = pd->check(mode);
+  if (e != pd_error::none) return e;
+  while (!pd_block(pd, mode)) {
+    e = pd->check(mode);
+    if (e != pd_error::none) return e;
+  }
+  return pd_error::none;
+}
+
+// The scheduler's side of the poller, kept out of sched.hpp: S is
+// scheduler<Policy> (this is its friend), M and P its M and P records.
+template <class S>
+struct netpoll_sched {
+  using M = typename S::m;
+  using P = typename S::p;
+
+  // The poller now exists: the timer M (if any) sleeps on its futex; wake
+  // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
+  // it off the idle list; with no timer M it calls wakep, harmless).
+  static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
+
+  // find_runnable's poll (Go: netpoll(0) in findRunnable): only when some
+  // goroutine waits on I/O and no other M polls. Returns one G to run now;
+  // the others are injected.
+  static g* ready(S& s, M* mm) {
+    if (s.poller_.waiters() <= 0 || !s.poller_.try_lock()) return nullptr;
+    g* gs[netpoller::max_batch];
+    int n = s.poller_.poll(0, gs);
+    s.poller_.unlock();
+    n = keep_own(s, gs, n);
+    if (n == 0) return nullptr;
+    gs[0]->status.store(g_status::runnable, std::memory_order_relaxed);
+    mm->pp->unparks.inc();
+    inject(s, mm->pp, gs + 1, n - 1);
+    return gs[0];
+  }
+
+  // injectglist: one G per idle P goes to the global queue (an M is woken
+  // for them: wakep, and spinners chain), the rest to pp's run queue (all
+  // to the global queue without a P). Gs of another runtime (a descriptor
+  // registered here, waited on from there) go back to their own.
+  static void inject(S& s, P* pp, g** gs, int n) {
+    n = keep_own(s, gs, n);
+    if (n <= 0) return;
+    int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
+    if (to_global > 0) {
+      std::lock_guard<std::mutex> lk(s.lock_);
+      for (int i = 0; i < to_global; ++i) {
+        gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+        s.globq_.push_back(gs[i]);
+      }
+    }
+    // Not gs[0..to_global) from here on: once queued, another M may run
+    // (and finish, and recycle) them.
+    for (int i = to_global; i < n; ++i) {
+      gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+      pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
+    }
+    s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    if (to_global > 0) s.wakep(false);
+  }
+
+  // Readies the Gs of other runtimes through their own scheduler (a
+  // descriptor registered here, waited on from there: rare) and packs
+  // this runtime's to the front. Returns how many are this runtime's.
+  static int keep_own(S& s, g** gs, int n) {
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      if (gs[i]->sched == &s)
+        gs[k++] = gs[i];
+      else
+        gs[i]->sched->ready(gs[i]);
+    }
+    return k;
+  }
+
+  // The timer M's sleep (stopm): in epoll_wait until `until` (INT64_MAX:
+  // no timer) once the poller exists, else on its note. Returns whether
+  // the note was woken (see stopm). Only the timer M sleeps here, so a
+  // waker that takes the timer M off the idle list wakes its note, then
+  // breaks the poll (brk); the note is looked at before epoll_wait, and a
+  // break that comes after that leaves the eventfd readable, so no wake-up
+  // is lost. (The waker must not read the M after waking it: the run()
+  // caller's M may leave and be freed at once.) Readied Gs go to the
+  // global queue; this M takes an idle P for them itself (as Go's
+  // findRunnable does after netpoll) by handing itself the P as a waker
+  // would.
+  static bool sleep(S& s, M* mm, std::int64_t until, std::int64_t now) {
+    long long ns = until == INT64_MAX ? -1 : (until - now > 0 ? until - now : 0);
+    if (!s.poller_.inited() || !s.poller_.try_lock()) {
+      // Another M is polling for a moment: look again soon.
+      if (s.poller_.inited() && (ns < 0 || ns > 1'000'000)) ns = 1'000'000;
+      return mm->park_note.sleep_for(ns < 0 ? INT64_MAX / 2 : ns);
+    }
+    g* gs[netpoller::max_batch];
+    int n = 0;
+    if (!mm->park_note.is_woken()) n = s.poller_.poll(ns, gs);
+    s.poller_.unlock();
+    n = keep_own(s, gs, n);
+    if (n > 0) {
+      bool took_p = false;
+      {
+        std::lock_guard<std::mutex> lk(s.lock_);
+        for (int i = 0; i < n; ++i) {
+          gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+          s.globq_.push_back(gs[i]);
+        }
+        if (mm->in_idle_list && !s.should_leave(mm)) {
+          if (P* pp = s.pidle_get()) {
+            s.m_idle_remove(mm);
+            mm->nextp = pp;
+            mm->park_note.wake();
+            took_p = true;
+          }
+        }
+      }
+      s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+      if (n > (took_p ? 1 : 0)) s.wakep(false);
+    }
+    return mm->park_note.is_woken();
+  }
+
+  // sysmon's poll (Go: sysmon polls if nobody did for 10 ms): readied Gs
+  // go to the global queue. Returns true if it readied any.
+  static bool sysmon(S& s, std::int64_t now) {
+    if (s.poller_.waiters() <= 0 || now - s.poller_.last_poll() < 10'000'000 || !s.poller_.try_lock()) return false;
+    g* gs[netpoller::max_batch];
+    int n = s.poller_.poll(0, gs);
+    s.poller_.unlock();
+    inject(s, nullptr, gs, n);
+    return n > 0;
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/netpoll.hpp ----
 // ---- begin goro/detail/random.hpp ----
 // Cheap per-M pseudo-random numbers and Go's random coprime enumeration
 // (randomOrder in src/runtime/proc.go), used to visit steal victims.
@@ -2153,6 +2975,7 @@ class sysmon {
         last_trace = now;
         schedtrace(now);
       }
+      if (Sched::netpoll_ops::sysmon(s_, nanotime())) idle = 0;  // netpoll: nobody polled for 10 ms
       if (retake(now) != 0)
         idle = 0;
       else
@@ -2301,295 +3124,6 @@ class sysmon {
 
 }  // namespace goro::detail
 // ---- end goro/detail/sysmon.hpp ----
-// ---- begin goro/detail/timer_heap.hpp ----
-// Timers: the record a timer is made of, and the per-P heap that holds
-// them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
-// addtimer / deltimer / modtimer / runtimer, checkTimers in proc.go).
-//
-// Simpler than Go's status machine, same guarantees:
-//  - A timer is on at most one heap at a time. `where` names that heap and
-//    is only written with that heap's lock held. A heap never hands its
-//    timers to another heap: a timer stays where it was added until it
-//    fires or is deleted; other Ms *run* an idle P's expired timers instead
-//    of moving them (Go's stealWork runs other Ps' timers too).
-//  - Timer functions run on a scheduler context (g0) with no lock held;
-//    they must be short and never block (ready a G, a non-blocking send).
-//  - A timer that may be deleted or modified while it fires is `sync`: the
-//    runner counts it `running` (under the heap lock) before calling its
-//    function and uncounts it afterwards; del / mod wait for the count to
-//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
-//    changes). So once del() returns, the function is not running and will
-//    not run: the timer's owner may free what the function uses. A timer
-//    that is not `sync` (a sleeping goroutine's) is never touched by the
-//    runner after its function was called: the function may end the
-//    timer's lifetime (the woken goroutine returns and its frame is gone).
-
-#include <sched.h>
-
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <vector>
-
-// ---- begin goro/detail/spinlock.hpp ----
-// A tiny lock for very short critical sections (wait queues of sync
-// objects). Its unlock is a single release store and is the last access to
-// the lock, so an object holding one may be destroyed as soon as another
-// thread has acquired and released it (wait_group relies on this).
-
-#include <sched.h>
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-class spinlock {
- public:
-  void lock() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-      if (spins < 64)
-        cpu_relax();
-      else
-        sched_yield();  // the holder was probably descheduled
-    }
-  }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinlock.hpp ----
-
-namespace goro::detail {
-
-// Nanoseconds on std::chrono::steady_clock; timers' `when`. 0 means "none",
-// so real instants are clamped to >= 1.
-inline std::int64_t nanotime() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// when = now + d, saturating (a huge duration is "never", not an overflow).
-inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
-  if (d <= 0) return now < 1 ? 1 : now;
-  std::int64_t w = now + d;
-  if (w < now) w = INT64_MAX;  // wrapped
-  return w < 1 ? 1 : w;
-}
-
-class timer_heap;
-
-struct timer {
-  // Called with (arg, seq, now) when the timer fires; no lock is held.
-  using func = void (*)(void* arg, std::uintptr_t seq, std::int64_t now);
-
-  // Fields guarded by the lock of the heap the timer is on (or owned by the
-  // timer's user while it is on none).
-  std::int64_t when = 0;    // fires at this nanotime()
-  std::int64_t period = 0;  // > 0: re-arms itself every period ns (ticker)
-  func f = nullptr;
-  func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
-  void* arg = nullptr;
-  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
-  std::uint32_t index = 0;  // position in the heap's array
-  bool sync = false;        // del/mod wait for a running f (see the top of this file)
-
-  std::atomic<timer_heap*> where{nullptr};
-  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
-};
-
-// A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
-// a 4-ary heap too: shallower than a binary one, and the four children of
-// a node share a cache line of the array.
-class timer_heap {
- public:
-  timer_heap() = default;
-  timer_heap(const timer_heap&) = delete;
-  timer_heap& operator=(const timer_heap&) = delete;
-
-  // The earliest `when` on this heap, 0 if empty. Read without the lock by
-  // anyone deciding whether to look closer (Go's timer0When); written with
-  // the lock held after every change to the top. seq_cst: see the
-  // scheduler's comment on how an M going to sleep and a timer being added
-  // each see the other.
-  std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
-  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
-
-  // addtimer: queues t (on no heap, not running) to fire at t->when.
-  // Returns true if t became this heap's earliest timer.
-  bool add(timer* t) {
-    lock_.lock();
-    bool first = push_locked(t);
-    lock_.unlock();
-    return first;
-  }
-
-  // runtimer loop: runs every timer due at `now`, the lock released around
-  // each function. Returns the earliest pending `when` afterwards (0: none).
-  std::int64_t run_due(std::int64_t now) noexcept {
-    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
-    lock_.lock();
-    while (!heap_.empty() && heap_[0]->when <= now) {
-      timer* t = heap_[0];
-      timer::func f = t->f;
-      void* arg = t->arg;
-      std::uintptr_t seq = t->seq;
-      bool sync = t->sync;
-      // `running` before `where`: del() reading where == nullptr without
-      // the lock (acquire) must then see running != 0 and wait.
-      // A count, not a flag: a periodic timer may be due again, and run by
-      // another M, before this call of its function returns.
-      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
-      if (t->period > 0) {
-        // Periodic: the next tick after now, skipping missed ones (a ticker
-        // drops ticks rather than bursting).
-        std::int64_t late = now - t->when;
-        std::int64_t next = t->when + t->period * (1 + late / t->period);
-        t->when = next < t->when ? INT64_MAX : next;
-        sift_down(0);
-      } else {
-        remove_at(0);
-        t->where.store(nullptr, std::memory_order_release);
-      }
-      publish_earliest();
-      lock_.unlock();
-      // After this call a non-sync t may be gone: touch it no more.
-      f(arg, seq, now);
-      if (sync) t->running.fetch_sub(1, std::memory_order_release);
-      lock_.lock();
-    }
-    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
-    lock_.unlock();
-    return next;
-  }
-
-  // Removes every timer (shutdown): later del() calls find them on no heap;
-  // those with a `drop` function get it called.
-  void clear() noexcept {
-    lock_.lock();
-    std::vector<timer*> all;
-    all.swap(heap_);
-    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
-    count_.store(0, std::memory_order_relaxed);
-    publish_earliest();
-    lock_.unlock();
-    for (timer* t : all)
-      if (t->drop) t->drop(t->arg, t->seq, 0);
-  }
-
-  // deltimer: takes t off whatever heap it is on. Returns true if it was
-  // pending (so it will now never fire), false if it had fired (or was
-  // never added). Waits for a sync timer's running function to finish.
-  static bool del(timer* t) noexcept {
-    for (;;) {
-      timer_heap* h = t->where.load(std::memory_order_acquire);
-      if (!h) {
-        wait_not_running(t);
-        return false;
-      }
-      h->lock_.lock();
-      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
-        h->lock_.unlock();
-        continue;
-      }
-      if (t->sync && t->running.load(std::memory_order_acquire) != 0) {
-        // A periodic timer stays queued while its function runs.
-        h->lock_.unlock();
-        wait_not_running(t);
-        continue;
-      }
-      h->remove_at(t->index);
-      t->where.store(nullptr, std::memory_order_release);
-      h->publish_earliest();
-      h->lock_.unlock();
-      return true;
-    }
-  }
-
- private:
-  static void wait_not_running(timer* t) noexcept {
-    if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) != 0) sched_yield();
-  }
-
-  bool push_locked(timer* t) {
-    t->index = static_cast<std::uint32_t>(heap_.size());
-    heap_.push_back(t);
-    t->where.store(this, std::memory_order_release);
-    sift_up(t->index);
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    bool first = heap_[0] == t;
-    if (first) publish_earliest();
-    return first;
-  }
-
-  void remove_at(std::uint32_t i) noexcept {
-    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
-    if (i != last) {
-      heap_[i] = heap_[last];
-      heap_[i]->index = i;
-    }
-    heap_.pop_back();
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    if (i < heap_.size()) {
-      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
-        sift_up(i);
-      else
-        sift_down(i);
-    }
-  }
-
-  void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
-
-  void place(std::uint32_t i, timer* t) noexcept {
-    heap_[i] = t;
-    t->index = i;
-  }
-
-  void sift_up(std::uint32_t i) noexcept {
-    timer* t = heap_[i];
-    while (i > 0) {
-      std::uint32_t parent = (i - 1) / 4;
-      if (heap_[parent]->when <= t->when) break;
-      place(i, heap_[parent]);
-      i = parent;
-    }
-    place(i, t);
-  }
-
-  void sift_down(std::uint32_t i) noexcept {
-    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
-    if (i >= n) return;
-    timer* t = heap_[i];
-    for (;;) {
-      std::uint32_t c = 4 * i + 1;
-      if (c >= n) break;
-      std::uint32_t best = c;
-      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
-        if (heap_[k]->when < heap_[best]->when) best = k;
-      if (t->when <= heap_[best]->when) break;
-      place(i, heap_[best]);
-      i = best;
-    }
-    place(i, t);
-  }
-
-  spinlock lock_;
-  std::vector<timer*> heap_;
-  std::atomic<std::int64_t> when0_{0};
-  std::atomic<std::size_t> count_{0};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/timer_heap.hpp ----
 
 namespace goro {
 
@@ -2826,6 +3360,8 @@ class scheduler final : public sched_base {
 
   unsigned procs() const noexcept override { return nprocs_; }
 
+  netpoller* poller() noexcept override { return &poller_; }  // netpoll
+
   runtime_stats stats() const noexcept {
     runtime_stats s;
     s.spawns = offp_spawns_.load(std::memory_order_relaxed);
@@ -2910,11 +3446,6 @@ class scheduler final : public sched_base {
       raise<deadlock_error>("goro: all goroutines are asleep - deadlock!");
   }
 
-  // checkdead: the poller's hook. A goroutine waiting on I/O can be readied
-  // by the poller, so while any does, an all-idle runtime is not deadlocked.
-  void io_wait_begin() noexcept { io_waiters_.fetch_add(1, std::memory_order_seq_cst); }
-  void io_wait_end() noexcept { io_waiters_.fetch_sub(1, std::memory_order_seq_cst); }
-
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
   // run again (all Ps idle, nothing queued) are reported and released.
   void shutdown() noexcept {
@@ -2934,7 +3465,9 @@ class scheduler final : public sched_base {
       // goroutines are not blocked forever (Go's checkdead says the same).
       if (idle && live_goroutines() == 0) break;
       std::int64_t next_timer = idle ? earliest_timer() : 0;
-      if (idle && next_timer == 0) {
+      // netpoll: a goroutine waiting on an open fd can be woken by the network.
+      const bool io_wait = poller_.waiters() > 0;
+      if (idle && next_timer == 0 && !io_wait) {
         std::size_t live = live_goroutines();
         if (live == 0) break;
         // Re-check after a moment: a thread outside the runtime may be
@@ -2945,13 +3478,16 @@ class scheduler final : public sched_base {
         shutdown_waiting_.store(false, std::memory_order_relaxed);
         std::lock_guard<std::mutex> lk(lock_);
         if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live &&
-            earliest_timer() == 0) {
+            earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
           std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
           blocked_at_shutdown_ = live;
           break;
         }
         continue;
       }
+      // netpoll: goroutines wait on I/O but no M watches the network (the
+      // run() caller's M left): start one; it ends up blocked in epoll_wait.
+      if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep(false);
       // Busy: look again in a millisecond (a P going idle wakes us sooner).
       // Only timers pending: look again when the next one is due.
       long long wait_ns = 1'000'000;
@@ -2973,6 +3509,7 @@ class scheduler final : public sched_base {
       ms = allm_;
     }
     for (m* mm : ms) mm->park_note.wake();
+    poller_.brk();  // netpoll: the M blocked in epoll_wait
     for (m* mm : ms) {
       if (mm->has_thread) pthread_join(mm->thread, nullptr);
       delete mm;
@@ -3144,7 +3681,7 @@ class scheduler final : public sched_base {
   // Why no false positive: an M leaves the idle list / locked wait only
   // under lock_ (m_idle_get, m_idle_remove, startlockedm), and a G is made
   // runnable only by a running M (which is not stopped), by a timer (still
-  // pending on a heap, seq_cst earliest()), by the poller (io_waiters_), or
+  // pending on a heap, seq_cst earliest()), by the poller (its waiters), or
   // by a thread outside the runtime — the one case we cannot see (Go cannot
   // either), hence options::detect_deadlock. A G queued from outside before
   // this check is in globq_, read under the same lock. An M being created
@@ -3157,7 +3694,7 @@ class scheduler final : public sched_base {
     const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
     if (nmidle_ + nmlocked_wait_ < mcount) return;
     if (npidle_.load(std::memory_order_relaxed) != nprocs_ || !globq_.empty()) return;
-    if (io_waiters_.load(std::memory_order_seq_cst) != 0) return;
+    if (poller_.waiters() > 0) return;  // netpoll: the network may ready them
     if (earliest_timer() != 0) return;
     deadlock_.store(true, std::memory_order_seq_cst);
     if (take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
@@ -3307,6 +3844,11 @@ class scheduler final : public sched_base {
           inherit = false;
           return gp;
         }
+      }
+      // netpoll: goroutines whose I/O is ready (non-blocking, one poller at a time).
+      if (g* gp = netpoll_ops::ready(*this, mm)) {
+        inherit = false;
+        return gp;
       }
       // Other Ps' due timers (Go's stealWork runs them too): an idle P's
       // timers have nobody else to run them. Whatever they ready comes to
@@ -3480,7 +4022,10 @@ class scheduler final : public sched_base {
         m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
       }
     }
-    if (sleeper) sleeper->park_note.wake();
+    if (sleeper) {
+      sleeper->park_note.wake();
+      poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    }
   }
 
   // stealWork: four passes over all Ps in a random coprime order; runnext
@@ -3544,14 +4089,17 @@ class scheduler final : public sched_base {
   // in which case pp is back on the idle list.
   int startm(p* pp, bool spinning) {
     m* mm;
+    m* timer_m;  // netpoll
     {
       std::lock_guard<std::mutex> lk(lock_);
+      timer_m = timer_m_;  // netpoll
       mm = m_idle_get();
     }
     if (mm) {
       mm->spinning = spinning;
       mm->nextp = pp;
       mm->park_note.wake();
+      if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
       return 0;
     }
     // Thread creation is deep (pthread_create): run it on g0, not on a
@@ -3641,6 +4189,9 @@ class scheduler final : public sched_base {
   // whether it is still on the list: if so it removes itself and looks for
   // work; if not, a wake is on its way and it waits for it.
   wake_reason stopm(m* mm, std::int64_t until = 0) {
+    // netpoll: goroutines wait on I/O: become the M blocked in epoll_wait
+    // (no timeout unless a timer is pending).
+    if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
     bool timed = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
@@ -3665,7 +4216,7 @@ class scheduler final : public sched_base {
       if (next != 0 && next < until)
         woken = false;  // look again at once
       else
-        woken = mm->park_note.sleep_for(until - now > 0 ? until - now : 0);
+        woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
       if (!woken) {
         std::lock_guard<std::mutex> lk(lock_);
         if (mm->in_idle_list) {
@@ -3998,7 +4549,10 @@ class scheduler final : public sched_base {
         rm = r;
       }
     }
-    if (rm) rm->park_note.wake();
+    if (rm) {
+      rm->park_note.wake();
+      if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    }
     // It was watching the timers: have an M on an idle P take over (it
     // finds nothing to run and becomes the timer M).
     if (was_timer_m) wakep(false);
@@ -4105,11 +4659,14 @@ class scheduler final : public sched_base {
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
   std::atomic<bool> deadlock_{false};
-  std::atomic<std::int32_t> io_waiters_{0};
 
   // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
+
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
+  using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
+  friend netpoll_ops;
 };
 
 }  // namespace detail
@@ -4885,6 +5442,776 @@ class chan {
 
 }  // namespace goro
 // ---- end goro/chan.hpp ----
+// ---- begin goro/net.hpp ----
+// goro::net: TCP on the network poller (detail/netpoll.hpp). A goroutine
+// blocked on a socket parks; its M runs other goroutines. From a plain
+// thread (not a goroutine) the same calls block the thread in poll(2).
+//
+//   auto ln = goro::net::listen_tcp("127.0.0.1:0");
+//   goro::go([ln]() mutable { auto c = ln.accept(); ... });
+//   auto c = goro::net::dial_tcp("127.0.0.1:" + std::to_string(ln.port()));
+//
+// Errors: std::system_error with the errno (connection refused, reset...;
+// a malformed address is EINVAL, "goro: bad address \"foo\": missing port");
+// a passed deadline is goro::timeout_error ("goro: i/o timeout"); an
+// operation on a closed socket, or one a close interrupts, is
+// goro::usage_error ("goro: use of closed network connection"); using an
+// empty (default-constructed) handle is goro::usage_error.
+//
+// Handles are shared: copies refer to one socket, closed by close() or
+// when the last copy goes. At most one goroutine may read and one write a
+// given socket at a time (a second concurrent reader is a usage_error).
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+
+// ---- begin goro/time.hpp ----
+// Time: sleeping, and (with channels) after / timer / ticker, on the
+// runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
+// detail/sched.hpp: find_runnable runs due timers, an idle M sleeps no
+// longer than the next timer). Durations and instants are
+// std::chrono::steady_clock's.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+
+namespace goro {
+
+namespace detail {
+
+// A std::chrono duration in nanoseconds, rounded up (never early) and
+// saturated (hours::max() is "forever", not an overflow).
+template <class Rep, class Period>
+std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
+  using namespace std::chrono;
+  if (d <= d.zero()) return 0;
+  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return ceil<nanoseconds>(d).count();
+}
+
+// Go's timeSleep: the goroutine parks, and only once it is off its stack
+// (the park's unlock step, on g0) is its timer queued — so the timer cannot
+// fire, and ready it, before it has stopped running (Go's resetForSleep).
+inline void sleep_until_ns(std::int64_t when) {
+  m_base* m = current_m();
+  if (!m || !m->curg) {
+    // A plain thread just sleeps.
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    return;
+  }
+  if (when <= nanotime()) return;
+  timer t;
+  t.when = when;
+  t.arg = m->curg;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    g* gp = static_cast<g*>(arg);
+    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
+  };
+  park(
+      m,
+      [](void* arg) {
+        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        return true;
+      },
+      &t);
+}
+
+// Timers created outside any runtime (a plain thread calling after(),
+// constructing a timer...) live on one process-wide heap served by a
+// thread of its own, started on first use. It sleeps until the heap's
+// earliest timer with the same handshake as an idle M (sched.hpp,
+// park_idle): the adder publishes the timer then reads the deadline the
+// thread sleeps to; the thread publishes that deadline then re-reads the
+// heap.
+class thread_timers {
+ public:
+  static thread_timers& get() {
+    // Never destroyed: its thread may still sleep at exit.
+    static thread_timers* self = [] {
+      auto* t = new thread_timers;
+      std::thread(&thread_timers::loop, t).detach();
+      return t;
+    }();
+    return *self;
+  }
+
+  void add(timer* t) {
+    const std::int64_t when = t->when;
+    heap_.add(t);
+    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
+  }
+
+ private:
+  [[noreturn]] void loop() noexcept {
+    for (;;) {
+      wake_.clear();
+      std::int64_t next = heap_.run_due(nanotime());
+      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
+      std::int64_t again = heap_.earliest();
+      if (again != 0 && (next == 0 || again < next)) continue;
+      if (next == 0)
+        wake_.sleep();
+      else if (std::int64_t ns = next - nanotime(); ns > 0)
+        wake_.sleep_for(ns);
+      sleeping_until_.store(0, std::memory_order_seq_cst);
+    }
+  }
+
+  timer_heap heap_;
+  note wake_;
+  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
+};
+
+// Queues t on the calling goroutine's (or M's) runtime, else on the
+// process-wide thread.
+inline void add_timer_anywhere(timer* t) {
+  if (m_base* m = current_m(); m && m->sched)
+    m->sched->add_timer(t);
+  else
+    thread_timers::get().add(t);
+}
+
+using time_chan = chan<std::chrono::steady_clock::time_point>;
+
+// The runtime side of a goro::timer / ticker: a sync timer (stop and reset
+// wait for a send in progress; detail/timer_heap.hpp) that sends the time
+// on a channel of capacity 1 without blocking (Go's sendTime).
+struct chan_timer {
+  timer t;
+  time_chan c{1};
+  spinlock op;  // serializes stop / reset on one timer
+
+  chan_timer(std::int64_t when, std::int64_t period) {
+    t.when = when;
+    t.period = period;
+    t.sync = true;
+    t.arg = this;
+    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+      auto now = std::chrono::steady_clock::now();
+      GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
+      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
+    };
+  }
+  ~chan_timer() { timer_heap::del(&t); }
+
+  bool stop() noexcept {
+    std::lock_guard<spinlock> lk(op);
+    return timer_heap::del(&t);
+  }
+  bool reset(std::int64_t when, std::int64_t period) {
+    std::lock_guard<spinlock> lk(op);
+    bool active = timer_heap::del(&t);
+    t.when = when;
+    t.period = period;
+    add_timer_anywhere(&t);
+    return active;
+  }
+};
+
+}  // namespace detail
+
+// Pauses the calling goroutine for at least d (it parks; its M runs other
+// goroutines). From a plain thread, sleeps the thread. d <= 0 returns at
+// once.
+template <class Rep, class Period>
+void sleep_for(const std::chrono::duration<Rep, Period>& d) {
+  std::int64_t ns = detail::to_ns(d);
+  if (ns == 0) return;
+  detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
+}
+
+// Pauses the calling goroutine until t (steady_clock). A t in the past
+// returns at once.
+template <class Duration>
+void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
+  using namespace std::chrono;
+  auto since = t.time_since_epoch();
+  if (since <= since.zero()) return;
+  detail::sleep_until_ns(detail::to_ns(since));
+}
+
+// A channel that receives the time once, d from now (Go's time.After).
+// The timer cannot be stopped; use goro::timer for that.
+template <class Rep, class Period>
+detail::time_chan after(const std::chrono::duration<Rep, Period>& d) {
+  struct once {
+    detail::timer t;
+    detail::time_chan c{1};
+  };
+  auto* o = new once;
+  o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
+  o->t.arg = o;
+  o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto* self = static_cast<once*>(arg);
+    auto now = std::chrono::steady_clock::now();
+    self->c.try_send(now);  // capacity 1, nobody else sends: never full
+    delete self;            // not sync: the heap forgets t before calling us
+  };
+  // Dropped unfired (the runtime ended first): free it.
+  o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
+  detail::time_chan c = o->c;  // o may be gone once queued
+  detail::add_timer_anywhere(&o->t);
+  return c;
+}
+
+// Go's time.Timer: sends the time on c() once, d from now, unless stopped.
+class timer {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit timer(const std::chrono::duration<Rep, Period>& d)
+      : s_(std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0)) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  timer(timer&&) noexcept = default;
+  timer& operator=(timer&&) noexcept = default;
+  ~timer() = default;  // stops it (waits for a send in progress)
+
+  // True if this call stopped the timer before it fired. It does not drain
+  // c(): after false, a value may be waiting there.
+  bool stop() noexcept { return s_->stop(); }
+
+  // Re-arms the timer to fire d from now. True if it was still pending.
+  // Like Go's before 1.23, a value sent before the reset stays in c().
+  template <class Rep, class Period>
+  bool reset(const std::chrono::duration<Rep, Period>& d) {
+    return s_->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+  }
+
+  // The channel the time is sent on (a handle: copies refer to it).
+  detail::time_chan c() const noexcept { return s_->c; }
+
+ private:
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+// Go's time.Ticker: sends the time on c() every d. A reader that falls
+// behind misses ticks (the channel holds one).
+class ticker {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit ticker(const std::chrono::duration<Rep, Period>& d) : s_(make(interval(d))) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  ticker(ticker&&) noexcept = default;
+  ticker& operator=(ticker&&) noexcept = default;
+  ~ticker() = default;  // stops it
+
+  // No more ticks after this returns (one sent before may be in c()).
+  void stop() noexcept { s_->stop(); }
+
+  // Stops the ticker and restarts it with period d, the next tick d from now.
+  template <class Rep, class Period>
+  void reset(const std::chrono::duration<Rep, Period>& d) {
+    std::int64_t p = interval(d);
+    s_->reset(detail::when_after(detail::nanotime(), p), p);
+  }
+
+  // The channel the time is sent on (a handle: copies refer to it).
+  detail::time_chan c() const noexcept { return s_->c; }
+
+ private:
+  template <class Rep, class Period>
+  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d) {
+    std::int64_t p = detail::to_ns(d);
+    if (p <= 0) detail::raise_usage("non-positive interval for ticker");
+    return p;
+  }
+  static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
+    return std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), p), p);
+  }
+
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+}  // namespace goro
+// ---- end goro/time.hpp ----
+
+namespace goro::net {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+namespace detail {
+using namespace goro::detail;
+
+[[noreturn]] inline void raise_closed() { raise<usage_error>("goro: use of closed network connection"); }
+[[noreturn]] inline void raise_timeout() { raise<timeout_error>("goro: i/o timeout"); }
+
+// steady_clock time_point -> nanotime() (the same clock); the epoch clears.
+inline std::int64_t deadline_ns(time_point t) noexcept {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  if (t == time_point{}) return 0;
+  return ns < 1 ? 1 : ns;
+}
+
+// The calling goroutine's runtime poller, or nullptr on a plain thread (or
+// inside goro::blocking, whose thread may block).
+inline netpoller* goroutine_poller() noexcept {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking || !m->sched) return nullptr;
+  return m->sched->poller();
+}
+
+// Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
+// direction readies the waiter, which then sees the passed deadline.
+// Setters are serialized by pd->lock; the timers' function takes no lock,
+// so del() (which waits for a running one) cannot deadlock with it.
+inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
+  std::lock_guard<spinlock> lk(pd->lock);
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  timer_heap::del(&t);
+  pd->deadline(mode).store(d, std::memory_order_seq_cst);
+  if (d == 0) return;
+  if (d <= nanotime()) {  // already passed: wake the waiter now
+    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+    return;
+  }
+  t.when = d;
+  t.period = 0;
+  t.sync = true;
+  t.arg = pd;
+  t.seq = pd->seq.load(std::memory_order_seq_cst);
+  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                      };
+  add_timer_anywhere(&t);
+}
+
+// Registers pd with the calling goroutine's poller if it is on none.
+inline void ensure_registered(poll_desc* pd, netpoller* np) {
+  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return;
+  std::lock_guard<spinlock> lk(pd->lock);
+  if (pd->owner.load(std::memory_order_seq_cst) == nullptr) np->open(pd);
+}
+
+// A plain thread's wait: poll(2) in slices, so a close or a deadline
+// change is noticed within a slice.
+inline constexpr int thread_poll_slice_ms = 20;
+inline pd_error thread_wait(int fd, char mode, const std::atomic<bool>* closing, const std::atomic<std::int64_t>* dl) {
+  for (;;) {
+    if (closing && closing->load(std::memory_order_seq_cst)) return pd_error::closing;
+    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
+    int ms = thread_poll_slice_ms;
+    if (d != 0) {
+      std::int64_t left = d - nanotime();
+      if (left <= 0) return pd_error::timeout;
+      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
+    }
+    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) {
+      if (p.revents & POLLNVAL) raise_system(EBADF, "poll");
+      return pd_error::none;
+    }
+    if (r < 0) {
+      int e = errno;  // right after the call (DESIGN §7)
+      if (e != EINTR) raise_system(e, "poll");
+    }
+  }
+}
+
+// A socket: the fd, its poll descriptor, and a reference count of
+// operations in progress (a small Go fdMutex): close() marks it closed and
+// wakes the waiters; the fd is closed by whoever drops the last reference,
+// so no operation ever uses a closed (or reused) fd number.
+class socket_state {
+ public:
+  explicit socket_state(int fd) : fd_(fd), pd_(pd_cache::alloc(fd)) {}
+  socket_state(const socket_state&) = delete;
+  socket_state& operator=(const socket_state&) = delete;
+  ~socket_state() { destroy(); }  // no handle left: no operation in progress
+
+  int fd() const noexcept { return fd_; }
+  poll_desc* pd() const noexcept { return pd_; }
+
+  // RAII reference for one operation; raises if closed.
+  class op {
+   public:
+    explicit op(socket_state& s) : s_(s) {
+      if (s.refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit) {
+        s.decref();
+        raise_closed();
+      }
+    }
+    ~op() { s_.decref(); }
+    op(const op&) = delete;
+    op& operator=(const op&) = delete;
+
+   private:
+    socket_state& s_;
+  };
+
+  // Go's pollDesc evict + fd close: idempotent.
+  void close() noexcept {
+    std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
+    if (old & closed_bit) {
+      decref();
+      return;
+    }
+    pd_->closing.store(true, std::memory_order_seq_cst);
+    if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
+    if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
+    decref();
+  }
+
+  // Waits until fd_ is ready for `mode` ('r' / 'w'); raises on close or
+  // deadline. The caller holds an op.
+  void wait(char mode) {
+    pd_error e;
+    if (netpoller* np = goroutine_poller()) {
+      ensure_registered(pd_, np);
+      e = pd_wait_g(pd_, mode);
+    } else {
+      e = thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode));
+    }
+    if (e == pd_error::closing) raise_closed();
+    if (e == pd_error::timeout) raise_timeout();
+  }
+
+  void set_deadline(char mode, std::int64_t d) {
+    op o(*this);
+    detail::set_deadline(pd_, mode, d);
+  }
+
+ private:
+  static constexpr std::uint32_t closed_bit = 1u << 31;
+
+  void decref() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
+  }
+  // Runs once, with nobody inside an operation.
+  void destroy() noexcept {
+    if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
+    timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
+    timer_heap::del(&pd_->wt);
+    {
+      std::lock_guard<spinlock> lk(pd_->lock);
+      if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
+    }
+    ::close(fd_);
+    pd_cache::free(pd_);
+  }
+
+  int fd_;
+  poll_desc* pd_;
+  std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
+  std::atomic<bool> destroyed_{false};
+};
+
+struct sock_addr {
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  int family() const noexcept { return ss.ss_family; }
+};
+
+[[noreturn]] inline void raise_addr(std::string_view a, const char* why) {
+  raise_system(EINVAL, (std::string("bad address \"") + std::string(a) + "\": " + why).c_str());
+}
+
+// "host:port", "[v6]:port"; host may be empty (any address) or
+// "localhost" (127.0.0.1). Numeric hosts only otherwise: no DNS here.
+inline sock_addr parse_addr(std::string_view hp) {
+  std::string_view host, port;
+  if (!hp.empty() && hp.front() == '[') {
+    auto close = hp.find(']');
+    if (close == std::string_view::npos) raise_addr(hp, "missing ']'");
+    host = hp.substr(1, close - 1);
+    if (close + 1 >= hp.size() || hp[close + 1] != ':') raise_addr(hp, "missing port");
+    port = hp.substr(close + 2);
+  } else {
+    auto colon = hp.rfind(':');
+    if (colon == std::string_view::npos) raise_addr(hp, "missing port");
+    host = hp.substr(0, colon);
+    if (host.find(':') != std::string_view::npos) raise_addr(hp, "too many colons (IPv6 needs [brackets])");
+    port = hp.substr(colon + 1);
+  }
+  if (port.empty() || port.size() > 5) raise_addr(hp, "bad port");
+  unsigned pn = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9') raise_addr(hp, "bad port");
+    pn = pn * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (pn > 65535) raise_addr(hp, "port out of range");
+  std::string h(host == "localhost" ? std::string_view("127.0.0.1") : host);
+  sock_addr a;
+  if (h.empty()) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&a.ss);
+    in->sin_family = AF_INET;
+    in->sin_addr.s_addr = htonl(INADDR_ANY);
+    in->sin_port = htons(static_cast<std::uint16_t>(pn));
+    a.len = sizeof(sockaddr_in);
+  } else if (auto* in = reinterpret_cast<sockaddr_in*>(&a.ss); inet_pton(AF_INET, h.c_str(), &in->sin_addr) == 1) {
+    in->sin_family = AF_INET;
+    in->sin_port = htons(static_cast<std::uint16_t>(pn));
+    a.len = sizeof(sockaddr_in);
+  } else if (auto* in6 = reinterpret_cast<sockaddr_in6*>(&a.ss); inet_pton(AF_INET6, h.c_str(), &in6->sin6_addr) == 1) {
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(static_cast<std::uint16_t>(pn));
+    a.len = sizeof(sockaddr_in6);
+  } else {
+    raise_addr(hp, "not a numeric IP address");
+  }
+  return a;
+}
+
+inline int new_socket(int family) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) raise_system(errno, "socket");
+  return fd;
+}
+
+inline void set_nodelay(int fd) noexcept {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// Waits on an fd that goro::net does not own (wait_readable/_writable):
+// a goroutine registers it for this wait only.
+inline bool wait_fd(int fd, char mode, time_point deadline) {
+  std::int64_t d = deadline_ns(deadline);
+  netpoller* np = goroutine_poller();
+  if (!np) {
+    std::atomic<std::int64_t> dl{d};
+    if (thread_wait(fd, mode, nullptr, &dl) == pd_error::timeout) raise_timeout();
+    return true;
+  }
+  if (d != 0 && d <= nanotime()) raise_timeout();
+  poll_desc* pd = pd_cache::alloc(fd);
+  struct cleanup {
+    poll_desc* pd;
+    ~cleanup() {
+      timer_heap::del(&pd->rt);
+      timer_heap::del(&pd->wt);
+      if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
+      pd_cache::free(pd);
+    }
+  } c{pd};
+  {
+    std::lock_guard<spinlock> lk(pd->lock);
+    int err = np->try_open(pd);
+    if (err == EPERM) return true;  // epoll refuses regular files: they are always ready
+    if (err != 0) raise_system(err, "epoll_ctl(ADD)");
+  }
+  if (d != 0) set_deadline(pd, mode, d);
+  pd_error e = pd_wait_g(pd, mode);
+  if (e == pd_error::timeout) raise_timeout();
+  return true;
+}
+
+}  // namespace detail
+
+// A TCP connection (a shared handle).
+class conn {
+ public:
+  conn() = default;
+
+  // Reads up to buf.size() bytes; returns 0 at end of stream (or for an
+  // empty buf). Blocks (parks) until some data arrives.
+  std::size_t read(std::span<std::byte> buf) {
+    auto& s = state("read");
+    detail::socket_state::op o(s);
+    if (buf.empty()) return 0;
+    for (;;) {
+      ssize_t n = ::read(s.fd(), buf.data(), buf.size());
+      if (n >= 0) return static_cast<std::size_t>(n);
+      int e = errno;  // right after the call: errno is per thread (DESIGN §7)
+      if (e == EAGAIN || e == EWOULDBLOCK)
+        s.wait('r');
+      else if (e != EINTR)
+        goro::detail::raise_system(e, "read");
+    }
+  }
+
+  // Writes all of buf (parks while the socket buffer is full).
+  void write(std::span<const std::byte> buf) {
+    auto& s = state("write");
+    detail::socket_state::op o(s);
+    std::size_t done = 0;
+    while (done < buf.size()) {
+      ssize_t n = ::send(s.fd(), buf.data() + done, buf.size() - done, MSG_NOSIGNAL);
+      if (n >= 0) {
+        done += static_cast<std::size_t>(n);
+        continue;
+      }
+      int e = errno;
+      if (e == EAGAIN || e == EWOULDBLOCK)
+        s.wait('w');
+      else if (e != EINTR)
+        goro::detail::raise_system(e, "write");
+    }
+  }
+  void write(std::string_view s) { write(std::as_bytes(std::span<const char>(s.data(), s.size()))); }
+
+  // Closes the socket (idempotent); goroutines blocked on it wake with
+  // usage_error("goro: use of closed network connection").
+  void close() { state("close").close(); }
+
+  // Deadlines (steady_clock; a default time_point clears): an operation
+  // blocked past it, or started after it, raises timeout_error. Setting a
+  // later deadline lets later operations proceed.
+  void set_deadline(time_point t) {
+    set_read_deadline(t);
+    set_write_deadline(t);
+  }
+  void set_read_deadline(time_point t) { state("set_read_deadline").set_deadline('r', detail::deadline_ns(t)); }
+  void set_write_deadline(time_point t) { state("set_write_deadline").set_deadline('w', detail::deadline_ns(t)); }
+
+  // The socket's fd (-1 for an empty handle); still owned by the conn.
+  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+
+ private:
+  friend class listener;
+  friend conn dial_tcp(std::string_view);
+  explicit conn(int fd) : s_(std::make_shared<detail::socket_state>(fd)) {}
+  detail::socket_state& state(const char* what) const {
+    if (!s_) goro::detail::raise_usage((std::string("net::conn::") + what + " on an empty conn").c_str());
+    return *s_;
+  }
+  std::shared_ptr<detail::socket_state> s_;
+};
+
+// A listening TCP socket (a shared handle).
+class listener {
+ public:
+  listener() = default;
+
+  // Waits for and returns the next connection.
+  conn accept() {
+    auto& s = state("accept");
+    detail::socket_state::op o(s);
+    for (;;) {
+      int fd = ::accept4(s.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0) {
+        detail::set_nodelay(fd);
+        conn c;
+        GORO_TRY { c = conn(fd); }
+        GORO_CATCH_ALL {
+          ::close(fd);
+          GORO_RETHROW;
+        }
+        return c;
+      }
+      int e = errno;
+      if (e == EAGAIN || e == EWOULDBLOCK)
+        s.wait('r');
+      else if (e != EINTR && e != ECONNABORTED)
+        goro::detail::raise_system(e, "accept");
+    }
+  }
+
+  // The local port (useful after listening on port 0).
+  std::uint16_t port() const {
+    auto& s = state("port");
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len) != 0)
+      goro::detail::raise_system(errno, "getsockname");
+    if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
+    return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  }
+
+  // Closes it; a goroutine blocked in accept() wakes with usage_error.
+  void close() { state("close").close(); }
+
+  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+
+ private:
+  friend listener listen_tcp(std::string_view);
+  explicit listener(int fd) : s_(std::make_shared<detail::socket_state>(fd)) {}
+  detail::socket_state& state(const char* what) const {
+    if (!s_) goro::detail::raise_usage((std::string("net::listener::") + what + " on an empty listener").c_str());
+    return *s_;
+  }
+  std::shared_ptr<detail::socket_state> s_;
+};
+
+// Listens on host_port ("127.0.0.1:0" picks a free port, "[::1]:0" IPv6).
+inline listener listen_tcp(std::string_view host_port) {
+  detail::sock_addr a = detail::parse_addr(host_port);
+  int fd = detail::new_socket(a.family());
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a.ss), a.len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+    int e = errno;
+    ::close(fd);
+    goro::detail::raise_system(e, ("listen tcp " + std::string(host_port)).c_str());
+  }
+  listener ln;
+  GORO_TRY { ln = listener(fd); }
+  GORO_CATCH_ALL {
+    ::close(fd);
+    GORO_RETHROW;
+  }
+  return ln;
+}
+
+// Connects to host_port (non-blocking connect, then waits until writable
+// and reads SO_ERROR). Refused: std::system_error(ECONNREFUSED).
+inline conn dial_tcp(std::string_view host_port) {
+  detail::sock_addr a = detail::parse_addr(host_port);
+  int fd = detail::new_socket(a.family());
+  conn c;
+  GORO_TRY { c = conn(fd); }
+  GORO_CATCH_ALL {
+    ::close(fd);
+    GORO_RETHROW;
+  }
+  auto& s = *c.s_;
+  {
+    detail::socket_state::op o(s);
+    if (::connect(s.fd(), reinterpret_cast<sockaddr*>(&a.ss), a.len) != 0) {
+      int e = errno;
+      if (e != EINPROGRESS && e != EINTR) goro::detail::raise_system(e, ("dial tcp " + std::string(host_port)).c_str());
+      s.wait('w');
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (::getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (err != 0) goro::detail::raise_system(err, ("dial tcp " + std::string(host_port)).c_str());
+    }
+    detail::set_nodelay(s.fd());
+  }
+  return c;
+}
+
+// Waits until fd is readable / writable (any fd: pipes, eventfds, another
+// library's sockets), parking the goroutine (a plain thread blocks in
+// poll(2)). Returns true when ready (a hang-up or error counts: the next
+// call will not block); a passed deadline raises timeout_error. The fd
+// must not be one a goro::net handle owns, nor waited on by two
+// goroutines in the same direction at once; it is registered with the
+// poller for this wait only. Regular files are always ready.
+inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'r', deadline); }
+inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'w', deadline); }
+
+}  // namespace goro::net
+// ---- end goro/net.hpp ----
 // ---- begin goro/select.hpp ----
 // goro::select: Go's select statement (mirror src/runtime/select.go,
 // selectgo).
@@ -5772,272 +7099,4 @@ class wait_group {
 
 }  // namespace goro
 // ---- end goro/sync.hpp ----
-// ---- begin goro/time.hpp ----
-// Time: sleeping, and (with channels) after / timer / ticker, on the
-// runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
-// detail/sched.hpp: find_runnable runs due timers, an idle M sleeps no
-// longer than the next timer). Durations and instants are
-// std::chrono::steady_clock's.
-
-#include <chrono>
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <thread>
-
-
-namespace goro {
-
-namespace detail {
-
-// A std::chrono duration in nanoseconds, rounded up (never early) and
-// saturated (hours::max() is "forever", not an overflow).
-template <class Rep, class Period>
-std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
-  using namespace std::chrono;
-  if (d <= d.zero()) return 0;
-  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
-  return ceil<nanoseconds>(d).count();
-}
-
-// Go's timeSleep: the goroutine parks, and only once it is off its stack
-// (the park's unlock step, on g0) is its timer queued — so the timer cannot
-// fire, and ready it, before it has stopped running (Go's resetForSleep).
-inline void sleep_until_ns(std::int64_t when) {
-  m_base* m = current_m();
-  if (!m || !m->curg) {
-    // A plain thread just sleeps.
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
-    return;
-  }
-  if (when <= nanotime()) return;
-  timer t;
-  t.when = when;
-  t.arg = m->curg;
-  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    g* gp = static_cast<g*>(arg);
-    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
-  };
-  park(
-      m,
-      [](void* arg) {
-        current_m()->sched->add_timer(static_cast<timer*>(arg));
-        return true;
-      },
-      &t);
-}
-
-// Timers created outside any runtime (a plain thread calling after(),
-// constructing a timer...) live on one process-wide heap served by a
-// thread of its own, started on first use. It sleeps until the heap's
-// earliest timer with the same handshake as an idle M (sched.hpp,
-// park_idle): the adder publishes the timer then reads the deadline the
-// thread sleeps to; the thread publishes that deadline then re-reads the
-// heap.
-class thread_timers {
- public:
-  static thread_timers& get() {
-    // Never destroyed: its thread may still sleep at exit.
-    static thread_timers* self = [] {
-      auto* t = new thread_timers;
-      std::thread(&thread_timers::loop, t).detach();
-      return t;
-    }();
-    return *self;
-  }
-
-  void add(timer* t) {
-    const std::int64_t when = t->when;
-    heap_.add(t);
-    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
-  }
-
- private:
-  [[noreturn]] void loop() noexcept {
-    for (;;) {
-      wake_.clear();
-      std::int64_t next = heap_.run_due(nanotime());
-      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
-      std::int64_t again = heap_.earliest();
-      if (again != 0 && (next == 0 || again < next)) continue;
-      if (next == 0)
-        wake_.sleep();
-      else if (std::int64_t ns = next - nanotime(); ns > 0)
-        wake_.sleep_for(ns);
-      sleeping_until_.store(0, std::memory_order_seq_cst);
-    }
-  }
-
-  timer_heap heap_;
-  note wake_;
-  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
-};
-
-// Queues t on the calling goroutine's (or M's) runtime, else on the
-// process-wide thread.
-inline void add_timer_anywhere(timer* t) {
-  if (m_base* m = current_m(); m && m->sched)
-    m->sched->add_timer(t);
-  else
-    thread_timers::get().add(t);
-}
-
-using time_chan = chan<std::chrono::steady_clock::time_point>;
-
-// The runtime side of a goro::timer / ticker: a sync timer (stop and reset
-// wait for a send in progress; detail/timer_heap.hpp) that sends the time
-// on a channel of capacity 1 without blocking (Go's sendTime).
-struct chan_timer {
-  timer t;
-  time_chan c{1};
-  spinlock op;  // serializes stop / reset on one timer
-
-  chan_timer(std::int64_t when, std::int64_t period) {
-    t.when = when;
-    t.period = period;
-    t.sync = true;
-    t.arg = this;
-    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      auto now = std::chrono::steady_clock::now();
-      GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
-      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
-    };
-  }
-  ~chan_timer() { timer_heap::del(&t); }
-
-  bool stop() noexcept {
-    std::lock_guard<spinlock> lk(op);
-    return timer_heap::del(&t);
-  }
-  bool reset(std::int64_t when, std::int64_t period) {
-    std::lock_guard<spinlock> lk(op);
-    bool active = timer_heap::del(&t);
-    t.when = when;
-    t.period = period;
-    add_timer_anywhere(&t);
-    return active;
-  }
-};
-
-}  // namespace detail
-
-// Pauses the calling goroutine for at least d (it parks; its M runs other
-// goroutines). From a plain thread, sleeps the thread. d <= 0 returns at
-// once.
-template <class Rep, class Period>
-void sleep_for(const std::chrono::duration<Rep, Period>& d) {
-  std::int64_t ns = detail::to_ns(d);
-  if (ns == 0) return;
-  detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
-}
-
-// Pauses the calling goroutine until t (steady_clock). A t in the past
-// returns at once.
-template <class Duration>
-void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
-  using namespace std::chrono;
-  auto since = t.time_since_epoch();
-  if (since <= since.zero()) return;
-  detail::sleep_until_ns(detail::to_ns(since));
-}
-
-// A channel that receives the time once, d from now (Go's time.After).
-// The timer cannot be stopped; use goro::timer for that.
-template <class Rep, class Period>
-detail::time_chan after(const std::chrono::duration<Rep, Period>& d) {
-  struct once {
-    detail::timer t;
-    detail::time_chan c{1};
-  };
-  auto* o = new once;
-  o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
-  o->t.arg = o;
-  o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    auto* self = static_cast<once*>(arg);
-    auto now = std::chrono::steady_clock::now();
-    self->c.try_send(now);  // capacity 1, nobody else sends: never full
-    delete self;            // not sync: the heap forgets t before calling us
-  };
-  // Dropped unfired (the runtime ended first): free it.
-  o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
-  detail::time_chan c = o->c;  // o may be gone once queued
-  detail::add_timer_anywhere(&o->t);
-  return c;
-}
-
-// Go's time.Timer: sends the time on c() once, d from now, unless stopped.
-class timer {
- public:
-  using time_point = std::chrono::steady_clock::time_point;
-
-  template <class Rep, class Period>
-  explicit timer(const std::chrono::duration<Rep, Period>& d)
-      : s_(std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0)) {
-    detail::add_timer_anywhere(&s_->t);
-  }
-  timer(timer&&) noexcept = default;
-  timer& operator=(timer&&) noexcept = default;
-  ~timer() = default;  // stops it (waits for a send in progress)
-
-  // True if this call stopped the timer before it fired. It does not drain
-  // c(): after false, a value may be waiting there.
-  bool stop() noexcept { return s_->stop(); }
-
-  // Re-arms the timer to fire d from now. True if it was still pending.
-  // Like Go's before 1.23, a value sent before the reset stays in c().
-  template <class Rep, class Period>
-  bool reset(const std::chrono::duration<Rep, Period>& d) {
-    return s_->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
-  }
-
-  // The channel the time is sent on (a handle: copies refer to it).
-  detail::time_chan c() const noexcept { return s_->c; }
-
- private:
-  std::unique_ptr<detail::chan_timer> s_;
-};
-
-// Go's time.Ticker: sends the time on c() every d. A reader that falls
-// behind misses ticks (the channel holds one).
-class ticker {
- public:
-  using time_point = std::chrono::steady_clock::time_point;
-
-  template <class Rep, class Period>
-  explicit ticker(const std::chrono::duration<Rep, Period>& d) : s_(make(interval(d))) {
-    detail::add_timer_anywhere(&s_->t);
-  }
-  ticker(ticker&&) noexcept = default;
-  ticker& operator=(ticker&&) noexcept = default;
-  ~ticker() = default;  // stops it
-
-  // No more ticks after this returns (one sent before may be in c()).
-  void stop() noexcept { s_->stop(); }
-
-  // Stops the ticker and restarts it with period d, the next tick d from now.
-  template <class Rep, class Period>
-  void reset(const std::chrono::duration<Rep, Period>& d) {
-    std::int64_t p = interval(d);
-    s_->reset(detail::when_after(detail::nanotime(), p), p);
-  }
-
-  // The channel the time is sent on (a handle: copies refer to it).
-  detail::time_chan c() const noexcept { return s_->c; }
-
- private:
-  template <class Rep, class Period>
-  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d) {
-    std::int64_t p = detail::to_ns(d);
-    if (p <= 0) detail::raise_usage("non-positive interval for ticker");
-    return p;
-  }
-  static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
-    return std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), p), p);
-  }
-
-  std::unique_ptr<detail::chan_timer> s_;
-};
-
-}  // namespace goro
-// ---- end goro/time.hpp ----
 // ---- end goro/goro.hpp ----

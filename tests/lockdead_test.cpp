@@ -122,6 +122,24 @@ TEST_CASE("deadlock: not while a sleeper is pending", "[deadlock]") {
   CHECK(got == 42);
 }
 
+TEST_CASE("deadlock: not while a goroutine waits on I/O", "[deadlock][net]") {
+  // Go's checkdead does not fire while netpoll has waiters: the network (here
+  // a plain thread writing a pipe) may still ready them.
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(100ms);
+    char b = 'x';
+    CHECK(write(fds[1], &b, 1) == 1);
+  });
+  goro::runtime rt{goro::options{2}};
+  bool ready = rt.run([&] { return goro::net::wait_readable(fds[0]); });
+  writer.join();
+  close(fds[0]);
+  close(fds[1]);
+  CHECK(ready);
+}
+
 TEST_CASE("deadlock: not while a goroutine is in blocking()", "[deadlock]") {
   const unsigned procs = GENERATE(1u, 2u);
   goro::runtime rt{goro::options{procs}};

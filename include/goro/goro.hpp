@@ -6,6 +6,7 @@
 #include "chan.hpp"
 #include "clock.hpp"
 #include "error.hpp"
+#include "net.hpp"
 #include "policy.hpp"
 #include "runtime.hpp"
 #include "select.hpp"

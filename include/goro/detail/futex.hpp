@@ -44,6 +44,8 @@ class note {
   void sleep() noexcept {
     while (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0);
   }
+  // True once wake() was called (since the last clear()).
+  bool is_woken() const noexcept { return key_.load(std::memory_order_acquire) != 0; }
   // Sleeps at most timeout_ns; returns true if woken.
   bool sleep_for(long long timeout_ns) noexcept {
     if (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0, timeout_ns);

@@ -38,6 +38,7 @@ enum class after_switch : std::uint8_t {
 
 // The policy-independent interface of a runtime.
 struct timer;
+class netpoller;
 
 class sched_base {
  public:
@@ -55,6 +56,9 @@ class sched_base {
   // called from elsewhere, and makes sure an M will be awake to run it in
   // time (Go's addtimer + wakeNetPoller). t->f runs on a scheduler context.
   virtual void add_timer(timer* t) = 0;
+  // The runtime's network poller (netpoll.hpp); its epoll fd is created on
+  // first use.
+  virtual netpoller* poller() noexcept { return nullptr; }
   virtual std::size_t live_goroutines() const noexcept = 0;
   virtual unsigned procs() const noexcept = 0;
   // goro::blocking (blocking.hpp): entersyscall / entersyscallblock before

@@ -32,6 +32,7 @@
 #include "g.hpp"
 #include "global_queue.hpp"
 #include "m.hpp"
+#include "netpoll.hpp"  // netpoll
 #include "random.hpp"
 #include "run_queue.hpp"
 #include "sanitizer.hpp"
@@ -275,6 +276,8 @@ class scheduler final : public sched_base {
 
   unsigned procs() const noexcept override { return nprocs_; }
 
+  netpoller* poller() noexcept override { return &poller_; }  // netpoll
+
   runtime_stats stats() const noexcept {
     runtime_stats s;
     s.spawns = offp_spawns_.load(std::memory_order_relaxed);
@@ -359,11 +362,6 @@ class scheduler final : public sched_base {
       raise<deadlock_error>("goro: all goroutines are asleep - deadlock!");
   }
 
-  // checkdead: the poller's hook. A goroutine waiting on I/O can be readied
-  // by the poller, so while any does, an all-idle runtime is not deadlocked.
-  void io_wait_begin() noexcept { io_waiters_.fetch_add(1, std::memory_order_seq_cst); }
-  void io_wait_end() noexcept { io_waiters_.fetch_sub(1, std::memory_order_seq_cst); }
-
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
   // run again (all Ps idle, nothing queued) are reported and released.
   void shutdown() noexcept {
@@ -383,7 +381,9 @@ class scheduler final : public sched_base {
       // goroutines are not blocked forever (Go's checkdead says the same).
       if (idle && live_goroutines() == 0) break;
       std::int64_t next_timer = idle ? earliest_timer() : 0;
-      if (idle && next_timer == 0) {
+      // netpoll: a goroutine waiting on an open fd can be woken by the network.
+      const bool io_wait = poller_.waiters() > 0;
+      if (idle && next_timer == 0 && !io_wait) {
         std::size_t live = live_goroutines();
         if (live == 0) break;
         // Re-check after a moment: a thread outside the runtime may be
@@ -394,13 +394,16 @@ class scheduler final : public sched_base {
         shutdown_waiting_.store(false, std::memory_order_relaxed);
         std::lock_guard<std::mutex> lk(lock_);
         if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live &&
-            earliest_timer() == 0) {
+            earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
           std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
           blocked_at_shutdown_ = live;
           break;
         }
         continue;
       }
+      // netpoll: goroutines wait on I/O but no M watches the network (the
+      // run() caller's M left): start one; it ends up blocked in epoll_wait.
+      if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep(false);
       // Busy: look again in a millisecond (a P going idle wakes us sooner).
       // Only timers pending: look again when the next one is due.
       long long wait_ns = 1'000'000;
@@ -422,6 +425,7 @@ class scheduler final : public sched_base {
       ms = allm_;
     }
     for (m* mm : ms) mm->park_note.wake();
+    poller_.brk();  // netpoll: the M blocked in epoll_wait
     for (m* mm : ms) {
       if (mm->has_thread) pthread_join(mm->thread, nullptr);
       delete mm;
@@ -593,7 +597,7 @@ class scheduler final : public sched_base {
   // Why no false positive: an M leaves the idle list / locked wait only
   // under lock_ (m_idle_get, m_idle_remove, startlockedm), and a G is made
   // runnable only by a running M (which is not stopped), by a timer (still
-  // pending on a heap, seq_cst earliest()), by the poller (io_waiters_), or
+  // pending on a heap, seq_cst earliest()), by the poller (its waiters), or
   // by a thread outside the runtime — the one case we cannot see (Go cannot
   // either), hence options::detect_deadlock. A G queued from outside before
   // this check is in globq_, read under the same lock. An M being created
@@ -606,7 +610,7 @@ class scheduler final : public sched_base {
     const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
     if (nmidle_ + nmlocked_wait_ < mcount) return;
     if (npidle_.load(std::memory_order_relaxed) != nprocs_ || !globq_.empty()) return;
-    if (io_waiters_.load(std::memory_order_seq_cst) != 0) return;
+    if (poller_.waiters() > 0) return;  // netpoll: the network may ready them
     if (earliest_timer() != 0) return;
     deadlock_.store(true, std::memory_order_seq_cst);
     if (take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
@@ -756,6 +760,11 @@ class scheduler final : public sched_base {
           inherit = false;
           return gp;
         }
+      }
+      // netpoll: goroutines whose I/O is ready (non-blocking, one poller at a time).
+      if (g* gp = netpoll_ops::ready(*this, mm)) {
+        inherit = false;
+        return gp;
       }
       // Other Ps' due timers (Go's stealWork runs them too): an idle P's
       // timers have nobody else to run them. Whatever they ready comes to
@@ -929,7 +938,10 @@ class scheduler final : public sched_base {
         m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
       }
     }
-    if (sleeper) sleeper->park_note.wake();
+    if (sleeper) {
+      sleeper->park_note.wake();
+      poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    }
   }
 
   // stealWork: four passes over all Ps in a random coprime order; runnext
@@ -993,14 +1005,17 @@ class scheduler final : public sched_base {
   // in which case pp is back on the idle list.
   int startm(p* pp, bool spinning) {
     m* mm;
+    m* timer_m;  // netpoll
     {
       std::lock_guard<std::mutex> lk(lock_);
+      timer_m = timer_m_;  // netpoll
       mm = m_idle_get();
     }
     if (mm) {
       mm->spinning = spinning;
       mm->nextp = pp;
       mm->park_note.wake();
+      if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
       return 0;
     }
     // Thread creation is deep (pthread_create): run it on g0, not on a
@@ -1090,6 +1105,9 @@ class scheduler final : public sched_base {
   // whether it is still on the list: if so it removes itself and looks for
   // work; if not, a wake is on its way and it waits for it.
   wake_reason stopm(m* mm, std::int64_t until = 0) {
+    // netpoll: goroutines wait on I/O: become the M blocked in epoll_wait
+    // (no timeout unless a timer is pending).
+    if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
     bool timed = false;
     {
       std::lock_guard<std::mutex> lk(lock_);
@@ -1114,7 +1132,7 @@ class scheduler final : public sched_base {
       if (next != 0 && next < until)
         woken = false;  // look again at once
       else
-        woken = mm->park_note.sleep_for(until - now > 0 ? until - now : 0);
+        woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
       if (!woken) {
         std::lock_guard<std::mutex> lk(lock_);
         if (mm->in_idle_list) {
@@ -1447,7 +1465,10 @@ class scheduler final : public sched_base {
         rm = r;
       }
     }
-    if (rm) rm->park_note.wake();
+    if (rm) {
+      rm->park_note.wake();
+      if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    }
     // It was watching the timers: have an M on an idle P take over (it
     // finds nothing to run and becomes the timer M).
     if (was_timer_m) wakep(false);
@@ -1554,11 +1575,14 @@ class scheduler final : public sched_base {
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
   std::atomic<bool> deadlock_{false};
-  std::atomic<std::int32_t> io_waiters_{0};
 
   // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
+
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
+  using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
+  friend netpoll_ops;
 };
 
 }  // namespace detail

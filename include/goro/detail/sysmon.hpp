@@ -235,6 +235,7 @@ class sysmon {
         last_trace = now;
         schedtrace(now);
       }
+      if (Sched::netpoll_ops::sysmon(s_, nanotime())) idle = 0;  // netpoll: nobody polled for 10 ms
       if (retake(now) != 0)
         idle = 0;
       else

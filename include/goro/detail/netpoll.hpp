@@ -1,0 +1,531 @@
+// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
+// epoll instance per runtime, created on first use, edge-triggered, with an
+// eventfd that breaks a blocking epoll_wait (netpollBreak).
+//
+// Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
+// two "semaphores", rg (read) and wg (write). Each holds one of
+//   pd_nil    nobody waits, no readiness recorded
+//   pd_ready  readiness arrived (an edge) and nobody consumed it yet
+//   pd_wait   a goroutine is about to park (between its CAS and the commit)
+//   a g*      that goroutine is parked, waiting for readiness
+// The waiter moves nil -> wait, parks, and on g0 (once off its stack)
+// commits wait -> G (netpollblockcommit); if that CAS fails, readiness or
+// an unblock came in between and the park is cancelled. Pollers and
+// closers move the state to ready (I/O) or nil (close, deadline) and
+// ready the G they took out (netpollunblock). Every transition is a CAS,
+// so exactly one party readies a given G.
+//
+// Descriptors are never freed: they come from a process-wide free list
+// (Go's pollcache), so a poller or timer holding a stale pointer reads
+// valid memory; a sequence number (bumped when a descriptor is recycled)
+// tags epoll events and deadline timers so stale ones are ignored. At
+// worst a stale event marks a descriptor ready spuriously, which every
+// caller tolerates (it retries the syscall and waits again on EAGAIN).
+#pragma once
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "../error.hpp"
+#include "g.hpp"
+#include "m.hpp"
+#include "spinlock.hpp"
+#include "timer_heap.hpp"
+
+namespace goro::detail {
+
+class netpoller;
+
+inline constexpr std::uintptr_t pd_nil = 0;
+inline constexpr std::uintptr_t pd_ready = 1;
+inline constexpr std::uintptr_t pd_wait = 2;
+
+// Why a wait ended without readiness (Go's netpollcheckerr).
+enum class pd_error { none, closing, timeout };
+
+struct poll_desc {
+  int fd = -1;
+  // rg / wg: see the top of this file. seq_cst throughout: the waiter's
+  // CAS nil -> wait followed by its read of closing / the deadline, and the
+  // closer's (setter's) store followed by its read of the semaphore, are a
+  // store-load pair on each side (Dekker): one of them must see the other.
+  std::atomic<std::uintptr_t> rg{pd_nil};
+  std::atomic<std::uintptr_t> wg{pd_nil};
+  std::atomic<bool> closing{false};
+  std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
+  std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
+  std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
+  spinlock lock;                           // registration and deadline setters
+  timer rt, wt;                            // deadline timers (sync: del waits for a running one)
+  poll_desc* prev = nullptr;               // owner's list / free list (their locks)
+  poll_desc* next = nullptr;
+
+  std::atomic<std::uintptr_t>& sema(char mode) noexcept { return mode == 'r' ? rg : wg; }
+  std::atomic<std::int64_t>& deadline(char mode) noexcept { return mode == 'r' ? rd : wd; }
+
+  pd_error check(char mode) noexcept {
+    if (closing.load(std::memory_order_seq_cst)) return pd_error::closing;
+    std::int64_t d = deadline(mode).load(std::memory_order_seq_cst);
+    if (d != 0 && nanotime() >= d) return pd_error::timeout;
+    return pd_error::none;
+  }
+};
+
+// Go's pollcache: descriptors allocated in blocks, recycled, never freed.
+class pd_cache {
+ public:
+  static poll_desc* alloc(int fd) {
+    pd_cache& c = get();
+    poll_desc* pd;
+    {
+      std::lock_guard<std::mutex> lk(c.mu_);
+      if (!c.free_) {
+        constexpr int block = 64;
+        auto* b = new (std::nothrow) poll_desc[block];
+        if (!b) raise_bad_alloc();
+        c.blocks_.push_back(b);
+        for (int i = 0; i < block; ++i) {
+          b[i].next = c.free_;
+          c.free_ = &b[i];
+        }
+      }
+      pd = c.free_;
+      c.free_ = pd->next;
+    }
+    pd->next = pd->prev = nullptr;
+    pd->fd = fd;
+    pd->rg.store(pd_nil, std::memory_order_relaxed);
+    pd->wg.store(pd_nil, std::memory_order_relaxed);
+    pd->rd.store(0, std::memory_order_relaxed);
+    pd->wd.store(0, std::memory_order_relaxed);
+    pd->owner.store(nullptr, std::memory_order_relaxed);
+    pd->closing.store(false, std::memory_order_seq_cst);
+    return pd;
+  }
+  // pd must be unregistered, its timers deleted and nobody waiting on it.
+  static void free(poll_desc* pd) noexcept {
+    pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
+    pd->fd = -1;
+    pd_cache& c = get();
+    std::lock_guard<std::mutex> lk(c.mu_);
+    pd->next = c.free_;
+    c.free_ = pd;
+  }
+
+ private:
+  static pd_cache& get() {
+    static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
+    return *c;
+  }
+  std::mutex mu_;
+  poll_desc* free_ = nullptr;
+  std::vector<poll_desc*> blocks_;
+};
+
+class netpoller {
+ public:
+  // Readied goroutines returned by one poll at most (two per event).
+  static constexpr int max_batch = 128;
+
+  // on_init(arg) runs once the epoll instance exists (the scheduler wakes
+  // its timer M, which went to sleep on a futex before there was a poller,
+  // so that it sleeps in epoll_wait from now on).
+  using init_hook = void (*)(void*);
+  netpoller() = default;
+  netpoller(init_hook on_init, void* arg) noexcept : on_init_(on_init), on_init_arg_(arg) {}
+  netpoller(const netpoller&) = delete;
+  netpoller& operator=(const netpoller&) = delete;
+
+  // The runtime is gone (every M joined): descriptors still registered
+  // (sockets outliving their runtime) are detached; a goroutine of another
+  // runtime that waits on one registers it again with its own poller.
+  ~netpoller() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      for (poll_desc* pd = list_; pd;) {
+        poll_desc* next = pd->next;
+        pd->owner.store(nullptr, std::memory_order_seq_cst);
+        pd->prev = pd->next = nullptr;
+        pd = next;
+      }
+      list_ = nullptr;
+    }
+    int ep = epfd_.load(std::memory_order_acquire);
+    if (ep >= 0) {
+      ::close(ep);
+      ::close(evfd_);
+    }
+  }
+
+  bool inited() const noexcept { return epfd_.load(std::memory_order_acquire) >= 0; }
+  // Goroutines parked on this poller's descriptors (Go's netpollWaiters).
+  // May dip below zero for a moment (an unblock can beat the commit's
+  // increment).
+  std::int32_t waiters() const noexcept { return waiters_.load(std::memory_order_seq_cst); }
+  void add_waiter() noexcept { waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  void remove_waiter() noexcept { waiters_.fetch_sub(1, std::memory_order_seq_cst); }
+
+  // One poller at a time (Go: sched.lastpoll swapped to 0). An M blocked in
+  // epoll_wait holds it, so non-blocking pollers skip while it sleeps.
+  bool try_lock() noexcept { return !polling_.exchange(true, std::memory_order_acquire); }
+  void unlock() noexcept { polling_.store(false, std::memory_order_release); }
+  bool locked() const noexcept { return polling_.load(std::memory_order_relaxed); }
+  std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
+
+  // netpollinit, once.
+  void init() {
+    if (inited()) return;
+    init_locked();
+    if (on_init_) on_init_(on_init_arg_);
+  }
+
+ private:
+  void init_locked() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (inited()) return;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) raise_system(errno, "epoll_create1");
+    int ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ev < 0) {
+      int e = errno;
+      ::close(ep);
+      raise_system(e, "eventfd");
+    }
+    // Level-triggered: it stays readable until the blocking poller reads it
+    // (a non-blocking poll leaves it for the sleeper it was meant to wake).
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.u64 = 0;  // no descriptor has address 0
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
+      int err = errno;
+      ::close(ep);
+      ::close(ev);
+      raise_system(err, "epoll_ctl(eventfd)");
+    }
+    evfd_ = ev;
+    last_poll_.store(nanotime(), std::memory_order_relaxed);
+    epfd_.store(ep, std::memory_order_release);
+  }
+
+ public:
+  // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
+  // reports the fd's current readiness at once, so registering after a
+  // syscall returned EAGAIN loses no edge.
+  void open(poll_desc* pd) {
+    if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
+  }
+  // The same, returning the errno instead (EPERM: a regular file).
+  int try_open(poll_desc* pd) {
+    init();
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    e.data.u64 = tag(pd);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      pd->prev = nullptr;
+      pd->next = list_;
+      if (list_) list_->prev = pd;
+      list_ = pd;
+    }
+    pd->owner.store(this, std::memory_order_seq_cst);
+    if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
+      int err = errno;
+      close(pd);
+      return err;
+    }
+    return 0;
+  }
+
+  // pollClose: unregisters pd (before its fd is closed).
+  void close(poll_desc* pd) noexcept {
+    epoll_event e{};
+    epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
+    (pd->prev ? pd->prev->next : list_) = pd->next;
+    if (pd->next) pd->next->prev = pd->prev;
+    pd->prev = pd->next = nullptr;
+    pd->owner.store(nullptr, std::memory_order_seq_cst);
+  }
+
+  // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
+  // event or brk()), stores the goroutines made runnable in out (room for
+  // max_batch) and returns their number. The caller holds try_lock().
+  int poll(long long timeout_ns, g** out) noexcept {
+    int ep = epfd_.load(std::memory_order_acquire);
+    if (ep < 0) return 0;
+    int ms;
+    if (timeout_ns < 0)
+      ms = -1;
+    else if (timeout_ns == 0)
+      ms = 0;
+    else if (timeout_ns >= 1'000'000'000'000LL)
+      ms = 1'000'000;  // ~17 min: the caller loops
+    else
+      ms = static_cast<int>((timeout_ns + 999'999) / 1'000'000);  // never early
+    epoll_event evs[max_batch / 2];
+    int n = epoll_wait(ep, evs, max_batch / 2, ms);
+    last_poll_.store(nanotime(), std::memory_order_relaxed);
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      std::uint64_t d = evs[i].data.u64;
+      if (d == 0) {
+        if (timeout_ns != 0) {  // only the sleeper consumes a break
+          std::uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
+          wake_sig_.store(false, std::memory_order_seq_cst);
+        }
+        continue;
+      }
+      auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
+      if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
+      std::uint32_t ev = evs[i].events;
+      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
+      if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+        if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
+    }
+    return k;
+  }
+
+  // netpollBreak: wakes the M blocked in poll(); one write per sleep.
+  void brk() noexcept {
+    if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
+  }
+
+  // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
+  // pd_ready (ioready) or pd_nil. Returns the parked G to ready, if any.
+  static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept {
+    auto& s = pd->sema(mode);
+    std::uintptr_t old = s.load(std::memory_order_seq_cst);
+    for (;;) {
+      if (old == pd_ready) return nullptr;
+      if (old == pd_nil && !ioready) return nullptr;
+      std::uintptr_t nw = ioready ? pd_ready : pd_nil;
+      if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
+    }
+    if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
+    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
+    return reinterpret_cast<g*>(old);
+  }
+
+  // Deadline timers' functions (the timer's seq is pd's seq when armed).
+  static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
+    if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
+    if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
+  }
+
+ private:
+  static constexpr unsigned ptr_bits = 48;
+  static constexpr std::uint64_t ptr_mask = (std::uint64_t{1} << ptr_bits) - 1;
+  static constexpr std::uint32_t seq_mask = 0xffff;
+  static std::uint64_t tag(poll_desc* pd) noexcept {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(pd)) |
+           (static_cast<std::uint64_t>(pd->seq.load(std::memory_order_relaxed) & seq_mask) << ptr_bits);
+  }
+
+  init_hook on_init_ = nullptr;
+  void* on_init_arg_ = nullptr;
+  std::atomic<int> epfd_{-1};
+  int evfd_ = -1;
+  std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
+  std::atomic<bool> polling_{false};
+  std::atomic<std::int32_t> waiters_{0};
+  std::atomic<std::int64_t> last_poll_{0};
+  std::mutex mu_;  // init, list_
+  poll_desc* list_ = nullptr;
+};
+
+// netpollblock: the calling goroutine waits for readiness on pd in `mode`.
+// True: I/O is ready; false: woken by a close or a deadline (or spuriously).
+inline bool pd_block(poll_desc* pd, char mode) {
+  auto& s = pd->sema(mode);
+  for (;;) {
+    std::uintptr_t v = pd_ready;
+    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
+    if (v == pd_nil) {
+      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
+      continue;
+    }
+    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
+  }
+  // Re-check after announcing the wait: a close or deadline that came
+  // before our CAS is seen here (see poll_desc's memory-order note).
+  if (pd->check(mode) == pd_error::none) {
+    struct commit_args {
+      std::atomic<std::uintptr_t>* s;
+      g* gp;
+      poll_desc* pd;
+    } a{&s, current_g(), pd};
+    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
+    // before the CAS: once it succeeds the G may be readied, run and
+    // return (its frame, holding `a`, is then gone).
+    park(
+        current_m(),
+        [](void* arg) {
+          auto* c = static_cast<commit_args*>(arg);
+          auto* sp = c->s;
+          auto* gp = c->gp;
+          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
+          std::uintptr_t expect = pd_wait;
+          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
+            return false;  // readiness / unblock came first: resume at once
+          if (np) np->add_waiter();
+          return true;
+        },
+        &a);
+  }
+  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
+  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
+  return old == pd_ready;
+}
+
+// poll_runtime_pollWait: waits until ready, closing or past the deadline.
+inline pd_error pd_wait_g(poll_desc* pd, char mode) {
+  pd_error e = pd->check(mode);
+  if (e != pd_error::none) return e;
+  while (!pd_block(pd, mode)) {
+    e = pd->check(mode);
+    if (e != pd_error::none) return e;
+  }
+  return pd_error::none;
+}
+
+// The scheduler's side of the poller, kept out of sched.hpp: S is
+// scheduler<Policy> (this is its friend), M and P its M and P records.
+template <class S>
+struct netpoll_sched {
+  using M = typename S::m;
+  using P = typename S::p;
+
+  // The poller now exists: the timer M (if any) sleeps on its futex; wake
+  // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
+  // it off the idle list; with no timer M it calls wakep, harmless).
+  static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
+
+  // find_runnable's poll (Go: netpoll(0) in findRunnable): only when some
+  // goroutine waits on I/O and no other M polls. Returns one G to run now;
+  // the others are injected.
+  static g* ready(S& s, M* mm) {
+    if (s.poller_.waiters() <= 0 || !s.poller_.try_lock()) return nullptr;
+    g* gs[netpoller::max_batch];
+    int n = s.poller_.poll(0, gs);
+    s.poller_.unlock();
+    n = keep_own(s, gs, n);
+    if (n == 0) return nullptr;
+    gs[0]->status.store(g_status::runnable, std::memory_order_relaxed);
+    mm->pp->unparks.inc();
+    inject(s, mm->pp, gs + 1, n - 1);
+    return gs[0];
+  }
+
+  // injectglist: one G per idle P goes to the global queue (an M is woken
+  // for them: wakep, and spinners chain), the rest to pp's run queue (all
+  // to the global queue without a P). Gs of another runtime (a descriptor
+  // registered here, waited on from there) go back to their own.
+  static void inject(S& s, P* pp, g** gs, int n) {
+    n = keep_own(s, gs, n);
+    if (n <= 0) return;
+    int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
+    if (to_global > 0) {
+      std::lock_guard<std::mutex> lk(s.lock_);
+      for (int i = 0; i < to_global; ++i) {
+        gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+        s.globq_.push_back(gs[i]);
+      }
+    }
+    // Not gs[0..to_global) from here on: once queued, another M may run
+    // (and finish, and recycle) them.
+    for (int i = to_global; i < n; ++i) {
+      gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+      pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
+    }
+    s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    if (to_global > 0) s.wakep(false);
+  }
+
+  // Readies the Gs of other runtimes through their own scheduler (a
+  // descriptor registered here, waited on from there: rare) and packs
+  // this runtime's to the front. Returns how many are this runtime's.
+  static int keep_own(S& s, g** gs, int n) {
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      if (gs[i]->sched == &s)
+        gs[k++] = gs[i];
+      else
+        gs[i]->sched->ready(gs[i]);
+    }
+    return k;
+  }
+
+  // The timer M's sleep (stopm): in epoll_wait until `until` (INT64_MAX:
+  // no timer) once the poller exists, else on its note. Returns whether
+  // the note was woken (see stopm). Only the timer M sleeps here, so a
+  // waker that takes the timer M off the idle list wakes its note, then
+  // breaks the poll (brk); the note is looked at before epoll_wait, and a
+  // break that comes after that leaves the eventfd readable, so no wake-up
+  // is lost. (The waker must not read the M after waking it: the run()
+  // caller's M may leave and be freed at once.) Readied Gs go to the
+  // global queue; this M takes an idle P for them itself (as Go's
+  // findRunnable does after netpoll) by handing itself the P as a waker
+  // would.
+  static bool sleep(S& s, M* mm, std::int64_t until, std::int64_t now) {
+    long long ns = until == INT64_MAX ? -1 : (until - now > 0 ? until - now : 0);
+    if (!s.poller_.inited() || !s.poller_.try_lock()) {
+      // Another M is polling for a moment: look again soon.
+      if (s.poller_.inited() && (ns < 0 || ns > 1'000'000)) ns = 1'000'000;
+      return mm->park_note.sleep_for(ns < 0 ? INT64_MAX / 2 : ns);
+    }
+    g* gs[netpoller::max_batch];
+    int n = 0;
+    if (!mm->park_note.is_woken()) n = s.poller_.poll(ns, gs);
+    s.poller_.unlock();
+    n = keep_own(s, gs, n);
+    if (n > 0) {
+      bool took_p = false;
+      {
+        std::lock_guard<std::mutex> lk(s.lock_);
+        for (int i = 0; i < n; ++i) {
+          gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+          s.globq_.push_back(gs[i]);
+        }
+        if (mm->in_idle_list && !s.should_leave(mm)) {
+          if (P* pp = s.pidle_get()) {
+            s.m_idle_remove(mm);
+            mm->nextp = pp;
+            mm->park_note.wake();
+            took_p = true;
+          }
+        }
+      }
+      s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+      if (n > (took_p ? 1 : 0)) s.wakep(false);
+    }
+    return mm->park_note.is_woken();
+  }
+
+  // sysmon's poll (Go: sysmon polls if nobody did for 10 ms): readied Gs
+  // go to the global queue. Returns true if it readied any.
+  static bool sysmon(S& s, std::int64_t now) {
+    if (s.poller_.waiters() <= 0 || now - s.poller_.last_poll() < 10'000'000 || !s.poller_.try_lock()) return false;
+    g* gs[netpoller::max_batch];
+    int n = s.poller_.poll(0, gs);
+    s.poller_.unlock();
+    inject(s, nullptr, gs, n);
+    return n > 0;
+  }
+};
+
+}  // namespace goro::detail

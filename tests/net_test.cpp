@@ -1,0 +1,421 @@
+// net: goro::net on the network poller — echo under load at one proc, a
+// blocked reader does not hold its M, deadlines, refused connections,
+// close waking a blocked reader, thousands of connections, wait_readable
+// on a pipe, IPv6 loopback, no fd leaks. Loopback only.
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+int open_fds() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n - 1;  // the DIR's own fd
+}
+
+std::string addr(const goro::net::listener& ln, const char* host = "127.0.0.1") {
+  return std::string(host) + ":" + std::to_string(ln.port());
+}
+
+std::span<std::byte> bytes(std::string& s) { return std::as_writable_bytes(std::span<char>(s.data(), s.size())); }
+
+// Reads exactly n bytes (or fewer at EOF).
+std::string read_n(goro::net::conn& c, std::size_t n) {
+  std::string out(n, '\0');
+  std::size_t got = 0;
+  while (got < n) {
+    std::size_t k = c.read(std::as_writable_bytes(std::span<char>(out.data() + got, n - got)));
+    if (k == 0) break;
+    got += k;
+  }
+  out.resize(got);
+  return out;
+}
+
+void echo_loop(goro::net::conn c) {
+  std::string buf(4096, '\0');
+  for (;;) {
+    std::size_t n = c.read(bytes(buf));
+    if (n == 0) break;
+    c.write(std::string_view(buf.data(), n));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("net: echo server, 64 clients x 500 messages at one proc", "[net]") {
+  const int clients = goro_test::scale(64, 8), messages = goro_test::scale(500, 50);
+  int fds_before = open_fds();
+  std::atomic<int> ok{0};
+  {
+    goro::runtime rt{goro::options{1}};
+    rt.run([&] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      goro::go([ln]() mutable {
+        for (int i = 0; i < clients; ++i) {
+          auto c = ln.accept();
+          goro::go([c] { echo_loop(c); });
+        }
+      });
+      goro::wait_group wg;
+      wg.add(clients);
+      std::string target = addr(ln);
+      for (int i = 0; i < clients; ++i) {
+        goro::go([&, i] {
+          auto c = goro::net::dial_tcp(target);
+          bool good = true;
+          for (int m = 0; m < messages; ++m) {
+            std::string msg = "client " + std::to_string(i) + " message " + std::to_string(m) + "\n";
+            c.write(msg);
+            if (read_n(c, msg.size()) != msg) good = false;
+          }
+          c.close();
+          if (good) ok.fetch_add(1);
+          wg.done();
+        });
+      }
+      wg.wait();
+      ln.close();
+    });
+  }
+  CHECK(ok.load() == clients);
+  CHECK(open_fds() == fds_before);
+}
+
+TEST_CASE("net: a goroutine blocked in read does not hold its M", "[net]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    auto ln = goro::net::listen_tcp("127.0.0.1:0");
+    auto client = goro::net::dial_tcp(addr(ln));
+    auto server = ln.accept();
+    std::atomic<bool> reader_done{false};
+    std::string got;
+    goro::go([&] {
+      got = read_n(server, 5);
+      reader_done.store(true);
+    });
+    // At one proc the reader parks; this goroutine keeps running and
+    // others spawned now run too.
+    std::atomic<int> ran{0};
+    goro::wait_group wg;
+    wg.add(10);
+    for (int i = 0; i < 10; ++i)
+      goro::go([&] {
+        ran.fetch_add(1);
+        wg.done();
+      });
+    wg.wait();
+    CHECK(ran.load() == 10);
+    CHECK_FALSE(reader_done.load());
+    client.write(std::string_view("hello"));
+    while (!reader_done.load()) goro::yield();
+    CHECK(got == "hello");
+    client.close();
+    server.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net: read and write deadlines raise timeout_error", "[net]") {
+  int fds_before = open_fds();
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      auto client = goro::net::dial_tcp(addr(ln));
+      auto server = ln.accept();
+      std::string buf(16, '\0');
+      // Read deadline: nobody writes.
+      auto t0 = steady::now();
+      server.set_read_deadline(t0 + 50ms);
+      CHECK_THROWS_AS(server.read(bytes(buf)), goro::timeout_error);
+      CHECK(steady::now() - t0 >= 50ms);
+      try {
+        server.read(bytes(buf));
+        FAIL("no timeout");
+      } catch (const goro::timeout_error& e) {
+        CHECK(std::string(e.what()) == "goro: i/o timeout");
+      }
+      // Clearing it: data then reads normally.
+      server.set_read_deadline({});
+      client.write(std::string_view("x"));
+      CHECK(read_n(server, 1) == "x");
+      // A deadline moved later while a reader waits: it keeps waiting.
+      server.set_read_deadline(steady::now() + 30ms);
+      goro::go([server]() mutable { server.set_read_deadline(steady::now() + 10s); });
+      goro::go([client]() mutable {
+        goro::sleep_for(100ms);
+        client.write(std::string_view("y"));
+      });
+      CHECK(read_n(server, 1) == "y");
+      // Write deadline: the peer never reads, the buffers fill up.
+      client.set_write_deadline(steady::now() + 100ms);
+      std::string big(1 << 20, 'z');
+      CHECK_THROWS_AS(
+          [&] {
+            for (;;) client.write(big);
+          }(),
+          goro::timeout_error);
+      client.close();
+      server.close();
+      ln.close();
+    });
+  }
+  CHECK(open_fds() == fds_before);
+}
+
+TEST_CASE("net: refused connection and bad addresses", "[net]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    // A port nobody listens on: bind one, note it, close it.
+    std::uint16_t port;
+    {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      port = ln.port();
+      ln.close();
+    }
+    try {
+      goro::net::dial_tcp("127.0.0.1:" + std::to_string(port));
+      FAIL("dial succeeded");
+    } catch (const std::system_error& e) {
+      CHECK(e.code().value() == ECONNREFUSED);
+    }
+    try {
+      goro::net::dial_tcp("foo");
+      FAIL("no error");
+    } catch (const std::system_error& e) {
+      CHECK(std::string(e.what()).find("goro: bad address \"foo\": missing port") != std::string::npos);
+    }
+    CHECK_THROWS_AS(goro::net::listen_tcp("127.0.0.1:99999"), std::system_error);
+    CHECK_THROWS_AS(goro::net::listen_tcp("nohost:1"), std::system_error);
+    goro::net::conn empty;
+    std::string buf(4, '\0');
+    CHECK_THROWS_AS(empty.read(bytes(buf)), goro::usage_error);
+    goro::net::listener empty_ln;
+    CHECK_THROWS_AS(empty_ln.accept(), goro::usage_error);
+  });
+}
+
+TEST_CASE("net: close wakes a blocked reader and accept; use after close is an error", "[net]") {
+  int fds_before = open_fds();
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      auto client = goro::net::dial_tcp(addr(ln));
+      auto server = ln.accept();
+      std::atomic<int> woken{0};
+      goro::wait_group wg;
+      wg.add(2);
+      goro::go([&, server]() mutable {
+        std::string buf(8, '\0');
+        try {
+          server.read(bytes(buf));
+        } catch (const goro::usage_error& e) {
+          if (std::string(e.what()) == "goro: use of closed network connection") woken.fetch_add(1);
+        }
+        wg.done();
+      });
+      goro::go([&, ln]() mutable {
+        try {
+          ln.accept();
+        } catch (const goro::usage_error&) {
+          woken.fetch_add(1);
+        }
+        wg.done();
+      });
+      goro::sleep_for(30ms);
+      server.close();
+      ln.close();
+      wg.wait();
+      CHECK(woken.load() == 2);
+      std::string buf(8, '\0');
+      CHECK_THROWS_AS(server.read(bytes(buf)), goro::usage_error);
+      CHECK_THROWS_AS(server.write(std::string_view("x")), goro::usage_error);
+      server.close();  // idempotent
+      // The peer sees EOF.
+      CHECK(client.read(bytes(buf)) == 0);
+      client.close();
+    });
+  }
+  CHECK(open_fds() == fds_before);
+}
+
+TEST_CASE("net: thousands of concurrent connections", "[net]") {
+  int want = goro_test::scale(5000, 300);
+  rlimit rl{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < static_cast<rlim_t>(2 * want + 100)) {
+    WARN("RLIMIT_NOFILE hard limit " << rl.rlim_max << " too low for " << want << " connections; skipped");
+    return;
+  }
+  rlimit raised = rl;
+  raised.rlim_cur = rl.rlim_max;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &raised) == 0);
+  int fds_before = open_fds();
+  std::atomic<int> ok{0};
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([&] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      goro::go([&, ln]() mutable {
+        for (int i = 0; i < want; ++i) {
+          auto c = ln.accept();
+          goro::go([c] { echo_loop(c); });
+        }
+      });
+      // Every client connects, then all wait at once, then all talk.
+      std::vector<goro::net::conn> conns(want);
+      goro::wait_group dialed, done;
+      dialed.add(want);
+      done.add(want);
+      goro::chan<int> go_ahead(0);
+      std::string target = addr(ln);
+      for (int i = 0; i < want; ++i)
+        goro::go([&, i] {
+          conns[i] = goro::net::dial_tcp(target);
+          dialed.done();
+          go_ahead.recv();
+          std::string msg = "ping " + std::to_string(i);
+          conns[i].write(msg);
+          if (read_n(conns[i], msg.size()) == msg) ok.fetch_add(1);
+          conns[i].close();
+          done.done();
+        });
+      dialed.wait();
+      go_ahead.close();
+      done.wait();
+      ln.close();
+    });
+  }
+  setrlimit(RLIMIT_NOFILE, &rl);
+  CHECK(ok.load() == want);
+  CHECK(open_fds() == fds_before);
+}
+
+TEST_CASE("net: wait_readable on a pipe, with a deadline, from a goroutine and a thread", "[net]") {
+  int p[2];
+  REQUIRE(pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  goro::runtime rt{goro::options{1}};
+  rt.run([&] {
+    auto t0 = steady::now();
+    CHECK_THROWS_AS(goro::net::wait_readable(p[0], t0 + 30ms), goro::timeout_error);
+    CHECK(steady::now() - t0 >= 30ms);
+    std::atomic<bool> done{false}, good{false};
+    goro::go([&] {  // Catch2 assertions stay on the test's goroutine
+      bool ready = goro::net::wait_readable(p[0]);
+      char c = 0;
+      good.store(ready && read(p[0], &c, 1) == 1 && c == 'k');
+      done.store(true);
+    });
+    goro::sleep_for(20ms);
+    CHECK_FALSE(done.load());
+    CHECK(goro::net::wait_writable(p[1]));
+    CHECK(write(p[1], "k", 1) == 1);
+    while (!done.load()) goro::yield();
+    CHECK(good.load());
+  });
+  // A plain thread blocks in poll(2).
+  auto t0 = steady::now();
+  CHECK_THROWS_AS(goro::net::wait_readable(p[0], t0 + 20ms), goro::timeout_error);
+  std::atomic<bool> wrote{false};
+  std::thread w([&] {
+    std::this_thread::sleep_for(20ms);
+    wrote.store(write(p[1], "z", 1) == 1);
+  });
+  CHECK(goro::net::wait_readable(p[0]));
+  w.join();
+  CHECK(wrote.load());
+  close(p[0]);
+  close(p[1]);
+}
+
+TEST_CASE("net: plain threads use the same sockets", "[net]") {
+  auto ln = goro::net::listen_tcp("127.0.0.1:0");
+  std::thread server([ln]() mutable {
+    auto c = ln.accept();
+    echo_loop(c);
+  });
+  auto c = goro::net::dial_tcp(addr(ln));
+  c.write(std::string_view("thread"));
+  CHECK(read_n(c, 6) == "thread");
+  c.set_read_deadline(steady::now() + 20ms);
+  std::string buf(4, '\0');
+  CHECK_THROWS_AS(c.read(bytes(buf)), goro::timeout_error);
+  c.close();
+  server.join();
+  ln.close();
+}
+
+TEST_CASE("net: IPv6 loopback", "[net]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    goro::net::listener ln;
+    try {
+      ln = goro::net::listen_tcp("[::1]:0");
+    } catch (const std::system_error& e) {
+      WARN("IPv6 loopback unavailable (" << e.what() << "); skipped");
+      return;
+    }
+    goro::go([ln]() mutable { echo_loop(ln.accept()); });
+    auto c = goro::net::dial_tcp("[::1]:" + std::to_string(ln.port()));
+    c.write(std::string_view("six"));
+    CHECK(read_n(c, 3) == "six");
+    c.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net: goroutines blocked on I/O cost no CPU; sleepers beside them wake on time", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = goro::net::listen_tcp("127.0.0.1:0");
+    auto client = goro::net::dial_tcp(addr(ln));
+    auto server = ln.accept();
+    std::atomic<bool> got{false};
+    goro::go([&, server]() mutable {
+      std::string buf(4, '\0');
+      got.store(server.read(bytes(buf)) == 1);
+    });
+    goro::sleep_for(10ms);
+    // The reader is parked; the idle Ms sleep in epoll_wait, not spinning.
+    auto cpu0 = std::clock();
+    auto t0 = steady::now();
+    goro::sleep_for(300ms);
+    auto slept = steady::now() - t0;
+    double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+    CHECK(slept >= 300ms);
+    CHECK(slept < goro_test::scale(1000, 3000) * 1ms);  // a loaded, shared machine
+    CHECK(cpu_ms < goro_test::scale(60, 300));
+    CHECK_FALSE(got.load());
+    client.write(std::string_view("!"));
+    while (!got.load()) goro::yield();
+    client.close();
+    server.close();
+    ln.close();
+  });
+}
