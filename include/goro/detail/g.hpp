@@ -47,6 +47,9 @@ struct g {
   // sysmon's request to yield at the next safe point. Written by sysmon
   // (another thread), so atomic; see preempt.hpp for who sets and clears it.
   std::atomic<bool> preempt{false};
+  // async preemption: depth of goro::async_preemptible scopes. Written by
+  // the goroutine only; read by sysmon and by the SIGURG handler.
+  std::atomic<std::uint32_t> async_scope{0};
 
   // The closure: closure_op(self, true) runs it then destroys it (also when
   // unwinding); closure_op(self, false) only destroys it.

@@ -36,6 +36,7 @@
 #include "run_queue.hpp"
 #include "sanitizer.hpp"
 #include "signals.hpp"
+#include "async_preempt.hpp"  // async preemption
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
 #include "timer_heap.hpp"
@@ -109,6 +110,8 @@ class scheduler final : public sched_base {
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // See write_canary: zero (never written) only for larger default stacks.
+  // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
+  static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
   static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 4096) ? stack_canary : 0;
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
@@ -151,6 +154,7 @@ class scheduler final : public sched_base {
     // sysmon (sysmon.hpp): what it reads of a P from its own thread.
     std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
     std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
+    std::atomic<m_base*> sysmon_m{nullptr};          // async preemption: the M that ran it (SIGURG target)
     std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
   };
 
@@ -171,6 +175,7 @@ class scheduler final : public sched_base {
  public:
   explicit scheduler(unsigned nprocs) : nprocs_(nprocs == 0 ? 1 : nprocs) {
     install_fault_handler();
+    if constexpr (async_signal) install_async_preempt_handler();  // async preemption
     steal_order_.reset(nprocs_);
     allp_.reserve(nprocs_);
     for (unsigned i = 0; i < nprocs_; ++i) {
@@ -318,6 +323,8 @@ class scheduler final : public sched_base {
     run_m_.store(mm.get(), std::memory_order_release);
     thread_altstack altstack;
     set_current_m(mm.get());
+    mm->os_thread = pthread_self();  // async preemption
+    mm->async_signal = async_signal;
     mm->g0_tsan_fiber = tsan_current_fiber();
 
     p* pp;
@@ -427,7 +434,7 @@ class scheduler final : public sched_base {
   void m_loop(m* mm) {
     for (;;) {
       bool inherit = false;
-      g* gp = find_runnable(mm, inherit);
+      g* gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
       if (!gp) return;
       if (mm->spinning) reset_spinning(mm);
       for (;;) {
@@ -436,6 +443,35 @@ class scheduler final : public sched_base {
         inherit = true;
       }
     }
+  }
+
+  // async preemption: mm holds goroutines preempted by SIGURG, which only
+  // mm may resume (their code may keep this thread's TLS addresses in
+  // registers, and their rt_sigreturn restores this thread's sigaltstack).
+  // Alternate: one G from the run queues (local, then global) if there is
+  // one, then the oldest pinned G. mm keeps its P throughout: goro::blocking
+  // on an M with pinned goroutines keeps the P for the call (blocking.hpp),
+  // so nothing takes it away; find_runnable (timers, stealing, idling,
+  // leaving) waits until no pinned G is left.
+  g* next_with_pinned(m* mm) {
+    p* pp = mm->pp;
+    if (!mm->async_queued_turn && pp) {
+      g* gp = static_cast<g*>(pp->runq.get().item);
+      if (!gp && !globq_.empty()) {
+        std::unique_lock<std::mutex> lk(lock_);
+        gp = glob_get(pp, 0);
+      }
+      if (gp) {
+        mm->async_queued_turn = true;
+        return gp;
+      }
+    }
+    mm->async_queued_turn = false;
+    g* gp = mm->async_pinned;
+    mm->async_pinned = gp->link;
+    if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
+    gp->link = nullptr;
+    return gp;
   }
 
   // Runs gp on mm until it switches out; then carries out its request.
@@ -454,6 +490,7 @@ class scheduler final : public sched_base {
     // gp resumes inside goro::blocking after an on_g0 call.
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+      pp->sysmon_m.store(mm, std::memory_order_relaxed);  // async preemption (published by the release below)
       pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
     }
     clear_preempt(gp);
@@ -495,6 +532,16 @@ class scheduler final : public sched_base {
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
         return gp;  // resume it on this M (it never left the running state)
+      case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
+        sysmon_.count_preemption();
+        gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        gp->link = nullptr;
+        if (mm->async_pinned_tail)
+          mm->async_pinned_tail->link = gp;
+        else
+          mm->async_pinned = gp;
+        mm->async_pinned_tail = gp;
+        break;
       case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
         mm->after = after_switch::none;
         if (sysmon_.exit_syscall0(mm, gp)) return gp;
@@ -849,6 +896,8 @@ class scheduler final : public sched_base {
   void m_thread_main(m* mm) {
     thread_altstack altstack;
     set_current_m(mm);
+    mm->os_thread = pthread_self();  // async preemption
+    mm->async_signal = async_signal;
     mm->g0_tsan_fiber = tsan_current_fiber();
     if (mm->nextp) {
       acquirep(mm, mm->nextp);
