@@ -122,6 +122,8 @@ inline void cpu_relax() noexcept {
 // m_base::after, and g0 carries it out once the goroutine is off its stack
 // (Go's mcall). So a goroutine is never made runnable while still running.
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -160,6 +162,11 @@ asm(R"goro_asm(
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
     endbr64
@@ -195,6 +202,17 @@ goro_v0_1_start:
     callq *%rbx
     ud2
 .size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    endbr64
+    movq %rsp, %rbx
+    callq *%rax
+    movq %rbx, %rsp
+    movl $15, %eax
+    syscall
+    ud2
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
 .popsection
 .endif
 )goro_asm");
@@ -209,6 +227,11 @@ asm(R"goro_asm(
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
     hint #34
@@ -251,6 +274,15 @@ goro_v0_1_start:
     blr x19
     brk #0
 .size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    hint #34
+    blr x1
+    mov x8, #139
+    svc #0
+    brk #0
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
 .popsection
 .endif
 )goro_asm");
@@ -684,6 +716,9 @@ struct g {
   // atomic (relaxed: the queue hand-off orders it).
   std::atomic<m_base*> lockedm{nullptr};
   std::uint32_t lock_count = 0;
+  // async preemption: depth of goro::async_preemptible scopes. Written by
+  // the goroutine only; read by sysmon and by the SIGURG handler.
+  std::atomic<std::uint32_t> async_scope{0};
 
   // The closure: closure_op(self, true) runs it then destroys it (also when
   // unwinding); closure_op(self, false) only destroys it.
@@ -808,6 +843,7 @@ enum class after_switch : std::uint8_t {
   call,   // run g0_call(g0_arg) on g0, then resume the goroutine at once
   preempt,      // sysmon asked it to yield: to the global run queue (counted)
   exitsyscall,  // left blocking() and found no P: take one on g0, or queue it and stop the M
+  async_preempt,  // async preemption: SIGURG trampoline; pinned to this M (m_base::async_pinned)
 };
 
 // The policy-independent interface of a runtime.
@@ -859,6 +895,15 @@ struct m_base {
 
   bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
   g* lockedg = nullptr;      // lockosthread: the G wired to this M (Go's m.lockedg)
+
+  // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
+  // waits here, FIFO through g::link, in no run queue: only this M
+  // resumes it, and it keeps its P meanwhile (see sched.hpp m_loop).
+  bool async_signal = false;  // an M of a preemption::signal runtime
+  pthread_t os_thread{};      // the thread sysmon signals
+  g* async_pinned = nullptr;
+  g* async_pinned_tail = nullptr;
+  bool async_queued_turn = false;  // the last G run here came from a run queue: a pinned one goes next
 };
 
 inline thread_local m_base* tls_current_m = nullptr;
@@ -2744,6 +2789,237 @@ class thread_altstack {
 
 }  // namespace goro::detail
 // ---- end goro/detail/signals.hpp ----
+// ---- begin goro/detail/async_preempt.hpp ----
+// Asynchronous (signal) preemption, policy preemption::signal (Go's
+// preemptM / doSigPreempt / asyncPreempt, src/runtime/preempt.go and
+// signal_*.go; our own code, a different return path).
+//
+// sysmon, after setting a goroutine's cooperative preempt flag, sends
+// SIGURG to the thread running it when the goroutine is inside a
+// goro::async_preemptible scope (g::async_scope > 0). The handler runs on
+// the M's sigaltstack and never switches there (a switch inside a handler
+// leaves SIGURG blocked and carries this thread's sigaltstack to whichever
+// thread resumes the goroutine). Instead, like Go's pushCall, it makes the
+// interrupted goroutine "call" a trampoline when the handler returns:
+//
+//   1. it copies the whole signal frame the kernel built (ucontext; on
+//      x86-64 also the xsave area the ucontext points at; on AArch64 the
+//      fpsimd record is inside the ucontext) onto the goroutine's own
+//      stack, below the interrupted sp (and below the x86-64 red zone);
+//   2. it points the live context at goro_v0_1_async_preempt (the .S
+//      files) with sp at that copy and the yield function in a register;
+//   3. it returns: the kernel resumes the goroutine in the trampoline,
+//      with the handler's mask and altstack already restored.
+//
+// The trampoline calls async_preempt_yield (an ordinary cooperative
+// switch to g0), and when the goroutine is resumed it issues rt_sigreturn
+// on the copy: the kernel restores every register — general, flags/NZCV,
+// the full vector state (xsave incl. AVX/AVX-512 upper halves; q0-q31,
+// FPSR, FPCR) — and the signal mask, and the interrupted instruction runs
+// on. Go instead saves registers in the trampoline and returns with a
+// `ret`/`JMP (R27)`; AArch64 C code leaves no register free for that jump
+// (Go reserves R27), so goro returns through the kernel on both ISAs, one
+// code path that restores state exactly.
+//
+// The rt_sigreturn also restores the sigaltstack recorded in the frame:
+// that is this thread's own, because an async-preempted goroutine resumes
+// on the same M (its code may also keep TLS addresses in registers). The
+// scheduler guarantees it: see m_base::async_pinned (sched.hpp m_loop).
+//
+// When the handler does nothing (not ours, not safe), it passes the
+// signal on to the SIGURG handler installed before goro's, if any.
+
+#include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+
+
+extern "C" {
+// The trampoline and the end of goro's assembly (context_*.S): a pc in
+// [goro_v0_1_switch, goro_v0_1_asm_end) is never preempted.
+__attribute__((visibility("hidden"))) void goro_v0_1_async_preempt();
+__attribute__((visibility("hidden"))) void goro_v0_1_asm_end();
+}
+
+namespace goro::detail {
+
+#if GORO_TSAN
+// ThreadSanitizer cannot follow a goroutine that leaves a signal handler
+// through a rewritten context (its signal bookkeeping and fiber switch
+// would disagree): signal mode stays cooperative under TSan.
+inline constexpr bool async_preempt_supported = false;
+#else
+inline constexpr bool async_preempt_supported = true;
+#endif
+
+// Stack left free below the frame copy for the yield path (the trampoline,
+// async_preempt_yield, switch_to_g0, sanitizer hooks). A goroutine with
+// less room is not preempted asynchronously (it stays cooperative).
+inline constexpr std::size_t async_preempt_stack_margin = 4096;
+
+// Goroutine side, called by the trampoline on the goroutine's stack, on
+// the thread it was interrupted on, outside any signal handler: a plain
+// cooperative switch. m->after is set first so that a SIGURG arriving
+// from here on sees a switch in progress and leaves it alone.
+inline void async_preempt_yield(m_base* m) noexcept {
+  g* gp = m->curg;
+  m->after = after_switch::async_preempt;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  clear_preempt(gp);
+  switch_to_g0(m, gp);
+  // Resumed on this same M (async_pinned), back to the trampoline.
+}
+
+// Word-wise copy that the compiler cannot turn into a memcpy call (ASan's
+// interceptor would check the goroutine stack below sp, whose shadow may
+// hold stale poison from earlier deeper frames).
+__attribute__((no_sanitize("address"))) inline void async_copy(std::uintptr_t dst, const void* src, std::size_t n) noexcept {
+  auto* d = reinterpret_cast<volatile unsigned char*>(dst);
+  const auto* s = static_cast<const volatile unsigned char*>(src);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    *reinterpret_cast<volatile std::uint64_t*>(d + i) = *reinterpret_cast<const volatile std::uint64_t*>(s + i);
+  for (; i < n; ++i) d[i] = s[i];
+}
+
+// The handler's decision and the context rewrite; true when injected.
+__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontext_t* uc) noexcept {
+  m_base* m = tls_current_m;  // direct read: this thread, no switch in between
+  if (!m || !m->async_signal) return false;  // not an M of a signal-mode runtime
+  g* gp = m->curg;
+  // A goroutine (not g0), not in goro::blocking (no P), not already
+  // switching (m->after is set before any switch and cleared by g0),
+  // inside an async_preemptible scope, with a request outstanding.
+  if (!gp || !gp->stack.lo || m->in_blocking || m->after != after_switch::none) return false;
+  // A G wired by lock_os_thread already runs only on this M, and its M must
+  // be free to hand its P away when the G stops (stoplockedm): leave it to
+  // cooperative preemption rather than pin it here as well.
+  if (gp->lockedm.load(std::memory_order_relaxed) != nullptr) return false;
+  if (gp->async_scope.load(std::memory_order_relaxed) == 0 || !gp->preempt.load(std::memory_order_relaxed))
+    return false;
+  const auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
+  const auto hi = lo + gp->stack.size;
+#if defined(__x86_64__)
+  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#else
+  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
+  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
+#endif
+  // Never inside the switch or the trampoline.
+  if (pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
+      pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end))
+    return false;
+  // The interrupted sp must be on gp's stack (it is not while g0 runs the
+  // scheduler with curg already set, nor on some other stack).
+  if (sp <= lo || sp > hi) return false;
+#if defined(__x86_64__)
+  // The xsave area: its size is in the software bytes the kernel stores
+  // in the fxsave area's reserved tail (struct _fpx_sw_bytes, offset 464).
+  const auto* fp = reinterpret_cast<const unsigned char*>(uc->uc_mcontext.fpregs);
+  if (!fp) return false;
+  std::uint32_t magic1 = 0, extended = 0;
+  std::memcpy(&magic1, fp + 464, 4);
+  std::memcpy(&extended, fp + 468, 4);
+  std::size_t fp_size = magic1 == 0x46505853u ? extended : 512;  // FP_XSTATE_MAGIC1
+  if (fp_size < 512 || fp_size > 64 * 1024) return false;
+  // Kernel ucontext: everything up to the first 8 bytes of uc_sigmask
+  // (glibc's ucontext_t adds a larger sigset and more after it).
+  constexpr std::size_t uc_size = offsetof(ucontext_t, uc_sigmask) + 8;
+  const std::uintptr_t top = sp - 128;                       // skip the red zone
+  const std::uintptr_t fp_dst = (top - fp_size) & ~std::uintptr_t{63};  // xrstor needs 64-byte alignment
+  const std::uintptr_t uc_dst = (fp_dst - uc_size) & ~std::uintptr_t{15};  // rsp at the trampoline: 16-aligned
+  if (uc_dst < lo + async_preempt_stack_margin) return false;
+  async_copy(fp_dst, fp, fp_size);
+  async_copy(uc_dst, uc, uc_size);
+  auto* copy = reinterpret_cast<ucontext_t*>(uc_dst);
+  copy->uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(fp_dst);
+  uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(uc_dst);
+  uc->uc_mcontext.gregs[REG_RIP] = reinterpret_cast<greg_t>(&goro_v0_1_async_preempt);
+  uc->uc_mcontext.gregs[REG_RAX] = reinterpret_cast<greg_t>(&async_preempt_yield);
+  uc->uc_mcontext.gregs[REG_RDI] = reinterpret_cast<greg_t>(m);
+#elif defined(__aarch64__)
+  // A frame whose state spills out of the ucontext (extra_context, large
+  // SVE state) is not copied: leave that preemption to the next request.
+  {
+    const unsigned char* rec = uc->uc_mcontext.__reserved;
+    std::size_t off = 0;
+    while (off + 8 <= sizeof uc->uc_mcontext.__reserved) {
+      std::uint32_t magic, size;
+      std::memcpy(&magic, rec + off, 4);
+      std::memcpy(&size, rec + off + 4, 4);
+      if (magic == 0) break;
+      if (magic == 0x45585401u || size < 8) return false;  // EXTRA_MAGIC, or a malformed record
+      off += size;
+    }
+  }
+  // rt_sigreturn reads struct rt_sigframe { siginfo_t info; ucontext uc; }
+  // at sp (16-aligned); AArch64 has no red zone.
+  static_assert(sizeof(siginfo_t) == 128);
+  constexpr std::size_t uc_size = sizeof(ucontext_t);
+  const std::uintptr_t uc_dst = ((sp & ~std::uintptr_t{15}) - uc_size) & ~std::uintptr_t{15};
+  const std::uintptr_t frame = uc_dst - sizeof(siginfo_t);
+  if (frame < lo + async_preempt_stack_margin) return false;
+  async_copy(uc_dst, uc, uc_size);
+  uc->uc_mcontext.sp = frame;
+  uc->uc_mcontext.pc = reinterpret_cast<std::uintptr_t>(&goro_v0_1_async_preempt);
+  uc->uc_mcontext.regs[0] = reinterpret_cast<std::uintptr_t>(m);
+  uc->uc_mcontext.regs[1] = reinterpret_cast<std::uintptr_t>(&async_preempt_yield);
+  uc->uc_mcontext.pstate &= ~std::uint64_t{0xc00};  // BTYPE: the trampoline is entered by no branch
+#endif
+  return true;
+}
+
+inline struct sigaction& previous_urg_action() noexcept {
+  static struct sigaction prev;
+  return prev;
+}
+
+inline void urg_handler(int sig, siginfo_t* info, void* ctx) noexcept {
+  if (async_preempt_inject(static_cast<ucontext_t*>(ctx))) return;
+  // Not a preemption we can take: the application's SIGURG handler, if any.
+  struct sigaction& prev = previous_urg_action();
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, ctx);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
+    prev.sa_handler(sig);
+  }
+  // SIGURG's default action is to ignore it.
+}
+
+// Once per process, by the first signal-mode runtime.
+inline void install_async_preempt_handler() noexcept {
+  if constexpr (async_preempt_supported) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      struct sigaction sa {};
+      sa.sa_sigaction = &urg_handler;
+      sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGURG, &sa, &previous_urg_action());
+    });
+  }
+}
+
+// sysmon side (preemptM), after request_preempt(gp): signal the thread
+// running gp if gp is inside an async_preemptible scope. mm may be stale
+// (gp moved on): the handler then finds nothing to do. Ms' threads live
+// until the runtime shuts down, after sysmon has stopped.
+inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
+  if constexpr (async_preempt_supported) {
+    if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)
+      pthread_kill(mm->os_thread, SIGURG);
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/async_preempt.hpp ----
 // ---- begin goro/detail/sysmon.hpp ----
 // sysmon: the runtime's monitor thread, and the scheduler's half of
 // goro::blocking (Go's sysmon / retake / preemptone, entersyscall /
@@ -3060,7 +3336,11 @@ class sysmon {
   // acquire pairs with execute's release store, so the G record's
   // construction (on whichever thread spawned it) happens before our write.
   void preemptone(typename Sched::p* pp) noexcept {
-    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) request_preempt(gp);
+    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
+      request_preempt(gp);
+      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
+        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
+    }
   }
 
   // handoffp for a P taken from a blocking call (Go's handoffp): to an M
@@ -3194,6 +3474,8 @@ class scheduler final : public sched_base {
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // See write_canary: zero (never written) only for larger default stacks.
+  // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
+  static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
   static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 4096) ? stack_canary : 0;
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
@@ -3236,6 +3518,7 @@ class scheduler final : public sched_base {
     // sysmon (sysmon.hpp): what it reads of a P from its own thread.
     std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
     std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
+    std::atomic<m_base*> sysmon_m{nullptr};          // async preemption: the M that ran it (SIGURG target)
     std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
   };
 
@@ -3261,6 +3544,7 @@ class scheduler final : public sched_base {
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
       : nprocs_(nprocs == 0 ? 1 : nprocs), detect_deadlock_(detect_deadlock) {
     install_fault_handler();
+    if constexpr (async_signal) install_async_preempt_handler();  // async preemption
     steal_order_.reset(nprocs_);
     allp_.reserve(nprocs_);
     for (unsigned i = 0; i < nprocs_; ++i) {
@@ -3411,6 +3695,8 @@ class scheduler final : public sched_base {
     run_m_.store(mm.get(), std::memory_order_release);
     thread_altstack altstack;
     set_current_m(mm.get());
+    mm->os_thread = pthread_self();  // async preemption
+    mm->async_signal = async_signal;
     mm->g0_tsan_fiber = tsan_current_fiber();
 
     p* pp;
@@ -3554,11 +3840,18 @@ class scheduler final : public sched_base {
         }
         gp = mm->lockedg;
       } else {
-        gp = find_runnable(mm, inherit);
+        gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
         if (!gp) return;
         if (mm->spinning) reset_spinning(mm);
-        if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm && startlockedm(mm, gp))
-          continue;  // lockosthread
+        if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
+          if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
+            // async preemption: mm must keep its P for its pinned Gs, so it
+            // cannot hand it to gp's M; requeue gp for an M that can.
+            requeue_global(gp);
+            continue;
+          }
+          if (startlockedm(mm, gp)) continue;
+        }
       }
       for (;;) {
         gp = execute(mm, gp, inherit);  // returns a G to resume at once, if any
@@ -3567,6 +3860,14 @@ class scheduler final : public sched_base {
       }
       if (GORO_UNLIKELY(mm->exit_thread) && !drop_locked_thread(mm)) return;  // lockosthread
     }
+  }
+
+  void requeue_global(g* gp) {
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      globq_.push_back(gp);
+    }
+    wakep(false);
   }
 
   // ---- lockosthread (Go's startlockedm / stoplockedm / goexit0+mexit) ----
@@ -3747,6 +4048,7 @@ class scheduler final : public sched_base {
     // gp resumes inside goro::blocking after an on_g0 call.
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+      pp->sysmon_m.store(mm, std::memory_order_relaxed);  // async preemption (published by the release below)
       pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
     }
     clear_preempt(gp);
@@ -3794,6 +4096,16 @@ class scheduler final : public sched_base {
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
         return gp;  // resume it on this M (it never left the running state)
+      case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
+        sysmon_.count_preemption();
+        gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        gp->link = nullptr;
+        if (mm->async_pinned_tail)
+          mm->async_pinned_tail->link = gp;
+        else
+          mm->async_pinned = gp;
+        mm->async_pinned_tail = gp;
+        break;
       case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
         mm->after = after_switch::none;
         if (sysmon_.exit_syscall0(mm, gp)) return gp;
@@ -4166,6 +4478,8 @@ class scheduler final : public sched_base {
   void m_thread_main(m* mm) {
     thread_altstack altstack;
     set_current_m(mm);
+    mm->os_thread = pthread_self();  // async preemption
+    mm->async_signal = async_signal;
     mm->g0_tsan_fiber = tsan_current_fiber();
     if (mm->nextp) {
       acquirep(mm, mm->nextp);
@@ -4886,6 +5200,34 @@ GORO_ALWAYS_INLINE void preempt_point() noexcept {
   if (GORO_UNLIKELY(detail::preempt_requested_anywhere())) detail::preempt_check_slow();
 }
 
+// A scope in which the calling goroutine may be preempted asynchronously
+// (policy preemption::signal): when its time slice runs out, sysmon sends
+// SIGURG to its thread and the goroutine yields wherever it is, even in a
+// loop without any runtime call (docs/preemption.md). Inside the scope the
+// goroutine promises to hold no lock and to call nothing that takes one —
+// no malloc/new, no std::mutex, no goro call other than preempt_point():
+// preempted while holding a lock, it could block the goroutine that runs
+// next on the same thread. Nestable. In the other modes, under TSan, and
+// outside a goroutine it does nothing (no error: code may be shared with
+// plain threads). The async-preempted goroutine resumes on the same thread.
+class async_preemptible {
+ public:
+  async_preemptible() noexcept : g_(detail::current_g()) {
+    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // The scope's edges are compiler barriers: no lock or call is moved into it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~async_preemptible() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+  async_preemptible(const async_preemptible&) = delete;
+  async_preemptible& operator=(const async_preemptible&) = delete;
+
+ private:
+  detail::g* g_;
+};
+
 // Starts a goroutine on the calling goroutine's runtime; it runs next on
 // this P (the caller keeps running).
 template <class F, class... A>
@@ -4955,7 +5297,11 @@ namespace detail {
 template <class F>
 decltype(auto) blocking_call(bool long_call, F&& f) {
   m_base* m = current_m();
-  if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
+  // async preemption: an M holding async-preempted goroutines keeps its P
+  // through the call: they may resume only on this M, and only with a P
+  // (sched.hpp m_loop). Yielding instead could livelock a pinned goroutine
+  // that spins until this call's result arrives.
+  if (!m || !m->curg || m->in_blocking || m->async_pinned) return std::invoke(std::forward<F>(f));
   m->sched->enter_syscall(long_call);
   // exitsyscall on every way out, the exception path included; then a
   // pending preemption request is honoured (a runtime call that can switch).

@@ -235,6 +235,34 @@ GORO_ALWAYS_INLINE void preempt_point() noexcept {
   if (GORO_UNLIKELY(detail::preempt_requested_anywhere())) detail::preempt_check_slow();
 }
 
+// A scope in which the calling goroutine may be preempted asynchronously
+// (policy preemption::signal): when its time slice runs out, sysmon sends
+// SIGURG to its thread and the goroutine yields wherever it is, even in a
+// loop without any runtime call (docs/preemption.md). Inside the scope the
+// goroutine promises to hold no lock and to call nothing that takes one —
+// no malloc/new, no std::mutex, no goro call other than preempt_point():
+// preempted while holding a lock, it could block the goroutine that runs
+// next on the same thread. Nestable. In the other modes, under TSan, and
+// outside a goroutine it does nothing (no error: code may be shared with
+// plain threads). The async-preempted goroutine resumes on the same thread.
+class async_preemptible {
+ public:
+  async_preemptible() noexcept : g_(detail::current_g()) {
+    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // The scope's edges are compiler barriers: no lock or call is moved into it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~async_preemptible() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+  async_preemptible(const async_preemptible&) = delete;
+  async_preemptible& operator=(const async_preemptible&) = delete;
+
+ private:
+  detail::g* g_;
+};
+
 // Starts a goroutine on the calling goroutine's runtime; it runs next on
 // this P (the caller keeps running).
 template <class F, class... A>

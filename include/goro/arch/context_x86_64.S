@@ -35,6 +35,21 @@
  * goro_v0_1_start: first resume address of a fresh context. The switch
  *   left `arg` in rax; call the entry function held in rbx with it. The
  *   entry function never returns.
+ *
+ * goro_v0_1_async_preempt (async preemption, detail/async_preempt.hpp):
+ *   never called; the SIGURG handler makes the interrupted goroutine
+ *   resume here. It copied the whole signal frame (ucontext and xsave
+ *   area) below the interrupted stack pointer's red zone and left rsp
+ *   pointing at that ucontext copy (16-byte aligned), rax = the yield
+ *   function, rdi = its argument. Every register may be clobbered: the
+ *   copy holds the interrupted state, and rt_sigreturn (syscall 15, which
+ *   reads the frame at rsp - 8, the unused `pretcode` slot) restores all
+ *   of it (flags, vector state, signal mask) and resumes the interrupted
+ *   instruction. rbx is callee-saved, so it keeps the frame address
+ *   across the call (also across the switch the call makes).
+ *
+ * goro_v0_1_asm_end: end of goro's code here; [goro_v0_1_switch,
+ *   goro_v0_1_asm_end) is never preempted asynchronously.
  */
 
 /* goro:embed-begin */
@@ -46,6 +61,11 @@
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
     endbr64
@@ -81,6 +101,17 @@ goro_v0_1_start:
     callq *%rbx
     ud2
 .size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    endbr64
+    movq %rsp, %rbx
+    callq *%rax
+    movq %rbx, %rsp
+    movl $15, %eax
+    syscall
+    ud2
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
 .popsection
 .endif
 /* goro:embed-end */

@@ -16,6 +16,11 @@ asm(R"goro_asm(
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
     endbr64
@@ -51,6 +56,17 @@ goro_v0_1_start:
     callq *%rbx
     ud2
 .size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    endbr64
+    movq %rsp, %rbx
+    callq *%rax
+    movq %rbx, %rsp
+    movl $15, %eax
+    syscall
+    ud2
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
 .popsection
 .endif
 )goro_asm");
@@ -65,6 +81,11 @@ asm(R"goro_asm(
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
     hint #34
@@ -107,6 +128,15 @@ goro_v0_1_start:
     blr x19
     brk #0
 .size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    hint #34
+    blr x1
+    mov x8, #139
+    svc #0
+    brk #0
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
 .popsection
 .endif
 )goro_asm");

@@ -55,6 +55,9 @@ struct g {
   // atomic (relaxed: the queue hand-off orders it).
   std::atomic<m_base*> lockedm{nullptr};
   std::uint32_t lock_count = 0;
+  // async preemption: depth of goro::async_preemptible scopes. Written by
+  // the goroutine only; read by sysmon and by the SIGURG handler.
+  std::atomic<std::uint32_t> async_scope{0};
 
   // The closure: closure_op(self, true) runs it then destroys it (also when
   // unwinding); closure_op(self, false) only destroys it.

@@ -10,6 +10,8 @@
 // (Go's mcall). So a goroutine is never made runnable while still running.
 #pragma once
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +36,7 @@ enum class after_switch : std::uint8_t {
   call,   // run g0_call(g0_arg) on g0, then resume the goroutine at once
   preempt,      // sysmon asked it to yield: to the global run queue (counted)
   exitsyscall,  // left blocking() and found no P: take one on g0, or queue it and stop the M
+  async_preempt,  // async preemption: SIGURG trampoline; pinned to this M (m_base::async_pinned)
 };
 
 // The policy-independent interface of a runtime.
@@ -85,6 +88,15 @@ struct m_base {
 
   bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
   g* lockedg = nullptr;      // lockosthread: the G wired to this M (Go's m.lockedg)
+
+  // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
+  // waits here, FIFO through g::link, in no run queue: only this M
+  // resumes it, and it keeps its P meanwhile (see sched.hpp m_loop).
+  bool async_signal = false;  // an M of a preemption::signal runtime
+  pthread_t os_thread{};      // the thread sysmon signals
+  g* async_pinned = nullptr;
+  g* async_pinned_tail = nullptr;
+  bool async_queued_turn = false;  // the last G run here came from a run queue: a pinned one goes next
 };
 
 inline thread_local m_base* tls_current_m = nullptr;

@@ -37,6 +37,7 @@
 #include "run_queue.hpp"
 #include "sanitizer.hpp"
 #include "signals.hpp"
+#include "async_preempt.hpp"  // async preemption
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
 #include "timer_heap.hpp"
@@ -110,6 +111,8 @@ class scheduler final : public sched_base {
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // See write_canary: zero (never written) only for larger default stacks.
+  // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
+  static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
   static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 4096) ? stack_canary : 0;
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
@@ -152,6 +155,7 @@ class scheduler final : public sched_base {
     // sysmon (sysmon.hpp): what it reads of a P from its own thread.
     std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
     std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
+    std::atomic<m_base*> sysmon_m{nullptr};          // async preemption: the M that ran it (SIGURG target)
     std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
   };
 
@@ -177,6 +181,7 @@ class scheduler final : public sched_base {
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
       : nprocs_(nprocs == 0 ? 1 : nprocs), detect_deadlock_(detect_deadlock) {
     install_fault_handler();
+    if constexpr (async_signal) install_async_preempt_handler();  // async preemption
     steal_order_.reset(nprocs_);
     allp_.reserve(nprocs_);
     for (unsigned i = 0; i < nprocs_; ++i) {
@@ -327,6 +332,8 @@ class scheduler final : public sched_base {
     run_m_.store(mm.get(), std::memory_order_release);
     thread_altstack altstack;
     set_current_m(mm.get());
+    mm->os_thread = pthread_self();  // async preemption
+    mm->async_signal = async_signal;
     mm->g0_tsan_fiber = tsan_current_fiber();
 
     p* pp;
@@ -470,11 +477,18 @@ class scheduler final : public sched_base {
         }
         gp = mm->lockedg;
       } else {
-        gp = find_runnable(mm, inherit);
+        gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
         if (!gp) return;
         if (mm->spinning) reset_spinning(mm);
-        if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm && startlockedm(mm, gp))
-          continue;  // lockosthread
+        if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
+          if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
+            // async preemption: mm must keep its P for its pinned Gs, so it
+            // cannot hand it to gp's M; requeue gp for an M that can.
+            requeue_global(gp);
+            continue;
+          }
+          if (startlockedm(mm, gp)) continue;
+        }
       }
       for (;;) {
         gp = execute(mm, gp, inherit);  // returns a G to resume at once, if any
@@ -483,6 +497,14 @@ class scheduler final : public sched_base {
       }
       if (GORO_UNLIKELY(mm->exit_thread) && !drop_locked_thread(mm)) return;  // lockosthread
     }
+  }
+
+  void requeue_global(g* gp) {
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      globq_.push_back(gp);
+    }
+    wakep(false);
   }
 
   // ---- lockosthread (Go's startlockedm / stoplockedm / goexit0+mexit) ----
@@ -663,6 +685,7 @@ class scheduler final : public sched_base {
     // gp resumes inside goro::blocking after an on_g0 call.
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+      pp->sysmon_m.store(mm, std::memory_order_relaxed);  // async preemption (published by the release below)
       pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
     }
     clear_preempt(gp);
@@ -710,6 +733,16 @@ class scheduler final : public sched_base {
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
         return gp;  // resume it on this M (it never left the running state)
+      case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
+        sysmon_.count_preemption();
+        gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        gp->link = nullptr;
+        if (mm->async_pinned_tail)
+          mm->async_pinned_tail->link = gp;
+        else
+          mm->async_pinned = gp;
+        mm->async_pinned_tail = gp;
+        break;
       case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
         mm->after = after_switch::none;
         if (sysmon_.exit_syscall0(mm, gp)) return gp;
@@ -1082,6 +1115,8 @@ class scheduler final : public sched_base {
   void m_thread_main(m* mm) {
     thread_altstack altstack;
     set_current_m(mm);
+    mm->os_thread = pthread_self();  // async preemption
+    mm->async_signal = async_signal;
     mm->g0_tsan_fiber = tsan_current_fiber();
     if (mm->nextp) {
       acquirep(mm, mm->nextp);

@@ -44,6 +44,7 @@
 #include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
+#include "async_preempt.hpp"  // async preemption
 #include "preempt.hpp"
 
 namespace goro::detail {
@@ -320,7 +321,11 @@ class sysmon {
   // acquire pairs with execute's release store, so the G record's
   // construction (on whichever thread spawned it) happens before our write.
   void preemptone(typename Sched::p* pp) noexcept {
-    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) request_preempt(gp);
+    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
+      request_preempt(gp);
+      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
+        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
+    }
   }
 
   // handoffp for a P taken from a blocking call (Go's handoffp): to an M

@@ -29,6 +29,20 @@
  *
  * goro_v0_1_start: first resume address of a fresh context; x0 already
  *   holds `arg`; call the entry function in x19 (it never returns).
+ *
+ * goro_v0_1_async_preempt (async preemption, detail/async_preempt.hpp):
+ *   never called; the SIGURG handler makes the interrupted goroutine
+ *   resume here with sp at a copy of the whole signal frame (siginfo,
+ *   then the ucontext with its fpsimd record) taken below the interrupted
+ *   sp, x0 = argument, x1 = the yield function. AArch64 has no register
+ *   that compiled code leaves free (Go reserves R27 for its pushCall
+ *   return), so the return to the interrupted pc goes through the kernel:
+ *   rt_sigreturn (139) reads the frame at sp and restores x0-x30, sp, pc,
+ *   NZCV, q0-q31, FPSR/FPCR and the signal mask exactly. sp is preserved
+ *   across the call, so it still points at the frame.
+ *
+ * goro_v0_1_asm_end: end of goro's code here; [goro_v0_1_switch,
+ *   goro_v0_1_asm_end) is never preempted asynchronously.
  */
 
 /* goro:embed-begin */
@@ -40,6 +54,11 @@
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
     hint #34
@@ -82,6 +101,15 @@ goro_v0_1_start:
     blr x19
     brk #0
 .size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    hint #34
+    blr x1
+    mov x8, #139
+    svc #0
+    brk #0
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
 .popsection
 .endif
 /* goro:embed-end */
