@@ -669,6 +669,35 @@ class scheduler final : public sched_base {
     pp->spawns.inc();
   }
 
+  // async preemption: mm holds goroutines preempted by SIGURG, which only
+  // mm may resume (their code may keep this thread's TLS addresses in
+  // registers, and their rt_sigreturn restores this thread's sigaltstack).
+  // Alternate: one G from the run queues (local, then global) if there is
+  // one, then the oldest pinned G. mm keeps its P throughout: goro::blocking
+  // on an M with pinned goroutines keeps the P for the call (blocking.hpp),
+  // so nothing takes it away; find_runnable (timers, stealing, idling,
+  // leaving) waits until no pinned G is left.
+  g* next_with_pinned(m* mm) {
+    p* pp = mm->pp;
+    if (!mm->async_queued_turn && pp) {
+      g* gp = static_cast<g*>(pp->runq.get().item);
+      if (!gp && !globq_.empty()) {
+        std::unique_lock<std::mutex> lk(lock_);
+        gp = glob_get(pp, 0);
+      }
+      if (gp) {
+        mm->async_queued_turn = true;
+        return gp;
+      }
+    }
+    mm->async_queued_turn = false;
+    g* gp = mm->async_pinned;
+    mm->async_pinned = gp->link;
+    if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
+    gp->link = nullptr;
+    return gp;
+  }
+
   // Runs gp on mm until it switches out; then carries out its request.
   g* execute(m* mm, g* gp, bool inherit_time) {
     p* pp = mm->pp;
