@@ -3862,6 +3862,8 @@ class scheduler final : public sched_base {
     }
   }
 
+  // Gosched's tail (Go's goschedImpl): gp to the global queue, and wake an
+  // M for it if a P is idle.
   void requeue_global(g* gp) {
     {
       std::lock_guard<std::mutex> lk(lock_);
@@ -4093,11 +4095,7 @@ class scheduler final : public sched_base {
         [[fallthrough]];
       case after_switch::yield:
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
-        {
-          std::lock_guard<std::mutex> lk(lock_);
-          globq_.push_back(gp);
-        }
-        wakep(false);
+        requeue_global(gp);
         break;
       case after_switch::park: {
         pp->parks.inc();
@@ -4875,10 +4873,6 @@ class scheduler final : public sched_base {
   // is parked and cannot go away until the wake-up below.
   void main_finished() noexcept {
     main_done_.store(true, std::memory_order_seq_cst);
-    // run_m_ is read under lock_, which run_main takes to clear it before
-    // its M is freed: an awake run() M (spinning, or back from a timed
-    // sleep) may see main_done_ and leave at any moment. Once we take it
-    // off the idle list it cannot leave before our wake-up.
     m* rm = nullptr;
     bool was_timer_m = false;
     {
