@@ -216,7 +216,12 @@ TEST_CASE("runtime: gomaxprocs, num_cpu and GORO_MAXPROCS", "[runtime]") {
   goro::runtime three{goro::options{3}};
   CHECK(three.gomaxprocs() == 3);
   CHECK(three.run([] { return goro::gomaxprocs(); }) == 3);
-  CHECK_THROWS_AS(three.gomaxprocs(5), goro::usage_error);
+  CHECK(three.gomaxprocs(5) == 3);  // resizing returns the previous count
+  CHECK(three.gomaxprocs() == 5);
+  CHECK(three.run([] { return goro::gomaxprocs(2); }) == 5);
+  CHECK(three.gomaxprocs() == 2);
+  CHECK_THROWS_WITH(three.gomaxprocs(5000), "goro: gomaxprocs(n): n must be at most 4096");
+  CHECK_THROWS_WITH((goro::runtime{goro::options{5000}}), "goro: maxprocs must be at most 4096");
 
   setenv("GORO_MAXPROCS", "5", 1);
   {

@@ -157,13 +157,11 @@ class basic_runtime {
     detail::spawn(sched_.get(), std::forward<F>(f), std::forward<A>(args)...);
   }
 
-  // Returns the number of Ps. Resizing at run time (n > 0 and different)
-  // is not implemented yet and raises usage_error.
-  unsigned gomaxprocs(unsigned n = 0) {
-    unsigned cur = sched_->procs();
-    if (n > 0 && n != cur) detail::raise_usage("gomaxprocs(n): resizing at run time is not implemented yet");
-    return cur;
-  }
+  // Returns the number of Ps; with n > 0, sets it to n (at most 4096) and
+  // returns the previous one. Works from any thread, at any time: when it
+  // shrinks the runtime it returns once the removed Ps' goroutines have
+  // moved to the remaining ones (see docs/api.md).
+  unsigned gomaxprocs(unsigned n = 0) { return n == 0 ? sched_->procs() : sched_->resize(n); }
 
   std::size_t num_goroutine() const noexcept { return sched_->live_goroutines(); }
   runtime_stats stats() const noexcept { return sched_->stats(); }
@@ -299,10 +297,11 @@ inline void yield() {
 
 inline std::size_t num_goroutine() { return detail::require_goroutine("num_goroutine()")->sched->live_goroutines(); }
 
+// GOMAXPROCS: the number of Ps of the caller's runtime; n > 0 sets it
+// (returns the previous value), like basic_runtime::gomaxprocs.
 inline unsigned gomaxprocs(unsigned n = 0) {
-  unsigned cur = detail::require_goroutine("gomaxprocs()")->sched->procs();
-  if (n > 0 && n != cur) detail::raise_usage("gomaxprocs(n): resizing at run time is not implemented yet");
-  return cur;
+  detail::sched_base* s = detail::require_goroutine("gomaxprocs()")->sched;
+  return n == 0 ? s->procs() : s->resize_procs(n);
 }
 
 // CPUs this process may run on (works anywhere).

@@ -64,6 +64,8 @@ class sched_base {
   virtual netpoller* poller() noexcept { return nullptr; }
   virtual std::size_t live_goroutines() const noexcept = 0;
   virtual unsigned procs() const noexcept = 0;
+  // gomaxprocs(n): n Ps from now on (n > 0); returns the previous count.
+  virtual unsigned resize_procs(unsigned n) = 0;
   // goro::blocking (blocking.hpp): entersyscall / entersyscallblock before
   // the call (long_call: hand the P off at once), exitsyscall after it.
   virtual void enter_syscall(bool long_call) noexcept = 0;

@@ -80,6 +80,9 @@ inline constexpr std::uint32_t gfree_batch = 32;
 // Stacks cached per P before half go back to the allocator.
 inline constexpr std::uint32_t p_stack_cache_max = 32;
 inline constexpr std::uint32_t stack_refill = 16;
+// The most Ps a runtime may have (options::maxprocs, GORO_MAXPROCS,
+// gomaxprocs(n)); the table of P records has this many slots.
+inline constexpr unsigned max_procs = 4096;
 // Goroutine ids are handed to Ps in batches (Go: 16).
 inline constexpr std::uint64_t goid_batch = 16;
 // Go sleeps ~3 us before stealing a running P's runnext: its owner is
@@ -157,6 +160,10 @@ class scheduler final : public sched_base {
     std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
     std::atomic<m_base*> sysmon_m{nullptr};          // async preemption: the M that ran it (SIGURG target)
     std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
+    // gomaxprocs: on no list and owned by nobody (lock_): a fresh record,
+    // or one given up by its last M after a shrink. Cleared when the P
+    // becomes active (activate_locked).
+    bool retired = true;
   };
 
   struct m : m_base {
@@ -179,17 +186,13 @@ class scheduler final : public sched_base {
 
  public:
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
-      : nprocs_(nprocs == 0 ? 1 : nprocs), detect_deadlock_(detect_deadlock) {
+      : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
+    if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
     install_fault_handler();
     if constexpr (async_signal) install_async_preempt_handler();  // async preemption
-    steal_order_.reset(nprocs_);
-    allp_.reserve(nprocs_);
-    for (unsigned i = 0; i < nprocs_; ++i) {
-      allp_.push_back(std::make_unique<p>());
-      allp_.back()->id = i;
-    }
     std::lock_guard<std::mutex> lk(lock_);
-    for (unsigned i = nprocs_; i-- > 0;) pidle_put(allp_[i].get());
+    create_ps_locked(make_ps(0, nprocs_.load(std::memory_order_relaxed)));
+    activate_locked(0, nprocs_.load(std::memory_order_relaxed));
   }
 
   scheduler(const scheduler&) = delete;
@@ -264,7 +267,7 @@ class scheduler final : public sched_base {
   void add_timer(timer* t) override {
     m* mm = this_m();
     p* pp = mm ? mm->pp : nullptr;
-    if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % nprocs_].get();
+    if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % active_ps()];  // a retired P's timers still run
     const std::int64_t when = t->when;  // t may fire (and be gone) once queued
     pp->timers.add(t);
     wake_for_timer(when);
@@ -272,34 +275,97 @@ class scheduler final : public sched_base {
 
   std::size_t live_goroutines() const noexcept override {
     std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
-    for (auto& pp : allp_) {
+    for_each_p([&](const p* pp) {
       created += pp->spawns.get();
       done += pp->exits.get();
-    }
+    });
     return created > done ? static_cast<std::size_t>(created - done) : 0;
   }
 
-  unsigned procs() const noexcept override { return nprocs_; }
+  unsigned procs() const noexcept override { return active_ps(); }
+  unsigned resize_procs(unsigned n) override { return resize(n); }
 
   netpoller* poller() noexcept override { return &poller_; }  // netpoll
 
   runtime_stats stats() const noexcept {
     runtime_stats s;
     s.spawns = offp_spawns_.load(std::memory_order_relaxed);
-    for (auto& pp : allp_) {
+    for_each_p([&](const p* pp) {
       s.spawns += pp->spawns.get();
       s.exits += pp->exits.get();
       s.steals += pp->steals.get();
       s.global_polls += pp->global_polls.get();
       s.parks += pp->parks.get();
       s.unparks += pp->unparks.get();
-    }
+    });
     s.unparks += unparks_.load(std::memory_order_relaxed);
     s.m_parks = m_parks_.load(std::memory_order_relaxed);
     s.m_spins = m_spins_.load(std::memory_order_relaxed);
     s.threads = threads_created_.load(std::memory_order_relaxed);
     sysmon_.fill_stats(s);  // sysmon: preemptions, syscall_handoffs
     return s;
+  }
+
+  // ---- gomaxprocs(n) ----
+
+  // Go's GOMAXPROCS(n) (stopTheWorld, procresize, startTheWorld), without
+  // stopping the Ps that stay: returns the previous count once there are
+  // n Ps. Growing creates P records (or reactivates retired ones) and puts
+  // them on the idle list. Shrinking marks Ps [n, old) retired: idle ones
+  // leave the idle list at once; a busy one is given up by its M at its
+  // next scheduling point (its local queue goes to the global queue), so
+  // its running goroutine is asked to yield, and one in goro::blocking is
+  // taken from its call (as sysmon's retake does). Waits until every
+  // retired P is given up (yielding, inside a goroutine; the caller's own
+  // P may be one of them). A retired P keeps its timers, which every
+  // active P runs. A goroutine that never reaches a safe point
+  // (preemption::cooperative with no preempt_point()) on a retired P
+  // delays the return, as it would delay Go's stop-the-world.
+  unsigned resize(unsigned n) {
+    if (n == 0) return active_ps();
+    if (n > max_procs) raise_usage("gomaxprocs(n): n must be at most 4096");
+    unsigned old;
+    {
+      std::lock_guard<std::mutex> rl(resize_lock_);
+      auto fresh = make_ps(created_ps(), n);  // may throw bad_alloc: nothing changed yet
+      std::lock_guard<std::mutex> lk(lock_);
+      create_ps_locked(std::move(fresh));
+      old = nprocs_.load(std::memory_order_relaxed);
+      if (n == old) return old;
+      nprocs_.store(n, std::memory_order_seq_cst);
+      if (n > old) {
+        activate_locked(old, n);
+      } else {
+        for (p** link = &pidle_; *link;) {
+          p* pp = *link;
+          if (pp->id < n) {
+            link = &pp->link;
+            continue;
+          }
+          *link = pp->link;
+          pp->link = nullptr;
+          npidle_.fetch_sub(1, std::memory_order_seq_cst);
+          retire_locked(pp);
+        }
+      }
+    }
+    if (n > old) {
+      wakep(false);  // work queued anywhere gets the new Ps
+      return old;
+    }
+    while (!retired_ps_released(n)) {
+      m* mm = this_m();
+      if (mm && mm->curg && mm->pp) {
+        // Yield (Gosched): the others run meanwhile, and if this goroutine's
+        // own P is retired, its M gives it up now.
+        mm->after = after_switch::yield;
+        switch_to_g0(mm, mm->curg);
+      } else {
+        timespec ts{0, 20'000};
+        nanosleep(&ts, nullptr);
+      }
+    }
+    return old;
   }
 
   // ---- run(): the calling thread serves as an M while `main` runs ----
@@ -380,7 +446,7 @@ class scheduler final : public sched_base {
       bool idle;
       {
         std::lock_guard<std::mutex> lk(lock_);
-        idle = npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() &&
+        idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
                nmspinning_.load(std::memory_order_relaxed) == 0;
       }
       // No goroutine left: done, whatever timers remain (a ticker nobody
@@ -400,7 +466,7 @@ class scheduler final : public sched_base {
         shutdown_note_.sleep_for(10'000'000);
         shutdown_waiting_.store(false, std::memory_order_relaxed);
         std::lock_guard<std::mutex> lk(lock_);
-        if (npidle_.load(std::memory_order_relaxed) == nprocs_ && globq_.empty() && live_goroutines() == live &&
+        if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
             earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
           std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
           blocked_at_shutdown_ = live;
@@ -439,7 +505,7 @@ class scheduler final : public sched_base {
     }
     // Timers still queued (a ticker nobody stopped, with no goroutine left)
     // are detached: deleting them later finds them on no heap.
-    for (auto& pp : allp_) pp->timers.clear();
+    for_each_p([](p* pp) { pp->timers.clear(); });
     release_memory();
   }
 
@@ -633,7 +699,7 @@ class scheduler final : public sched_base {
     if (!rm || deadlock_.load(std::memory_order_relaxed)) return;
     const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
     if (nmidle_ + nmlocked_wait_ < mcount) return;
-    if (npidle_.load(std::memory_order_relaxed) != nprocs_ || !globq_.empty()) return;
+    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty()) return;
     if (poller_.waiters() > 0) return;  // netpoll: the network may ready them
     if (earliest_timer() != 0) return;
     deadlock_.store(true, std::memory_order_seq_cst);
@@ -797,9 +863,17 @@ class scheduler final : public sched_base {
         }
         continue;
       }
+      // gomaxprocs: this P was retired by a shrink; give it up (its queue
+      // goes to the global queue) and look for an active one.
+      if (GORO_UNLIKELY(pp->id >= active_ps())) {
+        drop_retired_p(mm);
+        continue;
+      }
       // checkTimers: this P's due timers run first; what they ready lands
       // in this P's run queue.
       if (pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
+      // gomaxprocs: retired Ps keep their timers; every active P runs them.
+      if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
       // Fairness: every global_poll_interval ticks look at the global
       // queue first, so local ping-pong cannot starve it.
       if (pp->schedtick % Policy::global_poll_interval == 0 && !globq_.empty()) {
@@ -832,8 +906,7 @@ class scheduler final : public sched_base {
       if (run_other_timers(pp)) continue;
       // Steal, if this M is spinning or few enough Ms are: spinning Ms
       // are limited to half the busy Ps so they cannot burn every CPU.
-      if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) <
-                              nprocs_ - npidle_.load(std::memory_order_relaxed)) {
+      if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) < busy_ps()) {
         if (!mm->spinning) {
           mm->spinning = true;
           nmspinning_.fetch_add(1, std::memory_order_seq_cst);
@@ -878,8 +951,8 @@ class scheduler final : public sched_base {
         nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
         std::atomic_thread_fence(std::memory_order_seq_cst);
         p* again = nullptr;
-        for (auto& other : allp_) {
-          if (!other->runq.empty()) {
+        for (unsigned i = 0, n = created_ps(); i < n; ++i) {  // gomaxprocs: a retired P may still hold work
+          if (!allp_[i]->runq.empty()) {
             std::lock_guard<std::mutex> lk(lock_);
             again = pidle_get();
             break;
@@ -906,10 +979,19 @@ class scheduler final : public sched_base {
   // Runs the due timers of every P but pp. Returns true if it ran any.
   // Reads the clock only if some P has a timer at all.
   bool run_other_timers(p* pp) noexcept {
+    return run_timers_of(0, created_ps(), pp);
+  }
+
+  // gomaxprocs: the due timers of retired Ps (they are not moved: a timer
+  // stays on the heap it was added to, see timer_heap.hpp).
+  bool run_retired_timers() noexcept { return run_timers_of(active_ps(), created_ps(), nullptr); }
+
+  bool run_timers_of(unsigned from, unsigned to, p* skip) noexcept {
     bool ran = false;
     std::int64_t now = 0;
-    for (auto& other : allp_) {
-      if (other.get() == pp) continue;
+    for (unsigned i = from; i < to; ++i) {
+      p* other = allp_[i];
+      if (other == skip) continue;
       std::int64_t w = other->timers.earliest();
       if (w == 0) continue;
       if (now == 0) now = nanotime();
@@ -924,10 +1006,10 @@ class scheduler final : public sched_base {
   // The earliest pending timer over all Ps (Go's timeSleepUntil); 0: none.
   std::int64_t earliest_timer() const noexcept {
     std::int64_t next = 0;
-    for (auto& pp : allp_) {
+    for_each_p([&](const p* pp) {
       std::int64_t w = pp->timers.earliest();
       if (w != 0 && (next == 0 || w < next)) next = w;
-    }
+    });
     return next;
   }
 
@@ -1008,10 +1090,13 @@ class scheduler final : public sched_base {
   // is only stolen on the last pass.
   g* steal_work(m* mm, p* pp) {
     constexpr int steal_tries = 4;
+    // Over every P record (gomaxprocs: a retired P may still hold work;
+    // idle ones are skipped).
+    const coprime_order* order = steal_order_.load(std::memory_order_acquire);
     for (int i = 0; i < steal_tries; ++i) {
       bool last = i == steal_tries - 1;
-      for (auto e = steal_order_.start(mm->rng.next()); !e.done(); e.next()) {
-        p* victim = allp_[e.position()].get();
+      for (auto e = order->start(mm->rng.next()); !e.done(); e.next()) {
+        p* victim = allp_[e.position()];
         if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
         g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
           if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
@@ -1255,9 +1340,126 @@ class scheduler final : public sched_base {
     mm->pp = nullptr;
   }
 
+  // ---- gomaxprocs: P records ----
+
+  unsigned active_ps() const noexcept { return nprocs_.load(std::memory_order_acquire); }
+  unsigned created_ps() const noexcept { return nallp_.load(std::memory_order_acquire); }
+  // Active Ps not on the idle list (0 while a shrink is half seen).
+  unsigned busy_ps() const noexcept {
+    unsigned a = active_ps(), idle = npidle_.load(std::memory_order_relaxed);
+    return a > idle ? a - idle : 0;
+  }
+  // Every P record, active or retired.
+  template <class F>
+  void for_each_p(F&& f) const {
+    for (unsigned i = 0, n = created_ps(); i < n; ++i) f(allp_[i]);
+  }
+
+  // New P records with ids [from, to) (none if to <= from).
+  static std::vector<std::unique_ptr<p>> make_ps(unsigned from, unsigned to) {
+    std::vector<std::unique_ptr<p>> ps;
+    for (unsigned i = from; i < to; ++i) {
+      ps.push_back(std::make_unique<p>());
+      ps.back()->id = i;
+    }
+    return ps;
+  }
+
+  // Publishes new P records (lock_ held): their slots, then nallp_, then a
+  // steal order covering them.
+  void create_ps_locked(std::vector<std::unique_ptr<p>> ps) {
+    if (ps.empty()) return;
+    unsigned to = ps.back()->id + 1;
+    auto order = std::make_unique<coprime_order>(to);
+    steal_orders_.reserve(steal_orders_.size() + 1);
+    p_records_.reserve(p_records_.size() + ps.size());  // no throw past this point
+    for (auto& rec : ps) {
+      allp_[rec->id] = rec.get();
+      p_records_.push_back(std::move(rec));
+    }
+    nallp_.store(to, std::memory_order_release);
+    steal_order_.store(order.get(), std::memory_order_release);
+    steal_orders_.push_back(std::move(order));
+  }
+
+  // Ps [from, to) are active (nprocs_ covers them): fresh and retired ones
+  // go on the idle list; one not retired is still held by its M (or in a
+  // blocking call) and simply stays (lock_ held).
+  void activate_locked(unsigned from, unsigned to) noexcept {
+    for (unsigned i = to; i-- > from;) {  // P `from` on top of the idle list
+      p* pp = allp_[i];
+      if (!pp->retired) continue;
+      pp->retired = false;
+      pidle_put(pp);
+    }
+  }
+
+  // A retired P (id >= nprocs_) loses its owner (lock_ held): its queued
+  // goroutines go to the global queue (the caller wakes an M for them) and
+  // its free G records to the global list; it then sits on no list until a
+  // growth reactivates it (Go's p.destroy, minus freeing the record).
+  void retire_locked(p* pp) noexcept {
+    pp->status.store(p_status::idle, std::memory_order_relaxed);
+    pp->retired = true;
+    pp->runq.drain([this](g* gp) { globq_.push_back(gp); });
+    if (pp->gfree) {
+      std::lock_guard<std::mutex> lk(gfree_lock_);
+      while (g* gp = pp->gfree) {
+        pp->gfree = gp->link;
+        gp->link = gfree_;
+        gfree_ = gp;
+        ++ngfree_;
+      }
+      pp->ngfree = 0;
+    }
+    if (shutdown_waiting_.load(std::memory_order_relaxed)) shutdown_note_.wake();
+  }
+
+  // mm's P was retired by a shrink: give it up (find_runnable then looks
+  // for an active P).
+  void drop_retired_p(m* mm) {
+    p* pp = mm->pp;
+    const bool had_work = !pp->runq.empty();
+    const bool spinning = std::exchange(mm->spinning, false);
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      releasep(mm);
+      pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
+    }
+    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    if (had_work || spinning) wakep(false);
+  }
+
+  // resize's wait: true once no P of [n, nallp_) is held any more. Asks the
+  // goroutine running on each held one to yield, and takes one in a
+  // blocking call from it (retake), so it is retired now.
+  bool retired_ps_released(unsigned n) {
+    bool released = true;
+    for (unsigned i = n, c = created_ps(); i < c; ++i) {
+      p* pp = allp_[i];
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        if (pp->retired || pp->id < nprocs_.load(std::memory_order_relaxed)) continue;  // done, or active again
+      }
+      released = false;
+      auto st = pp->status.load(std::memory_order_acquire);
+      if (st == p_status::syscall &&
+          pp->status.compare_exchange_strong(st, p_status::running, std::memory_order_acq_rel)) {
+        handoffp(pp, false);
+      } else if (st != p_status::idle) {
+        sysmon_.preemptone(pp);  // also a G back from its call on the fast path
+      }
+    }
+    return released;
+  }
+
   // ---- idle lists (scheduler lock held) ----
 
   void pidle_put(p* pp) noexcept {
+    if (GORO_UNLIKELY(pp->id >= nprocs_.load(std::memory_order_relaxed))) {  // gomaxprocs: retired
+      retire_locked(pp);
+      return;
+    }
     pp->status.store(p_status::idle, std::memory_order_relaxed);
     pp->link = pidle_;
     pidle_ = pp;
@@ -1334,7 +1536,7 @@ class scheduler final : public sched_base {
   g* glob_get(p* pp, std::uint32_t max) {
     std::uint32_t size = globq_.size();
     if (size == 0) return nullptr;
-    std::uint32_t n = std::min(size, size / nprocs_ + 1);
+    std::uint32_t n = std::min(size, size / active_ps() + 1);
     if (max > 0 && n > max) n = max;
     n = std::min<std::uint32_t>(n, run_queue::capacity / 2);
     g* gp = globq_.pop_front();
@@ -1568,13 +1770,13 @@ class scheduler final : public sched_base {
   }
 
   void release_memory() noexcept {
-    for (auto& pp : allp_) {
+    for_each_p([this](p* pp) {
       while (pp->nstack) {
         stack_memory s = pp->stack_cache[--pp->nstack].mem;
         asan_unpoison(s.lo, s.size);
         alloc_.deallocate(s);
       }
-    }
+    });
     for (auto& block : g_blocks_) {
       for (std::uint32_t i = 0; i < gfree_batch; ++i) {
         g* gp = &block[i];
@@ -1591,10 +1793,21 @@ class scheduler final : public sched_base {
   }
 
   // ---- state ----
-  const unsigned nprocs_;
-  std::vector<std::unique_ptr<p>> allp_;
-  coprime_order steal_order_;
+  // gomaxprocs: Ps [0, nprocs_) are active. Records [nprocs_, nallp_) are
+  // retired by a shrink (kept, for their counters, timers and a later
+  // growth). allp_ has max_procs slots; a slot is written once, under
+  // lock_, before nallp_ (release) covers it, so readers index it without
+  // the lock. nprocs_ changes only under lock_ (with the idle list).
+  std::atomic<unsigned> nprocs_;
+  std::atomic<unsigned> nallp_{0};
+  std::unique_ptr<p*[]> allp_;
+  std::vector<std::unique_ptr<p>> p_records_;  // owns allp_'s records (lock_)
+  // Steal order over [0, nallp_); replaced when nallp_ grows. Old orders are
+  // kept (a stealer may still hold one) until the runtime ends.
+  std::atomic<const coprime_order*> steal_order_{nullptr};
+  std::vector<std::unique_ptr<coprime_order>> steal_orders_;  // lock_
 
+  std::mutex resize_lock_;  // gomaxprocs: one resize at a time (taken before lock_)
   std::mutex lock_;  // sched.lock: global queue, idle P and M lists, allm
   global_run_queue globq_;
   p* pidle_ = nullptr;

@@ -105,7 +105,7 @@ class sysmon {
     if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
-    ticks_.assign(s_.allp_.size(), p_ticks{});
+    ticks_.assign(s_.created_ps(), p_ticks{});
     int err = pthread_create(
         &thread_, nullptr,
         [](void* self) -> void* {
@@ -213,6 +213,20 @@ class sysmon {
     return true;
   }
 
+  // preemptone: ask pp's running G to yield (sysmon, and gomaxprocs'
+  // shrink). The G read may be stale (the P moved on meanwhile): the request then lands on a G that clears it in
+  // execute() before it runs again, or that was just started (harmless,
+  // as in Go). G records are never freed while the runtime lives; the
+  // acquire pairs with execute's release store, so the G record's
+  // construction (on whichever thread spawned it) happens before our write.
+  void preemptone(typename Sched::p* pp) noexcept {
+    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
+      request_preempt(gp);
+      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
+        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
+    }
+  }
+
  private:
   void loop() noexcept {
     std::uint32_t idle = 0;
@@ -244,7 +258,7 @@ class sysmon {
     }
   }
 
-  bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.nprocs_; }
+  bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.active_ps(); }
 
   // Sleeps up to d; false when sysmon must stop. The note is cleared before
   // stopping_ is read; the seq_cst fences here and in stop() make sure that
@@ -272,8 +286,9 @@ class sysmon {
   std::uint32_t retake(steady::time_point now) noexcept {
     std::uint32_t n = 0;
     [[maybe_unused]] auto pnow = clock::now();
-    for (std::size_t i = 0; i < ticks_.size(); ++i) {
-      auto* pp = s_.allp_[i].get();
+    if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
+    for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held
+      auto* pp = s_.allp_[i];
       p_ticks& pd = ticks_[i];
       auto st = pp->status.load(std::memory_order_acquire);
       if constexpr (Policy::preempt != preemption::none) {
@@ -281,7 +296,11 @@ class sysmon {
         // with a given schedtick. The tick does not move for a G taken from
         // runnext (it inherits the slice), nor across an idle stretch: a P
         // seen idle starts afresh, so idle time never counts as running.
-        if (st == Sched::p_status::running) {
+        // Time in goro::blocking counts (Go's retake does the same for
+        // _Psyscall): a G looping over short blocking calls keeps taking
+        // its P back on the fast path and would otherwise never yield it;
+        // it honours the request when its call returns.
+        if (st == Sched::p_status::running || st == Sched::p_status::syscall) {
           std::uint32_t t = pp->sysmon_schedtick.load(std::memory_order_relaxed);
           if (!pd.running_seen || pd.schedtick != t) {
             pd.running_seen = true;
@@ -312,20 +331,6 @@ class sysmon {
       handoff(pp);
     }
     return n;
-  }
-
-  // preemptone: ask pp's running G to yield. The G read may be stale (the P
-  // moved on meanwhile): the request then lands on a G that clears it in
-  // execute() before it runs again, or that was just started (harmless,
-  // as in Go). G records are never freed while the runtime lives; the
-  // acquire pairs with execute's release store, so the G record's
-  // construction (on whichever thread spawned it) happens before our write.
-  void preemptone(typename Sched::p* pp) noexcept {
-    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
-      request_preempt(gp);
-      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
-        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
-    }
   }
 
   // handoffp for a P taken from a blocking call (Go's handoffp): to an M
@@ -360,11 +365,11 @@ class sysmon {
       std::snprintf(buf, sizeof buf,
                     "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
                     "idlethreads=%u runqueue=%u [",
-                    static_cast<long long>(ms), s_.nprocs_, s_.npidle_.load(std::memory_order_relaxed), threads,
+                    static_cast<long long>(ms), s_.active_ps(), s_.npidle_.load(std::memory_order_relaxed), threads,
                     s_.nmspinning_.load(std::memory_order_relaxed), idlethreads, s_.globq_.size());
       line += buf;
     }
-    for (std::size_t i = 0; i < s_.allp_.size(); ++i) {
+    for (unsigned i = 0, n = s_.active_ps(); i < n; ++i) {
       std::snprintf(buf, sizeof buf, i ? " %u" : "%u", s_.allp_[i]->runq.size());
       line += buf;
     }
