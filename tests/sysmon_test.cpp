@@ -270,6 +270,39 @@ TEST_CASE("blocking: at 1 proc other goroutines run during a long blocking call"
   CHECK(rt.stats().syscall_handoffs >= 1);
 }
 
+// Go's retake times a P's slice in _Psyscall as in _Prunning: a goroutine
+// looping over short blocking calls takes its P back on the fast path each
+// time (and sysmon does not retake it: it never sees one call last a
+// round), so only a preemption request, honoured when a call returns,
+// lets the others in.
+TEST_CASE("blocking: at 1 proc a goroutine looping over short blocking calls is preempted", "[sysmon][blocking]") {
+  goro::runtime rt{goro::options{1}};
+  std::atomic<bool> stop{false}, gave_up{false};
+  rt.run([&] {
+    goro::wait_group wg;
+    wg.add(1);
+    goro::go([&] {
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
+      while (!stop.load()) {
+        goro::blocking([] {  // shorter than a sysmon round, which never sees one call twice
+          const auto until = std::chrono::steady_clock::now() + 15us;
+          while (std::chrono::steady_clock::now() < until) {
+          }
+        });
+        if (std::chrono::steady_clock::now() > deadline) {
+          gave_up.store(true);  // main never got the P back
+          break;
+        }
+      }
+      wg.done();
+    });
+    goro::yield();  // the looper runs; main comes back only if it is preempted
+    stop.store(true);
+    wg.wait();
+  });
+  CHECK_FALSE(gave_up.load());  // (a hand-off, when the OS deschedules the looper mid-call, also lets main in)
+}
+
 TEST_CASE("blocking: long_call hands the P off at once", "[sysmon][blocking]") {
   goro::runtime rt{goro::options{1}};
   bool ran_meanwhile = false;
