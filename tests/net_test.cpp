@@ -419,3 +419,123 @@ TEST_CASE("net: goroutines blocked on I/O cost no CPU; sleepers beside them wake
     ln.close();
   });
 }
+
+TEST_CASE("net: concurrent readers take turns and close wakes them all", "[net]") {
+  int fds_before = open_fds();
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      auto client = goro::net::dial_tcp(addr(ln));
+      auto server = ln.accept();
+      // Two readers on one conn: one waits for data, the other queues
+      // behind it; each gets one of the two messages.
+      std::atomic<int> done{0};
+      std::string got[2];
+      goro::wait_group wg;
+      wg.add(2);
+      for (int i = 0; i < 2; ++i)
+        goro::go([&, i, server]() mutable {
+          std::string buf(16, '\0');
+          buf.resize(server.read(bytes(buf)));
+          got[i] = buf;
+          done.fetch_add(1);
+          wg.done();
+        });
+      goro::sleep_for(20ms);  // both blocked (or queued)
+      CHECK(done.load() == 0);
+      client.write(std::string_view("first"));
+      while (done.load() < 1) goro::sleep_for(1ms);
+      goro::sleep_for(10ms);
+      CHECK(done.load() == 1);  // the second still waits: no data for it
+      client.write(std::string_view("second"));
+      wg.wait();
+      CHECK(((got[0] == "first" && got[1] == "second") || (got[0] == "second" && got[1] == "first")));
+
+      // Close wakes a blocked reader and the ones queued behind it.
+      std::atomic<int> woken{0};
+      wg.add(3);
+      for (int i = 0; i < 3; ++i)
+        goro::go([&, server]() mutable {
+          std::string buf(8, '\0');
+          try {
+            server.read(bytes(buf));
+          } catch (const goro::usage_error& e) {
+            if (std::string(e.what()) == "goro: use of closed network connection") woken.fetch_add(1);
+          }
+          wg.done();
+        });
+      goro::sleep_for(20ms);
+      server.close();
+      wg.wait();
+      CHECK(woken.load() == 3);
+      client.close();
+      ln.close();
+    });
+  }
+  CHECK(open_fds() == fds_before);
+}
+
+TEST_CASE("net: concurrent writes are not interleaved", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = goro::net::listen_tcp("127.0.0.1:0");
+    auto client = goro::net::dial_tcp(addr(ln));
+    auto server = ln.accept();
+    // Each message is larger than the socket buffers, so every write()
+    // parks part-way through, and the others queue behind it.
+    constexpr int writers = 4;
+    const std::size_t size = static_cast<std::size_t>(goro_test::scale(1 << 20, 256 << 10));
+    goro::wait_group wg;
+    wg.add(writers);
+    for (int i = 0; i < writers; ++i)
+      goro::go([&, i, server]() mutable {
+        server.write(std::string(size, static_cast<char>('a' + i)));
+        wg.done();
+      });
+    std::string all = read_n(client, size * writers);
+    wg.wait();
+    REQUIRE(all.size() == size * writers);
+    bool seen[writers] = {};
+    bool whole = true;
+    for (int k = 0; k < writers; ++k) {
+      char c = all[k * size];
+      if (c < 'a' || c >= 'a' + writers || seen[c - 'a'])
+        whole = false;
+      else
+        seen[c - 'a'] = true;
+      if (all.find_first_not_of(c, k * size) < (k + 1) * size) whole = false;
+    }
+    CHECK(whole);
+    client.close();
+    server.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net: two goroutines wait_readable on one fd", "[net]") {
+  int p[2];
+  REQUIRE(pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  int fds_before = open_fds();
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([&] {
+      std::atomic<int> ready{0};
+      goro::wait_group wg;
+      wg.add(2);
+      for (int i = 0; i < 2; ++i)
+        goro::go([&] {
+          if (goro::net::wait_readable(p[0])) ready.fetch_add(1);
+          wg.done();
+        });
+      goro::sleep_for(20ms);
+      CHECK(ready.load() == 0);
+      CHECK(write(p[1], "k", 1) == 1);
+      wg.wait();
+      CHECK(ready.load() == 2);
+    });
+  }
+  CHECK(open_fds() == fds_before);  // the dup is gone
+  close(p[0]);
+  close(p[1]);
+}

@@ -240,7 +240,7 @@ class netpoller {
     pd->owner.store(this, std::memory_order_seq_cst);
     if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
       int err = errno;
-      close(pd);
+      unlink(pd);  // no EPOLL_CTL_DEL: on EEXIST the registration is someone else's
       return err;
     }
     return 0;
@@ -250,6 +250,11 @@ class netpoller {
   void close(poll_desc* pd) noexcept {
     epoll_event e{};
     epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    unlink(pd);
+  }
+
+ private:
+  void unlink(poll_desc* pd) noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
     (pd->prev ? pd->prev->next : list_) = pd->next;
@@ -258,6 +263,7 @@ class netpoller {
     pd->owner.store(nullptr, std::memory_order_seq_cst);
   }
 
+ public:
   // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
   // event or brk()), stores the goroutines made runnable in out (room for
   // max_batch) and returns their number. The caller holds try_lock().
