@@ -1,14 +1,18 @@
 // net: goro::net on the network poller — echo under load at one proc, a
 // blocked reader does not hold its M, deadlines, refused connections,
 // close waking a blocked reader, thousands of connections, wait_readable
-// on a pipe, IPv6 loopback, no fd leaks. Loopback only.
+// on a pipe, IPv6 loopback, no fd leaks, several readers / writers /
+// waiters per fd, sub-millisecond sleeps beside the poller. Loopback only.
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
 #include <dirent.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -538,4 +542,52 @@ TEST_CASE("net: two goroutines wait_readable on one fd", "[net]") {
   CHECK(open_fds() == fds_before);  // the dup is gone
   close(p[0]);
   close(p[1]);
+}
+
+TEST_CASE("net: sub-millisecond sleeps while the poller is in use", "[net]") {
+  // The idle M sleeps in epoll_pwait2 (ns timeout) until the next timer;
+  // with epoll_wait's ms timeout a 100 us sleep would take >= 1 ms.
+  bool have_pwait2 = false;
+#ifdef __NR_epoll_pwait2
+  {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    REQUIRE(ep >= 0);
+    epoll_event ev;
+    timespec ts{0, 0};
+    have_pwait2 = syscall(__NR_epoll_pwait2, ep, &ev, 1, &ts, nullptr, 0) >= 0 || errno != ENOSYS;
+    close(ep);
+  }
+#endif
+  if (!have_pwait2) {
+    WARN("epoll_pwait2 unavailable (kernel < 5.11 or qemu-user): timers round up to 1 ms; skipped");
+    return;
+  }
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = goro::net::listen_tcp("127.0.0.1:0");
+    auto client = goro::net::dial_tcp(addr(ln));
+    auto server = ln.accept();
+    std::atomic<bool> got{false};
+    goro::go([&, server]() mutable {  // parked on the poller throughout
+      std::string buf(4, '\0');
+      got.store(server.read(bytes(buf)) == 1);
+    });
+    goro::sleep_for(5ms);
+    std::vector<std::int64_t> us;
+    for (int i = 0; i < 21; ++i) {
+      auto t0 = steady::now();
+      goro::sleep_for(100us);
+      us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+    INFO("sleep_for(100us): min " << us.front() << " us, median " << us[10] << " us, max " << us.back() << " us");
+    CHECK(us.front() >= 100);
+    CHECK(us[10] < 900);  // the median: robust to a few descheduled rounds
+    CHECK_FALSE(got.load());
+    client.write(std::string_view("!"));
+    while (!got.load()) goro::yield();
+    client.close();
+    server.close();
+    ln.close();
+  });
 }
