@@ -32,7 +32,7 @@ REPO = BENCH_DIR.parent
 
 @dataclass
 class Target:
-    kind: str  # "ratio_le": goro/peer <= value; "abs_ge" / "abs_le": goro's own value
+    kind: str  # "ratio_le" / "ratio_ge": goro/peer <= / >= value; "abs_ge" / "abs_le": goro's own value
     value: float
     peer: str | None = None
     text: str = ""
@@ -53,6 +53,10 @@ class Workload:
     program: str | None = None  # the binary's workload name when it differs
     # targets judged at other thread counts than TARGET_PROCS (procs -> target)
     proc_targets: dict[int, Target] = field(default_factory=dict)
+    # "wrk": a server process driven by wrk (args / quick_args are wrk's)
+    driver: str | None = None
+    # another metric of the named workload's runs: reported, never re-run
+    same_run_as: str | None = None
 
 
 WORKLOADS: list[Workload] = [
@@ -133,6 +137,27 @@ WORKLOADS += [
     Workload("parked_memory_small", "bytes_per_goroutine", "bytes/goroutine", ["goro", "go"],
              ["--n", "100000", "--reps", "1", "--small", "1"], ["--n", "100000", "--reps", "1", "--small", "1"],
              Target("ratio_le", 1.0, "go", "<= Go"), program="parked_memory"),
+]
+# Loopback TCP through the network poller (goro::net / package net): the
+# median round trip of a 64-byte echo, with 1 and with 64 connections.
+WORKLOADS += [
+    Workload("echo_latency", "median_ns", "ns/round trip (median)", ["goro", "go"],
+             ["--conns", "1", "--n", "20000", "--reps", "3"], ["--conns", "1", "--n", "5000", "--reps", "2"],
+             Target("ratio_le", 1.0, "go", "<= Go")),
+    Workload("echo_latency_64", "median_ns", "ns/round trip (median)", ["goro", "go"],
+             ["--conns", "64", "--n", "2000", "--reps", "3"], ["--conns", "64", "--n", "500", "--reps", "2"],
+             Target("ratio_le", 1.0, "go", "<= Go"), program="echo_latency"),
+]
+# HTTP "hello" (examples/http_hello.cpp vs peers/go/http_hello.go), one
+# server process per run driven by wrk on the same machine; one run gives
+# both requests/s and wrk's p99 latency.
+WORKLOADS += [
+    Workload("http_hello", "requests_per_s", "requests/s", ["goro", "go"],
+             ["-t", "2", "-c", "256", "-d", "5s"], ["-t", "2", "-c", "256", "-d", "2s"],
+             Target("ratio_ge", 1.3, "go", ">= 1.3x Go"), higher_is_better=True, driver="wrk"),
+    Workload("http_hello_p99", "p99_ms", "ms p99 latency", ["goro", "go"], [], [],
+             Target("ratio_le", 1.0, "go", "<= Go"), program="http_hello", driver="wrk",
+             same_run_as="http_hello"),
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 # The issue's targets are for 2 threads; context switch and preempt_point are single-threaded.
@@ -239,6 +264,67 @@ def run_one(exe: Path, args: list[str], timeout: int) -> tuple[list[dict[str, st
     return rows, None
 
 
+def wrk_ms(text: str) -> float:
+    """wrk's latency ("812.00us", "19.13ms", "1.02s") in ms."""
+    for suffix, scale in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * scale
+    raise ValueError(text)
+
+
+def run_wrk(exe: Path, impl: str, workload: str, procs: int, wrk_args: list[str],
+            timeout: int) -> tuple[list[dict[str, str]], str | None]:
+    """Starts the server on a free port, runs wrk against it, stops it."""
+    import socket
+    import time
+    with socket.socket() as sk:  # a free port (the server binds it right after)
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    if impl == "go":
+        cmd, env = [str(exe), "-port", str(port), "-procs", str(procs)], dict(os.environ)
+    else:
+        cmd, env = [str(exe), "--serve", str(port)], {**os.environ, "GORO_MAXPROCS": str(procs)}
+    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while True:  # until it accepts
+            if server.poll() is not None:
+                return [], f"server exited {server.returncode}: {server.stderr.read().strip()[-200:]}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    return [], "server did not listen within 10 s"
+                time.sleep(0.05)
+        try:
+            r = subprocess.run(["wrk", *wrk_args, "--latency", f"http://127.0.0.1:{port}/"],
+                               capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return [], f"wrk timed out after {timeout}s"
+        rps = p99 = None
+        errors = ""
+        for ln in r.stdout.splitlines():
+            f = ln.split()
+            if ln.startswith("Requests/sec:"):
+                rps = float(f[1])
+            elif len(f) == 2 and f[0] == "99%":
+                p99 = wrk_ms(f[1])
+            elif "Socket errors" in ln or "Non-2xx" in ln:
+                errors = ln.strip()
+        if rps is None or p99 is None:
+            return [], f"no wrk result: {(r.stdout + r.stderr).strip()[-200:]}"
+        if server.poll() is not None:
+            return [], f"server exited {server.returncode} under load"
+        row = {"workload": workload, "impl": impl, "procs": str(procs), "requests_per_s": f"{rps:.1f}",
+               "p99_ms": f"{p99:.3f}"}
+        return [row], (f"wrk: {errors}" if errors.startswith("Non-2xx") else None)
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.wait()
+
+
 def fmt(v: float | None) -> str:
     if v is None:
         return "n/a"
@@ -267,6 +353,8 @@ def main() -> int:
     for w in only:
         if w not in BY_NAME:
             ap.error(f"unknown workload {w!r}; known: {', '.join(BY_NAME)}")
+    # A metric of another workload's runs comes along with it.
+    only += [w.name for w in WORKLOADS if w.same_run_as in only and w.name not in only]
     workloads = [BY_NAME[w] for w in only] if only else WORKLOADS
     procs_list = [int(p) for p in a.procs.split(",") if p]
     impl_filter = {i for i in a.impls.split(",") if i}
@@ -289,7 +377,20 @@ def main() -> int:
     missing: dict[tuple[str, str], str] = {}
     failures: dict[tuple[str, int, str], str] = {}
 
+    have_wrk = shutil.which("wrk") is not None
+    skipped: set[str] = set()
+    shared_rows: dict[tuple[str, int, str], list[dict[str, str]]] = {}  # (workload, procs, impl)
     for w in workloads:
+        if w.driver == "wrk" and not have_wrk:
+            log(f"== {w.name}: skipped: wrk not installed (apt-get install wrk)")
+            notes.append(f"{w.name}: skipped: wrk not installed (apt-get install wrk)")
+            skipped.add(w.name)
+            continue
+        if w.same_run_as and w.same_run_as in {x.name for x in workloads}:
+            for (wn, p, impl), rows in shared_rows.items():
+                if wn == w.same_run_as:
+                    results[(w.name, p, impl)] = [float(row[w.metric]) for row in rows if w.metric in row]
+            continue
         impls = [i for i in w.impls if not impl_filter or i in impl_filter]
         avail = []
         for impl in impls:
@@ -310,7 +411,12 @@ def main() -> int:
                 for impl in avail[k:] + avail[:k]:
                     args = ["--procs", str(p), *(w.quick_args if a.quick else w.args),
                             *w.per_impl_args.get(impl, [])]
-                    rows, err = run_one(binary(build_dir, impl, w.program or w.name), args, a.timeout)
+                    exe = binary(build_dir, impl, w.program or w.name)
+                    if w.driver == "wrk":
+                        rows, err = run_wrk(exe, impl, w.name, p, args[2:], a.timeout)
+                        shared_rows.setdefault((w.name, p, impl), []).extend(rows)
+                    else:
+                        rows, err = run_one(exe, args, a.timeout)
                     vals = [float(row[w.metric]) for row in rows if w.metric in row]
                     results.setdefault((w.name, p, impl), []).extend(vals)
                     raw_lines.extend(rows)
@@ -324,6 +430,8 @@ def main() -> int:
     header = ["workload", "procs", "unit", "goro", "peer", "peer median", "goro/peer", "target", "status"]
     table: list[list[str]] = []
     for w in workloads:
+        if w.name in skipped:
+            continue
         plist = w.fixed_procs or procs_list
         impls = [i for i in w.impls if not impl_filter or i in impl_filter]
         for p in plist:
@@ -339,12 +447,14 @@ def main() -> int:
                 ratio = g / pv if (g is not None and pv) else None
                 target_txt, status = "", ""
                 t = w.proc_targets.get(p, w.target)
-                if judged and t and t.kind == "ratio_le" and t.peer == peer:
+                if judged and t and t.kind in ("ratio_le", "ratio_ge") and t.peer == peer:
                     target_txt = t.text
                     if g is None:
                         status = "NO DATA"
                     elif pv is None:
                         status = "NO PEER"
+                    elif t.kind == "ratio_ge":
+                        status = "PASS" if ratio >= t.value else "MISS"
                     else:
                         status = "PASS" if ratio <= t.value else "MISS"
                 elif judged and t and t.kind in ("abs_ge", "abs_le") and not abs_target_done:

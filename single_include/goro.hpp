@@ -1533,6 +1533,8 @@ class global_run_queue {
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -2032,7 +2034,7 @@ class netpoller {
     pd->owner.store(this, std::memory_order_seq_cst);
     if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
       int err = errno;
-      close(pd);
+      unlink(pd);  // no EPOLL_CTL_DEL: on EEXIST the registration is someone else's
       return err;
     }
     return 0;
@@ -2042,6 +2044,11 @@ class netpoller {
   void close(poll_desc* pd) noexcept {
     epoll_event e{};
     epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    unlink(pd);
+  }
+
+ private:
+  void unlink(poll_desc* pd) noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
     (pd->prev ? pd->prev->next : list_) = pd->next;
@@ -2050,23 +2057,16 @@ class netpoller {
     pd->owner.store(nullptr, std::memory_order_seq_cst);
   }
 
+ public:
   // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
   // event or brk()), stores the goroutines made runnable in out (room for
   // max_batch) and returns their number. The caller holds try_lock().
   int poll(long long timeout_ns, g** out) noexcept {
     int ep = epfd_.load(std::memory_order_acquire);
     if (ep < 0) return 0;
-    int ms;
-    if (timeout_ns < 0)
-      ms = -1;
-    else if (timeout_ns == 0)
-      ms = 0;
-    else if (timeout_ns >= 1'000'000'000'000LL)
-      ms = 1'000'000;  // ~17 min: the caller loops
-    else
-      ms = static_cast<int>((timeout_ns + 999'999) / 1'000'000);  // never early
+    if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
     epoll_event evs[max_batch / 2];
-    int n = epoll_wait(ep, evs, max_batch / 2, ms);
+    int n = wait(ep, evs, max_batch / 2, timeout_ns);
     last_poll_.store(nanotime(), std::memory_order_relaxed);
     int k = 0;
     for (int i = 0; i < n; ++i) {
@@ -2088,6 +2088,25 @@ class netpoller {
         if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
     }
     return k;
+  }
+
+  // epoll_wait with a timeout in ns (< 0: none). epoll_wait's is in ms, so
+  // a timer 200 us away would sleep 1 ms; epoll_pwait2 (Linux 5.11) takes
+  // a timespec. Called as a raw syscall (glibc >= 2.35 only declares it);
+  // the first ENOSYS (older kernel, qemu-user) switches to epoll_wait,
+  // rounding up (never early).
+  static int wait(int ep, epoll_event* evs, int max, long long timeout_ns) noexcept {
+#ifdef __NR_epoll_pwait2
+    static std::atomic<bool> no_pwait2{false};
+    if (timeout_ns > 0 && !no_pwait2.load(std::memory_order_relaxed)) {
+      timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+      long r = ::syscall(__NR_epoll_pwait2, ep, evs, max, &ts, nullptr, 0);
+      if (r >= 0 || errno != ENOSYS) return static_cast<int>(r);
+      no_pwait2.store(true, std::memory_order_relaxed);
+    }
+#endif
+    int ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+    return epoll_wait(ep, evs, max, ms);
   }
 
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
@@ -6047,8 +6066,10 @@ class chan {
 // empty (default-constructed) handle is goro::usage_error.
 //
 // Handles are shared: copies refer to one socket, closed by close() or
-// when the last copy goes. At most one goroutine may read and one write a
-// given socket at a time (a second concurrent reader is a usage_error).
+// when the last copy goes. Goroutines may read (write) one socket
+// concurrently: as in Go, they take turns (a read / write / accept call
+// holds that direction's lock throughout, so one write()'s bytes are never
+// interleaved with another's), and close() wakes them all.
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -6069,6 +6090,116 @@ class chan {
 #include <string>
 #include <string_view>
 
+// ---- begin goro/detail/park.hpp ----
+// One way to block, for goroutines and plain threads alike: a waiter
+// record on the blocked party's stack, queued under a sync object's
+// spinlock. A goroutine parks (its M runs other goroutines; the lock is
+// released by g0 once the goroutine is off its stack); a plain thread
+// sleeps on a futex in the record. Wakers detach waiters under the lock
+// and wake them after releasing it (never ready a G while holding a lock).
+// sema.hpp builds the sync primitives' semaphore and notify list on this.
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+struct waiter {
+  g* gp = current_g();  // nullptr: a plain thread
+  std::atomic<std::uint32_t> woken{0};
+  waiter* next = nullptr;
+  std::uint32_t ticket = 0;  // cond's notify list: the wait ticket (guarded by the queue's lock)
+};
+
+// FIFO of waiters (guarded by the owner's spinlock).
+class waiter_queue {
+ public:
+  void push_back(waiter* w) noexcept {
+    w->next = nullptr;
+    if (tail_)
+      tail_->next = w;
+    else
+      head_ = w;
+    tail_ = w;
+  }
+  // Re-queues a waiter that was woken but lost the race again (Go's
+  // queueLifo): it keeps its place at the head.
+  void push_front(waiter* w) noexcept {
+    w->next = head_;
+    head_ = w;
+    if (!tail_) tail_ = w;
+  }
+  waiter* pop_front() noexcept {
+    waiter* w = head_;
+    if (w) {
+      head_ = w->next;
+      if (!head_) tail_ = nullptr;
+      w->next = nullptr;
+    }
+    return w;
+  }
+  // Unlinks and returns the first waiter with pred(w), or nullptr.
+  template <class Pred>
+  waiter* remove_first_if(Pred pred) noexcept {
+    waiter* prev = nullptr;
+    for (waiter* w = head_; w; prev = w, w = w->next) {
+      if (!pred(w)) continue;
+      (prev ? prev->next : head_) = w->next;
+      if (tail_ == w) tail_ = prev;
+      w->next = nullptr;
+      return w;
+    }
+    return nullptr;
+  }
+  // Detaches the whole queue as a nullptr-terminated list.
+  waiter* take_all() noexcept {
+    waiter* w = head_;
+    head_ = tail_ = nullptr;
+    return w;
+  }
+  bool empty() const noexcept { return head_ == nullptr; }
+
+ private:
+  waiter* head_ = nullptr;
+  waiter* tail_ = nullptr;
+};
+
+// Blocks the caller, already queued as `w` with `lock` held, until wake(w).
+// Releases `lock`.
+inline void block_on(waiter& w, spinlock& lock) noexcept {
+  if (w.gp) {
+    park(current_m(), [](void* l) {
+      static_cast<spinlock*>(l)->unlock();
+      return true;
+    }, &lock);
+  } else {
+    lock.unlock();
+    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
+  }
+}
+
+// Wakes a waiter detached from its queue. After this call w may be gone.
+inline void wake(waiter* w) noexcept {
+  if (g* gp = w->gp) {
+    gp->sched->ready(gp);
+  } else {
+    w->woken.store(1, std::memory_order_release);
+    futex_wake(&w->woken, 1);  // harmless if the thread already returned
+  }
+}
+
+// Wakes every waiter of a detached list (linked through next).
+inline void wake_list(waiter* w) noexcept {
+  while (w) {
+    waiter* next = w->next;  // read before the wake: w may be gone after it
+    wake(w);
+    w = next;
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/park.hpp ----
 // ---- begin goro/time.hpp ----
 // Time: sleeping, and (with channels) after / timer / ticker, on the
 // runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
@@ -6423,6 +6554,78 @@ inline pd_error thread_wait(int fd, char mode, const std::atomic<bool>* closing,
   }
 }
 
+// One direction's lock of a socket (the read or the write half of Go's
+// fdMutex, internal/poll/fd_mutex.go): held for a whole read / write /
+// accept call, so concurrent readers (writers) take turns and one write()
+// is never interleaved with another's bytes. Waiters queue FIFO and the
+// lock is handed to the oldest directly. close() wakes every queued
+// waiter, whose lock() then returns false (Go's rwlock after
+// increfAndClose). Goroutines park; plain threads sleep on a futex.
+class io_lock {
+ public:
+  // True: held. False: closed (now, or while queued).
+  bool lock() noexcept {
+    std::uint32_t v = 0;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
+      return true;
+    lock_.lock();
+    v = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (v & closed) {
+        lock_.unlock();
+        return false;
+      }
+      if (!(v & held)) {
+        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) {
+          lock_.unlock();
+          return true;
+        }
+      } else if ((v & waiting) ||
+                 word_.compare_exchange_weak(v, v | waiting, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        break;  // held, and the holder's unlock() will take the slow path
+      }
+    }
+    waiter w;
+    w.ticket = 0;
+    queue_.push_back(&w);
+    block_on(w, lock_);
+    // unlock() handed us the lock (ticket 1) or close() woke us (0); either
+    // wrote the ticket under lock_ before waking us.
+    return w.ticket == 1;
+  }
+
+  void unlock() noexcept {
+    std::uint32_t v = held;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed))) return;
+    lock_.lock();
+    waiter* w = queue_.pop_front();
+    if (w) {
+      w->ticket = 1;  // handed over: `held` stays set
+      if (queue_.empty()) word_.fetch_and(~waiting, std::memory_order_release);
+    } else {
+      word_.fetch_and(~(held | waiting), std::memory_order_release);
+    }
+    lock_.unlock();
+    if (w) wake(w);
+  }
+
+  // Fails every queued and later lock(); the holder keeps it until unlock().
+  void close() noexcept {
+    lock_.lock();
+    word_.fetch_or(closed, std::memory_order_acq_rel);
+    word_.fetch_and(~waiting, std::memory_order_relaxed);
+    waiter* all = queue_.take_all();  // their tickets are 0
+    lock_.unlock();
+    wake_list(all);
+  }
+
+ private:
+  static constexpr std::uint32_t held = 1, waiting = 2, closed = 4;
+  std::atomic<std::uint32_t> word_{0};  // held | waiting | closed
+  spinlock lock_;                       // queue_, and the waiting / closed bits
+  waiter_queue queue_;
+};
+
 // A socket: the fd, its poll descriptor, and a reference count of
 // operations in progress (a small Go fdMutex): close() marks it closed and
 // wakes the waiters; the fd is closed by whoever drops the last reference,
@@ -6454,6 +6657,21 @@ class socket_state {
     socket_state& s_;
   };
 
+  // RAII hold of the read ('r') or write ('w') lock for one call; raises
+  // if the socket is (or gets, while queued) closed. Inside an op.
+  class io_guard {
+   public:
+    io_guard(socket_state& s, char mode) : l_(mode == 'r' ? s.rlock_ : s.wlock_) {
+      if (!l_.lock()) raise_closed();
+    }
+    ~io_guard() { l_.unlock(); }
+    io_guard(const io_guard&) = delete;
+    io_guard& operator=(const io_guard&) = delete;
+
+   private:
+    io_lock& l_;
+  };
+
   // Go's pollDesc evict + fd close: idempotent.
   void close() noexcept {
     std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
@@ -6464,6 +6682,8 @@ class socket_state {
     pd_->closing.store(true, std::memory_order_seq_cst);
     if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
     if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
+    rlock_.close();  // goroutines queued behind a reader / writer
+    wlock_.close();
     decref();
   }
 
@@ -6509,6 +6729,7 @@ class socket_state {
   poll_desc* pd_;
   std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
   std::atomic<bool> destroyed_{false};
+  io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
 };
 
 struct sock_addr {
@@ -6579,7 +6800,11 @@ inline void set_nodelay(int fd) noexcept {
 }
 
 // Waits on an fd that goro::net does not own (wait_readable/_writable):
-// a goroutine registers it for this wait only.
+// a goroutine registers it for this wait only. When the fd is registered
+// already (another goroutine waits on it: EEXIST), this wait registers a
+// dup of it instead, which epoll treats as a registration of its own
+// (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
+// from several threads).
 inline bool wait_fd(int fd, char mode, time_point deadline) {
   std::int64_t d = deadline_ns(deadline);
   netpoller* np = goroutine_poller();
@@ -6592,16 +6817,24 @@ inline bool wait_fd(int fd, char mode, time_point deadline) {
   poll_desc* pd = pd_cache::alloc(fd);
   struct cleanup {
     poll_desc* pd;
+    int dup_fd = -1;
     ~cleanup() {
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
       pd_cache::free(pd);
+      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
     }
   } c{pd};
   {
     std::lock_guard<spinlock> lk(pd->lock);
     int err = np->try_open(pd);
+    if (err == EEXIST) {  // another waiter registered fd: register a dup
+      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (c.dup_fd < 0) raise_system(errno, "fcntl(F_DUPFD_CLOEXEC)");
+      pd->fd = c.dup_fd;
+      err = np->try_open(pd);
+    }
     if (err == EPERM) return true;  // epoll refuses regular files: they are always ready
     if (err != 0) raise_system(err, "epoll_ctl(ADD)");
   }
@@ -6624,6 +6857,7 @@ class conn {
     auto& s = state("read");
     detail::socket_state::op o(s);
     if (buf.empty()) return 0;
+    detail::socket_state::io_guard g(s, 'r');
     for (;;) {
       ssize_t n = ::read(s.fd(), buf.data(), buf.size());
       if (n >= 0) return static_cast<std::size_t>(n);
@@ -6639,6 +6873,7 @@ class conn {
   void write(std::span<const std::byte> buf) {
     auto& s = state("write");
     detail::socket_state::op o(s);
+    detail::socket_state::io_guard g(s, 'w');
     std::size_t done = 0;
     while (done < buf.size()) {
       ssize_t n = ::send(s.fd(), buf.data() + done, buf.size() - done, MSG_NOSIGNAL);
@@ -6693,6 +6928,7 @@ class listener {
   conn accept() {
     auto& s = state("accept");
     detail::socket_state::op o(s);
+    detail::socket_state::io_guard g(s, 'r');
     for (;;) {
       int fd = ::accept4(s.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
@@ -6791,10 +7027,11 @@ inline conn dial_tcp(std::string_view host_port) {
 // Waits until fd is readable / writable (any fd: pipes, eventfds, another
 // library's sockets), parking the goroutine (a plain thread blocks in
 // poll(2)). Returns true when ready (a hang-up or error counts: the next
-// call will not block); a passed deadline raises timeout_error. The fd
-// must not be one a goro::net handle owns, nor waited on by two
-// goroutines in the same direction at once; it is registered with the
-// poller for this wait only. Regular files are always ready.
+// call will not block); a passed deadline raises timeout_error. Several
+// goroutines may wait on one fd at once (each is woken). The fd should not
+// be one a goro::net handle owns, and must stay open during the wait; it
+// is registered with the poller for this wait only. Regular files are
+// always ready.
 inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'r', deadline); }
 inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'w', deadline); }
 
@@ -7119,116 +7356,6 @@ std::size_t select(Cases&&... cases) {
 #include <atomic>
 #include <cstdint>
 
-// ---- begin goro/detail/park.hpp ----
-// One way to block, for goroutines and plain threads alike: a waiter
-// record on the blocked party's stack, queued under a sync object's
-// spinlock. A goroutine parks (its M runs other goroutines; the lock is
-// released by g0 once the goroutine is off its stack); a plain thread
-// sleeps on a futex in the record. Wakers detach waiters under the lock
-// and wake them after releasing it (never ready a G while holding a lock).
-// sema.hpp builds the sync primitives' semaphore and notify list on this.
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-struct waiter {
-  g* gp = current_g();  // nullptr: a plain thread
-  std::atomic<std::uint32_t> woken{0};
-  waiter* next = nullptr;
-  std::uint32_t ticket = 0;  // cond's notify list: the wait ticket (guarded by the queue's lock)
-};
-
-// FIFO of waiters (guarded by the owner's spinlock).
-class waiter_queue {
- public:
-  void push_back(waiter* w) noexcept {
-    w->next = nullptr;
-    if (tail_)
-      tail_->next = w;
-    else
-      head_ = w;
-    tail_ = w;
-  }
-  // Re-queues a waiter that was woken but lost the race again (Go's
-  // queueLifo): it keeps its place at the head.
-  void push_front(waiter* w) noexcept {
-    w->next = head_;
-    head_ = w;
-    if (!tail_) tail_ = w;
-  }
-  waiter* pop_front() noexcept {
-    waiter* w = head_;
-    if (w) {
-      head_ = w->next;
-      if (!head_) tail_ = nullptr;
-      w->next = nullptr;
-    }
-    return w;
-  }
-  // Unlinks and returns the first waiter with pred(w), or nullptr.
-  template <class Pred>
-  waiter* remove_first_if(Pred pred) noexcept {
-    waiter* prev = nullptr;
-    for (waiter* w = head_; w; prev = w, w = w->next) {
-      if (!pred(w)) continue;
-      (prev ? prev->next : head_) = w->next;
-      if (tail_ == w) tail_ = prev;
-      w->next = nullptr;
-      return w;
-    }
-    return nullptr;
-  }
-  // Detaches the whole queue as a nullptr-terminated list.
-  waiter* take_all() noexcept {
-    waiter* w = head_;
-    head_ = tail_ = nullptr;
-    return w;
-  }
-  bool empty() const noexcept { return head_ == nullptr; }
-
- private:
-  waiter* head_ = nullptr;
-  waiter* tail_ = nullptr;
-};
-
-// Blocks the caller, already queued as `w` with `lock` held, until wake(w).
-// Releases `lock`.
-inline void block_on(waiter& w, spinlock& lock) noexcept {
-  if (w.gp) {
-    park(current_m(), [](void* l) {
-      static_cast<spinlock*>(l)->unlock();
-      return true;
-    }, &lock);
-  } else {
-    lock.unlock();
-    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
-  }
-}
-
-// Wakes a waiter detached from its queue. After this call w may be gone.
-inline void wake(waiter* w) noexcept {
-  if (g* gp = w->gp) {
-    gp->sched->ready(gp);
-  } else {
-    w->woken.store(1, std::memory_order_release);
-    futex_wake(&w->woken, 1);  // harmless if the thread already returned
-  }
-}
-
-// Wakes every waiter of a detached list (linked through next).
-inline void wake_list(waiter* w) noexcept {
-  while (w) {
-    waiter* next = w->next;  // read before the wake: w may be gone after it
-    wake(w);
-    w = next;
-  }
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/park.hpp ----
 
 namespace goro::detail {
 

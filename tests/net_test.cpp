@@ -1,14 +1,18 @@
 // net: goro::net on the network poller — echo under load at one proc, a
 // blocked reader does not hold its M, deadlines, refused connections,
 // close waking a blocked reader, thousands of connections, wait_readable
-// on a pipe, IPv6 loopback, no fd leaks. Loopback only.
+// on a pipe, IPv6 loopback, no fd leaks, several readers / writers /
+// waiters per fd, sub-millisecond sleeps beside the poller. Loopback only.
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
 #include <dirent.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -411,6 +415,174 @@ TEST_CASE("net: goroutines blocked on I/O cost no CPU; sleepers beside them wake
     CHECK(slept >= 300ms);
     CHECK(slept < goro_test::scale(1000, 3000) * 1ms);  // a loaded, shared machine
     CHECK(cpu_ms < goro_test::scale(60, 300));
+    CHECK_FALSE(got.load());
+    client.write(std::string_view("!"));
+    while (!got.load()) goro::yield();
+    client.close();
+    server.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net: concurrent readers take turns and close wakes them all", "[net]") {
+  int fds_before = open_fds();
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([] {
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      auto client = goro::net::dial_tcp(addr(ln));
+      auto server = ln.accept();
+      // Two readers on one conn: one waits for data, the other queues
+      // behind it; each gets one of the two messages.
+      std::atomic<int> done{0};
+      std::string got[2];
+      goro::wait_group wg;
+      wg.add(2);
+      for (int i = 0; i < 2; ++i)
+        goro::go([&, i, server]() mutable {
+          std::string buf(16, '\0');
+          buf.resize(server.read(bytes(buf)));
+          got[i] = buf;
+          done.fetch_add(1);
+          wg.done();
+        });
+      goro::sleep_for(20ms);  // both blocked (or queued)
+      CHECK(done.load() == 0);
+      client.write(std::string_view("first"));
+      while (done.load() < 1) goro::sleep_for(1ms);
+      goro::sleep_for(10ms);
+      CHECK(done.load() == 1);  // the second still waits: no data for it
+      client.write(std::string_view("second"));
+      wg.wait();
+      CHECK(((got[0] == "first" && got[1] == "second") || (got[0] == "second" && got[1] == "first")));
+
+      // Close wakes a blocked reader and the ones queued behind it.
+      std::atomic<int> woken{0};
+      wg.add(3);
+      for (int i = 0; i < 3; ++i)
+        goro::go([&, server]() mutable {
+          std::string buf(8, '\0');
+          try {
+            server.read(bytes(buf));
+          } catch (const goro::usage_error& e) {
+            if (std::string(e.what()) == "goro: use of closed network connection") woken.fetch_add(1);
+          }
+          wg.done();
+        });
+      goro::sleep_for(20ms);
+      server.close();
+      wg.wait();
+      CHECK(woken.load() == 3);
+      client.close();
+      ln.close();
+    });
+  }
+  CHECK(open_fds() == fds_before);
+}
+
+TEST_CASE("net: concurrent writes are not interleaved", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = goro::net::listen_tcp("127.0.0.1:0");
+    auto client = goro::net::dial_tcp(addr(ln));
+    auto server = ln.accept();
+    // Each message is larger than the socket buffers, so every write()
+    // parks part-way through, and the others queue behind it.
+    constexpr int writers = 4;
+    const std::size_t size = static_cast<std::size_t>(goro_test::scale(1 << 20, 256 << 10));
+    goro::wait_group wg;
+    wg.add(writers);
+    for (int i = 0; i < writers; ++i)
+      goro::go([&, i, server]() mutable {
+        server.write(std::string(size, static_cast<char>('a' + i)));
+        wg.done();
+      });
+    std::string all = read_n(client, size * writers);
+    wg.wait();
+    REQUIRE(all.size() == size * writers);
+    bool seen[writers] = {};
+    bool whole = true;
+    for (int k = 0; k < writers; ++k) {
+      char c = all[k * size];
+      if (c < 'a' || c >= 'a' + writers || seen[c - 'a'])
+        whole = false;
+      else
+        seen[c - 'a'] = true;
+      if (all.find_first_not_of(c, k * size) < (k + 1) * size) whole = false;
+    }
+    CHECK(whole);
+    client.close();
+    server.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net: two goroutines wait_readable on one fd", "[net]") {
+  int p[2];
+  REQUIRE(pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  int fds_before = open_fds();
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([&] {
+      std::atomic<int> ready{0};
+      goro::wait_group wg;
+      wg.add(2);
+      for (int i = 0; i < 2; ++i)
+        goro::go([&] {
+          if (goro::net::wait_readable(p[0])) ready.fetch_add(1);
+          wg.done();
+        });
+      goro::sleep_for(20ms);
+      CHECK(ready.load() == 0);
+      CHECK(write(p[1], "k", 1) == 1);
+      wg.wait();
+      CHECK(ready.load() == 2);
+    });
+  }
+  CHECK(open_fds() == fds_before);  // the dup is gone
+  close(p[0]);
+  close(p[1]);
+}
+
+TEST_CASE("net: sub-millisecond sleeps while the poller is in use", "[net]") {
+  // The idle M sleeps in epoll_pwait2 (ns timeout) until the next timer;
+  // with epoll_wait's ms timeout a 100 us sleep would take >= 1 ms.
+  bool have_pwait2 = false;
+#ifdef __NR_epoll_pwait2
+  {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    REQUIRE(ep >= 0);
+    epoll_event ev;
+    timespec ts{0, 0};
+    have_pwait2 = syscall(__NR_epoll_pwait2, ep, &ev, 1, &ts, nullptr, 0) >= 0 || errno != ENOSYS;
+    close(ep);
+  }
+#endif
+  if (!have_pwait2) {
+    WARN("epoll_pwait2 unavailable (kernel < 5.11 or qemu-user): timers round up to 1 ms; skipped");
+    return;
+  }
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = goro::net::listen_tcp("127.0.0.1:0");
+    auto client = goro::net::dial_tcp(addr(ln));
+    auto server = ln.accept();
+    std::atomic<bool> got{false};
+    goro::go([&, server]() mutable {  // parked on the poller throughout
+      std::string buf(4, '\0');
+      got.store(server.read(bytes(buf)) == 1);
+    });
+    goro::sleep_for(5ms);
+    std::vector<std::int64_t> us;
+    for (int i = 0; i < 21; ++i) {
+      auto t0 = steady::now();
+      goro::sleep_for(100us);
+      us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - t0).count());
+    }
+    std::sort(us.begin(), us.end());
+    INFO("sleep_for(100us): min " << us.front() << " us, median " << us[10] << " us, max " << us.back() << " us");
+    CHECK(us.front() >= 100);
+    CHECK(us[10] < 900);  // the median: robust to a few descheduled rounds
     CHECK_FALSE(got.load());
     client.write(std::string_view("!"));
     while (!got.load()) goro::yield();

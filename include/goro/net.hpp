@@ -14,8 +14,10 @@
 // empty (default-constructed) handle is goro::usage_error.
 //
 // Handles are shared: copies refer to one socket, closed by close() or
-// when the last copy goes. At most one goroutine may read and one write a
-// given socket at a time (a second concurrent reader is a usage_error).
+// when the last copy goes. Goroutines may read (write) one socket
+// concurrently: as in Go, they take turns (a read / write / accept call
+// holds that direction's lock throughout, so one write()'s bytes are never
+// interleaved with another's), and close() wakes them all.
 #pragma once
 
 #include <arpa/inet.h>
@@ -37,8 +39,10 @@
 #include <string>
 #include <string_view>
 
+#include "detail/config.hpp"
 #include "detail/m.hpp"
 #include "detail/netpoll.hpp"
+#include "detail/park.hpp"
 #include "error.hpp"
 #include "time.hpp"
 
@@ -127,6 +131,78 @@ inline pd_error thread_wait(int fd, char mode, const std::atomic<bool>* closing,
   }
 }
 
+// One direction's lock of a socket (the read or the write half of Go's
+// fdMutex, internal/poll/fd_mutex.go): held for a whole read / write /
+// accept call, so concurrent readers (writers) take turns and one write()
+// is never interleaved with another's bytes. Waiters queue FIFO and the
+// lock is handed to the oldest directly. close() wakes every queued
+// waiter, whose lock() then returns false (Go's rwlock after
+// increfAndClose). Goroutines park; plain threads sleep on a futex.
+class io_lock {
+ public:
+  // True: held. False: closed (now, or while queued).
+  bool lock() noexcept {
+    std::uint32_t v = 0;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
+      return true;
+    lock_.lock();
+    v = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (v & closed) {
+        lock_.unlock();
+        return false;
+      }
+      if (!(v & held)) {
+        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) {
+          lock_.unlock();
+          return true;
+        }
+      } else if ((v & waiting) ||
+                 word_.compare_exchange_weak(v, v | waiting, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        break;  // held, and the holder's unlock() will take the slow path
+      }
+    }
+    waiter w;
+    w.ticket = 0;
+    queue_.push_back(&w);
+    block_on(w, lock_);
+    // unlock() handed us the lock (ticket 1) or close() woke us (0); either
+    // wrote the ticket under lock_ before waking us.
+    return w.ticket == 1;
+  }
+
+  void unlock() noexcept {
+    std::uint32_t v = held;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed))) return;
+    lock_.lock();
+    waiter* w = queue_.pop_front();
+    if (w) {
+      w->ticket = 1;  // handed over: `held` stays set
+      if (queue_.empty()) word_.fetch_and(~waiting, std::memory_order_release);
+    } else {
+      word_.fetch_and(~(held | waiting), std::memory_order_release);
+    }
+    lock_.unlock();
+    if (w) wake(w);
+  }
+
+  // Fails every queued and later lock(); the holder keeps it until unlock().
+  void close() noexcept {
+    lock_.lock();
+    word_.fetch_or(closed, std::memory_order_acq_rel);
+    word_.fetch_and(~waiting, std::memory_order_relaxed);
+    waiter* all = queue_.take_all();  // their tickets are 0
+    lock_.unlock();
+    wake_list(all);
+  }
+
+ private:
+  static constexpr std::uint32_t held = 1, waiting = 2, closed = 4;
+  std::atomic<std::uint32_t> word_{0};  // held | waiting | closed
+  spinlock lock_;                       // queue_, and the waiting / closed bits
+  waiter_queue queue_;
+};
+
 // A socket: the fd, its poll descriptor, and a reference count of
 // operations in progress (a small Go fdMutex): close() marks it closed and
 // wakes the waiters; the fd is closed by whoever drops the last reference,
@@ -158,6 +234,21 @@ class socket_state {
     socket_state& s_;
   };
 
+  // RAII hold of the read ('r') or write ('w') lock for one call; raises
+  // if the socket is (or gets, while queued) closed. Inside an op.
+  class io_guard {
+   public:
+    io_guard(socket_state& s, char mode) : l_(mode == 'r' ? s.rlock_ : s.wlock_) {
+      if (!l_.lock()) raise_closed();
+    }
+    ~io_guard() { l_.unlock(); }
+    io_guard(const io_guard&) = delete;
+    io_guard& operator=(const io_guard&) = delete;
+
+   private:
+    io_lock& l_;
+  };
+
   // Go's pollDesc evict + fd close: idempotent.
   void close() noexcept {
     std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
@@ -168,6 +259,8 @@ class socket_state {
     pd_->closing.store(true, std::memory_order_seq_cst);
     if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
     if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
+    rlock_.close();  // goroutines queued behind a reader / writer
+    wlock_.close();
     decref();
   }
 
@@ -213,6 +306,7 @@ class socket_state {
   poll_desc* pd_;
   std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
   std::atomic<bool> destroyed_{false};
+  io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
 };
 
 struct sock_addr {
@@ -283,7 +377,11 @@ inline void set_nodelay(int fd) noexcept {
 }
 
 // Waits on an fd that goro::net does not own (wait_readable/_writable):
-// a goroutine registers it for this wait only.
+// a goroutine registers it for this wait only. When the fd is registered
+// already (another goroutine waits on it: EEXIST), this wait registers a
+// dup of it instead, which epoll treats as a registration of its own
+// (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
+// from several threads).
 inline bool wait_fd(int fd, char mode, time_point deadline) {
   std::int64_t d = deadline_ns(deadline);
   netpoller* np = goroutine_poller();
@@ -296,16 +394,24 @@ inline bool wait_fd(int fd, char mode, time_point deadline) {
   poll_desc* pd = pd_cache::alloc(fd);
   struct cleanup {
     poll_desc* pd;
+    int dup_fd = -1;
     ~cleanup() {
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
       pd_cache::free(pd);
+      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
     }
   } c{pd};
   {
     std::lock_guard<spinlock> lk(pd->lock);
     int err = np->try_open(pd);
+    if (err == EEXIST) {  // another waiter registered fd: register a dup
+      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (c.dup_fd < 0) raise_system(errno, "fcntl(F_DUPFD_CLOEXEC)");
+      pd->fd = c.dup_fd;
+      err = np->try_open(pd);
+    }
     if (err == EPERM) return true;  // epoll refuses regular files: they are always ready
     if (err != 0) raise_system(err, "epoll_ctl(ADD)");
   }
@@ -328,6 +434,7 @@ class conn {
     auto& s = state("read");
     detail::socket_state::op o(s);
     if (buf.empty()) return 0;
+    detail::socket_state::io_guard g(s, 'r');
     for (;;) {
       ssize_t n = ::read(s.fd(), buf.data(), buf.size());
       if (n >= 0) return static_cast<std::size_t>(n);
@@ -343,6 +450,7 @@ class conn {
   void write(std::span<const std::byte> buf) {
     auto& s = state("write");
     detail::socket_state::op o(s);
+    detail::socket_state::io_guard g(s, 'w');
     std::size_t done = 0;
     while (done < buf.size()) {
       ssize_t n = ::send(s.fd(), buf.data() + done, buf.size() - done, MSG_NOSIGNAL);
@@ -397,6 +505,7 @@ class listener {
   conn accept() {
     auto& s = state("accept");
     detail::socket_state::op o(s);
+    detail::socket_state::io_guard g(s, 'r');
     for (;;) {
       int fd = ::accept4(s.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
@@ -495,10 +604,11 @@ inline conn dial_tcp(std::string_view host_port) {
 // Waits until fd is readable / writable (any fd: pipes, eventfds, another
 // library's sockets), parking the goroutine (a plain thread blocks in
 // poll(2)). Returns true when ready (a hang-up or error counts: the next
-// call will not block); a passed deadline raises timeout_error. The fd
-// must not be one a goro::net handle owns, nor waited on by two
-// goroutines in the same direction at once; it is registered with the
-// poller for this wait only. Regular files are always ready.
+// call will not block); a passed deadline raises timeout_error. Several
+// goroutines may wait on one fd at once (each is woken). The fd should not
+// be one a goro::net handle owns, and must stay open during the wait; it
+// is registered with the poller for this wait only. Regular files are
+// always ready.
 inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'r', deadline); }
 inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'w', deadline); }
 

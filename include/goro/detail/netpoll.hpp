@@ -25,6 +25,8 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -240,7 +242,7 @@ class netpoller {
     pd->owner.store(this, std::memory_order_seq_cst);
     if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
       int err = errno;
-      close(pd);
+      unlink(pd);  // no EPOLL_CTL_DEL: on EEXIST the registration is someone else's
       return err;
     }
     return 0;
@@ -250,6 +252,11 @@ class netpoller {
   void close(poll_desc* pd) noexcept {
     epoll_event e{};
     epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    unlink(pd);
+  }
+
+ private:
+  void unlink(poll_desc* pd) noexcept {
     std::lock_guard<std::mutex> lk(mu_);
     if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
     (pd->prev ? pd->prev->next : list_) = pd->next;
@@ -258,23 +265,16 @@ class netpoller {
     pd->owner.store(nullptr, std::memory_order_seq_cst);
   }
 
+ public:
   // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
   // event or brk()), stores the goroutines made runnable in out (room for
   // max_batch) and returns their number. The caller holds try_lock().
   int poll(long long timeout_ns, g** out) noexcept {
     int ep = epfd_.load(std::memory_order_acquire);
     if (ep < 0) return 0;
-    int ms;
-    if (timeout_ns < 0)
-      ms = -1;
-    else if (timeout_ns == 0)
-      ms = 0;
-    else if (timeout_ns >= 1'000'000'000'000LL)
-      ms = 1'000'000;  // ~17 min: the caller loops
-    else
-      ms = static_cast<int>((timeout_ns + 999'999) / 1'000'000);  // never early
+    if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
     epoll_event evs[max_batch / 2];
-    int n = epoll_wait(ep, evs, max_batch / 2, ms);
+    int n = wait(ep, evs, max_batch / 2, timeout_ns);
     last_poll_.store(nanotime(), std::memory_order_relaxed);
     int k = 0;
     for (int i = 0; i < n; ++i) {
@@ -296,6 +296,25 @@ class netpoller {
         if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
     }
     return k;
+  }
+
+  // epoll_wait with a timeout in ns (< 0: none). epoll_wait's is in ms, so
+  // a timer 200 us away would sleep 1 ms; epoll_pwait2 (Linux 5.11) takes
+  // a timespec. Called as a raw syscall (glibc >= 2.35 only declares it);
+  // the first ENOSYS (older kernel, qemu-user) switches to epoll_wait,
+  // rounding up (never early).
+  static int wait(int ep, epoll_event* evs, int max, long long timeout_ns) noexcept {
+#ifdef __NR_epoll_pwait2
+    static std::atomic<bool> no_pwait2{false};
+    if (timeout_ns > 0 && !no_pwait2.load(std::memory_order_relaxed)) {
+      timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+      long r = ::syscall(__NR_epoll_pwait2, ep, evs, max, &ts, nullptr, 0);
+      if (r >= 0 || errno != ENOSYS) return static_cast<int>(r);
+      no_pwait2.store(true, std::memory_order_relaxed);
+    }
+#endif
+    int ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+    return epoll_wait(ep, evs, max, ms);
   }
 
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
