@@ -896,6 +896,7 @@ struct m_base {
   std::size_t g0_stack_size = 0;
 
   bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
+  void* eh = nullptr;        // this thread's __cxa_eh_globals (an M is one thread), looked up at its first switch
   g* lockedg = nullptr;      // lockosthread: the G wired to this M (Go's m.lockedg)
 
   // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
@@ -946,14 +947,16 @@ GORO_NOINLINE inline cxa_eh_globals* eh_globals() noexcept {
 
 // Goroutine side, just before switching out: stash the goroutine's
 // exception state so the next goroutine on this thread starts clean.
-GORO_ALWAYS_INLINE void save_goroutine_state(g* gp) noexcept {
+GORO_ALWAYS_INLINE void save_goroutine_state(m_base* m, g* gp) noexcept {
 #if GORO_EXCEPTIONS
-  cxa_eh_globals* e = eh_globals();
+  auto* e = static_cast<cxa_eh_globals*>(m->eh);
+  if (GORO_UNLIKELY(e == nullptr)) m->eh = e = eh_globals();
   gp->eh_caught = e->caught_exceptions;
   gp->eh_uncaught = e->uncaught_exceptions;
   e->caught_exceptions = nullptr;
   e->uncaught_exceptions = 0;
 #else
+  (void)m;
   (void)gp;
 #endif
 }
@@ -979,7 +982,7 @@ GORO_ALWAYS_INLINE void goroutine_resumed(g* gp) noexcept {
 // when some M runs the goroutine again. The sanitizer calls and the switch
 // stay in one frame (TSan requires it).
 GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
-  save_goroutine_state(gp);
+  save_goroutine_state(m, gp);
 #if GORO_ASAN
   __sanitizer_start_switch_fiber(m->after == after_switch::exit ? nullptr : &gp->asan_fake_stack, m->g0_stack_bottom,
                                  m->g0_stack_size);
@@ -1460,9 +1463,37 @@ class note {
 }  // namespace goro::detail
 // ---- end goro/detail/futex.hpp ----
 // ---- begin goro/detail/global_queue.hpp ----
-// The global run queue (Go's sched.runq): an intrusive FIFO of Gs linked
-// through g::link, guarded by the scheduler lock. Its size is also kept in
-// an atomic so find-runnable can skip the lock when it is empty.
+// The global run queue (Go's sched.runq): a FIFO of Gs in a ring of
+// pointers under its own spinlock (not the scheduler lock: Gosched queues
+// here at every call, and a futex mutex shared with the idle lists cost
+// yield a quarter of its time). Its size is also kept in an atomic so
+// find-runnable can skip the lock when it is empty.
+//
+// The ring never allocates on a push: the scheduler reserves room for
+// every G record it creates (reserve, where G records are allocated and
+// bad_alloc may be raised), and a G is in the queue at most once, so
+// pushes (from noexcept paths such as ready) always fit. A ring instead of
+// a list linked through the Gs: a batch get copies contiguous pointers
+// instead of chasing links through cold G records.
+//
+// Every member takes the queue's lock itself; callers may hold the
+// scheduler lock (lock order: scheduler lock, then this one; nothing is
+// locked while this one is held).
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
@@ -1470,38 +1501,126 @@ class note {
 
 namespace goro::detail {
 
-class global_run_queue {
+class spinlock {
  public:
-  // All mutators: scheduler lock held.
-  void push_back(g* gp) noexcept {
-    gp->link = nullptr;
-    if (tail_)
-      tail_->link = gp;
-    else
-      head_ = gp;
-    tail_ = gp;
-    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  void lock() noexcept {
+    // The exchange first: the lock's line usually sits in another core's
+    // cache (a channel shared by two Ms), and a load first would fetch it
+    // shared only to fetch it again exclusive for the exchange. Under
+    // contention, spin on loads (test-and-test-and-set).
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    for (unsigned spins = 0;; ++spins) {
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+      if (spins < 64)
+        cpu_relax();
+      else
+        sched_yield();  // the holder was probably descheduled
+    }
   }
-  void push_back_batch(g* const* batch, std::uint32_t n) noexcept {
-    for (std::uint32_t i = 0; i < n; ++i) push_back(batch[i]);
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
   }
-  g* pop_front() noexcept {
-    g* gp = head_;
-    if (!gp) return nullptr;
-    head_ = gp->link;
-    if (!head_) tail_ = nullptr;
-    gp->link = nullptr;
-    size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_release);
-    return gp;
-  }
-  // Lock-free hint; exact under the scheduler lock.
-  std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
-  bool empty() const noexcept { return size() == 0; }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
  private:
-  g* head_ = nullptr;
-  g* tail_ = nullptr;
+  std::atomic<bool> locked_{false};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
+
+namespace goro::detail {
+
+class global_run_queue {
+ public:
+  global_run_queue() = default;
+  global_run_queue(const global_run_queue&) = delete;
+  global_run_queue& operator=(const global_run_queue&) = delete;
+  ~global_run_queue() { delete[] buf_; }
+
+  void push_back(g* gp) noexcept {
+    lock_.lock();
+    push_locked(gp);
+    lock_.unlock();
+  }
+  void push_back_batch(g* const* batch, std::uint32_t n) noexcept {
+    lock_.lock();
+    for (std::uint32_t i = 0; i < n; ++i) push_locked(batch[i]);
+    lock_.unlock();
+  }
+  g* pop_front() noexcept {
+    g* gp = nullptr;
+    (void)pop_batch(&gp, [](std::uint32_t) { return 1u; });
+    return gp;
+  }
+  // Takes the first how_many(size) Gs (called under the lock with the
+  // exact size > 0; at least 1, at most size) into out; returns how many
+  // (0 if the queue was empty).
+  template <class HowMany>
+  std::uint32_t pop_batch(g** out, HowMany&& how_many) noexcept {
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    if (size == 0) {
+      lock_.unlock();
+      return 0;
+    }
+    const std::uint32_t n = how_many(size);
+    const std::uint32_t cap = mask_ + 1;
+    const std::uint32_t first = std::min(n, cap - head_);  // up to the end of the ring
+    std::memcpy(out, buf_ + head_, first * sizeof(g*));
+    std::memcpy(out + first, buf_, (n - first) * sizeof(g*));
+    head_ = (head_ + n) & mask_;
+    size_.store(size - n, std::memory_order_release);
+    lock_.unlock();
+    return n;
+  }
+  // Lock-free hint; exact under the queue's lock.
+  std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
+  bool empty() const noexcept { return size() == 0; }
+  // Read under the queue's lock: ordered against every push by the lock
+  // (a P that published itself idle, then finds this empty, is seen idle
+  // by the wakep of any push it missed; see find_runnable).
+  bool empty_synced() noexcept {
+    lock_.lock();
+    bool e = size_.load(std::memory_order_relaxed) == 0;
+    lock_.unlock();
+    return e;
+  }
+
+  // Makes room for n Gs in all (the number of G records in existence).
+  // May raise bad_alloc; nothing changes then.
+  void reserve(std::size_t n) {
+    std::size_t cap = buf_ ? std::size_t{mask_} + 1 : 0;
+    if (n <= cap) return;
+    std::size_t want = cap ? cap : 64;
+    while (want < n) want *= 2;
+    if (want > (std::size_t{1} << 31)) raise_bad_alloc();
+    g** nb = new (std::nothrow) g*[want];
+    if (!nb) raise_bad_alloc();
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    for (std::uint32_t i = 0; i < size; ++i) nb[i] = buf_[(head_ + i) & mask_];
+    g** old = buf_;
+    buf_ = nb;
+    head_ = 0;
+    mask_ = static_cast<std::uint32_t>(want - 1);
+    lock_.unlock();
+    delete[] old;
+  }
+
+ private:
+  void push_locked(g* gp) noexcept {
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    if (GORO_UNLIKELY(buf_ == nullptr || size > mask_)) fatal("goro: internal error: global run queue overflow");
+    buf_[(head_ + size) & mask_] = gp;
+    size_.store(size + 1, std::memory_order_release);
+  }
+
+  spinlock lock_;
   std::atomic<std::uint32_t> size_{0};
+  std::uint32_t head_ = 0;  // index of the first G
+  std::uint32_t mask_ = 0;  // capacity - 1 (capacity: a power of two)
+  g** buf_ = nullptr;
 };
 
 }  // namespace goro::detail
@@ -1546,42 +1665,6 @@ class global_run_queue {
 #include <new>
 #include <vector>
 
-// ---- begin goro/detail/spinlock.hpp ----
-// A tiny lock for very short critical sections (wait queues of sync
-// objects). Its unlock is a single release store and is the last access to
-// the lock, so an object holding one may be destroyed as soon as another
-// thread has acquired and released it (wait_group relies on this).
-
-#include <sched.h>
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-class spinlock {
- public:
-  void lock() noexcept {
-    for (unsigned spins = 0;; ++spins) {
-      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-      if (spins < 64)
-        cpu_relax();
-      else
-        sched_yield();  // the holder was probably descheduled
-    }
-  }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> locked_{false};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinlock.hpp ----
 // ---- begin goro/detail/timer_heap.hpp ----
 // Timers: the record a timer is made of, and the per-P heap that holds
 // them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
@@ -2462,6 +2545,13 @@ class local_run_queue {
   void put(T* g, bool next, ToGlobal&& to_global) {
     if (next) {
       T* old = runnext_.load(std::memory_order_relaxed);
+      if (old == nullptr) {
+        // Thieves only take a non-null runnext, and only the owner puts:
+        // an empty runnext stays empty until this store, so no locked
+        // exchange is needed (the common case: ready() after a get).
+        runnext_.store(g, std::memory_order_release);
+        return;
+      }
       while (!runnext_.compare_exchange_weak(old, g, std::memory_order_acq_rel, std::memory_order_relaxed)) {
       }
       if (old == nullptr) return;
@@ -3627,7 +3717,6 @@ class scheduler final : public sched_base {
       if constexpr (!lazy_stacks) attach_stack_global(gp);
       gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(lock_);
       globq_.push_back(gp);
     }
     wakep(/*may_throw=*/true);
@@ -3644,7 +3733,6 @@ class scheduler final : public sched_base {
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       unparks_.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(lock_);
       globq_.push_back(gp);
     }
     wakep(false);
@@ -3957,10 +4045,7 @@ class scheduler final : public sched_base {
   // Gosched's tail (Go's goschedImpl): gp to the global queue, and wake an
   // M for it if a P is idle.
   void requeue_global(g* gp) {
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      globq_.push_back(gp);
-    }
+    globq_.push_back(gp);
     wakep(false);
   }
 
@@ -4088,7 +4173,7 @@ class scheduler final : public sched_base {
     if (!rm || deadlock_.load(std::memory_order_relaxed)) return;
     const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
     if (nmidle_ + nmlocked_wait_ < mcount) return;
-    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty()) return;
+    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return;
     if (poller_.waiters() > 0) return;  // netpoll: the network may ready them
     if (earliest_timer() != 0) return;
     deadlock_.store(true, std::memory_order_seq_cst);
@@ -4138,10 +4223,7 @@ class scheduler final : public sched_base {
     p* pp = mm->pp;
     if (!mm->async_queued_turn && pp) {
       g* gp = static_cast<g*>(pp->runq.get().item);
-      if (!gp && !globq_.empty()) {
-        std::unique_lock<std::mutex> lk(lock_);
-        gp = glob_get(pp, 0);
-      }
+      if (!gp) gp = glob_get(pp, 0);
       if (gp) {
         mm->async_queued_turn = true;
         return gp;
@@ -4265,8 +4347,7 @@ class scheduler final : public sched_base {
       if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
       // Fairness: every global_poll_interval ticks look at the global
       // queue first, so local ping-pong cannot starve it.
-      if (pp->schedtick % Policy::global_poll_interval == 0 && !globq_.empty()) {
-        std::unique_lock<std::mutex> lk(lock_);
+      if (pp->schedtick % Policy::global_poll_interval == 0) {
         if (g* gp = glob_get(pp, 1)) {
           inherit = false;
           return gp;
@@ -4277,12 +4358,9 @@ class scheduler final : public sched_base {
         inherit = r.inherit_time;
         return static_cast<g*>(r.item);
       }
-      if (!globq_.empty()) {
-        std::unique_lock<std::mutex> lk(lock_);
-        if (g* gp = glob_get(pp, 0)) {
-          inherit = false;
-          return gp;
-        }
+      if (g* gp = glob_get(pp, 0)) {
+        inherit = false;
+        return gp;
       }
       // netpoll: goroutines whose I/O is ready (non-blocking, one poller at a time).
       if (g* gp = netpoll_ops::ready(*this, mm)) {
@@ -4307,28 +4385,36 @@ class scheduler final : public sched_base {
             inherit = false;
             return gp;
           }
-          if (!globq_.empty()) {
-            std::unique_lock<std::mutex> lk(lock_);
-            if (g* gp = glob_get(pp, 0)) {
-              inherit = false;
-              return gp;
-            }
+          if (g* gp = glob_get(pp, 0)) {
+            inherit = false;
+            return gp;
           }
           if (should_leave(mm) || std::chrono::steady_clock::now() >= deadline) break;
           cpu_relax();
         }
       }
-      // Nothing to do: give up the P. Check the global queue under the
-      // same lock hold that puts the P on the idle list, so a G queued by a
-      // thread outside the runtime is seen either here or by its wakep.
+      // Nothing to do: give up the P. The global queue is checked again
+      // after the P is on the idle list (pidle_put's seq_cst npidle_ first,
+      // then the queue's lock), so a G queued by a thread outside the
+      // runtime is seen either here or by its pusher's wakep. Pushes made
+      // under lock_ (exit_syscall0, netpoll) are ordered by lock_ itself.
+      if (g* gp = glob_get(pp, 0)) {
+        inherit = false;
+        return gp;
+      }
       {
-        std::unique_lock<std::mutex> lk(lock_);
-        if (g* gp = glob_get(pp, 0)) {
-          inherit = false;
-          return gp;
-        }
+        std::lock_guard<std::mutex> lk(lock_);
         releasep(mm);
         pidle_put(pp);
+        if (!globq_.empty_synced()) {
+          // pp is still the head of the idle list (lock_ held) — unless a
+          // gomaxprocs shrink retired it: then take any idle P, and if
+          // there is none, the busy Ps will find the G.
+          if (p* again = pidle_get()) {
+            acquirep(mm, again);
+            continue;
+          }
+        }
       }
       // The delicate dance: a spinning M must drop nmspinning *before*
       // re-checking every source of work. Otherwise work submitted after
@@ -4912,31 +4998,28 @@ class scheduler final : public sched_base {
     }
   }
 
-  // ---- global run queue (scheduler lock held) ----
+  // ---- global run queue (its own lock: global_queue.hpp) ----
 
-  void glob_put_batch(g** batch, std::uint32_t n) {
-    std::lock_guard<std::mutex> lk(lock_);
-    globq_.push_back_batch(batch, n);
-  }
+  void glob_put_batch(g** batch, std::uint32_t n) { globq_.push_back_batch(batch, n); }
 
   // globrunqget: takes a fair share — size/nprocs + 1, at most `max` (when
   // > 0) and at most half a local queue — returns one and queues the rest
-  // on pp.
+  // on pp. Runs on g0 (the batch is on its stack).
   g* glob_get(p* pp, std::uint32_t max) {
-    std::uint32_t size = globq_.size();
-    if (size == 0) return nullptr;
-    std::uint32_t n = std::min(size, size / active_ps() + 1);
-    if (max > 0 && n > max) n = max;
-    n = std::min<std::uint32_t>(n, run_queue::capacity / 2);
-    g* gp = globq_.pop_front();
+    if (globq_.empty()) return nullptr;
+    g* batch[run_queue::capacity / 2 + 1];  // + 1: no false -Warray-bounds when the queue holds 2
+    std::uint32_t n = globq_.pop_batch(batch, [&](std::uint32_t size) {
+      std::uint32_t k = std::min(size, size / active_ps() + 1);
+      if (max > 0 && k > max) k = max;
+      return std::min<std::uint32_t>(k, run_queue::capacity / 2);
+    });
+    if (n == 0) return nullptr;
     pp->global_polls.inc(n);
-    for (std::uint32_t i = 1; i < n; ++i) {
-      g* more = globq_.pop_front();
-      // The lock is held: overflow (impossible at half capacity unless the
-      // local queue was already half full) goes straight back.
-      pp->runq.put(more, false, [this](g** batch, std::uint32_t k) { globq_.push_back_batch(batch, k); });
-    }
-    return gp;
+    // Overflow (impossible at half capacity unless the local queue was
+    // already half full) goes back to the global queue.
+    for (std::uint32_t i = 1; i < n; ++i)
+      pp->runq.put(batch[i], false, [this](g** b, std::uint32_t k) { glob_put_batch(b, k); });
+    return batch[0];
   }
 
   // ---- G records, stacks, ids ----
@@ -5005,6 +5088,7 @@ class scheduler final : public sched_base {
 
   // Allocates gfree_batch G records in one block (gfree_lock_ held).
   void new_g_block_locked(g*& list, std::uint32_t& count) {
+    globq_.reserve((g_blocks_.size() + 1) * gfree_batch);  // every G fits the global queue: its pushes never allocate
     auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
     if (!block) raise_bad_alloc();
     for (std::uint32_t i = 0; i < gfree_batch; ++i) {
@@ -5197,7 +5281,7 @@ class scheduler final : public sched_base {
   std::vector<std::unique_ptr<coprime_order>> steal_orders_;  // lock_
 
   std::mutex resize_lock_;  // gomaxprocs: one resize at a time (taken before lock_)
-  std::mutex lock_;  // sched.lock: global queue, idle P and M lists, allm
+  std::mutex lock_;  // sched.lock: idle P and M lists, allm (not the global queue: it has its own)
   global_run_queue globq_;
   p* pidle_ = nullptr;
   alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};

@@ -89,6 +89,7 @@ struct m_base {
   std::size_t g0_stack_size = 0;
 
   bool in_blocking = false;  // curg is inside goro::blocking: this M has no P of its own
+  void* eh = nullptr;        // this thread's __cxa_eh_globals (an M is one thread), looked up at its first switch
   g* lockedg = nullptr;      // lockosthread: the G wired to this M (Go's m.lockedg)
 
   // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
@@ -139,14 +140,16 @@ GORO_NOINLINE inline cxa_eh_globals* eh_globals() noexcept {
 
 // Goroutine side, just before switching out: stash the goroutine's
 // exception state so the next goroutine on this thread starts clean.
-GORO_ALWAYS_INLINE void save_goroutine_state(g* gp) noexcept {
+GORO_ALWAYS_INLINE void save_goroutine_state(m_base* m, g* gp) noexcept {
 #if GORO_EXCEPTIONS
-  cxa_eh_globals* e = eh_globals();
+  auto* e = static_cast<cxa_eh_globals*>(m->eh);
+  if (GORO_UNLIKELY(e == nullptr)) m->eh = e = eh_globals();
   gp->eh_caught = e->caught_exceptions;
   gp->eh_uncaught = e->uncaught_exceptions;
   e->caught_exceptions = nullptr;
   e->uncaught_exceptions = 0;
 #else
+  (void)m;
   (void)gp;
 #endif
 }
@@ -172,7 +175,7 @@ GORO_ALWAYS_INLINE void goroutine_resumed(g* gp) noexcept {
 // when some M runs the goroutine again. The sanitizer calls and the switch
 // stay in one frame (TSan requires it).
 GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
-  save_goroutine_state(gp);
+  save_goroutine_state(m, gp);
 #if GORO_ASAN
   __sanitizer_start_switch_fiber(m->after == after_switch::exit ? nullptr : &gp->asan_fake_stack, m->g0_stack_bottom,
                                  m->g0_stack_size);

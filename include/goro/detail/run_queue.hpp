@@ -50,6 +50,13 @@ class local_run_queue {
   void put(T* g, bool next, ToGlobal&& to_global) {
     if (next) {
       T* old = runnext_.load(std::memory_order_relaxed);
+      if (old == nullptr) {
+        // Thieves only take a non-null runnext, and only the owner puts:
+        // an empty runnext stays empty until this store, so no locked
+        // exchange is needed (the common case: ready() after a get).
+        runnext_.store(g, std::memory_order_release);
+        return;
+      }
       while (!runnext_.compare_exchange_weak(old, g, std::memory_order_acq_rel, std::memory_order_relaxed)) {
       }
       if (old == nullptr) return;

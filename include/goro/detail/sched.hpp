@@ -238,7 +238,6 @@ class scheduler final : public sched_base {
       if constexpr (!lazy_stacks) attach_stack_global(gp);
       gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(lock_);
       globq_.push_back(gp);
     }
     wakep(/*may_throw=*/true);
@@ -255,7 +254,6 @@ class scheduler final : public sched_base {
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       unparks_.fetch_add(1, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(lock_);
       globq_.push_back(gp);
     }
     wakep(false);
@@ -568,10 +566,7 @@ class scheduler final : public sched_base {
   // Gosched's tail (Go's goschedImpl): gp to the global queue, and wake an
   // M for it if a P is idle.
   void requeue_global(g* gp) {
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      globq_.push_back(gp);
-    }
+    globq_.push_back(gp);
     wakep(false);
   }
 
@@ -699,7 +694,7 @@ class scheduler final : public sched_base {
     if (!rm || deadlock_.load(std::memory_order_relaxed)) return;
     const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
     if (nmidle_ + nmlocked_wait_ < mcount) return;
-    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty()) return;
+    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return;
     if (poller_.waiters() > 0) return;  // netpoll: the network may ready them
     if (earliest_timer() != 0) return;
     deadlock_.store(true, std::memory_order_seq_cst);
@@ -749,10 +744,7 @@ class scheduler final : public sched_base {
     p* pp = mm->pp;
     if (!mm->async_queued_turn && pp) {
       g* gp = static_cast<g*>(pp->runq.get().item);
-      if (!gp && !globq_.empty()) {
-        std::unique_lock<std::mutex> lk(lock_);
-        gp = glob_get(pp, 0);
-      }
+      if (!gp) gp = glob_get(pp, 0);
       if (gp) {
         mm->async_queued_turn = true;
         return gp;
@@ -876,8 +868,7 @@ class scheduler final : public sched_base {
       if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
       // Fairness: every global_poll_interval ticks look at the global
       // queue first, so local ping-pong cannot starve it.
-      if (pp->schedtick % Policy::global_poll_interval == 0 && !globq_.empty()) {
-        std::unique_lock<std::mutex> lk(lock_);
+      if (pp->schedtick % Policy::global_poll_interval == 0) {
         if (g* gp = glob_get(pp, 1)) {
           inherit = false;
           return gp;
@@ -888,12 +879,9 @@ class scheduler final : public sched_base {
         inherit = r.inherit_time;
         return static_cast<g*>(r.item);
       }
-      if (!globq_.empty()) {
-        std::unique_lock<std::mutex> lk(lock_);
-        if (g* gp = glob_get(pp, 0)) {
-          inherit = false;
-          return gp;
-        }
+      if (g* gp = glob_get(pp, 0)) {
+        inherit = false;
+        return gp;
       }
       // netpoll: goroutines whose I/O is ready (non-blocking, one poller at a time).
       if (g* gp = netpoll_ops::ready(*this, mm)) {
@@ -918,28 +906,36 @@ class scheduler final : public sched_base {
             inherit = false;
             return gp;
           }
-          if (!globq_.empty()) {
-            std::unique_lock<std::mutex> lk(lock_);
-            if (g* gp = glob_get(pp, 0)) {
-              inherit = false;
-              return gp;
-            }
+          if (g* gp = glob_get(pp, 0)) {
+            inherit = false;
+            return gp;
           }
           if (should_leave(mm) || std::chrono::steady_clock::now() >= deadline) break;
           cpu_relax();
         }
       }
-      // Nothing to do: give up the P. Check the global queue under the
-      // same lock hold that puts the P on the idle list, so a G queued by a
-      // thread outside the runtime is seen either here or by its wakep.
+      // Nothing to do: give up the P. The global queue is checked again
+      // after the P is on the idle list (pidle_put's seq_cst npidle_ first,
+      // then the queue's lock), so a G queued by a thread outside the
+      // runtime is seen either here or by its pusher's wakep. Pushes made
+      // under lock_ (exit_syscall0, netpoll) are ordered by lock_ itself.
+      if (g* gp = glob_get(pp, 0)) {
+        inherit = false;
+        return gp;
+      }
       {
-        std::unique_lock<std::mutex> lk(lock_);
-        if (g* gp = glob_get(pp, 0)) {
-          inherit = false;
-          return gp;
-        }
+        std::lock_guard<std::mutex> lk(lock_);
         releasep(mm);
         pidle_put(pp);
+        if (!globq_.empty_synced()) {
+          // pp is still the head of the idle list (lock_ held) — unless a
+          // gomaxprocs shrink retired it: then take any idle P, and if
+          // there is none, the busy Ps will find the G.
+          if (p* again = pidle_get()) {
+            acquirep(mm, again);
+            continue;
+          }
+        }
       }
       // The delicate dance: a spinning M must drop nmspinning *before*
       // re-checking every source of work. Otherwise work submitted after
@@ -1523,31 +1519,28 @@ class scheduler final : public sched_base {
     }
   }
 
-  // ---- global run queue (scheduler lock held) ----
+  // ---- global run queue (its own lock: global_queue.hpp) ----
 
-  void glob_put_batch(g** batch, std::uint32_t n) {
-    std::lock_guard<std::mutex> lk(lock_);
-    globq_.push_back_batch(batch, n);
-  }
+  void glob_put_batch(g** batch, std::uint32_t n) { globq_.push_back_batch(batch, n); }
 
   // globrunqget: takes a fair share — size/nprocs + 1, at most `max` (when
   // > 0) and at most half a local queue — returns one and queues the rest
-  // on pp.
+  // on pp. Runs on g0 (the batch is on its stack).
   g* glob_get(p* pp, std::uint32_t max) {
-    std::uint32_t size = globq_.size();
-    if (size == 0) return nullptr;
-    std::uint32_t n = std::min(size, size / active_ps() + 1);
-    if (max > 0 && n > max) n = max;
-    n = std::min<std::uint32_t>(n, run_queue::capacity / 2);
-    g* gp = globq_.pop_front();
+    if (globq_.empty()) return nullptr;
+    g* batch[run_queue::capacity / 2 + 1];  // + 1: no false -Warray-bounds when the queue holds 2
+    std::uint32_t n = globq_.pop_batch(batch, [&](std::uint32_t size) {
+      std::uint32_t k = std::min(size, size / active_ps() + 1);
+      if (max > 0 && k > max) k = max;
+      return std::min<std::uint32_t>(k, run_queue::capacity / 2);
+    });
+    if (n == 0) return nullptr;
     pp->global_polls.inc(n);
-    for (std::uint32_t i = 1; i < n; ++i) {
-      g* more = globq_.pop_front();
-      // The lock is held: overflow (impossible at half capacity unless the
-      // local queue was already half full) goes straight back.
-      pp->runq.put(more, false, [this](g** batch, std::uint32_t k) { globq_.push_back_batch(batch, k); });
-    }
-    return gp;
+    // Overflow (impossible at half capacity unless the local queue was
+    // already half full) goes back to the global queue.
+    for (std::uint32_t i = 1; i < n; ++i)
+      pp->runq.put(batch[i], false, [this](g** b, std::uint32_t k) { glob_put_batch(b, k); });
+    return batch[0];
   }
 
   // ---- G records, stacks, ids ----
@@ -1616,6 +1609,7 @@ class scheduler final : public sched_base {
 
   // Allocates gfree_batch G records in one block (gfree_lock_ held).
   void new_g_block_locked(g*& list, std::uint32_t& count) {
+    globq_.reserve((g_blocks_.size() + 1) * gfree_batch);  // every G fits the global queue: its pushes never allocate
     auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
     if (!block) raise_bad_alloc();
     for (std::uint32_t i = 0; i < gfree_batch; ++i) {
@@ -1808,7 +1802,7 @@ class scheduler final : public sched_base {
   std::vector<std::unique_ptr<coprime_order>> steal_orders_;  // lock_
 
   std::mutex resize_lock_;  // gomaxprocs: one resize at a time (taken before lock_)
-  std::mutex lock_;  // sched.lock: global queue, idle P and M lists, allm
+  std::mutex lock_;  // sched.lock: idle P and M lists, allm (not the global queue: it has its own)
   global_run_queue globq_;
   p* pidle_ = nullptr;
   alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};

@@ -16,6 +16,11 @@ namespace goro::detail {
 class spinlock {
  public:
   void lock() noexcept {
+    // The exchange first: the lock's line usually sits in another core's
+    // cache (a channel shared by two Ms), and a load first would fetch it
+    // shared only to fetch it again exclusive for the exchange. Under
+    // contention, spin on loads (test-and-test-and-set).
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
     for (unsigned spins = 0;; ++spins) {
       if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
       if (spins < 64)
