@@ -161,10 +161,10 @@ void blocking_fairness(unsigned procs, unsigned writers, std::chrono::millisecon
     wg.wait();
   });
   ::close(fd);
-  INFO("procs=" << procs << " writers=" << writers << " sleep=" << sleep.count() << " ms" << (slow ? " (5 us calls)" : "")
-                << ": sleeper woke " << ms(sleeper_late) << " ms late after " << writes.load()
-                << " writes; preemptions=" << rt.stats().preemptions << " handoffs=" << rt.stats().syscall_handoffs
-                << "; watchdog fired: " << dog.fired());
+  INFO("procs=" << procs << " writers=" << writers << " sleep=" << sleep.count() << " ms"
+                << (slow ? " (5 us calls)" : "") << ": sleeper woke " << ms(sleeper_late) << " ms late after "
+                << writes.load() << " writes; preemptions=" << rt.stats().preemptions
+                << " handoffs=" << rt.stats().syscall_handoffs << "; watchdog fired: " << dog.fired());
   CHECK(sleeper_woke);
   CHECK_FALSE(dog.fired());
   CHECK(writes.load() > 0);
@@ -172,8 +172,7 @@ void blocking_fairness(unsigned procs, unsigned writers, std::chrono::millisecon
 
 }  // namespace
 
-TEST_CASE("fairness: TimerFairness2 — select ping-pong with system calls does not starve timers",
-          "[fairness][time]") {
+TEST_CASE("fairness: TimerFairness2 — select ping-pong with system calls does not starve timers", "[fairness][time]") {
   SECTION("1 proc") { timer_fairness2(1); }
   SECTION("2 procs") { timer_fairness2(2); }
 }
@@ -187,3 +186,45 @@ TEST_CASE("fairness: GCFairness — goroutines looping on fast blocking writes d
   SECTION("1 proc, 2 writers, 5 us calls, 10 ms sleep") { blocking_fairness(1, 2, 10ms, true); }
   SECTION("2 procs, 4 writers, 5 us calls, 10 ms sleep") { blocking_fairness(2, 4, 10ms, true); }
 }
+
+#if !GORO_TSAN  // async preemption is off under TSan (docs/preemption.md)
+
+// An M that holds async-preempted goroutines alternates between them and
+// its run queues without passing through find_runnable; it must still run
+// its P's due timers, or hogs that are always async-preempted keep a
+// sleeper (and every ticker) waiting forever.
+TEST_CASE("fairness: async-preempted hogs do not starve the P's timers", "[fairness][time][async]") {
+  using sig = goro::policy<goro::preemption_mode<goro::preemption::signal>, goro::slice_us<2000>>;
+  for (unsigned procs : {1u, 2u}) {
+    goro::basic_runtime<sig> rt{goro::options{procs}};
+    watchdog dog;
+    std::atomic<bool> stop{false};
+    bool sleeper_woke = false;
+    steady::duration sleeper_late{};
+    rt.run([&] {
+      goro::wait_group wg;
+      wg.add(static_cast<std::int64_t>(2 * procs));
+      for (unsigned i = 0; i < 2 * procs; ++i) {
+        goro::go([&] {
+          {
+            goro::async_preemptible scope;  // a call-free loop: only SIGURG preempts it
+            for (volatile std::uint64_t x = 0; !stop.load(std::memory_order_relaxed);) x = x + 1;
+          }
+          wg.done();
+        });
+      }
+      auto t0 = steady::now();
+      goro::select(goro::on_recv(goro::after(10ms), [&](auto) { sleeper_woke = true; }),
+                   goro::on_recv(dog.c(), [](auto) {}));  // from a plain thread: lands in the global queue
+      sleeper_late = steady::now() - t0 - 10ms;
+      stop.store(true);
+      wg.wait();
+    });
+    INFO("procs=" << procs << ": sleeper woke " << ms(sleeper_late)
+                  << " ms late; preemptions=" << rt.stats().preemptions << "; watchdog fired: " << dog.fired());
+    CHECK(sleeper_woke);
+    CHECK_FALSE(dog.fired());
+  }
+}
+
+#endif
