@@ -159,6 +159,20 @@ WORKLOADS += [
              Target("ratio_le", 1.0, "go", "<= Go"), program="http_hello", driver="wrk",
              same_run_as="http_hello"),
 ]
+# Tail latency under CPU hogs: a goroutine on a 1 ms ticker records each
+# tick's lag while 2 x procs hogs compute (goro: preempt_point() per ~1 us
+# unit under the default cooperative policy; `_async`: preemption::signal
+# with goro::async_preemptible hogs and no preempt_point). Go preempts its
+# hogs asynchronously. Metric: p99 lag; p50 and max are in the raw lines.
+_tail_args = (["--ms", "1000", "--reps", "3"], ["--ms", "500", "--reps", "2"])
+_tail_target = Target("ratio_le", 1.0, "go", "<= Go")
+WORKLOADS += [
+    Workload("tail_latency", "p99_us", "us p99 tick lag", ["goro", "go"], *_tail_args,
+             _tail_target, fixed_procs=[1, 2], proc_targets={1: _tail_target}),
+    Workload("tail_latency_async", "p99_us", "us p99 tick lag", ["goro", "go"], *_tail_args,
+             _tail_target, fixed_procs=[1, 2], proc_targets={1: _tail_target}, program="tail_latency",
+             per_impl_args={"goro": ["--async", "1"]}),
+]
 BY_NAME = {w.name: w for w in WORKLOADS}
 # The targets are for 2 threads; context switch and preempt_point are single-threaded.
 TARGET_PROCS = {"context_switch": 1, "preempt_point": 1}

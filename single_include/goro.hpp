@@ -3417,15 +3417,18 @@ class sysmon {
       auto* pp = s_.allp_[i];
       p_ticks& pd = ticks_[i];
       auto st = pp->status.load(std::memory_order_acquire);
+      bool sysretake = false;  // the slice is over while in a blocking call: retake now
       if constexpr (Policy::preempt != preemption::none) {
         // A slice is timed from the first round that sees the P running
         // with a given schedtick. The tick does not move for a G taken from
         // runnext (it inherits the slice), nor across an idle stretch: a P
         // seen idle starts afresh, so idle time never counts as running.
-        // Time in goro::blocking counts (Go's retake does the same for
-        // _Psyscall): a G looping over short blocking calls keeps taking
-        // its P back on the fast path and would otherwise never yield it;
-        // it honours the request when its call returns.
+        // A P in a blocking call counts as running (Go's retake: _Prunning
+        // || _Psyscall): a goroutine looping on short blocking calls keeps
+        // its schedtick across them (exit_syscall's fast path) and would
+        // otherwise restart its slice whenever sysmon saw it inside a call
+        // -- and starve the P's other goroutines and timers (GCFairness,
+        // tests/fairness_test.cpp).
         if (st == Sched::p_status::running || st == Sched::p_status::syscall) {
           std::uint32_t t = pp->sysmon_schedtick.load(std::memory_order_relaxed);
           if (!pd.running_seen || pd.schedtick != t) {
@@ -3433,7 +3436,8 @@ class sysmon {
             pd.schedtick = t;
             pd.schedwhen = pnow;
           } else if (pnow - pd.schedwhen >= Policy::time_slice) {
-            preemptone(pp);
+            preemptone(pp);  // in a call: the G yields when it returns (blocking's preempt_point)
+            sysretake = true;
           }
         } else {
           pd.running_seen = false;
@@ -3441,7 +3445,7 @@ class sysmon {
       }
       if (st != Sched::p_status::syscall) continue;
       std::uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
-      if (pd.syscalltick != t) {  // a new call since the last round: give it one round
+      if (!sysretake && pd.syscalltick != t) {  // a new call since the last round: give it one round
         pd.syscalltick = t;
         pd.syscallwhen = now;
         continue;
@@ -4221,6 +4225,11 @@ class scheduler final : public sched_base {
   // leaving) waits until no pinned G is left.
   g* next_with_pinned(m* mm) {
     p* pp = mm->pp;
+    // checkTimers, as find_runnable does first: while hogs keep being
+    // async-preempted this M never gets to find_runnable, and the P's
+    // timers (a ticker, a sleeper) would never fire (benchmarks/tail_latency
+    // --async 1 hung). What they ready lands in pp's run queue, taken below.
+    if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
     if (!mm->async_queued_turn && pp) {
       g* gp = static_cast<g*>(pp->runq.get().item);
       if (!gp) gp = glob_get(pp, 0);

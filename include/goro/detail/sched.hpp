@@ -742,6 +742,11 @@ class scheduler final : public sched_base {
   // leaving) waits until no pinned G is left.
   g* next_with_pinned(m* mm) {
     p* pp = mm->pp;
+    // checkTimers, as find_runnable does first: while hogs keep being
+    // async-preempted this M never gets to find_runnable, and the P's
+    // timers (a ticker, a sleeper) would never fire (benchmarks/tail_latency
+    // --async 1 hung). What they ready lands in pp's run queue, taken below.
+    if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
     if (!mm->async_queued_turn && pp) {
       g* gp = static_cast<g*>(pp->runq.get().item);
       if (!gp) gp = glob_get(pp, 0);
