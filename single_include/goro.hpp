@@ -3364,7 +3364,15 @@ class sysmon {
       } else if (idle > sysmon_idle_rounds) {
         delay = std::min(delay * 2, sysmon_max_delay);
       }
-      if (!sleep(delay)) return;
+      // A timer due on a busy P: wake for it (see retake), never sooner than
+      // the shortest delay.
+      auto nap = delay;
+      if (next_busy_timer_ != 0) {
+        std::int64_t until_ns = next_busy_timer_ - nanotime();
+        auto until = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::nanoseconds(until_ns));
+        if (until < nap) nap = std::max(until, sysmon_min_delay);
+      }
+      if (!sleep(nap)) return;
       // Every P idle and nothing to print: sleep until a P gets busy.
       if (schedtrace_ms_ <= 0 && all_idle()) {
         if (!deep_sleep()) return;
@@ -3413,6 +3421,8 @@ class sysmon {
     std::uint32_t n = 0;
     [[maybe_unused]] auto pnow = clock::now();
     if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
+    [[maybe_unused]] const std::int64_t tnow = nanotime();
+    next_busy_timer_ = 0;
     for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held
       auto* pp = s_.allp_[i];
       p_ticks& pd = ticks_[i];
@@ -3441,6 +3451,25 @@ class sysmon {
           }
         } else {
           pd.running_seen = false;
+        }
+        // Timers due on a running P: that P runs them only when it next
+        // schedules, which its goroutine may put off for a whole slice
+        // (and 4 hogs per P make a 1 ms ticker late by tens of ms). Ask the
+        // goroutine to yield now. goro's rule, not Go's (Go lets due timers
+        // wait for the slice): with it a ticker's lag under CPU hogs is
+        // sysmon's wake-up latency, and the loop above wakes sysmon for the
+        // next timer of a busy P. After a request for a timer already due
+        // it looks again 1 ms later (its next timer is not known yet; and
+        // a goroutine that never reaches a safe point must not keep sysmon
+        // at its shortest delay).
+        if (st == Sched::p_status::running) {
+          if (std::int64_t w = pp->timers.earliest(); w != 0) {
+            if (w <= tnow) {
+              preemptone(pp);
+              w = tnow + 1'000'000;
+            }
+            if (next_busy_timer_ == 0 || w < next_busy_timer_) next_busy_timer_ = w;
+          }
         }
       }
       if (st != Sched::p_status::syscall) continue;
@@ -3512,6 +3541,7 @@ class sysmon {
   const long schedtrace_ms_;
   const steady::time_point start_;
   std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
   std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
   pthread_t thread_{};
   bool has_thread_ = false;
