@@ -109,6 +109,37 @@ TEST_CASE("sysmon: with manual_clock a 2 ms slice preempts at 2 ms, a 10 ms slic
   CHECK(short_at < long_at);
 }
 
+// goro's own rule (docs/preemption.md, "Due timers preempt early"): a
+// timer due on a running P has its goroutine asked to yield at once. With
+// manual_clock the time slice never ends here (nobody advances the clock),
+// so only that rule lets the sleeping main goroutine back onto the one P
+// the hog holds.
+TEST_CASE("sysmon: a due timer preempts the goroutine holding its P (manual clock: no slice ends)", "[sysmon][preempt]") {
+  using frozen_slices = goro::policy<goro::preempt_clock<goro::manual_clock>, goro::slice_us<10000>>;
+  goro::basic_runtime<frozen_slices> rt{goro::options{1}};
+  std::atomic<bool> stop{false}, gave_up{false};
+  rt.run([&] {
+    goro::wait_group wg;
+    wg.add(1);
+    goro::go([&] {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (!stop.load(std::memory_order_relaxed)) {
+        goro::preempt_point();
+        if (std::chrono::steady_clock::now() > deadline) {
+          gave_up.store(true);  // the sleeper's timer never got the P
+          break;
+        }
+      }
+      wg.done();
+    });
+    goro::sleep_for(1ms);  // the hog takes the P; the timer lands on it
+    stop.store(true);
+    wg.wait();
+  });
+  CHECK_FALSE(gave_up.load());
+  CHECK(rt.stats().preemptions > 0);
+}
+
 TEST_CASE("sysmon: at 1 proc a goroutine looping on preempt_point does not starve others", "[sysmon][preempt]") {
   using pol = goro::policy<goro::slice_us<2000>>;
   goro::basic_runtime<pol> rt{goro::options{1}};
