@@ -158,6 +158,11 @@ WORKLOADS += [
     Workload("http_hello_p99", "p99_ms", "ms p99 latency", ["goro", "go"], [], [],
              Target("ratio_le", 1.0, "go", "<= Go"), program="http_hello", driver="wrk",
              same_run_as="http_hello"),
+    # The server's own CPU time (user + system, from /proc) per request
+    # answered: its efficiency, apart from how the kernel shares the cores
+    # with wrk. No target in the issue.
+    Workload("http_hello_cpu", "cpu_us_per_req", "us server CPU/request", ["goro", "go"], [], [],
+             None, program="http_hello", driver="wrk", same_run_as="http_hello"),
 ]
 # Tail latency under CPU hogs: a goroutine on a 1 ms ticker records each
 # tick's lag while 2 x procs hogs compute (goro: preempt_point() per ~1 us
@@ -201,7 +206,7 @@ def build(build_dir: Path, go_needed: bool, stale: set[str]) -> list[str]:
             if "goro benchmarks:" in line:
                 log(line)
         keep_going = ["--", "-k", "0"] if gen else ["--", "-k"]
-        cmd = ["cmake", "--build", str(build_dir), *keep_going]
+        cmd = ["cmake", "--build", str(build_dir), "-j", str(os.cpu_count() or 2), *keep_going]
         log("+ " + " ".join(cmd))
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
@@ -286,6 +291,29 @@ def wrk_ms(text: str) -> float:
     raise ValueError(text)
 
 
+def proc_cpu_s(pid: int) -> float | None:
+    """A process's user + system CPU time so far, in seconds (all threads)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def wrk_affinity(procs: int) -> tuple[set[int] | None, set[int] | None]:
+    """CPUs for the server and for wrk: disjoint when the machine has at
+    least procs + 2 CPUs (the server gets `procs` of them, wrk the rest),
+    so that the load generator does not compete with the server for its
+    cores; on smaller machines (2 cores) both float over all of them."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None, None
+    if len(cpus) < procs + 2:
+        return None, None
+    return set(cpus[:procs]), set(cpus[procs:])
+
+
 def run_wrk(exe: Path, impl: str, workload: str, procs: int, wrk_args: list[str],
             timeout: int) -> tuple[list[dict[str, str]], str | None]:
     """Starts the server on a free port, runs wrk against it, stops it."""
@@ -298,7 +326,9 @@ def run_wrk(exe: Path, impl: str, workload: str, procs: int, wrk_args: list[str]
         cmd, env = [str(exe), "-port", str(port), "-procs", str(procs)], dict(os.environ)
     else:
         cmd, env = [str(exe), "--serve", str(port)], {**os.environ, "GORO_MAXPROCS": str(procs)}
-    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    server_cpus, wrk_cpus = wrk_affinity(procs)
+    server = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=(lambda: os.sched_setaffinity(0, server_cpus)) if server_cpus else None)
     try:
         deadline = time.monotonic() + 10
         while True:  # until it accepts
@@ -311,17 +341,22 @@ def run_wrk(exe: Path, impl: str, workload: str, procs: int, wrk_args: list[str]
                 if time.monotonic() > deadline:
                     return [], "server did not listen within 10 s"
                 time.sleep(0.05)
+        cpu0 = proc_cpu_s(server.pid)
         try:
             r = subprocess.run(["wrk", *wrk_args, "--latency", f"http://127.0.0.1:{port}/"],
-                               capture_output=True, text=True, timeout=timeout)
+                               capture_output=True, text=True, timeout=timeout,
+                               preexec_fn=(lambda: os.sched_setaffinity(0, wrk_cpus)) if wrk_cpus else None)
         except subprocess.TimeoutExpired:
             return [], f"wrk timed out after {timeout}s"
-        rps = p99 = None
+        cpu1 = proc_cpu_s(server.pid)
+        rps = p99 = requests = None
         errors = ""
         for ln in r.stdout.splitlines():
             f = ln.split()
             if ln.startswith("Requests/sec:"):
                 rps = float(f[1])
+            elif len(f) >= 3 and f[1] == "requests" and f[2] == "in" and f[0].isdigit():
+                requests = int(f[0])
             elif len(f) == 2 and f[0] == "99%":
                 p99 = wrk_ms(f[1])
             elif "Socket errors" in ln or "Non-2xx" in ln:
@@ -332,6 +367,8 @@ def run_wrk(exe: Path, impl: str, workload: str, procs: int, wrk_args: list[str]
             return [], f"server exited {server.returncode} under load"
         row = {"workload": workload, "impl": impl, "procs": str(procs), "requests_per_s": f"{rps:.1f}",
                "p99_ms": f"{p99:.3f}"}
+        if requests and cpu0 is not None and cpu1 is not None:
+            row["cpu_us_per_req"] = f"{(cpu1 - cpu0) * 1e6 / requests:.3f}"
         return [row], (f"wrk: {errors}" if errors.startswith("Non-2xx") else None)
     finally:
         if server.poll() is None:
@@ -392,6 +429,11 @@ def main() -> int:
     failures: dict[tuple[str, int, str], str] = {}
 
     have_wrk = shutil.which("wrk") is not None
+    if have_wrk and any(w.driver == "wrk" for w in workloads):
+        for p in procs_list:
+            sc, wc = wrk_affinity(p)
+            notes.append(f"wrk at {p} procs: " + (f"server on CPUs {sorted(sc)}, wrk on {sorted(wc)}" if sc else
+                                                  "server and wrk share every CPU (fewer than procs + 2)"))
     skipped: set[str] = set()
     shared_rows: dict[tuple[str, int, str], list[dict[str, str]]] = {}  # (workload, procs, impl)
     for w in workloads:

@@ -3148,9 +3148,12 @@ inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
 //     than 10 ms (then taking it would only cost a thread wake-up);
 //   - prints the SCHED line every GORO_DEBUG=schedtrace=MS milliseconds.
 // It sleeps 20 us between rounds, doubling after 50 rounds in a row that
-// retook nothing, up to 10 ms; when every P is idle it parks on a note
-// until a P leaves the idle list (pidle_get calls on_p_busy), so an idle
-// runtime costs no CPU.
+// retook nothing, up to 10 ms; when every P has been idle at each of its
+// rounds for 1 ms it parks on a note until a P leaves the idle list
+// (pidle_get calls on_p_busy), so an idle runtime costs no CPU. (Parking
+// at the first idle round instead made a server that idles for a few
+// microseconds between bursts wake sysmon, by futex, thousands of times
+// a second; Go's sysmon is woken only by syscall exits.)
 //
 // A P in a blocking call has status `syscall` and no owner: whoever CASes
 // it from `syscall` first owns it — the M coming back from the call (fast
@@ -3181,6 +3184,9 @@ namespace goro::detail {
 inline constexpr std::chrono::microseconds sysmon_min_delay{20};
 inline constexpr std::chrono::microseconds sysmon_max_delay{10'000};
 inline constexpr std::uint32_t sysmon_idle_rounds = 50;
+// How long every P must have looked idle, at each round, before sysmon
+// parks until one gets busy.
+inline constexpr std::int64_t sysmon_park_after_idle_ns = 1'000'000;
 // A P in a blocking call with nothing queued is left alone while others
 // are spinning or idle, but no longer than this (Go: 10 ms): it keeps
 // sysmon from sleeping deeply.
@@ -3266,6 +3272,7 @@ class sysmon {
   void fill_stats(Stats& st) const noexcept {
     st.preemptions = preemptions_.load(std::memory_order_relaxed);
     st.syscall_handoffs = handoffs_.load(std::memory_order_relaxed);
+    st.sysmon_parks = parks_.load(std::memory_order_relaxed);
   }
 
   // ---- goro::blocking: the scheduler side ----
@@ -3358,6 +3365,7 @@ class sysmon {
     std::uint32_t idle = 0;
     auto delay = sysmon_min_delay;
     auto last_trace = steady::now();
+    std::int64_t all_idle_since = 0;  // the first round of a run that saw every P idle
     for (;;) {
       if (idle == 0) {
         delay = sysmon_min_delay;
@@ -3373,12 +3381,22 @@ class sysmon {
         if (until < nap) nap = std::max(until, sysmon_min_delay);
       }
       if (!sleep(nap)) return;
-      // Every P idle and nothing to print: sleep until a P gets busy.
+      // Every P idle (for 1 ms: see the top) and nothing to print: sleep
+      // until a P gets busy. With no P busy there is nothing to retake.
       if (schedtrace_ms_ <= 0 && all_idle()) {
+        std::int64_t t = nanotime();
+        if (all_idle_since == 0) all_idle_since = t;
+        if (t - all_idle_since < sysmon_park_after_idle_ns) {
+          ++idle;
+          continue;
+        }
+        all_idle_since = 0;
+        parks_.fetch_add(1, std::memory_order_relaxed);
         if (!deep_sleep()) return;
         idle = 0;
         continue;
       }
+      all_idle_since = 0;
       auto now = steady::now();
       if (schedtrace_ms_ > 0 && now - last_trace >= std::chrono::milliseconds(schedtrace_ms_)) {
         last_trace = now;
@@ -3549,6 +3567,7 @@ class sysmon {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy
   std::atomic<std::uint64_t> preemptions_{0};
+  std::atomic<std::uint64_t> parks_{0};  // deep sleeps (stats().sysmon_parks)
   std::atomic<std::uint64_t> handoffs_{0};
 };
 
@@ -3570,6 +3589,7 @@ struct runtime_stats {
   std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
   std::uint64_t m_spins = 0;        // times an M started spinning
   std::uint64_t threads = 0;        // OS threads (Ms) created
+  std::uint64_t sysmon_parks = 0;   // times sysmon slept until a P got busy (every P idle for 1 ms)
 };
 
 namespace detail {
@@ -6200,6 +6220,7 @@ class chan {
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -6602,6 +6623,27 @@ using namespace goro::detail;
 [[noreturn]] inline void raise_closed() { raise<usage_error>("goro: use of closed network connection"); }
 [[noreturn]] inline void raise_timeout() { raise<timeout_error>("goro: i/o timeout"); }
 
+// read(2) / send(2) on a non-blocking socket as plain system calls: glibc's
+// wrappers are thread-cancellation points, which costs two extra calls
+// around each (a few per cent of a request/response server's CPU); Go
+// makes raw system calls too. They set errno as the wrappers do. Under
+// the sanitizers the wrappers stay: ThreadSanitizer intercepts them to
+// see the happens-before edge a byte sent over a socket carries.
+inline ssize_t sys_read(int fd, void* buf, std::size_t n) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  return ::read(fd, buf, n);
+#else
+  return static_cast<ssize_t>(::syscall(SYS_read, fd, buf, n));
+#endif
+}
+inline ssize_t sys_send(int fd, const void* buf, std::size_t n) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  return ::send(fd, buf, n, MSG_NOSIGNAL);
+#else
+  return static_cast<ssize_t>(::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL, nullptr, 0));
+#endif
+}
+
 // steady_clock time_point -> nanotime() (the same clock); the epoch clears.
 inline std::int64_t deadline_ns(time_point t) noexcept {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -6762,6 +6804,10 @@ class socket_state {
 
   int fd() const noexcept { return fd_; }
   poll_desc* pd() const noexcept { return pd_; }
+
+  // conn::read's note that its last read emptied the receive queue (so
+  // the next one waits for an edge first); under the read lock.
+  bool rdrained = false;
 
   // RAII reference for one operation; raises if closed.
   class op {
@@ -6981,9 +7027,24 @@ class conn {
     detail::socket_state::op o(s);
     if (buf.empty()) return 0;
     detail::socket_state::io_guard g(s, 'r');
+    // The last read left the receive queue empty (a short read or EAGAIN):
+    // new data will come with an edge from the poller, so wait for it
+    // first instead of making a read that would most likely fail with
+    // EAGAIN (Go makes that read; a request/response server saves one
+    // syscall in three). Data that came in since then has its edge
+    // recorded already (pd_ready), so this wait returns at once.
+    if (s.rdrained) {
+      s.rdrained = false;
+      s.wait('r');
+    }
     for (;;) {
-      ssize_t n = ::read(s.fd(), buf.data(), buf.size());
-      if (n >= 0) return static_cast<std::size_t>(n);
+      ssize_t n = detail::sys_read(s.fd(), buf.data(), buf.size());
+      if (n >= 0) {
+        // A short read of a stream socket took all that was queued (TCP
+        // copies until the queue is empty or buf is full); not for 0 (EOF)
+        s.rdrained = n > 0 && static_cast<std::size_t>(n) < buf.size();
+        return static_cast<std::size_t>(n);
+      }
       int e = errno;  // right after the call: errno is per thread (DESIGN §7)
       if (e == EAGAIN || e == EWOULDBLOCK)
         s.wait('r');
@@ -6999,7 +7060,7 @@ class conn {
     detail::socket_state::io_guard g(s, 'w');
     std::size_t done = 0;
     while (done < buf.size()) {
-      ssize_t n = ::send(s.fd(), buf.data() + done, buf.size() - done, MSG_NOSIGNAL);
+      ssize_t n = detail::sys_send(s.fd(), buf.data() + done, buf.size() - done);
       if (n >= 0) {
         done += static_cast<std::size_t>(n);
         continue;

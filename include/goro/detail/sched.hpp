@@ -57,6 +57,7 @@ struct runtime_stats {
   std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
   std::uint64_t m_spins = 0;        // times an M started spinning
   std::uint64_t threads = 0;        // OS threads (Ms) created
+  std::uint64_t sysmon_parks = 0;   // times sysmon slept until a P got busy (every P idle for 1 ms)
 };
 
 namespace detail {

@@ -14,9 +14,12 @@
 //     than 10 ms (then taking it would only cost a thread wake-up);
 //   - prints the SCHED line every GORO_DEBUG=schedtrace=MS milliseconds.
 // It sleeps 20 us between rounds, doubling after 50 rounds in a row that
-// retook nothing, up to 10 ms; when every P is idle it parks on a note
-// until a P leaves the idle list (pidle_get calls on_p_busy), so an idle
-// runtime costs no CPU.
+// retook nothing, up to 10 ms; when every P has been idle at each of its
+// rounds for 1 ms it parks on a note until a P leaves the idle list
+// (pidle_get calls on_p_busy), so an idle runtime costs no CPU. (Parking
+// at the first idle round instead made a server that idles for a few
+// microseconds between bursts wake sysmon, by futex, thousands of times
+// a second; Go's sysmon is woken only by syscall exits.)
 //
 // A P in a blocking call has status `syscall` and no owner: whoever CASes
 // it from `syscall` first owns it — the M coming back from the call (fast
@@ -55,6 +58,9 @@ namespace goro::detail {
 inline constexpr std::chrono::microseconds sysmon_min_delay{20};
 inline constexpr std::chrono::microseconds sysmon_max_delay{10'000};
 inline constexpr std::uint32_t sysmon_idle_rounds = 50;
+// How long every P must have looked idle, at each round, before sysmon
+// parks until one gets busy.
+inline constexpr std::int64_t sysmon_park_after_idle_ns = 1'000'000;
 // A P in a blocking call with nothing queued is left alone while others
 // are spinning or idle, but no longer than this (Go: 10 ms): it keeps
 // sysmon from sleeping deeply.
@@ -140,6 +146,7 @@ class sysmon {
   void fill_stats(Stats& st) const noexcept {
     st.preemptions = preemptions_.load(std::memory_order_relaxed);
     st.syscall_handoffs = handoffs_.load(std::memory_order_relaxed);
+    st.sysmon_parks = parks_.load(std::memory_order_relaxed);
   }
 
   // ---- goro::blocking: the scheduler side ----
@@ -232,6 +239,7 @@ class sysmon {
     std::uint32_t idle = 0;
     auto delay = sysmon_min_delay;
     auto last_trace = steady::now();
+    std::int64_t all_idle_since = 0;  // the first round of a run that saw every P idle
     for (;;) {
       if (idle == 0) {
         delay = sysmon_min_delay;
@@ -247,12 +255,22 @@ class sysmon {
         if (until < nap) nap = std::max(until, sysmon_min_delay);
       }
       if (!sleep(nap)) return;
-      // Every P idle and nothing to print: sleep until a P gets busy.
+      // Every P idle (for 1 ms: see the top) and nothing to print: sleep
+      // until a P gets busy. With no P busy there is nothing to retake.
       if (schedtrace_ms_ <= 0 && all_idle()) {
+        std::int64_t t = nanotime();
+        if (all_idle_since == 0) all_idle_since = t;
+        if (t - all_idle_since < sysmon_park_after_idle_ns) {
+          ++idle;
+          continue;
+        }
+        all_idle_since = 0;
+        parks_.fetch_add(1, std::memory_order_relaxed);
         if (!deep_sleep()) return;
         idle = 0;
         continue;
       }
+      all_idle_since = 0;
       auto now = steady::now();
       if (schedtrace_ms_ > 0 && now - last_trace >= std::chrono::milliseconds(schedtrace_ms_)) {
         last_trace = now;
@@ -423,6 +441,7 @@ class sysmon {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy
   std::atomic<std::uint64_t> preemptions_{0};
+  std::atomic<std::uint64_t> parks_{0};  // deep sleeps (stats().sysmon_parks)
   std::atomic<std::uint64_t> handoffs_{0};
 };
 
