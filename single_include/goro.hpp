@@ -3607,6 +3607,9 @@ struct owned_counter {
 // enough to bridge the gap between bursts of work without a futex round
 // trip, short enough that an idle runtime costs no CPU.
 inline constexpr std::chrono::nanoseconds spin_duration{30'000};
+// How often a spinning M polls the network (a non-blocking epoll_wait,
+// only while goroutines wait on I/O and no other M polls).
+inline constexpr std::chrono::nanoseconds spin_poll_interval{5'000};
 // Free Gs kept per P before half move to the global list (Go: 64 / 32).
 inline constexpr std::uint32_t p_gfree_max = 64;
 inline constexpr std::uint32_t gfree_batch = 32;
@@ -4439,6 +4442,7 @@ class scheduler final : public sched_base {
           m_spins_.fetch_add(1, std::memory_order_relaxed);
         }
         auto deadline = std::chrono::steady_clock::now() + spin_duration;
+        auto next_poll = deadline - spin_duration + spin_poll_interval;
         for (;;) {
           if (g* gp = steal_work(mm, pp)) {
             inherit = false;
@@ -4448,7 +4452,15 @@ class scheduler final : public sched_base {
             inherit = false;
             return gp;
           }
-          if (should_leave(mm) || std::chrono::steady_clock::now() >= deadline) break;
+          auto now = std::chrono::steady_clock::now();
+          if (now >= next_poll) {  // I/O that became ready meanwhile (else seen only once this M parks)
+            next_poll = now + spin_poll_interval;
+            if (g* gp = netpoll_ops::ready(*this, mm)) {
+              inherit = false;
+              return gp;
+            }
+          }
+          if (should_leave(mm) || now >= deadline) break;
           cpu_relax();
         }
       }
