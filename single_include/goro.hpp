@@ -6817,10 +6817,6 @@ class socket_state {
   int fd() const noexcept { return fd_; }
   poll_desc* pd() const noexcept { return pd_; }
 
-  // conn::read's note that its last read emptied the receive queue (so
-  // the next one waits for an edge first); under the read lock.
-  bool rdrained = false;
-
   // RAII reference for one operation; raises if closed.
   class op {
    public:
@@ -7039,24 +7035,9 @@ class conn {
     detail::socket_state::op o(s);
     if (buf.empty()) return 0;
     detail::socket_state::io_guard g(s, 'r');
-    // The last read left the receive queue empty (a short read or EAGAIN):
-    // new data will come with an edge from the poller, so wait for it
-    // first instead of making a read that would most likely fail with
-    // EAGAIN (Go makes that read; a request/response server saves one
-    // syscall in three). Data that came in since then has its edge
-    // recorded already (pd_ready), so this wait returns at once.
-    if (s.rdrained) {
-      s.rdrained = false;
-      s.wait('r');
-    }
     for (;;) {
       ssize_t n = detail::sys_read(s.fd(), buf.data(), buf.size());
-      if (n >= 0) {
-        // A short read of a stream socket took all that was queued (TCP
-        // copies until the queue is empty or buf is full); not for 0 (EOF)
-        s.rdrained = n > 0 && static_cast<std::size_t>(n) < buf.size();
-        return static_cast<std::size_t>(n);
-      }
+      if (n >= 0) return static_cast<std::size_t>(n);
       int e = errno;  // right after the call: errno is per thread (DESIGN §7)
       if (e == EAGAIN || e == EWOULDBLOCK)
         s.wait('r');

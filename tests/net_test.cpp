@@ -375,11 +375,13 @@ TEST_CASE("net: plain threads use the same sockets", "[net]") {
   ln.close();
 }
 
-// conn::read skips the read(2) that would fail with EAGAIN after a short
-// read (the queue was empty) and waits for the poller's next edge first.
-// Each case below would hang (here: time out) if that went wrong: a full
-// read must not count as emptying the queue; data that came while nobody
-// waited must have left its edge; EOF must come through as well.
+// Reads with a buffer smaller than what is queued, short reads, data that
+// arrives while the reader is parked and while nobody waits, and EOF. Each
+// case would hang (here: time out) if a read waited for an edge that is
+// not coming: a full read leaves data queued with no new edge; data that
+// came while nobody waited must have left its edge in epoll. (A version
+// of conn::read that waited for an edge after every short read passed
+// this and was dropped for latency: docs/net.md.)
 TEST_CASE("net: reads after a full read, a short read, and data that came while nobody waited", "[net]") {
   for (int procs : {1, 2}) {
     goro::runtime rt{goro::options{static_cast<unsigned>(procs)}};
