@@ -972,7 +972,14 @@ class scheduler final : public sched_base {
             break;
           }
         }
-        if (!again && !globq_.empty()) {
+        // Under the queue's lock, not the lock-free size: a thread without
+        // a P (ready() from a plain thread) pushes and then reads nmspinning
+        // with no StoreLoad barrier between (its unlock is a plain release
+        // store), so it may still see this M spinning while the lock-free
+        // size here still reads 0: a lost wake-up (it hung a 1-proc runtime
+        // fed by a plain thread). With the lock, either this sees the push,
+        // or the pusher's lock comes after ours and sees the decrement.
+        if (!again && !globq_.empty_synced()) {
           std::lock_guard<std::mutex> lk(lock_);
           again = pidle_get();
         }
