@@ -31,6 +31,9 @@
  *   stack mispredicts the return stack buffer on every switch.
  *   `notrack` keeps the indirect jump valid under CET indirect-branch
  *   tracking (a resume address is not an endbr64 landing pad).
+ *   MXCSR and the x87 control word are reloaded only when the saved
+ *   values differ from the current ones (ldmxcsr and fldcw are slow;
+ *   the result is the same).
  *
  * goro_v0_1_start: first resume address of a fresh context. The switch
  *   left `arg` in rax; call the entry function held in rbx with it. The
@@ -78,10 +81,15 @@ goro_v0_1_switch:
     subq $8, %rsp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
     addq $8, %rsp
     popq %r15
     popq %r14
@@ -92,6 +100,10 @@ goro_v0_1_switch:
     popq %rcx
     movq %rdx, %rax
     notrack jmpq *%rcx
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .p2align 4
 goro_v0_1_start:

@@ -33,10 +33,15 @@ goro_v0_1_switch:
     subq $8, %rsp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
     addq $8, %rsp
     popq %r15
     popq %r14
@@ -47,6 +52,10 @@ goro_v0_1_switch:
     popq %rcx
     movq %rdx, %rax
     notrack jmpq *%rcx
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .p2align 4
 goro_v0_1_start:
