@@ -117,10 +117,13 @@ inline void cpu_relax() noexcept {
 // free functions (goro::go, yield, ...) call, and the two halves of a
 // goroutine switch with their sanitizer and exception-state bookkeeping.
 //
-// Goroutines never switch to each other directly: a goroutine switches to
-// its M's scheduler context (g0, the thread's own stack) with a request in
-// m_base::after, and g0 carries it out once the goroutine is off its stack
-// (Go's mcall). So a goroutine is never made runnable while still running.
+// A goroutine usually switches to its M's scheduler context (g0, the
+// thread's own stack) with a request in m_base::after, and g0 carries it
+// out once the goroutine is off its stack (Go's mcall). So a goroutine is
+// never made runnable while still running. The one exception is yield's
+// direct switch (switch_g_to_g): the goroutine switches straight to the
+// next one, and the next one, once running on its own stack, finishes the
+// hand-off of the first (sched_base::direct_switch_done), as Go's g0 would.
 
 #include <pthread.h>
 
@@ -159,6 +162,9 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch
 .hidden goro_v0_1_switch
 .type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -179,10 +185,15 @@ goro_v0_1_switch:
     subq $8, %rsp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
     addq $8, %rsp
     popq %r15
     popq %r14
@@ -193,7 +204,46 @@ goro_v0_1_switch:
     popq %rcx
     movq %rdx, %rax
     notrack jmpq *%rcx
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
 .size goro_v0_1_switch, .-goro_v0_1_switch
+.p2align 4
+goro_v0_1_switch_ret:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    movq %rdx, %rax
+    ret
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_start:
     endbr64
@@ -224,6 +274,9 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch
 .hidden goro_v0_1_switch
 .type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -234,6 +287,7 @@ asm(R"goro_asm(
 .hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
+goro_v0_1_switch_ret:
     hint #34
     sub sp, sp, #176
     stp x19, x20, [sp, #0]
@@ -267,6 +321,7 @@ goro_v0_1_switch:
     mov x0, x2
     ret x30
 .size goro_v0_1_switch, .-goro_v0_1_switch
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_start:
     hint #34
@@ -296,6 +351,10 @@ extern "C" {
 // *save_sp, resumes the context whose stack pointer is to_sp, and makes
 // that context's own pending switch call return `arg`.
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, void* to_sp, void* arg);
+// The same, resuming with a return instead of an indirect jump: for a
+// switch between two contexts suspended at the same call site (yield's
+// direct switch), which the return stack buffer then predicts.
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg);
 // First resume address of a fresh context (calls the entry function).
 __attribute__((visibility("hidden"))) void goro_v0_1_start();
 }
@@ -354,6 +413,10 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
 
 GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg) noexcept {
   return goro_v0_1_switch(save_sp, to_sp, arg);
+}
+
+GORO_ALWAYS_INLINE void* raw_switch_ret(void** save_sp, void* to_sp, void* arg) noexcept {
+  return goro_v0_1_switch_ret(save_sp, to_sp, arg);
 }
 
 // Measures the raw switch (no scheduler): two contexts on a private stack
@@ -696,14 +759,18 @@ inline constexpr std::size_t closure_inline_size = 64;
 // (...) must rethrow it.
 struct goexit_unwind {};
 
-struct g {
+struct alignas(64) g {
+  // The first cache line holds what a switch touches (a yield through a
+  // run queue of a thousand goroutines misses the cache on every other
+  // line it reads).
   void* sp = nullptr;    // saved context while not running
   stack_memory stack{};  // lo == nullptr: no stack yet
   bool stack_canary = false;  // no guard region: a canary at stack.lo is checked at each switch
   std::atomic<g_status> status{g_status::idle};
-  std::uint64_t id = 0;
-  sched_base* sched = nullptr;
-  g* link = nullptr;  // intrusive link: run queues, free lists
+  // C++ exception-handling globals of this goroutine while it is switched
+  // out (an exception being handled across a switch, uncaught_exceptions()).
+  void* eh_caught = nullptr;
+  unsigned eh_uncaught = 0;
   bool is_main = false;
   // sysmon's request to yield at the next safe point. Written by sysmon
   // (another thread), so atomic; see preempt.hpp for who sets and clears it.
@@ -715,6 +782,9 @@ struct g {
   // scheduler lock; lockedm is read by whichever M dequeues the G, hence
   // atomic (relaxed: the queue hand-off orders it).
   std::atomic<m_base*> lockedm{nullptr};
+  std::uint64_t id = 0;
+  sched_base* sched = nullptr;
+  g* link = nullptr;  // intrusive link: run queues, free lists
   std::uint32_t lock_count = 0;
   // async preemption: depth of goro::async_preemptible scopes. Written by
   // the goroutine only; read by sysmon and by the SIGURG handler.
@@ -726,14 +796,10 @@ struct g {
   void* heap_closure = nullptr;
   alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
 
-  // C++ exception-handling globals of this goroutine while it is switched
-  // out (an exception being handled across a switch, uncaught_exceptions()).
-  void* eh_caught = nullptr;
-  unsigned eh_uncaught = 0;
-
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
 };
+static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
 
 // Stores the callable and its arguments in gp (decay-copied, as std::thread).
 template <class F, class... A>
@@ -877,6 +943,14 @@ class sched_base {
   // the call (long_call: hand the P off at once), exitsyscall after it.
   virtual void enter_syscall(bool long_call) noexcept = 0;
   virtual void exit_syscall() noexcept = 0;
+  // goro::yield (Go's Gosched) of m's current goroutine: it goes to the
+  // global run queue and m runs another; returns when the goroutine runs
+  // again (on any M).
+  virtual void gosched(m_base* m) noexcept = 0;
+  // Called by the goroutine that m switched to directly (switch_g_to_g),
+  // first thing once it runs on its own stack: queues the goroutine that
+  // switched out (it is off its stack now) and clears m->after.
+  virtual void direct_switch_done(m_base* m) noexcept = 0;
 };
 
 struct m_base {
@@ -962,10 +1036,17 @@ GORO_ALWAYS_INLINE void save_goroutine_state(m_base* m, g* gp) noexcept {
 }
 
 // Goroutine side, first thing after (re)entry, possibly on another thread.
-GORO_ALWAYS_INLINE void goroutine_resumed(g* gp) noexcept {
+// `from` is what the switch returned: nullptr when g0 resumed gp, the M
+// when another goroutine switched to gp directly (switch_g_to_g); then gp
+// finishes that goroutine's hand-off.
+GORO_ALWAYS_INLINE void goroutine_resumed(g* gp, void* from) noexcept {
 #if GORO_ASAN
-  m_base* m = current_m();
-  __sanitizer_finish_switch_fiber(gp->asan_fake_stack, &m->g0_stack_bottom, &m->g0_stack_size);
+  if (from) {
+    __sanitizer_finish_switch_fiber(gp->asan_fake_stack, nullptr, nullptr);  // came from a goroutine, not g0
+  } else {
+    m_base* m = current_m();
+    __sanitizer_finish_switch_fiber(gp->asan_fake_stack, &m->g0_stack_bottom, &m->g0_stack_size);
+  }
 #endif
 #if GORO_EXCEPTIONS
   if (gp->eh_caught || gp->eh_uncaught) {
@@ -976,6 +1057,10 @@ GORO_ALWAYS_INLINE void goroutine_resumed(g* gp) noexcept {
 #else
   (void)gp;
 #endif
+  if (GORO_UNLIKELY(from != nullptr)) {
+    auto* m = static_cast<m_base*>(from);
+    m->sched->direct_switch_done(m);
+  }
 }
 
 // Goroutine side: switch to this M's g0, which will act on m->after. Returns
@@ -990,8 +1075,27 @@ GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(m->g0_tsan_fiber, 0);
 #endif
-  raw_switch(&gp->sp, m->g0_sp, nullptr);
-  goroutine_resumed(gp);
+  void* from = raw_switch(&gp->sp, m->g0_sp, nullptr);
+  goroutine_resumed(gp, from);
+}
+
+// Goroutine side: switch from gp straight to next (yield's fast path, see
+// scheduler::gosched), without going through g0. The caller has done
+// execute()'s bookkeeping for next (m->curg is next already) and set
+// m->after, so that nothing treats the M as idle or gp as switchable
+// meanwhile; gp is queued only by next, once gp is off its stack
+// (direct_switch_done, from goroutine_resumed). Returns when some M runs
+// gp again. The sanitizer calls and the switch stay in one frame.
+GORO_ALWAYS_INLINE void switch_g_to_g(m_base* m, g* gp, g* next) noexcept {
+  save_goroutine_state(m, gp);
+#if GORO_ASAN
+  __sanitizer_start_switch_fiber(&gp->asan_fake_stack, next->stack.lo, next->stack.size);
+#endif
+#if GORO_TSAN
+  __tsan_switch_to_fiber(next->tsan_fiber, 0);
+#endif
+  void* from = raw_switch_ret(&gp->sp, next->sp, m);
+  goroutine_resumed(gp, from);
 }
 
 // g0 side: run gp until it switches back.
@@ -1002,7 +1106,7 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(gp->tsan_fiber, 0);
 #endif
-  raw_switch(&m->g0_sp, gp->sp, gp);
+  raw_switch(&m->g0_sp, gp->sp, nullptr);  // nullptr: resumed by g0 (goroutine_resumed)
 #if GORO_ASAN
   __sanitizer_finish_switch_fiber(m->g0_asan_fake_stack, nullptr, nullptr);
 #endif
@@ -3718,6 +3822,12 @@ class scheduler final : public sched_base {
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
     bool locked_wait = false;
     bool exit_thread = false;  // lockosthread: a G exited while locked to this M
+    // gosched (yield): the G that switched straight to curg, queued by curg
+    // once running (direct_switch_done); or a G gosched took from the run
+    // queues but could not switch to directly: g0 runs it next (m_loop).
+    g* direct_prev = nullptr;
+    g* yield_next = nullptr;
+    bool yield_next_inherit = false;
   };
 
  public:
@@ -4049,6 +4159,86 @@ class scheduler final : public sched_base {
   void enter_syscall(bool long_call) noexcept override { sysmon_.enter_syscall(this_m(), long_call); }
   void exit_syscall() noexcept override { sysmon_.exit_syscall(this_m()); }
 
+  // ---- goro::yield (Go's Gosched) ----
+
+  // Gosched = goschedImpl + schedule + execute. Go runs all of it on g0
+  // (mcall): two switches per yield. Here, when the next G is at hand and
+  // nothing else needs g0, the yielding G does schedule's and execute's
+  // work itself and switches straight to the next G, which then queues the
+  // yielder (direct_switch_done): the yielder is published only once it is
+  // off its stack, exactly as if g0 had done it. The next G is the one
+  // find_runnable would pick (the global queue's turn every
+  // global_poll_interval ticks, then runnext, then the local ring), and the
+  // yielder goes to the tail of the global queue: the same order as the
+  // slow path. Everything else goes through g0 (yield_fast_next says when).
+  void gosched(m_base* mb) noexcept override {
+    m* mm = static_cast<m*>(mb);
+    g* gp = mm->curg;
+    // async preemption: a switch is in progress from here on (the SIGURG
+    // handler leaves the M alone, and curg changes below).
+    mm->after = after_switch::yield;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    bool inherit = false;
+    g* next = yield_fast_next(mm, inherit);
+    // A G without a stack yet (lazy stacks) or wired to an M
+    // (lockosthread): g0 starts it or hands it over (m_loop).
+    if (next && next->stack.lo && next->lockedm.load(std::memory_order_relaxed) == nullptr) {
+      p* pp = mm->pp;
+      // execute(next, inherit), as g0 would do it.
+      if (!inherit) ++pp->schedtick;
+      next->status.store(g_status::running, std::memory_order_relaxed);
+      pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+      pp->sysmon_m.store(mm, std::memory_order_relaxed);
+      pp->sysmon_curg.store(next, std::memory_order_release);
+      clear_preempt(next);
+      mm->curg = next;
+      mm->direct_prev = gp;
+      switch_g_to_g(mm, gp, next);
+      return;
+    }
+    mm->yield_next = next;  // nullptr: g0 looks for work (find_runnable)
+    mm->yield_next_inherit = inherit;
+    switch_to_g0(mm, gp);
+  }
+
+  // The second half of gosched's direct switch, run by the G switched to,
+  // on its own stack: the yielder is off its stack now; check it as
+  // execute() does and queue it (goschedImpl).
+  void direct_switch_done(m_base* mb) noexcept override {
+    m* mm = static_cast<m*>(mb);
+    g* gp = std::exchange(mm->direct_prev, nullptr);
+    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
+      report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    globq_.push_back(gp);
+    // Holding no lock from here on: the M may be preempted again.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    mm->after = after_switch::none;
+    wakep(false);
+  }
+
+  // The G gosched may switch to directly: none (nullptr) when g0 has work
+  // to do first — the M or its P is in a special state (goro::blocking,
+  // lockosthread, async-pinned Gs, a retired P, leaving), a timer is due
+  // (find_runnable runs it first), or the local queue is empty (the global
+  // queue's batch get and stealing run on g0, whose stack holds the batch).
+  g* yield_fast_next(m* mm, bool& inherit) noexcept {
+    p* pp = mm->pp;
+    if (!pp || mm->in_blocking || mm->lockedg || mm->async_pinned || should_leave(mm)) return nullptr;
+    if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
+    if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
+    if (pp->schedtick % Policy::global_poll_interval == 0) {  // find_runnable's fairness rule
+      if (g* gp = globq_.pop_front()) {
+        pp->global_polls.inc(1);
+        inherit = false;
+        return gp;
+      }
+    }
+    auto r = pp->runq.get();
+    inherit = r.inherit_time;
+    return static_cast<g*>(r.item);
+  }
+
  private:
   m* this_m() const noexcept {
     m_base* b = current_m();
@@ -4077,8 +4267,13 @@ class scheduler final : public sched_base {
         }
         gp = mm->lockedg;
       } else {
-        gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
-        if (!gp) return;
+        if (mm->yield_next) {  // gosched took it from the run queues
+          gp = std::exchange(mm->yield_next, nullptr);
+          inherit = mm->yield_next_inherit;
+        } else {
+          gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
+          if (!gp) return;
+        }
         if (mm->spinning) reset_spinning(mm);
         if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
           if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
@@ -4321,6 +4516,7 @@ class scheduler final : public sched_base {
     clear_preempt(gp);
     mm->curg = gp;
     switch_to_g(mm, gp);
+    gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
     if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
@@ -5286,9 +5482,10 @@ class scheduler final : public sched_base {
   }
 
   // Entry of every goroutine (first frame on its stack).
+  // `arg` is what the switch passed (see goroutine_resumed).
   static void goroutine_main(void* arg) {
-    g* gp = static_cast<g*>(arg);
-    goroutine_resumed(gp);
+    g* gp = (arg ? static_cast<m_base*>(arg) : current_m())->curg;
+    goroutine_resumed(gp, arg);
     run_goroutine(gp);
     m_base* mm = current_m();
     mm->after = after_switch::exit;
@@ -5663,8 +5860,7 @@ void go(F&& f, A&&... args) {
 // another.
 inline void yield() {
   detail::m_base* m = detail::require_goroutine("yield()");
-  m->after = detail::after_switch::yield;
-  detail::switch_to_g0(m, m->curg);
+  m->sched->gosched(m);
 }
 
 // Goexit: unwinds the calling goroutine (destructors run) and ends it.

@@ -274,8 +274,7 @@ void go(F&& f, A&&... args) {
 // another.
 inline void yield() {
   detail::m_base* m = detail::require_goroutine("yield()");
-  m->after = detail::after_switch::yield;
-  detail::switch_to_g0(m, m->curg);
+  m->sched->gosched(m);
 }
 
 // Goexit: unwinds the calling goroutine (destructors run) and ends it.

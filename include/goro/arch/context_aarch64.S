@@ -26,6 +26,8 @@
  *   as on x86-64. AArch64 resumes with `ret x30`: resume addresses are
  *   not BTI landing pads, so a `br` there would fault on BTI-guarded
  *   pages, while `ret` is exempt from BTI checks.
+ *   goro_v0_1_switch_ret (x86-64: the variant that resumes with `ret`)
+ *   is the same code here.
  *
  * goro_v0_1_start: first resume address of a fresh context; x0 already
  *   holds `arg`; call the entry function in x19 (it never returns).
@@ -51,6 +53,9 @@
 .weak goro_v0_1_switch
 .hidden goro_v0_1_switch
 .type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -61,6 +66,7 @@
 .hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
+goro_v0_1_switch_ret:
     hint #34
     sub sp, sp, #176
     stp x19, x20, [sp, #0]
@@ -94,6 +100,7 @@ goro_v0_1_switch:
     mov x0, x2
     ret x30
 .size goro_v0_1_switch, .-goro_v0_1_switch
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_start:
     hint #34

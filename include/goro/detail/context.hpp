@@ -18,6 +18,10 @@ extern "C" {
 // *save_sp, resumes the context whose stack pointer is to_sp, and makes
 // that context's own pending switch call return `arg`.
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, void* to_sp, void* arg);
+// The same, resuming with a return instead of an indirect jump: for a
+// switch between two contexts suspended at the same call site (yield's
+// direct switch), which the return stack buffer then predicts.
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg);
 // First resume address of a fresh context (calls the entry function).
 __attribute__((visibility("hidden"))) void goro_v0_1_start();
 }
@@ -76,6 +80,10 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
 
 GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg) noexcept {
   return goro_v0_1_switch(save_sp, to_sp, arg);
+}
+
+GORO_ALWAYS_INLINE void* raw_switch_ret(void** save_sp, void* to_sp, void* arg) noexcept {
+  return goro_v0_1_switch_ret(save_sp, to_sp, arg);
 }
 
 // Measures the raw switch (no scheduler): two contexts on a private stack

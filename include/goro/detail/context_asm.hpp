@@ -13,6 +13,9 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch
 .hidden goro_v0_1_switch
 .type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -33,10 +36,15 @@ goro_v0_1_switch:
     subq $8, %rsp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
     addq $8, %rsp
     popq %r15
     popq %r14
@@ -47,7 +55,46 @@ goro_v0_1_switch:
     popq %rcx
     movq %rdx, %rax
     notrack jmpq *%rcx
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
 .size goro_v0_1_switch, .-goro_v0_1_switch
+.p2align 4
+goro_v0_1_switch_ret:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    movq %rdx, %rax
+    ret
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_start:
     endbr64
@@ -78,6 +125,9 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch
 .hidden goro_v0_1_switch
 .type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -88,6 +138,7 @@ asm(R"goro_asm(
 .hidden goro_v0_1_asm_end
 .p2align 4
 goro_v0_1_switch:
+goro_v0_1_switch_ret:
     hint #34
     sub sp, sp, #176
     stp x19, x20, [sp, #0]
@@ -121,6 +172,7 @@ goro_v0_1_switch:
     mov x0, x2
     ret x30
 .size goro_v0_1_switch, .-goro_v0_1_switch
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_start:
     hint #34

@@ -35,14 +35,18 @@ inline constexpr std::size_t closure_inline_size = 64;
 // (...) must rethrow it.
 struct goexit_unwind {};
 
-struct g {
+struct alignas(64) g {
+  // The first cache line holds what a switch touches (a yield through a
+  // run queue of a thousand goroutines misses the cache on every other
+  // line it reads).
   void* sp = nullptr;    // saved context while not running
   stack_memory stack{};  // lo == nullptr: no stack yet
   bool stack_canary = false;  // no guard region: a canary at stack.lo is checked at each switch
   std::atomic<g_status> status{g_status::idle};
-  std::uint64_t id = 0;
-  sched_base* sched = nullptr;
-  g* link = nullptr;  // intrusive link: run queues, free lists
+  // C++ exception-handling globals of this goroutine while it is switched
+  // out (an exception being handled across a switch, uncaught_exceptions()).
+  void* eh_caught = nullptr;
+  unsigned eh_uncaught = 0;
   bool is_main = false;
   // sysmon's request to yield at the next safe point. Written by sysmon
   // (another thread), so atomic; see preempt.hpp for who sets and clears it.
@@ -54,6 +58,9 @@ struct g {
   // scheduler lock; lockedm is read by whichever M dequeues the G, hence
   // atomic (relaxed: the queue hand-off orders it).
   std::atomic<m_base*> lockedm{nullptr};
+  std::uint64_t id = 0;
+  sched_base* sched = nullptr;
+  g* link = nullptr;  // intrusive link: run queues, free lists
   std::uint32_t lock_count = 0;
   // async preemption: depth of goro::async_preemptible scopes. Written by
   // the goroutine only; read by sysmon and by the SIGURG handler.
@@ -65,14 +72,10 @@ struct g {
   void* heap_closure = nullptr;
   alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
 
-  // C++ exception-handling globals of this goroutine while it is switched
-  // out (an exception being handled across a switch, uncaught_exceptions()).
-  void* eh_caught = nullptr;
-  unsigned eh_uncaught = 0;
-
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
 };
+static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
 
 // Stores the callable and its arguments in gp (decay-copied, as std::thread).
 template <class F, class... A>

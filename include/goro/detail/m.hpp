@@ -4,10 +4,13 @@
 // free functions (goro::go, yield, ...) call, and the two halves of a
 // goroutine switch with their sanitizer and exception-state bookkeeping.
 //
-// Goroutines never switch to each other directly: a goroutine switches to
-// its M's scheduler context (g0, the thread's own stack) with a request in
-// m_base::after, and g0 carries it out once the goroutine is off its stack
-// (Go's mcall). So a goroutine is never made runnable while still running.
+// A goroutine usually switches to its M's scheduler context (g0, the
+// thread's own stack) with a request in m_base::after, and g0 carries it
+// out once the goroutine is off its stack (Go's mcall). So a goroutine is
+// never made runnable while still running. The one exception is yield's
+// direct switch (switch_g_to_g): the goroutine switches straight to the
+// next one, and the next one, once running on its own stack, finishes the
+// hand-off of the first (sched_base::direct_switch_done), as Go's g0 would.
 #pragma once
 
 #include <pthread.h>
@@ -70,6 +73,14 @@ class sched_base {
   // the call (long_call: hand the P off at once), exitsyscall after it.
   virtual void enter_syscall(bool long_call) noexcept = 0;
   virtual void exit_syscall() noexcept = 0;
+  // goro::yield (Go's Gosched) of m's current goroutine: it goes to the
+  // global run queue and m runs another; returns when the goroutine runs
+  // again (on any M).
+  virtual void gosched(m_base* m) noexcept = 0;
+  // Called by the goroutine that m switched to directly (switch_g_to_g),
+  // first thing once it runs on its own stack: queues the goroutine that
+  // switched out (it is off its stack now) and clears m->after.
+  virtual void direct_switch_done(m_base* m) noexcept = 0;
 };
 
 struct m_base {
@@ -155,10 +166,17 @@ GORO_ALWAYS_INLINE void save_goroutine_state(m_base* m, g* gp) noexcept {
 }
 
 // Goroutine side, first thing after (re)entry, possibly on another thread.
-GORO_ALWAYS_INLINE void goroutine_resumed(g* gp) noexcept {
+// `from` is what the switch returned: nullptr when g0 resumed gp, the M
+// when another goroutine switched to gp directly (switch_g_to_g); then gp
+// finishes that goroutine's hand-off.
+GORO_ALWAYS_INLINE void goroutine_resumed(g* gp, void* from) noexcept {
 #if GORO_ASAN
-  m_base* m = current_m();
-  __sanitizer_finish_switch_fiber(gp->asan_fake_stack, &m->g0_stack_bottom, &m->g0_stack_size);
+  if (from) {
+    __sanitizer_finish_switch_fiber(gp->asan_fake_stack, nullptr, nullptr);  // came from a goroutine, not g0
+  } else {
+    m_base* m = current_m();
+    __sanitizer_finish_switch_fiber(gp->asan_fake_stack, &m->g0_stack_bottom, &m->g0_stack_size);
+  }
 #endif
 #if GORO_EXCEPTIONS
   if (gp->eh_caught || gp->eh_uncaught) {
@@ -169,6 +187,10 @@ GORO_ALWAYS_INLINE void goroutine_resumed(g* gp) noexcept {
 #else
   (void)gp;
 #endif
+  if (GORO_UNLIKELY(from != nullptr)) {
+    auto* m = static_cast<m_base*>(from);
+    m->sched->direct_switch_done(m);
+  }
 }
 
 // Goroutine side: switch to this M's g0, which will act on m->after. Returns
@@ -183,8 +205,27 @@ GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(m->g0_tsan_fiber, 0);
 #endif
-  raw_switch(&gp->sp, m->g0_sp, nullptr);
-  goroutine_resumed(gp);
+  void* from = raw_switch(&gp->sp, m->g0_sp, nullptr);
+  goroutine_resumed(gp, from);
+}
+
+// Goroutine side: switch from gp straight to next (yield's fast path, see
+// scheduler::gosched), without going through g0. The caller has done
+// execute()'s bookkeeping for next (m->curg is next already) and set
+// m->after, so that nothing treats the M as idle or gp as switchable
+// meanwhile; gp is queued only by next, once gp is off its stack
+// (direct_switch_done, from goroutine_resumed). Returns when some M runs
+// gp again. The sanitizer calls and the switch stay in one frame.
+GORO_ALWAYS_INLINE void switch_g_to_g(m_base* m, g* gp, g* next) noexcept {
+  save_goroutine_state(m, gp);
+#if GORO_ASAN
+  __sanitizer_start_switch_fiber(&gp->asan_fake_stack, next->stack.lo, next->stack.size);
+#endif
+#if GORO_TSAN
+  __tsan_switch_to_fiber(next->tsan_fiber, 0);
+#endif
+  void* from = raw_switch_ret(&gp->sp, next->sp, m);
+  goroutine_resumed(gp, from);
 }
 
 // g0 side: run gp until it switches back.
@@ -195,7 +236,7 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(gp->tsan_fiber, 0);
 #endif
-  raw_switch(&m->g0_sp, gp->sp, gp);
+  raw_switch(&m->g0_sp, gp->sp, nullptr);  // nullptr: resumed by g0 (goroutine_resumed)
 #if GORO_ASAN
   __sanitizer_finish_switch_fiber(m->g0_asan_fake_stack, nullptr, nullptr);
 #endif

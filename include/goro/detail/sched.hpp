@@ -186,6 +186,12 @@ class scheduler final : public sched_base {
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
     bool locked_wait = false;
     bool exit_thread = false;  // lockosthread: a G exited while locked to this M
+    // gosched (yield): the G that switched straight to curg, queued by curg
+    // once running (direct_switch_done); or a G gosched took from the run
+    // queues but could not switch to directly: g0 runs it next (m_loop).
+    g* direct_prev = nullptr;
+    g* yield_next = nullptr;
+    bool yield_next_inherit = false;
   };
 
  public:
@@ -517,6 +523,86 @@ class scheduler final : public sched_base {
   void enter_syscall(bool long_call) noexcept override { sysmon_.enter_syscall(this_m(), long_call); }
   void exit_syscall() noexcept override { sysmon_.exit_syscall(this_m()); }
 
+  // ---- goro::yield (Go's Gosched) ----
+
+  // Gosched = goschedImpl + schedule + execute. Go runs all of it on g0
+  // (mcall): two switches per yield. Here, when the next G is at hand and
+  // nothing else needs g0, the yielding G does schedule's and execute's
+  // work itself and switches straight to the next G, which then queues the
+  // yielder (direct_switch_done): the yielder is published only once it is
+  // off its stack, exactly as if g0 had done it. The next G is the one
+  // find_runnable would pick (the global queue's turn every
+  // global_poll_interval ticks, then runnext, then the local ring), and the
+  // yielder goes to the tail of the global queue: the same order as the
+  // slow path. Everything else goes through g0 (yield_fast_next says when).
+  void gosched(m_base* mb) noexcept override {
+    m* mm = static_cast<m*>(mb);
+    g* gp = mm->curg;
+    // async preemption: a switch is in progress from here on (the SIGURG
+    // handler leaves the M alone, and curg changes below).
+    mm->after = after_switch::yield;
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    bool inherit = false;
+    g* next = yield_fast_next(mm, inherit);
+    // A G without a stack yet (lazy stacks) or wired to an M
+    // (lockosthread): g0 starts it or hands it over (m_loop).
+    if (next && next->stack.lo && next->lockedm.load(std::memory_order_relaxed) == nullptr) {
+      p* pp = mm->pp;
+      // execute(next, inherit), as g0 would do it.
+      if (!inherit) ++pp->schedtick;
+      next->status.store(g_status::running, std::memory_order_relaxed);
+      pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+      pp->sysmon_m.store(mm, std::memory_order_relaxed);
+      pp->sysmon_curg.store(next, std::memory_order_release);
+      clear_preempt(next);
+      mm->curg = next;
+      mm->direct_prev = gp;
+      switch_g_to_g(mm, gp, next);
+      return;
+    }
+    mm->yield_next = next;  // nullptr: g0 looks for work (find_runnable)
+    mm->yield_next_inherit = inherit;
+    switch_to_g0(mm, gp);
+  }
+
+  // The second half of gosched's direct switch, run by the G switched to,
+  // on its own stack: the yielder is off its stack now; check it as
+  // execute() does and queue it (goschedImpl).
+  void direct_switch_done(m_base* mb) noexcept override {
+    m* mm = static_cast<m*>(mb);
+    g* gp = std::exchange(mm->direct_prev, nullptr);
+    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
+      report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    globq_.push_back(gp);
+    // Holding no lock from here on: the M may be preempted again.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    mm->after = after_switch::none;
+    wakep(false);
+  }
+
+  // The G gosched may switch to directly: none (nullptr) when g0 has work
+  // to do first — the M or its P is in a special state (goro::blocking,
+  // lockosthread, async-pinned Gs, a retired P, leaving), a timer is due
+  // (find_runnable runs it first), or the local queue is empty (the global
+  // queue's batch get and stealing run on g0, whose stack holds the batch).
+  g* yield_fast_next(m* mm, bool& inherit) noexcept {
+    p* pp = mm->pp;
+    if (!pp || mm->in_blocking || mm->lockedg || mm->async_pinned || should_leave(mm)) return nullptr;
+    if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
+    if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
+    if (pp->schedtick % Policy::global_poll_interval == 0) {  // find_runnable's fairness rule
+      if (g* gp = globq_.pop_front()) {
+        pp->global_polls.inc(1);
+        inherit = false;
+        return gp;
+      }
+    }
+    auto r = pp->runq.get();
+    inherit = r.inherit_time;
+    return static_cast<g*>(r.item);
+  }
+
  private:
   m* this_m() const noexcept {
     m_base* b = current_m();
@@ -545,8 +631,13 @@ class scheduler final : public sched_base {
         }
         gp = mm->lockedg;
       } else {
-        gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
-        if (!gp) return;
+        if (mm->yield_next) {  // gosched took it from the run queues
+          gp = std::exchange(mm->yield_next, nullptr);
+          inherit = mm->yield_next_inherit;
+        } else {
+          gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
+          if (!gp) return;
+        }
         if (mm->spinning) reset_spinning(mm);
         if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
           if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
@@ -789,6 +880,7 @@ class scheduler final : public sched_base {
     clear_preempt(gp);
     mm->curg = gp;
     switch_to_g(mm, gp);
+    gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
     if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
@@ -1754,9 +1846,10 @@ class scheduler final : public sched_base {
   }
 
   // Entry of every goroutine (first frame on its stack).
+  // `arg` is what the switch passed (see goroutine_resumed).
   static void goroutine_main(void* arg) {
-    g* gp = static_cast<g*>(arg);
-    goroutine_resumed(gp);
+    g* gp = (arg ? static_cast<m_base*>(arg) : current_m())->curg;
+    goroutine_resumed(gp, arg);
     run_goroutine(gp);
     m_base* mm = current_m();
     mm->after = after_switch::exit;

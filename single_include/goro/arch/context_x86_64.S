@@ -31,6 +31,15 @@
  *   stack mispredicts the return stack buffer on every switch.
  *   `notrack` keeps the indirect jump valid under CET indirect-branch
  *   tracking (a resume address is not an endbr64 landing pad).
+ *   MXCSR and the x87 control word are reloaded only when the saved
+ *   values differ from the current ones (ldmxcsr and fldcw are slow;
+ *   the result is the same).
+ *
+ * void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg)
+ *   the same switch, resuming with `ret`: for switches between contexts
+ *   suspended at the same call site (yield's direct switch), where the
+ *   return stack buffer predicts the `ret`, and a `jmp` would leave the
+ *   call's entry on it (the next `ret` of the resumed side mispredicts).
  *
  * goro_v0_1_start: first resume address of a fresh context. The switch
  *   left `arg` in rax; call the entry function held in rbx with it. The
@@ -58,6 +67,9 @@
 .weak goro_v0_1_switch
 .hidden goro_v0_1_switch
 .type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -78,10 +90,15 @@ goro_v0_1_switch:
     subq $8, %rsp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
     addq $8, %rsp
     popq %r15
     popq %r14
@@ -92,7 +109,46 @@ goro_v0_1_switch:
     popq %rcx
     movq %rdx, %rax
     notrack jmpq *%rcx
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
 .size goro_v0_1_switch, .-goro_v0_1_switch
+.p2align 4
+goro_v0_1_switch_ret:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movl (%rsp), %r8d
+    movzwl 4(%rsp), %r9d
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    cmpl (%rsp), %r8d
+    jne 2f
+    cmpw 4(%rsp), %r9w
+    jne 2f
+1:
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    movq %rdx, %rax
+    ret
+2:
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_start:
     endbr64
