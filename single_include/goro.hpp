@@ -3451,9 +3451,9 @@ class sysmon {
   }
 
   // preemptone: ask pp's running G to yield (sysmon, and gomaxprocs'
-  // shrink). The G read may be stale (the P moved on meanwhile): the request then lands on a G that clears it in
-  // execute() before it runs again, or that was just started (harmless,
-  // as in Go). G records are never freed while the runtime lives; the
+  // shrink). The G read may be stale (the P moved on meanwhile): the
+  // request then lands on a G that clears it in execute() before it runs
+  // again, or that was just started (harmless, as in Go). G records are never freed while the runtime lives; the
   // acquire pairs with execute's release store, so the G record's
   // construction (on whichever thread spawned it) happens before our write.
   void preemptone(typename Sched::p* pp) noexcept {
@@ -4001,9 +4001,9 @@ class scheduler final : public sched_base {
       m* mm = this_m();
       if (mm && mm->curg && mm->pp) {
         // Yield (Gosched): the others run meanwhile, and if this goroutine's
-        // own P is retired, its M gives it up now.
-        mm->after = after_switch::yield;
-        switch_to_g0(mm, mm->curg);
+        // own P is retired, its M gives it up now (gosched goes through g0
+        // on a retired P).
+        gosched(mm);
       } else {
         timespec ts{0, 20'000};
         nanosleep(&ts, nullptr);
@@ -4637,8 +4637,9 @@ class scheduler final : public sched_base {
           nmspinning_.fetch_add(1, std::memory_order_seq_cst);
           m_spins_.fetch_add(1, std::memory_order_relaxed);
         }
-        auto deadline = std::chrono::steady_clock::now() + spin_duration;
-        auto next_poll = deadline - spin_duration + spin_poll_interval;
+        const auto spin_start = std::chrono::steady_clock::now();
+        const auto deadline = spin_start + spin_duration;
+        auto next_poll = spin_start + spin_poll_interval;
         for (;;) {
           if (g* gp = steal_work(mm, pp)) {
             inherit = false;

@@ -309,6 +309,60 @@ TEST_CASE("runtime: plain threads start goroutines with rt.go", "[runtime]") {
   wg2.wait();
 }
 
+// A thread without a P readies a goroutine (the global queue) just as the
+// only M gives up spinning: after it drops nmspinning it must see the push
+// (or the pusher must see it no longer spinning and wake it). Gaps of
+// ~50 us land pushes around the end of the M's 30 us spin. A lost wake-up
+// leaves the G queued and every M asleep; a watchdog thread then counts a
+// stall and unsticks the runtime (rt.go from a plain thread wakes an M).
+// Before the fix about 1 run in 10 stalled (this test and the sysmon one).
+TEST_CASE("runtime: a plain thread's ready is never lost while the last M stops spinning", "[runtime]") {
+  const int n = goro_test::scale(2000, 500);
+  int stalls = 0;
+  long long sum = 0;
+  for (int round = 0; round < 5; ++round) {
+    goro::runtime rt{goro::options{.maxprocs = 1, .detect_deadlock = false}};  // fed by a plain thread
+    goro::chan<int> c;
+    std::atomic<int> got{0};
+    std::atomic<bool> done{false};
+    std::thread feeder([c, n]() mutable {
+      for (int i = 0; i < n; ++i) {
+        auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        c.send(i);
+      }
+    });
+    std::thread watchdog([&] {
+      int last = -1;
+      auto since = std::chrono::steady_clock::now();
+      while (!done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        int now_got = got.load();
+        if (now_got != last) {
+          last = now_got;
+          since = std::chrono::steady_clock::now();
+        } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(1)) {
+          ++stalls;
+          rt.go([] {});
+          since = std::chrono::steady_clock::now();
+        }
+      }
+    });
+    rt.run([&] {
+      for (int i = 0; i < n; ++i) {
+        sum += *c.recv();
+        got.fetch_add(1);
+      }
+    });
+    done.store(true);
+    feeder.join();
+    watchdog.join();
+  }
+  CHECK(stalls == 0);
+  CHECK(sum == 5LL * n * (n - 1) / 2);
+}
+
 TEST_CASE("runtime: goroutines left running when run returns finish before destruction", "[runtime]") {
   std::atomic<int> finished{0};
   {

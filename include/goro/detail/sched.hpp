@@ -365,9 +365,9 @@ class scheduler final : public sched_base {
       m* mm = this_m();
       if (mm && mm->curg && mm->pp) {
         // Yield (Gosched): the others run meanwhile, and if this goroutine's
-        // own P is retired, its M gives it up now.
-        mm->after = after_switch::yield;
-        switch_to_g0(mm, mm->curg);
+        // own P is retired, its M gives it up now (gosched goes through g0
+        // on a retired P).
+        gosched(mm);
       } else {
         timespec ts{0, 20'000};
         nanosleep(&ts, nullptr);
@@ -1001,8 +1001,9 @@ class scheduler final : public sched_base {
           nmspinning_.fetch_add(1, std::memory_order_seq_cst);
           m_spins_.fetch_add(1, std::memory_order_relaxed);
         }
-        auto deadline = std::chrono::steady_clock::now() + spin_duration;
-        auto next_poll = deadline - spin_duration + spin_poll_interval;
+        const auto spin_start = std::chrono::steady_clock::now();
+        const auto deadline = spin_start + spin_duration;
+        auto next_poll = spin_start + spin_poll_interval;
         for (;;) {
           if (g* gp = steal_work(mm, pp)) {
             inherit = false;

@@ -221,9 +221,9 @@ class sysmon {
   }
 
   // preemptone: ask pp's running G to yield (sysmon, and gomaxprocs'
-  // shrink). The G read may be stale (the P moved on meanwhile): the request then lands on a G that clears it in
-  // execute() before it runs again, or that was just started (harmless,
-  // as in Go). G records are never freed while the runtime lives; the
+  // shrink). The G read may be stale (the P moved on meanwhile): the
+  // request then lands on a G that clears it in execute() before it runs
+  // again, or that was just started (harmless, as in Go). G records are never freed while the runtime lives; the
   // acquire pairs with execute's release store, so the G record's
   // construction (on whichever thread spawned it) happens before our write.
   void preemptone(typename Sched::p* pp) noexcept {
