@@ -317,7 +317,7 @@ TEST_CASE("runtime: plain threads start goroutines with rt.go", "[runtime]") {
 // stall and unsticks the runtime (rt.go from a plain thread wakes an M).
 // Before the fix about 1 run in 10 stalled (this test and the sysmon one).
 TEST_CASE("runtime: a plain thread's ready is never lost while the last M stops spinning", "[runtime]") {
-  const int n = goro_test::scale(2000, 500);
+  constexpr int n = goro_test::scale(2000, 500);
   int stalls = 0;
   long long sum = 0;
   for (int round = 0; round < 5; ++round) {
@@ -325,7 +325,7 @@ TEST_CASE("runtime: a plain thread's ready is never lost while the last M stops 
     goro::chan<int> c;
     std::atomic<int> got{0};
     std::atomic<bool> done{false};
-    std::thread feeder([c, n]() mutable {
+    std::thread feeder([c]() mutable {
       for (int i = 0; i < n; ++i) {
         auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
         while (std::chrono::steady_clock::now() < until) {
