@@ -363,6 +363,68 @@ TEST_CASE("runtime: a plain thread's ready is never lost while the last M stops 
   CHECK(sum == 5LL * n * (n - 1) / 2);
 }
 
+// handoffp's side of the same race: a locked goroutine that blocks makes its
+// M hand the P on (stoplockedm -> handoffp) while a plain thread readies it
+// through the global queue and, in its wakep, still sees the P busy.
+// handoffp must re-read the queue after publishing the P idle, or the G
+// waits in the queue with the only P idle and every M asleep. The feeder
+// sends 0-2 us after the goroutine announces its next recv, so that some
+// sends land inside handoffp's window.
+TEST_CASE("runtime: a plain thread's ready is never lost while a locked goroutine's M hands its P off",
+          "[runtime][lock_os_thread]") {
+  constexpr int n = goro_test::scale(3000, 800);
+  int stalls = 0;
+  long long sum = 0;
+  for (int round = 0; round < 5; ++round) {
+    goro::runtime rt{goro::options{.maxprocs = 1, .detect_deadlock = false}};  // fed by a plain thread
+    goro::chan<int> c;
+    std::atomic<int> got{0}, receiving{-1};
+    std::atomic<bool> done{false};
+    std::thread feeder([&, c, round]() mutable {
+      std::uint32_t x = 0x9e3779b9u * static_cast<std::uint32_t>(round + 1);
+      for (int i = 0; i < n; ++i) {
+        while (receiving.load(std::memory_order_acquire) < i) {
+        }
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(x % 2000);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        c.send(i);
+      }
+    });
+    std::thread watchdog([&] {
+      int last = -1;
+      auto since = std::chrono::steady_clock::now();
+      while (!done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        int now_got = got.load();
+        if (now_got != last) {
+          last = now_got;
+          since = std::chrono::steady_clock::now();
+        } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(1)) {
+          ++stalls;
+          rt.go([] {});
+          since = std::chrono::steady_clock::now();
+        }
+      }
+    });
+    rt.run([&] {
+      goro::lock_os_thread();  // every recv that parks hands the P off
+      for (int i = 0; i < n; ++i) {
+        receiving.store(i, std::memory_order_release);
+        sum += *c.recv();
+        got.fetch_add(1);
+      }
+      goro::unlock_os_thread();
+    });
+    done.store(true);
+    feeder.join();
+    watchdog.join();
+  }
+  CHECK(stalls == 0);
+  CHECK(sum == 5LL * n * (n - 1) / 2);
+}
+
 TEST_CASE("runtime: goroutines left running when run returns finish before destruction", "[runtime]") {
   std::atomic<int> finished{0};
   {

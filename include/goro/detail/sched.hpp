@@ -1432,16 +1432,40 @@ class scheduler final : public sched_base {
     }
   }
 
-  // handoffp: a P whose M leaves goes to another M if there is work for
-  // it, else to the idle list.
+  // handoffp (Go's handoffp): a P whose M leaves — for a locked thread, at
+  // exit, or stuck in a blocking call (sysmon's retake) — goes to another
+  // M if there is work for it; else, if no M spins and no P idles, to a
+  // spinning M (the busy Ps may have work to steal, and nobody else would
+  // look for it until the next wakep); else to the idle list.
   void handoffp(p* pp, bool spinning) {
-    if (!exiting_.load(std::memory_order_acquire) && (spinning || !pp->runq.empty() || !globq_.empty())) {
-      if (startm(pp, spinning) == 0) return;
-      return;  // startm put pp back on the idle list
+    if (exiting_.load(std::memory_order_acquire)) {
+      if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+      std::lock_guard<std::mutex> lk(lock_);
+      pidle_put(pp);
+      return;
     }
-    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
-    std::lock_guard<std::mutex> lk(lock_);
-    pidle_put(pp);
+    if (spinning || !pp->runq.empty() || !globq_.empty()) {
+      (void)startm(pp, spinning);  // on failure pp is back on the idle list
+      return;
+    }
+    std::uint32_t zero = 0;
+    if (nmspinning_.load(std::memory_order_seq_cst) + npidle_.load(std::memory_order_seq_cst) == 0 &&
+        nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
+      m_spins_.fetch_add(1, std::memory_order_relaxed);
+      (void)startm(pp, true);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      pidle_put(pp);
+    }
+    // The lock-free check above can miss a push from a thread that then saw
+    // this P busy in its wakep (no StoreLoad barrier between its push and
+    // that read). Now that the P is published idle, re-read the queue under
+    // its lock: either this read sees the push, or the pusher's wakep sees
+    // the idle P (the same argument as find_runnable's re-check). Go reads
+    // sched.runqsize under sched.lock here.
+    if (!globq_.empty_synced()) wakep(false);
   }
 
   void acquirep(m* mm, p* pp) noexcept {

@@ -384,23 +384,9 @@ class sysmon {
     return n;
   }
 
-  // handoffp for a P taken from a blocking call (Go's handoffp): to an M
-  // if there is work; else, if nobody spins or idles, to a spinning M
-  // (it may find work to steal); else to the idle list.
-  void handoff(typename Sched::p* pp) noexcept {
-    if (!pp->runq.empty() || !s_.globq_.empty()) {
-      s_.handoffp(pp, false);
-      return;
-    }
-    std::uint32_t zero = 0;
-    if (s_.nmspinning_.load(std::memory_order_seq_cst) + s_.npidle_.load(std::memory_order_seq_cst) == 0 &&
-        s_.nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
-      s_.m_spins_.fetch_add(1, std::memory_order_relaxed);
-      (void)s_.startm(pp, true);  // on failure pp is back on the idle list
-      return;
-    }
-    s_.handoffp(pp, false);  // no work: the idle list
-  }
+  // A P taken from a blocking call goes through handoffp (to an M if there
+  // is work, to a spinning M if nobody spins or idles, else idle).
+  void handoff(typename Sched::p* pp) noexcept { s_.handoffp(pp, false); }
 
   // schedtrace: Go's SCHED line, from a snapshot taken under the lock.
   void schedtrace(steady::time_point now) {
