@@ -1611,14 +1611,23 @@ class spinlock {
     // The exchange first: the lock's line usually sits in another core's
     // cache (a channel shared by two Ms), and a load first would fetch it
     // shared only to fetch it again exclusive for the exchange. Under
-    // contention, spin on loads (test-and-test-and-set).
+    // contention, spin on loads (test-and-test-and-set) with exponential
+    // backoff: 1, 2, 4 ... 64 pauses between looks (Go's lock2 spins
+    // procyield(30) between tries). The object a lock guards usually shares
+    // its cache line (a channel is one line), so a waiter that looks every
+    // few cycles takes the line away from the holder in the middle of its
+    // critical section; backing off lets the holder finish, and often run
+    // several operations in a row. 4 producers and 4 consumers on one
+    // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
+    // transfers are slow.
     if (!locked_.exchange(true, std::memory_order_acquire)) return;
-    for (unsigned spins = 0;; ++spins) {
+    for (unsigned round = 0;; ++round) {
+      if (round < backoff_rounds) {
+        for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
+      } else {
+        sched_yield();  // about 190 pauses gone: the holder was probably descheduled
+      }
       if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-      if (spins < 64)
-        cpu_relax();
-      else
-        sched_yield();  // the holder was probably descheduled
     }
   }
   bool try_lock() noexcept {
@@ -1627,6 +1636,8 @@ class spinlock {
   void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
  private:
+  static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
+  static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
   std::atomic<bool> locked_{false};
 };
 
