@@ -63,6 +63,14 @@ namespace goro::detail {
 inline constexpr std::size_t cache_line = 64;
 
 // CPU hint inside spin loops.
+// Asks for every cache line of *obj in exclusive state, ahead of writing it
+// (a hint: no fault, no effect on correctness).
+template <class T>
+inline void prefetch_for_write(const T* obj) noexcept {
+  for (std::size_t off = 0; off < sizeof(T); off += cache_line)
+    __builtin_prefetch(reinterpret_cast<const char*>(obj) + off, 1);
+}
+
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__)
   __builtin_ia32_pause();
