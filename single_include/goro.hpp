@@ -3682,6 +3682,259 @@ class sysmon {
 
 }  // namespace goro::detail
 // ---- end goro/detail/sysmon.hpp ----
+// ---- begin goro/detail/trace.hpp ----
+// The execution tracer's recording side (goro::trace, trace.hpp, is the
+// public half): scheduler events go into per-thread buffers, which are
+// written to the trace file as Chrome trace events (JSON) when full and at
+// trace::stop(). Go's runtime/trace plays the same role (traceEvent,
+// traceFlush); the format here is the one chrome://tracing and Perfetto
+// read.
+//
+// Cost while no trace runs: one relaxed load and a not-taken branch at each
+// event site (tracing::enabled()). While one runs: a clock read and an
+// uncontended spinlock per event, and a write to the file every
+// buffer_events events per thread.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+
+namespace goro::detail::tracing {
+
+enum class kind : std::uint8_t {
+  run,      // a goroutine ran on a P and an M from ts for dur; arg: how it stopped (end_reason)
+  steal,    // this P took goroutines from P `arg`'s queue
+  preempt,  // goroutine g was preempted (arg 1: by signal)
+  block,    // goroutine g blocked (parked)
+  wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
+  syscall,  // goroutine g was in goro::blocking on an M from ts for dur
+};
+
+// How a run slice ended: after_switch, in words.
+enum class end_reason : std::uint8_t { yield, preempt, block, exit, g0_call, signal_preempt, syscall_no_p, other };
+
+inline const char* end_name(end_reason r) noexcept {
+  switch (r) {
+    case end_reason::yield: return "yield";
+    case end_reason::preempt: return "preempted";
+    case end_reason::block: return "blocked";
+    case end_reason::exit: return "exit";
+    case end_reason::g0_call: return "runtime call";
+    case end_reason::signal_preempt: return "preempted (signal)";
+    case end_reason::syscall_no_p: return "blocking call, no P";
+    case end_reason::other: break;
+  }
+  return "other";
+}
+
+struct event {
+  std::int64_t ts = 0;   // now()
+  std::int64_t dur = 0;  // run, syscall
+  std::uint64_t g = 0;   // goroutine id
+  std::uint32_t rt = 0;  // runtime number (one trace covers every runtime in the process)
+  std::int32_t p = -1;   // P id, -1: none
+  std::int32_t m = -1;   // M id, -1: not an M of the runtime
+  kind k = kind::run;
+  std::uint32_t arg = 0;
+};
+
+inline std::atomic<bool> on{false};
+// Event time stamps: steady_clock nanoseconds (the timers' nanotime).
+inline std::int64_t now() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+inline bool enabled() noexcept { return on.load(std::memory_order_relaxed); }
+
+// Runtime numbers, for the trace's process tracks.
+inline std::atomic<std::uint32_t> next_runtime_number{0};
+
+inline constexpr std::size_t buffer_events = 4096;
+
+struct buffer {
+  spinlock lock;
+  std::vector<event> events;
+  std::uint64_t session = 0;  // events from an earlier trace are dropped
+};
+
+// The trace being written, and every thread's buffer (a thread that exits
+// leaves its buffer here: it is flushed at stop and then reused).
+struct state {
+  std::mutex mu;
+  std::FILE* out = nullptr;
+  bool first = true;          // no event written yet (commas)
+  std::int64_t epoch = 0;     // now() at start: ts 0
+  // The current trace (0: none yet), bumped by each start. Written under
+  // mu; read without it by record().
+  std::atomic<std::uint64_t> session{0};
+  std::vector<std::shared_ptr<buffer>> buffers;
+  std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
+
+  // Appends events to the file (mu held). A write error is remembered by
+  // the stream and reported at stop.
+  void write_locked(const std::vector<event>& evs) {
+    if (!out) return;
+    for (const event& e : evs) write_event_locked(e);
+  }
+
+  void write_event_locked(const event& e) {
+    const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
+    const double dur = static_cast<double>(e.dur) / 1000.0;
+    const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
+    const std::int32_t ptid = e.p, mtid = e.m;
+    auto sep = [&] {
+      std::fputs(first ? "\n" : ",\n", out);
+      first = false;
+    };
+    if (e.p >= 0) p_tracks.emplace(e.rt, e.p);
+    if (e.m >= 0) m_tracks.emplace(e.rt, e.m);
+    const auto g = static_cast<unsigned long long>(e.g);
+    switch (e.k) {
+      case kind::run: {
+        const char* why = end_name(static_cast<end_reason>(e.arg));
+        if (ptid >= 0) {
+          sep();
+          std::fprintf(out,
+                       "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+                       "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+                       g, ts, dur, ps, ptid, g, mtid, why);
+        }
+        if (mtid >= 0) {
+          sep();
+          std::fprintf(out,
+                       "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+                       "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
+                       g, ts, dur, ms, mtid, g, ptid, why);
+        }
+        break;
+      }
+      case kind::syscall:
+        sep();
+        std::fprintf(out,
+                     "{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
+                     "\"tid\":%d,\"args\":{\"g\":%llu}}",
+                     g, ts, dur, ms, mtid, g);
+        break;
+      case kind::steal:
+        sep();
+        std::fprintf(out,
+                     "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+                     "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
+                     ts, ps, ptid, e.arg, g, mtid);
+        break;
+      case kind::preempt:
+      case kind::block:
+      case kind::wake: {
+        const char* name = e.k == kind::preempt ? "preempt" : e.k == kind::block ? "block" : "wake";
+        sep();
+        // A wake from a thread outside the runtime goes on the Ms process,
+        // track -1 ("other threads").
+        std::fprintf(out,
+                     "{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+                     "\"args\":{\"g\":%llu,\"m\":%d%s}}",
+                     name, g, name, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : -1, g, mtid,
+                     e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
+        if (ptid < 0) m_tracks.emplace(e.rt, -1);
+        break;
+      }
+    }
+  }
+
+  // Track names, then the closing brackets (mu held).
+  void write_tail_locked() {
+    auto meta = [&](const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
+      std::fputs(first ? "\n" : ",\n", out);
+      first = false;
+      if (tid)
+        std::fprintf(out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid,
+                     *tid, name);
+      else
+        std::fprintf(out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
+    };
+    char name[64];
+    std::set<std::uint32_t> rts;
+    for (auto& t : p_tracks) rts.insert(t.first);
+    for (auto& t : m_tracks) rts.insert(t.first);
+    for (std::uint32_t rt : rts) {
+      std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
+      meta("process_name", 2 * rt + 1, nullptr, name);
+      std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
+      meta("process_name", 2 * rt + 2, nullptr, name);
+    }
+    for (auto& [rt, id] : p_tracks) {
+      std::snprintf(name, sizeof name, "P%d", id);
+      meta("thread_name", 2 * rt + 1, &id, name);
+    }
+    for (auto& [rt, id] : m_tracks) {
+      if (id < 0)
+        std::snprintf(name, sizeof name, "other threads");
+      else
+        std::snprintf(name, sizeof name, "M%d", id);
+      meta("thread_name", 2 * rt + 2, &id, name);
+    }
+    std::fputs("\n]}\n", out);
+  }
+};
+
+inline state& global_state() {
+  static state s;
+  return s;
+}
+
+// This thread's buffer, registered once.
+inline buffer& this_thread_buffer() {
+  thread_local std::shared_ptr<buffer> mine;
+  if (!mine) {
+    auto b = std::make_shared<buffer>();
+    state& s = global_state();
+    std::lock_guard<std::mutex> lk(s.mu);
+    s.buffers.push_back(b);
+    mine = std::move(b);
+  }
+  return *mine;
+}
+
+// Records one event (any thread). Called only when enabled() was true.
+// A full buffer is written to the file right away only off goroutine
+// stacks (g0 or a plain thread: formatting needs stack); a goroutine's
+// events wait for its M's next event on g0 (every run slice is recorded
+// there).
+GORO_NOINLINE inline void record(const event& e, bool may_write) noexcept {
+  GORO_TRY {
+    state& s = global_state();
+    buffer& b = this_thread_buffer();
+    std::vector<event> full;
+    std::uint64_t session;
+    {
+      std::lock_guard<spinlock> lk(b.lock);
+      session = s.session.load(std::memory_order_acquire);
+      if (b.session != session) {  // left over from an earlier trace
+        b.events.clear();
+        b.session = session;
+      }
+      if (b.events.capacity() == 0) b.events.reserve(buffer_events);
+      b.events.push_back(e);
+      if (may_write && b.events.size() >= buffer_events) full.swap(b.events);
+    }
+    if (!full.empty()) {
+      std::lock_guard<std::mutex> lk(s.mu);
+      if (s.session.load(std::memory_order_relaxed) == session) s.write_locked(full);  // no-op once stopped
+    }
+  }
+  GORO_CATCH_ALL {
+    // Out of memory while tracing: the event is lost, the program goes on.
+  }
+}
+
+}  // namespace goro::detail::tracing
+// ---- end goro/detail/trace.hpp ----
 
 namespace goro {
 
@@ -3838,6 +4091,8 @@ class scheduler final : public sched_base {
     g* direct_prev = nullptr;
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
+    std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
+    std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
 
  public:
@@ -3905,6 +4160,7 @@ class scheduler final : public sched_base {
   void ready(g* gp) noexcept override {
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     m* mm = this_m();
+    if (GORO_UNLIKELY(tracing::enabled())) trace_wake(mm, gp);
     if (mm && mm->pp) {
       mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
@@ -4166,8 +4422,23 @@ class scheduler final : public sched_base {
   std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
 
   // ---- sysmon: goro::blocking (sysmon.hpp) ----
-  void enter_syscall(bool long_call) noexcept override { sysmon_.enter_syscall(this_m(), long_call); }
-  void exit_syscall() noexcept override { sysmon_.exit_syscall(this_m()); }
+  void enter_syscall(bool long_call) noexcept override {
+    m* mm = this_m();
+    if (GORO_UNLIKELY(tracing::enabled())) mm->trace_blocking_since = tracing::now();
+    sysmon_.enter_syscall(mm, long_call);
+  }
+  void exit_syscall() noexcept override {
+    m* mm = this_m();
+    // Recorded before exit_syscall, which may move the goroutine to another M.
+    if (GORO_UNLIKELY(mm->trace_blocking_since != 0)) {
+      const std::int64_t t0 = std::exchange(mm->trace_blocking_since, 0);
+      if (tracing::enabled())
+        tracing::record({t0, tracing::now() - t0, mm->curg ? mm->curg->id : 0, trace_rt_, -1, mm->id,
+                         tracing::kind::syscall, 0},
+                        false);
+    }
+    sysmon_.exit_syscall(mm);
+  }
 
   // ---- goro::yield (Go's Gosched) ----
 
@@ -4235,6 +4506,7 @@ class scheduler final : public sched_base {
   g* yield_fast_next(m* mm, bool& inherit) noexcept {
     p* pp = mm->pp;
     if (!pp || mm->in_blocking || mm->lockedg || mm->async_pinned || should_leave(mm)) return nullptr;
+    if (tracing::enabled()) return nullptr;  // the tracer records every run slice in execute()
     if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
     if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
     if (pp->schedtick % Policy::global_poll_interval == 0) {  // find_runnable's fairness rule
@@ -4525,11 +4797,14 @@ class scheduler final : public sched_base {
     }
     clear_preempt(gp);
     mm->curg = gp;
+    const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
+    const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
     switch_to_g(mm, gp);
     gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
     if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start);
     pp = mm->pp;
     switch (mm->after) {
       case after_switch::preempt:  // sysmon: counted, then as yield
@@ -4541,6 +4816,7 @@ class scheduler final : public sched_base {
         break;
       case after_switch::park: {
         pp->parks.inc();
+        const std::uint64_t id = trace_start != 0 ? gp->id : 0;  // tracer: gp may be readied, run and gone once unlocked
         gp->status.store(g_status::waiting, std::memory_order_release);
         auto unlock = mm->park_unlock;
         void* arg = mm->park_arg;
@@ -4550,6 +4826,10 @@ class scheduler final : public sched_base {
           gp->status.store(g_status::running, std::memory_order_relaxed);
           return gp;
         }
+        if (GORO_UNLIKELY(trace_start != 0) && tracing::enabled())
+          tracing::record({tracing::now(), 0, id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
+                           tracing::kind::block, 0},
+                          true);
         break;
       }
       case after_switch::exit:
@@ -4584,6 +4864,41 @@ class scheduler final : public sched_base {
     }
     mm->after = after_switch::none;
     return nullptr;
+  }
+
+  // ---- execution tracer (trace.hpp) ----
+
+  // A run slice of gp that began at t0 on P trace_p has ended (on g0,
+  // before mm->after is carried out); a preemption is also an instant event.
+  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0) noexcept {
+    if (!tracing::enabled()) return;
+    using tracing::end_reason;
+    end_reason why = end_reason::other;
+    switch (mm->after) {
+      case after_switch::yield: why = end_reason::yield; break;
+      case after_switch::preempt: why = end_reason::preempt; break;
+      case after_switch::park: why = end_reason::block; break;
+      case after_switch::exit: why = end_reason::exit; break;
+      case after_switch::call: why = end_reason::g0_call; break;
+      case after_switch::async_preempt: why = end_reason::signal_preempt; break;
+      case after_switch::exitsyscall: why = end_reason::syscall_no_p; break;
+      case after_switch::none: break;
+    }
+    const std::int64_t t1 = tracing::now();
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, static_cast<std::uint32_t>(why)},
+                    true);
+    if (why == end_reason::preempt || why == end_reason::signal_preempt)
+      tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
+                       why == end_reason::signal_preempt ? 1u : 0u},
+                      true);
+  }
+
+  // ready(gp) by mm (nullptr: a thread outside this runtime). Formatting
+  // waits when called on a goroutine's stack (see tracing::record).
+  GORO_NOINLINE void trace_wake(m* mm, g* gp) noexcept {
+    const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0},
+                    current_g() == nullptr);
   }
 
   // findRunnable: blocks until it finds a G for mm (with mm->pp set), or
@@ -4866,6 +5181,10 @@ class scheduler final : public sched_base {
         });
         if (gp) {
           pp->steals.inc();
+          if (GORO_UNLIKELY(tracing::enabled()))
+            tracing::record({tracing::now(), 0, gp->id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
+                             tracing::kind::steal, victim->id},
+                            true);
           return gp;
         }
       }
@@ -4956,6 +5275,7 @@ class scheduler final : public sched_base {
     {
       std::lock_guard<std::mutex> lk(lock_);
       allm_.push_back(mm);  // checkdead: counted before it can go idle
+      mm->id = static_cast<std::int32_t>(allm_.size());
     }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -5585,6 +5905,7 @@ class scheduler final : public sched_base {
   std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
+  const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
 
   std::mutex gfree_lock_;  // global free G list and G blocks
@@ -8212,4 +8533,76 @@ class wait_group {
 
 }  // namespace goro
 // ---- end goro/sync.hpp ----
+// ---- begin goro/trace.hpp ----
+// goro::trace: an execution trace of every goroutine runtime in the
+// process, written as Chrome trace events (JSON) that chrome://tracing and
+// https://ui.perfetto.dev open. Each runtime shows as two processes: its Ps
+// (a track per P: the goroutines that ran on it, steals, preemptions,
+// blocks, wake-ups) and its Ms (a track per OS thread: the goroutines it
+// ran and its goro::blocking calls). See docs/debugging.md.
+//
+//   goro::trace::start("trace.json");
+//   ... run goroutines ...
+//   goro::trace::stop();
+
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace goro::trace {
+
+// Starts tracing into the file at `path` (created or truncated at once).
+// One trace at a time: usage_error if one is running; std::system_error if
+// the file cannot be created.
+inline void start(const std::string& path) {
+  auto& s = detail::tracing::global_state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (s.out) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
+  s.out = f;
+  s.first = true;
+  s.p_tracks.clear();
+  s.m_tracks.clear();
+  s.epoch = detail::tracing::now();
+  s.session.fetch_add(1, std::memory_order_release);  // buffers drop what an earlier trace left
+  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+  detail::tracing::on.store(true, std::memory_order_seq_cst);
+}
+
+// Stops tracing, writes what the buffers hold and closes the file.
+// usage_error if no trace is running; std::system_error if writing failed.
+inline void stop() {
+  auto& s = detail::tracing::global_state();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (!s.out) detail::raise_usage("trace::stop: no trace is running");
+  detail::tracing::on.store(false, std::memory_order_seq_cst);
+  const std::uint64_t session = s.session.load(std::memory_order_relaxed);
+  std::vector<detail::tracing::event> evs;
+  for (auto& b : s.buffers) {
+    evs.clear();
+    {
+      std::lock_guard<detail::spinlock> bl(b->lock);
+      if (b->session == session) evs.swap(b->events);
+    }
+    s.write_locked(evs);
+  }
+  // Buffers of threads that have exited (the list holds the last
+  // reference): nobody records into them any more.
+  std::erase_if(s.buffers, [](const auto& b) { return b.use_count() == 1; });
+  s.write_tail_locked();
+  int err = std::ferror(s.out) ? EIO : 0;
+  if (std::fclose(s.out) != 0 && err == 0) err = errno;
+  s.out = nullptr;  // events still in flight are dropped (write_locked checks)
+  if (err != 0) detail::raise_system(err, "trace::stop: writing the trace failed");
+}
+
+// Whether a trace is running.
+inline bool running() noexcept { return detail::tracing::enabled(); }
+
+}  // namespace goro::trace
+// ---- end goro/trace.hpp ----
 // ---- end goro/goro.hpp ----

@@ -13,3 +13,4 @@
 #include "stack.hpp"
 #include "sync.hpp"
 #include "time.hpp"
+#include "trace.hpp"

@@ -41,6 +41,7 @@
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
 #include "timer_heap.hpp"
+#include "trace.hpp"  // execution tracer
 
 namespace goro {
 
@@ -197,6 +198,8 @@ class scheduler final : public sched_base {
     g* direct_prev = nullptr;
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
+    std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
+    std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
 
  public:
@@ -264,6 +267,7 @@ class scheduler final : public sched_base {
   void ready(g* gp) noexcept override {
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     m* mm = this_m();
+    if (GORO_UNLIKELY(tracing::enabled())) trace_wake(mm, gp);
     if (mm && mm->pp) {
       mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
@@ -525,8 +529,23 @@ class scheduler final : public sched_base {
   std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
 
   // ---- sysmon: goro::blocking (sysmon.hpp) ----
-  void enter_syscall(bool long_call) noexcept override { sysmon_.enter_syscall(this_m(), long_call); }
-  void exit_syscall() noexcept override { sysmon_.exit_syscall(this_m()); }
+  void enter_syscall(bool long_call) noexcept override {
+    m* mm = this_m();
+    if (GORO_UNLIKELY(tracing::enabled())) mm->trace_blocking_since = tracing::now();
+    sysmon_.enter_syscall(mm, long_call);
+  }
+  void exit_syscall() noexcept override {
+    m* mm = this_m();
+    // Recorded before exit_syscall, which may move the goroutine to another M.
+    if (GORO_UNLIKELY(mm->trace_blocking_since != 0)) {
+      const std::int64_t t0 = std::exchange(mm->trace_blocking_since, 0);
+      if (tracing::enabled())
+        tracing::record({t0, tracing::now() - t0, mm->curg ? mm->curg->id : 0, trace_rt_, -1, mm->id,
+                         tracing::kind::syscall, 0},
+                        false);
+    }
+    sysmon_.exit_syscall(mm);
+  }
 
   // ---- goro::yield (Go's Gosched) ----
 
@@ -594,6 +613,7 @@ class scheduler final : public sched_base {
   g* yield_fast_next(m* mm, bool& inherit) noexcept {
     p* pp = mm->pp;
     if (!pp || mm->in_blocking || mm->lockedg || mm->async_pinned || should_leave(mm)) return nullptr;
+    if (tracing::enabled()) return nullptr;  // the tracer records every run slice in execute()
     if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
     if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
     if (pp->schedtick % Policy::global_poll_interval == 0) {  // find_runnable's fairness rule
@@ -884,11 +904,14 @@ class scheduler final : public sched_base {
     }
     clear_preempt(gp);
     mm->curg = gp;
+    const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
+    const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
     switch_to_g(mm, gp);
     gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
     if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start);
     pp = mm->pp;
     switch (mm->after) {
       case after_switch::preempt:  // sysmon: counted, then as yield
@@ -900,6 +923,7 @@ class scheduler final : public sched_base {
         break;
       case after_switch::park: {
         pp->parks.inc();
+        const std::uint64_t id = trace_start != 0 ? gp->id : 0;  // tracer: gp may be readied, run and gone once unlocked
         gp->status.store(g_status::waiting, std::memory_order_release);
         auto unlock = mm->park_unlock;
         void* arg = mm->park_arg;
@@ -909,6 +933,10 @@ class scheduler final : public sched_base {
           gp->status.store(g_status::running, std::memory_order_relaxed);
           return gp;
         }
+        if (GORO_UNLIKELY(trace_start != 0) && tracing::enabled())
+          tracing::record({tracing::now(), 0, id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
+                           tracing::kind::block, 0},
+                          true);
         break;
       }
       case after_switch::exit:
@@ -943,6 +971,41 @@ class scheduler final : public sched_base {
     }
     mm->after = after_switch::none;
     return nullptr;
+  }
+
+  // ---- execution tracer (trace.hpp) ----
+
+  // A run slice of gp that began at t0 on P trace_p has ended (on g0,
+  // before mm->after is carried out); a preemption is also an instant event.
+  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0) noexcept {
+    if (!tracing::enabled()) return;
+    using tracing::end_reason;
+    end_reason why = end_reason::other;
+    switch (mm->after) {
+      case after_switch::yield: why = end_reason::yield; break;
+      case after_switch::preempt: why = end_reason::preempt; break;
+      case after_switch::park: why = end_reason::block; break;
+      case after_switch::exit: why = end_reason::exit; break;
+      case after_switch::call: why = end_reason::g0_call; break;
+      case after_switch::async_preempt: why = end_reason::signal_preempt; break;
+      case after_switch::exitsyscall: why = end_reason::syscall_no_p; break;
+      case after_switch::none: break;
+    }
+    const std::int64_t t1 = tracing::now();
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, static_cast<std::uint32_t>(why)},
+                    true);
+    if (why == end_reason::preempt || why == end_reason::signal_preempt)
+      tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
+                       why == end_reason::signal_preempt ? 1u : 0u},
+                      true);
+  }
+
+  // ready(gp) by mm (nullptr: a thread outside this runtime). Formatting
+  // waits when called on a goroutine's stack (see tracing::record).
+  GORO_NOINLINE void trace_wake(m* mm, g* gp) noexcept {
+    const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0},
+                    current_g() == nullptr);
   }
 
   // findRunnable: blocks until it finds a G for mm (with mm->pp set), or
@@ -1225,6 +1288,10 @@ class scheduler final : public sched_base {
         });
         if (gp) {
           pp->steals.inc();
+          if (GORO_UNLIKELY(tracing::enabled()))
+            tracing::record({tracing::now(), 0, gp->id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
+                             tracing::kind::steal, victim->id},
+                            true);
           return gp;
         }
       }
@@ -1315,6 +1382,7 @@ class scheduler final : public sched_base {
     {
       std::lock_guard<std::mutex> lk(lock_);
       allm_.push_back(mm);  // checkdead: counted before it can go idle
+      mm->id = static_cast<std::int32_t>(allm_.size());
     }
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -1944,6 +2012,7 @@ class scheduler final : public sched_base {
   std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
+  const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
 
   std::mutex gfree_lock_;  // global free G list and G blocks
