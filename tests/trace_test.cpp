@@ -206,7 +206,7 @@ TEST_CASE("trace: runs, blocks, wake-ups and blocking calls on P and M tracks", 
     } else if (is(e, "syscall", "X")) {
       ++syscalls;
       CHECK(static_cast<std::uint64_t>(e["args"]["g"].num()) == blocker);
-      CHECK(e["dur"].num() >= 3000.0);  // microseconds
+      CHECK(e["dur"].num() >= 3000.0);      // microseconds
       CHECK(int(e["pid"].num()) % 2 == 0);  // an M track
     }
   }

@@ -40,14 +40,22 @@ enum class end_reason : std::uint8_t { yield, preempt, block, exit, g0_call, sig
 
 inline const char* end_name(end_reason r) noexcept {
   switch (r) {
-    case end_reason::yield: return "yield";
-    case end_reason::preempt: return "preempted";
-    case end_reason::block: return "blocked";
-    case end_reason::exit: return "exit";
-    case end_reason::g0_call: return "runtime call";
-    case end_reason::signal_preempt: return "preempted (signal)";
-    case end_reason::syscall_no_p: return "blocking call, no P";
-    case end_reason::other: break;
+    case end_reason::yield:
+      return "yield";
+    case end_reason::preempt:
+      return "preempted";
+    case end_reason::block:
+      return "blocked";
+    case end_reason::exit:
+      return "exit";
+    case end_reason::g0_call:
+      return "runtime call";
+    case end_reason::signal_preempt:
+      return "preempted (signal)";
+    case end_reason::syscall_no_p:
+      return "blocking call, no P";
+    case end_reason::other:
+      break;
   }
   return "other";
 }
@@ -87,8 +95,8 @@ struct buffer {
 struct state {
   std::mutex mu;
   std::FILE* out = nullptr;
-  bool first = true;          // no event written yet (commas)
-  std::int64_t epoch = 0;     // now() at start: ts 0
+  bool first = true;       // no event written yet (commas)
+  std::int64_t epoch = 0;  // now() at start: ts 0
   // The current trace (0: none yet), bumped by each start. Written under
   // mu; read without it by record().
   std::atomic<std::uint64_t> session{0};
@@ -119,26 +127,29 @@ struct state {
         const char* why = end_name(static_cast<end_reason>(e.arg));
         if (ptid >= 0) {
           sep();
-          std::fprintf(out,
-                       "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-                       "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-                       g, ts, dur, ps, ptid, g, mtid, why);
+          std::fprintf(
+              out,
+              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+              "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+              g, ts, dur, ps, ptid, g, mtid, why);
         }
         if (mtid >= 0) {
           sep();
-          std::fprintf(out,
-                       "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-                       "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
-                       g, ts, dur, ms, mtid, g, ptid, why);
+          std::fprintf(
+              out,
+              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+              "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
+              g, ts, dur, ms, mtid, g, ptid, why);
         }
         break;
       }
       case kind::syscall:
         sep();
-        std::fprintf(out,
-                     "{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
-                     "\"tid\":%d,\"args\":{\"g\":%llu}}",
-                     g, ts, dur, ms, mtid, g);
+        std::fprintf(
+            out,
+            "{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
+            "\"tid\":%d,\"args\":{\"g\":%llu}}",
+            g, ts, dur, ms, mtid, g);
         break;
       case kind::steal:
         sep();
