@@ -1,0 +1,178 @@
+// The public contract (SPEC.md) as one program: every name it lists is used
+// here in the form it gives, so a missing or renamed one fails to compile,
+// and each call's result is checked. (goro::trace was in the contract but
+// missing until a probe like this one was compiled.)
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <ratio>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "test_util.hpp"
+
+namespace {
+
+struct my_frame_clock {  // the Clock requirements, nothing more
+  using rep = long long;
+  using period = std::nano;
+  using duration = std::chrono::nanoseconds;
+  using time_point = std::chrono::time_point<my_frame_clock>;
+  static constexpr bool is_steady = true;
+  static time_point now() { return time_point{std::chrono::steady_clock::now().time_since_epoch()}; }
+};
+
+struct my_pool_allocator {  // forwards to the default allocator
+  goro::default_stack_allocator inner;
+  goro::stack_memory allocate(std::size_t size) { return inner.allocate(size); }
+  void deallocate(goro::stack_memory m) noexcept { inner.deallocate(m); }
+};
+
+// SPEC's policy example, word for word (with preemption::cooperative: the
+// signal mode is not available under TSan).
+using my_policy = goro::policy<goro::queue_capacity<512>, goro::global_poll<31>, goro::steal<1, 4>,
+                               goro::preempt_clock<my_frame_clock>, goro::slice_us<2000>,
+                               goro::preemption_mode<goro::preemption::cooperative>, goro::stack<16 * 1024>,
+                               goro::stacks<my_pool_allocator>>;
+
+static_assert(goro::clock_like<goro::manual_clock>);
+static_assert(goro::clock_like<goro::cycle_clock>);
+static_assert(goro::clock_like<my_frame_clock>);
+static_assert(goro::stack_allocator<my_pool_allocator>);
+static_assert(std::is_base_of_v<std::runtime_error, goro::error>);
+static_assert(std::is_base_of_v<goro::error, goro::usage_error> &&
+              std::is_base_of_v<goro::error, goro::channel_closed> &&
+              std::is_base_of_v<goro::error, goro::deadlock_error> &&
+              std::is_base_of_v<goro::error, goro::timeout_error>);
+static_assert(std::is_same_v<goro::runtime, goro::basic_runtime<>>);
+static_assert(goro::default_policy::local_queue_capacity == 256 && goro::default_policy::global_poll_interval == 61);
+
+}  // namespace
+
+TEST_CASE("spec: every name in the public contract compiles and works", "[spec]") {
+  goro::options o;
+  o.maxprocs = 2;
+  goro::runtime rt{o};
+  const int r = rt.run([&] {
+    int got = 0;
+    goro::wait_group spawned;
+    spawned.add(1);
+    goro::go([&](int v) { got = v, spawned.done(); }, 5);
+    spawned.wait();
+    CHECK(got == 5);
+    goro::yield();
+    CHECK(goro::num_goroutine() >= 1);
+    CHECK(goro::gomaxprocs() == 2);
+    CHECK(goro::num_cpu() >= 1);
+    goro::lock_os_thread();
+    goro::unlock_os_thread();
+    goro::preempt_point();
+    CHECK(goro::blocking([] { return 3; }) == 3);
+    CHECK(goro::this_goroutine::inside());
+    CHECK(goro::this_goroutine::id() != 0);
+
+    goro::chan<int> c(1);
+    c.send(1);
+    CHECK(c.recv() == 1);
+    int x = 2;
+    CHECK(c.try_send(x));
+    CHECK(c.size() == 1);
+    CHECK(c.capacity() == 1);
+    CHECK(c.try_recv() == 2);
+    goro::chan<int> d, e(1);
+    std::size_t idx =
+        goro::select(goro::on_recv(d, [](std::optional<int>) {}), goro::on_send(e, 5, [] {}), goro::on_default([] {}));
+    CHECK(idx == 1);
+    c.send(9);
+    c.close();
+    int sum = 0;
+    for (int k : c) sum += k;
+    CHECK(sum == 9);
+
+    goro::mutex m;
+    { std::lock_guard<goro::mutex> g(m); }
+    CHECK(m.try_lock());
+    m.unlock();
+    goro::once once;
+    int calls = 0;
+    once.call([&] { ++calls; });
+    once.call([&] { ++calls; });
+    CHECK(calls == 1);
+    goro::cond cv;
+    {
+      std::unique_lock<goro::mutex> lk(m);
+      cv.notify_one();
+      cv.notify_all();
+    }
+    goro::sleep_for(std::chrono::milliseconds(1));
+    goro::sleep_until(std::chrono::steady_clock::now());
+    CHECK(goro::after(std::chrono::milliseconds(1)).recv().has_value());
+    goro::timer t(std::chrono::hours(1));
+    CHECK(t.stop());
+    t.reset(std::chrono::milliseconds(1));
+    CHECK(t.c().recv().has_value());
+    goro::ticker tk(std::chrono::milliseconds(1));
+    tk.reset(std::chrono::milliseconds(2));
+    CHECK(tk.c().recv().has_value());
+    tk.stop();
+
+    goro::net::listener ln = goro::net::listen_tcp("127.0.0.1:0");
+    CHECK(ln.port() != 0);
+    goro::net::conn empty_conn;
+    goro::net::listener empty_listener;
+    (void)empty_conn;
+    (void)empty_listener;
+    goro::chan<std::size_t> read_n(1);
+    goro::go([ln, read_n]() mutable {
+      goro::net::conn s = ln.accept();
+      std::byte buf[4];
+      read_n.send(s.read(std::span<std::byte>(buf)));
+      s.close();
+    });
+    goro::net::conn cc = goro::net::dial_tcp("127.0.0.1:" + std::to_string(ln.port()));
+    const std::byte out[4]{};
+    cc.set_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    cc.write(std::span<const std::byte>(out));
+    CHECK(read_n.recv() == 4u);
+    cc.close();
+    ln.close();
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    CHECK(goro::net::wait_writable(fds[1]));
+    REQUIRE(::write(fds[1], "x", 1) == 1);
+    CHECK(goro::net::wait_readable(fds[0]));
+    ::close(fds[0]);
+    ::close(fds[1]);
+    { goro::async_preemptible scope; }
+    return 7;
+  });
+  CHECK(r == 7);
+  CHECK(rt.gomaxprocs() == 2);
+  CHECK(rt.num_goroutine() <= 2);
+  CHECK(rt.stats().spawns >= 2);
+  goro::wait_group from_outside;
+  from_outside.add(1);
+  rt.go([&] { from_outside.done(); });
+  from_outside.wait();
+  CHECK(goro::run([] { return 1; }, goro::options{1}) == 1);
+
+  goro::basic_runtime<my_policy> prt{goro::options{1}};
+  CHECK(prt.run([] { return goro::this_goroutine::inside(); }));
+
+  const auto before = goro::manual_clock::now();
+  goro::manual_clock::advance(std::chrono::milliseconds(1));
+  CHECK(goro::manual_clock::now() - before == std::chrono::milliseconds(1));
+  const auto c0 = goro::cycle_clock::now();
+  const auto c1 = goro::cycle_clock::now();
+  CHECK(c1 >= c0);  // steady
+
+  const std::string path = "/tmp/goro_spec_surface_" + std::to_string(::getpid()) + ".json";
+  goro::trace::start(path);
+  goro::trace::stop();
+  CHECK(std::remove(path.c_str()) == 0);
+  CHECK_FALSE(goro::this_goroutine::inside());
+}
