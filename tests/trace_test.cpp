@@ -234,11 +234,15 @@ TEST_CASE("trace: preemptions and steals are marked", "[trace]") {
   std::uint64_t hog = 0;
   rt.run([&] {
     const auto deadline = std::chrono::steady_clock::now() + 5s;
-    // A hog that runs until sysmon has preempted it (10 ms slices) ...
+    // A hog that runs for 60 ms, six 10 ms slices (and on until some
+    // preemption has happened), so sysmon preempts it at least once ...
     goro::chan<std::uint64_t> done;
     goro::go([&, done]() mutable {
       const auto before = rt.stats().preemptions;
-      while (rt.stats().preemptions == before && std::chrono::steady_clock::now() < deadline) goro::preempt_point();
+      const auto min_end = std::chrono::steady_clock::now() + 60ms;
+      while ((std::chrono::steady_clock::now() < min_end || rt.stats().preemptions == before) &&
+             std::chrono::steady_clock::now() < deadline)
+        goro::preempt_point();
       done.send(goro::this_goroutine::id());
     });
     // ... and, from this goroutine, batches of work for the other P to steal.
