@@ -3418,7 +3418,7 @@ class sysmon {
     }
     mm->oldp = nullptr;
     handoffs_.fetch_add(1, std::memory_order_relaxed);
-    handoff(pp);
+    s_.handoffp(pp, false);  // Go's handoffp
   }
 
   // exitsyscall, goroutine side: take the old P back if nobody took it
@@ -3628,14 +3628,10 @@ class sysmon {
       if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
       ++n;
       handoffs_.fetch_add(1, std::memory_order_relaxed);
-      handoff(pp);
+      s_.handoffp(pp, false);  // Go's handoffp
     }
     return n;
   }
-
-  // A P taken from a blocking call goes through handoffp (to an M if there
-  // is work, to a spinning M if nobody spins or idles, else idle).
-  void handoff(typename Sched::p* pp) noexcept { s_.handoffp(pp, false); }
 
   // schedtrace: Go's SCHED line, from a snapshot taken under the lock.
   void schedtrace(steady::time_point now) {
@@ -3709,38 +3705,13 @@ class sysmon {
 namespace goro::detail::tracing {
 
 enum class kind : std::uint8_t {
-  run,      // a goroutine ran on a P and an M from ts for dur; arg: how it stopped (end_reason)
+  run,      // a goroutine ran on a P and an M from ts for dur; `end`: how it stopped
   steal,    // this P took goroutines from P `arg`'s queue
   preempt,  // goroutine g was preempted (arg 1: by signal)
   block,    // goroutine g blocked (parked)
   wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
   syscall,  // goroutine g was in goro::blocking on an M from ts for dur
 };
-
-// How a run slice ended: after_switch, in words.
-enum class end_reason : std::uint8_t { yield, preempt, block, exit, g0_call, signal_preempt, syscall_no_p, other };
-
-inline const char* end_name(end_reason r) noexcept {
-  switch (r) {
-    case end_reason::yield:
-      return "yield";
-    case end_reason::preempt:
-      return "preempted";
-    case end_reason::block:
-      return "blocked";
-    case end_reason::exit:
-      return "exit";
-    case end_reason::g0_call:
-      return "runtime call";
-    case end_reason::signal_preempt:
-      return "preempted (signal)";
-    case end_reason::syscall_no_p:
-      return "blocking call, no P";
-    case end_reason::other:
-      break;
-  }
-  return "other";
-}
 
 struct event {
   std::int64_t ts = 0;   // now()
@@ -3751,6 +3722,7 @@ struct event {
   std::int32_t m = -1;   // M id, -1: not an M of the runtime
   kind k = kind::run;
   std::uint32_t arg = 0;
+  const char* end = "";  // run: how the slice ended (a string literal)
 };
 
 inline std::atomic<bool> on{false};
@@ -3806,7 +3778,7 @@ struct state {
     const auto g = static_cast<unsigned long long>(e.g);
     switch (e.k) {
       case kind::run: {
-        const char* why = end_name(static_cast<end_reason>(e.arg));
+        const char* why = e.end;
         if (ptid >= 0) {
           sep();
           std::fprintf(
@@ -4827,7 +4799,8 @@ class scheduler final : public sched_base {
         break;
       case after_switch::park: {
         pp->parks.inc();
-        const std::uint64_t id = trace_start != 0 ? gp->id : 0;  // tracer: gp may be readied, run and gone once unlocked
+        // tracer: read now, gp may be readied, run and gone once unlocked
+        const std::uint64_t id = trace_start != 0 ? gp->id : 0;
         gp->status.store(g_status::waiting, std::memory_order_release);
         auto unlock = mm->park_unlock;
         void* arg = mm->park_arg;
@@ -4883,24 +4856,22 @@ class scheduler final : public sched_base {
   // before mm->after is carried out); a preemption is also an instant event.
   GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0) noexcept {
     if (!tracing::enabled()) return;
-    using tracing::end_reason;
-    end_reason why = end_reason::other;
+    const char* why = "other";
     switch (mm->after) {
-      case after_switch::yield: why = end_reason::yield; break;
-      case after_switch::preempt: why = end_reason::preempt; break;
-      case after_switch::park: why = end_reason::block; break;
-      case after_switch::exit: why = end_reason::exit; break;
-      case after_switch::call: why = end_reason::g0_call; break;
-      case after_switch::async_preempt: why = end_reason::signal_preempt; break;
-      case after_switch::exitsyscall: why = end_reason::syscall_no_p; break;
+      case after_switch::yield: why = "yield"; break;
+      case after_switch::preempt: why = "preempted"; break;
+      case after_switch::park: why = "blocked"; break;
+      case after_switch::exit: why = "exit"; break;
+      case after_switch::call: why = "runtime call"; break;
+      case after_switch::async_preempt: why = "preempted (signal)"; break;
+      case after_switch::exitsyscall: why = "blocking call, no P"; break;
       case after_switch::none: break;
     }
     const std::int64_t t1 = tracing::now();
-    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, static_cast<std::uint32_t>(why)},
-                    true);
-    if (why == end_reason::preempt || why == end_reason::signal_preempt)
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, 0, why}, true);
+    if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
       tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
-                       why == end_reason::signal_preempt ? 1u : 0u},
+                       mm->after == after_switch::async_preempt ? 1u : 0u},
                       true);
   }
 

@@ -309,6 +309,38 @@ TEST_CASE("runtime: plain threads start goroutines with rt.go", "[runtime]") {
   wg2.wait();
 }
 
+// For the two lost-wake-up tests below: a thread that counts a stall when
+// `got` has not moved for 1 s and unsticks the runtime (rt.go from a plain
+// thread wakes an M), so a lost wake-up fails the test instead of hanging.
+struct stall_watchdog {
+  std::atomic<bool> done{false};
+  std::thread thread;
+  stall_watchdog(goro::runtime& rt, const std::atomic<int>& got, int& stalls)
+      : thread([this, &rt, &got, &stalls] {
+          int last = -1;
+          auto since = std::chrono::steady_clock::now();
+          while (!done.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            int now_got = got.load();
+            if (now_got != last) {
+              last = now_got;
+              since = std::chrono::steady_clock::now();
+            } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(1)) {
+              ++stalls;
+              rt.go([] {});
+              since = std::chrono::steady_clock::now();
+            }
+          }
+        }) {}
+  void stop() {
+    done.store(true);
+    thread.join();
+  }
+  ~stall_watchdog() {
+    if (thread.joinable()) stop();
+  }
+};
+
 // A thread without a P readies a goroutine (the global queue) just as the
 // only M gives up spinning: after it drops nmspinning it must see the push
 // (or the pusher must see it no longer spinning and wake it). Gaps of
@@ -324,7 +356,6 @@ TEST_CASE("runtime: a plain thread's ready is never lost while the last M stops 
     goro::runtime rt{goro::options{.maxprocs = 1, .detect_deadlock = false}};  // fed by a plain thread
     goro::chan<int> c;
     std::atomic<int> got{0};
-    std::atomic<bool> done{false};
     std::thread feeder([c]() mutable {
       for (int i = 0; i < n; ++i) {
         auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
@@ -333,31 +364,15 @@ TEST_CASE("runtime: a plain thread's ready is never lost while the last M stops 
         c.send(i);
       }
     });
-    std::thread watchdog([&] {
-      int last = -1;
-      auto since = std::chrono::steady_clock::now();
-      while (!done.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        int now_got = got.load();
-        if (now_got != last) {
-          last = now_got;
-          since = std::chrono::steady_clock::now();
-        } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(1)) {
-          ++stalls;
-          rt.go([] {});
-          since = std::chrono::steady_clock::now();
-        }
-      }
-    });
+    stall_watchdog watchdog(rt, got, stalls);
     rt.run([&] {
       for (int i = 0; i < n; ++i) {
         sum += *c.recv();
         got.fetch_add(1);
       }
     });
-    done.store(true);
+    watchdog.stop();
     feeder.join();
-    watchdog.join();
   }
   CHECK(stalls == 0);
   CHECK(sum == 5LL * n * (n - 1) / 2);
@@ -379,7 +394,6 @@ TEST_CASE("runtime: a plain thread's ready is never lost while a locked goroutin
     goro::runtime rt{goro::options{.maxprocs = 1, .detect_deadlock = false}};  // fed by a plain thread
     goro::chan<int> c;
     std::atomic<int> got{0}, receiving{-1};
-    std::atomic<bool> done{false};
     std::thread feeder([&, c, round]() mutable {
       std::uint32_t x = 0x9e3779b9u * static_cast<std::uint32_t>(round + 1);
       for (int i = 0; i < n; ++i) {
@@ -392,22 +406,7 @@ TEST_CASE("runtime: a plain thread's ready is never lost while a locked goroutin
         c.send(i);
       }
     });
-    std::thread watchdog([&] {
-      int last = -1;
-      auto since = std::chrono::steady_clock::now();
-      while (!done.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        int now_got = got.load();
-        if (now_got != last) {
-          last = now_got;
-          since = std::chrono::steady_clock::now();
-        } else if (std::chrono::steady_clock::now() - since > std::chrono::seconds(1)) {
-          ++stalls;
-          rt.go([] {});
-          since = std::chrono::steady_clock::now();
-        }
-      }
-    });
+    stall_watchdog watchdog(rt, got, stalls);
     rt.run([&] {
       goro::lock_os_thread();  // every recv that parks hands the P off
       for (int i = 0; i < n; ++i) {
@@ -417,9 +416,8 @@ TEST_CASE("runtime: a plain thread's ready is never lost while a locked goroutin
       }
       goro::unlock_os_thread();
     });
-    done.store(true);
+    watchdog.stop();
     feeder.join();
-    watchdog.join();
   }
   CHECK(stalls == 0);
   CHECK(sum == 5LL * n * (n - 1) / 2);

@@ -923,7 +923,8 @@ class scheduler final : public sched_base {
         break;
       case after_switch::park: {
         pp->parks.inc();
-        const std::uint64_t id = trace_start != 0 ? gp->id : 0;  // tracer: gp may be readied, run and gone once unlocked
+        // tracer: read now, gp may be readied, run and gone once unlocked
+        const std::uint64_t id = trace_start != 0 ? gp->id : 0;
         gp->status.store(g_status::waiting, std::memory_order_release);
         auto unlock = mm->park_unlock;
         void* arg = mm->park_arg;
@@ -979,24 +980,22 @@ class scheduler final : public sched_base {
   // before mm->after is carried out); a preemption is also an instant event.
   GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0) noexcept {
     if (!tracing::enabled()) return;
-    using tracing::end_reason;
-    end_reason why = end_reason::other;
+    const char* why = "other";
     switch (mm->after) {
-      case after_switch::yield: why = end_reason::yield; break;
-      case after_switch::preempt: why = end_reason::preempt; break;
-      case after_switch::park: why = end_reason::block; break;
-      case after_switch::exit: why = end_reason::exit; break;
-      case after_switch::call: why = end_reason::g0_call; break;
-      case after_switch::async_preempt: why = end_reason::signal_preempt; break;
-      case after_switch::exitsyscall: why = end_reason::syscall_no_p; break;
+      case after_switch::yield: why = "yield"; break;
+      case after_switch::preempt: why = "preempted"; break;
+      case after_switch::park: why = "blocked"; break;
+      case after_switch::exit: why = "exit"; break;
+      case after_switch::call: why = "runtime call"; break;
+      case after_switch::async_preempt: why = "preempted (signal)"; break;
+      case after_switch::exitsyscall: why = "blocking call, no P"; break;
       case after_switch::none: break;
     }
     const std::int64_t t1 = tracing::now();
-    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, static_cast<std::uint32_t>(why)},
-                    true);
-    if (why == end_reason::preempt || why == end_reason::signal_preempt)
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, 0, why}, true);
+    if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
       tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
-                       why == end_reason::signal_preempt ? 1u : 0u},
+                       mm->after == after_switch::async_preempt ? 1u : 0u},
                       true);
   }
 

@@ -169,7 +169,7 @@ class sysmon {
     }
     mm->oldp = nullptr;
     handoffs_.fetch_add(1, std::memory_order_relaxed);
-    handoff(pp);
+    s_.handoffp(pp, false);  // Go's handoffp
   }
 
   // exitsyscall, goroutine side: take the old P back if nobody took it
@@ -379,14 +379,10 @@ class sysmon {
       if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
       ++n;
       handoffs_.fetch_add(1, std::memory_order_relaxed);
-      handoff(pp);
+      s_.handoffp(pp, false);  // Go's handoffp
     }
     return n;
   }
-
-  // A P taken from a blocking call goes through handoffp (to an M if there
-  // is work, to a spinning M if nobody spins or idles, else idle).
-  void handoff(typename Sched::p* pp) noexcept { s_.handoffp(pp, false); }
 
   // schedtrace: Go's SCHED line, from a snapshot taken under the lock.
   void schedtrace(steady::time_point now) {

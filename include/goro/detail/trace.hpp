@@ -27,38 +27,13 @@
 namespace goro::detail::tracing {
 
 enum class kind : std::uint8_t {
-  run,      // a goroutine ran on a P and an M from ts for dur; arg: how it stopped (end_reason)
+  run,      // a goroutine ran on a P and an M from ts for dur; `end`: how it stopped
   steal,    // this P took goroutines from P `arg`'s queue
   preempt,  // goroutine g was preempted (arg 1: by signal)
   block,    // goroutine g blocked (parked)
   wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
   syscall,  // goroutine g was in goro::blocking on an M from ts for dur
 };
-
-// How a run slice ended: after_switch, in words.
-enum class end_reason : std::uint8_t { yield, preempt, block, exit, g0_call, signal_preempt, syscall_no_p, other };
-
-inline const char* end_name(end_reason r) noexcept {
-  switch (r) {
-    case end_reason::yield:
-      return "yield";
-    case end_reason::preempt:
-      return "preempted";
-    case end_reason::block:
-      return "blocked";
-    case end_reason::exit:
-      return "exit";
-    case end_reason::g0_call:
-      return "runtime call";
-    case end_reason::signal_preempt:
-      return "preempted (signal)";
-    case end_reason::syscall_no_p:
-      return "blocking call, no P";
-    case end_reason::other:
-      break;
-  }
-  return "other";
-}
 
 struct event {
   std::int64_t ts = 0;   // now()
@@ -69,6 +44,7 @@ struct event {
   std::int32_t m = -1;   // M id, -1: not an M of the runtime
   kind k = kind::run;
   std::uint32_t arg = 0;
+  const char* end = "";  // run: how the slice ended (a string literal)
 };
 
 inline std::atomic<bool> on{false};
@@ -124,7 +100,7 @@ struct state {
     const auto g = static_cast<unsigned long long>(e.g);
     switch (e.k) {
       case kind::run: {
-        const char* why = end_name(static_cast<end_reason>(e.arg));
+        const char* why = e.end;
         if (ptid >= 0) {
           sep();
           std::fprintf(
