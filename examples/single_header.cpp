@@ -1,5 +1,6 @@
 // single_header: the whole library from the amalgamation. In your own
-// project copy single_include/ (goro.hpp and goro/arch/) and build with
+// project copy single_include/goro.hpp (it embeds the context switch; the
+// .S files in single_include/goro/arch/ are for reference) and build with
 //   g++ -std=c++20 -O2 -pthread -I single_include main.cpp
 // Exits 0 on success.
 #include "../single_include/goro.hpp"

@@ -472,7 +472,10 @@ struct netpoll_sched {
       pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
     }
     s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-    if (to_global > 0) s.wakep(false);
+    // Unconditionally, as Go's injectglist ends: a P may have gone idle
+    // after npidle_ was read above, with Gs now in pp's queue and nobody
+    // spinning; wakep's fence pairs with that M's re-check (see wakep).
+    s.wakep(false);
   }
 
   // Readies the Gs of other runtimes through their own scheduler (a

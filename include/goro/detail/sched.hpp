@@ -1132,13 +1132,10 @@ class scheduler final : public sched_base {
             break;
           }
         }
-        // Under the queue's lock, not the lock-free size: a thread without
-        // a P (ready() from a plain thread) pushes and then reads nmspinning
-        // with no StoreLoad barrier between (its unlock is a plain release
-        // store), so it may still see this M spinning while the lock-free
-        // size here still reads 0: a lost wake-up (it hung a 1-proc runtime
-        // fed by a plain thread). With the lock, either this sees the push,
-        // or the pusher's lock comes after ours and sees the decrement.
+        // The other half of wakep's Dekker pair (the decrement and fence
+        // above against the submitter's publish and fence). The global
+        // queue is read under its lock as well, which also orders this
+        // against a pusher's lock without relying on its fence.
         if (!again && !globq_.empty_synced()) {
           std::lock_guard<std::mutex> lk(lock_);
           again = pidle_get();
@@ -1308,7 +1305,26 @@ class scheduler final : public sched_base {
   }
 
   // wakep: if a P is idle and nobody spins, start an M spinning on it.
+  //
+  // The submit-side barrier. Every path that makes a G runnable publishes
+  // it first — runq.put's release store of runnext or tail (spawn, ready,
+  // netpoll inject), a global-queue push (plain threads, overflow, netpoll,
+  // yield) — and then calls wakep, which reads npidle_ and nmspinning_.
+  // Its pair is the last spinning M in find_runnable: it decrements
+  // nmspinning_, fences, and reads every run queue. Store-then-load on both
+  // sides (Dekker): without a StoreLoad barrier on this side, x86 lets the
+  // loads below pass the publishing store still in the store buffer, so
+  // the submitter sees the M spinning while the M sees the queues empty,
+  // and nobody runs the G until its submitter's P schedules again (6 in
+  // 223k spawn-then-spin iterations, tests/wakeup_test.cpp). With a
+  // seq_cst fence on both sides at least one sees the other's write. Go
+  // gets this fence from runqput's runnext CAS; a release store is cheaper
+  // there, so the fence lives here, once, for every caller. (A P that goes
+  // idle re-checks only the global queue, under its lock, which orders it
+  // against a pusher's lock without a fence: see find_runnable and
+  // handoffp. A G in a running P's local queue is run by that P anyway.)
   void wakep(bool may_throw) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (npidle_.load(std::memory_order_seq_cst) == 0) return;
     std::uint32_t zero = 0;
     if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
