@@ -20,8 +20,10 @@
 // another blocking call, f is simply called.
 //
 // Inside f the goroutine has no P: it may spawn goroutines (they go to the
-// global queue) but must not block on goro primitives (channels, mutex,
-// wait_group) or yield; block in the kernel only.
+// global queue) but must not park on goro primitives (a channel operation
+// or select that waits, sleep, a contended mutex, wait_group or cond wait)
+// or yield: those raise usage_error "goro: <call> inside goro::blocking"
+// (detail/inside_blocking.hpp). Block in the kernel only.
 #pragma once
 
 #include <functional>

@@ -31,6 +31,7 @@
 #include "detail/config.hpp"
 #include "detail/futex.hpp"
 #include "detail/g.hpp"
+#include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/spinlock.hpp"
 #include "error.hpp"
@@ -181,10 +182,16 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 // `m` is current_m() (read once by the caller: it is a non-inlined call),
 // `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
 // the caller holds: from g0 once the goroutine is off its stack, or just
-// before sleeping for a thread.
-inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+// before sleeping for a thread. `unlink(unlink_arg)` takes the caller's
+// waiters off their queues (g::unlink_wait: a runtime destroyed while the
+// goroutine waits for good).
+inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
+                       void (*unlink)(void*) noexcept, void* unlink_arg) noexcept {
   if (gp) {
+    gp->unlink_wait = unlink;
+    gp->unlink_arg = unlink_arg;
     park(m, unlock, arg);
+    gp->unlink_wait = nullptr;
   } else {
     unlock(arg);
     while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
@@ -205,6 +212,19 @@ inline bool unlock_spinlock(void* l) noexcept {
   static_cast<spinlock*>(l)->unlock();
   return true;
 }
+
+// One channel operation's waiter, for block_chan's unlink.
+struct queued_waiter {
+  chan_core* c;
+  chan_waitq* q;
+  chan_waiter* w;
+  static void unlink(void* a) noexcept {
+    auto* x = static_cast<queued_waiter*>(a);
+    x->c->lock.lock();
+    x->q->remove(x->w);  // a no-op if a waker popped it
+    x->c->lock.unlock();
+  }
+};
 
 [[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
 [[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
@@ -308,10 +328,15 @@ struct hchan : chan_core {
     // Block: a receiver (or close) takes it from here.
     chan_waiter w;
     caller self = current_caller();
+    if (GORO_UNLIKELY(inside_blocking(self.m))) {
+      lock.unlock();
+      raise_inside_blocking("chan send");
+    }
     w.gp = self.gp;
     w.elem = &v;
     sendq.enqueue(&w);
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
+    queued_waiter at{this, &sendq, &w};
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at);
     if (!w.success) raise_send_closed();  // woken by close
   }
 
@@ -326,10 +351,15 @@ struct hchan : chan_core {
     }
     chan_waiter w;
     caller self = current_caller();
+    if (GORO_UNLIKELY(inside_blocking(self.m))) {
+      lock.unlock();
+      raise_inside_blocking("chan recv");
+    }
     w.gp = self.gp;
     w.elem = &out;
     recvq.enqueue(&w);
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
+    queued_waiter at{this, &recvq, &w};
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at);
     // out was filled by the sender, or stays empty after close.
   }
 

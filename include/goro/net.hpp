@@ -41,6 +41,7 @@
 #include <string_view>
 
 #include "detail/config.hpp"
+#include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/netpoll.hpp"
 #include "detail/park.hpp"
@@ -186,8 +187,9 @@ class io_lock {
     }
     waiter w;
     w.ticket = 0;
+    if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
     queue_.push_back(&w);
-    block_on(w, lock_);
+    block_on(w, queue_, lock_);
     // unlock() handed us the lock (ticket 1) or close() woke us (0); either
     // wrote the ticket under lock_ before waking us.
     return w.ticket == 1;

@@ -16,6 +16,7 @@
 
 #include "detail/config.hpp"
 #include "detail/g.hpp"
+#include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/preempt.hpp"
 #include "detail/sched.hpp"
@@ -274,6 +275,7 @@ void go(F&& f, A&&... args) {
 // another.
 inline void yield() {
   detail::m_base* m = detail::require_goroutine("yield()");
+  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("yield()");  // no P to give up
   m->sched->gosched(m);
 }
 
@@ -286,6 +288,7 @@ inline void yield() {
   (void)m;
   throw detail::goexit_unwind{};
 #else
+  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("exit()");  // no P to switch on
   detail::g* gp = m->curg;
   gp->closure_op = nullptr;
   m->after = detail::after_switch::exit;

@@ -133,6 +133,10 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
   // Pass 2: wait on every case.
   select_state st;
   caller self = current_caller();
+  if (GORO_UNLIKELY(inside_blocking(self.m))) {
+    locks.unlock_all();
+    raise_inside_blocking("select");
+  }
   g* gp = self.gp;
   for (std::size_t i = 0; i < n; ++i) {
     std::size_t k = lockorder[i];
@@ -143,8 +147,23 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     w.success = false;
     (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
   }
+  struct queued {  // block_chan's unlink: every case's waiter off its queue
+    select_case* sc;
+    std::size_t n;
+    chan_waiter* waiters;
+  } at{sc, n, waiters};
   block_chan(
-      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
+      [](void* a) noexcept {
+        auto* x = static_cast<queued*>(a);
+        for (std::size_t k = 0; k < x->n; ++k) {
+          chan_core* c = x->sc[k].c;
+          c->lock.lock();
+          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
+          c->lock.unlock();
+        }
+      },
+      &at);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();

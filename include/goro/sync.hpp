@@ -13,6 +13,7 @@
 #include <mutex>
 #include <utility>
 
+#include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/sema.hpp"
 #include "error.hpp"
@@ -59,7 +60,8 @@ class mutex {
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
 
-  void lock() noexcept {
+  // Inside goro::blocking, a lock that would wait is a usage_error.
+  void lock() {
     // Fast path: grab an unlocked mutex (acquire pairs with unlock's release).
     std::uint32_t expected = 0;
     if (GORO_LIKELY(
@@ -115,7 +117,7 @@ class mutex {
   }
 
   // Go's lockSlow.
-  GORO_NOINLINE void lock_slow() noexcept {
+  GORO_NOINLINE void lock_slow() {
     using clock = std::chrono::steady_clock;
     clock::time_point wait_start{};
     bool waited = false;       // queued at least once: requeue at the head
@@ -124,6 +126,10 @@ class mutex {
     int iter = 0;
     std::uint32_t old = state_.load(std::memory_order_relaxed);
     for (;;) {
+      // Held: we would spin, then wait. Not inside goro::blocking (nothing
+      // of ours is in state_ yet: awoke is still false here).
+      if ((old & (locked | starving)) && GORO_UNLIKELY(detail::inside_blocking(detail::current_m())))
+        detail::raise_inside_blocking("mutex lock");
       // Spin while the owner runs, unless starving (the lock then goes to
       // the head waiter, spinning cannot get it). Setting woken tells
       // unlock() not to wake a waiter we would race with.
@@ -253,6 +259,7 @@ class cond {
   // before returning.
   void wait(std::unique_lock<mutex>& lk) {
     if (!lk.owns_lock()) detail::raise_usage("cond wait without the lock held");
+    detail::check_may_park("cond wait");
     const std::uint32_t t = list_.add();
     lk.unlock();
     list_.wait(t);
@@ -281,7 +288,14 @@ class semaphore {
   semaphore(const semaphore&) = delete;
   semaphore& operator=(const semaphore&) = delete;
 
-  void acquire() noexcept { sema_.acquire(); }
+  // Inside goro::blocking, an acquire that would wait is a usage_error.
+  void acquire() {
+    if (GORO_UNLIKELY(detail::inside_blocking(detail::current_m()))) {
+      if (!sema_.try_acquire()) detail::raise_inside_blocking("semaphore acquire");
+      return;
+    }
+    sema_.acquire();
+  }
   bool try_acquire() noexcept { return sema_.try_acquire(); }
   void release(std::uint64_t n = 1) noexcept { sema_.release(n); }
 
@@ -322,9 +336,18 @@ class wait_group {
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return;
+      detail::check_may_park("wait_group wait");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    sema_.acquire();
+    // A runtime destroyed while we wait for good takes us off sema_'s
+    // queue: un-count us too, or a later release would keep our token for
+    // the next wait() to take early.
+    sema_.acquire(false, [](void* self) noexcept {
+      auto& st = static_cast<wait_group*>(self)->state_;
+      std::uint64_t v = st.load(std::memory_order_relaxed);
+      while (static_cast<std::uint32_t>(v) != 0 && !st.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+      }
+    }, this);
   }
 
  private:

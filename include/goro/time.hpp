@@ -14,6 +14,7 @@
 #include "chan.hpp"
 #include "detail/config.hpp"
 #include "detail/futex.hpp"
+#include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/spinlock.hpp"
 #include "detail/timer_heap.hpp"
@@ -43,6 +44,7 @@ inline void sleep_until_ns(std::int64_t when) {
     std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
     return;
   }
+  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
   if (when <= nanotime()) return;
   timer t;
   t.when = when;

@@ -72,6 +72,15 @@ struct alignas(64) g {
   void* heap_closure = nullptr;
   alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
 
+  // While parked on a channel or sync object's queue: takes this G's
+  // waiter record(s) off it, for a runtime destroyed with the G blocked
+  // forever (the objects may outlive the runtime; the records are on the
+  // G's stack). Set by the park site (park.hpp block_on, chan.hpp
+  // block_chan) before parking, cleared once it resumes; nullptr for
+  // other waits (sleep, I/O: the runtime waits for those).
+  void (*unlink_wait)(void*) noexcept = nullptr;
+  void* unlink_arg = nullptr;
+
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
 };

@@ -72,6 +72,21 @@ class global_run_queue {
     lock_.unlock();
     return n;
   }
+  // Takes gp out of the queue if it is still there (go() rolling back a
+  // spawn that no M could run); false if an M took it meanwhile. O(size).
+  bool remove(g* gp) noexcept {
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    std::uint32_t i = 0;
+    while (i < size && buf_[(head_ + i) & mask_] != gp) ++i;
+    const bool found = i < size;
+    if (found) {
+      for (; i + 1 < size; ++i) buf_[(head_ + i) & mask_] = buf_[(head_ + i + 1) & mask_];
+      size_.store(size - 1, std::memory_order_release);
+    }
+    lock_.unlock();
+    return found;
+  }
   // Lock-free hint; exact under the queue's lock.
   std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
   bool empty() const noexcept { return size() == 0; }

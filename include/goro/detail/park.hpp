@@ -77,14 +77,33 @@ class waiter_queue {
   waiter* tail_ = nullptr;
 };
 
-// Blocks the caller, already queued as `w` with `lock` held, until wake(w).
-// Releases `lock`.
-inline void block_on(waiter& w, spinlock& lock) noexcept {
-  if (w.gp) {
+// Blocks the caller, already queued as `w` in `q` with `lock` held, until
+// wake(w). Releases `lock`. A runtime destroyed while the goroutine waits
+// here for good takes w off q (g::unlink_wait), then calls
+// unlinked(ctx) if given: the owner undoes its own count of waiters.
+inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, void (*unlinked)(void*) noexcept = nullptr,
+                     void* ctx = nullptr) noexcept {
+  if (g* gp = w.gp) {
+    struct queued {
+      waiter* w;
+      waiter_queue* q;
+      spinlock* lock;
+      void (*unlinked)(void*) noexcept;
+      void* ctx;
+    } at{&w, &q, &lock, unlinked, ctx};
+    gp->unlink_wait = [](void* a) noexcept {
+      auto* x = static_cast<queued*>(a);
+      x->lock->lock();
+      waiter* found = x->q->remove_first_if([x](const waiter* y) { return y == x->w; });
+      x->lock->unlock();
+      if (found && x->unlinked) x->unlinked(x->ctx);
+    };
+    gp->unlink_arg = &at;
     park(current_m(), [](void* l) {
       static_cast<spinlock*>(l)->unlock();
       return true;
     }, &lock);
+    gp->unlink_wait = nullptr;
   } else {
     lock.unlock();
     while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);

@@ -33,6 +33,7 @@
 #include "global_queue.hpp"
 #include "m.hpp"
 #include "netpoll.hpp"  // netpoll
+#include "os_thread.hpp"
 #include "random.hpp"
 #include "run_queue.hpp"
 #include "sanitizer.hpp"
@@ -258,7 +259,17 @@ class scheduler final : public sched_base {
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
-    wakep(/*may_throw=*/true);
+    const int err = wakep();
+    // go() from outside with no M at all, and none could be started:
+    // nothing would ever run gp. Undo the spawn, unless an M started by a
+    // concurrent go() took gp meanwhile (then it runs: a success). With
+    // some M alive, the work runs on it, and the start is retried
+    // (m_start_failed_, sysmon).
+    if (GORO_UNLIKELY(err != 0) && !pp && threads_alive_.load() == 0 && run_m_.load() == nullptr &&
+        globq_.remove(gp)) {
+      offp_spawns_.fetch_sub(1, std::memory_order_relaxed);
+      raise_system(err, "go(): cannot create an OS thread (M)");
+    }
   }
 
   // ready: waiting -> runnable, into the current P's runnext (the woken G
@@ -520,6 +531,7 @@ class scheduler final : public sched_base {
       if (mm->has_thread) pthread_join(mm->thread, nullptr);
       delete mm;
     }
+    unlink_blocked();
     // Timers still queued (a ticker nobody stopped, with no goroutine left)
     // are detached: deleting them later finds them on no heap.
     for_each_p([](p* pp) { pp->timers.clear(); });
@@ -1323,13 +1335,16 @@ class scheduler final : public sched_base {
   // idle re-checks only the global queue, under its lock, which orders it
   // against a pusher's lock without a fence: see find_runnable and
   // handoffp. A G in a running P's local queue is run by that P anyway.)
-  void wakep(bool may_throw) {
+  //
+  // Returns 0, or startm's errno when no M could be started (start_g
+  // decides whether that fails the spawn).
+  int wakep(bool = false) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (npidle_.load(std::memory_order_seq_cst) == 0) return;
+    if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
     std::uint32_t zero = 0;
     if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
         !nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
-      return;
+      return 0;
     p* pp;
     {
       std::lock_guard<std::mutex> lk(lock_);
@@ -1337,14 +1352,17 @@ class scheduler final : public sched_base {
     }
     if (!pp) {
       nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
-      return;
+      return 0;
     }
     m_spins_.fetch_add(1, std::memory_order_relaxed);
-    int err = startm(pp, true);
-    // Without a new thread the work still runs on the Ms that exist; fail
-    // only when there is none at all.
-    if (err != 0 && may_throw && threads_alive_.load() == 0 && run_m_.load() == nullptr)
-      raise_system(err, "cannot create an OS thread (M)");
+    return startm(pp, true);
+  }
+
+  // sysmon: some startm found no idle M and could not create one (a
+  // transient EAGAIN: RLIMIT_NPROC, a pids cgroup). Work may be queued
+  // with no M to run it: look again, as wakep (Go's newm throws instead).
+  void retry_start_m() noexcept {
+    if (m_start_failed_.exchange(false, std::memory_order_seq_cst)) (void)wakep();  // fails: sets it again
   }
 
   // startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
@@ -1383,6 +1401,11 @@ class scheduler final : public sched_base {
         pidle_put(pp);
       }
       if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+      // Retried by sysmon, which does not sleep deeply while this is set.
+      // Dekker with sysmon's deep_sleep: it publishes sleeping_, then reads
+      // m_start_failed_; we publish m_start_failed_, then read sleeping_.
+      m_start_failed_.store(true, std::memory_order_seq_cst);
+      sysmon_.on_p_busy();
     }
     return err;
   }
@@ -1402,7 +1425,7 @@ class scheduler final : public sched_base {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     threads_alive_.fetch_add(1);
-    int err = pthread_create(
+    int err = create_os_thread(
         &mm->thread, &attr,
         [](void* arg) -> void* {
           auto* self = static_cast<m*>(arg);
@@ -1978,6 +2001,22 @@ class scheduler final : public sched_base {
     std::abort();
   }
 
+  // Goroutines blocked forever are released unrun, but the channels and
+  // sync objects they wait on may outlive the runtime: take their waiter
+  // records (on the goroutines' stacks) off those queues first, so that a
+  // later operation finds no record of a freed goroutine. Every M has
+  // stopped: nothing else touches these Gs.
+  void unlink_blocked() noexcept {
+    for (auto& block : g_blocks_) {
+      for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+        g* gp = &block[i];
+        if (gp->status.load(std::memory_order_relaxed) != g_status::waiting || !gp->unlink_wait) continue;
+        gp->unlink_wait(gp->unlink_arg);
+        gp->unlink_wait = nullptr;
+      }
+    }
+  }
+
   void release_memory() noexcept {
     for_each_p([this](p* pp) {
       while (pp->nstack) {
@@ -2029,6 +2068,7 @@ class scheduler final : public sched_base {
   std::vector<m*> allm_;
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
+  std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
 
   std::mutex gfree_lock_;  // global free G list and G blocks
   std::vector<g*> gfree_;  // free G records, most recently freed last

@@ -37,8 +37,9 @@ class sema {
 
   // semacquire: takes one token, blocking until a release() hands one over.
   // `lifo` queues the caller at the head: a mutex waiter that was woken but
-  // lost the lock again keeps its place (Go's queueLifo).
-  void acquire(bool lifo = false) noexcept {
+  // lost the lock again keeps its place (Go's queueLifo). unlinked(ctx):
+  // see block_on (a runtime destroyed while the caller waits for good).
+  void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
     lock_.lock();
     if (count_ > 0) {
       --count_;
@@ -50,7 +51,7 @@ class sema {
       queue_.push_front(&w);
     else
       queue_.push_back(&w);
-    block_on(w, lock_);
+    block_on(w, queue_, lock_, unlinked, ctx);
     // release() dequeued us and the token is ours: nothing left to do, and
     // nothing here touches *this again.
   }
@@ -116,7 +117,7 @@ class notify_list {
     waiter w;
     w.ticket = t;
     queue_.push_back(&w);
-    block_on(w, lock_);
+    block_on(w, queue_, lock_);
   }
 
   // notifyListNotifyOne: wakes the waiter holding the oldest unnotified

@@ -47,6 +47,7 @@
 #include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
+#include "os_thread.hpp"
 #include "async_preempt.hpp"  // async preemption
 #include "preempt.hpp"
 
@@ -112,7 +113,7 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_.assign(s_.created_ps(), p_ticks{});
-    int err = pthread_create(
+    int err = create_os_thread(
         &thread_, nullptr,
         [](void* self) -> void* {
           static_cast<sysmon*>(self)->loop();
@@ -120,6 +121,7 @@ class sysmon {
         },
         this);
     has_thread_ = err == 0;
+    if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
   }
 
   // Stops and joins the thread (runtime shutdown, after every goroutine finished).
@@ -255,9 +257,13 @@ class sysmon {
         if (until < nap) nap = std::max(until, sysmon_min_delay);
       }
       if (!sleep(nap)) return;
+      // An M could not be started (no thread to be had): try again each
+      // round until one is, so queued work is not left waiting for a wakep.
+      const bool retry_m = s_.m_start_failed_.load(std::memory_order_seq_cst);
+      if (retry_m) s_.retry_start_m();
       // Every P idle (for 1 ms: see the top) and nothing to print: sleep
       // until a P gets busy. With no P busy there is nothing to retake.
-      if (schedtrace_ms_ <= 0 && all_idle()) {
+      if (schedtrace_ms_ <= 0 && !retry_m && all_idle()) {
         std::int64_t t = nanotime();
         if (all_idle_since == 0) all_idle_since = t;
         if (t - all_idle_since < sysmon_park_after_idle_ns) {
@@ -302,7 +308,8 @@ class sysmon {
     note_.clear();
     std::atomic_thread_fence(std::memory_order_seq_cst);
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (!stopping_.load(std::memory_order_seq_cst) && all_idle()) note_.sleep();
+    if (!stopping_.load(std::memory_order_seq_cst) && all_idle() && !s_.m_start_failed_.load(std::memory_order_seq_cst))
+      note_.sleep();
     sleeping_.store(false, std::memory_order_relaxed);
     return !stopping_.load(std::memory_order_seq_cst);
   }
