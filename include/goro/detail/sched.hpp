@@ -1337,7 +1337,8 @@ class scheduler final : public sched_base {
   // handoffp. A G in a running P's local queue is run by that P anyway.)
   //
   // Returns 0, or startm's errno when no M could be started (start_g
-  // decides whether that fails the spawn).
+  // decides whether that fails the spawn). The bool is unused (callers
+  // still pass the old may_throw flag).
   int wakep(bool = false) {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
