@@ -44,6 +44,7 @@
 
 #include "../policy.hpp"
 #include "config.hpp"
+#include "extm.hpp"
 #include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
@@ -115,6 +116,7 @@ class sysmon {
     int err = pthread_create(
         &thread_, nullptr,
         [](void* self) -> void* {
+          extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
           static_cast<sysmon*>(self)->loop();
           return nullptr;
         },
