@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "config.hpp"
 #include "futex.hpp"
 #include "m.hpp"
 #include "spinlock.hpp"
