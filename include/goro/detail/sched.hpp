@@ -821,10 +821,16 @@ class scheduler final : public sched_base {
   // outside before this check is in globq_, read under the same lock. An M
   // being created is in allm_ (newm adds it before pthread_create) and not
   // idle; a G in goro::blocking keeps its M out of the idle list.
+  //
+  // The grace period runs from the last M's stop: an armed check gets a new
+  // deadline (the run() caller's M, armed, is stopped in its confirming
+  // sleep or on its way there, and looks again at the old one).
   void checkdead(m* self) noexcept {
-    if (deadcheck_at_ != 0 || !dead_locked()) return;
+    if (!dead_locked()) return;
+    const bool armed = deadcheck_at_ != 0;
     deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
     deadcheck_at_ = nanotime() + deadlock_grace_ns;
+    if (armed) return;
     m* rm = run_m_.load(std::memory_order_relaxed);
     if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
   }
