@@ -17,6 +17,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,12 +40,18 @@ constexpr int too_slow = 13;        // ... or was reported too late
 std::string describe(int status) {
   if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status)) + " (timeout or crash)";
   switch (WEXITSTATUS(status)) {
-    case ok: return "ok";
-    case false_deadlock: return "false deadlock_error";
-    case wrong_result: return "wrong result";
-    case no_deadlock: return "real deadlock not reported";
-    case too_slow: return "real deadlock reported too late";
-    default: return "exit code " + std::to_string(WEXITSTATUS(status));
+    case ok:
+      return "ok";
+    case false_deadlock:
+      return "false deadlock_error";
+    case wrong_result:
+      return "wrong result";
+    case no_deadlock:
+      return "real deadlock not reported";
+    case too_slow:
+      return "real deadlock reported too late";
+    default:
+      return "exit code " + std::to_string(WEXITSTATUS(status));
   }
 }
 
@@ -80,10 +87,10 @@ int in_child(Body body, std::chrono::seconds limit = 30s) {
   return status;
 }
 
-#define CHECK_CHILD(status)                 \
-  do {                                      \
-    const int st_ = (status);               \
-    INFO("child: " << describe(st_));       \
+#define CHECK_CHILD(status)                            \
+  do {                                                 \
+    const int st_ = (status);                          \
+    INFO("child: " << describe(st_));                  \
     CHECK((WIFEXITED(st_) && WEXITSTATUS(st_) == ok)); \
   } while (0)
 
@@ -160,8 +167,7 @@ TEST_CASE("plain-thread deadlock: main waits on a wait_group fed by rt.go from a
 
 // (c) A plain thread that starts late: it sleeps 50 ms before its first goro
 // call, the window in which the runtime cannot know it exists.
-TEST_CASE("plain-thread deadlock: a plain thread whose first goro call comes 50 ms late",
-          "[deadlock][plain_thread]") {
+TEST_CASE("plain-thread deadlock: a plain thread whose first goro call comes 50 ms late", "[deadlock][plain_thread]") {
   const unsigned procs = GENERATE(1u, 2u);
   CAPTURE(procs);
   CHECK_CHILD(in_child([procs] {
@@ -269,5 +275,41 @@ TEST_CASE("plain-thread deadlock: the run() caller's own earlier plain-thread us
       return steady::now() - t0 < 1500ms ? ok : too_slow;
     }
     return no_deadlock;
+  }));
+}
+
+// A plain thread blocked in a receive is a potential sender too (it may
+// loop and answer): its first call blocks, and it stays a live external M
+// while it then works for longer than the grace period.
+TEST_CASE("plain-thread deadlock: a plain thread that receives, works, then answers", "[deadlock][plain_thread]") {
+  CHECK_CHILD(in_child([] {
+    goro::runtime rt{goro::options{2}};
+    goro::chan<int> ask, answer;
+    std::thread server([&] {
+      for (;;) {
+        std::optional<int> q = ask.recv();
+        if (!q) return;
+        std::this_thread::sleep_for(400ms);  // longer than the grace period
+        answer.send(*q * 2);
+      }
+    });
+    int got = 0;
+    try {
+      got = rt.run([&] {
+        int sum = 0;
+        for (int i = 1; i <= 2; ++i) {
+          ask.send(i);
+          sum += *answer.recv();
+        }
+        return sum;
+      });
+    } catch (const goro::deadlock_error&) {
+      std::fprintf(stderr, "deadlock_error while the server thread was working\n");
+      server.detach();
+      return false_deadlock;
+    }
+    ask.close();
+    server.join();
+    return got == 6 ? ok : wrong_result;
   }));
 }
