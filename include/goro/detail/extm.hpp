@@ -7,9 +7,12 @@
 //
 // - extm_live: plain threads that have used a goro object and not exited
 //   (registered at their first call that reaches the runtime: blocking on
-//   an object, waking or starting a goroutine, adding a timer; dropped at
-//   thread exit), plus the outside-timer thread while it has timers. While
-//   one is live, no runtime is declared deadlocked.
+//   an object or a socket, waking or starting a goroutine, adding a timer;
+//   dropped at thread exit), plus the outside-timer thread while it has
+//   timers. While one is live, no runtime is declared deadlocked. A call
+//   that stays inside the object (a send into a buffer nobody waits on) is
+//   not seen: checking for a plain thread there would cost every
+//   goroutine's channel operation a thread-local read.
 // - extm_epoch: bumped by each such call, by any wake or spawn into a
 //   runtime from a thread that is not one of its Ms, and by each external
 //   M's exit. A deadlock is confirmed only after a grace period in which it
