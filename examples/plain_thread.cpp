@@ -10,8 +10,10 @@
 int main() {
   constexpr int n = 10'000;
   // Fed by a plain thread: the runtime cannot see those goroutines coming,
-  // so it must not call main "deadlocked" while it waits for them.
-  goro::runtime rt{goro::options{.detect_deadlock = false}};
+  // but the thread counts as a live external M once it calls rt.go (and the
+  // deadlock check waits a grace period before that), so main waiting for
+  // them is not "deadlocked" (docs/api.md, "Deadlock detection").
+  goro::runtime rt;
   goro::wait_group wg;
   std::atomic<long> sum{0};
   wg.add(n);  // before the feeder starts, so wait() cannot return early

@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "detail/config.hpp"
+#include "detail/extm.hpp"
 #include "detail/futex.hpp"
 #include "detail/g.hpp"
 #include "detail/inside_blocking.hpp"
@@ -193,6 +194,7 @@ inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool 
     park(m, unlock, arg);
     gp->unlink_wait = nullptr;
   } else {
+    if (!m) extm_plain_op();  // checkdead: a plain thread blocked on a channel is a live external M
     unlock(arg);
     while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
   }

@@ -41,6 +41,7 @@
 #include <string_view>
 
 #include "detail/config.hpp"
+#include "detail/extm.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/netpoll.hpp"
@@ -132,6 +133,7 @@ inline void ensure_registered(poll_desc* pd, netpoller* np) {
 // change is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
 inline pd_error thread_wait(int fd, char mode, const std::atomic<bool>* closing, const std::atomic<std::int64_t>* dl) {
+  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
   for (;;) {
     if (closing && closing->load(std::memory_order_seq_cst)) return pd_error::closing;
     std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;

@@ -29,9 +29,10 @@ struct options {
   unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
   // While run() is active, throw deadlock_error from run() once every
   // goroutine is blocked with nothing inside the runtime able to wake one
-  // (no timer, no I/O, no blocking() call). Turn it off when goroutines are
-  // fed by threads outside the runtime (channel sends, wait_group::done,
-  // go() from a plain thread): the runtime cannot see those coming.
+  // (no timer, no I/O, no blocking() call) and nothing outside either: no
+  // plain thread that used a goro object is alive (a live external M), and
+  // nothing came from outside for a grace period of 250 ms (docs/api.md,
+  // "Deadlock detection"). Off: run() waits as long as it takes.
   bool detect_deadlock = true;
 };
 

@@ -13,6 +13,7 @@
 
 #include "chan.hpp"
 #include "detail/config.hpp"
+#include "detail/extm.hpp"
 #include "detail/futex.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
@@ -68,7 +69,8 @@ inline void sleep_until_ns(std::int64_t when) {
 // earliest timer with the same handshake as an idle M (sched.hpp,
 // park_idle): the adder publishes the timer then reads the deadline the
 // thread sleeps to; the thread publishes that deadline then re-reads the
-// heap.
+// heap. Deadlock detection counts the thread as a live external M while it
+// has timers (one may wake a goroutine), and the adder as one (extm.hpp).
 class thread_timers {
  public:
   static thread_timers& get() {
@@ -82,6 +84,7 @@ class thread_timers {
   }
 
   void add(timer* t) {
+    extm_outside_op();  // checkdead
     const std::int64_t when = t->when;
     heap_.add(t);
     if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
@@ -89,12 +92,15 @@ class thread_timers {
 
  private:
   [[noreturn]] void loop() noexcept {
+    extm_mark_internal();  // checkdead: counted only while timers are pending
+    bool counted = false;
     for (;;) {
       wake_.clear();
       std::int64_t next = heap_.run_due(nanotime());
       sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
       std::int64_t again = heap_.earliest();
       if (again != 0 && (next == 0 || again < next)) continue;
+      if ((next != 0) != counted) extm_timers_pending(counted = next != 0);  // checkdead
       if (next == 0)
         wake_.sleep();
       else if (std::int64_t ns = next - nanotime(); ns > 0)

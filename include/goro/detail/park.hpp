@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "extm.hpp"
 #include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
@@ -105,6 +106,7 @@ inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, void (*unlinked
     }, &lock);
     gp->unlink_wait = nullptr;
   } else {
+    extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
     lock.unlock();
     while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
   }

@@ -28,6 +28,8 @@
 #include "../stack.hpp"
 #include "config.hpp"
 #include "context.hpp"
+#include "deadcheck.hpp"  // checkdead: the confirmation, external Ms
+#include "extm.hpp"       // checkdead: external Ms
 #include "futex.hpp"
 #include "g.hpp"
 #include "global_queue.hpp"
@@ -182,6 +184,7 @@ class scheduler final : public sched_base {
     p* nextp = nullptr;  // handed over by startm before the wake-up
     bool spinning = false;
     bool run_caller = false;  // the thread inside run(): leaves when main finishes
+    bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
     bool in_idle_list = false;
     note park_note;
     m* link = nullptr;  // idle list
@@ -254,6 +257,7 @@ class scheduler final : public sched_base {
       pp->spawns.inc();
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
+      if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
       if constexpr (!lazy_stacks) attach_stack_global(gp);
       gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
@@ -283,6 +287,7 @@ class scheduler final : public sched_base {
       mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
+      if (!mm) extm_outside_op();  // checkdead: a wake from outside is external activity
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
@@ -421,6 +426,7 @@ class scheduler final : public sched_base {
 
     auto mm = std::make_unique<m>();
     mm->run_caller = true;
+    mm->extm_self = extm_counted_here();  // checkdead
     mm->sched = this;
     mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
     run_m_.store(mm.get(), std::memory_order_release);
@@ -456,6 +462,7 @@ class scheduler final : public sched_base {
     {
       std::lock_guard<std::mutex> lk(lock_);  // see main_finished
       run_m_.store(nullptr, std::memory_order_release);
+      deadcheck_at_ = 0;  // checkdead
     }
     // checkdead: main is blocked forever; it is left so, and released by
     // the destructor (shutdown) like any goroutine blocked forever.
@@ -763,10 +770,13 @@ class scheduler final : public sched_base {
         if (!mm->locked_wait) {
           mm->locked_wait = true;
           ++nmlocked_wait_;
-          checkdead();
+          checkdead(mm);
         }
       }
-      mm->park_note.sleep();
+      if (mm->run_caller)
+        deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
+      else
+        mm->park_note.sleep();
     }
   }
 
@@ -786,7 +796,7 @@ class scheduler final : public sched_base {
     handoffp_locked_m(mm);
     std::lock_guard<std::mutex> lk(lock_);
     ++nmexited_;  // it stays in allm_ (joined by shutdown)
-    checkdead();
+    checkdead(mm);
     return false;
   }
 
@@ -807,30 +817,45 @@ class scheduler final : public sched_base {
   // — joins the idle list (stopm), sleeps in stoplockedm, or exits. While
   // run() is active (and detection is on): if every M is stopped, every P
   // idle, the global queue empty, no timer pending and nobody waiting on
-  // I/O, no goroutine can ever be readied from inside the runtime: main is
-  // blocked forever. Flag it and wake the run() caller's M, which leaves,
-  // and run_main throws deadlock_error.
+  // I/O (dead_locked), no goroutine can be readied from inside the runtime.
+  // Only a thread outside it can still: a plain thread (an external M,
+  // extm.hpp) or another runtime. So this only arms the confirmation: the
+  // run() caller's M (woken here to sleep timed, unless it is the one
+  // stopping) sets deadlock_ once it has lasted a grace period with no
+  // external activity and no live external M (deadcheck.hpp), leaves, and
+  // run_main throws deadlock_error.
   //
-  // Why no false positive: an M leaves the idle list / locked wait only
-  // under lock_ (m_idle_get, m_idle_remove, startlockedm), and a G is made
-  // runnable only by a running M (which is not stopped), by a timer (still
-  // pending on a heap, seq_cst earliest()), by the poller (its waiters), or
-  // by a thread outside the runtime — the one case we cannot see (Go cannot
-  // either), hence options::detect_deadlock. A G queued from outside before
-  // this check is in globq_, read under the same lock. An M being created
-  // is in allm_ (newm adds it before pthread_create) and not idle; a G in
-  // goro::blocking keeps its M out of the idle list.
-  void checkdead() noexcept {
-    if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return;
+  // Why nothing inside the runtime is missed: an M leaves the idle list /
+  // locked wait only under lock_ (m_idle_get, m_idle_remove, startlockedm),
+  // and a G is made runnable only by a running M (which is not stopped), by
+  // a timer (still pending on a heap, seq_cst earliest()), by the poller
+  // (its waiters), or from outside (external activity). A G queued from
+  // outside before this check is in globq_, read under the same lock. An M
+  // being created is in allm_ (newm adds it before pthread_create) and not
+  // idle; a G in goro::blocking keeps its M out of the idle list.
+  //
+  // The grace period runs from the last M's stop: an armed check gets a new
+  // deadline (the run() caller's M, armed, is stopped in its confirming
+  // sleep or on its way there, and looks again at the old one).
+  void checkdead(m* self) noexcept {
+    if (!dead_locked()) return;
+    const bool armed = deadcheck_at_ != 0;
+    deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
+    deadcheck_at_ = nanotime() + deadlock_grace_ns;
+    if (armed) return;
     m* rm = run_m_.load(std::memory_order_relaxed);
-    if (!rm || deadlock_.load(std::memory_order_relaxed)) return;
+    if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+  }
+
+  // Whether no goroutine can be readied from inside the runtime (lock_ held).
+  bool dead_locked() noexcept {
+    if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return false;
+    if (!run_m_.load(std::memory_order_relaxed) || deadlock_.load(std::memory_order_relaxed)) return false;
     const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
-    if (nmidle_ + nmlocked_wait_ < mcount) return;
-    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return;
-    if (poller_.waiters() > 0) return;  // netpoll: the network may ready them
-    if (earliest_timer() != 0) return;
-    deadlock_.store(true, std::memory_order_seq_cst);
-    if (take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+    if (nmidle_ + nmlocked_wait_ < mcount) return false;
+    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return false;
+    if (poller_.waiters() > 0) return false;  // netpoll: the network may ready them
+    return earliest_timer() == 0;
   }
 
   // Takes the run() caller's M off the idle list or out of its locked wait
@@ -1492,7 +1517,7 @@ class scheduler final : public sched_base {
         timer_m_until_.store(until, std::memory_order_seq_cst);
         timed = true;
       }
-      checkdead();  // may take mm (the run() caller's M) off the list again: then its sleep returns at once
+      checkdead(mm);
     }
     m_parks_.fetch_add(1, std::memory_order_relaxed);
     if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
@@ -1515,7 +1540,10 @@ class scheduler final : public sched_base {
         // Taken off the list meanwhile: its taker's wake is on the way.
       }
     }
-    mm->park_note.sleep();  // returns at once if already woken
+    if (mm->run_caller)
+      deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
+    else
+      mm->park_note.sleep();  // returns at once if already woken
     if (mm->nextp) {
       acquirep(mm, mm->nextp);
       mm->nextp = nullptr;
@@ -2096,6 +2124,8 @@ class scheduler final : public sched_base {
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
   std::atomic<bool> deadlock_{false};
+  std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
+  std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began
 
   // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
   friend class sysmon<Policy, scheduler>;
@@ -2104,6 +2134,8 @@ class scheduler final : public sched_base {
   netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
+  using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
+  friend deadcheck_ops;
 };
 
 }  // namespace detail

@@ -44,6 +44,7 @@
 
 #include "../policy.hpp"
 #include "config.hpp"
+#include "extm.hpp"
 #include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
@@ -116,6 +117,7 @@ class sysmon {
     int err = create_os_thread(
         &thread_, nullptr,
         [](void* self) -> void* {
+          extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
           static_cast<sysmon*>(self)->loop();
           return nullptr;
         },
