@@ -26,6 +26,7 @@
 #include "../error.hpp"
 #include "../policy.hpp"
 #include "../stack.hpp"
+#include "cet.hpp"
 #include "config.hpp"
 #include "context.hpp"
 #include "deadcheck.hpp"  // checkdead: the confirmation, external Ms
@@ -210,6 +211,11 @@ class scheduler final : public sched_base {
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
       : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
+    if (shadow_stack_active())  // see cet.hpp
+      raise_usage(
+          "runtime: CET shadow stacks are enabled in this process and goro's context switch does not "
+          "keep them; compile the files that include goro with -fcf-protection=branch (goro's CMake "
+          "target does) or run with GLIBC_TUNABLES=glibc.cpu.x86_shstk=off");
     install_fault_handler();
     if constexpr (async_signal) install_async_preempt_handler();  // async preemption
     std::lock_guard<std::mutex> lk(lock_);
