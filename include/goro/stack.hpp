@@ -171,7 +171,6 @@ class default_stack_allocator {
     if (pending_.size() >= release_batch) flush_pending(lk);
   }
 
-
  private:
   struct slab {
     void* base;
@@ -205,7 +204,8 @@ class default_stack_allocator {
   void flush_pending(std::unique_lock<std::mutex>& lk) noexcept {
     std::vector<pending_stack> batch;
     batch.swap(pending_);
-    std::sort(batch.begin(), batch.end(), [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
+    std::sort(batch.begin(), batch.end(),
+              [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
     struct range {
       std::uintptr_t lo, hi;
     };
@@ -297,8 +297,8 @@ class default_stack_allocator {
       munmap(base, bytes);
       GORO_RETHROW;
     }
-    cur_ = {size,   stride, skip, reinterpret_cast<std::uintptr_t>(base), reinterpret_cast<std::uintptr_t>(base) + count * stride,
-            guarded};
+    const auto first = reinterpret_cast<std::uintptr_t>(base);
+    cur_ = {size, stride, skip, first, first + count * stride, guarded};
   }
 
   std::mutex mu_;
