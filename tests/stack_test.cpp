@@ -3,8 +3,10 @@
 // goroutines under the default vm.max_map_count.
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <fstream>
 #include <mutex>
@@ -39,6 +41,17 @@ std::string protection_at(std::uintptr_t addr) {
     if (addr >= lo && addr < hi) return prot;
   }
   return "unmapped";
+}
+
+// Whether the kernel refuses to read the byte at addr (a guard region,
+// PROT_NONE or a MADV_GUARD_INSTALL marker, which /proc/self/maps does not show).
+bool unreadable(std::uintptr_t addr) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  bool refused = write(fds[1], reinterpret_cast<const void*>(addr), 1) < 0 && errno == EFAULT;
+  close(fds[0]);
+  close(fds[1]);
+  return refused;
 }
 
 // A fixed pool of 8 stacks, as an embedded user might plug in.
@@ -86,9 +99,17 @@ TEST_CASE("stack: default allocator hands out distinct aligned stacks", "[stack]
       CHECK((a0 + v[i].size <= b0 || b0 + v[j].size <= a0));
     }
   }
-  // Guarded while the budget lasts: the bytes right below a stack are PROT_NONE.
-  CHECK(protection_at(reinterpret_cast<std::uintptr_t>(v[0].lo) - 1).substr(0, 3) == "---");
-  CHECK(protection_at(reinterpret_cast<std::uintptr_t>(v[0].lo)).substr(0, 2) == "rw");
+  // Guarded: the 64 KiB right below a stack cannot be read (guard markers
+  // where the kernel has MADV_GUARD_INSTALL, else PROT_NONE while the budget lasts).
+  for (auto& s : v) {
+    auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
+    CHECK(unreadable(lo - 1));
+    CHECK(unreadable(lo - 64 * 1024));
+    CHECK_FALSE(unreadable(lo));
+    CHECK_FALSE(unreadable(lo + s.size - 1));
+  }
+  if (!goro::detail::guard_install_available())
+    CHECK(protection_at(reinterpret_cast<std::uintptr_t>(v[0].lo) - 1).substr(0, 3) == "---");
   // Freed stacks are reused.
   void* first = v.back().lo;
   a.deallocate(v.back());
@@ -168,3 +189,53 @@ TEST_CASE("stack: 1,000,000 goroutines alive at once under the default map limit
   INFO("mappings at peak: " << maps_at_peak);
   CHECK(maps_at_peak < 65530);
 }
+
+#if !GORO_TEST_SANITIZED  // the sanitizers' shadow of the stacks stays resident
+namespace {
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+__attribute__((noinline)) void touch_32k() {
+  volatile char buf[32 * 1024];
+  for (std::size_t i = 0; i < sizeof buf; i += 512) buf[i] = 1;
+}
+}  // namespace
+
+// A burst of goroutines that each use 32 KiB of stack: once they have
+// exited, the stacks beyond a bounded cache go back to the kernel
+// (MADV_DONTNEED) instead of keeping the burst's peak resident forever.
+TEST_CASE("stack: a burst's stack memory is returned after it", "[stack][rss]") {
+  const int n = 20'000;
+  goro::runtime rt{goro::options{2}};
+  std::size_t before = 0, peak = 0, after = 0;
+  rt.run([&] {
+    before = resident_bytes();
+    goro::wait_group release, started, finished;
+    release.add(1);
+    started.add(n);
+    finished.add(n);
+    for (int i = 0; i < n; ++i)
+      goro::go([&] {
+        touch_32k();
+        started.done();
+        release.wait();
+        finished.done();
+      });
+    started.wait();
+    peak = resident_bytes();
+    release.done();
+    finished.wait();
+    after = resident_bytes();
+  });
+  const double mib = 1024.0 * 1024.0;
+  INFO("RSS before the burst " << before / mib << " MiB, at its peak " << peak / mib << " MiB, after it " << after / mib
+                               << " MiB (" << n << " goroutines x 32 KiB)");
+  REQUIRE(peak > before + static_cast<std::size_t>(n) * 16 * 1024);  // the burst was resident
+  // What stays: G records, the per-P caches and the allocator's bounded resident cache.
+  CHECK(after < before + (peak - before) / 4);
+}
+#endif

@@ -3,15 +3,22 @@
 // The default allocator carves stacks out of large slabs (one mapping for
 // many stacks), so a million live goroutines fit under Linux's default
 // vm.max_map_count of 65,530 mappings. Stacks of at least 16 KiB get a
-// 64 KiB PROT_NONE guard region below them while the process-wide guard
-// budget lasts (each guard splits a mapping in two); past it, and for small
+// 64 KiB guard region below them: with madvise(MADV_GUARD_INSTALL)
+// (Linux >= 6.13), which does not split the mapping, every such stack;
+// otherwise PROT_NONE regions while the process-wide guard budget lasts
+// (each mprotect splits a mapping in two). Past the budget, and for small
 // stacks, stacks are packed without guards and overflow is caught by a
-// canary the scheduler checks at every switch.
+// canary the scheduler checks at every switch. Stacks freed beyond a
+// bounded cache are returned to the kernel (MADV_DONTNEED), so a burst's
+// peak does not stay resident.
 #pragma once
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -44,6 +51,41 @@ namespace detail {
 inline constexpr std::size_t guard_size = 64 * 1024;      // virtual only; 4 KiB is jumped by large frames
 inline constexpr std::size_t min_guarded_stack = 16 * 1024;  // smaller stacks are packed with canaries
 inline constexpr std::size_t slab_bytes = 16 * 1024 * 1024;
+
+// Stacks of one size kept resident in the allocator's free list; those
+// freed beyond this are released with MADV_DONTNEED (they stay mapped and
+// guarded, and fault fresh zero pages in when reused).
+inline constexpr std::size_t resident_cache_bytes = 16 * 1024 * 1024;
+inline constexpr std::size_t min_resident_stacks = 16;
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102  // Linux 6.13
+#endif
+
+// Test hook: behave as if the kernel had no MADV_GUARD_INSTALL.
+inline std::atomic<bool> guard_install_test_disable{false};
+
+// Whether madvise(MADV_GUARD_INSTALL) works here, probed once: the call
+// must succeed and the kernel must then refuse to read the page (EFAULT).
+// The second check matters under qemu-user, which answers 0 to advice it
+// does not implement.
+inline bool guard_install_available() noexcept {
+  static const bool works = [] {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    bool ok = false;
+    int fds[2];
+    if (madvise(p, page, MADV_GUARD_INSTALL) == 0 && pipe2(fds, O_CLOEXEC) == 0) {
+      ok = ::write(fds[1], p, 1) < 0 && errno == EFAULT;
+      close(fds[0]);
+      close(fds[1]);
+    }
+    munmap(p, page);
+    return ok;
+  }();
+  return works && !guard_install_test_disable.load(std::memory_order_relaxed);
+}
 
 inline std::size_t page_size() noexcept {
   static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -95,35 +137,49 @@ class default_stack_allocator {
       }
     }
     if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
-    std::uintptr_t lo = cur_.next + (cur_.guarded ? detail::guard_size : 0);
+    std::uintptr_t lo = cur_.next + cur_.skip;
     cur_.next += cur_.stride;
     guarded = cur_.guarded;
     return {reinterpret_cast<void*>(lo), size};
   }
 
   void deallocate(stack_memory s) noexcept {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(mu_);
     auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
-    std::uintptr_t tagged = lo | (is_guarded(lo) ? 1 : 0);
-    for (auto& fl : free_) {
-      if (fl.size == s.size) {
-        push(fl.stacks, tagged);
-        return;
-      }
+    const std::size_t si = find_slab(lo);
+    std::uintptr_t tagged = lo | (si != npos && slabs_[si].guarded ? 1 : 0);
+    free_list* fl = find_free(s.size);
+    if (!fl) {
+      GORO_TRY { free_.push_back({s.size, {}}); }
+      GORO_CATCH_ALL { return; }
+      fl = &free_.back();
     }
-    GORO_TRY { free_.push_back({s.size, {}}); }
-    GORO_CATCH_ALL { return; }
-    push(free_.back().stacks, tagged);
+    // A list is a stack: an entry's index never changes while it is there,
+    // and only entries pushed at an index below the bound are pushed
+    // unreleased, so at most `bound` of them are resident. The others wait
+    // in pending_ and are released in batches (one madvise for neighbours).
+    const std::size_t bound = std::max(detail::min_resident_stacks, detail::resident_cache_bytes / s.size);
+    if (fl->stacks.size() < bound || si == npos) {
+      push(fl->stacks, tagged);
+      return;
+    }
+    GORO_TRY { pending_.push_back({tagged, s.size, si}); }
+    GORO_CATCH_ALL {
+      push(fl->stacks, tagged);
+      return;
+    }
+    if (pending_.size() >= release_batch) flush_pending(lk);
   }
 
  private:
   struct slab {
     void* base;
     std::size_t bytes;
+    std::size_t stride;  // from one stack to the next
     bool guarded;
   };
   struct carve {
-    std::size_t size = 0, stride = 0;
+    std::size_t size = 0, stride = 0, skip = 0;  // skip: room for a guard below each stack
     std::uintptr_t next = 0, end = 0;
     bool guarded = false;
   };
@@ -132,12 +188,67 @@ class default_stack_allocator {
     std::vector<std::uintptr_t> stacks;  // lo | 1 if guarded
   };
 
-  bool is_guarded(std::uintptr_t lo) const noexcept {
-    for (auto it = slabs_.rbegin(); it != slabs_.rend(); ++it) {
-      auto base = reinterpret_cast<std::uintptr_t>(it->base);
-      if (lo >= base && lo < base + it->bytes) return it->guarded;
+  struct pending_stack {
+    std::uintptr_t tagged;  // lo | 1 if guarded
+    std::size_t size;
+    std::size_t slab;  // index in slabs_
+  };
+  static constexpr std::size_t release_batch = 64;
+  static constexpr std::size_t npos = ~std::size_t{0};
+
+  // Releases the pending stacks' pages and then makes them available. The
+  // madvise calls run outside the lock; nobody can have these stacks
+  // meanwhile. Stacks next to each other in one slab (freed in creation
+  // order, as after a burst) share one call: the guard between them stays
+  // (PROT_NONE keeps its protection, guard markers survive MADV_DONTNEED).
+  void flush_pending(std::unique_lock<std::mutex>& lk) noexcept {
+    std::vector<pending_stack> batch;
+    batch.swap(pending_);
+    std::sort(batch.begin(), batch.end(),
+              [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
+    struct range {
+      std::uintptr_t lo, hi;
+    };
+    std::vector<range> ranges;
+    GORO_TRY { ranges.reserve(batch.size()); }
+    GORO_CATCH_ALL {}
+    const std::size_t page = detail::page_size();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const pending_stack& e = batch[i];
+      const std::uintptr_t lo = e.tagged & ~std::uintptr_t{1};
+      const std::uintptr_t hi = lo + e.size / page * page;
+      if (lo % page != 0 || hi == lo) continue;  // packed small stacks share pages
+      const pending_stack* prev = i ? &batch[i - 1] : nullptr;
+      const std::uintptr_t prev_lo = prev ? prev->tagged & ~std::uintptr_t{1} : 0;
+      if (prev && prev->slab == e.slab && prev->size == e.size && prev_lo + slabs_[e.slab].stride == lo &&
+          !ranges.empty() && ranges.back().hi == prev_lo + prev->size / page * page) {
+        ranges.back().hi = hi;
+        continue;
+      }
+      if (ranges.size() < ranges.capacity()) ranges.push_back({lo, hi});
     }
-    return false;
+    lk.unlock();
+    for (const range& r : ranges) madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_DONTNEED);
+    lk.lock();
+    for (const pending_stack& e : batch) {
+      if (free_list* fl = find_free(e.size)) push(fl->stacks, e.tagged);
+    }
+    batch.clear();
+    if (pending_.empty()) pending_.swap(batch);  // keep the capacity
+  }
+
+  std::size_t find_slab(std::uintptr_t lo) const noexcept {
+    for (std::size_t i = slabs_.size(); i-- > 0;) {
+      auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+      if (lo >= base && lo < base + slabs_[i].bytes) return i;
+    }
+    return npos;
+  }
+
+  free_list* find_free(std::size_t size) noexcept {
+    for (auto& fl : free_)
+      if (fl.size == size) return &fl;
+    return nullptr;
   }
 
   static void push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept {
@@ -150,16 +261,22 @@ class default_stack_allocator {
   void new_slab(std::size_t size) {
     const std::size_t page = detail::page_size();
     bool guarded = false;
-    std::size_t stride = size;
+    std::size_t stride = size, skip = 0;
+    bool markers = false;  // guard regions by MADV_GUARD_INSTALL (no mapping split, no budget)
     if (size >= detail::min_guarded_stack) {
       stride = (size + page - 1) / page * page;  // guards need page-aligned stacks
       long want = static_cast<long>(detail::slab_bytes / (stride + detail::guard_size));
       if (want < 1) want = 1;
-      if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
+      if (detail::guard_install_available()) {
+        markers = guarded = true;
+      } else if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
         guarded = true;
-        stride += detail::guard_size;
       } else {
         detail::guard_budget().fetch_add(want, std::memory_order_relaxed);
+      }
+      if (guarded) {
+        skip = detail::guard_size;
+        stride += skip;
       }
     }
     std::size_t count = detail::slab_bytes / stride;
@@ -168,22 +285,27 @@ class default_stack_allocator {
     void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) detail::raise_bad_alloc();
     if (guarded) {
-      for (std::size_t i = 0; i < count; ++i)
-        mprotect(static_cast<char*>(base) + i * stride, detail::guard_size, PROT_NONE);
+      for (std::size_t i = 0; i < count && guarded; ++i) {
+        void* guard = static_cast<char*>(base) + i * stride;
+        // A failed install (not expected once probed) leaves the slab to canaries.
+        guarded = markers ? madvise(guard, detail::guard_size, MADV_GUARD_INSTALL) == 0
+                          : mprotect(guard, detail::guard_size, PROT_NONE) == 0;
+      }
     }
-    GORO_TRY { slabs_.push_back({base, bytes, guarded}); }
+    GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
     GORO_CATCH_ALL {
       munmap(base, bytes);
       GORO_RETHROW;
     }
-    cur_ = {size, stride, reinterpret_cast<std::uintptr_t>(base), reinterpret_cast<std::uintptr_t>(base) + count * stride,
-            guarded};
+    const auto first = reinterpret_cast<std::uintptr_t>(base);
+    cur_ = {size, stride, skip, first, first + count * stride, guarded};
   }
 
   std::mutex mu_;
   std::vector<slab> slabs_;
   carve cur_;
   std::vector<free_list> free_;
+  std::vector<pending_stack> pending_;  // freed past the resident bound, not yet released
 };
 
 static_assert(stack_allocator<default_stack_allocator>);

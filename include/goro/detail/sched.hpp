@@ -26,6 +26,7 @@
 #include "../error.hpp"
 #include "../policy.hpp"
 #include "../stack.hpp"
+#include "cet.hpp"
 #include "config.hpp"
 #include "context.hpp"
 #include "deadcheck.hpp"  // checkdead: the confirmation, external Ms
@@ -121,10 +122,8 @@ class scheduler final : public sched_base {
   // exhaustion is reported by the go() call that needed it.
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
-  // See write_canary: zero (never written) only for larger default stacks.
   // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
   static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
-  static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 4096) ? stack_canary : 0;
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
   // (I/O, formatting), which tiny goroutine stacks cannot hold.
@@ -210,6 +209,11 @@ class scheduler final : public sched_base {
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
       : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
+    if (shadow_stack_active())  // see cet.hpp
+      raise_usage(
+          "runtime: CET shadow stacks are enabled in this process and goro's context switch does not "
+          "keep them; compile the files that include goro with -fcf-protection=branch (goro's CMake "
+          "target does) or run with GLIBC_TUNABLES=glibc.cpu.x86_shstk=off");
     install_fault_handler();
     if constexpr (async_signal) install_async_preempt_handler();  // async preemption
     std::lock_guard<std::mutex> lk(lock_);
@@ -614,7 +618,7 @@ class scheduler final : public sched_base {
   void direct_switch_done(m_base* mb) noexcept override {
     m* mm = static_cast<m*>(mb);
     g* gp = std::exchange(mm->direct_prev, nullptr);
-    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
+    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     globq_.push_back(gp);
@@ -946,7 +950,7 @@ class scheduler final : public sched_base {
     switch_to_g(mm, gp);
     gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
-    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
+    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
     if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start);
     pp = mm->pp;
@@ -1913,7 +1917,7 @@ class scheduler final : public sched_base {
     asan_unpoison(s.lo, s.size);
     gp->stack = s;
     gp->stack_canary = !c.guarded;
-    if (canary_value != 0 && gp->stack_canary) write_canary(s, canary_value);
+    if (gp->stack_canary) write_canary(s);
     gp->sp = make_context(s.lo, s.size - stack_color(s), &goroutine_main);
     if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
   }

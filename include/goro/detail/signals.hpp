@@ -25,19 +25,26 @@ namespace goro::detail {
 inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
 inline constexpr std::size_t altstack_size = 64 * 1024;
 
-// The canary is the lowest word of a stack without a guard region. Stacks
-// from custom allocators, and small default stacks (at most one 4 KiB page,
-// which a goroutine touches anyway), get a magic value written. Larger
-// unguarded default stacks start as fresh zero pages and a goroutine that
-// reaches that word has overflowed, so there the canary is zero and is never
-// written: writing it would cost every stack one more resident page (an
-// overflow that happens to store zero there goes unseen; guard regions cover
-// the first stacks of that size).
-inline void write_canary(const stack_memory& s, std::uint64_t value) noexcept {
-  *static_cast<volatile std::uint64_t*>(s.lo) = value;
+// The canary: the lowest canary_words words of a stack without a guard
+// region (small packed stacks, stacks from custom allocators, and larger
+// default stacks past the mprotect budget where MADV_GUARD_INSTALL is
+// missing), written when a goroutine gets the stack and checked each time it
+// switches out. Several non-zero words, so an overflow that spares the
+// lowest word, or stores zeros, is still seen. It costs a larger unguarded
+// stack one more resident page (its lowest); guarded stacks have none.
+inline constexpr int canary_words = 4;
+inline constexpr std::uint64_t canary_word(int i) noexcept {
+  return stack_canary ^ (0x0101010101010101ull * static_cast<std::uint64_t>(i + 1));
 }
-inline bool canary_intact(const stack_memory& s, std::uint64_t value) noexcept {
-  return *static_cast<volatile std::uint64_t*>(s.lo) == value;
+inline void write_canary(const stack_memory& s) noexcept {
+  auto* w = static_cast<volatile std::uint64_t*>(s.lo);
+  for (int i = 0; i < canary_words; ++i) w[i] = canary_word(i);
+}
+inline bool canary_intact(const stack_memory& s) noexcept {
+  auto* w = static_cast<const volatile std::uint64_t*>(s.lo);
+  bool ok = true;
+  for (int i = 0; i < canary_words; ++i) ok &= w[i] == canary_word(i);
+  return ok;
 }
 
 // Async-signal-safe formatting into a fixed buffer.
