@@ -170,6 +170,7 @@ static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
 // Wakes a waiter popped from a channel queue, after every lock is released.
 // After this call w may be gone (its owner returned).
 inline void wake_chan_waiter(chan_waiter* w) noexcept {
+  GORO_CHAOS_POINT("chan.wake");
   if (g* gp = w->gp) {
     gp->sched->ready(gp);
   } else {
@@ -188,6 +189,7 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 // goroutine waits for good).
 inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
                        void (*unlink)(void*) noexcept, void* unlink_arg) noexcept {
+  GORO_CHAOS_POINT("chan.block");
   if (gp) {
     gp->unlink_wait = unlink;
     gp->unlink_arg = unlink_arg;

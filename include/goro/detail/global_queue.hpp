@@ -24,6 +24,7 @@
 #include <new>
 
 #include "../error.hpp"
+#include "chaos.hpp"
 #include "g.hpp"
 #include "spinlock.hpp"
 
@@ -37,14 +38,17 @@ class global_run_queue {
   ~global_run_queue() { delete[] buf_; }
 
   void push_back(g* gp) noexcept {
+    GORO_CHAOS_POINT("globrunqput");
     lock_.lock();
     push_locked(gp);
     lock_.unlock();
+    GORO_CHAOS_POINT("globrunqput.after");
   }
   void push_back_batch(g* const* batch, std::uint32_t n) noexcept {
     lock_.lock();
     for (std::uint32_t i = 0; i < n; ++i) push_locked(batch[i]);
     lock_.unlock();
+    GORO_CHAOS_POINT("globrunqputbatch.after");
   }
   g* pop_front() noexcept {
     g* gp = nullptr;
@@ -56,6 +60,7 @@ class global_run_queue {
   // (0 if the queue was empty).
   template <class HowMany>
   std::uint32_t pop_batch(g** out, HowMany&& how_many) noexcept {
+    GORO_CHAOS_POINT("globrunqget");
     lock_.lock();
     const std::uint32_t size = size_.load(std::memory_order_relaxed);
     if (size == 0) {
@@ -94,6 +99,7 @@ class global_run_queue {
   // (a P that published itself idle, then finds this empty, is seen idle
   // by the wakep of any push it missed; see find_runnable).
   bool empty_synced() noexcept {
+    GORO_CHAOS_POINT("globrunq.empty_synced");
     lock_.lock();
     bool e = size_.load(std::memory_order_relaxed) == 0;
     lock_.unlock();

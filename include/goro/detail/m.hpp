@@ -23,6 +23,7 @@
 #include <cxxabi.h>
 #endif
 
+#include "chaos.hpp"
 #include "config.hpp"
 #include "context.hpp"
 #include "g.hpp"
@@ -247,6 +248,7 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 // goroutine just joined, so a waker can only ready it after it stopped
 // running. If unlock returns false the goroutine is resumed at once.
 inline void park(m_base* m, bool (*unlock)(void*), void* arg) noexcept {
+  GORO_CHAOS_POINT("gopark");
   g* gp = m->curg;
   m->after = after_switch::park;
   m->park_unlock = unlock;

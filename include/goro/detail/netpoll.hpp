@@ -438,6 +438,7 @@ struct netpoll_sched {
   // goroutine waits on I/O and no other M polls. Returns one G to run now;
   // the others are injected.
   static g* ready(S& s, M* mm) {
+    GORO_CHAOS_POINT("netpoll.ready");
     if (s.poller_.waiters() <= 0 || !s.poller_.try_lock()) return nullptr;
     g* gs[netpoller::max_batch];
     int n = s.poller_.poll(0, gs);
@@ -457,6 +458,7 @@ struct netpoll_sched {
   static void inject(S& s, P* pp, g** gs, int n) {
     n = keep_own(s, gs, n);
     if (n <= 0) return;
+    GORO_CHAOS_POINT("netpoll.inject");
     int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
     if (to_global > 0) {
       std::lock_guard<std::mutex> lk(s.lock_);
@@ -472,6 +474,7 @@ struct netpoll_sched {
       pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
     }
     s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    GORO_CHAOS_POINT("netpoll.inject_wakep");
     // Unconditionally, as Go's injectglist ends: a P may have gone idle
     // after npidle_ was read above, with Gs now in pp's queue and nobody
     // spinning; wakep's fence pairs with that M's re-check (see wakep).
@@ -504,6 +507,7 @@ struct netpoll_sched {
   // findRunnable does after netpoll) by handing itself the P as a waker
   // would.
   static bool sleep(S& s, M* mm, std::int64_t until, std::int64_t now) {
+    GORO_CHAOS_POINT("netpoll.sleep");
     long long ns = until == INT64_MAX ? -1 : (until - now > 0 ? until - now : 0);
     if (!s.poller_.inited() || !s.poller_.try_lock()) {
       // Another M is polling for a moment: look again soon.
@@ -533,6 +537,7 @@ struct netpoll_sched {
         }
       }
       s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+      GORO_CHAOS_POINT("netpoll.sleep_wakep");
       if (n > (took_p ? 1 : 0)) s.wakep(false);
     }
     return mm->park_note.is_woken();

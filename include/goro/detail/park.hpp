@@ -84,6 +84,7 @@ class waiter_queue {
 // unlinked(ctx) if given: the owner undoes its own count of waiters.
 inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, void (*unlinked)(void*) noexcept = nullptr,
                      void* ctx = nullptr) noexcept {
+  GORO_CHAOS_POINT("waiter.block");
   if (g* gp = w.gp) {
     struct queued {
       waiter* w;
@@ -114,6 +115,7 @@ inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, void (*unlinked
 
 // Wakes a waiter detached from its queue. After this call w may be gone.
 inline void wake(waiter* w) noexcept {
+  GORO_CHAOS_POINT("waiter.wake");
   if (g* gp = w->gp) {
     gp->sched->ready(gp);
   } else {

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "chaos.hpp"
 #include "config.hpp"
 
 namespace goro::detail {
@@ -48,8 +49,11 @@ class local_run_queue {
   // (runqputslow), so the global queue takes the overflow in one lock.
   template <class ToGlobal>
   void put(T* g, bool next, ToGlobal&& to_global) {
+    if (next && GORO_CHAOS_IF(8)) next = false;  // chaos: the ring instead of runnext
+    GORO_CHAOS_POINT("runqput");
     if (next) {
       T* old = runnext_.load(std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqput.runnext");
       if (old == nullptr) {
         // Thieves only take a non-null runnext, and only the owner puts:
         // an empty runnext stays empty until this store, so no locked
@@ -67,6 +71,7 @@ class local_run_queue {
       std::uint32_t t = tail_.load(std::memory_order_relaxed);
       if (t - h < Capacity) {
         slots_[t % Capacity].store(g, std::memory_order_relaxed);
+        GORO_CHAOS_POINT("runqput.publish");
         tail_.store(t + 1, std::memory_order_release);  // publish the slot to consumers
         return;
       }
@@ -84,6 +89,7 @@ class local_run_queue {
   // runqget: owner only. runnext first, then the ring head.
   run_queue_get_result get() noexcept {
     T* next = runnext_.load(std::memory_order_relaxed);
+    GORO_CHAOS_POINT("runqget.runnext");
     // Only the owner puts into runnext, so a failed CAS means a thief took
     // it and runnext is now empty: no need to retry.
     if (next != nullptr &&
@@ -94,6 +100,7 @@ class local_run_queue {
       std::uint32_t t = tail_.load(std::memory_order_relaxed);
       if (t == h) return {nullptr, false};
       T* g = slots_[h % Capacity].load(std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqget.claim");
       if (head_.compare_exchange_weak(h, h + 1, std::memory_order_release, std::memory_order_relaxed))
         return {g, false};
     }
@@ -106,6 +113,8 @@ class local_run_queue {
   // victim is running: it is probably about to run its runnext itself).
   template <class BeforeRunnextSteal>
   T* steal_from(local_run_queue& victim, bool steal_runnext, BeforeRunnextSteal&& before_runnext_steal) {
+    if (!steal_runnext && GORO_CHAOS_IF(16)) steal_runnext = true;  // chaos: take runnext on an early pass
+    GORO_CHAOS_POINT("runqsteal");
     std::uint32_t t = tail_.load(std::memory_order_relaxed);
     std::uint32_t n = victim.grab(slots_.data(), t, steal_runnext, before_runnext_steal);
     if (n == 0) return nullptr;
@@ -172,6 +181,7 @@ class local_run_queue {
         T* next = runnext_.load(std::memory_order_acquire);
         if (next == nullptr) return 0;
         before_runnext_steal();
+        GORO_CHAOS_POINT("runqgrab.runnext");
         if (!runnext_.compare_exchange_strong(next, nullptr, std::memory_order_acq_rel, std::memory_order_relaxed))
           continue;
         out[out_head % Capacity].store(next, std::memory_order_relaxed);
@@ -180,6 +190,7 @@ class local_run_queue {
       for (std::uint32_t i = 0; i < n; ++i)
         out[(out_head + i) % Capacity].store(slots_[(h + i) % Capacity].load(std::memory_order_relaxed),
                                              std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqgrab.claim");
       // acq_rel: claims the copied slots and lets the owner reuse them.
       if (head_.compare_exchange_strong(h, h + n, std::memory_order_acq_rel, std::memory_order_relaxed)) return n;
     }
@@ -194,6 +205,7 @@ class local_run_queue {
     // put() runs on goroutine stacks, which may be as small as 2 KiB.
     auto& batch = overflow_;
     for (std::uint32_t i = 0; i < half; ++i) batch[i] = slots_[(h + i) % Capacity].load(std::memory_order_relaxed);
+    GORO_CHAOS_POINT("runqputslow");
     if (!head_.compare_exchange_strong(h, h + half, std::memory_order_release, std::memory_order_relaxed))
       return false;
     batch[half] = g;

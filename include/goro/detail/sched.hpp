@@ -40,7 +40,9 @@
 #include "random.hpp"
 #include "run_queue.hpp"
 #include "sanitizer.hpp"
+#include "stall_monitor.hpp"  // chaos builds: the stall monitor
 #include "signals.hpp"
+#include "chaos.hpp"  // chaos (test builds only)
 #include "async_preempt.hpp"  // async preemption
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
@@ -267,6 +269,7 @@ class scheduler final : public sched_base {
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
+    GORO_CHAOS_POINT("newproc.wakep");
     const int err = wakep();
     // go() from outside with no M at all, and none could be started:
     // nothing would ever run gp. Undo the spawn, unless an M started by a
@@ -295,6 +298,7 @@ class scheduler final : public sched_base {
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
+    GORO_CHAOS_POINT("ready.wakep");
     wakep(false);
   }
 
@@ -307,6 +311,7 @@ class scheduler final : public sched_base {
     if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % active_ps()];  // a retired P's timers still run
     const std::int64_t when = t->when;  // t may fire (and be gone) once queued
     pp->timers.add(t);
+    GORO_CHAOS_POINT("addtimer.wake");
     wake_for_timer(when);
   }
 
@@ -387,10 +392,12 @@ class scheduler final : public sched_base {
       }
     }
     if (n > old) {
+      GORO_CHAOS_POINT("gomaxprocs.grow");
       wakep(false);  // work queued anywhere gets the new Ps
       return old;
     }
     while (!retired_ps_released(n)) {
+      GORO_CHAOS_POINT("gomaxprocs.shrink_wait");
       m* mm = this_m();
       if (mm && mm->curg && mm->pp) {
         // Yield (Gosched): the others run meanwhile, and if this goroutine's
@@ -686,6 +693,7 @@ class scheduler final : public sched_base {
           gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
           if (!gp) return;
         }
+        GORO_CHAOS_POINT("schedule.found");
         if (mm->spinning) reset_spinning(mm);
         if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
           if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
@@ -710,6 +718,7 @@ class scheduler final : public sched_base {
   // M for it if a P is idle.
   void requeue_global(g* gp) {
     globq_.push_back(gp);
+    GORO_CHAOS_POINT("gosched.wakep");
     wakep(false);
   }
 
@@ -971,6 +980,7 @@ class scheduler final : public sched_base {
         void* arg = mm->park_arg;
         mm->park_unlock = nullptr;
         mm->after = after_switch::none;
+        GORO_CHAOS_POINT("park.unlock");
         if (unlock && !unlock(arg)) {
           gp->status.store(g_status::running, std::memory_order_relaxed);
           return gp;
@@ -1083,6 +1093,7 @@ class scheduler final : public sched_base {
           return gp;
         }
       }
+      GORO_CHAOS_POINT("findrunnable.local");
       auto r = pp->runq.get();
       if (r.item) {
         inherit = r.inherit_time;
@@ -1113,6 +1124,7 @@ class scheduler final : public sched_base {
         const auto deadline = spin_start + spin_duration;
         auto next_poll = spin_start + spin_poll_interval;
         for (;;) {
+          GORO_CHAOS_POINT("findrunnable.spin");
           if (g* gp = steal_work(mm, pp)) {
             inherit = false;
             return gp;
@@ -1130,9 +1142,11 @@ class scheduler final : public sched_base {
             }
           }
           if (should_leave(mm) || now >= deadline) break;
+          if (GORO_CHAOS_IF(512)) break;  // chaos: a shorter spin
           cpu_relax();
         }
       }
+      GORO_CHAOS_POINT("findrunnable.giveup");
       // Nothing to do: give up the P. The global queue is checked again
       // after the P is on the idle list (pidle_put's seq_cst npidle_ first,
       // then the queue's lock), so a G queued by a thread outside the
@@ -1162,9 +1176,12 @@ class scheduler final : public sched_base {
       // wakep, and be left with nobody to run it. (Timers are re-checked
       // by park_idle, after this decrement, for the same reason.)
       if (mm->spinning) {
+        GORO_CHAOS_POINT("findrunnable.drop_spinning");
         mm->spinning = false;
         nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+        GORO_CHAOS_POINT("findrunnable.dropped");
         std::atomic_thread_fence(std::memory_order_seq_cst);
+        GORO_CHAOS_POINT("findrunnable.recheck");
         p* again = nullptr;
         for (unsigned i = 0, n = created_ps(); i < n; ++i) {  // gomaxprocs: a retired P may still hold work
           if (!allp_[i]->runq.empty()) {
@@ -1188,6 +1205,7 @@ class scheduler final : public sched_base {
           continue;
         }
       }
+      GORO_CHAOS_POINT("findrunnable.park");
       if (!park_idle(mm)) {
         leave(mm);
         return nullptr;
@@ -1268,6 +1286,7 @@ class scheduler final : public sched_base {
       // schedule, and look at the next timer before they sleep.
       next = 0;
     }
+    GORO_CHAOS_POINT("park_idle.stopm");
     switch (stopm(mm, next)) {
       case wake_reason::leave:
         return false;
@@ -1285,6 +1304,7 @@ class scheduler final : public sched_base {
   // with no idle P or a spinner already about, an M passes through
   // park_idle anyway).
   void wake_for_timer(std::int64_t when) {
+    GORO_CHAOS_POINT("wake_for_timer");
     std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
     if (until == 0) {
       wakep(false);
@@ -1300,6 +1320,7 @@ class scheduler final : public sched_base {
       }
     }
     if (sleeper) {
+      GORO_CHAOS_POINT("wake_for_timer.wake");
       sleeper->park_note.wake();
       poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     }
@@ -1316,6 +1337,7 @@ class scheduler final : public sched_base {
       bool last = i == steal_tries - 1;
       for (auto e = order->start(mm->rng.next()); !e.done(); e.next()) {
         p* victim = allp_[e.position()];
+        GORO_CHAOS_POINT("stealwork.victim");
         if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
         g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
           if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
@@ -1342,6 +1364,7 @@ class scheduler final : public sched_base {
   void reset_spinning(m* mm) {
     mm->spinning = false;
     nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    GORO_CHAOS_POINT("reset_spinning.wakep");
     wakep(false);
   }
 
@@ -1369,12 +1392,14 @@ class scheduler final : public sched_base {
   // decides whether that fails the spawn). The bool is unused (callers
   // still pass the old may_throw flag).
   int wakep(bool = false) {
+    GORO_CHAOS_POINT("wakep");
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
     std::uint32_t zero = 0;
     if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
         !nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
       return 0;
+    GORO_CHAOS_POINT("wakep.claimed");
     p* pp;
     {
       std::lock_guard<std::mutex> lk(lock_);
@@ -1385,6 +1410,7 @@ class scheduler final : public sched_base {
       return 0;
     }
     m_spins_.fetch_add(1, std::memory_order_relaxed);
+    GORO_CHAOS_POINT("wakep.startm");
     return startm(pp, true);
   }
 
@@ -1406,6 +1432,7 @@ class scheduler final : public sched_base {
       mm = m_idle_get();
     }
     if (mm) {
+      GORO_CHAOS_POINT("startm.wake");
       mm->spinning = spinning;
       mm->nextp = pp;
       mm->park_note.wake();
@@ -1511,6 +1538,7 @@ class scheduler final : public sched_base {
     // (no timeout unless a timer is pending).
     if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
     bool timed = false;
+    GORO_CHAOS_POINT("stopm.publish");
     {
       std::lock_guard<std::mutex> lk(lock_);
       if (should_leave(mm)) return wake_reason::leave;
@@ -1524,6 +1552,7 @@ class scheduler final : public sched_base {
       checkdead(mm);
     }
     m_parks_.fetch_add(1, std::memory_order_relaxed);
+    GORO_CHAOS_POINT("stopm.published");
     if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
     bool woken = true;
     if (timed) {
@@ -1544,6 +1573,7 @@ class scheduler final : public sched_base {
         // Taken off the list meanwhile: its taker's wake is on the way.
       }
     }
+    GORO_CHAOS_POINT("stopm.sleep");
     if (mm->run_caller)
       deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
     else
@@ -1582,6 +1612,7 @@ class scheduler final : public sched_base {
   // spinning M (the busy Ps may have work to steal, and nobody else would
   // look for it until the next wakep); else to the idle list.
   void handoffp(p* pp, bool spinning) {
+    GORO_CHAOS_POINT("handoffp");
     if (exiting_.load(std::memory_order_acquire)) {
       if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
       std::lock_guard<std::mutex> lk(lock_);
@@ -1609,6 +1640,7 @@ class scheduler final : public sched_base {
     // its lock: either this read sees the push, or the pusher's wakep sees
     // the idle P (the same argument as find_runnable's re-check). Go reads
     // sched.runqsize under sched.lock here.
+    GORO_CHAOS_POINT("handoffp.recheck");
     if (!globq_.empty_synced()) wakep(false);
   }
 
@@ -1704,6 +1736,7 @@ class scheduler final : public sched_base {
       pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
     }
     if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    GORO_CHAOS_POINT("drop_retired_p.wakep");
     if (had_work || spinning) wakep(false);
   }
 
@@ -2140,6 +2173,9 @@ class scheduler final : public sched_base {
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
   friend deadcheck_ops;
+  // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
+  friend class stall_monitor<scheduler>;
+  [[no_unique_address]] stall_monitor<scheduler> stall_monitor_{*this};
 };
 
 }  // namespace detail

@@ -173,6 +173,7 @@ class sysmon {
     }
     mm->oldp = nullptr;
     handoffs_.fetch_add(1, std::memory_order_relaxed);
+    GORO_CHAOS_POINT("entersyscall.handoff");
     s_.handoffp(pp, false);  // Go's handoffp
   }
 
@@ -386,6 +387,7 @@ class sysmon {
         continue;
       auto expect = Sched::p_status::syscall;
       if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
+      GORO_CHAOS_POINT("sysmon.retake");
       ++n;
       handoffs_.fetch_add(1, std::memory_order_relaxed);
       s_.handoffp(pp, false);  // Go's handoffp

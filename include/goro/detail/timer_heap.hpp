@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "chaos.hpp"
 #include "spinlock.hpp"
 
 namespace goro::detail {
@@ -88,9 +89,11 @@ class timer_heap {
   // addtimer: queues t (on no heap, not running) to fire at t->when.
   // Returns true if t became this heap's earliest timer.
   bool add(timer* t) {
+    GORO_CHAOS_POINT("timer.add");
     lock_.lock();
     bool first = push_locked(t);
     lock_.unlock();
+    GORO_CHAOS_POINT("timer.added");
     return first;
   }
 
@@ -123,6 +126,7 @@ class timer_heap {
       }
       publish_earliest();
       lock_.unlock();
+      GORO_CHAOS_POINT("timer.run");
       // After this call a non-sync t may be gone: touch it no more.
       f(arg, seq, now);
       if (sync) t->running.fetch_sub(1, std::memory_order_release);

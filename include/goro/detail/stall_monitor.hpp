@@ -1,0 +1,197 @@
+// The stall monitor: a debugging thread per runtime that turns a lost
+// wake-up into a loud failure instead of a slow or hung program. On in
+// chaos builds (-DGORO_CHAOS, see chaos.hpp and docs/testing.md) and with
+// -DGORO_STALL_MONITOR; compiled out otherwise (an empty member).
+//
+// Every 5 ms it samples the scheduler without locks (atomics only) and
+// aborts, printing the scheduler's state, when for longer than the limit
+//  - a P sits idle while work is queued (the global queue or any P's run
+//    queue) or a timer is overdue: nobody was woken for it (default
+//    100 ms, GORO_STALL_IDLE_MS);
+//  - work is queued but no P makes progress: no schedule, park, unpark,
+//    spawn or exit anywhere (default 2000 ms, GORO_STALL_PROGRESS_MS).
+// GORO_STALL_MONITOR=0 in the environment turns it off at run time.
+//
+// Both conditions must hold at every sample over the whole window, so a
+// brief state that the scheduler resolves by itself (a P between
+// publishing itself idle and re-checking the queues) never trips it.
+#pragma once
+
+#if defined(GORO_CHAOS) && !defined(GORO_STALL_MONITOR)
+#define GORO_STALL_MONITOR 1
+#endif
+
+#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "chaos.hpp"
+#include "timer_heap.hpp"  // nanotime
+#endif
+
+namespace goro::detail {
+
+#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
+
+template <class Sched>
+class stall_monitor {
+ public:
+  explicit stall_monitor(Sched& s) noexcept : s_(s) {
+    if (const char* e = std::getenv("GORO_STALL_MONITOR"); e && std::strcmp(e, "0") == 0) return;
+    idle_limit_ms_ = env_ms("GORO_STALL_IDLE_MS", 100);
+    progress_limit_ms_ = env_ms("GORO_STALL_PROGRESS_MS", 2000);
+    pid_ = getpid();
+    started_ = pthread_create(&thread_, nullptr, &stall_monitor::main, this) == 0;
+  }
+  stall_monitor(const stall_monitor&) = delete;
+  stall_monitor& operator=(const stall_monitor&) = delete;
+  ~stall_monitor() {
+    if (!started_) return;
+    stop_.store(true, std::memory_order_relaxed);
+    if (getpid() == pid_) pthread_join(thread_, nullptr);  // a forked child has no such thread
+  }
+
+ private:
+  static std::int64_t env_ms(const char* name, std::int64_t dflt) noexcept {
+    const char* e = std::getenv(name);
+    return e ? std::strtoll(e, nullptr, 10) : dflt;
+  }
+
+  static void* main(void* self) {
+    static_cast<stall_monitor*>(self)->loop();
+    return nullptr;
+  }
+
+  struct sample {
+    std::uint32_t npidle = 0;
+    std::uint64_t queued = 0;   // Gs in the global queue and every run queue
+    std::int64_t overdue = 0;   // ns past the earliest timer (0: none due)
+    std::uint64_t progress = 0;  // sum of every P's scheduling counters
+  };
+
+  sample take() const noexcept {
+    sample x;
+    x.npidle = s_.npidle_.load(std::memory_order_acquire);
+    x.queued = s_.globq_.size();
+    for (unsigned i = 0, n = s_.created_ps(); i < n; ++i) {
+      const auto* pp = s_.allp_[i];
+      x.queued += pp->runq.size();
+      x.progress += pp->sysmon_schedtick.load(std::memory_order_relaxed) + pp->spawns.get() + pp->exits.get() +
+                    pp->parks.get() + pp->unparks.get();
+    }
+    x.progress += s_.unparks_.load(std::memory_order_relaxed) + s_.offp_spawns_.load(std::memory_order_relaxed);
+    if (std::int64_t w = s_.earliest_timer(); w != 0) {
+      std::int64_t now = nanotime();
+      if (w < now) x.overdue = now - w;
+    }
+    return x;
+  }
+
+  void loop() noexcept {
+    std::int64_t idle_since = 0, stuck_since = 0;
+    std::uint64_t last_progress = ~std::uint64_t{0};
+    while (!stop_.load(std::memory_order_relaxed)) {
+      timespec ts{0, 5'000'000};
+      nanosleep(&ts, nullptr);
+      if (s_.exiting_.load(std::memory_order_acquire)) continue;
+      const sample x = take();
+      const std::int64_t now = nanotime();
+      // A P idle while a G or a due timer waits for one.
+      if (x.npidle > 0 && (x.queued > 0 || x.overdue > 0)) {
+        if (idle_since == 0) idle_since = now;
+        if (now - idle_since > idle_limit_ms_ * 1'000'000)
+          fail(x, "a P stayed idle while work was queued or a timer was overdue", now - idle_since);
+      } else {
+        idle_since = 0;
+      }
+      // Work queued, and nothing moves anywhere.
+      if (x.queued > 0 && x.progress == last_progress) {
+        if (stuck_since == 0) stuck_since = now;
+        if (now - stuck_since > progress_limit_ms_ * 1'000'000)
+          fail(x, "work was queued but no P made progress", now - stuck_since);
+      } else {
+        stuck_since = 0;
+      }
+      last_progress = x.progress;
+    }
+  }
+
+  [[noreturn]] void fail(const sample& x, const char* what, std::int64_t for_ns) const noexcept {
+    FILE* f = stderr;
+    std::fprintf(f, "goro: stall monitor: %s for %" PRId64 " ms\n", what, for_ns / 1'000'000);
+#if defined(GORO_CHAOS)
+    std::fprintf(f, "  chaos seed %" PRIu64 "%s\n", chaos::settings().seed,
+                 chaos::settings().enabled ? "" : " (injection off)");
+#endif
+    std::fprintf(f,
+                 "  procs %u (P records %u), idle Ps %u, spinning Ms %u, global queue %u, queued in all %" PRIu64
+                 ", live goroutines %zu\n",
+                 s_.active_ps(), s_.created_ps(), x.npidle, s_.nmspinning_.load(std::memory_order_relaxed),
+                 s_.globq_.size(), x.queued, s_.live_goroutines());
+    const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
+    const std::int64_t now = nanotime();
+    std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M %s%" PRId64 " us; poller waiters %d\n",
+                 x.overdue / 1000, until == 0 ? "none" : "sleeps until now + ",
+                 until == 0 ? std::int64_t{0} : (until - now) / 1000, static_cast<int>(s_.poller_.waiters()));
+    for (unsigned i = 0, n = s_.created_ps(); i < n; ++i) {
+      const auto* pp = s_.allp_[i];
+      const auto st = pp->status.load(std::memory_order_relaxed);
+      const char* name = st == Sched::p_status::idle      ? "idle"
+                         : st == Sched::p_status::running ? "running"
+                                                          : "in goro::blocking";
+      const auto* gp = pp->sysmon_curg.load(std::memory_order_relaxed);
+      const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
+      std::fprintf(f,
+                   "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64
+                   " on M%d, parks %" PRIu64 ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
+                   pp->id, pp->id >= s_.active_ps() ? " (retired)" : "", name, pp->runq.size(),
+                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, mm ? mm->id : -1,
+                   static_cast<std::uint64_t>(pp->parks.get()), static_cast<std::uint64_t>(pp->unparks.get()),
+                   pp->timers.size(), pp->timers.earliest() ? (pp->timers.earliest() - now) / 1000 : 0);
+    }
+    // The idle-M count is under the scheduler lock; a stuck lock is a
+    // finding too, so do not wait for it long.
+    bool locked = false;
+    for (int i = 0; i < 100 && !(locked = s_.lock_.try_lock()); ++i) {
+      timespec ts{0, 1'000'000};
+      nanosleep(&ts, nullptr);
+    }
+    if (locked) {
+      std::fprintf(f, "  idle Ms %zu, Ms %zu, Ms asleep with a locked goroutine %zu\n", s_.nmidle_, s_.allm_.size(),
+                   s_.nmlocked_wait_);
+      s_.lock_.unlock();
+    } else {
+      std::fprintf(f, "  the scheduler lock stayed held for 100 ms\n");
+    }
+    std::fflush(f);
+    std::abort();
+  }
+
+  Sched& s_;
+  std::int64_t idle_limit_ms_ = 100, progress_limit_ms_ = 2000;
+  pid_t pid_ = 0;
+  pthread_t thread_{};
+  bool started_ = false;
+  std::atomic<bool> stop_{false};
+};
+
+#else
+
+template <class Sched>
+class stall_monitor {
+ public:
+  explicit stall_monitor(Sched&) noexcept {}
+};
+
+#endif
+
+}  // namespace goro::detail
