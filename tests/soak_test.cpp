@@ -195,8 +195,12 @@ TEST_CASE("soak: timers, sleeps and tickers on many goroutines", "[soak]") {
         goro::go([&, i] {
           const auto d = std::chrono::microseconds(50 + (i * 37) % 3000);
           switch (i % 3) {
-            case 0: goro::sleep_for(d); break;
-            case 1: (void)goro::after(d).recv(); break;
+            case 0:
+              goro::sleep_for(d);
+              break;
+            case 1:
+              (void)goro::after(d).recv();
+              break;
             default: {
               goro::timer t(d);
               if (i % 2 && t.stop()) t.reset(d);

@@ -114,7 +114,7 @@ GORO_NOINLINE inline void point(std::uint32_t site) noexcept {
   if (!c.enabled) return;
   const std::uint64_t r = draw();
   std::uint32_t x = static_cast<std::uint32_t>(r % 4096);
-  if (hot(site)) x /= 8;  // hot points stall eight times as often
+  if (hot(site)) x /= 8;                                          // hot points stall eight times as often
   const std::uint32_t len = static_cast<std::uint32_t>(r >> 40);  // 24 more random bits
   if (x < c.sleep) {
     timespec ts{0, static_cast<long>(10'000 + len % 190'000)};  // 10-200 us
@@ -128,12 +128,21 @@ GORO_NOINLINE inline void point(std::uint32_t site) noexcept {
   }
 }
 
+// Fault injection for the chaos machinery's own tests: true where the
+// environment variable GORO_CHAOS_FAULT names this fault (e.g. drop_wakep:
+// wakep does nothing, a lost wake-up the stall monitor must report).
+inline bool fault(const char* name) noexcept {
+  static const char* const f = std::getenv("GORO_CHAOS_FAULT");
+  return f != nullptr && std::strcmp(f, name) == 0;
+}
+
 }  // namespace goro::detail::chaos
 
-#define GORO_CHAOS_POINT(name)                                                 \
-  do {                                                                         \
+#define GORO_CHAOS_FAULT(name) ::goro::detail::chaos::fault(name)
+#define GORO_CHAOS_POINT(name)                                                       \
+  do {                                                                               \
     constexpr std::uint32_t goro_chaos_site_ = ::goro::detail::chaos::site_id(name); \
-    ::goro::detail::chaos::point(goro_chaos_site_);                            \
+    ::goro::detail::chaos::point(goro_chaos_site_);                                  \
   } while (false)
 #define GORO_CHAOS_IF(n) (::goro::detail::chaos::choice(n) == 0)
 
@@ -143,5 +152,6 @@ GORO_NOINLINE inline void point(std::uint32_t site) noexcept {
 
 #define GORO_CHAOS_POINT(name) ((void)0)
 #define GORO_CHAOS_IF(n) false
+#define GORO_CHAOS_FAULT(name) false
 
 #endif

@@ -1394,6 +1394,7 @@ class scheduler final : public sched_base {
   int wakep(bool = false) {
     GORO_CHAOS_POINT("wakep");
     std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
     if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
     std::uint32_t zero = 0;
     if (nmspinning_.load(std::memory_order_relaxed) != 0 ||

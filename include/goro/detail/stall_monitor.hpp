@@ -5,16 +5,19 @@
 //
 // Every 5 ms it samples the scheduler without locks (atomics only) and
 // aborts, printing the scheduler's state, when for longer than the limit
-//  - a P sits idle while work is queued (the global queue or any P's run
-//    queue) or a timer is overdue: nobody was woken for it (default
-//    100 ms, GORO_STALL_IDLE_MS);
+//  - a P sits idle, and no M spins, while queued work goes unserved: a
+//    run queue stays non-empty while its P schedules nothing, the global
+//    queue stays non-empty while no P takes from it or steals, or the same
+//    timer stays overdue: nobody was woken for it (default 100 ms,
+//    GORO_STALL_IDLE_MS);
 //  - work is queued but no P makes progress: no schedule, park, unpark,
 //    spawn or exit anywhere (default 2000 ms, GORO_STALL_PROGRESS_MS).
 // GORO_STALL_MONITOR=0 in the environment turns it off at run time.
 //
-// Both conditions must hold at every sample over the whole window, so a
-// brief state that the scheduler resolves by itself (a P between
-// publishing itself idle and re-checking the queues) never trips it.
+// A queue that is non-empty at every sample is not enough: a ping-pong pair
+// keeps its P's runnext full all the time while that P serves it, and an
+// idle P's spinning M may rightly leave it alone. What counts is that the
+// same work waited the whole window with nobody serving it.
 #pragma once
 
 #if defined(GORO_CHAOS) && !defined(GORO_STALL_MONITOR)
@@ -71,33 +74,71 @@ class stall_monitor {
     return nullptr;
   }
 
+  static constexpr unsigned max_watched = 64;  // Ps watched one by one (more: the global view only)
+
   struct sample {
     std::uint32_t npidle = 0;
-    std::uint64_t queued = 0;   // Gs in the global queue and every run queue
-    std::int64_t overdue = 0;   // ns past the earliest timer (0: none due)
-    std::uint64_t progress = 0;  // sum of every P's scheduling counters
+    std::uint32_t nmspinning = 0;
+    std::uint64_t queued = 0;        // Gs in the global queue and every run queue
+    std::int64_t earliest = 0;       // the earliest timer's when (0: none)
+    std::int64_t overdue = 0;        // ns past it (0: not due)
+    std::uint64_t progress = 0;      // every P's scheduling counters, summed
+    std::uint64_t global_taken = 0;  // Gs taken from the global queue or stolen, summed
+    std::uint32_t globq = 0;
+    std::uint32_t np = 0;
+    std::uint32_t runq[max_watched] = {};
+    std::uint64_t served[max_watched] = {};  // one P's scheduling counters
   };
 
   sample take() const noexcept {
     sample x;
     x.npidle = s_.npidle_.load(std::memory_order_acquire);
-    x.queued = s_.globq_.size();
-    for (unsigned i = 0, n = s_.created_ps(); i < n; ++i) {
+    x.nmspinning = s_.nmspinning_.load(std::memory_order_acquire);
+    x.globq = s_.globq_.size();
+    x.queued = x.globq;
+    x.np = s_.created_ps();
+    for (unsigned i = 0; i < x.np; ++i) {
       const auto* pp = s_.allp_[i];
-      x.queued += pp->runq.size();
-      x.progress += pp->sysmon_schedtick.load(std::memory_order_relaxed) + pp->spawns.get() + pp->exits.get() +
-                    pp->parks.get() + pp->unparks.get();
+      const std::uint32_t q = pp->runq.size();
+      const std::uint64_t served = pp->sysmon_schedtick.load(std::memory_order_relaxed) + pp->spawns.get() +
+                                   pp->exits.get() + pp->parks.get() + pp->unparks.get() + pp->steals.get() +
+                                   pp->global_polls.get();
+      x.queued += q;
+      x.progress += served;
+      x.global_taken += pp->global_polls.get() + pp->steals.get();
+      if (i < max_watched) {
+        x.runq[i] = q;
+        x.served[i] = served;
+      }
     }
     x.progress += s_.unparks_.load(std::memory_order_relaxed) + s_.offp_spawns_.load(std::memory_order_relaxed);
-    if (std::int64_t w = s_.earliest_timer(); w != 0) {
+    x.earliest = s_.earliest_timer();
+    if (x.earliest != 0) {
       std::int64_t now = nanotime();
-      if (w < now) x.overdue = now - w;
+      if (x.earliest < now) x.overdue = now - x.earliest;
     }
     return x;
   }
 
+  // Work that nobody serves since `from` while a P is idle and no M spins
+  // (a spinning M, or one being started for an idle P, is on its way: the
+  // OS may just be slow to run it on a loaded machine): a run queue
+  // that stayed non-empty while its P scheduled nothing (a P that keeps
+  // scheduling serves its own queue: a ping-pong pair keeps its runnext
+  // full, legitimately), the global queue non-empty while no P took from it
+  // or stole, or the same timer overdue all along.
+  static bool unserved(const sample& from, const sample& x) noexcept {
+    if (x.npidle == 0 || x.nmspinning != 0) return false;
+    for (unsigned i = 0; i < x.np && i < max_watched && i < from.np; ++i)
+      if (x.runq[i] > 0 && from.runq[i] > 0 && x.served[i] == from.served[i]) return true;
+    if (x.np > max_watched && x.queued > 0 && x.progress == from.progress) return true;
+    if (x.globq > 0 && from.globq > 0 && x.global_taken == from.global_taken) return true;
+    return x.overdue > 0 && x.earliest == from.earliest;
+  }
+
   void loop() noexcept {
     std::int64_t idle_since = 0, stuck_since = 0;
+    sample window;  // the sample that opened the idle window
     std::uint64_t last_progress = ~std::uint64_t{0};
     while (!stop_.load(std::memory_order_relaxed)) {
       timespec ts{0, 5'000'000};
@@ -105,11 +146,13 @@ class stall_monitor {
       if (s_.exiting_.load(std::memory_order_acquire)) continue;
       const sample x = take();
       const std::int64_t now = nanotime();
-      // A P idle while a G or a due timer waits for one.
-      if (x.npidle > 0 && (x.queued > 0 || x.overdue > 0)) {
-        if (idle_since == 0) idle_since = now;
+      // A P idle while a G or a due timer waits for one, and nobody serves it.
+      if (idle_since != 0 && unserved(window, x)) {
         if (now - idle_since > idle_limit_ms_ * 1'000'000)
-          fail(x, "a P stayed idle while work was queued or a timer was overdue", now - idle_since);
+          fail(x, "a P stayed idle while queued work or a due timer went unserved", now - idle_since);
+      } else if (x.npidle > 0 && x.nmspinning == 0 && (x.queued > 0 || x.overdue > 0)) {
+        idle_since = now;  // open a window: this sample is its reference
+        window = x;
       } else {
         idle_since = 0;
       }
@@ -139,8 +182,8 @@ class stall_monitor {
                  s_.globq_.size(), x.queued, s_.live_goroutines());
     const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
     const std::int64_t now = nanotime();
-    std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M %s%" PRId64 " us; poller waiters %d\n",
-                 x.overdue / 1000, until == 0 ? "none" : "sleeps until now + ",
+    std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M: %s %" PRId64 " us; poller waiters %d\n",
+                 x.overdue / 1000, until == 0 ? "none," : "sleeps until now +",
                  until == 0 ? std::int64_t{0} : (until - now) / 1000, static_cast<int>(s_.poller_.waiters()));
     for (unsigned i = 0, n = s_.created_ps(); i < n; ++i) {
       const auto* pp = s_.allp_[i];
@@ -151,8 +194,8 @@ class stall_monitor {
       const auto* gp = pp->sysmon_curg.load(std::memory_order_relaxed);
       const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
       std::fprintf(f,
-                   "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64
-                   " on M%d, parks %" PRIu64 ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
+                   "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64 " on M%d, parks %" PRIu64
+                   ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
                    pp->id, pp->id >= s_.active_ps() ? " (retired)" : "", name, pp->runq.size(),
                    pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, mm ? mm->id : -1,
                    static_cast<std::uint64_t>(pp->parks.get()), static_cast<std::uint64_t>(pp->unparks.get()),
