@@ -55,12 +55,14 @@ run_one() {
   cases=$((cases + ${c:-0}))
   if ((rc == 0)); then
     rm -f "$log"
-    printf '  seed %-8s %-22s ok   %4ss  %s\n' "$s" "$name" $((SECONDS - start)) "${r:+$r rounds}"
+    local what="$c test cases"
+    [[ $name == soak ]] && what="$r workload rounds"
+    printf '  seed %-8s %-12s ok   %4ss  %s\n' "$s" "$name" $((SECONDS - start)) "$what"
   else
     failures=$((failures + 1))
     failed_runs+=("seed $s $name (exit $rc): $log")
     echo "GORO_CHAOS_SEED=$s GORO_SOAK_SECONDS=$round_seconds $*" >>"$log"
-    printf '  seed %-8s %-22s FAIL %4ss  exit %s, log %s\n' "$s" "$name" $((SECONDS - start)) "$rc" "$log"
+    printf '  seed %-8s %-12s FAIL %4ss  exit %s, log %s\n' "$s" "$name" $((SECONDS - start)) "$rc" "$log"
     grep -E 'stall monitor|FAILED|REQUIRE|CHECK|soak:|goro:' "$log" | head -n 12 | sed 's/^/      | /'
   fi
 }

@@ -191,7 +191,7 @@ class stall_monitor {
       const char* name = st == Sched::p_status::idle      ? "idle"
                          : st == Sched::p_status::running ? "running"
                                                           : "in goro::blocking";
-      const auto* gp = pp->sysmon_curg.load(std::memory_order_relaxed);
+      const auto* gp = pp->sysmon_curg.load(std::memory_order_acquire);  // execute: sysmon_m, then this (release)
       const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
       std::fprintf(f,
                    "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64 " on M%d, parks %" PRIu64
