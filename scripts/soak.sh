@@ -23,7 +23,7 @@ build=build/chaos
 logs=$build/soak-logs
 round_seconds=${SOAK_ROUND_SECONDS:-2}
 
-default_tests="runtime chan select sync wait_group time net gomaxprocs yield lockdead"
+default_tests="wakeup runtime chan select sync wait_group time net gomaxprocs yield lockdead"
 read -r -a tests <<<"${SOAK_TESTS:-$default_tests}"
 
 if [[ ${SOAK_BUILD:-1} != 0 ]]; then
