@@ -14,8 +14,10 @@
 #   SOAK_BUILD=0       do not build (use build/chaos as it is)
 #
 # Each seed runs the soak binary and one concurrency test (round-robin), each
-# under a 300 s timeout. A failing run's log is kept in build/chaos/soak-logs
-# with the command that reproduces it. Exits non-zero if any run failed.
+# under a 900 s timeout (chaos makes the concurrency tests several times
+# slower, a loaded machine more). A failing run's log is kept in
+# build/chaos/soak-logs with the command that reproduces it. Exits non-zero
+# if any run failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 minutes=${1:?usage: scripts/soak.sh MINUTES}
@@ -45,7 +47,7 @@ run_one() {
   local name=$1 s=$2
   shift 2
   local log=$logs/seed-$s-$name.log start=$SECONDS rc
-  GORO_CHAOS_SEED=$s GORO_SOAK_SECONDS=$round_seconds GORO_SOAK_VERBOSE=1 timeout -s ABRT 300 "$@" >"$log" 2>&1
+  GORO_CHAOS_SEED=$s GORO_SOAK_SECONDS=$round_seconds GORO_SOAK_VERBOSE=1 timeout -s ABRT 900 "$@" >"$log" 2>&1
   rc=$?
   runs=$((runs + 1))
   local r c

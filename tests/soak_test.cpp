@@ -306,8 +306,8 @@ TEST_CASE("soak: net echo, clients and handlers on goroutines", "[soak][net]") {
     goro::runtime rt{goro::options{procs(rng)}};
     rt.run([&] {
       auto ln = goro::net::listen_tcp("127.0.0.1:0");
-      goro::go([ln, clients]() mutable {
-        for (int i = 0; i < clients; ++i) {
+      goro::go([ln, n = clients]() mutable {
+        for (int i = 0; i < n; ++i) {
           auto c = ln.accept();
           goro::go([c]() mutable {
             std::string buf(512, '\0');
