@@ -230,6 +230,19 @@ struct queued_waiter {
   }
 };
 
+// Send or receive on a nil channel (Go's chansend/chanrecv with c == nil):
+// blocks forever. A goroutine parks with nobody to ready it, so the
+// deadlock detector counts it as blocked; a plain thread sleeps for good
+// (not counted as a live external M: nothing can wake it). Inside
+// goro::blocking it is a usage_error, as any wait there.
+[[noreturn]] GORO_NOINLINE inline void block_forever_nil(const char* call) {
+  caller self = current_caller();
+  if (GORO_UNLIKELY(inside_blocking(self.m))) raise_inside_blocking(call);
+  if (self.gp) park(self.m, [](void*) { return true; }, nullptr);
+  std::atomic<std::uint32_t> never{0};
+  for (;;) futex_wait(&never, 0);
+}
+
 [[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
 [[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
 
@@ -441,23 +454,38 @@ class chan {
  public:
   // capacity 0: unbuffered (every send meets a receiver).
   explicit chan(std::size_t capacity = 0) : c_(std::make_shared<detail::hchan<T>>(capacity)) {}
+  // The nil channel (Go's `var c chan T`): `chan<T> c = nullptr;`, or
+  // `c = nullptr` to switch a select case off. Send and receive block
+  // forever, close is a usage_error, a select case on it is never chosen.
+  // (A template so that `chan<int> c(0)` still means capacity 0.)
+  template <class N, std::enable_if_t<std::is_null_pointer_v<N>, int> = 0>
+  chan(N) noexcept {}
 
   // Blocks until a receiver takes v or there is room in the buffer.
   // On a closed channel (also one closed while blocked): goro::channel_closed.
-  void send(T v) { c_->send(v); }
+  void send(T v) {
+    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan send");
+    c_->send(v);
+  }
   // Blocks until a value arrives; nullopt once the channel is closed and drained.
-  std::optional<T> recv() { return c_->recv(); }
+  std::optional<T> recv() {
+    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan recv");
+    return c_->recv();
+  }
   // Never blocks: false (v intact) if a send would block. On a closed
   // channel: goro::channel_closed (as Go's select-with-default send).
-  bool try_send(T& v) { return c_->try_send(v); }
-  bool try_send(T&& v) { return c_->try_send(v); }
+  bool try_send(T& v) { return c_ ? c_->try_send(v) : false; }
+  bool try_send(T&& v) { return c_ ? c_->try_send(v) : false; }
   // Never blocks: nullopt if nothing is ready (or closed and drained).
-  std::optional<T> try_recv() { return c_->try_recv(); }
-  // Wakes every waiter. Twice: goro::channel_closed.
-  void close() { c_->close(); }
+  std::optional<T> try_recv() { return c_ ? c_->try_recv() : std::nullopt; }
+  // Wakes every waiter. Twice: goro::channel_closed. Nil: goro::usage_error.
+  void close() {
+    if (GORO_UNLIKELY(!c_)) detail::raise_usage("chan::close: close of nil channel");
+    c_->close();
+  }
 
-  std::size_t size() const noexcept { return c_->count.load(std::memory_order_relaxed); }
-  std::size_t capacity() const noexcept { return c_->cap; }
+  std::size_t size() const noexcept { return c_ ? c_->count.load(std::memory_order_relaxed) : 0; }
+  std::size_t capacity() const noexcept { return c_ ? c_->cap : 0; }
 
   // Range-for receives until the channel is closed and drained:
   // `for (T v : ch)`. Each value is handed out once (as an rvalue).
@@ -476,7 +504,10 @@ class chan {
 
    private:
     friend class chan;
-    explicit iterator(detail::hchan<T>* c) : c_(c) { c_->recv_into(cur_); }
+    explicit iterator(detail::hchan<T>* c) : c_(c) {
+      if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan recv");
+      c_->recv_into(cur_);
+    }
     detail::hchan<T>* c_;
     std::optional<T> cur_;
   };
@@ -484,11 +515,40 @@ class chan {
   std::default_sentinel_t end() const noexcept { return {}; }
 
   friend bool operator==(const chan& a, const chan& b) noexcept { return a.c_ == b.c_; }
+  friend bool operator==(const chan& a, std::nullptr_t) noexcept { return !a.c_; }
+  explicit operator bool() const noexcept { return c_ != nullptr; }  // false: the nil channel
 
   detail::hchan<T>* impl() const noexcept { return c_.get(); }
 
  private:
   std::shared_ptr<detail::hchan<T>> c_;
+};
+
+// A receive-only handle (Go's <-chan T): what after(), timers and
+// context::done() hand out. Convertible from chan<T>; it cannot send or
+// close. Default-constructed or from nullptr: the nil channel.
+template <class T>
+class recv_chan {
+ public:
+  recv_chan() noexcept : c_(nullptr) {}
+  recv_chan(std::nullptr_t) noexcept : c_(nullptr) {}
+  recv_chan(chan<T> c) noexcept : c_(std::move(c)) {}
+
+  std::optional<T> recv() { return c_.recv(); }
+  std::optional<T> try_recv() { return c_.try_recv(); }
+  std::size_t size() const noexcept { return c_.size(); }
+  std::size_t capacity() const noexcept { return c_.capacity(); }
+  auto begin() { return c_.begin(); }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  friend bool operator==(const recv_chan& a, const recv_chan& b) noexcept { return a.c_ == b.c_; }
+  friend bool operator==(const recv_chan& a, std::nullptr_t) noexcept { return a.c_ == nullptr; }
+  explicit operator bool() const noexcept { return static_cast<bool>(c_); }
+
+  detail::hchan<T>* impl() const noexcept { return c_.impl(); }
+
+ private:
+  chan<T> c_;
 };
 
 }  // namespace goro

@@ -5,6 +5,7 @@
 #include "blocking.hpp"
 #include "chan.hpp"
 #include "clock.hpp"
+#include "context.hpp"
 #include "error.hpp"
 #include "net.hpp"
 #include "policy.hpp"

@@ -23,7 +23,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -91,17 +93,23 @@ struct select_locks {
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
                              std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
   send_closed = false;
-  // Poll order: inside-out Fisher-Yates (Go's pollorder).
+  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
+  // whose channel is not nil: a case on a nil channel is never chosen (Go
+  // leaves it out of pollorder, so it is neither polled nor queued on).
+  std::size_t live = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    std::size_t j = select_rand(static_cast<std::uint32_t>(i + 1));
-    pollorder[i] = pollorder[j];
+    if (!sc[i].c) continue;
+    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
+    pollorder[live] = pollorder[j];
     pollorder[j] = static_cast<std::uint16_t>(i);
+    ++live;
   }
+  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
   // Lock order: the cases sorted by channel address with a stable
   // insertion sort (n is small) started from the poll order, so cases on
   // one channel keep a random relative order -- pass 2 queues them in
   // this order (as Go's heap sort "starts with the pollorder").
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < live; ++i) {
     std::uint16_t k = pollorder[i];
     std::size_t j = i;
     while (j > 0 &&
@@ -111,11 +119,11 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     }
     lockorder[j] = k;
   }
-  select_locks locks{sc, lockorder, n};
+  select_locks locks{sc, lockorder, live};
   locks.lock_all();
 
   // Pass 1: the first ready case in poll order.
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < live; ++i) {
     std::size_t k = pollorder[i];
     chan_waiter* partner = nullptr;
     chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
@@ -138,7 +146,7 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     raise_inside_blocking("select");
   }
   g* gp = self.gp;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < live; ++i) {
     std::size_t k = lockorder[i];
     chan_waiter& w = waiters[k];
     w.gp = gp;
@@ -158,6 +166,7 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
         auto* x = static_cast<queued*>(a);
         for (std::size_t k = 0; k < x->n; ++k) {
           chan_core* c = x->sc[k].c;
+          if (!c) continue;  // a nil channel's case was never queued
           c->lock.lock();
           (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
           c->lock.unlock();
@@ -169,7 +178,7 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
   locks.lock_all();
   chan_waiter* winner = st.winner;
   for (std::size_t k = 0; k < n; ++k) {
-    if (&waiters[k] == winner) continue;
+    if (&waiters[k] == winner || !sc[k].c) continue;
     (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
   }
   locks.unlock_all();
@@ -180,40 +189,48 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
 
 }  // namespace detail
 
-// Cases, built by on_recv / on_send / on_default.
+namespace detail {
+// The cases of the variadic select, built by on_recv / on_send / on_default.
 template <class T, class F>
-struct recv_case {
-  detail::hchan<T>* c;
+struct recv_arm {
+  hchan<T>* c;  // nullptr: a nil channel (never chosen)
   F f;
   std::optional<T> slot{};
 };
 template <class T, class F>
-struct send_case {
-  detail::hchan<T>* c;
+struct send_arm {
+  hchan<T>* c;
   T value;
   F f;
 };
 template <class F>
-struct default_case {
+struct default_arm {
   F f;
 };
+}  // namespace detail
 
 // Receives from ch; f(std::optional<T>) gets nullopt when ch is closed and drained.
 template <class T, class F>
-recv_case<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+detail::recv_arm<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::on_recv: the callable must accept std::optional<T>");
+  return {ch.impl(), std::forward<F>(f)};
+}
+template <class T, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
 }
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
 template <class T, class V, class F>
-send_case<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
+detail::send_arm<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
   return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
 }
 // Runs when no other case is ready: the select does not block.
 template <class F>
-default_case<std::decay_t<F>> on_default(F&& f) {
+detail::default_arm<std::decay_t<F>> on_default(F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_default: the callable must take no arguments");
   return {std::forward<F>(f)};
 }
@@ -225,21 +242,21 @@ struct case_traits {
   static constexpr bool is_case = false;
 };
 template <class T, class F>
-struct case_traits<recv_case<T, F>> {
+struct case_traits<recv_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(recv_case<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
-  static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
+  static select_case erase(recv_arm<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
+  static void run(recv_arm<T, F>& rc) { rc.f(std::move(rc.slot)); }
 };
 template <class T, class F>
-struct case_traits<send_case<T, F>> {
+struct case_traits<send_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(send_case<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
-  static void run(send_case<T, F>& s) { s.f(); }
+  static select_case erase(send_arm<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
+  static void run(send_arm<T, F>& s) { s.f(); }
 };
 template <class F>
-struct case_traits<default_case<F>> {
+struct case_traits<default_arm<F>> {
   static constexpr bool is_case = true, is_default = true;
-  static void run(default_case<F>& d) { d.f(); }
+  static void run(default_arm<F>& d) { d.f(); }
 };
 
 }  // namespace detail
@@ -247,7 +264,10 @@ struct case_traits<default_case<F>> {
 // Go's select: runs exactly one case and returns its index among the
 // arguments. Blocks (parks, or sleeps on a plain thread) until a case is
 // ready unless there is an on_default case. Uniform among ready cases.
+class select_case;
+
 template <class... Cases>
+  requires(!(sizeof...(Cases) == 1 && (std::is_convertible_v<Cases, std::span<select_case>> && ...)))
 std::size_t select(Cases&&... cases) {
   static_assert(sizeof...(Cases) > 0, "goro::select: give at least one case");
   static_assert((detail::case_traits<std::remove_cvref_t<Cases>>::is_case && ...),
@@ -296,6 +316,162 @@ std::size_t select(Cases&&... cases) {
     if (ai++ == chosen) detail::case_traits<std::remove_cvref_t<decltype(c)>>::run(c);
   };
   (run(cases), ...);
+  return chosen;
+}
+
+// A select case made at run time (Go's reflect.SelectCase): recv_case,
+// send_case or default_case, run by select(std::span<select_case>) --
+// fan-in over a vector of channels. A case may be selected over again and
+// again: a receive case hands f each value it receives; a send case sends
+// a copy of its value each time it is chosen (a move-only value is sent
+// once, after which the case is off, like a case on a nil channel).
+class select_case {
+ public:
+  select_case(select_case&&) noexcept = default;
+  select_case& operator=(select_case&&) noexcept = default;
+
+ private:
+  struct impl {
+    virtual ~impl() = default;
+    // Readies the case for one select: the operation it offers (c nullptr:
+    // never chosen).
+    virtual detail::select_case prepare() = 0;
+    virtual void run() = 0;  // it was chosen
+  };
+  template <class T, class F>
+  struct recv_impl final : impl {
+    recv_impl(detail::hchan<T>* ch, F fn) : c(ch), f(std::move(fn)) {}
+    detail::hchan<T>* c;
+    F f;
+    std::optional<T> slot;
+    detail::select_case prepare() override {
+      slot.reset();
+      return {c, &slot, &detail::hchan<T>::poll_recv, false};
+    }
+    void run() override {
+      std::optional<T> v = std::move(slot);
+      slot.reset();
+      f(std::move(v));
+    }
+  };
+  template <class T, class F>
+  struct send_impl final : impl {
+    send_impl(detail::hchan<T>* ch, T v, F fn) : c(ch), value(std::move(v)), f(std::move(fn)) {}
+    detail::hchan<T>* c;
+    T value;                  // what each send sends a copy of (moved into staged when T is move-only)
+    std::optional<T> staged;  // the value offered to this select
+    bool spent = false;       // a move-only value was sent
+    F f;
+    detail::select_case prepare() override {
+      if (!staged) {
+        if constexpr (std::is_copy_constructible_v<T>) {
+          staged.emplace(value);
+        } else if (!spent) {
+          staged.emplace(std::move(value));
+          spent = true;
+        } else {
+          return {nullptr, nullptr, &detail::hchan<T>::poll_send, true};
+        }
+      }
+      return {c, &*staged, &detail::hchan<T>::poll_send, true};
+    }
+    void run() override {
+      staged.reset();  // sent: moved from
+      f();
+    }
+  };
+  template <class F>
+  struct default_impl final : impl {
+    explicit default_impl(F fn) : f(std::move(fn)) {}
+    F f;
+    detail::select_case prepare() override { return {}; }
+    void run() override { f(); }
+  };
+
+  select_case(std::unique_ptr<impl> p, bool is_default) noexcept : p_(std::move(p)), default_(is_default) {}
+
+  std::unique_ptr<impl> p_;
+  bool default_ = false;
+
+  template <class T, class F>
+  friend select_case recv_case(const chan<T>& ch, F&& f);
+  template <class T, class F>
+  friend select_case recv_case(const recv_chan<T>& ch, F&& f);
+  template <class T, class V, class F>
+  friend select_case send_case(const chan<T>& ch, V&& value, F&& f);
+  template <class F>
+  friend select_case default_case(F&& f);
+  friend inline std::size_t select(std::span<select_case> cases);
+};
+
+// A run-time case receiving from ch (nil: never chosen); f(std::optional<T>)
+// gets nullopt when ch is closed and drained.
+template <class T, class F>
+select_case recv_case(const chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::recv_case: the callable must accept std::optional<T>");
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+}
+template <class T, class F>
+select_case recv_case(const recv_chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::recv_case: the callable must accept std::optional<T>");
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+}
+// A run-time case sending value on ch, then running f(). On a closed
+// channel, choosing it raises goro::channel_closed.
+template <class T, class V, class F>
+select_case send_case(const chan<T>& ch, V&& value, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::send_case: the callable must take no arguments");
+  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(ch.impl(), T(std::forward<V>(value)),
+                                                                       std::forward<F>(f)),
+          false};
+}
+// A run-time default case: chosen when no other case is ready.
+template <class F>
+select_case default_case(F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::default_case: the callable must take no arguments");
+  return {std::make_unique<select_case::default_impl<std::decay_t<F>>>(std::forward<F>(f)), true};
+}
+
+// Go's reflect.Select: the variadic select's semantics over a run-time
+// list of cases; returns the index of the case that ran. At most one
+// default case; no channel case (or only nil ones) and no default blocks
+// forever, as Go's `select {}`.
+inline std::size_t select(std::span<select_case> cases) {
+  std::size_t ndefault = 0, default_index = cases.size();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!cases[i].p_) detail::raise_usage("select: a moved-from select_case");
+    if (cases[i].default_) {
+      ++ndefault;
+      default_index = i;
+    }
+  }
+  if (ndefault > 1) detail::raise_usage("select: more than one default_case");
+  const std::size_t n = cases.size() - ndefault;
+  if (n >= 65536) detail::raise_usage("select: too many cases");
+
+  std::size_t chosen = default_index;
+  if (n > 0) {
+    auto sc = std::make_unique<detail::select_case[]>(n);
+    auto arg_index = std::make_unique<std::size_t[]>(n);
+    auto pollorder = std::make_unique<std::uint16_t[]>(n);
+    auto lockorder = std::make_unique<std::uint16_t[]>(n);
+    auto waiters = std::make_unique<detail::chan_waiter[]>(n);
+    for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
+      if (cases[i].default_) continue;
+      sc[ci] = cases[i].p_->prepare();
+      arg_index[ci++] = i;
+    }
+    bool send_closed = false;
+    std::size_t k = detail::select_go(sc.get(), n, ndefault != 0, pollorder.get(), lockorder.get(), waiters.get(),
+                                      send_closed);
+    if (send_closed) detail::raise_send_closed();
+    if (k != n) chosen = arg_index[k];
+  } else if (ndefault == 0) {
+    detail::block_forever_nil("select");
+  }
+  cases[chosen].p_->run();
   return chosen;
 }
 

@@ -1,0 +1,270 @@
+// goro::context: Go's context package (src/context/context.go) without
+// values: cancellation and deadlines that flow from a context to all its
+// descendants, never up.
+//
+//   auto [ctx, cancel] = goro::with_timeout(goro::background(), 100ms);
+//   goro::select(goro::on_recv(ctx.done(), [](auto) { /* given up */ }),
+//                goro::on_recv(results, [](auto v) { /* ... */ }));
+//   cancel();   // always, as in Go: releases the timer and the registration
+//
+// A context is a shared handle to a context_state (Go's cancelCtx, and
+// timerCtx when it has a deadline); background() is the empty handle, which
+// is never cancelled and whose done() is the nil channel (never ready).
+//
+// Ownership (Go has a GC; here reference counts): a child holds its parent
+// (a shared_ptr), a parent knows its children only weakly (an intrusive
+// list of raw pointers, guarded by the parent's lock, plus each child's
+// weak self-reference). So a tree that nobody references any more is freed
+// even if cancel was never called, and there is no cycle. Go's
+// propagateCancel rules: a child is linked into its parent when made (or
+// cancelled at once if the parent already is); cancelling a context unlinks
+// it from its parent, stops its timer and cancels every child before
+// cancel() returns, after which it holds nothing of them.
+//
+// Lifetimes around the deadline timer: it is a `sync` timer
+// (detail/timer_heap.hpp) whose function gets the raw state pointer. The
+// state's destructor starts with timer_heap::del, which waits for a
+// running function; so the function may use every member of the state,
+// and it never takes a strong reference to it (it could be the destructor
+// that is waiting).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "chan.hpp"
+#include "detail/spinlock.hpp"
+#include "detail/timer_heap.hpp"
+#include "time.hpp"
+
+namespace goro {
+
+// Why a context is done (Go's ctx.Err(): nil, Canceled, DeadlineExceeded).
+enum class cancel_reason { none, canceled, deadline_exceeded };
+
+namespace detail {
+
+class context_state : public std::enable_shared_from_this<context_state> {
+ public:
+  context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
+      : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
+  context_state(const context_state&) = delete;
+  context_state& operator=(const context_state&) = delete;
+
+  ~context_state() {
+    if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
+    if (parent_) parent_->unlink_child(this);
+  }
+
+  // Go's propagateCancel: links this (just made, owned by a shared_ptr)
+  // into its parent, or cancels it at once if the parent is done.
+  void attach() {
+    if (!parent_) return;
+    cancel_reason r = parent_->link_child(this);
+    if (r != cancel_reason::none) cancel(r, false);
+  }
+
+  // Arms the deadline timer (after attach(): the parent may have
+  // cancelled us already, and then there is nothing to arm).
+  void arm() {
+    if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
+    if (deadline_ns_ <= nanotime()) {
+      cancel(cancel_reason::deadline_exceeded, true);
+      return;
+    }
+    timer_.when = deadline_ns_;
+    timer_.sync = true;
+    timer_.arg = this;
+    timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
+      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true, /*from_timer=*/true);
+    };
+    armed_ = true;
+    add_timer_anywhere(&timer_);
+  }
+
+  // Go's cancelCtx.cancel: the first call records the reason, closes
+  // done, cancels every child (with the same reason) and forgets them,
+  // unlinks this from its parent (unless the parent is the one cancelling
+  // us: it already did) and stops the timer. Later calls do nothing.
+  void cancel(cancel_reason reason, bool unlink_from_parent, bool from_timer = false) {
+    std::vector<std::shared_ptr<context_state>> kids;
+    lock_.lock();
+    if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
+      lock_.unlock();
+      return;
+    }
+    // Release: a goroutine that sees err() != none sees what happened
+    // before the cancel; one woken by done() synchronises through the
+    // channel's lock, which close() takes after this store.
+    err_.store(reason, std::memory_order_release);
+    for (context_state* c = first_child_; c;) {
+      context_state* next = c->next_sibling_;
+      c->linked_ = false;
+      c->prev_sibling_ = c->next_sibling_ = nullptr;
+      // A child whose count already reached zero is in its destructor,
+      // waiting for our lock to unlink itself: it will find linked_ false.
+      if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
+      c = next;
+    }
+    first_child_ = nullptr;
+    lock_.unlock();
+    done_.close();
+    for (auto& k : kids) k->cancel(reason, false);
+    kids.clear();  // may destroy them (nobody else held them)
+    if (unlink_from_parent && parent_) parent_->unlink_child(this);
+    // Release the timer at once (Go's timerCtx.cancel stops it). From the
+    // timer's own function it has already fired, and del would wait for
+    // that very call.
+    if (armed_ && !from_timer) timer_heap::del(&timer_);
+  }
+
+  cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }
+  std::int64_t deadline_ns() const noexcept { return deadline_ns_; }
+  const chan<std::monostate>& done() const noexcept { return done_; }
+
+ private:
+  // Links c as a child; returns our reason instead if we are done.
+  cancel_reason link_child(context_state* c) {
+    lock_.lock();
+    cancel_reason r = err_.load(std::memory_order_relaxed);
+    if (r == cancel_reason::none) {
+      c->next_sibling_ = first_child_;
+      c->prev_sibling_ = nullptr;
+      if (first_child_) first_child_->prev_sibling_ = c;
+      first_child_ = c;
+      c->linked_ = true;
+    }
+    lock_.unlock();
+    return r;
+  }
+
+  // Go's removeChild.
+  void unlink_child(context_state* c) noexcept {
+    lock_.lock();
+    if (c->linked_) {
+      if (c->prev_sibling_)
+        c->prev_sibling_->next_sibling_ = c->next_sibling_;
+      else
+        first_child_ = c->next_sibling_;
+      if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
+      c->prev_sibling_ = c->next_sibling_ = nullptr;
+      c->linked_ = false;
+    }
+    lock_.unlock();
+  }
+
+  const std::shared_ptr<context_state> parent_;
+  const std::int64_t deadline_ns_;  // 0: none
+  chan<std::monostate> done_;       // closed by the first cancel
+  std::atomic<cancel_reason> err_{cancel_reason::none};
+  spinlock lock_;                          // guards our child list and our children's sibling links
+  context_state* first_child_ = nullptr;   // children, linked while not cancelled
+  context_state* prev_sibling_ = nullptr;  // guarded by parent_->lock_
+  context_state* next_sibling_ = nullptr;  // guarded by parent_->lock_
+  bool linked_ = false;                    // guarded by parent_->lock_
+  bool armed_ = false;                     // the timer was added (written before it could fire)
+  timer timer_;
+};
+
+}  // namespace detail
+
+class context;
+class cancel_func;
+std::pair<context, cancel_func> with_cancel(context parent);
+std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp);
+
+// A shared handle (cheap to copy) to a node of a context tree. A
+// default-constructed context is background().
+class context {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  context() noexcept = default;
+
+  // A receive-only channel closed once this context is cancelled (use it in
+  // select). background()'s is the nil channel: never ready.
+  recv_chan<std::monostate> done() const noexcept {
+    if (!s_) return {};
+    return s_->done();
+  }
+  // none while not cancelled; afterwards why (a child cancelled through
+  // its parent reports the parent's reason).
+  cancel_reason err() const noexcept { return s_ ? s_->err() : cancel_reason::none; }
+  // The instant this context is cancelled on its own, if it has one (the
+  // earliest of its own and its ancestors' deadlines).
+  std::optional<time_point> deadline() const noexcept {
+    if (!s_ || s_->deadline_ns() == 0) return std::nullopt;
+    return time_point(std::chrono::nanoseconds(s_->deadline_ns()));
+  }
+
+  friend bool operator==(const context& a, const context& b) noexcept { return a.s_ == b.s_; }
+
+ private:
+  explicit context(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
+  // A child of parent with the given deadline (0: none); arm_timer: the
+  // deadline is its own (else inherited from the parent, whose timer acts).
+  static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
+
+  std::shared_ptr<detail::context_state> s_;
+
+  friend std::pair<context, cancel_func> with_cancel(context parent);
+  friend std::pair<context, cancel_func> with_deadline(context parent, time_point tp);
+};
+
+// Cancels its context (Go's CancelFunc): idempotent, safe from any
+// goroutine or thread. Call it once the work is done, even if it was not
+// cancelled, so that the context's timer and its place in its parent are
+// released at once. A default-constructed one does nothing.
+class cancel_func {
+ public:
+  cancel_func() noexcept = default;
+  void operator()() const {
+    if (s_) s_->cancel(cancel_reason::canceled, true);
+  }
+
+ private:
+  explicit cancel_func(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
+  std::shared_ptr<detail::context_state> s_;
+  friend class context;
+};
+
+inline std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
+  auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
+  s->attach();
+  if (arm_timer) s->arm();
+  return {context(s), cancel_func(s)};
+}
+
+// The root: never cancelled, no deadline (Go's context.Background()).
+inline context background() noexcept { return {}; }
+
+// A child cancelled (canceled) by the returned cancel_func, or when parent
+// is (with the parent's reason).
+inline std::pair<context, cancel_func> with_cancel(context parent) {
+  return context::make(parent, parent.s_ ? parent.s_->deadline_ns() : 0, false);
+}
+
+// A child also cancelled (deadline_exceeded) at tp. Its deadline is never
+// later than its parent's: with an earlier parent deadline it is
+// with_cancel(parent) (Go's WithDeadline).
+inline std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp) {
+  std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count();
+  if (ns < 1) ns = 1;
+  if (parent.s_ && parent.s_->deadline_ns() != 0 && parent.s_->deadline_ns() <= ns) return with_cancel(parent);
+  return context::make(parent, ns, true);
+}
+
+// with_deadline(parent, now + d).
+inline std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d) {
+  // Saturating: a huge d is "never", not an overflow.
+  std::int64_t ns = detail::when_after(detail::nanotime(), detail::to_ns(d));
+  return with_deadline(std::move(parent), context::time_point(std::chrono::nanoseconds(ns)));
+}
+
+}  // namespace goro

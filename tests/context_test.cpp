@@ -1,0 +1,247 @@
+// context: Go's context package (cancellation flowing down a tree, deadlines,
+// done() in select, propagateCancel's registration rules).
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+using goro_test::scale;
+
+namespace {
+
+// True if ctx.done() is closed now (never blocks).
+bool is_done(const goro::context& ctx) {
+  bool closed = false;
+  goro::select(goro::on_recv(ctx.done(), [&](std::optional<std::monostate> v) { closed = !v; }),
+               goro::on_default([] {}));
+  return closed;
+}
+
+}  // namespace
+
+TEST_CASE("context: background is never done and has no deadline", "[context]") {
+  goro::run([] {
+    goro::context bg = goro::background();
+    CHECK(bg.err() == goro::cancel_reason::none);
+    CHECK(!bg.deadline());
+    CHECK(bg.done() == nullptr);  // the nil channel: never ready
+    CHECK(!is_done(bg));
+    CHECK(bg == goro::context{});
+  });
+}
+
+TEST_CASE("context: with_cancel closes done, sets err, and is idempotent", "[context]") {
+  goro::run([] {
+    auto [ctx, cancel] = goro::with_cancel(goro::background());
+    CHECK(ctx.err() == goro::cancel_reason::none);
+    CHECK(!is_done(ctx));
+    std::atomic<int> woken{0};
+    goro::wait_group wg;
+    for (int i = 0; i < 5; ++i) {
+      wg.add(1);
+      goro::go([&, c = ctx] {
+        CHECK(!c.done().recv());  // blocks until closed
+        CHECK(c.err() == goro::cancel_reason::canceled);
+        woken.fetch_add(1);
+        wg.done();
+      });
+    }
+    for (int i = 0; i < 20; ++i) goro::yield();
+    CHECK(woken.load() == 0);
+    cancel();
+    cancel();  // idempotent
+    wg.wait();
+    CHECK(woken.load() == 5);
+    CHECK(is_done(ctx));
+    CHECK(ctx.err() == goro::cancel_reason::canceled);
+  });
+}
+
+TEST_CASE("context: cancellation flows to every descendant before cancel returns, never up", "[context]") {
+  goro::run([] {
+    auto [root, cancel_root] = goro::with_cancel(goro::background());
+    auto [a, cancel_a] = goro::with_cancel(root);
+    auto [b, cancel_b] = goro::with_cancel(a);
+    auto [c, cancel_c] = goro::with_timeout(b, 1h);
+    auto [sib, cancel_sib] = goro::with_cancel(root);
+
+    cancel_b();  // the middle: b and c, not a, root or sib
+    CHECK(b.err() == goro::cancel_reason::canceled);
+    CHECK(c.err() == goro::cancel_reason::canceled);
+    CHECK(is_done(c));
+    CHECK(a.err() == goro::cancel_reason::none);
+    CHECK(root.err() == goro::cancel_reason::none);
+    CHECK(sib.err() == goro::cancel_reason::none);
+
+    cancel_root();
+    CHECK(a.err() == goro::cancel_reason::canceled);
+    CHECK(sib.err() == goro::cancel_reason::canceled);
+    CHECK(is_done(a));
+    CHECK(is_done(sib));
+
+    // A child made from a cancelled parent is cancelled at once.
+    auto [late, cancel_late] = goro::with_cancel(root);
+    CHECK(late.err() == goro::cancel_reason::canceled);
+    CHECK(is_done(late));
+    cancel_a(), cancel_c(), cancel_sib(), cancel_late();
+  });
+}
+
+TEST_CASE("context: deadline fires deadline_exceeded, and children report the parent's reason", "[context]") {
+  goro::run([] {
+    auto start = std::chrono::steady_clock::now();
+    auto [ctx, cancel] = goro::with_timeout(goro::background(), 30ms);
+    auto [child, cancel_child] = goro::with_cancel(ctx);
+    REQUIRE(ctx.deadline());
+    CHECK(*ctx.deadline() >= start + 30ms);
+    CHECK(child.deadline() == ctx.deadline());  // inherited
+    CHECK(!child.done().recv());                // blocks until the parent's timer fires
+    CHECK(std::chrono::steady_clock::now() - start >= 30ms);
+    CHECK(ctx.err() == goro::cancel_reason::deadline_exceeded);
+    CHECK(child.err() == goro::cancel_reason::deadline_exceeded);
+    cancel();  // after the fact: the reason stays
+    CHECK(ctx.err() == goro::cancel_reason::deadline_exceeded);
+    cancel_child();
+  });
+}
+
+TEST_CASE("context: a child's deadline is never later than its parent's", "[context]") {
+  goro::run([] {
+    auto now = std::chrono::steady_clock::now();
+    auto [parent, cancel_parent] = goro::with_deadline(goro::background(), now + 10h);
+    auto [later, cancel_later] = goro::with_deadline(parent, now + 20h);
+    auto [sooner, cancel_sooner] = goro::with_timeout(parent, 1h);
+    REQUIRE(later.deadline());
+    CHECK(*later.deadline() == *parent.deadline());
+    REQUIRE(sooner.deadline());
+    CHECK(*sooner.deadline() < *parent.deadline());
+    // A deadline already past: done at once.
+    auto [past, cancel_past] = goro::with_deadline(parent, now - 1s);
+    CHECK(past.err() == goro::cancel_reason::deadline_exceeded);
+    CHECK(parent.err() == goro::cancel_reason::none);
+    // A huge timeout saturates instead of overflowing.
+    auto [forever, cancel_forever] = goro::with_timeout(goro::background(), std::chrono::nanoseconds::max());
+    CHECK(forever.err() == goro::cancel_reason::none);
+    cancel_parent(), cancel_later(), cancel_sooner(), cancel_past(), cancel_forever();
+    CHECK(later.err() == goro::cancel_reason::canceled);
+  });
+}
+
+TEST_CASE("context: done() in select against a work channel", "[context]") {
+  goro::run([] {
+    auto [ctx, cancel] = goro::with_timeout(goro::background(), 20ms);
+    goro::chan<int> work;  // nobody sends
+    bool timed_out = false;
+    goro::select(goro::on_recv(work, [](std::optional<int>) {}),
+                 goro::on_recv(ctx.done(), [&](std::optional<std::monostate>) { timed_out = true; }));
+    CHECK(timed_out);
+    CHECK(ctx.err() == goro::cancel_reason::deadline_exceeded);
+    cancel();
+  });
+}
+
+TEST_CASE("context: cancelling releases the registration and the timer at once", "[context]") {
+  goro::run([] {
+    auto [parent, cancel_parent] = goro::with_cancel(goro::background());
+    // Many timed children of a long-lived parent, each cancelled and
+    // dropped: each must leave the parent's list (and its timer the heap)
+    // as it goes, or cancelling the parent below would touch freed states.
+    for (int i = 0; i < 1000; ++i) {
+      auto [c, cancel] = goro::with_timeout(parent, 1h);
+      cancel();
+      CHECK(c.err() == goro::cancel_reason::canceled);
+    }
+    // The parent still works and has no stale children: cancelling it
+    // touches only live ones (a stale pointer would crash under ASan).
+    auto [live, cancel_live] = goro::with_cancel(parent);
+    cancel_parent();
+    CHECK(live.err() == goro::cancel_reason::canceled);
+    cancel_live();
+  });
+}
+
+TEST_CASE("context: dropping every handle without cancel frees the child (no cycle)", "[context]") {
+  goro::run([] {
+    auto [parent, cancel_parent] = goro::with_cancel(goro::background());
+    for (int i = 0; i < 1000; ++i) {
+      auto [c, cancel] = goro::with_timeout(parent, 1h);
+      (void)c;
+      (void)cancel;  // dropped uncancelled: the destructor unlinks it and stops its timer
+    }
+    cancel_parent();
+    CHECK(parent.err() == goro::cancel_reason::canceled);
+  });
+}
+
+TEST_CASE("context: a timer firing while the last handle is dropped", "[context]") {
+  // The timer's function and the state's destructor race: the destructor
+  // must wait for the function (sync timer), never free under it.
+  goro::runtime rt{goro::options{4}};
+  rt.run([] {
+    const int n = scale(2000, 200);
+    goro::wait_group wg;
+    for (int i = 0; i < n; ++i) {
+      wg.add(1);
+      goro::go([&wg, i] {
+        auto [c, cancel] = goro::with_timeout(goro::background(), std::chrono::microseconds(i % 50));
+        if (i % 2) goro::yield();
+        (void)c;
+        (void)cancel;
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+}
+
+TEST_CASE("context: cancel from a plain thread wakes goroutines; done() works on threads", "[context]") {
+  goro::options o;
+  o.maxprocs = 2;
+  o.detect_deadlock = false;  // the main goroutine waits for a plain thread
+  goro::runtime rt{o};
+  auto [ctx, cancel] = goro::with_cancel(goro::background());
+  std::thread t([c = ctx] { CHECK(!c.done().recv()); });  // a thread blocked on done()
+  rt.run([&, c = ctx, cf = cancel] {
+    std::thread canceller([cf] {
+      std::this_thread::sleep_for(10ms);
+      cf();
+    });
+    CHECK(!c.done().recv());
+    canceller.join();
+  });
+  t.join();
+  CHECK(ctx.err() == goro::cancel_reason::canceled);
+}
+
+TEST_CASE("context: fan-out cancel wakes every waiter", "[context]") {
+  goro::runtime rt{goro::options{4}};
+  rt.run([] {
+    const int n = scale(10000, 500);
+    auto [parent, cancel] = goro::with_cancel(goro::background());
+    goro::wait_group started, wg;
+    std::atomic<int> woken{0};
+    for (int i = 0; i < n; ++i) {
+      started.add(1);
+      wg.add(1);
+      goro::go([&, p = parent] {
+        auto [c, cancel_c] = goro::with_cancel(p);
+        started.done();
+        goro::select(goro::on_recv(c.done(), [&](std::optional<std::monostate>) { woken.fetch_add(1); }));
+        CHECK(c.err() == goro::cancel_reason::canceled);
+        cancel_c();
+        wg.done();
+      });
+    }
+    started.wait();
+    cancel();
+    wg.wait();
+    CHECK(woken.load() == n);
+  });
+}
