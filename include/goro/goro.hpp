@@ -7,6 +7,7 @@
 #include "clock.hpp"
 #include "context.hpp"
 #include "error.hpp"
+#include "group.hpp"
 #include "net.hpp"
 #include "policy.hpp"
 #include "runtime.hpp"

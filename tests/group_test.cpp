@@ -1,0 +1,112 @@
+// group: Go's errgroup -- first failure wins (error code or exception),
+// ctx() cancelled on failure and when wait returns, set_limit, try_go.
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <system_error>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+TEST_CASE("group: all succeed; ctx() is cancelled when wait returns", "[group]") {
+  goro::run([] {
+    goro::group g;
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 50; ++i) g.go([&] { ran.fetch_add(1); });
+    for (int i = 0; i < 50; ++i)
+      g.go([&]() -> std::error_code {
+        ran.fetch_add(1);
+        return {};
+      });
+    CHECK(g.ctx().err() == goro::cancel_reason::none);
+    CHECK(!g.wait());
+    CHECK(ran.load() == 100);
+    CHECK(g.ctx().err() == goro::cancel_reason::canceled);
+  });
+}
+
+TEST_CASE("group: the first error code wins and cancels ctx()", "[group]") {
+  goro::run([] {
+    goro::group g;
+    std::atomic<int> saw_cancel{0};
+    for (int i = 0; i < 10; ++i)
+      g.go([&g, &saw_cancel]() -> std::error_code {
+        // Every task but the failing one waits for the cancellation.
+        (void)g.ctx().done().recv();
+        saw_cancel.fetch_add(1);
+        return std::make_error_code(std::errc::operation_canceled);
+      });
+    g.go([]() -> std::error_code { return std::make_error_code(std::errc::io_error); });
+    std::error_code ec = g.wait();
+    CHECK(ec == std::errc::io_error);  // not the later operation_canceled ones
+    CHECK(saw_cancel.load() == 10);
+  });
+}
+
+TEST_CASE("group: an exception is the failure, rethrown by wait", "[group]") {
+  goro::run([] {
+    goro::group g;
+    g.go([&g] { (void)g.ctx().done().recv(); });
+    g.go([] { throw std::runtime_error("boom"); });
+    CHECK_THROWS_WITH(g.wait(), "boom");
+    CHECK(g.ctx().err() == goro::cancel_reason::canceled);
+    // goro::exit() in a task is not a failure.
+    goro::group h;
+    h.go([] { goro::exit(); });
+    CHECK(!h.wait());
+  });
+}
+
+TEST_CASE("group: a cancelled parent cancels ctx() but is not a failure", "[group]") {
+  goro::run([] {
+    auto [parent, cancel] = goro::with_cancel(goro::background());
+    goro::group g(parent);
+    g.go([&g] { (void)g.ctx().done().recv(); });  // returns nothing: no failure
+    cancel();
+    CHECK(!g.wait());
+    CHECK(g.ctx().err() == goro::cancel_reason::canceled);
+  });
+}
+
+TEST_CASE("group: set_limit bounds the running tasks; try_go does not block", "[group]") {
+  goro::runtime rt{goro::options{4}};
+  rt.run([] {
+    goro::group g;
+    g.set_limit(3);
+    std::atomic<int> running{0}, peak{0}, done{0};
+    for (int i = 0; i < 30; ++i)
+      g.go([&] {
+        int now = running.fetch_add(1) + 1;
+        int p = peak.load();
+        while (now > p && !peak.compare_exchange_weak(p, now)) {
+        }
+        goro::sleep_for(1ms);
+        running.fetch_sub(1);
+        done.fetch_add(1);
+      });
+    CHECK(peak.load() <= 3);
+    CHECK(!g.wait());
+    CHECK(done.load() == 30);
+    CHECK(peak.load() <= 3);
+    CHECK(peak.load() >= 1);
+
+    goro::group t;
+    t.set_limit(1);
+    goro::chan<int> gate;
+    CHECK(t.try_go([gate]() mutable { (void)gate.recv(); }));
+    CHECK(!t.try_go([] {}));  // at the limit
+    // set_limit while a task runs: usage_error.
+    CHECK_THROWS_AS(t.set_limit(5), goro::usage_error);
+    gate.send(1);
+    CHECK(!t.wait());
+    CHECK(t.try_go([] {}));  // a slot again
+    CHECK(!t.wait());
+    t.set_limit(-1);  // no limit
+    for (int i = 0; i < 10; ++i) CHECK(t.try_go([] {}));
+    CHECK(!t.wait());
+  });
+}
