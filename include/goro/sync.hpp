@@ -356,3 +356,6 @@ class wait_group {
 };
 
 }  // namespace goro
+
+// rw_mutex (Go's RWMutex) has its own header; sync.hpp gives it too.
+#include "rw_mutex.hpp"  // IWYU pragma: export

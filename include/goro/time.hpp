@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "detail/spinlock.hpp"
 #include "detail/timer_heap.hpp"
 #include "error.hpp"
+#include "runtime.hpp"
 
 namespace goro {
 
@@ -133,6 +135,13 @@ struct chan_timer {
   time_chan c{1};
   spinlock op;  // serializes stop / reset on one timer
 
+  // after_func: fn runs in a new goroutine of `owner` at each firing, and
+  // c is never sent to. self_owned: the goro::timer was dropped while this
+  // was pending; the firing (or the runtime's end, through t.drop) frees it.
+  std::shared_ptr<std::function<void()>> fn;
+  sched_base* owner = nullptr;
+  bool self_owned = false;
+
   chan_timer(std::int64_t when, std::int64_t period) {
     t.when = when;
     t.period = period;
@@ -149,6 +158,20 @@ struct chan_timer {
   bool stop() noexcept {
     std::lock_guard<spinlock> lk(op);
     return timer_heap::del(&t);
+  }
+
+  // An after_func timer's handle is going away: dropping it must not cancel
+  // f (Go's AfterFunc). If still pending, the timer becomes its own owner
+  // (not sync any more: its function frees it) and true is returned.
+  bool detach() noexcept {
+    std::lock_guard<spinlock> lk(op);
+    if (!timer_heap::del(&t)) return false;  // fired (or stopped): nothing left to run
+    self_owned = true;
+    t.sync = false;
+    t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+    GORO_TRY { add_timer_anywhere(&t); }
+    GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
+    return true;
   }
   bool reset(std::int64_t when, std::int64_t period) {
     std::lock_guard<spinlock> lk(op);
@@ -217,8 +240,16 @@ class timer {
     detail::add_timer_anywhere(&s_->t);
   }
   timer(timer&&) noexcept = default;
-  timer& operator=(timer&&) noexcept = default;
-  ~timer() = default;  // stops it (waits for a send in progress)
+  timer& operator=(timer&& o) noexcept {
+    if (this != &o) {
+      release();
+      s_ = std::move(o.s_);
+    }
+    return *this;
+  }
+  // Stops it (waits for a send in progress); an after_func timer is left to
+  // fire (Go's AfterFunc).
+  ~timer() { release(); }
 
   // True if this call stopped the timer before it fired. It does not drain
   // c(): after false, a value may be waiting there.
@@ -235,8 +266,46 @@ class timer {
   detail::time_chan c() const noexcept { return s_->c; }
 
  private:
+  explicit timer(std::unique_ptr<detail::chan_timer> s) noexcept : s_(std::move(s)) {}
+  void release() noexcept {
+    if (s_ && s_->fn && s_->detach()) (void)s_.release();  // it frees itself when it fires
+    s_.reset();
+  }
+
+  template <class Rep, class Period, class F>
+  friend timer after_func(const std::chrono::duration<Rep, Period>& d, F f);
+
   std::unique_ptr<detail::chan_timer> s_;
 };
+
+namespace detail {
+// An after_func timer fired: start f's goroutine on the runtime it was
+// made in. A self-owned timer is not sync, so it may free itself here.
+inline void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
+  auto* self = static_cast<chan_timer*>(arg);
+  std::shared_ptr<std::function<void()>> fn = self->fn;
+  sched_base* owner = self->owner;
+  if (self->self_owned) delete self;
+  GORO_TRY { spawn(owner, [fn] { (*fn)(); }); }
+  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
+}
+}  // namespace detail
+
+// Go's time.AfterFunc: runs f in its own goroutine (of the calling
+// goroutine's runtime) once d has passed. stop() cancels it if it has not
+// fired; reset(d) re-arms it (f runs again). Dropping the returned timer
+// does not cancel f. Its c() is never sent to. Call from a goroutine.
+template <class Rep, class Period, class F>
+timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
+  static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
+  detail::m_base* m = detail::require_goroutine("after_func()");
+  auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+  s->fn = std::make_shared<std::function<void()>>(std::move(f));
+  s->owner = m->sched;
+  s->t.f = &detail::fire_after_func;
+  detail::add_timer_anywhere(&s->t);
+  return timer(std::move(s));
+}
 
 // Go's time.Ticker: sends the time on c() every d. A reader that falls
 // behind misses ticks (the channel holds one).
