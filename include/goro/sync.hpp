@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/sema.hpp"
+#include "detail/timed_park.hpp"
 #include "error.hpp"
 
 namespace goro {
@@ -76,6 +78,28 @@ class mutex {
     std::uint32_t old = state_.load(std::memory_order_relaxed);
     if (old & (locked | starving)) return false;
     return state_.compare_exchange_strong(old, old | locked, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+
+  // Timed locks (beyond Go, for engines): false if the lock was not taken
+  // by then. They poll try_lock with a growing sleep (50 us up to 1 ms)
+  // rather than queue: a timed waiter never holds a place among the
+  // blocked lockers, so it cannot disturb the hand-off protocol (and it
+  // has no fairness claim: a blocked lock() may win first).
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
+    const std::int64_t when = detail::deadline_ns(tp);
+    std::int64_t backoff = 50'000;
+    for (;;) {
+      if (try_lock()) return true;
+      const std::int64_t now = detail::nanotime();
+      if (now >= when) return false;
+      detail::nap_until(std::min(when, now + backoff));
+      if (backoff < 1'000'000) backoff *= 2;
+    }
   }
 
   void unlock() {
@@ -272,6 +296,23 @@ class cond {
     while (!pred()) wait(lk);
   }
 
+  // Timed waits (beyond Go, for engines): as wait(), giving up at the
+  // deadline. False on timeout; lk is locked again either way.
+  template <class Rep, class Period>
+  bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
+    return wait_until(lk, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
+    if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
+    const std::int64_t when = detail::deadline_ns(tp);
+    const std::uint32_t t = list_.add();
+    lk.unlock();
+    const bool notified = list_.wait_until(t, when);
+    lk.lock();
+    return notified;
+  }
+
   void notify_one() noexcept { list_.notify_one(); }
   void notify_all() noexcept { list_.notify_all(); }
 
@@ -348,6 +389,37 @@ class wait_group {
       while (static_cast<std::uint32_t>(v) != 0 && !st.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
       }
     }, this);
+  }
+
+  // Timed waits (beyond Go, for engines): false if the counter was not zero
+  // by then.
+  template <class Rep, class Period>
+  bool wait_for(const std::chrono::duration<Rep, Period>& d) {
+    return wait_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
+    const std::int64_t when = detail::deadline_ns(tp);
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<std::int32_t>(s >> 32) == 0) return true;
+      if (detail::nanotime() >= when) return false;
+      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+    }
+    if (sema_.acquire_until(when)) return true;
+    // Timed out, off the sema's queue: withdraw our registration. If the
+    // counter reached zero meanwhile, add() reset the state and released a
+    // token for every registered waiter, us included: take ours (it is
+    // there or on its way) and report success. (Reusing the wait_group
+    // before this wait returns is the misuse Go's WaitGroup forbids too.)
+    s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<std::int32_t>(s >> 32) == 0 || static_cast<std::uint32_t>(s) == 0) {
+        sema_.acquire();
+        return true;
+      }
+      if (state_.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel, std::memory_order_acquire)) return false;
+    }
   }
 
  private:

@@ -18,10 +18,13 @@
 // the object again, and the caller may destroy it (wait_group on a stack).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "park.hpp"
+#include "timed_park.hpp"
 #include "spinlock.hpp"
 
 namespace goro::detail {
@@ -56,6 +59,24 @@ class sema {
     // nothing here touches *this again.
   }
 
+  // acquire() giving up at the nanotime() `when`: false if it did (no
+  // token taken).
+  bool acquire_until(std::int64_t when) noexcept {
+    lock_.lock();
+    if (count_ > 0) {
+      --count_;
+      lock_.unlock();
+      return true;
+    }
+    if (when <= nanotime()) {
+      lock_.unlock();
+      return false;
+    }
+    waiter w;
+    queue_.push_back(&w);
+    return block_on_until(w, lock_, when, &unlink_waiter, &queue_);
+  }
+
   // Takes one token if one is available now.
   bool try_acquire() noexcept {
     lock_.lock();
@@ -83,6 +104,10 @@ class sema {
   }
 
  private:
+  static bool unlink_waiter(void* q, waiter* w) noexcept {
+    return static_cast<waiter_queue*>(q)->remove_first_if([w](const waiter* x) { return x == w; }) != nullptr;
+  }
+
   spinlock lock_;
   std::uint64_t count_;  // tokens not yet taken (guarded by lock_)
   waiter_queue queue_;   // blocked acquirers (guarded by lock_)
@@ -120,6 +145,33 @@ class notify_list {
     block_on(w, queue_, lock_);
   }
 
+  // wait(t) giving up at the nanotime() `when`: false if it did. A waiter
+  // that gives up leaves its ticket in abandoned_, so that notify_one
+  // passes over it to the next waiter instead of spending itself on it.
+  bool wait_until(std::uint32_t t, std::int64_t when) noexcept {
+    lock_.lock();
+    if (less(t, notify_.load(std::memory_order_relaxed))) {
+      lock_.unlock();
+      return true;
+    }
+    if (when <= nanotime()) {
+      lock_.unlock();
+      return false;
+    }
+    waiter w;
+    w.ticket = t;
+    queue_.push_back(&w);
+    return block_on_until(
+        w, lock_, when,
+        [](void* self, waiter* x) noexcept {
+          auto* nl = static_cast<notify_list*>(self);
+          if (!nl->queue_.remove_first_if([x](const waiter* y) { return y == x; })) return false;
+          nl->abandoned_.push_back(x->ticket);
+          return true;
+        },
+        this);
+  }
+
   // notifyListNotifyOne: wakes the waiter holding the oldest unnotified
   // ticket. If it has not queued yet, it will see its ticket notified in
   // wait() and not block.
@@ -129,13 +181,19 @@ class notify_list {
     // the lock before us), and missing it is allowed.
     if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
     lock_.lock();
-    const std::uint32_t t = notify_.load(std::memory_order_relaxed);
-    if (t == wait_.load(std::memory_order_acquire)) {
-      lock_.unlock();
-      return;
+    waiter* w = nullptr;
+    for (;;) {
+      const std::uint32_t t = notify_.load(std::memory_order_relaxed);
+      if (t == wait_.load(std::memory_order_acquire)) break;
+      notify_.store(t + 1, std::memory_order_release);
+      w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
+      if (w) break;
+      // Not queued: either it has yet to reach wait() (it will find itself
+      // notified), or it gave up waiting -- then notify the next one.
+      auto it = std::find(abandoned_.begin(), abandoned_.end(), t);
+      if (it == abandoned_.end()) break;
+      abandoned_.erase(it);
     }
-    notify_.store(t + 1, std::memory_order_release);
-    waiter* w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
     lock_.unlock();  // last access to *this
     if (w) wake(w);
   }
@@ -148,6 +206,7 @@ class notify_list {
     // this read of wait_ covers all of them: take_all() takes only notified
     // waiters.
     notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
+    abandoned_.clear();
     waiter* list = queue_.take_all();
     lock_.unlock();  // last access to *this
     wake_list(list);
@@ -159,7 +218,8 @@ class notify_list {
   std::atomic<std::uint32_t> wait_{0};
   std::atomic<std::uint32_t> notify_{0};  // written under lock_ only
   spinlock lock_;
-  waiter_queue queue_;  // guarded by lock_
+  waiter_queue queue_;                   // guarded by lock_
+  std::vector<std::uint32_t> abandoned_;  // unnotified tickets of timed-out waiters (guarded by lock_)
 };
 
 }  // namespace goro::detail

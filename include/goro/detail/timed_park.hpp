@@ -1,0 +1,114 @@
+// Blocking with a deadline (the timed waits of wait_group, cond and
+// semaphore): park.hpp's block_on, plus a timer that takes the waiter off
+// its queue and wakes it when the deadline passes first.
+//
+// The race between a waker and the deadline is settled under the queue's
+// lock: whoever unlinks the waiter owns the wake-up. The waker pops it (the
+// wait succeeded); the timer's function removes it (timed out) -- if it is
+// no longer queued, a waker has it and the function does nothing.
+//
+// Lifetimes: the timer is `sync` and lives in the blocked goroutine's frame;
+// after the wake-up the goroutine deletes it, which waits for a running
+// timer function (detail/timer_heap.hpp). So when the wait returns, no
+// timer function still touches the frame or the sync object.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "futex.hpp"
+#include "m.hpp"
+#include "park.hpp"
+#include "spinlock.hpp"
+#include "timer_heap.hpp"
+
+namespace goro::detail {
+
+// Unlinks w from its queue (owner) if it is still there; true if it was.
+// Called with the queue's lock held.
+using unlink_fn = bool (*)(void* owner, waiter* w) noexcept;
+
+// Blocks the caller, queued as `w` with `lock` held, until wake(w) or the
+// nanotime() `when`. Releases `lock`. True: woken; false: timed out (w
+// taken off its queue).
+inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_fn unlink, void* owner) noexcept {
+  if (!w.gp) {
+    // A plain thread: sleep on the futex with a timeout.
+    lock.unlock();
+    for (;;) {
+      if (w.woken.load(std::memory_order_acquire) != 0) return true;
+      const std::int64_t now = nanotime();
+      if (now >= when) break;
+      futex_wait(&w.woken, 0, when - now);
+    }
+    lock.lock();
+    const bool removed = unlink(owner, &w);
+    lock.unlock();
+    if (removed) return false;
+    // A waker popped us first: its wake is on its way.
+    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
+    return true;
+  }
+
+  struct timed {
+    waiter* w = nullptr;
+    spinlock* lock = nullptr;
+    unlink_fn unlink = nullptr;
+    void* owner = nullptr;
+    bool timed_out = false;  // written under *lock before the wake, read after it
+    timer t;
+  } ctx;
+  ctx.w = &w;
+  ctx.lock = &lock;
+  ctx.unlink = unlink;
+  ctx.owner = owner;
+  ctx.t.when = when;
+  ctx.t.sync = true;
+  ctx.t.arg = &ctx;
+  ctx.t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto* c = static_cast<timed*>(arg);
+    c->lock->lock();
+    const bool removed = c->unlink(c->owner, c->w);
+    if (removed) c->timed_out = true;
+    c->lock->unlock();
+    if (removed) wake(c->w);
+  };
+  // Like sleep: the timer is queued only once we are off our stack (the
+  // park's unlock step, on g0), then the queue's lock is released.
+  park(
+      current_m(),
+      [](void* arg) {
+        auto* c = static_cast<timed*>(arg);
+        current_m()->sched->add_timer(&c->t);
+        c->lock->unlock();
+        return true;
+      },
+      &ctx);
+  timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
+  return !ctx.timed_out;
+}
+
+// Sleeps the caller (a goroutine parks) until the nanotime() `when`: a
+// timed block that nobody wakes.
+inline void nap_until(std::int64_t when) noexcept {
+  waiter w;
+  spinlock l;
+  l.lock();
+  (void)block_on_until(
+      w, l, when, [](void*, waiter*) noexcept { return true; }, nullptr);
+}
+
+// A deadline as nanotime(): 0 and negative instants are "already past".
+template <class Clock, class Duration>
+std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
+  using namespace std::chrono;
+  const auto d = tp - Clock::now();  // another clock: converted through "how long from now"
+  if (d <= d.zero()) return nanotime();
+  const long double ns = duration<long double, std::nano>(d).count();
+  const std::int64_t now = nanotime();
+  if (ns >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return when_after(now, static_cast<std::int64_t>(ns) + 1);
+}
+
+}  // namespace goro::detail

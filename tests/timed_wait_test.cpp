@@ -1,0 +1,113 @@
+// Timed waits (beyond Go): wait_group::wait_for/until, cond::wait_for/until,
+// mutex::try_lock_for/until -- false on timeout, true when satisfied in time,
+// from goroutines and plain threads.
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+using goro_test::scale;
+
+TEST_CASE("timed waits: wait_group::wait_for / wait_until", "[timed]") {
+  goro::run([] {
+    goro::wait_group wg;
+    CHECK(wg.wait_for(1ms));  // zero counter: at once
+    wg.add(1);
+    auto start = std::chrono::steady_clock::now();
+    CHECK(!wg.wait_for(20ms));
+    CHECK(std::chrono::steady_clock::now() - start >= 20ms);
+    CHECK(!wg.wait_until(std::chrono::system_clock::now() + 5ms));  // another clock
+    goro::go([&] {
+      goro::sleep_for(10ms);
+      wg.done();
+    });
+    CHECK(wg.wait_for(10s));
+    // The withdrawn registrations left no stray token: a new cycle waits.
+    wg.add(1);
+    CHECK(!wg.wait_for(5ms));
+    wg.done();
+    CHECK(wg.wait_for(0ms));
+  });
+}
+
+TEST_CASE("timed waits: cond::wait_for re-locks and reports timeout vs notify", "[timed]") {
+  goro::run([] {
+    goro::mutex mu;
+    goro::cond cv;
+    bool ready = false;
+    std::unique_lock<goro::mutex> lk(mu);
+    CHECK(!cv.wait_for(lk, 10ms));
+    CHECK(lk.owns_lock());
+    CHECK(!mu.try_lock());  // re-locked
+    goro::go([&] {
+      goro::sleep_for(5ms);
+      std::lock_guard<goro::mutex> g(mu);
+      ready = true;
+      cv.notify_one();
+    });
+    while (!ready) REQUIRE(cv.wait_for(lk, 10s));
+    CHECK(ready);
+    lk.unlock();
+    std::unique_lock<goro::mutex> unlocked(mu, std::defer_lock);
+    CHECK_THROWS_AS(cv.wait_for(unlocked, 1ms), goro::usage_error);
+  });
+}
+
+TEST_CASE("timed waits: mutex::try_lock_for / try_lock_until", "[timed]") {
+  goro::run([] {
+    goro::mutex mu;
+    CHECK(mu.try_lock_for(1ms));
+    auto start = std::chrono::steady_clock::now();
+    CHECK(!mu.try_lock_for(15ms));  // held by us
+    CHECK(std::chrono::steady_clock::now() - start >= 15ms);
+    goro::go([&] {
+      goro::sleep_for(5ms);
+      mu.unlock();
+    });
+    CHECK(mu.try_lock_until(std::chrono::steady_clock::now() + 10s));
+    mu.unlock();
+  });
+}
+
+TEST_CASE("timed waits: racing timeouts and wakes, goroutines and threads", "[timed]") {
+  goro::runtime rt{goro::options{4}};
+  const int n = scale(300, 50);
+  std::atomic<int> ok{0}, timed_out{0};
+  goro::wait_group wg;
+  std::thread t([&] {
+    // A plain thread: the futex timeout path.
+    goro::wait_group never;
+    never.add(1);
+    CHECK(!never.wait_for(5ms));
+  });
+  rt.run([&] {
+    goro::wait_group all;
+    for (int i = 0; i < n; ++i) {
+      all.add(1);
+      goro::go([&, i] {
+        goro::wait_group w;
+        w.add(1);
+        goro::go([&w, i] {
+          if (i % 3) goro::sleep_for(std::chrono::microseconds(i % 200));
+          w.done();
+        });
+        if (w.wait_for(std::chrono::microseconds(100))) {
+          ok.fetch_add(1);
+        } else {
+          timed_out.fetch_add(1);
+          w.wait();  // the helper still refers to w
+        }
+        all.done();
+      });
+    }
+    all.wait();
+  });
+  t.join();
+  CHECK(ok.load() + timed_out.load() == n);
+}
