@@ -8,10 +8,16 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <ratio>
+#include <shared_mutex>
 #include <span>
 #include <string>
+#include <system_error>
 #include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -175,4 +181,69 @@ TEST_CASE("spec: every name in the public contract compiles and works", "[spec]"
   goro::trace::stop();
   CHECK(std::remove(path.c_str()) == 0);
   CHECK_FALSE(goro::this_goroutine::inside());
+}
+
+TEST_CASE("spec: context, group, nil channels, select_case, rw_mutex, timed waits, after_func", "[spec]") {
+  using namespace std::chrono_literals;
+  goro::run([] {
+    goro::context bg = goro::background();
+    std::pair<goro::context, goro::cancel_func> a = goro::with_cancel(bg);
+    std::pair<goro::context, goro::cancel_func> b =
+        goro::with_timeout(a.first, std::chrono::nanoseconds(1'000'000'000));
+    std::pair<goro::context, goro::cancel_func> c = goro::with_deadline(a.first, std::chrono::steady_clock::now() + 1h);
+    goro::recv_chan<std::monostate> done = b.first.done();
+    CHECK(b.first.err() == goro::cancel_reason::none);
+    std::optional<std::chrono::steady_clock::time_point> dl = b.first.deadline();
+    CHECK(dl.has_value());
+    a.second();
+    CHECK(!done.recv().has_value());
+    CHECK(c.first.err() == goro::cancel_reason::canceled);
+    b.second();
+    c.second();
+
+    goro::group g;
+    goro::group g2(bg);
+    g.set_limit(2);
+    g.go([] {});
+    CHECK(g.try_go([]() -> std::error_code { return {}; }));
+    std::error_code ec = g.wait();
+    CHECK(!ec);
+    CHECK(g.ctx().err() == goro::cancel_reason::canceled);
+    CHECK(!g2.wait());
+
+    goro::chan<int> nil = nullptr;
+    goro::chan<int> ready(1);
+    ready.send(3);
+    std::vector<goro::select_case> cases;
+    cases.push_back(goro::recv_case(nil, [](std::optional<int>) {}));
+    cases.push_back(goro::recv_case(ready, [](std::optional<int> v) { CHECK(*v == 3); }));
+    cases.push_back(goro::send_case(nil, 1, [] {}));
+    CHECK(goro::select(std::span<goro::select_case>(cases)) == 1);
+    cases.push_back(goro::default_case([] {}));
+    CHECK(goro::select(std::span<goro::select_case>(cases)) == 3);
+
+    goro::rw_mutex rw;
+    { std::shared_lock<goro::rw_mutex> r(rw); }
+    { std::lock_guard<goro::rw_mutex> w(rw); }
+    CHECK(rw.try_lock_shared());
+    rw.unlock_shared();
+
+    goro::wait_group wg;
+    CHECK(wg.wait_for(1ms));
+    CHECK(wg.wait_until(std::chrono::steady_clock::now() + 1ms));
+    goro::mutex mu;
+    CHECK(mu.try_lock_for(1ms));
+    CHECK(!mu.try_lock_until(std::chrono::steady_clock::now() + 1ms));
+    goro::cond cv;
+    {
+      std::unique_lock<goro::mutex> lk(mu, std::adopt_lock);
+      CHECK(!cv.wait_for(lk, 1ms));
+      CHECK(!cv.wait_until(lk, std::chrono::steady_clock::now() + 1ms));
+    }
+
+    goro::chan<int> fired(1);
+    goro::timer t = goro::after_func(1ms, [fired]() mutable { fired.send(1); });
+    CHECK(*fired.recv() == 1);
+    CHECK(!t.stop());
+  });
 }
