@@ -127,6 +127,13 @@ WORKLOADS += [
     Workload("sleepers_cpu", "cpu_ms", "ms CPU", ["goro", "go"], *_sleepers_args,
              Target("ratio_le", 1.0, "go", "<= Go"), program="sleepers"),
 ]
+# Cancellation fan-out: one parent context, 100,000 children each watched by
+# a goroutine in select; time from the parent's cancel to the last wake-up.
+WORKLOADS += [
+    Workload("context_cancel", "wall_ms", "ms wall", ["goro", "go"],
+             ["--n", "100000", "--reps", "3"], ["--n", "20000", "--reps", "2"],
+             Target("ratio_le", 1.0, "go", "<= Go")),
+]
 # Resident memory of 100,000 goroutines parked on a channel receive, per
 # goroutine: the default policy (64 KiB stacks, one page touched) and a
 # small-stack policy (4 KiB stacks, packed). One measurement per process.
