@@ -80,11 +80,13 @@ TEST_CASE("timed waits: racing timeouts and wakes, goroutines and threads", "[ti
   const int n = scale(300, 50);
   std::atomic<int> ok{0}, timed_out{0};
   goro::wait_group wg;
+  std::atomic<bool> thread_timed_out{false};
   std::thread t([&] {
     // A plain thread: the futex timeout path.
     goro::wait_group never;
     never.add(1);
-    CHECK(!never.wait_for(5ms));
+    thread_timed_out = !never.wait_for(5ms);
+    never.done();
   });
   rt.run([&] {
     goro::wait_group all;
@@ -109,5 +111,6 @@ TEST_CASE("timed waits: racing timeouts and wakes, goroutines and threads", "[ti
     all.wait();
   });
   t.join();
+  CHECK(thread_timed_out.load());
   CHECK(ok.load() + timed_out.load() == n);
 }
