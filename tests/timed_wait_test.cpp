@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "test_util.hpp"
@@ -114,3 +115,49 @@ TEST_CASE("timed waits: racing timeouts and wakes, goroutines and threads", "[ti
   CHECK(thread_timed_out.load());
   CHECK(ok.load() + timed_out.load() == n);
 }
+
+#if GORO_EXCEPTIONS
+TEST_CASE("timed waits, rw_mutex and nil channels inside goro::blocking are usage_errors", "[timed][blocking]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::wait_group wg;
+    wg.add(1);
+    goro::mutex mu, mu2;
+    mu.lock();
+    goro::cond cv;
+    goro::rw_mutex rw;
+    rw.lock();
+    goro::chan<int> nil = nullptr;
+    auto message = [](auto f) {
+      std::string what;
+      goro::blocking([&] {
+        try {
+          f();
+        } catch (const goro::usage_error& e) {
+          what = e.what();
+        }
+      });
+      return what;
+    };
+    CHECK(message([&] { (void)wg.wait_for(1s); }) == "goro: wait_group wait_until inside goro::blocking");
+    CHECK(message([&] { (void)mu.try_lock_for(1s); }) == "goro: mutex try_lock_for inside goro::blocking");
+    CHECK(message([&] { rw.lock_shared(); }) == "goro: rw_mutex lock_shared inside goro::blocking");
+    CHECK(message([&] { rw.lock(); }) == "goro: rw_mutex lock inside goro::blocking");
+    CHECK(message([&] { (void)nil.recv(); }) == "goro: chan recv inside goro::blocking");
+    CHECK(message([&] { nil.send(1); }) == "goro: chan send inside goro::blocking");
+    {
+      std::unique_lock<goro::mutex> lk(mu2);
+      CHECK(message([&] { (void)cv.wait_for(lk, 1s); }) == "goro: cond wait_until inside goro::blocking");
+    }
+    // Everything was left as it was.
+    wg.done();
+    CHECK(wg.wait_for(1s));
+    mu.unlock();
+    CHECK(mu.try_lock_for(1s));
+    mu.unlock();
+    rw.unlock();
+    CHECK(rw.try_lock_shared());
+    rw.unlock_shared();
+  });
+}
+#endif

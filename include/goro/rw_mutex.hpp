@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "detail/inside_blocking.hpp"
 #include "detail/sema.hpp"
 #include "error.hpp"
 #include "sync.hpp"
@@ -31,8 +32,13 @@ class rw_mutex {
   rw_mutex(const rw_mutex&) = delete;
   rw_mutex& operator=(const rw_mutex&) = delete;
 
-  // Go's RLock.
-  void lock_shared() noexcept {
+  // Go's RLock. Inside goro::blocking (lock too), one that would wait is a
+  // usage_error.
+  void lock_shared() {
+    if (GORO_UNLIKELY(detail::inside_blocking(detail::current_m()))) {
+      if (!try_lock_shared()) detail::raise_inside_blocking("rw_mutex lock_shared");
+      return;
+    }
     if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) reader_sem_.acquire();  // a writer is pending
   }
 
@@ -61,7 +67,11 @@ class rw_mutex {
 
   // Go's Lock: other writers first, then announce ourselves to readers and
   // wait for those already inside.
-  void lock() noexcept {
+  void lock() {
+    if (GORO_UNLIKELY(detail::inside_blocking(detail::current_m()))) {
+      if (!try_lock()) detail::raise_inside_blocking("rw_mutex lock");
+      return;
+    }
     w_.lock();
     const std::int32_t r = reader_count_.fetch_sub(max_readers, std::memory_order_acq_rel);
     if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) writer_sem_.acquire();

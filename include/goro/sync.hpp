@@ -97,6 +97,7 @@ class mutex {
       if (try_lock()) return true;
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
+      detail::check_may_park("mutex try_lock_for");
       detail::nap_until(std::min(when, now + backoff));
       if (backoff < 1'000'000) backoff *= 2;
     }
@@ -305,6 +306,7 @@ class cond {
   template <class Clock, class Duration>
   bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
     if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
+    detail::check_may_park("cond wait_until");
     const std::int64_t when = detail::deadline_ns(tp);
     const std::uint32_t t = list_.add();
     lk.unlock();
@@ -383,12 +385,7 @@ class wait_group {
     // A runtime destroyed while we wait for good takes us off sema_'s
     // queue: un-count us too, or a later release would keep our token for
     // the next wait() to take early.
-    sema_.acquire(false, [](void* self) noexcept {
-      auto& st = static_cast<wait_group*>(self)->state_;
-      std::uint64_t v = st.load(std::memory_order_relaxed);
-      while (static_cast<std::uint32_t>(v) != 0 && !st.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
-      }
-    }, this);
+    sema_.acquire(false, &uncount_waiter, this);
   }
 
   // Timed waits (beyond Go, for engines): false if the counter was not zero
@@ -404,9 +401,10 @@ class wait_group {
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return true;
       if (detail::nanotime() >= when) return false;
+      detail::check_may_park("wait_group wait_until");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    if (sema_.acquire_until(when)) return true;
+    if (sema_.acquire_until(when, &uncount_waiter, this)) return true;
     // Timed out, off the sema's queue: withdraw our registration. If the
     // counter reached zero meanwhile, add() reset the state and released a
     // token for every registered waiter, us included: take ours (it is
@@ -423,6 +421,16 @@ class wait_group {
   }
 
  private:
+  // A runtime destroyed while a goroutine waits for good takes it off
+  // sema_'s queue: un-count it too, or a later release would keep its
+  // token for the next wait() to take early.
+  static void uncount_waiter(void* self) noexcept {
+    auto& st = static_cast<wait_group*>(self)->state_;
+    std::uint64_t v = st.load(std::memory_order_relaxed);
+    while (static_cast<std::uint32_t>(v) != 0 && !st.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+    }
+  }
+
   std::atomic<std::uint64_t> state_{0};  // counter in the high half, waiters in the low
   detail::sema sema_;
 };

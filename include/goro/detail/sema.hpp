@@ -61,7 +61,7 @@ class sema {
 
   // acquire() giving up at the nanotime() `when`: false if it did (no
   // token taken).
-  bool acquire_until(std::int64_t when) noexcept {
+  bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
     lock_.lock();
     if (count_ > 0) {
       --count_;
@@ -74,7 +74,7 @@ class sema {
     }
     waiter w;
     queue_.push_back(&w);
-    return block_on_until(w, lock_, when, &unlink_waiter, &queue_);
+    return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
   }
 
   // Takes one token if one is available now.

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "extm.hpp"
 #include "futex.hpp"
 #include "m.hpp"
 #include "park.hpp"
@@ -32,9 +33,13 @@ using unlink_fn = bool (*)(void* owner, waiter* w) noexcept;
 // Blocks the caller, queued as `w` with `lock` held, until wake(w) or the
 // nanotime() `when`. Releases `lock`. True: woken; false: timed out (w
 // taken off its queue).
-inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_fn unlink, void* owner) noexcept {
+// unlinked(ctx), if given, runs when a runtime destroyed while the caller
+// waits takes w off its queue (see block_on).
+inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_fn unlink, void* owner,
+                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr) noexcept {
   if (!w.gp) {
     // A plain thread: sleep on the futex with a timeout.
+    extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
     lock.unlock();
     for (;;) {
       if (w.woken.load(std::memory_order_acquire) != 0) return true;
@@ -56,6 +61,8 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
     spinlock* lock = nullptr;
     unlink_fn unlink = nullptr;
     void* owner = nullptr;
+    void (*unlinked)(void*) noexcept = nullptr;
+    void* unlinked_ctx = nullptr;
     bool timed_out = false;  // written under *lock before the wake, read after it
     timer t;
   } ctx;
@@ -63,6 +70,8 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
   ctx.lock = &lock;
   ctx.unlink = unlink;
   ctx.owner = owner;
+  ctx.unlinked = unlinked;
+  ctx.unlinked_ctx = unlinked_ctx;
   ctx.t.when = when;
   ctx.t.sync = true;
   ctx.t.arg = &ctx;
@@ -74,6 +83,16 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
     c->lock->unlock();
     if (removed) wake(c->w);
   };
+  // A runtime destroyed while we wait (its timers dropped) takes w off
+  // its queue (g::unlink_wait, as block_on).
+  w.gp->unlink_wait = [](void* arg) noexcept {
+    auto* c = static_cast<timed*>(arg);
+    c->lock->lock();
+    const bool removed = c->unlink(c->owner, c->w);
+    c->lock->unlock();
+    if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
+  };
+  w.gp->unlink_arg = &ctx;
   // Like sleep: the timer is queued only once we are off our stack (the
   // park's unlock step, on g0), then the queue's lock is released.
   park(
@@ -85,6 +104,7 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
         return true;
       },
       &ctx);
+  w.gp->unlink_wait = nullptr;
   timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
   return !ctx.timed_out;
 }
