@@ -181,16 +181,17 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
 }  // namespace detail
 
 // Cases, built by on_recv / on_send / on_default.
+// A T whose move may throw travels boxed (detail::chan_elem, chan.hpp).
 template <class T, class F>
 struct recv_case {
-  detail::hchan<T>* c;
+  detail::hchan<detail::chan_elem<T>>* c;
   F f;
-  std::optional<T> slot{};
+  std::optional<detail::chan_elem<T>> slot{};
 };
 template <class T, class F>
 struct send_case {
-  detail::hchan<T>* c;
-  T value;
+  detail::hchan<detail::chan_elem<T>>* c;
+  detail::chan_elem<T> value;
   F f;
 };
 template <class F>
@@ -205,11 +206,20 @@ recv_case<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
 }
+template <class T, class F>
+recv_case<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::on_recv: the callable must accept std::optional<T>");
+  return {ch.impl(), std::forward<F>(f)};
+}
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
 template <class T, class V, class F>
 send_case<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
-  return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+  if constexpr (detail::chan_boxed<T>)
+    return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
+  else
+    return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
 }
 // Runs when no other case is ready: the select does not block.
 template <class F>
@@ -227,13 +237,22 @@ struct case_traits {
 template <class T, class F>
 struct case_traits<recv_case<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(recv_case<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
-  static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
+  static select_case erase(recv_case<T, F>& rc) noexcept {
+    return {rc.c, &rc.slot, &hchan<chan_elem<T>>::poll_recv, false};
+  }
+  static void run(recv_case<T, F>& rc) {
+    if constexpr (chan_boxed<T>)
+      rc.f(chan_unbox<T>(std::move(rc.slot)));
+    else
+      rc.f(std::move(rc.slot));
+  }
 };
 template <class T, class F>
 struct case_traits<send_case<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(send_case<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
+  static select_case erase(send_case<T, F>& s) noexcept {
+    return {s.c, &s.value, &hchan<chan_elem<T>>::poll_send, true};
+  }
   static void run(send_case<T, F>& s) { s.f(); }
 };
 template <class F>

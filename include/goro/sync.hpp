@@ -322,12 +322,20 @@ class wait_group {
       state_.fetch_sub(d, std::memory_order_acq_rel);
       detail::raise_usage("wait_group counter went negative");
     }
+    // Go's WaitGroup.Add: the first increment (from zero) must happen before
+    // any wait; waiters registered with a zero counter are being released
+    // by a done() right now, whose reset of the state swallows this add.
+    if (w != 0 && delta > 0 && v == static_cast<std::int32_t>(delta)) raise_concurrent_add();
     if (v > 0 || w == 0) return;  // no further access to *this
     // v == 0 with w registered waiters: none can return before it gets a
     // token from the release below (registered ones that have not blocked
-    // yet take a kept token), so *this stays alive until then.
+    // yet take a kept token), so *this stays alive until then. An add()
+    // between our fetch_add and the reset is misuse (Go panics); the
+    // waiters are still released, then this done() reports it.
+    const bool raced = state_.load(std::memory_order_relaxed) != s;
     state_.store(0, std::memory_order_relaxed);
     sema_.release(w);
+    if (raced) raise_concurrent_add();
   }
 
   void done() { add(-1); }
@@ -348,9 +356,19 @@ class wait_group {
       while (static_cast<std::uint32_t>(v) != 0 && !st.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
       }
     }, this);
+    // The releasing done() reset the state to 0 before handing out tokens:
+    // anything else means add() was called again before this wait()
+    // returned (Go's "WaitGroup is reused before previous Wait has
+    // returned"). This waiter is still inside wait(), so *this is alive.
+    if (state_.load(std::memory_order_acquire) != 0)
+      detail::raise_usage("wait_group misuse: wait_group is reused before previous wait has returned");
   }
 
  private:
+  [[noreturn]] static void raise_concurrent_add() {
+    detail::raise_usage("wait_group misuse: add called concurrently with wait");
+  }
+
   std::atomic<std::uint64_t> state_{0};  // counter in the high half, waiters in the low
   detail::sema sema_;
 };

@@ -19,15 +19,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#if GORO_EXCEPTIONS
-#include <cxxabi.h>
-#endif
-
 #include "chaos.hpp"
 #include "config.hpp"
 #include "context.hpp"
 #include "g.hpp"
 #include "sanitizer.hpp"
+
+#if GORO_EXCEPTIONS  // after config.hpp, which defines it
+#include <cxxabi.h>
+#endif
 
 namespace goro::detail {
 
