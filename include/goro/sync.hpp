@@ -4,6 +4,7 @@
 // detail::sema / detail::notify_list, which block through park.hpp.
 #pragma once
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -51,14 +52,23 @@ namespace goro {
 // and through its acquire load/add of state_, which reads the unlocker's
 // release RMW or a later one in its release sequence.
 //
-// Lifetime: the mutex may be destroyed once every lock()/unlock() call on
-// it has returned. As in Go, an unlock() that has waiters to wake still
-// touches the mutex after clearing the locked bit.
+// Lifetime: the mutex may be destroyed by whoever holds it last, as soon
+// as its own unlock() returned, even while an earlier unlock() is still
+// running. As in Go, an unlock() that has waiters to wake still works on
+// the mutex after clearing the locked bit (unlockSlow), and in that window
+// another party may lock it, unlock it and destroy it. So the slow unlock
+// counts itself in unlockers_ before it clears the bit, and the destructor
+// waits for the count to drop: the destroying party locked the mutex after
+// that clear (its acquire reads the clearing RMW or a later one in its
+// release sequence), so it sees the count.
 class mutex {
  public:
   mutex() = default;
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
+  ~mutex() {
+    while (unlockers_.load(std::memory_order_acquire) != 0) sched_yield();  // an unlock() finishing its wake-up
+  }
 
   // Inside goro::blocking, a lock that would wait is a usage_error.
   void lock() {
@@ -79,14 +89,26 @@ class mutex {
   }
 
   void unlock() {
-    // Clear the locked bit. fetch_and (not Go's add) so that unlocking an
-    // unlocked mutex changes nothing before we report it. Release: the
-    // critical section happens-before the next owner's acquire.
-    const std::uint32_t old = state_.fetch_and(~locked, std::memory_order_release);
-    if (GORO_UNLIKELY(!(old & locked))) detail::raise_usage("unlock of unlocked mutex");
+    // Fast path: locked with nobody waiting; the CAS is the last access.
+    // Release: the critical section happens-before the next owner's acquire.
+    std::uint32_t old = locked;
+    if (GORO_LIKELY(state_.compare_exchange_strong(old, 0, std::memory_order_release, std::memory_order_relaxed)))
+      return;
+    if (GORO_UNLIKELY(!(old & locked))) detail::raise_usage("unlock of unlocked mutex");  // nothing changed
+    // Waiters: counted in unlockers_ (see the class comment) before the
+    // locked bit is cleared, uncounted as the very last access.
+    unlockers_.fetch_add(1, std::memory_order_relaxed);  // ordered before the release RMW below
+    old = state_.fetch_and(~locked, std::memory_order_release);
+    if (GORO_UNLIKELY(!(old & locked))) {  // unlocked by someone else meanwhile: misuse
+      unlockers_.fetch_sub(1, std::memory_order_release);
+      detail::raise_usage("unlock of unlocked mutex");
+    }
     const std::uint32_t now = old & ~locked;
-    if (GORO_LIKELY(now == 0)) return;  // nobody waiting, nothing to do
-    unlock_slow(now);
+#ifdef GORO_TEST_HOOK_MUTEX_UNLOCKED
+    GORO_TEST_HOOK_MUTEX_UNLOCKED();  // tests: widen the window after the release
+#endif
+    if (now != 0) unlock_slow(now);
+    unlockers_.fetch_sub(1, std::memory_order_release);  // last access to *this
   }
 
  private:
@@ -203,6 +225,7 @@ class mutex {
   }
 
   std::atomic<std::uint32_t> state_{0};
+  std::atomic<std::uint32_t> unlockers_{0};  // slow unlock() calls in progress
   detail::sema sema_;
 };
 
