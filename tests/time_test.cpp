@@ -535,3 +535,45 @@ TEST_CASE("time: timers left at shutdown are released", "[time][timer]") {
   }
   delete leaked;  // its runtime is gone: stopping it finds it on no heap
 }
+
+TEST_CASE("time: the timer's send survives a channel closed behind its back", "[time][after]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    // after(): receive-only, but impl() reaches the channel. Its one-shot
+    // timer must neither throw on g0 (terminate) nor leak.
+    auto a = goro::after(5ms);
+    a.impl()->close();
+    goro::timer t(5ms);
+    t.c().impl()->close();
+    goro::sleep_for(30ms);
+    CHECK_FALSE(a.recv());
+    CHECK_FALSE(t.c().recv());
+    CHECK_FALSE(t.stop());
+  });
+  // From a plain thread (the process-wide timer thread sends).
+  auto a = goro::after(1ms);
+  a.impl()->close();
+  std::this_thread::sleep_for(20ms);
+  CHECK_FALSE(a.recv());
+}
+
+TEST_CASE("time: a moved-from timer or ticker is a usage error", "[time][errors]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    using Catch::Matchers::Contains;
+    goro::timer t(1h);
+    goro::timer t2 = std::move(t);
+    CHECK_THROWS_WITH(t.stop(), Contains("goro: timer::stop on a moved-from timer"));
+    CHECK_THROWS_WITH(t.reset(1ms), Contains("goro: timer::reset on a moved-from timer"));
+    CHECK_THROWS_WITH(t.c(), Contains("goro: timer::c on a moved-from timer"));
+    CHECK(t2.stop());
+    goro::ticker k(1h);
+    goro::ticker k2 = std::move(k);
+    CHECK_THROWS_WITH(k.stop(), Contains("goro: ticker::stop on a moved-from ticker"));
+    CHECK_THROWS_WITH(k.reset(1ms), Contains("goro: ticker::reset on a moved-from ticker"));
+    CHECK_THROWS_WITH(k.c(), Contains("goro: ticker::c on a moved-from ticker"));
+    k2.stop();
+    t = std::move(t2);  // assigning a live one makes it usable again
+    CHECK_FALSE(t.stop());
+  });
+}

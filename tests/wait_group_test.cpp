@@ -4,6 +4,7 @@
 #include <goro/goro.hpp>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,34 @@ TEST_CASE("wait_group: negative counter is a usage error", "[wait_group][errors]
   wg.add(1);  // the failed done() left the counter at zero
   wg.done();
   wg.wait();
+}
+
+TEST_CASE("wait_group: reuse before the previous wait returned is a usage error", "[wait_group][errors]") {
+  // Go's "WaitGroup is reused before previous Wait has returned". At one P
+  // the waiter released by done() does not run before the next add().
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    goro::wait_group wg, fin;
+    wg.add(1);
+    fin.add(1);
+    std::string outcome = "none";
+    goro::go([&] {
+      try {
+        wg.wait();
+        outcome = "returned";
+      } catch (const goro::usage_error& e) {
+        outcome = e.what();
+      }
+      fin.done();
+    });
+    goro::yield();  // the waiter parks in wait()
+    wg.done();      // releases it: runnable, not running yet
+    wg.add(1);      // reused before its wait() returned
+    fin.wait();
+    CHECK(outcome == "goro: wait_group misuse: wait_group is reused before previous wait has returned");
+    wg.done();
+    wg.wait();
+  });
 }
 
 TEST_CASE("wait_group: may live on the waiter's stack (last done races the return)", "[wait_group]") {

@@ -41,6 +41,8 @@ namespace goro {
 
 template <class T>
 class chan;
+template <class T>
+class recv_chan;
 
 namespace detail {
 
@@ -238,9 +240,18 @@ struct queued_waiter {
 [[noreturn]] GORO_NOINLINE inline void block_forever_nil(const char* call) {
   caller self = current_caller();
   if (GORO_UNLIKELY(inside_blocking(self.m))) raise_inside_blocking(call);
-  if (self.gp) park(self.m, [](void*) { return true; }, nullptr);
   std::atomic<std::uint32_t> never{0};
-  for (;;) futex_wait(&never, 0);
+  for (;;) {
+    if (self.gp)
+      park(self.m, [](void*) { return true; }, nullptr);
+    else
+      futex_wait(&never, 0);
+  }
+}
+
+// edges' name for the same (chan_recv_into and friends).
+[[noreturn]] inline void block_forever(const char* call) {
+  block_forever_nil(call);
 }
 
 [[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
@@ -248,10 +259,11 @@ struct queued_waiter {
 
 // The typed channel: chan_core plus the ring buffer of T (raw storage:
 // T need not be default-constructible; slots [recvx, recvx+count) hold live
-// objects). T's move constructor runs under the lock: a throwing one
-// terminates (these functions are noexcept).
+// objects). T's move constructor runs under the lock, so it must not
+// throw: chan<T> of a T whose move may throw uses hchan<chan_elem<T>>.
 template <class T>
 struct hchan : chan_core {
+  static_assert(std::is_nothrow_move_constructible_v<T>, "hchan<T>: T's moves run under the lock");
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
     if (cap) storage = std::allocator<T>().allocate(cap);
   }
@@ -386,17 +398,24 @@ struct hchan : chan_core {
     return out;
   }
 
-  bool try_send(T& v) {
+  // try_send without raising: closed is an answer (a timer's send, which
+  // runs on g0 and must not throw, drops the value).
+  chan_op offer(T& v) noexcept {
     // Go's fast path: not closed, then full, observed in that order, imply
     // an instant when the channel was open and a send would block (a closed
     // channel never becomes "not closed" again).
-    if (!closed.load(std::memory_order_acquire) && full()) return false;
+    if (!closed.load(std::memory_order_acquire) && full()) return chan_op::blocked;
     chan_waiter* partner = nullptr;
     lock.lock();
     chan_op r = send_locked(v, partner);
     lock.unlock();
-    if (r == chan_op::closed) raise_send_closed();
     if (partner) wake_chan_waiter(partner);
+    return r;
+  }
+
+  bool try_send(T& v) {
+    chan_op r = offer(v);
+    if (r == chan_op::closed) raise_send_closed();
     return r == chan_op::done;
   }
 
@@ -442,9 +461,62 @@ struct hchan : chan_core {
   }
 };
 
+// What a chan<T> holds. A T whose move may throw (or allocate: a
+// std::deque) travels boxed: the sender moves it into a heap node before
+// taking the lock and the receiver moves it out after releasing it, so only
+// pointers move under the lock; a throwing move then fails the operation of
+// the party that made it (a sender keeps nothing sent, a receiver loses the
+// value it took) and leaves the channel intact.
+template <class T>
+inline constexpr bool chan_boxed = !std::is_nothrow_move_constructible_v<T>;
+template <class T>
+using chan_elem = std::conditional_t<chan_boxed<T>, std::unique_ptr<T>, T>;
+
+// The received value out of what the channel held (the receiver's side of
+// a boxed value: T's move runs here, with no lock held).
+template <class T>
+std::optional<T> chan_unbox(std::optional<chan_elem<T>>&& o) {
+  if constexpr (chan_boxed<T>) {
+    if (!o) return std::nullopt;
+    std::unique_ptr<T> b = std::move(*o);
+    return std::optional<T>(std::move(*b));
+  } else {
+    return std::move(o);
+  }
+}
+
+// Receives from c into `out` (empty); c == nullptr is a nil channel.
+template <class T>
+void chan_recv_into(hchan<chan_elem<T>>* c, std::optional<T>& out) {
+  if (GORO_UNLIKELY(!c)) block_forever("chan recv");
+  if constexpr (chan_boxed<T>) {
+    std::optional<std::unique_ptr<T>> b;
+    c->recv_into(b);
+    if (b) out.emplace(std::move(**b));
+  } else {
+    c->recv_into(out);
+  }
+}
+
+template <class T>
+std::optional<T> chan_recv(hchan<chan_elem<T>>* c) {
+  std::optional<T> out;
+  chan_recv_into(c, out);
+  return out;
+}
+
+template <class T>
+std::optional<T> chan_try_recv(hchan<chan_elem<T>>* c) {
+  if (!c) return std::nullopt;
+  return chan_unbox<T>(c->try_recv());
+}
+
 }  // namespace detail
 
-// A channel handle: copies refer to the same channel (Go's chan T).
+// A channel handle: copies refer to the same channel (Go's chan T). A
+// moved-from handle is a nil channel, as Go's zero chan: send and receive
+// block forever, try_send / try_recv find nothing ready, close is a
+// usage_error.
 template <class T>
 class chan {
   static_assert(std::is_move_constructible_v<T>, "goro::chan<T>: T must be move-constructible");
@@ -452,8 +524,10 @@ class chan {
                 "goro::chan<T>: T must be a non-const object type");
 
  public:
+  using impl_type = detail::hchan<detail::chan_elem<T>>;
+
   // capacity 0: unbuffered (every send meets a receiver).
-  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<detail::hchan<T>>(capacity)) {}
+  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<impl_type>(capacity)) {}
   // The nil channel (Go's `var c chan T`): `chan<T> c = nullptr;`, or
   // `c = nullptr` to switch a select case off. Send and receive block
   // forever, close is a usage_error, a select case on it is never chosen.
@@ -464,20 +538,39 @@ class chan {
   // Blocks until a receiver takes v or there is room in the buffer.
   // On a closed channel (also one closed while blocked): goro::channel_closed.
   void send(T v) {
-    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan send");
-    c_->send(v);
+    if (GORO_UNLIKELY(!c_)) detail::block_forever("chan send");
+    if constexpr (detail::chan_boxed<T>) {
+      auto b = std::make_unique<T>(std::move(v));
+      c_->send(b);
+    } else {
+      c_->send(v);
+    }
   }
   // Blocks until a value arrives; nullopt once the channel is closed and drained.
-  std::optional<T> recv() {
-    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan recv");
-    return c_->recv();
-  }
+  std::optional<T> recv() { return detail::chan_recv<T>(c_.get()); }
   // Never blocks: false (v intact) if a send would block. On a closed
   // channel: goro::channel_closed (as Go's select-with-default send).
-  bool try_send(T& v) { return c_ ? c_->try_send(v) : false; }
-  bool try_send(T&& v) { return c_ ? c_->try_send(v) : false; }
+  bool try_send(T& v) {
+    if (!c_) return false;
+    if constexpr (detail::chan_boxed<T>) {
+      auto b = std::make_unique<T>(std::move(v));
+      detail::chan_op r = c_->offer(b);
+      if (r == detail::chan_op::done) return true;
+      if constexpr (std::is_move_assignable_v<T>) {
+        v = std::move(*b);
+      } else {
+        std::destroy_at(&v);
+        std::construct_at(&v, std::move(*b));
+      }
+      if (r == detail::chan_op::closed) detail::raise_send_closed();
+      return false;
+    } else {
+      return c_->try_send(v);
+    }
+  }
+  bool try_send(T&& v) { return try_send(v); }
   // Never blocks: nullopt if nothing is ready (or closed and drained).
-  std::optional<T> try_recv() { return c_ ? c_->try_recv() : std::nullopt; }
+  std::optional<T> try_recv() { return detail::chan_try_recv<T>(c_.get()); }
   // Wakes every waiter. Twice: goro::channel_closed. Nil: goro::usage_error.
   void close() {
     if (GORO_UNLIKELY(!c_)) detail::raise_usage("chan::close: close of nil channel");
@@ -496,7 +589,7 @@ class chan {
     T&& operator*() noexcept { return std::move(*cur_); }
     iterator& operator++() {
       cur_.reset();
-      c_->recv_into(cur_);
+      next();
       return *this;
     }
     void operator++(int) { ++*this; }
@@ -504,11 +597,10 @@ class chan {
 
    private:
     friend class chan;
-    explicit iterator(detail::hchan<T>* c) : c_(c) {
-      if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan recv");
-      c_->recv_into(cur_);
-    }
-    detail::hchan<T>* c_;
+    friend class recv_chan<T>;
+    explicit iterator(impl_type* c) : c_(c) { next(); }
+    void next() { detail::chan_recv_into(c_, cur_); }
+    impl_type* c_;
     std::optional<T> cur_;
   };
   iterator begin() { return iterator(c_.get()); }
@@ -518,37 +610,45 @@ class chan {
   friend bool operator==(const chan& a, std::nullptr_t) noexcept { return !a.c_; }
   explicit operator bool() const noexcept { return c_ != nullptr; }  // false: the nil channel
 
-  detail::hchan<T>* impl() const noexcept { return c_.get(); }
+  // The channel (nullptr: nil), holding detail::chan_elem<T>.
+  impl_type* impl() const noexcept { return c_.get(); }
 
  private:
-  std::shared_ptr<detail::hchan<T>> c_;
+  friend class recv_chan<T>;
+  std::shared_ptr<impl_type> c_;
 };
 
-// A receive-only handle (Go's <-chan T): what after(), timers and
-// context::done() hand out. Convertible from chan<T>; it cannot send or
-// close. Default-constructed or from nullptr: the nil channel.
+// A receive-only channel handle (Go's <-chan T): what after() and
+// timer::c() return. Made from a chan<T> (implicitly), it refers to the same
+// channel; it can receive, range, and be a select's on_recv case, but it
+// cannot send or close (that does not compile). A moved-from one is nil.
 template <class T>
 class recv_chan {
  public:
-  recv_chan() noexcept : c_(nullptr) {}
-  recv_chan(std::nullptr_t) noexcept : c_(nullptr) {}
-  recv_chan(chan<T> c) noexcept : c_(std::move(c)) {}
+  using iterator = typename chan<T>::iterator;
+  using impl_type = typename chan<T>::impl_type;
 
-  std::optional<T> recv() { return c_.recv(); }
-  std::optional<T> try_recv() { return c_.try_recv(); }
-  std::size_t size() const noexcept { return c_.size(); }
-  std::size_t capacity() const noexcept { return c_.capacity(); }
-  auto begin() { return c_.begin(); }
+  recv_chan() noexcept = default;  // the nil channel
+  recv_chan(std::nullptr_t) noexcept {}
+  recv_chan(const chan<T>& c) noexcept : c_(c.c_) {}  // NOLINT(google-explicit-constructor): as Go's conversion
+  recv_chan(chan<T>&& c) noexcept : c_(std::move(c.c_)) {}
+
+  std::optional<T> recv() { return detail::chan_recv<T>(c_.get()); }
+  std::optional<T> try_recv() { return detail::chan_try_recv<T>(c_.get()); }
+  std::size_t size() const noexcept { return c_ ? c_->count.load(std::memory_order_relaxed) : 0; }
+  std::size_t capacity() const noexcept { return c_ ? c_->cap : 0; }
+
+  iterator begin() { return iterator(c_.get()); }
   std::default_sentinel_t end() const noexcept { return {}; }
 
   friend bool operator==(const recv_chan& a, const recv_chan& b) noexcept { return a.c_ == b.c_; }
-  friend bool operator==(const recv_chan& a, std::nullptr_t) noexcept { return a.c_ == nullptr; }
-  explicit operator bool() const noexcept { return static_cast<bool>(c_); }
+  friend bool operator==(const recv_chan& a, std::nullptr_t) noexcept { return !a.c_; }
+  explicit operator bool() const noexcept { return c_ != nullptr; }  // false: the nil channel
 
-  detail::hchan<T>* impl() const noexcept { return c_.impl(); }
+  impl_type* impl() const noexcept { return c_.get(); }
 
  private:
-  chan<T> c_;
+  std::shared_ptr<impl_type> c_;
 };
 
 }  // namespace goro

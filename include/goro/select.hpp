@@ -191,16 +191,17 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
 
 namespace detail {
 // The cases of the variadic select, built by on_recv / on_send / on_default.
+// A T whose move may throw travels boxed (detail::chan_elem, chan.hpp).
 template <class T, class F>
 struct recv_arm {
-  hchan<T>* c;  // nullptr: a nil channel (never chosen)
+  hchan<chan_elem<T>>* c;  // nullptr: a nil channel (never chosen)
   F f;
-  std::optional<T> slot{};
+  std::optional<detail::chan_elem<T>> slot{};
 };
 template <class T, class F>
 struct send_arm {
-  hchan<T>* c;
-  T value;
+  hchan<chan_elem<T>>* c;
+  chan_elem<T> value;
   F f;
 };
 template <class F>
@@ -226,7 +227,10 @@ detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
 template <class T, class V, class F>
 detail::send_arm<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
-  return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+  if constexpr (detail::chan_boxed<T>)
+    return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
+  else
+    return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
 }
 // Runs when no other case is ready: the select does not block.
 template <class F>
@@ -244,13 +248,22 @@ struct case_traits {
 template <class T, class F>
 struct case_traits<recv_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(recv_arm<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
-  static void run(recv_arm<T, F>& rc) { rc.f(std::move(rc.slot)); }
+  static select_case erase(recv_arm<T, F>& rc) noexcept {
+    return {rc.c, &rc.slot, &hchan<chan_elem<T>>::poll_recv, false};
+  }
+  static void run(recv_arm<T, F>& rc) {
+    if constexpr (chan_boxed<T>)
+      rc.f(chan_unbox<T>(std::move(rc.slot)));
+    else
+      rc.f(std::move(rc.slot));
+  }
 };
 template <class T, class F>
 struct case_traits<send_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(send_arm<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
+  static select_case erase(send_arm<T, F>& s) noexcept {
+    return {s.c, &s.value, &hchan<chan_elem<T>>::poll_send, true};
+  }
   static void run(send_arm<T, F>& s) { s.f(); }
 };
 template <class F>
@@ -340,40 +353,52 @@ class select_case {
   };
   template <class T, class F>
   struct recv_impl final : impl {
-    recv_impl(detail::hchan<T>* ch, F fn) : c(ch), f(std::move(fn)) {}
-    detail::hchan<T>* c;
+    using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
+    recv_impl(detail::hchan<elem>* ch, F fn) : c(ch), f(std::move(fn)) {}
+    detail::hchan<elem>* c;
     F f;
-    std::optional<T> slot;
+    std::optional<elem> slot;
     detail::select_case prepare() override {
       slot.reset();
-      return {c, &slot, &detail::hchan<T>::poll_recv, false};
+      return {c, &slot, &detail::hchan<elem>::poll_recv, false};
     }
     void run() override {
-      std::optional<T> v = std::move(slot);
+      std::optional<elem> v = std::move(slot);
       slot.reset();
-      f(std::move(v));
+      if constexpr (detail::chan_boxed<T>)
+        f(detail::chan_unbox<T>(std::move(v)));
+      else
+        f(std::move(v));
     }
   };
   template <class T, class F>
   struct send_impl final : impl {
-    send_impl(detail::hchan<T>* ch, T v, F fn) : c(ch), value(std::move(v)), f(std::move(fn)) {}
-    detail::hchan<T>* c;
-    T value;                  // what each send sends a copy of (moved into staged when T is move-only)
-    std::optional<T> staged;  // the value offered to this select
-    bool spent = false;       // a move-only value was sent
+    using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
+    send_impl(detail::hchan<elem>* ch, T v, F fn) : c(ch), value(std::move(v)), f(std::move(fn)) {}
+    detail::hchan<elem>* c;
+    T value;                     // what each send sends a copy of (moved into staged when T is move-only)
+    std::optional<elem> staged;  // the value offered to this select
+    bool spent = false;          // a move-only value was sent
     F f;
+    template <class V>
+    void stage(V&& v) {
+      if constexpr (detail::chan_boxed<T>)
+        staged.emplace(std::make_unique<T>(std::forward<V>(v)));
+      else
+        staged.emplace(std::forward<V>(v));
+    }
     detail::select_case prepare() override {
       if (!staged) {
         if constexpr (std::is_copy_constructible_v<T>) {
-          staged.emplace(value);
+          stage(value);
         } else if (!spent) {
-          staged.emplace(std::move(value));
+          stage(std::move(value));
           spent = true;
         } else {
-          return {nullptr, nullptr, &detail::hchan<T>::poll_send, true};
+          return {nullptr, nullptr, &detail::hchan<elem>::poll_send, true};
         }
       }
-      return {c, &*staged, &detail::hchan<T>::poll_send, true};
+      return {c, &*staged, &detail::hchan<elem>::poll_send, true};
     }
     void run() override {
       staged.reset();  // sent: moved from

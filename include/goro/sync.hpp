@@ -4,6 +4,7 @@
 // detail::sema / detail::notify_list, which block through park.hpp.
 #pragma once
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,14 +54,23 @@ namespace goro {
 // and through its acquire load/add of state_, which reads the unlocker's
 // release RMW or a later one in its release sequence.
 //
-// Lifetime: the mutex may be destroyed once every lock()/unlock() call on
-// it has returned. As in Go, an unlock() that has waiters to wake still
-// touches the mutex after clearing the locked bit.
+// Lifetime: the mutex may be destroyed by whoever holds it last, as soon
+// as its own unlock() returned, even while an earlier unlock() is still
+// running. As in Go, an unlock() that has waiters to wake still works on
+// the mutex after clearing the locked bit (unlockSlow), and in that window
+// another party may lock it, unlock it and destroy it. So the slow unlock
+// counts itself in unlockers_ before it clears the bit, and the destructor
+// waits for the count to drop: the destroying party locked the mutex after
+// that clear (its acquire reads the clearing RMW or a later one in its
+// release sequence), so it sees the count.
 class mutex {
  public:
   mutex() = default;
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
+  ~mutex() {
+    while (unlockers_.load(std::memory_order_acquire) != 0) sched_yield();  // an unlock() finishing its wake-up
+  }
 
   // Inside goro::blocking, a lock that would wait is a usage_error.
   void lock() {
@@ -104,14 +114,26 @@ class mutex {
   }
 
   void unlock() {
-    // Clear the locked bit. fetch_and (not Go's add) so that unlocking an
-    // unlocked mutex changes nothing before we report it. Release: the
-    // critical section happens-before the next owner's acquire.
-    const std::uint32_t old = state_.fetch_and(~locked, std::memory_order_release);
-    if (GORO_UNLIKELY(!(old & locked))) detail::raise_usage("unlock of unlocked mutex");
+    // Fast path: locked with nobody waiting; the CAS is the last access.
+    // Release: the critical section happens-before the next owner's acquire.
+    std::uint32_t old = locked;
+    if (GORO_LIKELY(state_.compare_exchange_strong(old, 0, std::memory_order_release, std::memory_order_relaxed)))
+      return;
+    if (GORO_UNLIKELY(!(old & locked))) detail::raise_usage("unlock of unlocked mutex");  // nothing changed
+    // Waiters: counted in unlockers_ (see the class comment) before the
+    // locked bit is cleared, uncounted as the very last access.
+    unlockers_.fetch_add(1, std::memory_order_relaxed);  // ordered before the release RMW below
+    old = state_.fetch_and(~locked, std::memory_order_release);
+    if (GORO_UNLIKELY(!(old & locked))) {  // unlocked by someone else meanwhile: misuse
+      unlockers_.fetch_sub(1, std::memory_order_release);
+      detail::raise_usage("unlock of unlocked mutex");
+    }
     const std::uint32_t now = old & ~locked;
-    if (GORO_LIKELY(now == 0)) return;  // nobody waiting, nothing to do
-    unlock_slow(now);
+#ifdef GORO_TEST_HOOK_MUTEX_UNLOCKED
+    GORO_TEST_HOOK_MUTEX_UNLOCKED();  // tests: widen the window after the release
+#endif
+    if (now != 0) unlock_slow(now);
+    unlockers_.fetch_sub(1, std::memory_order_release);  // last access to *this
   }
 
  private:
@@ -228,6 +250,7 @@ class mutex {
   }
 
   std::atomic<std::uint32_t> state_{0};
+  std::atomic<std::uint32_t> unlockers_{0};  // slow unlock() calls in progress
   detail::sema sema_;
 };
 
@@ -365,12 +388,20 @@ class wait_group {
       state_.fetch_sub(d, std::memory_order_acq_rel);
       detail::raise_usage("wait_group counter went negative");
     }
+    // Go's WaitGroup.Add: the first increment (from zero) must happen before
+    // any wait; waiters registered with a zero counter are being released
+    // by a done() right now, whose reset of the state swallows this add.
+    if (w != 0 && delta > 0 && v == static_cast<std::int32_t>(delta)) raise_concurrent_add();
     if (v > 0 || w == 0) return;  // no further access to *this
     // v == 0 with w registered waiters: none can return before it gets a
     // token from the release below (registered ones that have not blocked
-    // yet take a kept token), so *this stays alive until then.
+    // yet take a kept token), so *this stays alive until then. An add()
+    // between our fetch_add and the reset is misuse (Go panics); the
+    // waiters are still released, then this done() reports it.
+    const bool raced = state_.load(std::memory_order_relaxed) != s;
     state_.store(0, std::memory_order_relaxed);
     sema_.release(w);
+    if (raced) raise_concurrent_add();
   }
 
   void done() { add(-1); }
@@ -386,6 +417,12 @@ class wait_group {
     // queue: un-count us too, or a later release would keep our token for
     // the next wait() to take early.
     sema_.acquire(false, &uncount_waiter, this);
+    // The releasing done() reset the state to 0 before handing out tokens:
+    // anything else means add() was called again before this wait()
+    // returned (Go's "WaitGroup is reused before previous Wait has
+    // returned"). This waiter is still inside wait(), so *this is alive.
+    if (state_.load(std::memory_order_acquire) != 0)
+      detail::raise_usage("wait_group misuse: wait_group is reused before previous wait has returned");
   }
 
   // Timed waits (beyond Go, for engines): false if the counter was not zero
@@ -429,6 +466,10 @@ class wait_group {
     std::uint64_t v = st.load(std::memory_order_relaxed);
     while (static_cast<std::uint32_t>(v) != 0 && !st.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
     }
+  }
+
+  [[noreturn]] static void raise_concurrent_add() {
+    detail::raise_usage("wait_group misuse: add called concurrently with wait");
   }
 
   std::atomic<std::uint64_t> state_{0};  // counter in the high half, waiters in the low

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "chan.hpp"
@@ -127,6 +128,10 @@ inline void add_timer_anywhere(timer* t) {
 
 using time_chan = chan<std::chrono::steady_clock::time_point>;
 
+[[noreturn]] GORO_NOINLINE inline void raise_usage_moved_from(const char* call, const char* what) {
+  raise_usage((std::string(call) + " on a moved-from " + what).c_str());
+}
+
 // The runtime side of a goro::timer / ticker: a sync timer (stop and reset
 // wait for a send in progress; detail/timer_heap.hpp) that sends the time
 // on a channel of capacity 1 without blocking (Go's sendTime).
@@ -149,8 +154,9 @@ struct chan_timer {
     t.arg = this;
     t.f = [](void* arg, std::uintptr_t, std::int64_t) {
       auto now = std::chrono::steady_clock::now();
-      GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
-      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
+      // Full: the reader is behind, drop it. Closed (through impl()): nobody
+      // to deliver to. Never raises: this runs on g0, in a noexcept path.
+      static_cast<chan_timer*>(arg)->c.impl()->offer(now);
     };
   }
   ~chan_timer() { timer_heap::del(&t); }
@@ -206,9 +212,10 @@ void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Durati
 }
 
 // A channel that receives the time once, d from now (Go's time.After).
-// The timer cannot be stopped; use goro::timer for that.
+// The timer cannot be stopped; use goro::timer for that. Receive-only: its
+// timer is its only sender, and closing it does not compile.
 template <class Rep, class Period>
-detail::time_chan after(const std::chrono::duration<Rep, Period>& d) {
+recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::duration<Rep, Period>& d) {
   struct once {
     detail::timer t;
     detail::time_chan c{1};
@@ -219,12 +226,12 @@ detail::time_chan after(const std::chrono::duration<Rep, Period>& d) {
   o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
     auto* self = static_cast<once*>(arg);
     auto now = std::chrono::steady_clock::now();
-    self->c.try_send(now);  // capacity 1, nobody else sends: never full
-    delete self;            // not sync: the heap forgets t before calling us
+    self->c.impl()->offer(now);  // capacity 1, nobody else sends: never full; never raises
+    delete self;                 // not sync: the heap forgets t before calling us
   };
   // Dropped unfired (the runtime ended first): free it.
   o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
-  detail::time_chan c = o->c;  // o may be gone once queued
+  recv_chan<std::chrono::steady_clock::time_point> c = o->c;  // o may be gone once queued
   detail::add_timer_anywhere(&o->t);
   return c;
 }
@@ -239,6 +246,7 @@ class timer {
       : s_(std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0)) {
     detail::add_timer_anywhere(&s_->t);
   }
+  // A moved-from timer owns nothing: its stop / reset / c() are usage_errors.
   timer(timer&&) noexcept = default;
   timer& operator=(timer&& o) noexcept {
     if (this != &o) {
@@ -253,17 +261,17 @@ class timer {
 
   // True if this call stopped the timer before it fired. It does not drain
   // c(): after false, a value may be waiting there.
-  bool stop() noexcept { return s_->stop(); }
+  bool stop() { return get("timer::stop")->stop(); }
 
   // Re-arms the timer to fire d from now. True if it was still pending.
   // Like Go's before 1.23, a value sent before the reset stays in c().
   template <class Rep, class Period>
   bool reset(const std::chrono::duration<Rep, Period>& d) {
-    return s_->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+    return get("timer::reset")->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
   }
 
-  // The channel the time is sent on (a handle: copies refer to it).
-  detail::time_chan c() const noexcept { return s_->c; }
+  // The channel the time is sent on (a receive-only handle: copies refer to it).
+  recv_chan<time_point> c() const { return get("timer::c")->c; }
 
  private:
   explicit timer(std::unique_ptr<detail::chan_timer> s) noexcept : s_(std::move(s)) {}
@@ -275,6 +283,10 @@ class timer {
   template <class Rep, class Period, class F>
   friend timer after_func(const std::chrono::duration<Rep, Period>& d, F f);
 
+  detail::chan_timer* get(const char* call) const {
+    if (GORO_UNLIKELY(!s_)) detail::raise_usage_moved_from(call, "timer");
+    return s_.get();
+  }
   std::unique_ptr<detail::chan_timer> s_;
 };
 
@@ -317,22 +329,24 @@ class ticker {
   explicit ticker(const std::chrono::duration<Rep, Period>& d) : s_(make(interval(d))) {
     detail::add_timer_anywhere(&s_->t);
   }
+  // A moved-from ticker owns nothing: its stop / reset / c() are usage_errors.
   ticker(ticker&&) noexcept = default;
   ticker& operator=(ticker&&) noexcept = default;
   ~ticker() = default;  // stops it
 
   // No more ticks after this returns (one sent before may be in c()).
-  void stop() noexcept { s_->stop(); }
+  void stop() { get("ticker::stop")->stop(); }
 
   // Stops the ticker and restarts it with period d, the next tick d from now.
   template <class Rep, class Period>
   void reset(const std::chrono::duration<Rep, Period>& d) {
+    detail::chan_timer* s = get("ticker::reset");
     std::int64_t p = interval(d);
-    s_->reset(detail::when_after(detail::nanotime(), p), p);
+    s->reset(detail::when_after(detail::nanotime(), p), p);
   }
 
   // The channel the time is sent on (a handle: copies refer to it).
-  detail::time_chan c() const noexcept { return s_->c; }
+  detail::time_chan c() const { return get("ticker::c")->c; }
 
  private:
   template <class Rep, class Period>
@@ -343,6 +357,10 @@ class ticker {
   }
   static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
     return std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), p), p);
+  }
+  detail::chan_timer* get(const char* call) const {
+    if (GORO_UNLIKELY(!s_)) detail::raise_usage_moved_from(call, "ticker");
+    return s_.get();
   }
 
   std::unique_ptr<detail::chan_timer> s_;

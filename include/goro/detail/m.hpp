@@ -19,15 +19,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#if GORO_EXCEPTIONS
-#include <cxxabi.h>
-#endif
-
 #include "chaos.hpp"
 #include "config.hpp"
 #include "context.hpp"
 #include "g.hpp"
 #include "sanitizer.hpp"
+
+#if GORO_EXCEPTIONS  // after config.hpp, which defines it
+#include <cxxabi.h>
+#endif
 
 namespace goro::detail {
 
@@ -165,6 +165,37 @@ GORO_ALWAYS_INLINE void save_goroutine_state(m_base* m, g* gp) noexcept {
   (void)gp;
 #endif
 }
+
+// The run() caller's own exception state while its thread serves as an M
+// (run() may be called inside a catch block or by a destructor during
+// unwinding). Set aside on entry, so the invariant holds that a thread's
+// state is empty whenever g0 runs (every goroutine empties it as it
+// switches out, save_goroutine_state): goroutine_resumed then restores a
+// goroutine's state only when it has one, and g0 <-> goroutine switches
+// stay free of extra work. Put back on the way out; on the exceptional way
+// out the exception in flight is counted on top.
+struct thread_eh_scope {
+#if GORO_EXCEPTIONS
+  void* caught;
+  unsigned uncaught;
+  thread_eh_scope() noexcept {
+    cxa_eh_globals* e = eh_globals();
+    caught = e->caught_exceptions;
+    uncaught = e->uncaught_exceptions;
+    e->caught_exceptions = nullptr;
+    e->uncaught_exceptions = 0;
+  }
+  ~thread_eh_scope() {
+    cxa_eh_globals* e = eh_globals();
+    if (e->caught_exceptions == nullptr) e->caught_exceptions = caught;
+    e->uncaught_exceptions += uncaught;
+  }
+#else
+  thread_eh_scope() noexcept {}
+#endif
+  thread_eh_scope(const thread_eh_scope&) = delete;
+  thread_eh_scope& operator=(const thread_eh_scope&) = delete;
+};
 
 // Goroutine side, first thing after (re)entry, possibly on another thread.
 // `from` is what the switch returned: nullptr when g0 resumed gp, the M

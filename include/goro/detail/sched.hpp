@@ -442,6 +442,7 @@ class scheduler final : public sched_base {
     mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
     run_m_.store(mm.get(), std::memory_order_release);
     thread_altstack altstack;
+    thread_eh_scope caller_eh;  // the caller's exception state is not main's
     set_current_m(mm.get());
     mm->os_thread = pthread_self();  // async preemption
     mm->async_signal = async_signal;
@@ -1996,6 +1997,8 @@ class scheduler final : public sched_base {
     gp->is_main = false;
     clear_preempt(gp);
     release_stack(pp, gp);
+    gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
+    gp->eh_uncaught = 0;
     pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
     gfput(pp, gp);
     if (was_main) main_finished();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdint>
@@ -32,8 +33,10 @@ class spinlock {
     for (unsigned round = 0;; ++round) {
       if (round < backoff_rounds) {
         for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
-      } else {
+      } else if (round < backoff_rounds + yield_rounds) {
         sched_yield();  // about 190 pauses gone: the holder was probably descheduled
+      } else {
+        nap(round - backoff_rounds - yield_rounds);
       }
       if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
     }
@@ -46,7 +49,19 @@ class spinlock {
  private:
   static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
   static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
+  static constexpr unsigned yield_rounds = 64;      // then short sleeps
   std::atomic<bool> locked_{false};
+
+  // The holder is off CPU for long (it sleeps, or its thread was preempted
+  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
+  // runnable and burns its CPU share (and the quota the holder needs) for
+  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
+  // the timer slack); no wake-up is needed, the next look finds the lock
+  // free. An unlock stays a plain store.
+  GORO_NOINLINE static void nap(unsigned n) noexcept {
+    timespec ts{0, 1000L << (n < 10 ? n : 10)};
+    nanosleep(&ts, nullptr);
+  }
 };
 
 }  // namespace goro::detail

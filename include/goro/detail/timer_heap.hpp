@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 #include "chaos.hpp"
@@ -88,11 +89,14 @@ class timer_heap {
 
   // addtimer: queues t (on no heap, not running) to fire at t->when.
   // Returns true if t became this heap's earliest timer.
+  // The array may grow: a bad_alloc leaves the heap unchanged and unlocked.
   bool add(timer* t) {
     GORO_CHAOS_POINT("timer.add");
-    lock_.lock();
-    bool first = push_locked(t);
-    lock_.unlock();
+    bool first;
+    {
+      std::lock_guard<spinlock> lk(lock_);
+      first = push_locked(t);
+    }
     GORO_CHAOS_POINT("timer.added");
     return first;
   }
