@@ -155,6 +155,9 @@ class scheduler final : public sched_base {
     std::atomic<p_status> status{p_status::idle};
     m* owner = nullptr;
     std::uint32_t schedtick = 0;
+    // The running slice is over: a G parked with its preemption request
+    // pending; the G that inherits the slice (runnext) gets the request.
+    bool slice_over = false;
     p* link = nullptr;  // idle list
     run_queue runq;
     // Free G records (no stacks), most recently freed last. An array, not
@@ -936,7 +939,10 @@ class scheduler final : public sched_base {
   // Runs gp on mm until it switches out; then carries out its request.
   g* execute(m* mm, g* gp, bool inherit_time) {
     p* pp = mm->pp;
-    if (!inherit_time) ++pp->schedtick;
+    if (!inherit_time) {
+      ++pp->schedtick;
+      pp->slice_over = false;
+    }
     if (gp->stack.lo == nullptr) {
       if (lazy_stacks && gp->is_main)
         init_stack(gp, allocate_stack(main_stack_size));
@@ -945,14 +951,22 @@ class scheduler final : public sched_base {
     }
     gp->status.store(g_status::running, std::memory_order_relaxed);
     // sysmon: publish the slice and the G; a request made for an earlier
-    // slice is void (Go's execute clears gp.preempt). pp is null only when
-    // gp resumes inside goro::blocking after an on_g0 call.
+    // slice is void (Go's execute clears gp.preempt), but an expired slice
+    // that gp inherits stays expired: gp yields at its first safe point
+    // (slice_over, see the park case). pp is null only when gp resumes
+    // inside goro::blocking after an on_g0 call (its request is kept for
+    // the end of the call).
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
       pp->sysmon_m.store(mm, std::memory_order_relaxed);  // async preemption (published by the release below)
       pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
+      if (GORO_UNLIKELY(pp->slice_over)) {
+        pp->slice_over = false;
+        request_preempt(gp);
+      } else {
+        clear_preempt(gp);
+      }
     }
-    clear_preempt(gp);
     mm->curg = gp;
     const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
     const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
@@ -973,6 +987,12 @@ class scheduler final : public sched_base {
         break;
       case after_switch::park: {
         pp->parks.inc();
+        // Parked with its slice's preemption request pending (it came
+        // after gp's last safe point): the slice is over for whoever
+        // inherits it. Dropping the request let a pair of goroutines
+        // waking each other through runnext keep the P for good (Go's
+        // PingPongHog, tests/preempt_test.cpp).
+        if (GORO_UNLIKELY(clear_preempt(gp))) pp->slice_over = true;
         // tracer: read now, gp may be readied, run and gone once unlocked
         const std::uint64_t id = trace_start != 0 ? gp->id : 0;
         gp->status.store(g_status::waiting, std::memory_order_release);
@@ -983,7 +1003,7 @@ class scheduler final : public sched_base {
         GORO_CHAOS_POINT("park.unlock");
         if (unlock && !unlock(arg)) {
           gp->status.store(g_status::running, std::memory_order_relaxed);
-          return gp;
+          return gp;  // resumed with inherit_time: slice_over gives its request back
         }
         if (GORO_UNLIKELY(trace_start != 0) && tracing::enabled())
           tracing::record({tracing::now(), 0, id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
@@ -1003,6 +1023,7 @@ class scheduler final : public sched_base {
       case after_switch::call:
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
+        keep_request(pp, gp);
         return gp;  // resume it on this M (it never left the running state)
       case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
         sysmon_.count_preemption();
@@ -1016,13 +1037,22 @@ class scheduler final : public sched_base {
         break;
       case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
         mm->after = after_switch::none;
-        if (sysmon_.exit_syscall0(mm, gp)) return gp;
+        if (sysmon_.exit_syscall0(mm, gp)) {
+          keep_request(mm->pp, gp);  // the slice ended during the call: yield at the call's end
+          return gp;
+        }
         break;
       case after_switch::none:
         fatal("goro: internal error: goroutine switched out without a request");
     }
     mm->after = after_switch::none;
     return nullptr;
+  }
+
+  // gp goes on running (execute with inherit_time) with its pending
+  // request, if any: execute must not clear it.
+  static void keep_request(p* pp, g* gp) noexcept {
+    if (pp && gp->preempt.load(std::memory_order_relaxed)) pp->slice_over = true;
   }
 
   // ---- execution tracer (trace.hpp) ----

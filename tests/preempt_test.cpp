@@ -1,0 +1,119 @@
+// Preemption at goro calls that switch (Go's PingPongHog) and signal-mode
+// goroutines versus the run() caller's thread (docs/preemption.md).
+// Bounded: a failure ends through a watchdog, never a hang.
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Counts to `limit` in memory (the compiler may not fold the loop).
+void count_up(long& counter, long limit) {
+  for (long i = 0; i < limit; ++i) {
+    ++counter;
+    asm volatile("" ::: "memory");
+  }
+}
+
+// Calls f() on a plain thread if `done` is not set within `limit`.
+class watchdog {
+ public:
+  template <class F>
+  watchdog(std::chrono::milliseconds limit, F f)
+      : t_([this, limit, f] {
+          std::unique_lock<std::mutex> lk(m_);
+          if (!cv_.wait_for(lk, limit, [&] { return done_; })) {
+            fired_ = true;
+            lk.unlock();
+            f();
+          }
+        }) {}
+  ~watchdog() { stop(); }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (t_.joinable()) t_.join();
+  }
+  bool fired() {
+    std::lock_guard<std::mutex> lk(m_);
+    return fired_;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  bool fired_ = false;
+  std::thread t_;
+};
+
+}  // namespace
+
+// Go's TestPingPongHog (src/runtime/proc_test.go), ported as it is: at one
+// P, two goroutines hand a value back and forth over an unbuffered channel
+// with a lot of work per hand-off (hogs), two others with little work
+// (light). No goroutine calls preempt_point(): the only safe points are the
+// channel operations. Each pair shares one time slice (the woken partner
+// runs from runnext and inherits it), so sysmon's request must end the
+// pair's slice at its next channel operation; a request dropped when the
+// goroutine parks left the hog pair with the P for good (52-210 million hog
+// counts against exactly 1,000 light ones, and main's 100 ms sleep never
+// ended). Go checks the counts are within a factor of 20.
+TEST_CASE("preempt: a ping-pong hog pair does not starve a light pair at 1 P (Go's PingPongHog)", "[preempt]") {
+  goro::runtime rt{goro::options{1}};
+  long hog_count = 0, light_count = 0;  // each written by one pair, ordered by its hand-offs
+  goro::chan<bool> done, hog_chan, light_chan;
+  std::atomic<bool> closed{false};
+  auto close_done = [&] {
+    if (!closed.exchange(true)) done.close();
+  };
+  // If main never gets the P back, end the run from outside (the test then fails).
+  watchdog dog(std::chrono::milliseconds(goro_test::scale(10'000, 30'000)), close_done);
+  std::chrono::nanoseconds slept{};
+  rt.run([&] {
+    auto run = [&](long limit, long* counter, goro::chan<bool> wake) {
+      for (;;) {
+        bool quit = false;
+        goro::select(goro::on_recv(done, [&](std::optional<bool>) { quit = true; }),
+                     goro::on_recv(wake, [&](std::optional<bool>) {
+                       count_up(*counter, limit);
+                       wake.send(true);
+                     }));
+        if (quit) return;
+      }
+    };
+    const long hog_limit = goro_test::scale(1'000'000, 100'000), light_limit = goro_test::scale(1'000, 100);
+    for (int i = 0; i < 2; ++i) goro::go(run, hog_limit, &hog_count, hog_chan);
+    for (int i = 0; i < 2; ++i) goro::go(run, light_limit, &light_count, light_chan);
+    hog_chan.send(true);
+    light_chan.send(true);
+    auto t0 = std::chrono::steady_clock::now();
+    goro::sleep_for(100ms);
+    slept = std::chrono::steady_clock::now() - t0;
+    close_done();
+    hog_chan.recv();
+    light_chan.recv();
+  });
+  dog.stop();
+  INFO("hog count " << hog_count << ", light count " << light_count << ", main slept "
+                    << std::chrono::duration_cast<std::chrono::milliseconds>(slept).count() << " ms, preemptions "
+                    << rt.stats().preemptions);
+  CHECK_FALSE(dog.fired());
+  constexpr long factor = 20;
+  CHECK(hog_count / factor <= light_count);
+  CHECK(light_count / factor <= hog_count);
+}
