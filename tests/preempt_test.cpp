@@ -4,11 +4,13 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -117,3 +119,107 @@ TEST_CASE("preempt: a ping-pong hog pair does not starve a light pair at 1 P (Go
   CHECK(hog_count / factor <= light_count);
   CHECK(light_count / factor <= hog_count);
 }
+
+// ---- preemption::signal and the run() caller's thread ----
+
+#if !GORO_TSAN  // async preemption is off under TSan (signal mode is cooperative there)
+
+namespace {
+using signal_policy = goro::policy<goro::preemption_mode<goro::preemption::signal>, goro::slice_us<2000>>;
+using signal_runtime = goro::basic_runtime<signal_policy>;
+
+// Runs f() in a forked child (this process has no other thread here) that
+// is killed after `limit_s` seconds: a hang fails instead of hanging.
+// Returns the child's status: 0 when f() returned true.
+template <class F>
+int in_child(unsigned limit_s, F f) {
+  std::fflush(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(limit_s);  // SIGALRM's default action ends the child
+    _exit(f() ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+}  // namespace
+
+// An async-preempted goroutine resumes only on the thread it was preempted
+// on. Goroutines spinning for ever inside async_preemptible used to be
+// pinned to the run() caller's thread, which then alternated between them
+// and never returned from run() after main did (the child was killed).
+TEST_CASE("preempt: goroutines spinning in async_preemptible do not keep run() from returning", "[preempt][async]") {
+  const unsigned procs = GENERATE(1u, 2u);
+  CAPTURE(procs);
+  const int status = in_child(goro_test::scale(20, 60), [procs] {
+    signal_runtime rt{goro::options{procs}};
+    std::atomic<bool> stop{false};
+    std::atomic<int> started{0};
+    const int spinners = static_cast<int>(2 * procs);
+    rt.run([&] {
+      for (int i = 0; i < spinners; ++i) {
+        goro::go([&] {
+          goro::async_preemptible scope;  // no lock, no call inside
+          started.fetch_add(1, std::memory_order_relaxed);
+          while (!stop.load(std::memory_order_relaxed)) {
+          }
+        });
+      }
+      // Let every spinner run and be preempted a few times (2 ms slices).
+      while (started.load(std::memory_order_relaxed) < spinners) goro::sleep_for(1ms);
+      goro::sleep_for(50ms);
+    });
+    stop.store(true);  // run() returned: the runtime's destructor waits for the spinners
+    return rt.stats().preemptions >= 1;
+  });
+  CHECK(status == 0);
+}
+
+// A goroutine::blocking call made on an M that holds async-preempted
+// goroutines used to keep the P for the whole call: at one P, a call that
+// waits for another goroutine (here main, writing a pipe) deadlocked.
+TEST_CASE("preempt: goro::blocking on an M holding async-preempted goroutines hands its P off",
+          "[preempt][async][blocking]") {
+  const int status = in_child(goro_test::scale(20, 60), [] {
+    signal_runtime rt{goro::options{1}};
+    int fds[2];
+    if (pipe(fds) != 0) return false;
+    std::atomic<bool> stop{false}, spinning{false}, in_read{false};
+    char got = 0;
+    rt.run([&] {
+      goro::wait_group wg;
+      wg.add(2);
+      goro::go([&] {
+        {
+          goro::async_preemptible scope;
+          spinning.store(true, std::memory_order_relaxed);
+          while (!stop.load(std::memory_order_relaxed)) {
+          }
+        }
+        wg.done();
+      });
+      goro::go([&] {
+        // Go on only after the spinner was preempted: this M holds it then.
+        while (!spinning.load()) goro::yield();
+        goro::yield();
+        in_read.store(true);
+        goro::blocking([&] { return read(fds[0], &got, 1); });
+        wg.done();
+      });
+      while (!in_read.load()) goro::sleep_for(1ms);
+      goro::sleep_for(5ms);
+      char c = 'm';
+      (void)!write(fds[1], &c, 1);
+      stop.store(true);
+      wg.wait();
+    });
+    close(fds[0]);
+    close(fds[1]);
+    return got == 'm';
+  });
+  CHECK(status == 0);
+}
+
+#endif

@@ -64,6 +64,7 @@ inline m_base* require_goroutine(const char* call) {
 inline void release_main_lock() noexcept {
   m_base* m = current_m();
   g* gp = m->curg;
+  if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
     gp->lockedm.store(nullptr, std::memory_order_relaxed);
     m->lockedg = nullptr;
@@ -208,6 +209,7 @@ inline void unlock_os_thread() {
   detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
   detail::g* gp = m->curg;
   if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   if (m->lockedg == gp) m->lockedg = nullptr;
 }

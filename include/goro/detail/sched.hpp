@@ -206,6 +206,7 @@ class scheduler final : public sched_base {
     g* direct_prev = nullptr;
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
+    g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
@@ -448,6 +449,7 @@ class scheduler final : public sched_base {
     set_current_m(mm.get());
     mm->os_thread = pthread_self();  // async preemption
     mm->async_signal = async_signal;
+    mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
     mm->g0_tsan_fiber = tsan_current_fiber();
 
     p* pp;
@@ -688,6 +690,10 @@ class scheduler final : public sched_base {
           return;
         }
         gp = mm->lockedg;
+        if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);  // async preemption
+      } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
+        park_pinned(mm);
+        continue;
       } else {
         if (mm->yield_next) {  // gosched took it from the run queues
           gp = std::exchange(mm->yield_next, nullptr);
@@ -699,12 +705,7 @@ class scheduler final : public sched_base {
         GORO_CHAOS_POINT("schedule.found");
         if (mm->spinning) reset_spinning(mm);
         if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
-          if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
-            // async preemption: mm must keep its P for its pinned Gs, so it
-            // cannot hand it to gp's M; requeue gp for an M that can.
-            requeue_global(gp);
-            continue;
-          }
+          // With pinned Gs, mm then waits for a P itself (park_pinned).
           if (startlockedm(mm, gp)) continue;
         }
       }
@@ -909,10 +910,10 @@ class scheduler final : public sched_base {
   // mm may resume (their code may keep this thread's TLS addresses in
   // registers, and their rt_sigreturn restores this thread's sigaltstack).
   // Alternate: one G from the run queues (local, then global) if there is
-  // one, then the oldest pinned G. mm keeps its P throughout: goro::blocking
-  // on an M with pinned goroutines keeps the P for the call (blocking.hpp),
-  // so nothing takes it away; find_runnable (timers, stealing, idling,
-  // leaving) waits until no pinned G is left.
+  // one, then the oldest pinned G. mm keeps its P meanwhile; find_runnable
+  // (timers, stealing, idling, leaving) waits until no pinned G is left.
+  // When mm loses its P (a goro::blocking call, or a hand-off to a locked
+  // M) it waits for one in park_pinned.
   g* next_with_pinned(m* mm) {
     p* pp = mm->pp;
     // checkTimers, as find_runnable does first: while hogs keep being
@@ -934,6 +935,30 @@ class scheduler final : public sched_base {
     if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
     gp->link = nullptr;
     return gp;
+  }
+
+  // async preemption: mm holds pinned Gs but no P. It waits for one the way
+  // a locked M does (Go's stoplockedm / startlockedm): its oldest pinned G
+  // goes to the global queue wired to mm for the time being (the token), so
+  // whichever M picks it hands its P to mm, which resumes it here and runs
+  // its other pinned Gs. A token is never unwired by stoplockedm's leave
+  // path: only shutdown (no goroutine left) or the run() caller's M (which
+  // never pins, see m_base::keeps_main) leave there.
+  void park_pinned(m* mm) {
+    g* gp = mm->async_pinned;
+    mm->async_pinned = gp->link;
+    if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
+    gp->link = nullptr;
+    mm->async_token = gp;
+    gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
+    mm->lockedg = gp;
+    requeue_global(gp);
+  }
+  // The token came back with a P: an ordinary pinned G again.
+  static void unwire_token(m* mm, g* gp) noexcept {
+    mm->async_token = nullptr;
+    mm->lockedg = nullptr;
+    gp->lockedm.store(nullptr, std::memory_order_relaxed);
   }
 
   // Runs gp on mm until it switches out; then carries out its request.
@@ -1028,6 +1053,13 @@ class scheduler final : public sched_base {
       case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
         sysmon_.count_preemption();
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        if (gp->lockedm.load(std::memory_order_relaxed) == mm) {
+          // Wired to this M already (lock_os_thread, or main on the run()
+          // caller's M): queued like any preempted G; whoever picks it hands
+          // its P back to this M (startlockedm), which resumes it here.
+          requeue_global(gp);
+          break;
+        }
         gp->link = nullptr;
         if (mm->async_pinned_tail)
           mm->async_pinned_tail->link = gp;
