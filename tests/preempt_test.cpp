@@ -103,9 +103,14 @@ TEST_CASE("preempt: a ping-pong hog pair does not starve a light pair at 1 P (Go
     for (int i = 0; i < 2; ++i) goro::go(run, light_limit, &light_count, light_chan);
     hog_chan.send(true);
     light_chan.send(true);
+    // Go sleeps 100 ms. On a loaded machine 100 ms of wall time may hold
+    // only a slice or two of CPU time: go on until the pairs were
+    // preempted 20 times as well (at most 5 s).
     auto t0 = std::chrono::steady_clock::now();
-    goro::sleep_for(100ms);
-    slept = std::chrono::steady_clock::now() - t0;
+    do {
+      goro::sleep_for(10ms);
+      slept = std::chrono::steady_clock::now() - t0;
+    } while ((slept < 100ms || rt.stats().preemptions < 20) && slept < 5s);
     close_done();
     hog_chan.recv();
     light_chan.recv();
@@ -218,6 +223,54 @@ TEST_CASE("preempt: goro::blocking on an M holding async-preempted goroutines ha
     close(fds[0]);
     close(fds[1]);
     return got == 'm';
+  });
+  CHECK(status == 0);
+}
+
+// Main (wired to the run() caller's thread in signal mode) and a goroutine
+// wired by lock_os_thread are async-preempted too: each is queued, and its
+// thread gets a P back to resume it there. At one P, a spinner of each kind
+// must let the other goroutines run, and never change threads.
+TEST_CASE("preempt: main and lock_os_thread goroutines are async-preempted and stay on their threads",
+          "[preempt][async]") {
+  const int status = in_child(goro_test::scale(20, 60), [] {
+    signal_runtime rt{goro::options{1}};
+    std::atomic<bool> stop_main{false}, stop_locked{false}, moved{false}, locked_spinning{false};
+    const pthread_t caller = pthread_self();
+    rt.run([&] {
+      goro::wait_group wg;
+      wg.add(2);
+      goro::go([&] {  // stops main's spin: runs only if main is preempted
+        stop_main.store(true);
+        wg.done();
+      });
+      goro::go([&] {
+        goro::lock_os_thread();
+        const pthread_t self = pthread_self();
+        {
+          goro::async_preemptible scope;
+          locked_spinning.store(true, std::memory_order_relaxed);
+          while (!stop_locked.load(std::memory_order_relaxed)) {
+            if (!pthread_equal(pthread_self(), self)) moved.store(true, std::memory_order_relaxed);
+          }
+        }
+        goro::unlock_os_thread();
+        wg.done();
+      });
+      {
+        // Leaves only after main was preempted (A and B ran) and then got
+        // the P back from the spinning B.
+        goro::async_preemptible scope;
+        while (!stop_main.load(std::memory_order_relaxed) || !locked_spinning.load(std::memory_order_relaxed)) {
+          if (!pthread_equal(pthread_self(), caller)) moved.store(true, std::memory_order_relaxed);
+        }
+        // Main got here while the locked spinner spins: it was preempted.
+        stop_locked.store(true, std::memory_order_relaxed);
+      }
+      wg.wait();
+      if (!pthread_equal(pthread_self(), caller)) moved.store(true);
+    });
+    return !moved.load() && rt.stats().preemptions >= 1;
   });
   CHECK(status == 0);
 }
