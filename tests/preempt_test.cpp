@@ -76,10 +76,11 @@ class watchdog {
 // counts against exactly 1,000 light ones, and main's 100 ms sleep never
 // ended). Go checks the counts are within a factor of 20.
 TEST_CASE("preempt: a ping-pong hog pair does not starve a light pair at 1 P (Go's PingPongHog)", "[preempt]") {
-  goro::runtime rt{goro::options{1}};
+  // Declared before rt: the pairs still use them until rt's destructor returns.
   long hog_count = 0, light_count = 0;  // each written by one pair, ordered by its hand-offs
   goro::chan<bool> done, hog_chan, light_chan;
   std::atomic<bool> closed{false};
+  goro::runtime rt{goro::options{1}};
   auto close_done = [&] {
     if (!closed.exchange(true)) done.close();
   };
@@ -159,9 +160,9 @@ TEST_CASE("preempt: goroutines spinning in async_preemptible do not keep run() f
   const unsigned procs = GENERATE(1u, 2u);
   CAPTURE(procs);
   const int status = in_child(goro_test::scale(20, 60), [procs] {
-    signal_runtime rt{goro::options{procs}};
-    std::atomic<bool> stop{false};
+    std::atomic<bool> stop{false};  // outlives rt: the spinners read it until rt's destructor returns
     std::atomic<int> started{0};
+    signal_runtime rt{goro::options{procs}};
     const int spinners = static_cast<int>(2 * procs);
     rt.run([&] {
       for (int i = 0; i < spinners; ++i) {
