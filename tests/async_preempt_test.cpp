@@ -172,21 +172,31 @@ TEST_CASE("async preemption cost (self-signalled round trips)") {
   double ns_per = 0;
   int moved = 0;
   rt.run([&] {
-    goro::async_preemptible scope;
-    goro::detail::g* gp = goro::detail::current_g();
-    const pthread_t self = pthread_self();
-    const pid_t pid = getpid();
-    const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < rounds; ++i) {
-      goro::detail::request_preempt(gp);
-      // A raw tgkill (no lock in libc): the handler runs as the call
-      // returns, and the goroutine yields right there.
-      syscall(SYS_tgkill, pid, tid, SIGURG);
-      if (!pthread_equal(pthread_self(), self)) ++moved;
-    }
-    auto t1 = std::chrono::steady_clock::now();
-    ns_per = std::chrono::duration<double, std::nano>(t1 - t0).count() / rounds;
+    // Not in main: with preemption::signal main is wired to the run()
+    // caller's thread and resumes there through a thread hand-off.
+    goro::wait_group wg;
+    wg.add(1);
+    goro::go([&] {
+      {
+        goro::async_preemptible scope;
+        goro::detail::g* gp = goro::detail::current_g();
+        const pthread_t self = pthread_self();
+        const pid_t pid = getpid();
+        const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+        auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < rounds; ++i) {
+          goro::detail::request_preempt(gp);
+          // A raw tgkill (no lock in libc): the handler runs as the call
+          // returns, and the goroutine yields right there.
+          syscall(SYS_tgkill, pid, tid, SIGURG);
+          if (!pthread_equal(pthread_self(), self)) ++moved;
+        }
+        auto t1 = std::chrono::steady_clock::now();
+        ns_per = std::chrono::duration<double, std::nano>(t1 - t0).count() / rounds;
+      }
+      wg.done();
+    });
+    wg.wait();
   });
   CHECK(moved == 0);
   CHECK(rt.stats().preemptions >= static_cast<std::uint64_t>(rounds));

@@ -48,11 +48,10 @@ namespace detail {
 template <class F>
 decltype(auto) blocking_call(bool long_call, F&& f) {
   m_base* m = current_m();
-  // async preemption: an M holding async-preempted goroutines keeps its P
-  // through the call: they may resume only on this M, and only with a P
-  // (sched.hpp m_loop). Yielding instead could livelock a pinned goroutine
-  // that spins until this call's result arrives.
-  if (!m || !m->curg || m->in_blocking || m->async_pinned) return std::invoke(std::forward<F>(f));
+  // An M holding async-preempted goroutines lets its P go as well: if it
+  // finds none when the call returns, it waits for one the way a locked M
+  // does (sched.hpp park_pinned).
+  if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
   m->sched->enter_syscall(long_call);
   // exitsyscall on every way out, the exception path included; then a
   // pending preemption request is honoured (a runtime call that can switch).

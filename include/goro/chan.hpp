@@ -34,6 +34,7 @@
 #include "detail/g.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
+#include "detail/preempt.hpp"
 #include "detail/spinlock.hpp"
 #include "error.hpp"
 
@@ -341,7 +342,10 @@ struct hchan : chan_core {
     return static_cast<hchan*>(c)->recv_locked(*static_cast<std::optional<T>*>(elem), partner);
   }
 
+  // Each operation starts with a safe point (a runtime call honours a
+  // pending preemption request: detail/preempt.hpp).
   void send(T& v) {
+    safe_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     chan_op r = send_locked(v, partner);
@@ -371,6 +375,7 @@ struct hchan : chan_core {
 
   // Receives into `out`, which must be empty (left empty after close).
   void recv_into(std::optional<T>& out) {
+    safe_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     if (GORO_LIKELY(recv_locked(out, partner) == chan_op::done)) {
@@ -414,12 +419,14 @@ struct hchan : chan_core {
   }
 
   bool try_send(T& v) {
+    safe_point();
     chan_op r = offer(v);
     if (r == chan_op::closed) raise_send_closed();
     return r == chan_op::done;
   }
 
   std::optional<T> try_recv() {
+    safe_point();
     std::optional<T> out;
     // Empty observed at one instant: nothing to take then, whether closed
     // or not, and try_recv answers nullopt in both cases.
@@ -435,6 +442,7 @@ struct hchan : chan_core {
   // Go's closechan: every waiter is released; receivers get nothing,
   // senders wake with success == false and raise.
   void close() {
+    safe_point();
     lock.lock();
     if (closed.load(std::memory_order_relaxed)) {
       lock.unlock();

@@ -64,6 +64,7 @@ inline m_base* require_goroutine(const char* call) {
 inline void release_main_lock() noexcept {
   m_base* m = current_m();
   g* gp = m->curg;
+  if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
     gp->lockedm.store(nullptr, std::memory_order_relaxed);
     m->lockedg = nullptr;
@@ -183,20 +184,6 @@ std::invoke_result_t<F> run(F&& f, options o = {}) {
 
 // ---- calls made from inside a goroutine, on its own runtime ----
 
-namespace detail {
-// preempt_point's slow path: some goroutine has a preemption request; if
-// it is the caller, clear it and yield to the global run queue (counted in
-// stats().preemptions). Never inside goro::blocking (the M has no P).
-GORO_NOINLINE inline void preempt_check_slow() noexcept {
-  m_base* m = current_m();
-  if (!m || !m->curg || m->in_blocking) return;
-  g* gp = m->curg;
-  if (!clear_preempt(gp)) return;
-  m->after = after_switch::preempt;
-  switch_to_g0(m, gp);
-}
-}  // namespace detail
-
 // Wires the calling goroutine to its current OS thread (Go's
 // LockOSThread): until as many unlock_os_thread() calls, it runs only on
 // this thread and the thread runs no other goroutine; when it blocks, the
@@ -222,6 +209,7 @@ inline void unlock_os_thread() {
   detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
   detail::g* gp = m->curg;
   if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   if (m->lockedg == gp) m->lockedg = nullptr;
 }
@@ -232,7 +220,7 @@ inline void unlock_os_thread() {
 // counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
 // outside goroutines and with preemption::none.
 GORO_ALWAYS_INLINE void preempt_point() noexcept {
-  if (GORO_UNLIKELY(detail::preempt_requested_anywhere())) detail::preempt_check_slow();
+  detail::safe_point();
 }
 
 // A scope in which the calling goroutine may be preempted asynchronously

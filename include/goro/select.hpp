@@ -92,6 +92,7 @@ struct select_locks {
 // pass 3 takes every lock before it returns: no waiter is used after it.
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
                              std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
+  safe_point();  // a runtime call that can switch (detail/preempt.hpp)
   send_closed = false;
   // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
   // whose channel is not nil: a case on a nil channel is never chosen (Go

@@ -110,10 +110,6 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontex
   // switching (m->after is set before any switch and cleared by g0),
   // inside an async_preemptible scope, with a request outstanding.
   if (!gp || !gp->stack.lo || m->in_blocking || m->after != after_switch::none) return false;
-  // A G wired by lock_os_thread already runs only on this M, and its M must
-  // be free to hand its P away when the G stops (stoplockedm): leave it to
-  // cooperative preemption rather than pin it here as well.
-  if (gp->lockedm.load(std::memory_order_relaxed) != nullptr) return false;
   if (gp->async_scope.load(std::memory_order_relaxed) == 0 || !gp->preempt.load(std::memory_order_relaxed))
     return false;
   const auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);

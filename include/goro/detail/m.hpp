@@ -112,6 +112,11 @@ struct m_base {
   g* async_pinned = nullptr;
   g* async_pinned_tail = nullptr;
   bool async_queued_turn = false;  // the last G run here came from a run queue: a pinned one goes next
+  // The run() caller's M of a signal-mode runtime: main stays wired to it
+  // for its whole life and it runs no other goroutine, so that no goroutine
+  // is ever pinned to the thread that must return from run()
+  // (docs/preemption.md, "The run() caller's thread").
+  bool keeps_main = false;
 };
 
 inline thread_local m_base* tls_current_m = nullptr;

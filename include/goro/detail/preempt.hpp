@@ -13,6 +13,15 @@
 // only while some goroutine somewhere has a request outstanding does the
 // check go on to read its own G's flag.
 //
+// A request is honoured at every goro call that can switch (Go checks at
+// every runtime call's prologue): safe_point() at the entry of channel
+// operations, select and the semaphore behind the sync primitives, and
+// preempt_point(). A call that parks instead ends the slice for whoever
+// inherits it (the scheduler's park path, sched.hpp execute): without
+// that, a pair of goroutines handing a value back and forth through
+// runnext would drop every request and keep the P for ever (Go's
+// PingPongHog).
+//
 // Invariant: preempt_pending == number of g records whose preempt is true
 // (each false->true exchange adds one, each true->false exchange removes
 // one). A stale request (sysmon flagged a G that meanwhile switched out)
@@ -25,6 +34,7 @@
 
 #include "config.hpp"
 #include "g.hpp"
+#include "m.hpp"
 
 namespace goro::detail {
 
@@ -51,6 +61,25 @@ GORO_ALWAYS_INLINE bool clear_preempt(g* gp) noexcept {
 // Whether any goroutine (of any runtime) has a request outstanding.
 GORO_ALWAYS_INLINE bool preempt_requested_anywhere() noexcept {
   return preempt_pending.load(std::memory_order_relaxed) != 0;
+}
+
+// The slow path of safe_point(): some goroutine has a request; if it is
+// the caller, clear it and yield to the global run queue (counted in
+// stats().preemptions). Never inside goro::blocking (the M has no P), on
+// g0 (a timer callback) or on a plain thread.
+GORO_NOINLINE inline void preempt_check_slow() noexcept {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking) return;
+  g* gp = m->curg;
+  if (!clear_preempt(gp)) return;
+  m->after = after_switch::preempt;
+  switch_to_g0(m, gp);
+}
+
+// A safe point: honours a pending preemption request of the caller. Inlined:
+// one relaxed load of a global and a branch that is not taken.
+GORO_ALWAYS_INLINE void safe_point() noexcept {
+  if (GORO_UNLIKELY(preempt_requested_anywhere())) preempt_check_slow();
 }
 
 }  // namespace goro::detail

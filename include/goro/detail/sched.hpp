@@ -155,6 +155,9 @@ class scheduler final : public sched_base {
     std::atomic<p_status> status{p_status::idle};
     m* owner = nullptr;
     std::uint32_t schedtick = 0;
+    // The running slice is over: a G parked with its preemption request
+    // pending; the G that inherits the slice (runnext) gets the request.
+    bool slice_over = false;
     p* link = nullptr;  // idle list
     run_queue runq;
     // Free G records (no stacks), most recently freed last. An array, not
@@ -203,6 +206,7 @@ class scheduler final : public sched_base {
     g* direct_prev = nullptr;
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
+    g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
@@ -446,6 +450,7 @@ class scheduler final : public sched_base {
     set_current_m(mm.get());
     mm->os_thread = pthread_self();  // async preemption
     mm->async_signal = async_signal;
+    mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
     mm->g0_tsan_fiber = tsan_current_fiber();
 
     p* pp;
@@ -686,6 +691,10 @@ class scheduler final : public sched_base {
           return;
         }
         gp = mm->lockedg;
+        if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);  // async preemption
+      } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
+        park_pinned(mm);
+        continue;
       } else {
         if (mm->yield_next) {  // gosched took it from the run queues
           gp = std::exchange(mm->yield_next, nullptr);
@@ -697,12 +706,7 @@ class scheduler final : public sched_base {
         GORO_CHAOS_POINT("schedule.found");
         if (mm->spinning) reset_spinning(mm);
         if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
-          if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
-            // async preemption: mm must keep its P for its pinned Gs, so it
-            // cannot hand it to gp's M; requeue gp for an M that can.
-            requeue_global(gp);
-            continue;
-          }
+          // With pinned Gs, mm then waits for a P itself (park_pinned).
           if (startlockedm(mm, gp)) continue;
         }
       }
@@ -907,10 +911,10 @@ class scheduler final : public sched_base {
   // mm may resume (their code may keep this thread's TLS addresses in
   // registers, and their rt_sigreturn restores this thread's sigaltstack).
   // Alternate: one G from the run queues (local, then global) if there is
-  // one, then the oldest pinned G. mm keeps its P throughout: goro::blocking
-  // on an M with pinned goroutines keeps the P for the call (blocking.hpp),
-  // so nothing takes it away; find_runnable (timers, stealing, idling,
-  // leaving) waits until no pinned G is left.
+  // one, then the oldest pinned G. mm keeps its P meanwhile; find_runnable
+  // (timers, stealing, idling, leaving) waits until no pinned G is left.
+  // When mm loses its P (a goro::blocking call, or a hand-off to a locked
+  // M) it waits for one in park_pinned.
   g* next_with_pinned(m* mm) {
     p* pp = mm->pp;
     // checkTimers, as find_runnable does first: while hogs keep being
@@ -934,10 +938,37 @@ class scheduler final : public sched_base {
     return gp;
   }
 
+  // async preemption: mm holds pinned Gs but no P. It waits for one the way
+  // a locked M does (Go's stoplockedm / startlockedm): its oldest pinned G
+  // goes to the global queue wired to mm for the time being (the token), so
+  // whichever M picks it hands its P to mm, which resumes it here and runs
+  // its other pinned Gs. A token is never unwired by stoplockedm's leave
+  // path: only shutdown (no goroutine left) or the run() caller's M (which
+  // never pins, see m_base::keeps_main) leave there.
+  void park_pinned(m* mm) {
+    g* gp = mm->async_pinned;
+    mm->async_pinned = gp->link;
+    if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
+    gp->link = nullptr;
+    mm->async_token = gp;
+    gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
+    mm->lockedg = gp;
+    requeue_global(gp);
+  }
+  // The token came back with a P: an ordinary pinned G again.
+  static void unwire_token(m* mm, g* gp) noexcept {
+    mm->async_token = nullptr;
+    mm->lockedg = nullptr;
+    gp->lockedm.store(nullptr, std::memory_order_relaxed);
+  }
+
   // Runs gp on mm until it switches out; then carries out its request.
   g* execute(m* mm, g* gp, bool inherit_time) {
     p* pp = mm->pp;
-    if (!inherit_time) ++pp->schedtick;
+    if (!inherit_time) {
+      ++pp->schedtick;
+      pp->slice_over = false;
+    }
     if (gp->stack.lo == nullptr) {
       if (lazy_stacks && gp->is_main)
         init_stack(gp, allocate_stack(main_stack_size));
@@ -946,14 +977,22 @@ class scheduler final : public sched_base {
     }
     gp->status.store(g_status::running, std::memory_order_relaxed);
     // sysmon: publish the slice and the G; a request made for an earlier
-    // slice is void (Go's execute clears gp.preempt). pp is null only when
-    // gp resumes inside goro::blocking after an on_g0 call.
+    // slice is void (Go's execute clears gp.preempt), but an expired slice
+    // that gp inherits stays expired: gp yields at its first safe point
+    // (slice_over, see the park case). pp is null only when gp resumes
+    // inside goro::blocking after an on_g0 call (its request is kept for
+    // the end of the call).
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
       pp->sysmon_m.store(mm, std::memory_order_relaxed);  // async preemption (published by the release below)
       pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
+      if (GORO_UNLIKELY(pp->slice_over)) {
+        pp->slice_over = false;
+        request_preempt(gp);
+      } else {
+        clear_preempt(gp);
+      }
     }
-    clear_preempt(gp);
     mm->curg = gp;
     const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
     const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
@@ -974,6 +1013,12 @@ class scheduler final : public sched_base {
         break;
       case after_switch::park: {
         pp->parks.inc();
+        // Parked with its slice's preemption request pending (it came
+        // after gp's last safe point): the slice is over for whoever
+        // inherits it. Dropping the request let a pair of goroutines
+        // waking each other through runnext keep the P for good (Go's
+        // PingPongHog, tests/preempt_test.cpp).
+        if (GORO_UNLIKELY(clear_preempt(gp))) pp->slice_over = true;
         // tracer: read now, gp may be readied, run and gone once unlocked
         const std::uint64_t id = trace_start != 0 ? gp->id : 0;
         gp->status.store(g_status::waiting, std::memory_order_release);
@@ -984,7 +1029,7 @@ class scheduler final : public sched_base {
         GORO_CHAOS_POINT("park.unlock");
         if (unlock && !unlock(arg)) {
           gp->status.store(g_status::running, std::memory_order_relaxed);
-          return gp;
+          return gp;  // resumed with inherit_time: slice_over gives its request back
         }
         if (GORO_UNLIKELY(trace_start != 0) && tracing::enabled())
           tracing::record({tracing::now(), 0, id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
@@ -1004,10 +1049,18 @@ class scheduler final : public sched_base {
       case after_switch::call:
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
+        keep_request(pp, gp);
         return gp;  // resume it on this M (it never left the running state)
       case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
         sysmon_.count_preemption();
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        if (gp->lockedm.load(std::memory_order_relaxed) == mm) {
+          // Wired to this M already (lock_os_thread, or main on the run()
+          // caller's M): queued like any preempted G; whoever picks it hands
+          // its P back to this M (startlockedm), which resumes it here.
+          requeue_global(gp);
+          break;
+        }
         gp->link = nullptr;
         if (mm->async_pinned_tail)
           mm->async_pinned_tail->link = gp;
@@ -1017,13 +1070,22 @@ class scheduler final : public sched_base {
         break;
       case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
         mm->after = after_switch::none;
-        if (sysmon_.exit_syscall0(mm, gp)) return gp;
+        if (sysmon_.exit_syscall0(mm, gp)) {
+          keep_request(mm->pp, gp);  // the slice ended during the call: yield at the call's end
+          return gp;
+        }
         break;
       case after_switch::none:
         fatal("goro: internal error: goroutine switched out without a request");
     }
     mm->after = after_switch::none;
     return nullptr;
+  }
+
+  // gp goes on running (execute with inherit_time) with its pending
+  // request, if any: execute must not clear it.
+  static void keep_request(p* pp, g* gp) noexcept {
+    if (pp && gp->preempt.load(std::memory_order_relaxed)) pp->slice_over = true;
   }
 
   // ---- execution tracer (trace.hpp) ----

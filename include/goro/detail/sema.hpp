@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "park.hpp"
+#include "preempt.hpp"
 #include "timed_park.hpp"
 #include "spinlock.hpp"
 
@@ -43,6 +44,7 @@ class sema {
   // lost the lock again keeps its place (Go's queueLifo). unlinked(ctx):
   // see block_on (a runtime destroyed while the caller waits for good).
   void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
+    safe_point();  // a runtime call that can switch (detail/preempt.hpp)
     lock_.lock();
     if (count_ > 0) {
       --count_;
@@ -134,6 +136,7 @@ class notify_list {
   // notifyListWait: blocks until ticket t was notified (returns at once if it
   // already was, between add() and here).
   void wait(std::uint32_t t) noexcept {
+    safe_point();
     lock_.lock();
     if (less(t, notify_.load(std::memory_order_relaxed))) {
       lock_.unlock();
