@@ -247,9 +247,12 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 // calls unlock(arg): typically releasing the lock of the wait queue the
 // goroutine just joined, so a waker can only ready it after it stopped
 // running. If unlock returns false the goroutine is resumed at once.
-inline void park(m_base* m, bool (*unlock)(void*), void* arg) noexcept {
+// `why` is what the goroutine dump shows (Go's waitReason).
+inline void park(m_base* m, bool (*unlock)(void*), void* arg, wait_reason why = wait_reason::other) noexcept {
   GORO_CHAOS_POINT("gopark");
   g* gp = m->curg;
+  gp->waiting_on.store(why, std::memory_order_relaxed);
+  gp->wait_since.store(coarse_nanotime(), std::memory_order_relaxed);
   m->after = after_switch::park;
   m->park_unlock = unlock;
   m->park_arg = arg;

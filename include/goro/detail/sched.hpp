@@ -605,6 +605,7 @@ class scheduler final : public sched_base {
       // execute(next, inherit), as g0 would do it.
       if (!inherit) ++pp->schedtick;
       next->status.store(g_status::running, std::memory_order_relaxed);
+      dump_resume_check(next);  // goroutine dump
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
       pp->sysmon_m.store(mm, std::memory_order_relaxed);
       pp->sysmon_curg.store(next, std::memory_order_release);
@@ -944,6 +945,7 @@ class scheduler final : public sched_base {
         attach_stack(pp, gp);
     }
     gp->status.store(g_status::running, std::memory_order_relaxed);
+    dump_resume_check(gp);  // goroutine dump
     // sysmon: publish the slice and the G; a request made for an earlier
     // slice is void (Go's execute clears gp.preempt). pp is null only when
     // gp resumes inside goro::blocking after an on_g0 call.
