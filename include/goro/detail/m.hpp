@@ -82,6 +82,15 @@ class sched_base {
   // first thing once it runs on its own stack: queues the goroutine that
   // switched out (it is off its stack now) and clears m->after.
   virtual void direct_switch_done(m_base* m) noexcept = 0;
+  // goroutine dump (dump.hpp): calls fn(gp, ctx) for every G record this
+  // runtime ever allocated (free and dead ones included: the dump skips
+  // them); the records stay valid while the runtime is registered.
+  virtual void for_each_g(void (*fn)(g* gp, void* ctx), void* ctx) { (void)fn, (void)ctx; }
+  // The id of the M running gp as last published to sysmon (-1: none).
+  virtual int running_m(const g* gp) const noexcept {
+    (void)gp;
+    return -1;
+  }
 };
 
 struct m_base {
