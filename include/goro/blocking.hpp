@@ -54,7 +54,7 @@ decltype(auto) blocking_call(bool long_call, F&& f) {
   // that spins until this call's result arrives.
   if (!m || !m->curg || m->in_blocking || m->async_pinned) return std::invoke(std::forward<F>(f));
   g* gp = m->curg;  // goroutine dump: "blocking call" while inside
-  gp->wait_since.store(coarse_nanotime(), std::memory_order_relaxed);
+  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
   gp->waiting_on.store(wait_reason::blocking_call, std::memory_order_relaxed);
   m->sched->enter_syscall(long_call);
   // exitsyscall on every way out, the exception path included; then a

@@ -29,6 +29,8 @@
 // and the check that every GORO_DEBUG key is understood.
 #pragma once
 
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -36,6 +38,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -177,6 +180,11 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       s.id = gp->id;
       s.why = gp->waiting_on.load(std::memory_order_relaxed);
       s.since = gp->wait_since.load(std::memory_order_relaxed);
+      if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
+        std::int64_t expect = 0;
+        s.since = coarse_nanotime();
+        if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
+      }
       s.created_pc = gp->created_pc;
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
@@ -284,8 +292,31 @@ inline void check_goro_debug() noexcept {
   }
 }
 
+// The dump thread stamps the start of every wait not stamped yet (parking
+// stores 0 and reads no clock): about once a second, so a duration is
+// known to a second, the way Go's GC sets waitsince. O(G records) a round;
+// a record's stamp is set once per wait.
+inline void stamp_waits() {
+  const std::int64_t now = coarse_nanotime();
+  runtime_registry& reg = registry();
+  std::lock_guard<std::mutex> lk(reg.lock);
+  for (sched_base* rt : reg.runtimes)
+    rt->for_each_g(
+        [](g* gp, void* arg) {
+          const g_status st = gp->status.load(std::memory_order_relaxed);
+          if (st != g_status::waiting &&
+              !(st == g_status::running &&
+                gp->waiting_on.load(std::memory_order_relaxed) == wait_reason::blocking_call))
+            return;
+          std::int64_t expect = 0;
+          gp->wait_since.compare_exchange_strong(expect, *static_cast<const std::int64_t*>(arg),
+                                                 std::memory_order_relaxed);
+        },
+        const_cast<std::int64_t*>(&now));
+}
+
 // SIGQUIT: the handler only writes a byte to a pipe (async-signal-safe);
-// a thread blocked on the pipe takes the dump, prints it and exits 2.
+// the dump thread, polling the pipe, takes the dump, prints it and exits 2.
 inline int& sigquit_pipe_write() {
   static int fd = -1;
   return fd;
@@ -299,10 +330,13 @@ inline void sigquit_handler(int) {
   errno = saved;
 }
 
-inline void* sigquit_thread(void* arg) {
+inline void* dump_thread(void* arg) {
   const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
-  char c;
-  while (::read(fd, &c, 1) < 0 && errno == EINTR) {
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, 1000);
+    if (n > 0) break;  // only the SIGQUIT handler writes the pipe
+    stamp_waits();
   }
   std::string text = "SIGQUIT: quit\n\n" + format_goroutines(collect_goroutines());
   for (std::size_t done = 0; done < text.size();) {
@@ -314,16 +348,20 @@ inline void* sigquit_thread(void* arg) {
   ::_exit(2);
 }
 
-// Process-wide, once, at the first runtime: the GORO_DEBUG check and the
-// SIGQUIT dump (kept off if the program handles or ignores SIGQUIT).
+// Process-wide, once, at the first runtime: the GORO_DEBUG check, the
+// dump thread and the SIGQUIT dump (kept off if the program has its own
+// SIGQUIT handler, or GORO_DEBUG=sigquit=0).
 inline void install_dump_handlers() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     check_goro_debug();
-    if (debug_setting("sigquit", 1) == 0) return;
+    bool sigquit = debug_setting("sigquit", 1) != 0;
     struct sigaction old {};
-    if (sigaction(SIGQUIT, nullptr, &old) != 0) return;
-    if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) return;  // the program's own
+    if (sigquit && sigaction(SIGQUIT, nullptr, &old) != 0) sigquit = false;
+    // The program's own handler stays. An inherited SIG_IGN (a background
+    // job of a shell) does not: as in Go, SIGQUIT then still dumps.
+    if (sigquit && ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
+      sigquit = false;
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) return;
     // The thread blocks every signal: SIGQUIT goes to one that can take it.
@@ -336,7 +374,7 @@ inline void install_dump_handlers() noexcept {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
     const bool started =
-        pthread_create(&t, &attr, &sigquit_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
+        pthread_create(&t, &attr, &dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &prev, nullptr);
     if (!started) {
@@ -344,6 +382,7 @@ inline void install_dump_handlers() noexcept {
       ::close(fds[1]);
       return;
     }
+    if (!sigquit) return;
     sigquit_pipe_write() = fds[1];
     struct sigaction sa {};
     sa.sa_handler = &sigquit_handler;

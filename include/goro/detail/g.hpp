@@ -79,8 +79,11 @@ struct alignas(64) g {
   // unwinding); closure_op(self, false) only destroys it.
   void (*closure_op)(g*, bool run) = nullptr;
   void* heap_closure = nullptr;
-  // goroutine dump: the pc in the function that called go() ("created by").
-  const void* created_pc = nullptr;
+  // goroutine dump: when the current wait began, 0 until stamped. Parking
+  // reads no clock: it stores 0, and the dump thread stamps waiting Gs
+  // about once a second (dump.hpp), as Go's GC sets waitsince. Next to
+  // `sched`, which the waker reads anyway.
+  std::atomic<std::int64_t> wait_since{0};
   alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
 
   // While parked on a channel or sync object's queue: takes this G's
@@ -95,9 +98,9 @@ struct alignas(64) g {
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
 
-  // goroutine dump: when the current wait began (coarse_nanotime); only
-  // the park path and the dump touch it, so it lives on a cold line.
-  std::atomic<std::int64_t> wait_since{0};
+  // goroutine dump: the pc in the function that called go() ("created by");
+  // written at spawn, read only by a dump: a cold line.
+  const void* created_pc = nullptr;
 };
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
 

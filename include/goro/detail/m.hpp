@@ -261,7 +261,7 @@ inline void park(m_base* m, bool (*unlock)(void*), void* arg, wait_reason why = 
   GORO_CHAOS_POINT("gopark");
   g* gp = m->curg;
   gp->waiting_on.store(why, std::memory_order_relaxed);
-  gp->wait_since.store(coarse_nanotime(), std::memory_order_relaxed);
+  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
   m->after = after_switch::park;
   m->park_unlock = unlock;
   m->park_arg = arg;
