@@ -44,8 +44,10 @@ const char* const deadlock_msg = "goro: all goroutines are asleep - deadlock!";
 TEST_CASE("deadlock: main blocked on a channel nobody sends on", "[deadlock]") {
   const unsigned procs = GENERATE(1u, 2u, 4u);
   CAPTURE(procs);
-  goro::runtime rt{goro::options{procs}};
+  // The channel outlives rt: its destructor unlinks the blocked main from
+  // the channel's queue (a channel destroyed first is a use after free).
   goro::chan<int> never;
+  goro::runtime rt{goro::options{procs}};
   CHECK_THROWS_MATCHES(rt.run([&] { (void)never.recv(); }), goro::deadlock_error,
                        Catch::Matchers::Predicate<goro::deadlock_error>([](const goro::deadlock_error& e) {
                          return std::string(e.what()).rfind(deadlock_msg, 0) == 0;  // then the goroutine dump
