@@ -44,10 +44,14 @@ const char* const deadlock_msg = "goro: all goroutines are asleep - deadlock!";
 TEST_CASE("deadlock: main blocked on a channel nobody sends on", "[deadlock]") {
   const unsigned procs = GENERATE(1u, 2u, 4u);
   CAPTURE(procs);
-  goro::runtime rt{goro::options{procs}};
+  // The channel outlives rt: its destructor unlinks the blocked main from
+  // the channel's queue (a channel destroyed first is a use after free).
   goro::chan<int> never;
+  goro::runtime rt{goro::options{procs}};
   CHECK_THROWS_MATCHES(rt.run([&] { (void)never.recv(); }), goro::deadlock_error,
-                       Catch::Matchers::Message(deadlock_msg));
+                       Catch::Matchers::Predicate<goro::deadlock_error>([](const goro::deadlock_error& e) {
+                         return std::string(e.what()).rfind(deadlock_msg, 0) == 0;  // then the goroutine dump
+                       }));
   // The runtime stays usable, and its destructor releases the blocked main.
   CHECK(rt.run([] { return 7; }) == 7);
 }
@@ -62,7 +66,7 @@ TEST_CASE("deadlock: deadlock_error is a goro::error", "[deadlock]") {
     });
     FAIL("run returned");
   } catch (const goro::error& e) {
-    CHECK(std::string(e.what()) == deadlock_msg);
+    CHECK(std::string(e.what()).rfind(deadlock_msg, 0) == 0);
     CHECK(dynamic_cast<const goro::deadlock_error*>(&e) != nullptr);
   }
 }

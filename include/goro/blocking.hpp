@@ -52,15 +52,20 @@ decltype(auto) blocking_call(bool long_call, F&& f) {
   // finds none when the call returns, it waits for one the way a locked M
   // does (sched.hpp park_pinned).
   if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
+  g* gp = m->curg;  // goroutine dump: "blocking call" while inside
+  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
+  gp->waiting_on.store(wait_reason::blocking_call, std::memory_order_relaxed);
   m->sched->enter_syscall(long_call);
   // exitsyscall on every way out, the exception path included; then a
   // pending preemption request is honoured (a runtime call that can switch).
   struct exit_syscall_guard {
+    g* gp;
     ~exit_syscall_guard() {
+      gp->waiting_on.store(wait_reason::none, std::memory_order_relaxed);
       current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
       preempt_point();
     }
-  } guard;
+  } guard{gp};
   return std::invoke(std::forward<F>(f));
 }
 

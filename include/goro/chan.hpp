@@ -189,14 +189,14 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 // the caller holds: from g0 once the goroutine is off its stack, or just
 // before sleeping for a thread. `unlink(unlink_arg)` takes the caller's
 // waiters off their queues (g::unlink_wait: a runtime destroyed while the
-// goroutine waits for good).
+// goroutine waits for good). `why`: what the goroutine dump shows.
 inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
-                       void (*unlink)(void*) noexcept, void* unlink_arg) noexcept {
+                       void (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
   GORO_CHAOS_POINT("chan.block");
   if (gp) {
     gp->unlink_wait = unlink;
     gp->unlink_arg = unlink_arg;
-    park(m, unlock, arg);
+    park(m, unlock, arg, why);
     gp->unlink_wait = nullptr;
   } else {
     if (!m) extm_plain_op();  // checkdead: a plain thread blocked on a channel is a live external M
@@ -369,7 +369,7 @@ struct hchan : chan_core {
     w.elem = &v;
     sendq.enqueue(&w);
     queued_waiter at{this, &sendq, &w};
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
     if (!w.success) raise_send_closed();  // woken by close
   }
 
@@ -393,7 +393,8 @@ struct hchan : chan_core {
     w.elem = &out;
     recvq.enqueue(&w);
     queued_waiter at{this, &recvq, &w};
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at);
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at,
+               wait_reason::chan_receive);
     // out was filled by the sender, or stays empty after close.
   }
 

@@ -6,6 +6,7 @@
 #include "chan.hpp"
 #include "clock.hpp"
 #include "context.hpp"
+#include "dump.hpp"
 #include "error.hpp"
 #include "group.hpp"
 #include "net.hpp"

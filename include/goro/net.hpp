@@ -191,7 +191,7 @@ class io_lock {
     w.ticket = 0;
     if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
     queue_.push_back(&w);
-    block_on(w, queue_, lock_);
+    block_on(w, queue_, lock_, wait_reason::io_wait);
     // unlock() handed us the lock (ticket 1) or close() woke us (0); either
     // wrote the ticket under lock_ before waking us.
     return w.ticket == 1;

@@ -71,10 +71,12 @@ inline void release_main_lock() noexcept {
   }
 }
 
-// newproc on `s`: a G record, the closure, then queue it.
+// newproc on `s`: a G record, the closure, then queue it. created_pc:
+// where go() was called (the goroutine dump's "created by").
 template <class F, class... A>
-void spawn(sched_base* s, F&& f, A&&... args) {
+void spawn(sched_base* s, const void* created_pc, F&& f, A&&... args) {
   g* gp = s->alloc_g();
+  gp->created_pc = created_pc;
   GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
   GORO_CATCH_ALL {
     s->free_g(gp);
@@ -155,9 +157,10 @@ class basic_runtime {
 
   // Starts a goroutine from any thread (inside this runtime it runs next on
   // the caller's P; from elsewhere it goes to the global run queue).
+  // Always inlined: the goroutine dump's "created by" is the caller.
   template <class F, class... A>
-  void go(F&& f, A&&... args) {
-    detail::spawn(sched_.get(), std::forward<F>(f), std::forward<A>(args)...);
+  GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
+    detail::spawn(sched_.get(), detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
   }
 
   // Returns the number of Ps; with n > 0, sets it to n (at most 4096) and
@@ -253,10 +256,11 @@ class async_preemptible {
 
 // Starts a goroutine on the calling goroutine's runtime; it runs next on
 // this P (the caller keeps running).
+// Always inlined: the goroutine dump's "created by" is the caller.
 template <class F, class... A>
-void go(F&& f, A&&... args) {
+GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
   detail::m_base* m = detail::require_goroutine("go()");
-  detail::spawn(m->sched, std::forward<F>(f), std::forward<A>(args)...);
+  detail::spawn(m->sched, detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
   preempt_point();  // a runtime call: honour a pending preemption request
 }
 

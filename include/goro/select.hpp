@@ -173,7 +173,7 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
           c->lock.unlock();
         }
       },
-      &at);
+      &at, wait_reason::select);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();

@@ -207,7 +207,7 @@ class mutex {
         wait_start = clock::now();
         waited = true;
       }
-      sema_.acquire(lifo);
+      sema_.acquire(lifo, nullptr, nullptr, detail::wait_reason::mutex_lock);
       is_starving = is_starving || clock::now() - wait_start > starvation_threshold;
       old = state_.load(std::memory_order_acquire);
       if (old & starving) {
@@ -416,7 +416,7 @@ class wait_group {
     // A runtime destroyed while we wait for good takes us off sema_'s
     // queue: un-count us too, or a later release would keep our token for
     // the next wait() to take early.
-    sema_.acquire(false, &uncount_waiter, this);
+    sema_.acquire(false, &uncount_waiter, this, detail::wait_reason::wait_group_wait);
     // The releasing done() reset the state to 0 before handing out tokens:
     // anything else means add() was called again before this wait()
     // returned (Go's "WaitGroup is reused before previous Wait has

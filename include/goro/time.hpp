@@ -63,7 +63,7 @@ inline void sleep_until_ns(std::int64_t when) {
         current_m()->sched->add_timer(static_cast<timer*>(arg));
         return true;
       },
-      &t);
+      &t, wait_reason::sleep);
 }
 
 // Timers created outside any runtime (a plain thread calling after(),

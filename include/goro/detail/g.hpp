@@ -3,6 +3,8 @@
 // but not yet started goroutines cost a million small records, not stacks.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "../stack.hpp"
 #include "config.hpp"
+#include "wait_reason.hpp"
 
 namespace goro::detail {
 
@@ -51,6 +54,12 @@ struct alignas(64) g {
   // sysmon's request to yield at the next safe point. Written by sysmon
   // (another thread), so atomic; see preempt.hpp for who sets and clears it.
   std::atomic<bool> preempt{false};
+  // goroutine dump (dump.hpp): set while a dump reads this G's stack; an M
+  // about to resume the G waits for it to clear (see dump_resume_check).
+  std::atomic<bool> dump_pin{false};
+  // goroutine dump: why the G waits (written by the G itself as it parks,
+  // read by a dump from another thread); the time is in wait_since.
+  std::atomic<wait_reason> waiting_on{wait_reason::none};
   // lockosthread: the M this G is wired to (Go's lockedm) and the nesting
   // count of lock_os_thread calls (Go's lockedExt). Both are written only
   // by the G itself while it runs on that M, except that an M which must
@@ -70,6 +79,11 @@ struct alignas(64) g {
   // unwinding); closure_op(self, false) only destroys it.
   void (*closure_op)(g*, bool run) = nullptr;
   void* heap_closure = nullptr;
+  // goroutine dump: when the current wait began, 0 until stamped. Parking
+  // reads no clock: it stores 0, and the dump thread stamps waiting Gs
+  // about once a second (dump.hpp), as Go's GC sets waitsince. Next to
+  // `sched`, which the waker reads anyway.
+  std::atomic<std::int64_t> wait_since{0};
   alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
 
   // While parked on a channel or sync object's queue: takes this G's
@@ -83,8 +97,27 @@ struct alignas(64) g {
 
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
+
+  // goroutine dump: the pc in the function that called go() ("created by");
+  // written at spawn, read only by a dump: a cold line.
+  const void* created_pc = nullptr;
 };
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
+
+// goroutine dump: an M has just set gp's status to running and is about to
+// resume it. A dump pins a G (dump_pin), then runs membarrier() (a fence on
+// every thread of the process) and only then reads its status: so either
+// the dump sees `running` and leaves the G alone, or this check sees the
+// pin and waits until the dump has read the G's stack. The asymmetric
+// fence keeps this side to a compiler barrier and one load of a line the
+// switch touches anyway (dump.hpp owns the other half).
+GORO_NOINLINE inline void dump_pin_wait(g* gp) noexcept {
+  while (gp->dump_pin.load(std::memory_order_acquire)) sched_yield();
+}
+GORO_ALWAYS_INLINE void dump_resume_check(g* gp) noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (GORO_UNLIKELY(gp->dump_pin.load(std::memory_order_acquire))) dump_pin_wait(gp);
+}
 
 // Stores the callable and its arguments in gp (decay-copied, as std::thread).
 template <class F, class... A>

@@ -82,6 +82,15 @@ class sched_base {
   // first thing once it runs on its own stack: queues the goroutine that
   // switched out (it is off its stack now) and clears m->after.
   virtual void direct_switch_done(m_base* m) noexcept = 0;
+  // goroutine dump (dump.hpp): calls fn(gp, ctx) for every G record this
+  // runtime ever allocated (free and dead ones included: the dump skips
+  // them); the records stay valid while the runtime is registered.
+  virtual void for_each_g(void (*fn)(g* gp, void* ctx), void* ctx) { (void)fn, (void)ctx; }
+  // The id of the M running gp as last published to sysmon (-1: none).
+  virtual int running_m(const g* gp) const noexcept {
+    (void)gp;
+    return -1;
+  }
 };
 
 struct m_base {
@@ -283,9 +292,12 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 // calls unlock(arg): typically releasing the lock of the wait queue the
 // goroutine just joined, so a waker can only ready it after it stopped
 // running. If unlock returns false the goroutine is resumed at once.
-inline void park(m_base* m, bool (*unlock)(void*), void* arg) noexcept {
+// `why` is what the goroutine dump shows (Go's waitReason).
+inline void park(m_base* m, bool (*unlock)(void*), void* arg, wait_reason why = wait_reason::other) noexcept {
   GORO_CHAOS_POINT("gopark");
   g* gp = m->curg;
+  gp->waiting_on.store(why, std::memory_order_relaxed);
+  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
   m->after = after_switch::park;
   m->park_unlock = unlock;
   m->park_arg = arg;

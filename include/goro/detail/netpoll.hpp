@@ -404,7 +404,7 @@ inline bool pd_block(poll_desc* pd, char mode) {
           if (np) np->add_waiter();
           return true;
         },
-        &a);
+        &a, wait_reason::io_wait);
   }
   std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
   if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");

@@ -82,8 +82,9 @@ class waiter_queue {
 // wake(w). Releases `lock`. A runtime destroyed while the goroutine waits
 // here for good takes w off q (g::unlink_wait), then calls
 // unlinked(ctx) if given: the owner undoes its own count of waiters.
-inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, void (*unlinked)(void*) noexcept = nullptr,
-                     void* ctx = nullptr) noexcept {
+// `why`: what the goroutine dump shows.
+inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, wait_reason why,
+                     void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
   GORO_CHAOS_POINT("waiter.block");
   if (g* gp = w.gp) {
     struct queued {
@@ -104,7 +105,7 @@ inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, void (*unlinked
     park(current_m(), [](void* l) {
       static_cast<spinlock*>(l)->unlock();
       return true;
-    }, &lock);
+    }, &lock, why);
     gp->unlink_wait = nullptr;
   } else {
     extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M

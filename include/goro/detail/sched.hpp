@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../dump.hpp"  // goroutine dump
 #include "../error.hpp"
 #include "../policy.hpp"
 #include "../stack.hpp"
@@ -225,12 +226,17 @@ class scheduler final : public sched_base {
     std::lock_guard<std::mutex> lk(lock_);
     create_ps_locked(make_ps(0, nprocs_.load(std::memory_order_relaxed)));
     activate_locked(0, nprocs_.load(std::memory_order_relaxed));
+    install_dump_handlers();  // goroutine dump: SIGQUIT, GORO_DEBUG check
+    register_runtime(this);
   }
 
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
 
-  ~scheduler() override { shutdown(); }
+  ~scheduler() override {
+    shutdown();
+    unregister_runtime(this);  // goroutine dump: before any G record goes
+  }
 
   // ---- sched_base ----
 
@@ -332,6 +338,21 @@ class scheduler final : public sched_base {
   unsigned resize_procs(unsigned n) override { return resize(n); }
 
   netpoller* poller() noexcept override { return &poller_; }  // netpoll
+
+  // goroutine dump (dump.hpp)
+  void for_each_g(void (*fn)(g*, void*), void* ctx) override {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    for (auto& block : g_blocks_)
+      for (std::uint32_t i = 0; i < gfree_batch; ++i) fn(&block[i], ctx);
+  }
+  int running_m(const g* gp) const noexcept override {
+    int id = -1;
+    for_each_p([&](const p* pp) {
+      if (pp->sysmon_curg.load(std::memory_order_acquire) == gp)
+        if (m_base* mb = pp->sysmon_m.load(std::memory_order_relaxed)) id = static_cast<m*>(mb)->id;
+    });
+    return id;
+  }
 
   runtime_stats stats() const noexcept {
     runtime_stats s;
@@ -436,6 +457,7 @@ class scheduler final : public sched_base {
       GORO_RETHROW;
     }
     main_g->is_main = true;
+    main_g->created_pc = nullptr;  // goroutine dump: main has no creator
     main_done_.store(false, std::memory_order_relaxed);
     deadlock_.store(false, std::memory_order_relaxed);  // checkdead
 
@@ -484,7 +506,8 @@ class scheduler final : public sched_base {
     // checkdead: main is blocked forever; it is left so, and released by
     // the destructor (shutdown) like any goroutine blocked forever.
     if (deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire))
-      raise<deadlock_error>("goro: all goroutines are asleep - deadlock!");
+      raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
+                            format_goroutines(collect_goroutines(this)));  // goroutine dump
   }
 
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -520,7 +543,10 @@ class scheduler final : public sched_base {
         std::lock_guard<std::mutex> lk(lock_);
         if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
             earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
-          std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
+          // goroutine dump: which ones, and where they wait
+          const std::string dump = format_goroutines(collect_goroutines(this));
+          std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n\n%s", live, live == 1 ? "" : "s",
+                       dump.c_str());
           blocked_at_shutdown_ = live;
           break;
         }
@@ -611,6 +637,7 @@ class scheduler final : public sched_base {
       // execute(next, inherit), as g0 would do it.
       if (!inherit) ++pp->schedtick;
       next->status.store(g_status::running, std::memory_order_relaxed);
+      dump_resume_check(next);  // goroutine dump
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
       pp->sysmon_m.store(mm, std::memory_order_relaxed);
       pp->sysmon_curg.store(next, std::memory_order_release);
@@ -976,6 +1003,7 @@ class scheduler final : public sched_base {
         attach_stack(pp, gp);
     }
     gp->status.store(g_status::running, std::memory_order_relaxed);
+    dump_resume_check(gp);  // goroutine dump
     // sysmon: publish the slice and the G; a request made for an earlier
     // slice is void (Go's execute clears gp.preempt), but an expired slice
     // that gp inherits stays expired: gp yields at its first safe point

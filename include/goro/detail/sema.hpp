@@ -43,7 +43,9 @@ class sema {
   // `lifo` queues the caller at the head: a mutex waiter that was woken but
   // lost the lock again keeps its place (Go's queueLifo). unlinked(ctx):
   // see block_on (a runtime destroyed while the caller waits for good).
-  void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
+  // `why`: what the goroutine dump shows while the caller waits.
+  void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
+               wait_reason why = wait_reason::semacquire) noexcept {
     safe_point();  // a runtime call that can switch (detail/preempt.hpp)
     lock_.lock();
     if (count_ > 0) {
@@ -56,7 +58,7 @@ class sema {
       queue_.push_front(&w);
     else
       queue_.push_back(&w);
-    block_on(w, queue_, lock_, unlinked, ctx);
+    block_on(w, queue_, lock_, why, unlinked, ctx);
     // release() dequeued us and the token is ours: nothing left to do, and
     // nothing here touches *this again.
   }
@@ -145,7 +147,7 @@ class notify_list {
     waiter w;
     w.ticket = t;
     queue_.push_back(&w);
-    block_on(w, queue_, lock_);
+    block_on(w, queue_, lock_, wait_reason::cond_wait);
   }
 
   // wait(t) giving up at the nanotime() `when`: false if it did. A waiter

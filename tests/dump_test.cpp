@@ -1,0 +1,322 @@
+// The goroutine dump (goro::goroutine_dump / goro::goroutines): wait reasons
+// at every park site, stacks of parked goroutines found without frame
+// pointers (this file is built at -O2 like the rest), names from the
+// program's own symbol table, "created by"; the deadlock error and SIGQUIT
+// (in a child process) carrying it; GORO_DEBUG keys that are not understood.
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <goro/goro.hpp>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Uniquely named, never inlined, never a tail call (the asm after the call):
+// each must show up as a frame of its goroutine's stack.
+#define GORO_DUMP_KEEP_FRAME() asm volatile("" ::: "memory")
+
+struct parked {
+  goro::chan<int> recv_c, send_c, sel_a, sel_b;
+  goro::mutex mu;
+  goro::wait_group wg;
+  goro::mutex cond_mu;
+  goro::cond cv;
+  bool cond_go = false;
+  goro::net::listener ln = goro::net::listen_tcp("127.0.0.1:0");
+  std::atomic<bool> done{false};
+  goro::wait_group finished;
+};
+
+[[gnu::noinline]] void dump_park_chan_recv(parked& s) {
+  (void)s.recv_c.recv();
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_park_chan_send(parked& s) {
+  s.send_c.send(1);
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_park_select(parked& s) {
+  goro::select(goro::on_recv(s.sel_a, [](std::optional<int>) {}), goro::on_recv(s.sel_b, [](std::optional<int>) {}));
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_park_sleep(parked& s) {
+  while (!s.done.load()) goro::sleep_for(20ms);
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_park_mutex(parked& s) {
+  s.mu.lock();
+  s.mu.unlock();
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_park_wait_group(parked& s) {
+  s.wg.wait();
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_park_cond(parked& s) {
+  std::unique_lock<goro::mutex> lk(s.cond_mu);
+  while (!s.cond_go) s.cv.wait(lk);
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_park_io(parked& s) {
+  auto c = s.ln.accept();
+  GORO_DUMP_KEEP_FRAME();
+}
+[[gnu::noinline]] void dump_in_blocking_call(parked& s) {
+  goro::blocking([&] {
+    while (!s.done.load()) usleep(1000);
+  });
+  GORO_DUMP_KEEP_FRAME();
+}
+
+struct expectation {
+  const char* function;
+  const char* reason;
+};
+const expectation expected[] = {
+    {"dump_park_chan_recv", "chan receive"}, {"dump_park_chan_send", "chan send"},
+    {"dump_park_select", "select"},          {"dump_park_sleep", "sleep"},
+    {"dump_park_mutex", "sync.Mutex.Lock"},  {"dump_park_wait_group", "sync.WaitGroup.Wait"},
+    {"dump_park_cond", "sync.Cond.Wait"},    {"dump_park_io", "IO wait"},
+};
+
+// Spawns one goroutine per park site (and the blocking call): all are
+// "created by" this function.
+[[gnu::noinline]] void dump_spawner(parked& s) {
+  void (*fns[])(parked&) = {dump_park_chan_recv, dump_park_chan_send, dump_park_select, dump_park_sleep,
+                            dump_park_mutex,     dump_park_wait_group, dump_park_cond,  dump_park_io,
+                            dump_in_blocking_call};
+  for (auto fn : fns) {
+    s.finished.add(1);
+    goro::go([&s, fn] {
+      fn(s);
+      s.finished.done();
+    });
+  }
+  GORO_DUMP_KEEP_FRAME();
+}
+
+bool has_frame(const goro::goroutine_info& gi, const char* fn) {
+  for (const auto& f : gi.frames)
+    if (f.find(fn) != std::string::npos) return true;
+  return false;
+}
+
+// Frames are read for every build but TSan's (see dump.hpp).
+constexpr bool frames_expected = !GORO_TSAN;
+
+[[gnu::noinline]] std::vector<goro::goroutine_info> dump_self_caller() {
+  auto gs = goro::goroutines();
+  GORO_DUMP_KEEP_FRAME();
+  return gs;
+}
+
+}  // namespace
+
+TEST_CASE("dump: every wait reason, with the parked function, its stack and its creator", "[dump]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    parked s;
+    s.wg.add(1);
+    s.mu.lock();
+    dump_spawner(s);
+    // Wait until every goroutine sits where expected (bounded).
+    std::vector<goro::goroutine_info> gs;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    for (;;) {
+      gs = goro::goroutines();
+      std::size_t ok = 0;
+      for (const auto& e : expected) {
+        for (const auto& gi : gs)
+          if (gi.wait_reason == e.reason && (!frames_expected || has_frame(gi, e.function))) {
+            ++ok;
+            break;
+          }
+      }
+      bool blocking = false;
+      for (const auto& gi : gs) blocking = blocking || gi.wait_reason == "blocking call";
+      if ((ok == std::size(expected) && blocking) || std::chrono::steady_clock::now() > deadline) break;
+      goro::sleep_for(10ms);
+    }
+    const std::string text = goro::goroutine_dump();
+    INFO(text);
+    for (const auto& e : expected) {
+      CAPTURE(e.function, e.reason);
+      const goro::goroutine_info* gi = nullptr;
+      for (const auto& x : gs)
+        if (x.wait_reason == e.reason && (!frames_expected || has_frame(x, e.function))) gi = &x;
+      REQUIRE(gi != nullptr);
+      CHECK(gi->state == "waiting");
+      CHECK(gi->id > 1);
+      CHECK(gi->created_by.find("dump_spawner") != std::string::npos);
+      CHECK(gi->waiting_for >= 0ns);
+      CHECK(gi->waiting_for < 1min);
+      if (frames_expected) {
+        // Innermost first, each with its offset; the goroutine's entry last.
+        CHECK(gi->frames.front().find(" +0x") != std::string::npos);
+        CHECK(gi->frames.back().find("goroutine_main") != std::string::npos);
+      }
+      // Go's format: the header line, then the frames, then "created by".
+      const std::string header = "goroutine " + std::to_string(gi->id) + " [" + e.reason + "]:\n";
+      CHECK(text.find(header) != std::string::npos);
+    }
+    // Ids are unique.
+    for (std::size_t i = 1; i < gs.size(); ++i) CHECK(gs[i - 1].id < gs[i].id);
+    // The goroutine inside goro::blocking runs (no frames), and says so.
+    bool blocking = false;
+    for (const auto& gi : gs)
+      if (gi.wait_reason == "blocking call") {
+        blocking = true;
+        CHECK(gi.state == "running");
+        CHECK(gi.created_by.find("dump_spawner") != std::string::npos);
+      }
+    CHECK(blocking);
+    // The calling goroutine: running, its own frames (the dump's dropped).
+    auto mine = dump_self_caller();
+    bool self_seen = false;
+    for (const auto& gi : mine)
+      if (gi.state == "running" && gi.wait_reason == "running") {
+        self_seen = true;
+        CHECK(gi.created_by.empty());  // main has no creator
+        if (frames_expected) {
+          REQUIRE(!gi.frames.empty());
+          CHECK(gi.frames.front().find("dump_self_caller") != std::string::npos);
+        }
+      }
+    CHECK(self_seen);
+    // Release everyone.
+    s.done.store(true);
+    goro::go([&] { s.recv_c.send(1); });
+    (void)s.send_c.recv();
+    s.sel_a.close();
+    s.mu.unlock();
+    s.wg.done();
+    {
+      std::lock_guard<goro::mutex> lk(s.cond_mu);
+      s.cond_go = true;
+    }
+    s.cv.notify_all();
+    auto c = goro::net::dial_tcp("127.0.0.1:" + std::to_string(s.ln.port()));
+    s.finished.wait();
+  });
+}
+
+TEST_CASE("dump: the goroutines of every runtime in the process", "[dump]") {
+  goro::runtime a{goro::options{1}}, b{goro::options{1}};
+  goro::chan<int> ca, cb;
+  a.go([&] { (void)ca.recv(); });
+  b.go([&] { (void)cb.recv(); });
+  std::size_t receivers = 0;
+  for (int i = 0; i < 2000 && receivers < 2; ++i) {
+    receivers = 0;
+    for (const auto& gi : goro::goroutines()) receivers += gi.wait_reason == "chan receive";
+    if (receivers < 2) usleep(1000);
+  }
+  CHECK(receivers == 2);
+  ca.send(1);
+  cb.send(1);
+}
+
+TEST_CASE("dump: a wait of a minute or more shows its duration, as in Go", "[dump]") {
+  std::vector<goro::goroutine_info> gs(2);
+  gs[0].id = 7;
+  gs[0].wait_reason = "chan receive";
+  gs[0].waiting_for = 3min + 10s;
+  gs[0].frames = {"f() +0x1a", "g() +0x2b"};
+  gs[0].created_by = "main_fn()";
+  gs[1].id = 8;
+  gs[1].wait_reason = "select";
+  gs[1].waiting_for = 59s;
+  CHECK(goro::detail::format_goroutines(gs) ==
+        "goroutine 7 [chan receive, 3 minutes]:\nf() +0x1a\ng() +0x2b\ncreated by main_fn()\n\n"
+        "goroutine 8 [select]:\n");
+}
+
+namespace {
+[[gnu::noinline]] void dump_deadlocked_main(goro::chan<int>& c) {
+  (void)c.recv();
+  GORO_DUMP_KEEP_FRAME();
+}
+}  // namespace
+
+TEST_CASE("dump: deadlock_error carries the dump", "[dump][deadlock]") {
+  goro::runtime rt{goro::options{1}};
+  goro::chan<int> never;
+  std::string what;
+  try {
+    rt.run([&] { dump_deadlocked_main(never); });
+  } catch (const goro::deadlock_error& e) {
+    what = e.what();
+  }
+  INFO(what);
+  CHECK(what.rfind("goro: all goroutines are asleep - deadlock!\n\ngoroutine ", 0) == 0);
+  CHECK(what.find(" [chan receive]:\n") != std::string::npos);
+  if (frames_expected) CHECK(what.find("dump_deadlocked_main") != std::string::npos);
+}
+
+TEST_CASE("dump: SIGQUIT prints the dump on stderr and exits with status 2", "[dump][signal]") {
+  auto r = goro_test::run_helper("dump_sigquit", {"dump"});
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("SIGQUIT: quit\n\ngoroutine ") != std::string::npos);
+  CHECK(r.output.find(" [chan receive]:\n") != std::string::npos);
+  if (frames_expected) {
+    CHECK(r.output.find("helper_parked_receiver") != std::string::npos);
+    CHECK(r.output.find("created by (anonymous namespace)::helper_spawner(") != std::string::npos);
+    // main (goroutine 1) sleeps in a loop: its stack too, even when it was
+    // readied while the dump read it.
+    const std::size_t main_at = r.output.find("goroutine 1 [");
+    REQUIRE(main_at != std::string::npos);
+    const std::size_t eol = r.output.find('\n', main_at);
+    REQUIRE(eol != std::string::npos);
+    const std::size_t next = r.output.find('\n', eol + 1);
+    REQUIRE(next != std::string::npos);
+    CHECK(r.output.substr(eol + 1, next - eol - 1).find("main::{lambda") != std::string::npos);  // main's function
+  }
+}
+
+TEST_CASE("dump: SIGQUIT keeps the program's own handler, and GORO_DEBUG=sigquit=0", "[dump][signal]") {
+  auto own = goro_test::run_helper("dump_sigquit", {"own"});
+  INFO(own.output);
+  CHECK(own.exited);
+  CHECK(own.exit_code == 7);
+  CHECK(own.output.find("goroutine ") == std::string::npos);
+
+  setenv("GORO_DEBUG", "sigquit=0", 1);
+  auto off = goro_test::run_helper("dump_sigquit", {"dump"});
+  unsetenv("GORO_DEBUG");
+  INFO(off.output);
+  CHECK(off.signaled);
+  CHECK(off.signal == SIGQUIT);
+  CHECK(off.output.find("goroutine ") == std::string::npos);
+}
+
+TEST_CASE("dump: GORO_DEBUG keys that are not understood are reported", "[dump]") {
+  setenv("GORO_DEBUG", "schedtrace=0,bogus=1", 1);
+  auto r = goro_test::run_helper("dump_sigquit", {"quiet"});
+  unsetenv("GORO_DEBUG");
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("goro: GORO_DEBUG: unknown setting \"bogus=1\"") != std::string::npos);
+  CHECK(r.output.find("unknown setting \"schedtrace") == std::string::npos);  // a known key is not reported
+}
+
+TEST_CASE("dump: the shutdown report lists the goroutines blocked forever", "[dump]") {
+  auto r = goro_test::run_helper("dump_sigquit", {"shutdown"});
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.output.find("goro: 1 goroutine blocked forever at shutdown\n\ngoroutine ") != std::string::npos);
+  CHECK(r.output.find(" [sync.WaitGroup.Wait]:\n") != std::string::npos);
+  if (frames_expected) CHECK(r.output.find("helper_forever") != std::string::npos);
+}

@@ -1,0 +1,66 @@
+// Child process for dump_test: "dump" parks a goroutine on a channel, then
+// raises SIGQUIT (the dump goes to stderr, exit status 2); "own" does the
+// same after installing its own SIGQUIT handler first (which exits 7);
+// "quiet" only starts a runtime (for the GORO_DEBUG check); "shutdown"
+// leaves a goroutine blocked forever for the shutdown report.
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <goro/goro.hpp>
+
+namespace {
+
+[[gnu::noinline]] void helper_parked_receiver(goro::chan<int>& c) {
+  (void)c.recv();
+  asm volatile("" ::: "memory");
+}
+
+[[gnu::noinline]] void helper_spawner(goro::chan<int>& c, goro::chan<int>& started) {
+  goro::go([&c, &started] {
+    started.send(1);
+    helper_parked_receiver(c);
+  });
+  asm volatile("" ::: "memory");
+}
+
+[[gnu::noinline]] void helper_forever(goro::wait_group& wg) {
+  wg.wait();
+  asm volatile("" ::: "memory");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);
+  const char* mode = argc > 1 ? argv[1] : "dump";
+  if (std::strcmp(mode, "own") == 0) {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { _exit(7); };
+    sigaction(SIGQUIT, &sa, nullptr);
+  }
+  if (std::strcmp(mode, "shutdown") == 0) {
+    goro::wait_group never;
+    never.add(1);
+    {
+      goro::runtime rt{goro::options{1}};
+      rt.go([&] { helper_forever(never); });
+    }
+    return 0;
+  }
+  goro::runtime rt{goro::options{2}};
+  if (std::strcmp(mode, "quiet") == 0) return rt.run([] { return 0; });
+  rt.run([] {
+    goro::chan<int> c, started;
+    helper_spawner(c, started);
+    (void)started.recv();
+    goro::sleep_for(std::chrono::milliseconds(50));  // let it park
+    kill(getpid(), SIGQUIT);
+    for (int i = 0; i < 500; ++i) goro::sleep_for(std::chrono::milliseconds(10));  // the dump exits meanwhile
+    c.send(1);
+  });
+  return 3;
+}
