@@ -29,8 +29,10 @@
 // another blocking call, f is simply called.
 //
 // Inside f the goroutine has no P: it may spawn goroutines (they go to the
-// global queue) but must not block on goro primitives (channels, mutex,
-// wait_group) or yield; block in the kernel only.
+// global queue) but must not park on goro primitives (a channel operation
+// or select that waits, sleep, a contended mutex, wait_group or cond wait)
+// or yield: those raise usage_error "goro: <call> inside goro::blocking"
+// (detail/inside_blocking.hpp). Block in the kernel only.
 
 #include <functional>
 #include <type_traits>
@@ -139,10 +141,164 @@ inline void cpu_relax() noexcept {
 #include <cstddef>
 #include <cstdint>
 
-#if GORO_EXCEPTIONS
-#include <cxxabi.h>
+// ---- begin goro/detail/chaos.hpp ----
+// Chaos injection, a test-only build switch (docs/testing.md). Built with
+// -DGORO_CHAOS=<seed>, every GORO_CHAOS_POINT(name) on the scheduler's wake,
+// park, hand-off, steal, timer and netpoll paths may stall its thread for a
+// while: most do nothing, some spin a random number of pause instructions,
+// a few call sched_yield, rarely one sleeps 10-200 us. GORO_CHAOS_IF(n) is
+// true one time in n: it randomises choices that any interleaving could make
+// (runnext or ring, stealing runnext early, cutting a spin short). Without
+// GORO_CHAOS both compile to nothing.
+//
+// Each thread draws from its own xorshift stream, seeded from the seed and
+// the order in which threads first reach a point. The seed also picks a
+// profile (which kind of delay dominates) and a set of "hot" points that
+// stall eight times as often, so different seeds stretch different windows.
+// The environment variable GORO_CHAOS_SEED overrides the built-in seed (the
+// soak script loops seeds over one binary); GORO_CHAOS_SEED=off disables
+// injection.
+
+#include <cstdint>
+
+#if defined(GORO_CHAOS)
+#include <sched.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #endif
 
+namespace goro::detail::chaos {
+
+// FNV-1a of a point's name: its identity for the per-seed hot set.
+consteval std::uint32_t site_id(const char* s) {
+  std::uint32_t h = 2166136261u;
+  for (; *s; ++s) h = (h ^ static_cast<unsigned char>(*s)) * 16777619u;
+  return h;
+}
+
+#if defined(GORO_CHAOS)
+
+inline constexpr std::uint64_t built_in_seed = static_cast<std::uint64_t>(GORO_CHAOS);
+
+inline std::uint64_t mix(std::uint64_t x) noexcept {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+struct config {
+  bool enabled = true;
+  std::uint64_t seed = built_in_seed;
+  // Out of 4096 draws at an ordinary point: thresholds for a rare sleep,
+  // a sched_yield, and a pause loop (cumulative, in that order).
+  std::uint32_t sleep = 0, yield = 0, pause = 0;
+};
+
+inline const config& settings() noexcept {
+  static const config c = [] {
+    config k;
+    if (const char* e = std::getenv("GORO_CHAOS_SEED")) {
+      if (std::strcmp(e, "off") == 0)
+        k.enabled = false;
+      else
+        k.seed = std::strtoull(e, nullptr, 0);
+    }
+    // Profiles: 0 pauses, 1 yields, 2 sleeps, 3 a bit of everything.
+    struct profile {
+      std::uint32_t sleep, yield, pause;
+    };
+    constexpr profile profiles[4] = {{2, 40, 1200}, {2, 400, 300}, {16, 40, 300}, {6, 120, 600}};
+    const profile& p = profiles[mix(k.seed) % 4];
+    k.sleep = p.sleep;
+    k.yield = k.sleep + p.yield;
+    k.pause = k.yield + p.pause;
+    return k;
+  }();
+  return c;
+}
+
+struct thread_state {
+  std::uint64_t x = 0;
+  std::uint64_t next() noexcept {
+    if (x == 0) {
+      static std::atomic<std::uint64_t> threads{0};
+      x = mix(settings().seed ^ mix(threads.fetch_add(1, std::memory_order_relaxed) + 1)) | 1;
+    }
+    x ^= x << 13;  // xorshift64
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  }
+};
+
+// Not inlined: a point may run on a goroutine that later resumes on another
+// thread, so the thread_local must be looked up afresh at every call.
+GORO_NOINLINE inline std::uint64_t draw() noexcept {
+  static thread_local thread_state st;
+  return st.next();
+}
+
+// Uniform-ish in [0, n) (n > 0).
+inline std::uint32_t choice(std::uint32_t n) noexcept {
+  if (!settings().enabled) return 1 % n;
+  return static_cast<std::uint32_t>((draw() >> 32) % n);
+}
+
+inline bool hot(std::uint32_t site) noexcept { return mix(settings().seed ^ site) % 8 == 0; }
+
+GORO_NOINLINE inline void point(std::uint32_t site) noexcept {
+  const config& c = settings();
+  if (!c.enabled) return;
+  const std::uint64_t r = draw();
+  std::uint32_t x = static_cast<std::uint32_t>(r % 4096);
+  if (hot(site)) x /= 8;                                          // hot points stall eight times as often
+  const std::uint32_t len = static_cast<std::uint32_t>(r >> 40);  // 24 more random bits
+  if (x < c.sleep) {
+    timespec ts{0, static_cast<long>(10'000 + len % 190'000)};  // 10-200 us
+    nanosleep(&ts, nullptr);
+  } else if (x < c.yield) {
+    sched_yield();
+  } else if (x < c.pause) {
+    // Mostly short, one in 16 long (up to ~4096 pauses: tens of us; more
+    // often made a 100k-goroutine test take minutes on a loaded machine).
+    const std::uint32_t n = (len & 0xf00) == 0 ? (len >> 12) % 4096 : len % 64;
+    for (std::uint32_t i = 0; i < n; ++i) cpu_relax();
+  }
+}
+
+// Fault injection for the chaos machinery's own tests: true where the
+// environment variable GORO_CHAOS_FAULT names this fault (e.g. drop_wakep:
+// wakep does nothing, a lost wake-up the stall monitor must report).
+inline bool fault(const char* name) noexcept {
+  static const char* const f = std::getenv("GORO_CHAOS_FAULT");
+  return f != nullptr && std::strcmp(f, name) == 0;
+}
+
+}  // namespace goro::detail::chaos
+
+#define GORO_CHAOS_FAULT(name) ::goro::detail::chaos::fault(name)
+#define GORO_CHAOS_POINT(name)                                                       \
+  do {                                                                               \
+    constexpr std::uint32_t goro_chaos_site_ = ::goro::detail::chaos::site_id(name); \
+    ::goro::detail::chaos::point(goro_chaos_site_);                                  \
+  } while (false)
+#define GORO_CHAOS_IF(n) (::goro::detail::chaos::choice(n) == 0)
+
+#else  // !GORO_CHAOS
+
+}  // namespace goro::detail::chaos
+
+#define GORO_CHAOS_POINT(name) ((void)0)
+#define GORO_CHAOS_IF(n) false
+#define GORO_CHAOS_FAULT(name) false
+
+#endif
+// ---- end goro/detail/chaos.hpp ----
 // ---- begin goro/detail/context.hpp ----
 // The context switch: declarations of the hand-written assembly (embedded
 // from include/goro/arch/*.S by context_asm.hpp), the layout of a saved
@@ -460,6 +616,8 @@ inline double context_switch_bench(std::size_t n) {
 // and its stack is attached only when it first runs, so a million spawned
 // but not yet started goroutines cost a million small records, not stacks.
 
+#include <sched.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -475,14 +633,21 @@ inline double context_switch_bench(std::size_t n) {
 // The default allocator carves stacks out of large slabs (one mapping for
 // many stacks), so a million live goroutines fit under Linux's default
 // vm.max_map_count of 65,530 mappings. Stacks of at least 16 KiB get a
-// 64 KiB PROT_NONE guard region below them while the process-wide guard
-// budget lasts (each guard splits a mapping in two); past it, and for small
+// 64 KiB guard region below them: with madvise(MADV_GUARD_INSTALL)
+// (Linux >= 6.13), which does not split the mapping, every such stack;
+// otherwise PROT_NONE regions while the process-wide guard budget lasts
+// (each mprotect splits a mapping in two). Past the budget, and for small
 // stacks, stacks are packed without guards and overflow is caught by a
-// canary the scheduler checks at every switch.
+// canary the scheduler checks at every switch. Stacks freed beyond a
+// bounded cache are returned to the kernel (MADV_DONTNEED), so a burst's
+// peak does not stay resident.
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -601,6 +766,41 @@ inline constexpr std::size_t guard_size = 64 * 1024;      // virtual only; 4 KiB
 inline constexpr std::size_t min_guarded_stack = 16 * 1024;  // smaller stacks are packed with canaries
 inline constexpr std::size_t slab_bytes = 16 * 1024 * 1024;
 
+// Stacks of one size kept resident in the allocator's free list; those
+// freed beyond this are released with MADV_DONTNEED (they stay mapped and
+// guarded, and fault fresh zero pages in when reused).
+inline constexpr std::size_t resident_cache_bytes = 16 * 1024 * 1024;
+inline constexpr std::size_t min_resident_stacks = 16;
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102  // Linux 6.13
+#endif
+
+// Test hook: behave as if the kernel had no MADV_GUARD_INSTALL.
+inline std::atomic<bool> guard_install_test_disable{false};
+
+// Whether madvise(MADV_GUARD_INSTALL) works here, probed once: the call
+// must succeed and the kernel must then refuse to read the page (EFAULT).
+// The second check matters under qemu-user, which answers 0 to advice it
+// does not implement.
+inline bool guard_install_available() noexcept {
+  static const bool works = [] {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    bool ok = false;
+    int fds[2];
+    if (madvise(p, page, MADV_GUARD_INSTALL) == 0 && pipe2(fds, O_CLOEXEC) == 0) {
+      ok = ::write(fds[1], p, 1) < 0 && errno == EFAULT;
+      close(fds[0]);
+      close(fds[1]);
+    }
+    munmap(p, page);
+    return ok;
+  }();
+  return works && !guard_install_test_disable.load(std::memory_order_relaxed);
+}
+
 inline std::size_t page_size() noexcept {
   static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   return p;
@@ -651,35 +851,49 @@ class default_stack_allocator {
       }
     }
     if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
-    std::uintptr_t lo = cur_.next + (cur_.guarded ? detail::guard_size : 0);
+    std::uintptr_t lo = cur_.next + cur_.skip;
     cur_.next += cur_.stride;
     guarded = cur_.guarded;
     return {reinterpret_cast<void*>(lo), size};
   }
 
   void deallocate(stack_memory s) noexcept {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(mu_);
     auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
-    std::uintptr_t tagged = lo | (is_guarded(lo) ? 1 : 0);
-    for (auto& fl : free_) {
-      if (fl.size == s.size) {
-        push(fl.stacks, tagged);
-        return;
-      }
+    const std::size_t si = find_slab(lo);
+    std::uintptr_t tagged = lo | (si != npos && slabs_[si].guarded ? 1 : 0);
+    free_list* fl = find_free(s.size);
+    if (!fl) {
+      GORO_TRY { free_.push_back({s.size, {}}); }
+      GORO_CATCH_ALL { return; }
+      fl = &free_.back();
     }
-    GORO_TRY { free_.push_back({s.size, {}}); }
-    GORO_CATCH_ALL { return; }
-    push(free_.back().stacks, tagged);
+    // A list is a stack: an entry's index never changes while it is there,
+    // and only entries pushed at an index below the bound are pushed
+    // unreleased, so at most `bound` of them are resident. The others wait
+    // in pending_ and are released in batches (one madvise for neighbours).
+    const std::size_t bound = std::max(detail::min_resident_stacks, detail::resident_cache_bytes / s.size);
+    if (fl->stacks.size() < bound || si == npos) {
+      push(fl->stacks, tagged);
+      return;
+    }
+    GORO_TRY { pending_.push_back({tagged, s.size, si}); }
+    GORO_CATCH_ALL {
+      push(fl->stacks, tagged);
+      return;
+    }
+    if (pending_.size() >= release_batch) flush_pending(lk);
   }
 
  private:
   struct slab {
     void* base;
     std::size_t bytes;
+    std::size_t stride;  // from one stack to the next
     bool guarded;
   };
   struct carve {
-    std::size_t size = 0, stride = 0;
+    std::size_t size = 0, stride = 0, skip = 0;  // skip: room for a guard below each stack
     std::uintptr_t next = 0, end = 0;
     bool guarded = false;
   };
@@ -688,12 +902,67 @@ class default_stack_allocator {
     std::vector<std::uintptr_t> stacks;  // lo | 1 if guarded
   };
 
-  bool is_guarded(std::uintptr_t lo) const noexcept {
-    for (auto it = slabs_.rbegin(); it != slabs_.rend(); ++it) {
-      auto base = reinterpret_cast<std::uintptr_t>(it->base);
-      if (lo >= base && lo < base + it->bytes) return it->guarded;
+  struct pending_stack {
+    std::uintptr_t tagged;  // lo | 1 if guarded
+    std::size_t size;
+    std::size_t slab;  // index in slabs_
+  };
+  static constexpr std::size_t release_batch = 64;
+  static constexpr std::size_t npos = ~std::size_t{0};
+
+  // Releases the pending stacks' pages and then makes them available. The
+  // madvise calls run outside the lock; nobody can have these stacks
+  // meanwhile. Stacks next to each other in one slab (freed in creation
+  // order, as after a burst) share one call: the guard between them stays
+  // (PROT_NONE keeps its protection, guard markers survive MADV_DONTNEED).
+  void flush_pending(std::unique_lock<std::mutex>& lk) noexcept {
+    std::vector<pending_stack> batch;
+    batch.swap(pending_);
+    std::sort(batch.begin(), batch.end(),
+              [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
+    struct range {
+      std::uintptr_t lo, hi;
+    };
+    std::vector<range> ranges;
+    GORO_TRY { ranges.reserve(batch.size()); }
+    GORO_CATCH_ALL {}
+    const std::size_t page = detail::page_size();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const pending_stack& e = batch[i];
+      const std::uintptr_t lo = e.tagged & ~std::uintptr_t{1};
+      const std::uintptr_t hi = lo + e.size / page * page;
+      if (lo % page != 0 || hi == lo) continue;  // packed small stacks share pages
+      const pending_stack* prev = i ? &batch[i - 1] : nullptr;
+      const std::uintptr_t prev_lo = prev ? prev->tagged & ~std::uintptr_t{1} : 0;
+      if (prev && prev->slab == e.slab && prev->size == e.size && prev_lo + slabs_[e.slab].stride == lo &&
+          !ranges.empty() && ranges.back().hi == prev_lo + prev->size / page * page) {
+        ranges.back().hi = hi;
+        continue;
+      }
+      if (ranges.size() < ranges.capacity()) ranges.push_back({lo, hi});
     }
-    return false;
+    lk.unlock();
+    for (const range& r : ranges) madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_DONTNEED);
+    lk.lock();
+    for (const pending_stack& e : batch) {
+      if (free_list* fl = find_free(e.size)) push(fl->stacks, e.tagged);
+    }
+    batch.clear();
+    if (pending_.empty()) pending_.swap(batch);  // keep the capacity
+  }
+
+  std::size_t find_slab(std::uintptr_t lo) const noexcept {
+    for (std::size_t i = slabs_.size(); i-- > 0;) {
+      auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+      if (lo >= base && lo < base + slabs_[i].bytes) return i;
+    }
+    return npos;
+  }
+
+  free_list* find_free(std::size_t size) noexcept {
+    for (auto& fl : free_)
+      if (fl.size == size) return &fl;
+    return nullptr;
   }
 
   static void push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept {
@@ -706,16 +975,22 @@ class default_stack_allocator {
   void new_slab(std::size_t size) {
     const std::size_t page = detail::page_size();
     bool guarded = false;
-    std::size_t stride = size;
+    std::size_t stride = size, skip = 0;
+    bool markers = false;  // guard regions by MADV_GUARD_INSTALL (no mapping split, no budget)
     if (size >= detail::min_guarded_stack) {
       stride = (size + page - 1) / page * page;  // guards need page-aligned stacks
       long want = static_cast<long>(detail::slab_bytes / (stride + detail::guard_size));
       if (want < 1) want = 1;
-      if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
+      if (detail::guard_install_available()) {
+        markers = guarded = true;
+      } else if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
         guarded = true;
-        stride += detail::guard_size;
       } else {
         detail::guard_budget().fetch_add(want, std::memory_order_relaxed);
+      }
+      if (guarded) {
+        skip = detail::guard_size;
+        stride += skip;
       }
     }
     std::size_t count = detail::slab_bytes / stride;
@@ -724,28 +999,91 @@ class default_stack_allocator {
     void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) detail::raise_bad_alloc();
     if (guarded) {
-      for (std::size_t i = 0; i < count; ++i)
-        mprotect(static_cast<char*>(base) + i * stride, detail::guard_size, PROT_NONE);
+      for (std::size_t i = 0; i < count && guarded; ++i) {
+        void* guard = static_cast<char*>(base) + i * stride;
+        // A failed install (not expected once probed) leaves the slab to canaries.
+        guarded = markers ? madvise(guard, detail::guard_size, MADV_GUARD_INSTALL) == 0
+                          : mprotect(guard, detail::guard_size, PROT_NONE) == 0;
+      }
     }
-    GORO_TRY { slabs_.push_back({base, bytes, guarded}); }
+    GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
     GORO_CATCH_ALL {
       munmap(base, bytes);
       GORO_RETHROW;
     }
-    cur_ = {size, stride, reinterpret_cast<std::uintptr_t>(base), reinterpret_cast<std::uintptr_t>(base) + count * stride,
-            guarded};
+    const auto first = reinterpret_cast<std::uintptr_t>(base);
+    cur_ = {size, stride, skip, first, first + count * stride, guarded};
   }
 
   std::mutex mu_;
   std::vector<slab> slabs_;
   carve cur_;
   std::vector<free_list> free_;
+  std::vector<pending_stack> pending_;  // freed past the resident bound, not yet released
 };
 
 static_assert(stack_allocator<default_stack_allocator>);
 
 }  // namespace goro
 // ---- end goro/stack.hpp ----
+// ---- begin goro/detail/wait_reason.hpp ----
+// Why a goroutine waits (Go's waitReason), recorded at each park site with
+// the time the wait began, for the goroutine dump (dump.hpp). Recording is
+// two relaxed stores into the G record, no clock read (a vDSO clock read
+// cost pingpong ~7%): the time is stamped afterwards, about once a second,
+// by the dump thread (dump.hpp); the dump prints durations in minutes, as
+// Go does.
+
+#include <time.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace goro::detail {
+
+enum class wait_reason : std::uint8_t {
+  none,  // not waiting (running or runnable)
+  chan_receive,
+  chan_send,
+  select,
+  sleep,
+  mutex_lock,
+  wait_group_wait,
+  cond_wait,
+  semacquire,
+  io_wait,
+  blocking_call,  // running inside goro::blocking (Go's "syscall")
+  other,          // a park site that names no reason
+};
+
+inline const char* wait_reason_name(wait_reason r) noexcept {
+  switch (r) {
+    case wait_reason::none: return "";
+    case wait_reason::chan_receive: return "chan receive";
+    case wait_reason::chan_send: return "chan send";
+    case wait_reason::select: return "select";
+    case wait_reason::sleep: return "sleep";
+    case wait_reason::mutex_lock: return "sync.Mutex.Lock";
+    case wait_reason::wait_group_wait: return "sync.WaitGroup.Wait";
+    case wait_reason::cond_wait: return "sync.Cond.Wait";
+    case wait_reason::semacquire: return "semacquire";
+    case wait_reason::io_wait: return "IO wait";
+    case wait_reason::blocking_call: return "blocking call";
+    case wait_reason::other: return "waiting";
+  }
+  return "waiting";
+}
+
+// CLOCK_MONOTONIC at tick granularity (a few ms), in nanoseconds. Only
+// compared with itself (wait durations).
+inline std::int64_t coarse_nanotime() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/wait_reason.hpp ----
 
 namespace goro::detail {
 
@@ -783,6 +1121,12 @@ struct alignas(64) g {
   // sysmon's request to yield at the next safe point. Written by sysmon
   // (another thread), so atomic; see preempt.hpp for who sets and clears it.
   std::atomic<bool> preempt{false};
+  // goroutine dump (dump.hpp): set while a dump reads this G's stack; an M
+  // about to resume the G waits for it to clear (see dump_resume_check).
+  std::atomic<bool> dump_pin{false};
+  // goroutine dump: why the G waits (written by the G itself as it parks,
+  // read by a dump from another thread); the time is in wait_since.
+  std::atomic<wait_reason> waiting_on{wait_reason::none};
   // lockosthread: the M this G is wired to (Go's lockedm) and the nesting
   // count of lock_os_thread calls (Go's lockedExt). Both are written only
   // by the G itself while it runs on that M, except that an M which must
@@ -802,12 +1146,45 @@ struct alignas(64) g {
   // unwinding); closure_op(self, false) only destroys it.
   void (*closure_op)(g*, bool run) = nullptr;
   void* heap_closure = nullptr;
+  // goroutine dump: when the current wait began, 0 until stamped. Parking
+  // reads no clock: it stores 0, and the dump thread stamps waiting Gs
+  // about once a second (dump.hpp), as Go's GC sets waitsince. Next to
+  // `sched`, which the waker reads anyway.
+  std::atomic<std::int64_t> wait_since{0};
   alignas(std::max_align_t) unsigned char inline_closure[closure_inline_size];
+
+  // While parked on a channel or sync object's queue: takes this G's
+  // waiter record(s) off it, for a runtime destroyed with the G blocked
+  // forever (the objects may outlive the runtime; the records are on the
+  // G's stack). Set by the park site (park.hpp block_on, chan.hpp
+  // block_chan) before parking, cleared once it resumes; nullptr for
+  // other waits (sleep, I/O: the runtime waits for those).
+  void (*unlink_wait)(void*) noexcept = nullptr;
+  void* unlink_arg = nullptr;
 
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
+
+  // goroutine dump: the pc in the function that called go() ("created by");
+  // written at spawn, read only by a dump: a cold line.
+  const void* created_pc = nullptr;
 };
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
+
+// goroutine dump: an M has just set gp's status to running and is about to
+// resume it. A dump pins a G (dump_pin), then runs membarrier() (a fence on
+// every thread of the process) and only then reads its status: so either
+// the dump sees `running` and leaves the G alone, or this check sees the
+// pin and waits until the dump has read the G's stack. The asymmetric
+// fence keeps this side to a compiler barrier and one load of a line the
+// switch touches anyway (dump.hpp owns the other half).
+GORO_NOINLINE inline void dump_pin_wait(g* gp) noexcept {
+  while (gp->dump_pin.load(std::memory_order_acquire)) sched_yield();
+}
+GORO_ALWAYS_INLINE void dump_resume_check(g* gp) noexcept {
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  if (GORO_UNLIKELY(gp->dump_pin.load(std::memory_order_acquire))) dump_pin_wait(gp);
+}
 
 // Stores the callable and its arguments in gp (decay-copied, as std::thread).
 template <class F, class... A>
@@ -906,6 +1283,10 @@ inline void tsan_destroy_fiber(void* f) noexcept {
 }  // namespace goro::detail
 // ---- end goro/detail/sanitizer.hpp ----
 
+#if GORO_EXCEPTIONS  // after config.hpp, which defines it
+#include <cxxabi.h>
+#endif
+
 namespace goro::detail {
 
 // What g0 does with the goroutine that just switched out.
@@ -959,6 +1340,15 @@ class sched_base {
   // first thing once it runs on its own stack: queues the goroutine that
   // switched out (it is off its stack now) and clears m->after.
   virtual void direct_switch_done(m_base* m) noexcept = 0;
+  // goroutine dump (dump.hpp): calls fn(gp, ctx) for every G record this
+  // runtime ever allocated (free and dead ones included: the dump skips
+  // them); the records stay valid while the runtime is registered.
+  virtual void for_each_g(void (*fn)(g* gp, void* ctx), void* ctx) { (void)fn, (void)ctx; }
+  // The id of the M running gp as last published to sysmon (-1: none).
+  virtual int running_m(const g* gp) const noexcept {
+    (void)gp;
+    return -1;
+  }
 };
 
 struct m_base {
@@ -989,6 +1379,11 @@ struct m_base {
   g* async_pinned = nullptr;
   g* async_pinned_tail = nullptr;
   bool async_queued_turn = false;  // the last G run here came from a run queue: a pinned one goes next
+  // The run() caller's M of a signal-mode runtime: main stays wired to it
+  // for its whole life and it runs no other goroutine, so that no goroutine
+  // is ever pinned to the thread that must return from run()
+  // (docs/preemption.md, "The run() caller's thread").
+  bool keeps_main = false;
 };
 
 inline thread_local m_base* tls_current_m = nullptr;
@@ -1042,6 +1437,37 @@ GORO_ALWAYS_INLINE void save_goroutine_state(m_base* m, g* gp) noexcept {
   (void)gp;
 #endif
 }
+
+// The run() caller's own exception state while its thread serves as an M
+// (run() may be called inside a catch block or by a destructor during
+// unwinding). Set aside on entry, so the invariant holds that a thread's
+// state is empty whenever g0 runs (every goroutine empties it as it
+// switches out, save_goroutine_state): goroutine_resumed then restores a
+// goroutine's state only when it has one, and g0 <-> goroutine switches
+// stay free of extra work. Put back on the way out; on the exceptional way
+// out the exception in flight is counted on top.
+struct thread_eh_scope {
+#if GORO_EXCEPTIONS
+  void* caught;
+  unsigned uncaught;
+  thread_eh_scope() noexcept {
+    cxa_eh_globals* e = eh_globals();
+    caught = e->caught_exceptions;
+    uncaught = e->uncaught_exceptions;
+    e->caught_exceptions = nullptr;
+    e->uncaught_exceptions = 0;
+  }
+  ~thread_eh_scope() {
+    cxa_eh_globals* e = eh_globals();
+    if (e->caught_exceptions == nullptr) e->caught_exceptions = caught;
+    e->uncaught_exceptions += uncaught;
+  }
+#else
+  thread_eh_scope() noexcept {}
+#endif
+  thread_eh_scope(const thread_eh_scope&) = delete;
+  thread_eh_scope& operator=(const thread_eh_scope&) = delete;
+};
 
 // Goroutine side, first thing after (re)entry, possibly on another thread.
 // `from` is what the switch returned: nullptr when g0 resumed gp, the M
@@ -1124,8 +1550,12 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 // calls unlock(arg): typically releasing the lock of the wait queue the
 // goroutine just joined, so a waker can only ready it after it stopped
 // running. If unlock returns false the goroutine is resumed at once.
-inline void park(m_base* m, bool (*unlock)(void*), void* arg) noexcept {
+// `why` is what the goroutine dump shows (Go's waitReason).
+inline void park(m_base* m, bool (*unlock)(void*), void* arg, wait_reason why = wait_reason::other) noexcept {
+  GORO_CHAOS_POINT("gopark");
   g* gp = m->curg;
+  gp->waiting_on.store(why, std::memory_order_relaxed);
+  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
   m->after = after_switch::park;
   m->park_unlock = unlock;
   m->park_arg = arg;
@@ -1165,6 +1595,34 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 #include <type_traits>
 #include <utility>
 
+// ---- begin goro/detail/inside_blocking.hpp ----
+// Inside goro::blocking the goroutine's M has no P of its own (it is "in a
+// system call", see blocking.hpp): the goroutine must not park (a channel
+// operation that waits, select, sleep, a contended mutex, wait_group or
+// cond wait, semaphore acquire) nor yield. The goro calls that would check
+// here, at the point where they would park, before queueing anything, and
+// raise usage_error "goro: <call> inside goro::blocking".
+
+#include <string>
+
+
+namespace goro::detail {
+
+[[noreturn]] GORO_NOINLINE inline void raise_inside_blocking(const char* call) {
+  raise<usage_error>(std::string("goro: ") + call + " inside goro::blocking");
+}
+
+// Whether m (current_m(), or nullptr on a plain thread) runs a goroutine
+// inside goro::blocking, where it must not park or yield.
+GORO_ALWAYS_INLINE bool inside_blocking(const m_base* m) noexcept { return m != nullptr && m->in_blocking; }
+
+// Raises usage_error naming `call` if the caller may not park here.
+GORO_ALWAYS_INLINE void check_may_park(const char* call) {
+  if (GORO_UNLIKELY(inside_blocking(current_m()))) raise_inside_blocking(call);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/inside_blocking.hpp ----
 // ---- begin goro/detail/preempt.hpp ----
 // Cooperative preemption requests (Go's gp.preempt + preemptone).
 //
@@ -1180,6 +1638,15 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 // inlined check is a relaxed load of that global and a never-taken branch;
 // only while some goroutine somewhere has a request outstanding does the
 // check go on to read its own G's flag.
+//
+// A request is honoured at every goro call that can switch (Go checks at
+// every runtime call's prologue): safe_point() at the entry of channel
+// operations, select and the semaphore behind the sync primitives, and
+// preempt_point(). A call that parks instead ends the slice for whoever
+// inherits it (the scheduler's park path, sched.hpp execute): without
+// that, a pair of goroutines handing a value back and forth through
+// runnext would drop every request and keep the P for ever (Go's
+// PingPongHog).
 //
 // Invariant: preempt_pending == number of g records whose preempt is true
 // (each false->true exchange adds one, each true->false exchange removes
@@ -1218,6 +1685,25 @@ GORO_ALWAYS_INLINE bool preempt_requested_anywhere() noexcept {
   return preempt_pending.load(std::memory_order_relaxed) != 0;
 }
 
+// The slow path of safe_point(): some goroutine has a request; if it is
+// the caller, clear it and yield to the global run queue (counted in
+// stats().preemptions). Never inside goro::blocking (the M has no P), on
+// g0 (a timer callback) or on a plain thread.
+GORO_NOINLINE inline void preempt_check_slow() noexcept {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking) return;
+  g* gp = m->curg;
+  if (!clear_preempt(gp)) return;
+  m->after = after_switch::preempt;
+  switch_to_g0(m, gp);
+}
+
+// A safe point: honours a pending preemption request of the caller. Inlined:
+// one relaxed load of a global and a branch that is not taken.
+GORO_ALWAYS_INLINE void safe_point() noexcept {
+  if (GORO_UNLIKELY(preempt_requested_anywhere())) preempt_check_slow();
+}
+
 }  // namespace goro::detail
 // ---- end goro/detail/preempt.hpp ----
 // ---- begin goro/detail/sched.hpp ----
@@ -1245,6 +1731,749 @@ GORO_ALWAYS_INLINE bool preempt_requested_anywhere() noexcept {
 #include <type_traits>
 #include <vector>
 
+// ---- begin goro/dump.hpp ----
+// Seeing inside: the goroutine dump (Go's runtime.Stack(buf, true)).
+//
+// goro::goroutine_dump() describes every goroutine of every runtime in the
+// process, as Go prints them:
+//
+//   goroutine 7 [chan receive, 3 minutes]:
+//   wait_for_reply(goro::chan<int>&) +0x2a
+//   ...
+//   created by serve() +0x57
+//
+// goro::goroutines() returns the same as data. Wait reasons are recorded
+// where goroutines park (detail/wait_reason.hpp); stacks come from the C++
+// unwinder started at a parked goroutine's saved context (detail/
+// unwind.hpp), so no frame pointers are needed; names come from the
+// program's own symbol tables (detail/symbolize.hpp).
+//
+// Consistency: the dump pins each waiting goroutine (g::dump_pin), runs
+// membarrier() and then reads the goroutine's status; an M about to resume
+// a goroutine sets its status to running and then checks the pin
+// (dump_resume_check in g.hpp). This is the one place that owns that
+// "publish, then check" pair: the membarrier makes the dumper's pin store
+// visible to, or the M's status store visible from, every other thread, so
+// a goroutine whose stack is being read never runs meanwhile. A running
+// goroutine shows `running` and the M it runs on, without frames (except
+// the one calling the dump, which unwinds itself).
+//
+// Also here: SIGQUIT prints the dump on stderr and exits with status 2
+// (unless the program had its own SIGQUIT handler, or GORO_DEBUG=sigquit=0),
+// and the check that every GORO_DEBUG key is understood.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// ---- begin goro/detail/symbolize.hpp ----
+// Names for code addresses, for the goroutine dump: the function symbol
+// that contains a pc, read from the program's own ELF symbol tables
+// (.symtab of the executable and of each loaded object, found with
+// dl_iterate_phdr; .dynsym where an object was stripped), demangled with
+// abi::__cxa_demangle. No -rdynamic (dladdr sees only exported symbols)
+// and no libbacktrace. Tables are read once per object and kept for the
+// life of the process (a dump is rare; objects are mapped read-only).
+
+#include <cxxabi.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace goro::detail {
+
+struct symbol_info {
+  std::string name;         // demangled; empty when unknown
+  std::uintptr_t offset = 0;  // pc - the symbol's start
+  std::string object;       // the object's path (for unknown symbols)
+};
+
+class symbol_table {
+  struct sym {
+    std::uintptr_t addr;  // relative to the object's load bias
+    std::uintptr_t size;
+    const char* name;     // in the mapped file
+  };
+  struct object {
+    std::string path;
+    std::uintptr_t bias = 0;
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
+    std::vector<sym> syms;  // sorted by addr
+    bool read = false;
+  };
+
+ public:
+  static symbol_table& instance() {
+    static symbol_table* t = new symbol_table;  // never destroyed: a dump may run during exit
+    return *t;
+  }
+
+  // The symbol containing pc (pc exactly: pass a return address minus one).
+  symbol_info lookup(std::uintptr_t pc) {
+    std::lock_guard<std::mutex> lk(lock_);
+    object* o = find_object(pc);
+    if (!o) {
+      refresh_objects();  // a dlopen since the last look
+      o = find_object(pc);
+    }
+    symbol_info r;
+    if (!o) return r;
+    r.object = o->path;
+    if (!o->read) read_symbols(*o);
+    const std::uintptr_t rel = pc - o->bias;
+    auto it = std::upper_bound(o->syms.begin(), o->syms.end(), rel,
+                               [](std::uintptr_t a, const sym& s) { return a < s.addr; });
+    if (it == o->syms.begin()) return r;
+    --it;
+    // Size 0 (hand-written assembly without .size): the nearest symbol below.
+    if (it->size != 0 && rel >= it->addr + it->size) return r;
+    r.offset = rel - it->addr;
+    r.name = demangle(it->name);
+    return r;
+  }
+
+  static std::string demangle(const char* mangled) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    if (status != 0 || !d) return mangled;
+    std::string s(d);
+    std::free(d);
+    return s;
+  }
+
+ private:
+  object* find_object(std::uintptr_t pc) {
+    for (auto& o : objects_)
+      for (auto& s : o.segs)
+        if (pc >= s.first && pc < s.second) return &o;
+    return nullptr;
+  }
+
+  void refresh_objects() {
+    std::vector<object> found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* arg) {
+          auto* v = static_cast<std::vector<object>*>(arg);
+          object o;
+          o.path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
+          o.bias = info->dlpi_addr;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const auto& ph = info->dlpi_phdr[i];
+            if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+              o.segs.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+          }
+          if (!o.segs.empty()) v->push_back(std::move(o));
+          return 0;
+        },
+        &found);
+    for (auto& f : found) {
+      bool known = false;
+      for (auto& o : objects_) known = known || (o.bias == f.bias && o.path == f.path);
+      if (!known) objects_.push_back(std::move(f));
+    }
+  }
+
+  // Maps the object's file and collects its function symbols: .symtab,
+  // else .dynsym. Names point into the mapping, which is kept.
+  static void read_symbols(object& o) {
+    o.read = true;
+    int fd = ::open(o.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    void* map = MAP_FAILED;
+    if (::fstat(fd, &st) == 0 && st.st_size > static_cast<off_t>(sizeof(ElfW(Ehdr))))
+      map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) return;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    const auto* base = static_cast<const unsigned char*>(map);
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+    auto bad = [&](std::size_t off, std::size_t len) { return off > size || len > size - off; };
+    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(ElfW(Shdr)) || bad(eh->e_shoff, std::size_t{eh->e_shnum} * sizeof(ElfW(Shdr)))) {
+      ::munmap(map, size);
+      return;
+    }
+    const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
+    for (ElfW(Word) want : {ElfW(Word){SHT_SYMTAB}, ElfW(Word){SHT_DYNSYM}}) {
+      for (unsigned i = 0; i < eh->e_shnum; ++i) {
+        if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum) continue;
+        const ElfW(Shdr)& strs = sh[sh[i].sh_link];
+        if (bad(sh[i].sh_offset, sh[i].sh_size) || bad(strs.sh_offset, strs.sh_size) || strs.sh_size == 0) continue;
+        const auto* syms = reinterpret_cast<const ElfW(Sym)*>(base + sh[i].sh_offset);
+        const std::size_t n = sh[i].sh_size / sizeof(ElfW(Sym));
+        const char* names = reinterpret_cast<const char*>(base + strs.sh_offset);
+        for (std::size_t k = 0; k < n; ++k) {
+          const auto type = ELF64_ST_TYPE(syms[k].st_info);
+          if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[k].st_shndx == SHN_UNDEF || syms[k].st_value == 0 ||
+              syms[k].st_name >= strs.sh_size || names[strs.sh_size - 1] != '\0')
+            continue;
+          o.syms.push_back({static_cast<std::uintptr_t>(syms[k].st_value), static_cast<std::uintptr_t>(syms[k].st_size),
+                            names + syms[k].st_name});
+        }
+      }
+      if (!o.syms.empty()) break;
+    }
+    std::sort(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) {
+      return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;  // an alias of size 0 after the sized one
+    });
+    // Duplicates (aliases, local copies): keep the first of each address.
+    o.syms.erase(std::unique(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) { return a.addr == b.addr; }),
+                 o.syms.end());
+    if (o.syms.empty()) ::munmap(map, size);
+  }
+
+  std::mutex lock_;
+  std::vector<object> objects_;
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/symbolize.hpp ----
+// ---- begin goro/detail/unwind.hpp ----
+// Stacks for the goroutine dump, found without frame pointers: the C++
+// unwinder (libgcc's _Unwind_Backtrace, which reads the DWARF call frame
+// information every -O2 build carries in .eh_frame) walks a parked
+// goroutine's frames from its saved context.
+//
+// The walk starts on the dumping thread's own stack, in a trampoline,
+// goro_v0_1_unwind_from(frame, fn, arg), whose call frame information
+// does not describe its real caller: it says that the frame above it is
+// the one a switch saved at `frame` (the goroutine's saved stack pointer,
+// context.hpp's switch_frame): the canonical frame address is frame + the
+// frame's size, the return address is the saved resume address, and the
+// callee-saved registers are in their slots. So the unwinder, started in
+// fn, steps through the trampoline into the goroutine's stack and on to
+// its entry (goro_v0_1_start, which has no unwind info: the walk ends).
+// The goroutine is not resumed and its stack is only read; the caller
+// keeps it from running meanwhile (dump.hpp).
+
+#include <unwind.h>
+
+#include <cstddef>
+#include <cstdint>
+
+
+#if defined(__x86_64__)
+// DWARF expressions: DW_CFA_def_cfa_expression (0x0f) rbx + 64, then
+// DW_CFA_expression (0x10) reg, rbx + slot for rip (16), rbp, rbx, r12-r15
+// (DW_OP_breg3 = 0x73; offsets as SLEB128: 64 is 0xc0 0x00).
+asm(R"goro_asm(
+.ifndef goro_v0_1_unwind_from
+.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
+.weak goro_v0_1_unwind_from
+.hidden goro_v0_1_unwind_from
+.type goro_v0_1_unwind_from,%function
+.weak goro_v0_1_unwind_from_end
+.hidden goro_v0_1_unwind_from_end
+.p2align 4
+goro_v0_1_unwind_from:
+    .cfi_startproc
+    endbr64
+    pushq %rbx
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbx, -16
+    movq %rdi, %rbx
+    movq %rdx, %rdi
+    .cfi_escape 0x0f,0x03,0x73,0xc0,0x00
+    .cfi_escape 0x10,0x10,0x02,0x73,0x38
+    .cfi_escape 0x10,0x06,0x02,0x73,0x30
+    .cfi_escape 0x10,0x03,0x02,0x73,0x28
+    .cfi_escape 0x10,0x0c,0x02,0x73,0x20
+    .cfi_escape 0x10,0x0d,0x02,0x73,0x18
+    .cfi_escape 0x10,0x0e,0x02,0x73,0x10
+    .cfi_escape 0x10,0x0f,0x02,0x73,0x08
+    callq *%rsi
+    popq %rbx
+    ret
+    .cfi_endproc
+goro_v0_1_unwind_from_end:
+.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
+.popsection
+.endif
+)goro_asm");
+#elif defined(__aarch64__)
+// The same with x19 holding the frame (DW_OP_breg19 = 0x83): CFA = x19 +
+// 176; x30 (the return address column), x29 and x19-x28 from their slots.
+asm(R"goro_asm(
+.ifndef goro_v0_1_unwind_from
+.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
+.weak goro_v0_1_unwind_from
+.hidden goro_v0_1_unwind_from
+.type goro_v0_1_unwind_from,%function
+.weak goro_v0_1_unwind_from_end
+.hidden goro_v0_1_unwind_from_end
+.p2align 4
+goro_v0_1_unwind_from:
+    .cfi_startproc
+    hint #34
+    stp x29, x30, [sp, #-32]!
+    .cfi_def_cfa_offset 32
+    .cfi_offset 29, -32
+    .cfi_offset 30, -24
+    str x19, [sp, #16]
+    .cfi_offset 19, -16
+    mov x19, x0
+    mov x0, x2
+    .cfi_escape 0x0f,0x03,0x83,0xb0,0x01
+    .cfi_escape 0x10,0x1e,0x03,0x83,0xd8,0x00
+    .cfi_escape 0x10,0x1d,0x03,0x83,0xd0,0x00
+    .cfi_escape 0x10,0x13,0x02,0x83,0x00
+    .cfi_escape 0x10,0x14,0x02,0x83,0x08
+    .cfi_escape 0x10,0x15,0x02,0x83,0x10
+    .cfi_escape 0x10,0x16,0x02,0x83,0x18
+    .cfi_escape 0x10,0x17,0x02,0x83,0x20
+    .cfi_escape 0x10,0x18,0x02,0x83,0x28
+    .cfi_escape 0x10,0x19,0x02,0x83,0x30
+    .cfi_escape 0x10,0x1a,0x02,0x83,0x38
+    .cfi_escape 0x10,0x1b,0x03,0x83,0xc0,0x00
+    .cfi_escape 0x10,0x1c,0x03,0x83,0xc8,0x00
+    blr x1
+    ldr x19, [sp, #16]
+    ldp x29, x30, [sp], #32
+    ret
+    .cfi_endproc
+goro_v0_1_unwind_from_end:
+.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
+.popsection
+.endif
+)goro_asm");
+#endif
+
+extern "C" {
+__attribute__((visibility("hidden"))) void goro_v0_1_unwind_from(const void* frame, void (*fn)(void*), void* arg);
+__attribute__((visibility("hidden"))) extern const char goro_v0_1_unwind_from_end[];
+}
+
+namespace goro::detail {
+
+inline constexpr std::size_t max_dump_frames = 64;
+
+struct backtrace_buf {
+  std::uintptr_t pc[max_dump_frames];
+  std::size_t n = 0;
+};
+
+inline _Unwind_Reason_Code backtrace_step(_Unwind_Context* ctx, void* arg) noexcept {
+  auto* b = static_cast<backtrace_buf*>(arg);
+  const std::uintptr_t pc = _Unwind_GetIP(ctx);
+  if (pc == 0 || b->n == max_dump_frames) return _URC_END_OF_STACK;
+  b->pc[b->n++] = pc;
+  return _URC_NO_REASON;
+}
+
+GORO_NOINLINE inline void backtrace_here(void* arg) noexcept { _Unwind_Backtrace(&backtrace_step, arg); }
+
+// The return addresses of the frames of a goroutine switched out with its
+// saved stack pointer at sp, innermost first (its entry's frame last).
+// The goroutine must not run meanwhile.
+inline void backtrace_from(const void* sp, backtrace_buf& out) noexcept {
+  backtrace_buf all;
+  goro_v0_1_unwind_from(sp, &backtrace_here, &all);
+  // Drop backtrace_here and the trampoline.
+  const auto lo = reinterpret_cast<std::uintptr_t>(&goro_v0_1_unwind_from);
+  const auto hi = reinterpret_cast<std::uintptr_t>(goro_v0_1_unwind_from_end);
+  std::size_t i = 0;
+  while (i < all.n && !(all.pc[i] > lo && all.pc[i] <= hi)) ++i;
+  out.n = 0;
+  for (++i; i < all.n; ++i) out.pc[out.n++] = all.pc[i];
+}
+
+// The calling thread's own frames, innermost first (this one excluded).
+GORO_NOINLINE inline void backtrace_self(backtrace_buf& out) noexcept {
+  out.n = 0;
+  _Unwind_Backtrace(&backtrace_step, &out);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/unwind.hpp ----
+
+namespace goro {
+
+struct goroutine_info {
+  std::uint64_t id = 0;
+  std::string state;        // "waiting", "runnable" or "running"
+  std::string wait_reason;  // what the dump shows in brackets: "chan receive", ..., "runnable", "running"
+  std::chrono::nanoseconds waiting_for{0};  // since the wait began (waiting, or in a blocking call)
+  std::vector<std::string> frames;          // innermost first: "function +0xOFF"
+  std::string created_by;                   // the function that called go(); empty for main
+};
+
+namespace detail {
+
+// Every runtime of the process, for the dump. Leaked on purpose: a dump may
+// run while static objects are being destroyed (SIGQUIT during exit).
+struct runtime_registry {
+  std::mutex lock;  // also serializes dumps (one pins at a time)
+  std::vector<sched_base*> runtimes;
+};
+inline runtime_registry& registry() {
+  static runtime_registry* r = new runtime_registry;
+  return *r;
+}
+inline void register_runtime(sched_base* s) {
+  runtime_registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.lock);
+  r.runtimes.push_back(s);
+}
+inline void unregister_runtime(sched_base* s) noexcept {
+  runtime_registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.lock);
+  r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
+}
+
+// A full memory barrier on every thread of the process (the asymmetric
+// half of the dump pin protocol). False if the kernel offers none: then
+// the dump reads no other goroutine's stack.
+inline bool process_wide_barrier() noexcept {
+  constexpr int cmd_global = 1, cmd_private_expedited = 8, cmd_register_private_expedited = 16;
+  static const bool registered = syscall(SYS_membarrier, cmd_register_private_expedited, 0, 0) == 0;
+  if (registered && syscall(SYS_membarrier, cmd_private_expedited, 0, 0) == 0) return true;
+  return syscall(SYS_membarrier, cmd_global, 0, 0) == 0;
+}
+
+inline std::string frame_text(std::uintptr_t pc, bool return_address) {
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+  char off[32];
+  if (s.name.empty()) {
+    std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
+    return std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
+  }
+  std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
+  return s.name + off;
+}
+
+struct g_snapshot {
+  g* gp = nullptr;
+  sched_base* rt = nullptr;
+  std::uint64_t id = 0;
+  g_status status = g_status::idle;
+  wait_reason why = wait_reason::none;
+  std::int64_t since = 0;
+  int m_id = -1;
+  const void* created_pc = nullptr;
+  bool is_self = false;
+  bool pinned = false;
+  bool was_waiting = false;
+  backtrace_buf bt;
+};
+
+// The goroutines of `only` (nullptr: of every runtime), sorted by id.
+inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr) {
+  std::vector<g_snapshot> snaps;
+  g* self = current_g();
+  runtime_registry& reg = registry();
+  {
+    std::lock_guard<std::mutex> lk(reg.lock);
+    for (sched_base* rt : reg.runtimes) {
+      if (only && rt != only) continue;
+      struct ctx_t {
+        std::vector<g_snapshot>* out;
+        sched_base* rt;
+      } ctx{&snaps, rt};
+      rt->for_each_g(
+          [](g* gp, void* c) {
+            auto* x = static_cast<ctx_t*>(c);
+            g_snapshot s;
+            s.gp = gp;
+            s.rt = x->rt;
+            x->out->push_back(s);
+          },
+          &ctx);
+    }
+    // The calling goroutine must not be preempted asynchronously while it
+    // holds pins: its M could then pick a pinned goroutine and wait forever.
+    const std::uint32_t scope = self ? self->async_scope.exchange(0, std::memory_order_relaxed) : 0;
+    // Pin every live goroutine but the caller: a running one may park
+    // before the barrier, and then its stack is readable too.
+    for (auto& s : snaps) {
+      const g_status st = s.gp->status.load(std::memory_order_acquire);
+      if (s.gp == self || st == g_status::idle || st == g_status::dead) continue;
+      s.gp->dump_pin.store(true, std::memory_order_relaxed);
+      s.pinned = true;
+      s.was_waiting = st == g_status::waiting;
+      s.id = s.gp->id;
+    }
+    const bool barrier = process_wide_barrier();
+    for (auto& s : snaps) {
+      g* gp = s.gp;
+      s.status = gp->status.load(std::memory_order_acquire);
+      s.is_self = gp == self;
+      if (s.status == g_status::idle || s.status == g_status::dead) {
+        if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
+        continue;
+      }
+      // Readable stack: pinned, and waiting after the barrier (it cannot
+      // resume now); or waiting when pinned and readied since but not
+      // resumed (runnable, the same goroutine: not a record that exited
+      // and was reused, whose saved context would be stale).
+      const bool parked =
+          s.pinned && barrier &&
+          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && gp->id == s.id));
+      s.id = gp->id;
+      s.why = gp->waiting_on.load(std::memory_order_relaxed);
+      s.since = gp->wait_since.load(std::memory_order_relaxed);
+      if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
+        std::int64_t expect = 0;
+        s.since = coarse_nanotime();
+        if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
+      }
+      s.created_pc = gp->created_pc;
+      if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
+      // of another goroutine's stack as races with that goroutine).
+      if (s.is_self) {
+        if (!GORO_TSAN) backtrace_self(s.bt);
+      } else if (parked && gp->sp && !GORO_TSAN) {
+        backtrace_from(gp->sp, s.bt);
+      }
+      if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
+    }
+    if (self) self->async_scope.store(scope, std::memory_order_relaxed);
+  }
+  // Naming (file reads, demangling) after every pin is released.
+  const std::int64_t now = coarse_nanotime();
+  std::vector<goroutine_info> out;
+  for (auto& s : snaps) {
+    if (s.status == g_status::idle || s.status == g_status::dead) continue;
+    goroutine_info gi;
+    gi.id = s.id;
+    switch (s.status) {
+      case g_status::waiting:
+        gi.state = "waiting";
+        gi.wait_reason = wait_reason_name(s.why == wait_reason::none ? wait_reason::other : s.why);
+        break;
+      case g_status::runnable:
+        gi.state = "runnable";
+        gi.wait_reason = "runnable";
+        break;
+      default:
+        gi.state = "running";
+        gi.wait_reason = s.why == wait_reason::blocking_call && !s.is_self ? "blocking call" : "running";
+        break;
+    }
+    if ((s.status == g_status::waiting || gi.wait_reason == "blocking call") && s.since != 0 && now > s.since)
+      gi.waiting_for = std::chrono::nanoseconds(now - s.since);
+    // Self: drop the dump's own frames (goro::...) above the caller's.
+    std::size_t first = 0;
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(frame_text(s.bt.pc[i], true));
+    if (s.is_self)
+      while (first < names.size() && names[first].rfind("goro::", 0) == 0) ++first;
+    for (std::size_t i = first; i < names.size(); ++i) {
+      if (names[i].rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
+      gi.frames.push_back(std::move(names[i]));
+    }
+    if (s.created_pc) {
+      symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
+      gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
+    }
+    if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
+    out.push_back(std::move(gi));
+    (void)s.m_id;
+  }
+  std::sort(out.begin(), out.end(), [](const goroutine_info& a, const goroutine_info& b) { return a.id < b.id; });
+  return out;
+}
+
+inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
+  std::string out;
+  for (const auto& gi : gs) {
+    if (!out.empty()) out += '\n';
+    out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
+    const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
+    if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
+    out += "]:\n";
+    for (const auto& f : gi.frames) out += f + '\n';
+    if (!gi.created_by.empty()) out += "created by " + gi.created_by + '\n';
+  }
+  return out;
+}
+
+// GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
+inline long debug_setting(const char* key, long dflt) noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return dflt;
+  const std::size_t klen = std::strlen(key);
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
+      return std::strtol(p + klen + 1, nullptr, 10);
+    p = *end ? end + 1 : end;
+  }
+  return dflt;
+}
+
+// The GORO_DEBUG keys goro understands; others are reported on stderr (once).
+inline constexpr const char* goro_debug_keys[] = {"schedtrace", "sigquit"};
+
+inline void check_goro_debug() noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return;
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    const char* eq = static_cast<const char*>(std::memchr(p, '=', static_cast<std::size_t>(end - p)));
+    const std::size_t klen = static_cast<std::size_t>((eq ? eq : end) - p);
+    bool known = false;
+    for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
+    if (end != p && (!known || !eq))
+      std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
+                   static_cast<int>(end - p), p);
+    p = *end ? end + 1 : end;
+  }
+}
+
+// The dump thread stamps the start of every wait not stamped yet (parking
+// stores 0 and reads no clock): about once a second, so a duration is
+// known to a second, the way Go's GC sets waitsince. O(G records) a round;
+// a record's stamp is set once per wait.
+inline void stamp_waits() {
+  const std::int64_t now = coarse_nanotime();
+  runtime_registry& reg = registry();
+  std::lock_guard<std::mutex> lk(reg.lock);
+  for (sched_base* rt : reg.runtimes)
+    rt->for_each_g(
+        [](g* gp, void* arg) {
+          const g_status st = gp->status.load(std::memory_order_relaxed);
+          if (st != g_status::waiting &&
+              !(st == g_status::running &&
+                gp->waiting_on.load(std::memory_order_relaxed) == wait_reason::blocking_call))
+            return;
+          std::int64_t expect = 0;
+          gp->wait_since.compare_exchange_strong(expect, *static_cast<const std::int64_t*>(arg),
+                                                 std::memory_order_relaxed);
+        },
+        const_cast<std::int64_t*>(&now));
+}
+
+// SIGQUIT: the handler only writes a byte to a pipe (async-signal-safe);
+// the dump thread, polling the pipe, takes the dump, prints it and exits 2.
+inline int& sigquit_pipe_write() {
+  static int fd = -1;
+  return fd;
+}
+
+inline void sigquit_handler(int) {
+  const int saved = errno;
+  const char c = 'q';
+  if (::write(sigquit_pipe_write(), &c, 1) < 0) {
+  }
+  errno = saved;
+}
+
+inline void* dump_thread(void* arg) {
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, 1000);
+    if (n > 0) break;  // only the SIGQUIT handler writes the pipe
+    stamp_waits();
+  }
+  std::string text = "SIGQUIT: quit\n\n" + format_goroutines(collect_goroutines());
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::_exit(2);
+}
+
+// Process-wide, once, at the first runtime: the GORO_DEBUG check, the
+// dump thread and the SIGQUIT dump (kept off if the program has its own
+// SIGQUIT handler, or GORO_DEBUG=sigquit=0).
+inline void install_dump_handlers() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    check_goro_debug();
+    bool sigquit = debug_setting("sigquit", 1) != 0;
+    struct sigaction old {};
+    if (sigquit && sigaction(SIGQUIT, nullptr, &old) != 0) sigquit = false;
+    // The program's own handler stays. An inherited SIG_IGN (a background
+    // job of a shell) does not: as in Go, SIGQUIT then still dumps.
+    if (sigquit && ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
+      sigquit = false;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    // The thread blocks every signal: SIGQUIT goes to one that can take it.
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &prev);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 20);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    const bool started =
+        pthread_create(&t, &attr, &dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+    if (!started) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return;
+    }
+    if (!sigquit) return;
+    sigquit_pipe_write() = fds[1];
+    struct sigaction sa {};
+    sa.sa_handler = &sigquit_handler;
+    sa.sa_flags = SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGQUIT, &sa, nullptr);
+  });
+}
+
+// The pc of the calling code (the function go() is inlined into), for
+// "created by": no call, no frame pointer needed.
+GORO_ALWAYS_INLINE const void* current_pc() noexcept {
+  const void* pc;
+#if defined(__x86_64__)
+  asm volatile("leaq 0(%%rip), %0" : "=r"(pc));
+#elif defined(__aarch64__)
+  asm volatile("adr %0, ." : "=r"(pc));
+#else
+  pc = nullptr;
+#endif
+  return pc;
+}
+
+}  // namespace detail
+
+// Every goroutine of every runtime in the process, as data (sorted by id).
+inline std::vector<goroutine_info> goroutines() { return detail::collect_goroutines(); }
+
+// Every goroutine of every runtime in the process, in Go's format.
+inline std::string goroutine_dump() { return detail::format_goroutines(detail::collect_goroutines()); }
+
+}  // namespace goro
+// ---- end goro/dump.hpp ----
 // ---- begin goro/policy.hpp ----
 // Compile-time scheduler policies. A policy is a struct with the fields of
 // default_policy; goro::policy<options...> applies options left to right on
@@ -1514,6 +2743,88 @@ using policy = typename detail::apply_options<default_policy, Options...>::type;
 
 }  // namespace goro
 // ---- end goro/policy.hpp ----
+// ---- begin goro/detail/cet.hpp ----
+// Intel CET shadow stacks (SHSTK) and goro's context switch.
+//
+// The switch resumes a goroutine with an indirect jump, returns across
+// stacks, and async preemption ends in an rt_sigreturn with a copied
+// frame: none of them keeps a shadow stack consistent, so goro cannot run
+// in a process whose shadow stack is enabled. It prevents that instead:
+//  - goro's CMake target (and meson dependency) compile every file that
+//    includes goro with -fcf-protection=branch on x86-64, so those objects
+//    are marked IBT only and the linker, which ANDs the SHSTK bit over all
+//    inputs, leaves it off the binary: the kernel and glibc then never
+//    enable a shadow stack (tests/cet checks the object's note with readelf).
+//    A note emitted by the embedded asm cannot do this: a linker ORs the
+//    notes of one object, and the compiler's own note claims SHSTK.
+//  - a runtime constructed in a process that has one anyway (goro's headers
+//    compiled by another build with -fcf-protection=full) fails with a
+//    usage_error saying so, rather than crashing at the first switch.
+// See docs/design.md, "Control-flow protection".
+
+#include <atomic>
+#include <cstdint>
+
+namespace goro::detail {
+
+// Test hook: makes shadow_stack_active() report an enabled shadow stack.
+inline std::atomic<bool> cet_test_force_shstk{false};
+
+// Whether the calling thread runs with a shadow stack. rdsspq is a no-op
+// (the register keeps its zero) on CPUs without CET and while shadow stacks
+// are disabled, so this needs no kernel or glibc support to answer.
+inline bool shadow_stack_active() noexcept {
+  if (cet_test_force_shstk.load(std::memory_order_relaxed)) return true;
+#if defined(__x86_64__)
+  std::uint64_t ssp = 0;
+  asm volatile("rdsspq %0" : "+r"(ssp));
+  return ssp != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/cet.hpp ----
+// ---- begin goro/detail/deadcheck.hpp ----
+// checkdead's confirmation (sched.hpp arms it): a suspected deadlock is
+// reported only once it has lasted deadlock_grace_ns with no external
+// activity and no live external M (extm.hpp). The run() caller's M does the
+// waiting: it is stopped anyway (every M is, or nothing is suspected), and
+// it is the one that leaves and makes run() throw.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+// ---- begin goro/detail/extm.hpp ----
+// External Ms: plain threads as deadlock detection sees them (SPEC,
+// Runtime, "Deadlock detection"). Go counts the extra M a cgo callback runs
+// on as a running M, so checkdead never fires while one can still call in.
+// Here any plain thread may wake a goroutine (a channel send, wait_group
+// done, mutex unlock, rt.go...), and goro objects belong to no runtime, so
+// the accounting is process-wide:
+//
+// - extm_live: plain threads that have used a goro object and not exited
+//   (registered at their first call that reaches the runtime: blocking on
+//   an object or a socket, waking or starting a goroutine, adding a timer;
+//   dropped at thread exit), plus the outside-timer thread while it has
+//   timers. While one is live, no runtime is declared deadlocked. A call
+//   that stays inside the object (a send into a buffer nobody waits on) is
+//   not seen: checking for a plain thread there would cost every
+//   goroutine's channel operation a thread-local read.
+// - extm_epoch: bumped by each such call, by any wake or spawn into a
+//   runtime from a thread that is not one of its Ms, and by each external
+//   M's exit. A deadlock is confirmed only after a grace period in which it
+//   did not move: that covers a thread's window before its first call (the
+//   runtime cannot know the thread exists) and the exit of the last one.
+//
+// Only plain-thread paths touch these (after current_m() said so); a
+// goroutine's own channel and sync operations never do.
+
+#include <atomic>
+#include <cstdint>
+
 // ---- begin goro/detail/futex.hpp ----
 // Thin wrappers over Linux futexes, and the one-shot `note` an idle M
 // sleeps on (Go's note: notesleep / notewakeup / noteclear, lock_futex.go).
@@ -1574,31 +2885,6 @@ class note {
 
 }  // namespace goro::detail
 // ---- end goro/detail/futex.hpp ----
-// ---- begin goro/detail/global_queue.hpp ----
-// The global run queue (Go's sched.runq): a FIFO of Gs in a ring of
-// pointers under its own spinlock (not the scheduler lock: Gosched queues
-// here at every call, and a futex mutex shared with the idle lists cost
-// yield a quarter of its time). Its size is also kept in an atomic so
-// find-runnable can skip the lock when it is empty.
-//
-// The ring never allocates on a push: the scheduler reserves room for
-// every G record it creates (reserve, where G records are allocated and
-// bad_alloc may be raised), and a G is in the queue at most once, so
-// pushes (from noexcept paths such as ready) always fit. A ring instead of
-// a list linked through the Gs: a batch get copies contiguous pointers
-// instead of chasing links through cold G records.
-//
-// Every member takes the queue's lock itself; callers may hold the
-// scheduler lock (lock order: scheduler lock, then this one; nothing is
-// locked while this one is held).
-
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-
 // ---- begin goro/detail/spinlock.hpp ----
 // A tiny lock for very short critical sections (wait queues of sync
 // objects). Its unlock is a single release store and is the last access to
@@ -1606,6 +2892,7 @@ class note {
 // thread has acquired and released it (wait_group relies on this).
 
 #include <sched.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdint>
@@ -1632,8 +2919,10 @@ class spinlock {
     for (unsigned round = 0;; ++round) {
       if (round < backoff_rounds) {
         for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
-      } else {
+      } else if (round < backoff_rounds + yield_rounds) {
         sched_yield();  // about 190 pauses gone: the holder was probably descheduled
+      } else {
+        nap(round - backoff_rounds - yield_rounds);
       }
       if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
     }
@@ -1646,7 +2935,19 @@ class spinlock {
  private:
   static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
   static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
+  static constexpr unsigned yield_rounds = 64;      // then short sleeps
   std::atomic<bool> locked_{false};
+
+  // The holder is off CPU for long (it sleeps, or its thread was preempted
+  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
+  // runnable and burns its CPU share (and the quota the holder needs) for
+  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
+  // the timer slack); no wake-up is needed, the next look finds the lock
+  // free. An unlock stays a plain store.
+  GORO_NOINLINE static void nap(unsigned n) noexcept {
+    timespec ts{0, 1000L << (n < 10 ? n : 10)};
+    nanosleep(&ts, nullptr);
+  }
 };
 
 }  // namespace goro::detail
@@ -1654,140 +2955,102 @@ class spinlock {
 
 namespace goro::detail {
 
-class global_run_queue {
- public:
-  global_run_queue() = default;
-  global_run_queue(const global_run_queue&) = delete;
-  global_run_queue& operator=(const global_run_queue&) = delete;
-  ~global_run_queue() { delete[] buf_; }
+// How long a suspected deadlock must last, with no external activity, before
+// run() throws (SPEC: between 100 ms and 1 s).
+inline constexpr std::int64_t deadlock_grace_ns = 250'000'000;
 
-  void push_back(g* gp) noexcept {
-    lock_.lock();
-    push_locked(gp);
-    lock_.unlock();
-  }
-  void push_back_batch(g* const* batch, std::uint32_t n) noexcept {
-    lock_.lock();
-    for (std::uint32_t i = 0; i < n; ++i) push_locked(batch[i]);
-    lock_.unlock();
-  }
-  g* pop_front() noexcept {
-    g* gp = nullptr;
-    (void)pop_batch(&gp, [](std::uint32_t) { return 1u; });
-    return gp;
-  }
-  // Takes the first how_many(size) Gs (called under the lock with the
-  // exact size > 0; at least 1, at most size) into out; returns how many
-  // (0 if the queue was empty).
-  template <class HowMany>
-  std::uint32_t pop_batch(g** out, HowMany&& how_many) noexcept {
-    lock_.lock();
-    const std::uint32_t size = size_.load(std::memory_order_relaxed);
-    if (size == 0) {
-      lock_.unlock();
-      return 0;
+inline std::atomic<std::uint32_t> extm_live{0};
+inline std::atomic<std::uint64_t> extm_epoch{0};
+
+// Runtimes waiting for an external M to exit (a suspected deadlock with
+// extm_live > 0): their run() caller's M sleeps on `n` until then.
+struct extm_watcher {
+  note* n = nullptr;
+  extm_watcher* next = nullptr;
+};
+inline spinlock extm_watch_lock;
+inline extm_watcher* extm_watchers = nullptr;  // guarded by extm_watch_lock
+
+inline void extm_watch(extm_watcher* w) noexcept {
+  extm_watch_lock.lock();
+  w->next = extm_watchers;
+  extm_watchers = w;
+  extm_watch_lock.unlock();
+}
+inline void extm_unwatch(extm_watcher* w) noexcept {
+  extm_watch_lock.lock();
+  for (extm_watcher** pw = &extm_watchers; *pw; pw = &(*pw)->next) {
+    if (*pw == w) {
+      *pw = w->next;
+      break;
     }
-    const std::uint32_t n = how_many(size);
-    const std::uint32_t cap = mask_ + 1;
-    const std::uint32_t first = std::min(n, cap - head_);  // up to the end of the ring
-    std::memcpy(out, buf_ + head_, first * sizeof(g*));
-    std::memcpy(out + first, buf_, (n - first) * sizeof(g*));
-    head_ = (head_ + n) & mask_;
-    size_.store(size - n, std::memory_order_release);
-    lock_.unlock();
-    return n;
   }
-  // Lock-free hint; exact under the queue's lock.
-  std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
-  bool empty() const noexcept { return size() == 0; }
-  // Read under the queue's lock: ordered against every push by the lock
-  // (a P that published itself idle, then finds this empty, is seen idle
-  // by the wakep of any push it missed; see find_runnable).
-  bool empty_synced() noexcept {
-    lock_.lock();
-    bool e = size_.load(std::memory_order_relaxed) == 0;
-    lock_.unlock();
-    return e;
-  }
+  extm_watch_lock.unlock();
+}
 
-  // Makes room for n Gs in all (the number of G records in existence).
-  // May raise bad_alloc; nothing changes then.
-  void reserve(std::size_t n) {
-    std::size_t cap = buf_ ? std::size_t{mask_} + 1 : 0;
-    if (n <= cap) return;
-    std::size_t want = cap ? cap : 64;
-    while (want < n) want *= 2;
-    if (want > (std::size_t{1} << 31)) raise_bad_alloc();
-    g** nb = new (std::nothrow) g*[want];
-    if (!nb) raise_bad_alloc();
-    lock_.lock();
-    const std::uint32_t size = size_.load(std::memory_order_relaxed);
-    for (std::uint32_t i = 0; i < size; ++i) nb[i] = buf_[(head_ + i) & mask_];
-    g** old = buf_;
-    buf_ = nb;
-    head_ = 0;
-    mask_ = static_cast<std::uint32_t>(want - 1);
-    lock_.unlock();
-    delete[] old;
-  }
+// An external M went away: bump the epoch (the grace period restarts), then
+// wake every watcher (under the lock: a watcher unlinks itself before its
+// note can go away). Dekker with the watcher, which links itself and then
+// reads extm_live (seq_cst both sides): either it sees the decrement, or
+// this sees it linked.
+inline void extm_drop() noexcept {
+  extm_epoch.fetch_add(1, std::memory_order_seq_cst);
+  extm_live.fetch_sub(1, std::memory_order_seq_cst);
+  extm_watch_lock.lock();
+  for (extm_watcher* w = extm_watchers; w; w = w->next) w->n->wake();
+  extm_watch_lock.unlock();
+}
 
- private:
-  void push_locked(g* gp) noexcept {
-    const std::uint32_t size = size_.load(std::memory_order_relaxed);
-    if (GORO_UNLIKELY(buf_ == nullptr || size > mask_)) fatal("goro: internal error: global run queue overflow");
-    buf_[(head_ + size) & mask_] = gp;
-    size_.store(size + 1, std::memory_order_release);
-  }
+inline thread_local bool extm_registered = false;
+inline thread_local bool extm_internal = false;  // a runtime's own thread (sysmon, outside timers): never counted
 
-  spinlock lock_;
-  std::atomic<std::uint32_t> size_{0};
-  std::uint32_t head_ = 0;  // index of the first G
-  std::uint32_t mask_ = 0;  // capacity - 1 (capacity: a power of two)
-  g** buf_ = nullptr;
+struct extm_exit {
+  ~extm_exit() { extm_drop(); }
 };
 
+GORO_NOINLINE inline void extm_register() noexcept {
+  extm_registered = true;
+  extm_live.fetch_add(1, std::memory_order_seq_cst);
+  static thread_local extm_exit at_exit;  // dropped when the thread exits
+  (void)at_exit;
+}
+
+// A plain thread (current_m() == nullptr) reaches the runtime: it counts as
+// a live external M from now on, and this is external activity.
+inline void extm_plain_op() noexcept {
+  if (GORO_UNLIKELY(!extm_registered) && !extm_internal) extm_register();
+  extm_epoch.fetch_add(1, std::memory_order_seq_cst);
+}
+
+// A wake or spawn into a runtime from a thread that is not one of its Ms
+// (a plain thread, another runtime's M, a runtime's own helper thread).
+inline void extm_outside_op() noexcept {
+  if (current_m() == nullptr)
+    extm_plain_op();
+  else
+    extm_epoch.fetch_add(1, std::memory_order_seq_cst);
+}
+
+// Marks the calling thread as one of a runtime's own (not an external M).
+inline void extm_mark_internal() noexcept { extm_internal = true; }
+
+// Whether the calling thread counts in extm_live (run() reads it for its
+// own thread, which is no external M while inside run()).
+inline bool extm_counted_here() noexcept { return extm_registered; }
+
+// Counts (+1) or uncounts (-1) the outside-timer thread while it has timers
+// pending: a timer there may wake a goroutine (a plain thread's after()).
+inline void extm_timers_pending(bool pending) noexcept {
+  if (pending) {
+    extm_epoch.fetch_add(1, std::memory_order_seq_cst);
+    extm_live.fetch_add(1, std::memory_order_seq_cst);
+  } else {
+    extm_drop();
+  }
+}
+
 }  // namespace goro::detail
-// ---- end goro/detail/global_queue.hpp ----
-// ---- begin goro/detail/netpoll.hpp ----
-// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
-// epoll instance per runtime, created on first use, edge-triggered, with an
-// eventfd that breaks a blocking epoll_wait (netpollBreak).
-//
-// Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
-// two "semaphores", rg (read) and wg (write). Each holds one of
-//   pd_nil    nobody waits, no readiness recorded
-//   pd_ready  readiness arrived (an edge) and nobody consumed it yet
-//   pd_wait   a goroutine is about to park (between its CAS and the commit)
-//   a g*      that goroutine is parked, waiting for readiness
-// The waiter moves nil -> wait, parks, and on g0 (once off its stack)
-// commits wait -> G (netpollblockcommit); if that CAS fails, readiness or
-// an unblock came in between and the park is cancelled. Pollers and
-// closers move the state to ready (I/O) or nil (close, deadline) and
-// ready the G they took out (netpollunblock). Every transition is a CAS,
-// so exactly one party readies a given G.
-//
-// Descriptors are never freed: they come from a process-wide free list
-// (Go's pollcache), so a poller or timer holding a stale pointer reads
-// valid memory; a sequence number (bumped when a descriptor is recycled)
-// tags epoll events and deadline timers so stale ones are ignored. At
-// worst a stale event marks a descriptor ready spuriously, which every
-// caller tolerates (it retries the syscall and waits again on EAGAIN).
-
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <climits>
-#include <cstdint>
-#include <mutex>
-#include <new>
-#include <vector>
-
+// ---- end goro/detail/extm.hpp ----
 // ---- begin goro/detail/timer_heap.hpp ----
 // Timers: the record a timer is made of, and the per-P heap that holds
 // them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
@@ -1816,6 +3079,7 @@ class global_run_queue {
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <vector>
 
 
@@ -1876,10 +3140,15 @@ class timer_heap {
 
   // addtimer: queues t (on no heap, not running) to fire at t->when.
   // Returns true if t became this heap's earliest timer.
+  // The array may grow: a bad_alloc leaves the heap unchanged and unlocked.
   bool add(timer* t) {
-    lock_.lock();
-    bool first = push_locked(t);
-    lock_.unlock();
+    GORO_CHAOS_POINT("timer.add");
+    bool first;
+    {
+      std::lock_guard<spinlock> lk(lock_);
+      first = push_locked(t);
+    }
+    GORO_CHAOS_POINT("timer.added");
     return first;
   }
 
@@ -1912,6 +3181,7 @@ class timer_heap {
       }
       publish_earliest();
       lock_.unlock();
+      GORO_CHAOS_POINT("timer.run");
       // After this call a non-sync t may be gone: touch it no more.
       f(arg, seq, now);
       if (sync) t->running.fetch_sub(1, std::memory_order_release);
@@ -2041,6 +3311,272 @@ class timer_heap {
 
 }  // namespace goro::detail
 // ---- end goro/detail/timer_heap.hpp ----
+
+namespace goro::detail {
+
+template <class S>
+struct deadcheck_sched {
+  // The run() caller's M's sleep in stopm / stoplockedm, its note cleared
+  // and it counted stopped (idle list or locked wait) by the caller under
+  // lock_. A plain park_note.sleep() unless a deadlock is suspected: then
+  // it sleeps to the end of the grace period, or until an external M
+  // exits, and confirms. Returns when mm was taken (its taker's wake
+  // consumed, as the plain sleep would), must leave, or confirmed the
+  // deadlock (then it took itself off: no wake is coming).
+  template <class M>
+  static void sleep(S& s, M* mm) {
+    for (;;) {
+      std::int64_t until;
+      {
+        std::lock_guard<std::mutex> lk(s.lock_);
+        if (!stopped(mm) || s.should_leave(mm)) break;
+        until = confirm_locked(s, mm);
+        if (!stopped(mm)) return;  // confirmed: mm took itself off
+      }
+      if (until == 0) break;
+      if (until == INT64_MAX) {
+        // Until an external M exits. Linking first, then reading extm_live:
+        // extm_drop decrements, then wakes the linked watchers under
+        // extm_watch_lock, so either it finds us linked or (the lock orders
+        // the two) we see its decrement and do not sleep.
+        extm_watcher w{&mm->park_note};
+        extm_watch(&w);
+        if (extm_live.load(std::memory_order_seq_cst) > (mm->extm_self ? 1u : 0u)) mm->park_note.sleep();
+        extm_unwatch(&w);  // no watcher wake after this
+      } else if (std::int64_t ns = until - nanotime(); ns > 0) {
+        (void)mm->park_note.sleep_for(ns);
+      }
+      std::lock_guard<std::mutex> lk(s.lock_);
+      if (!stopped(mm) || s.should_leave(mm)) break;
+      // Still stopped: a timeout, or a watcher's wake (the only waker that
+      // does not take mm first; shutdown's sets exiting_). Clearing under
+      // lock_ loses no taker's wake: a taker takes mm under lock_ first.
+      mm->park_note.clear();
+    }
+    mm->park_note.sleep();  // returns at once if already woken
+  }
+
+ private:
+  template <class M>
+  static bool stopped(const M* mm) noexcept {
+    return mm->in_idle_list || mm->locked_wait;
+  }
+
+  // Under lock_, by the run() caller's M while stopped. Returns 0 when
+  // nothing is suspected (sleep plainly; the next M to stop re-arms),
+  // INT64_MAX while an external M is live (sleep until one exits), else
+  // the nanotime() at which to look again. Confirms (deadlock_, rm taken
+  // off) when the grace period passed with extm_epoch unchanged: the
+  // epoch read here is seq_cst, as is every bump, so an outside call that
+  // came before this read restarts the grace period, and one that comes
+  // after it came after the deadlock had lasted the whole period.
+  template <class M>
+  static std::int64_t confirm_locked(S& s, M* rm) {
+    if (s.deadcheck_at_ == 0) return 0;
+    if (!s.dead_locked()) {
+      s.deadcheck_at_ = 0;
+      return 0;
+    }
+    const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
+    const bool live = extm_live.load(std::memory_order_seq_cst) > (rm->extm_self ? 1u : 0u);
+    const std::int64_t now = nanotime();
+    if (epoch != s.deadcheck_epoch_ || live) {
+      s.deadcheck_epoch_ = epoch;
+      s.deadcheck_at_ = now + deadlock_grace_ns;
+    }
+    if (live) return INT64_MAX;
+    if (now < s.deadcheck_at_) return s.deadcheck_at_;
+    s.deadlock_.store(true, std::memory_order_seq_cst);
+    s.deadcheck_at_ = 0;
+    s.take_run_m_locked(rm);
+    return 0;
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/deadcheck.hpp ----
+// ---- begin goro/detail/global_queue.hpp ----
+// The global run queue (Go's sched.runq): a FIFO of Gs in a ring of
+// pointers under its own spinlock (not the scheduler lock: Gosched queues
+// here at every call, and a futex mutex shared with the idle lists cost
+// yield a quarter of its time). Its size is also kept in an atomic so
+// find-runnable can skip the lock when it is empty.
+//
+// The ring never allocates on a push: the scheduler reserves room for
+// every G record it creates (reserve, where G records are allocated and
+// bad_alloc may be raised), and a G is in the queue at most once, so
+// pushes (from noexcept paths such as ready) always fit. A ring instead of
+// a list linked through the Gs: a batch get copies contiguous pointers
+// instead of chasing links through cold G records.
+//
+// Every member takes the queue's lock itself; callers may hold the
+// scheduler lock (lock order: scheduler lock, then this one; nothing is
+// locked while this one is held).
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+
+namespace goro::detail {
+
+class global_run_queue {
+ public:
+  global_run_queue() = default;
+  global_run_queue(const global_run_queue&) = delete;
+  global_run_queue& operator=(const global_run_queue&) = delete;
+  ~global_run_queue() { delete[] buf_; }
+
+  void push_back(g* gp) noexcept {
+    GORO_CHAOS_POINT("globrunqput");
+    lock_.lock();
+    push_locked(gp);
+    lock_.unlock();
+    GORO_CHAOS_POINT("globrunqput.after");
+  }
+  void push_back_batch(g* const* batch, std::uint32_t n) noexcept {
+    lock_.lock();
+    for (std::uint32_t i = 0; i < n; ++i) push_locked(batch[i]);
+    lock_.unlock();
+    GORO_CHAOS_POINT("globrunqputbatch.after");
+  }
+  g* pop_front() noexcept {
+    g* gp = nullptr;
+    (void)pop_batch(&gp, [](std::uint32_t) { return 1u; });
+    return gp;
+  }
+  // Takes the first how_many(size) Gs (called under the lock with the
+  // exact size > 0; at least 1, at most size) into out; returns how many
+  // (0 if the queue was empty).
+  template <class HowMany>
+  std::uint32_t pop_batch(g** out, HowMany&& how_many) noexcept {
+    GORO_CHAOS_POINT("globrunqget");
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    if (size == 0) {
+      lock_.unlock();
+      return 0;
+    }
+    const std::uint32_t n = how_many(size);
+    const std::uint32_t cap = mask_ + 1;
+    const std::uint32_t first = std::min(n, cap - head_);  // up to the end of the ring
+    std::memcpy(out, buf_ + head_, first * sizeof(g*));
+    std::memcpy(out + first, buf_, (n - first) * sizeof(g*));
+    head_ = (head_ + n) & mask_;
+    size_.store(size - n, std::memory_order_release);
+    lock_.unlock();
+    return n;
+  }
+  // Takes gp out of the queue if it is still there (go() rolling back a
+  // spawn that no M could run); false if an M took it meanwhile. O(size).
+  bool remove(g* gp) noexcept {
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    std::uint32_t i = 0;
+    while (i < size && buf_[(head_ + i) & mask_] != gp) ++i;
+    const bool found = i < size;
+    if (found) {
+      for (; i + 1 < size; ++i) buf_[(head_ + i) & mask_] = buf_[(head_ + i + 1) & mask_];
+      size_.store(size - 1, std::memory_order_release);
+    }
+    lock_.unlock();
+    return found;
+  }
+  // Lock-free hint; exact under the queue's lock.
+  std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
+  bool empty() const noexcept { return size() == 0; }
+  // Read under the queue's lock: ordered against every push by the lock
+  // (a P that published itself idle, then finds this empty, is seen idle
+  // by the wakep of any push it missed; see find_runnable).
+  bool empty_synced() noexcept {
+    GORO_CHAOS_POINT("globrunq.empty_synced");
+    lock_.lock();
+    bool e = size_.load(std::memory_order_relaxed) == 0;
+    lock_.unlock();
+    return e;
+  }
+
+  // Makes room for n Gs in all (the number of G records in existence).
+  // May raise bad_alloc; nothing changes then.
+  void reserve(std::size_t n) {
+    std::size_t cap = buf_ ? std::size_t{mask_} + 1 : 0;
+    if (n <= cap) return;
+    std::size_t want = cap ? cap : 64;
+    while (want < n) want *= 2;
+    if (want > (std::size_t{1} << 31)) raise_bad_alloc();
+    g** nb = new (std::nothrow) g*[want];
+    if (!nb) raise_bad_alloc();
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    for (std::uint32_t i = 0; i < size; ++i) nb[i] = buf_[(head_ + i) & mask_];
+    g** old = buf_;
+    buf_ = nb;
+    head_ = 0;
+    mask_ = static_cast<std::uint32_t>(want - 1);
+    lock_.unlock();
+    delete[] old;
+  }
+
+ private:
+  void push_locked(g* gp) noexcept {
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    if (GORO_UNLIKELY(buf_ == nullptr || size > mask_)) fatal("goro: internal error: global run queue overflow");
+    buf_[(head_ + size) & mask_] = gp;
+    size_.store(size + 1, std::memory_order_release);
+  }
+
+  spinlock lock_;
+  std::atomic<std::uint32_t> size_{0};
+  std::uint32_t head_ = 0;  // index of the first G
+  std::uint32_t mask_ = 0;  // capacity - 1 (capacity: a power of two)
+  g** buf_ = nullptr;
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/global_queue.hpp ----
+// ---- begin goro/detail/netpoll.hpp ----
+// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
+// epoll instance per runtime, created on first use, edge-triggered, with an
+// eventfd that breaks a blocking epoll_wait (netpollBreak).
+//
+// Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
+// two "semaphores", rg (read) and wg (write). Each holds one of
+//   pd_nil    nobody waits, no readiness recorded
+//   pd_ready  readiness arrived (an edge) and nobody consumed it yet
+//   pd_wait   a goroutine is about to park (between its CAS and the commit)
+//   a g*      that goroutine is parked, waiting for readiness
+// The waiter moves nil -> wait, parks, and on g0 (once off its stack)
+// commits wait -> G (netpollblockcommit); if that CAS fails, readiness or
+// an unblock came in between and the park is cancelled. Pollers and
+// closers move the state to ready (I/O) or nil (close, deadline) and
+// ready the G they took out (netpollunblock). Every transition is a CAS,
+// so exactly one party readies a given G.
+//
+// Descriptors are never freed: they come from a process-wide free list
+// (Go's pollcache), so a poller or timer holding a stale pointer reads
+// valid memory; a sequence number (bumped when a descriptor is recycled)
+// tags epoll events and deadline timers so stale ones are ignored. At
+// worst a stale event marks a descriptor ready spuriously, which every
+// caller tolerates (it retries the syscall and waits again on EAGAIN).
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <vector>
+
 
 namespace goro::detail {
 
@@ -2402,7 +3938,7 @@ inline bool pd_block(poll_desc* pd, char mode) {
           if (np) np->add_waiter();
           return true;
         },
-        &a);
+        &a, wait_reason::io_wait);
   }
   std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
   if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
@@ -2436,6 +3972,7 @@ struct netpoll_sched {
   // goroutine waits on I/O and no other M polls. Returns one G to run now;
   // the others are injected.
   static g* ready(S& s, M* mm) {
+    GORO_CHAOS_POINT("netpoll.ready");
     if (s.poller_.waiters() <= 0 || !s.poller_.try_lock()) return nullptr;
     g* gs[netpoller::max_batch];
     int n = s.poller_.poll(0, gs);
@@ -2455,6 +3992,7 @@ struct netpoll_sched {
   static void inject(S& s, P* pp, g** gs, int n) {
     n = keep_own(s, gs, n);
     if (n <= 0) return;
+    GORO_CHAOS_POINT("netpoll.inject");
     int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
     if (to_global > 0) {
       std::lock_guard<std::mutex> lk(s.lock_);
@@ -2470,7 +4008,11 @@ struct netpoll_sched {
       pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
     }
     s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-    if (to_global > 0) s.wakep(false);
+    GORO_CHAOS_POINT("netpoll.inject_wakep");
+    // Unconditionally, as Go's injectglist ends: a P may have gone idle
+    // after npidle_ was read above, with Gs now in pp's queue and nobody
+    // spinning; wakep's fence pairs with that M's re-check (see wakep).
+    s.wakep(false);
   }
 
   // Readies the Gs of other runtimes through their own scheduler (a
@@ -2499,6 +4041,7 @@ struct netpoll_sched {
   // findRunnable does after netpoll) by handing itself the P as a waker
   // would.
   static bool sleep(S& s, M* mm, std::int64_t until, std::int64_t now) {
+    GORO_CHAOS_POINT("netpoll.sleep");
     long long ns = until == INT64_MAX ? -1 : (until - now > 0 ? until - now : 0);
     if (!s.poller_.inited() || !s.poller_.try_lock()) {
       // Another M is polling for a moment: look again soon.
@@ -2528,6 +4071,7 @@ struct netpoll_sched {
         }
       }
       s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+      GORO_CHAOS_POINT("netpoll.sleep_wakep");
       if (n > (took_p ? 1 : 0)) s.wakep(false);
     }
     return mm->park_note.is_woken();
@@ -2547,6 +4091,40 @@ struct netpoll_sched {
 
 }  // namespace goro::detail
 // ---- end goro/detail/netpoll.hpp ----
+// ---- begin goro/detail/os_thread.hpp ----
+// Creating the runtime's own OS threads (Ms, sysmon), with a fault
+// injection point for tests: built with GORO_TESTING defined, the next
+// testing::fail_thread_creations creations fail with EAGAIN, as
+// pthread_create does at RLIMIT_NPROC or a cgroup's pids limit. Without
+// GORO_TESTING it is pthread_create.
+
+#include <pthread.h>
+
+#include <cerrno>
+
+#ifdef GORO_TESTING
+#include <atomic>
+#endif
+
+namespace goro::detail {
+
+#ifdef GORO_TESTING
+namespace testing {
+inline std::atomic<int> fail_thread_creations{0};
+}  // namespace testing
+#endif
+
+// pthread_create(t, attr, fn, arg): 0 or an errno.
+inline int create_os_thread(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) noexcept {
+#ifdef GORO_TESTING
+  for (int n = testing::fail_thread_creations.load(); n > 0;)
+    if (testing::fail_thread_creations.compare_exchange_weak(n, n - 1)) return EAGAIN;
+#endif
+  return pthread_create(t, attr, fn, arg);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/os_thread.hpp ----
 // ---- begin goro/detail/random.hpp ----
 // Cheap per-M pseudo-random numbers and Go's random coprime enumeration
 // (randomOrder in src/runtime/proc.go), used to visit steal victims.
@@ -2666,8 +4244,11 @@ class local_run_queue {
   // (runqputslow), so the global queue takes the overflow in one lock.
   template <class ToGlobal>
   void put(T* g, bool next, ToGlobal&& to_global) {
+    if (next && GORO_CHAOS_IF(8)) next = false;  // chaos: the ring instead of runnext
+    GORO_CHAOS_POINT("runqput");
     if (next) {
       T* old = runnext_.load(std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqput.runnext");
       if (old == nullptr) {
         // Thieves only take a non-null runnext, and only the owner puts:
         // an empty runnext stays empty until this store, so no locked
@@ -2685,6 +4266,7 @@ class local_run_queue {
       std::uint32_t t = tail_.load(std::memory_order_relaxed);
       if (t - h < Capacity) {
         slots_[t % Capacity].store(g, std::memory_order_relaxed);
+        GORO_CHAOS_POINT("runqput.publish");
         tail_.store(t + 1, std::memory_order_release);  // publish the slot to consumers
         return;
       }
@@ -2702,6 +4284,7 @@ class local_run_queue {
   // runqget: owner only. runnext first, then the ring head.
   run_queue_get_result get() noexcept {
     T* next = runnext_.load(std::memory_order_relaxed);
+    GORO_CHAOS_POINT("runqget.runnext");
     // Only the owner puts into runnext, so a failed CAS means a thief took
     // it and runnext is now empty: no need to retry.
     if (next != nullptr &&
@@ -2712,6 +4295,7 @@ class local_run_queue {
       std::uint32_t t = tail_.load(std::memory_order_relaxed);
       if (t == h) return {nullptr, false};
       T* g = slots_[h % Capacity].load(std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqget.claim");
       if (head_.compare_exchange_weak(h, h + 1, std::memory_order_release, std::memory_order_relaxed))
         return {g, false};
     }
@@ -2724,6 +4308,8 @@ class local_run_queue {
   // victim is running: it is probably about to run its runnext itself).
   template <class BeforeRunnextSteal>
   T* steal_from(local_run_queue& victim, bool steal_runnext, BeforeRunnextSteal&& before_runnext_steal) {
+    if (!steal_runnext && GORO_CHAOS_IF(16)) steal_runnext = true;  // chaos: take runnext on an early pass
+    GORO_CHAOS_POINT("runqsteal");
     std::uint32_t t = tail_.load(std::memory_order_relaxed);
     std::uint32_t n = victim.grab(slots_.data(), t, steal_runnext, before_runnext_steal);
     if (n == 0) return nullptr;
@@ -2790,6 +4376,7 @@ class local_run_queue {
         T* next = runnext_.load(std::memory_order_acquire);
         if (next == nullptr) return 0;
         before_runnext_steal();
+        GORO_CHAOS_POINT("runqgrab.runnext");
         if (!runnext_.compare_exchange_strong(next, nullptr, std::memory_order_acq_rel, std::memory_order_relaxed))
           continue;
         out[out_head % Capacity].store(next, std::memory_order_relaxed);
@@ -2798,6 +4385,7 @@ class local_run_queue {
       for (std::uint32_t i = 0; i < n; ++i)
         out[(out_head + i) % Capacity].store(slots_[(h + i) % Capacity].load(std::memory_order_relaxed),
                                              std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqgrab.claim");
       // acq_rel: claims the copied slots and lets the owner reuse them.
       if (head_.compare_exchange_strong(h, h + n, std::memory_order_acq_rel, std::memory_order_relaxed)) return n;
     }
@@ -2812,6 +4400,7 @@ class local_run_queue {
     // put() runs on goroutine stacks, which may be as small as 2 KiB.
     auto& batch = overflow_;
     for (std::uint32_t i = 0; i < half; ++i) batch[i] = slots_[(h + i) % Capacity].load(std::memory_order_relaxed);
+    GORO_CHAOS_POINT("runqputslow");
     if (!head_.compare_exchange_strong(h, h + half, std::memory_order_release, std::memory_order_relaxed))
       return false;
     batch[half] = g;
@@ -2828,6 +4417,245 @@ class local_run_queue {
 
 }  // namespace goro::detail
 // ---- end goro/detail/run_queue.hpp ----
+// ---- begin goro/detail/stall_monitor.hpp ----
+// The stall monitor: a debugging thread per runtime that turns a lost
+// wake-up into a loud failure instead of a slow or hung program. On in
+// chaos builds (-DGORO_CHAOS, see chaos.hpp and docs/testing.md) and with
+// -DGORO_STALL_MONITOR; compiled out otherwise (an empty member).
+//
+// Every 5 ms it samples the scheduler without locks (atomics only) and
+// aborts, printing the scheduler's state, when for longer than the limit
+//  - a P sits idle, and no M spins, while queued work goes unserved: a
+//    run queue stays non-empty while its P schedules nothing, the global
+//    queue stays non-empty while no P takes from it or steals, or the same
+//    timer stays overdue: nobody was woken for it (default 100 ms,
+//    GORO_STALL_IDLE_MS);
+//  - work is queued but no P makes progress: no schedule, park, unpark,
+//    spawn or exit anywhere (default 2000 ms, GORO_STALL_PROGRESS_MS).
+// GORO_STALL_MONITOR=0 in the environment turns it off at run time.
+//
+// A queue that is non-empty at every sample is not enough: a ping-pong pair
+// keeps its P's runnext full all the time while that P serves it, and an
+// idle P's spinning M may rightly leave it alone. What counts is that the
+// same work waited the whole window with nobody serving it.
+
+#if defined(GORO_CHAOS) && !defined(GORO_STALL_MONITOR)
+#define GORO_STALL_MONITOR 1
+#endif
+
+#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#endif
+
+namespace goro::detail {
+
+#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
+
+template <class Sched>
+class stall_monitor {
+ public:
+  explicit stall_monitor(Sched& s) noexcept : s_(s) {
+    if (const char* e = std::getenv("GORO_STALL_MONITOR"); e && std::strcmp(e, "0") == 0) return;
+    idle_limit_ms_ = env_ms("GORO_STALL_IDLE_MS", 100);
+    progress_limit_ms_ = env_ms("GORO_STALL_PROGRESS_MS", 2000);
+    pid_ = getpid();
+    started_ = pthread_create(&thread_, nullptr, &stall_monitor::main, this) == 0;
+  }
+  stall_monitor(const stall_monitor&) = delete;
+  stall_monitor& operator=(const stall_monitor&) = delete;
+  ~stall_monitor() {
+    if (!started_) return;
+    stop_.store(true, std::memory_order_relaxed);
+    if (getpid() == pid_) pthread_join(thread_, nullptr);  // a forked child has no such thread
+  }
+
+ private:
+  static std::int64_t env_ms(const char* name, std::int64_t dflt) noexcept {
+    const char* e = std::getenv(name);
+    return e ? std::strtoll(e, nullptr, 10) : dflt;
+  }
+
+  static void* main(void* self) {
+    static_cast<stall_monitor*>(self)->loop();
+    return nullptr;
+  }
+
+  static constexpr unsigned max_watched = 64;  // Ps watched one by one (more: the global view only)
+
+  struct sample {
+    std::uint32_t npidle = 0;
+    std::uint32_t nmspinning = 0;
+    std::uint64_t queued = 0;        // Gs in the global queue and every run queue
+    std::int64_t earliest = 0;       // the earliest timer's when (0: none)
+    std::int64_t overdue = 0;        // ns past it (0: not due)
+    std::uint64_t progress = 0;      // every P's scheduling counters, summed
+    std::uint64_t global_taken = 0;  // Gs taken from the global queue or stolen, summed
+    std::uint32_t globq = 0;
+    std::uint32_t np = 0;
+    std::uint32_t runq[max_watched] = {};
+    std::uint64_t served[max_watched] = {};  // one P's scheduling counters
+  };
+
+  sample take() const noexcept {
+    sample x;
+    x.npidle = s_.npidle_.load(std::memory_order_acquire);
+    x.nmspinning = s_.nmspinning_.load(std::memory_order_acquire);
+    x.globq = s_.globq_.size();
+    x.queued = x.globq;
+    x.np = s_.created_ps();
+    for (unsigned i = 0; i < x.np; ++i) {
+      const auto* pp = s_.allp_[i];
+      const std::uint32_t q = pp->runq.size();
+      const std::uint64_t served = pp->sysmon_schedtick.load(std::memory_order_relaxed) + pp->spawns.get() +
+                                   pp->exits.get() + pp->parks.get() + pp->unparks.get() + pp->steals.get() +
+                                   pp->global_polls.get();
+      x.queued += q;
+      x.progress += served;
+      x.global_taken += pp->global_polls.get() + pp->steals.get();
+      if (i < max_watched) {
+        x.runq[i] = q;
+        x.served[i] = served;
+      }
+    }
+    x.progress += s_.unparks_.load(std::memory_order_relaxed) + s_.offp_spawns_.load(std::memory_order_relaxed);
+    x.earliest = s_.earliest_timer();
+    if (x.earliest != 0) {
+      std::int64_t now = nanotime();
+      if (x.earliest < now) x.overdue = now - x.earliest;
+    }
+    return x;
+  }
+
+  // Work that nobody serves since `from` while a P is idle and no M spins
+  // (a spinning M, or one being started for an idle P, is on its way: the
+  // OS may just be slow to run it on a loaded machine): a run queue
+  // that stayed non-empty while its P scheduled nothing (a P that keeps
+  // scheduling serves its own queue: a ping-pong pair keeps its runnext
+  // full, legitimately), the global queue non-empty while no P took from it
+  // or stole, or the same timer overdue all along.
+  static bool unserved(const sample& from, const sample& x) noexcept {
+    if (x.npidle == 0 || x.nmspinning != 0) return false;
+    for (unsigned i = 0; i < x.np && i < max_watched && i < from.np; ++i)
+      if (x.runq[i] > 0 && from.runq[i] > 0 && x.served[i] == from.served[i]) return true;
+    if (x.np > max_watched && x.queued > 0 && x.progress == from.progress) return true;
+    if (x.globq > 0 && from.globq > 0 && x.global_taken == from.global_taken) return true;
+    return x.overdue > 0 && x.earliest == from.earliest;
+  }
+
+  void loop() noexcept {
+    std::int64_t idle_since = 0, stuck_since = 0;
+    sample window;  // the sample that opened the idle window
+    std::uint64_t last_progress = ~std::uint64_t{0};
+    while (!stop_.load(std::memory_order_relaxed)) {
+      timespec ts{0, 5'000'000};
+      nanosleep(&ts, nullptr);
+      if (s_.exiting_.load(std::memory_order_acquire)) continue;
+      const sample x = take();
+      const std::int64_t now = nanotime();
+      // A P idle while a G or a due timer waits for one, and nobody serves it.
+      if (idle_since != 0 && unserved(window, x)) {
+        if (now - idle_since > idle_limit_ms_ * 1'000'000)
+          fail(x, "a P stayed idle while queued work or a due timer went unserved", now - idle_since);
+      } else if (x.npidle > 0 && x.nmspinning == 0 && (x.queued > 0 || x.overdue > 0)) {
+        idle_since = now;  // open a window: this sample is its reference
+        window = x;
+      } else {
+        idle_since = 0;
+      }
+      // Work queued, and nothing moves anywhere.
+      if (x.queued > 0 && x.progress == last_progress) {
+        if (stuck_since == 0) stuck_since = now;
+        if (now - stuck_since > progress_limit_ms_ * 1'000'000)
+          fail(x, "work was queued but no P made progress", now - stuck_since);
+      } else {
+        stuck_since = 0;
+      }
+      last_progress = x.progress;
+    }
+  }
+
+  [[noreturn]] void fail(const sample& x, const char* what, std::int64_t for_ns) const noexcept {
+    FILE* f = stderr;
+    std::fprintf(f, "goro: stall monitor: %s for %" PRId64 " ms\n", what, for_ns / 1'000'000);
+#if defined(GORO_CHAOS)
+    std::fprintf(f, "  chaos seed %" PRIu64 "%s\n", chaos::settings().seed,
+                 chaos::settings().enabled ? "" : " (injection off)");
+#endif
+    std::fprintf(f,
+                 "  procs %u (P records %u), idle Ps %u, spinning Ms %u, global queue %u, queued in all %" PRIu64
+                 ", live goroutines %zu\n",
+                 s_.active_ps(), s_.created_ps(), x.npidle, s_.nmspinning_.load(std::memory_order_relaxed),
+                 s_.globq_.size(), x.queued, s_.live_goroutines());
+    const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
+    const std::int64_t now = nanotime();
+    std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M: %s %" PRId64 " us; poller waiters %d\n",
+                 x.overdue / 1000, until == 0 ? "none," : "sleeps until now +",
+                 until == 0 ? std::int64_t{0} : (until - now) / 1000, static_cast<int>(s_.poller_.waiters()));
+    for (unsigned i = 0, n = s_.created_ps(); i < n; ++i) {
+      const auto* pp = s_.allp_[i];
+      const auto st = pp->status.load(std::memory_order_relaxed);
+      const char* name = st == Sched::p_status::idle      ? "idle"
+                         : st == Sched::p_status::running ? "running"
+                                                          : "in goro::blocking";
+      const auto* gp = pp->sysmon_curg.load(std::memory_order_acquire);  // execute: sysmon_m, then this (release)
+      const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
+      std::fprintf(f,
+                   "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64 " on M%d, parks %" PRIu64
+                   ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
+                   pp->id, pp->id >= s_.active_ps() ? " (retired)" : "", name, pp->runq.size(),
+                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, mm ? mm->id : -1,
+                   static_cast<std::uint64_t>(pp->parks.get()), static_cast<std::uint64_t>(pp->unparks.get()),
+                   pp->timers.size(), pp->timers.earliest() ? (pp->timers.earliest() - now) / 1000 : 0);
+    }
+    // The idle-M count is under the scheduler lock; a stuck lock is a
+    // finding too, so do not wait for it long.
+    bool locked = false;
+    for (int i = 0; i < 100 && !(locked = s_.lock_.try_lock()); ++i) {
+      timespec ts{0, 1'000'000};
+      nanosleep(&ts, nullptr);
+    }
+    if (locked) {
+      std::fprintf(f, "  idle Ms %zu, Ms %zu, Ms asleep with a locked goroutine %zu\n", s_.nmidle_, s_.allm_.size(),
+                   s_.nmlocked_wait_);
+      s_.lock_.unlock();
+    } else {
+      std::fprintf(f, "  the scheduler lock stayed held for 100 ms\n");
+    }
+    std::fflush(f);
+    std::abort();
+  }
+
+  Sched& s_;
+  std::int64_t idle_limit_ms_ = 100, progress_limit_ms_ = 2000;
+  pid_t pid_ = 0;
+  pthread_t thread_{};
+  bool started_ = false;
+  std::atomic<bool> stop_{false};
+};
+
+#else
+
+template <class Sched>
+class stall_monitor {
+ public:
+  explicit stall_monitor(Sched&) noexcept {}
+};
+
+#endif
+
+}  // namespace goro::detail
+// ---- end goro/detail/stall_monitor.hpp ----
 // ---- begin goro/detail/signals.hpp ----
 // Stack overflow reporting: a SIGSEGV/SIGBUS handler running on a per-M
 // alternate signal stack classifies faults by the current goroutine's
@@ -2851,19 +4679,26 @@ namespace goro::detail {
 inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
 inline constexpr std::size_t altstack_size = 64 * 1024;
 
-// The canary is the lowest word of a stack without a guard region. Stacks
-// from custom allocators, and small default stacks (at most one 4 KiB page,
-// which a goroutine touches anyway), get a magic value written. Larger
-// unguarded default stacks start as fresh zero pages and a goroutine that
-// reaches that word has overflowed, so there the canary is zero and is never
-// written: writing it would cost every stack one more resident page (an
-// overflow that happens to store zero there goes unseen; guard regions cover
-// the first stacks of that size).
-inline void write_canary(const stack_memory& s, std::uint64_t value) noexcept {
-  *static_cast<volatile std::uint64_t*>(s.lo) = value;
+// The canary: the lowest canary_words words of a stack without a guard
+// region (small packed stacks, stacks from custom allocators, and larger
+// default stacks past the mprotect budget where MADV_GUARD_INSTALL is
+// missing), written when a goroutine gets the stack and checked each time it
+// switches out. Several non-zero words, so an overflow that spares the
+// lowest word, or stores zeros, is still seen. It costs a larger unguarded
+// stack one more resident page (its lowest); guarded stacks have none.
+inline constexpr int canary_words = 4;
+inline constexpr std::uint64_t canary_word(int i) noexcept {
+  return stack_canary ^ (0x0101010101010101ull * static_cast<std::uint64_t>(i + 1));
 }
-inline bool canary_intact(const stack_memory& s, std::uint64_t value) noexcept {
-  return *static_cast<volatile std::uint64_t*>(s.lo) == value;
+inline void write_canary(const stack_memory& s) noexcept {
+  auto* w = static_cast<volatile std::uint64_t*>(s.lo);
+  for (int i = 0; i < canary_words; ++i) w[i] = canary_word(i);
+}
+inline bool canary_intact(const stack_memory& s) noexcept {
+  auto* w = static_cast<const volatile std::uint64_t*>(s.lo);
+  bool ok = true;
+  for (int i = 0; i < canary_words; ++i) ok &= w[i] == canary_word(i);
+  return ok;
 }
 
 // Async-signal-safe formatting into a fixed buffer.
@@ -3131,10 +4966,6 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontex
   // switching (m->after is set before any switch and cleared by g0),
   // inside an async_preemptible scope, with a request outstanding.
   if (!gp || !gp->stack.lo || m->in_blocking || m->after != after_switch::none) return false;
-  // A G wired by lock_os_thread already runs only on this M, and its M must
-  // be free to hand its P away when the G stops (stoplockedm): leave it to
-  // cooperative preemption rather than pin it here as well.
-  if (gp->lockedm.load(std::memory_order_relaxed) != nullptr) return false;
   if (gp->async_scope.load(std::memory_order_relaxed) == 0 || !gp->preempt.load(std::memory_order_relaxed))
     return false;
   const auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
@@ -3361,14 +5192,16 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_.assign(s_.created_ps(), p_ticks{});
-    int err = pthread_create(
+    int err = create_os_thread(
         &thread_, nullptr,
         [](void* self) -> void* {
+          extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
           static_cast<sysmon*>(self)->loop();
           return nullptr;
         },
         this);
     has_thread_ = err == 0;
+    if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
   }
 
   // Stops and joins the thread (runtime shutdown, after every goroutine finished).
@@ -3418,6 +5251,7 @@ class sysmon {
     }
     mm->oldp = nullptr;
     handoffs_.fetch_add(1, std::memory_order_relaxed);
+    GORO_CHAOS_POINT("entersyscall.handoff");
     s_.handoffp(pp, false);  // Go's handoffp
   }
 
@@ -3504,9 +5338,13 @@ class sysmon {
         if (until < nap) nap = std::max(until, sysmon_min_delay);
       }
       if (!sleep(nap)) return;
+      // An M could not be started (no thread to be had): try again each
+      // round until one is, so queued work is not left waiting for a wakep.
+      const bool retry_m = s_.m_start_failed_.load(std::memory_order_seq_cst);
+      if (retry_m) s_.retry_start_m();
       // Every P idle (for 1 ms: see the top) and nothing to print: sleep
       // until a P gets busy. With no P busy there is nothing to retake.
-      if (schedtrace_ms_ <= 0 && all_idle()) {
+      if (schedtrace_ms_ <= 0 && !retry_m && all_idle()) {
         std::int64_t t = nanotime();
         if (all_idle_since == 0) all_idle_since = t;
         if (t - all_idle_since < sysmon_park_after_idle_ns) {
@@ -3551,7 +5389,8 @@ class sysmon {
     note_.clear();
     std::atomic_thread_fence(std::memory_order_seq_cst);
     sleeping_.store(true, std::memory_order_seq_cst);
-    if (!stopping_.load(std::memory_order_seq_cst) && all_idle()) note_.sleep();
+    if (!stopping_.load(std::memory_order_seq_cst) && all_idle() && !s_.m_start_failed_.load(std::memory_order_seq_cst))
+      note_.sleep();
     sleeping_.store(false, std::memory_order_relaxed);
     return !stopping_.load(std::memory_order_seq_cst);
   }
@@ -3626,6 +5465,7 @@ class sysmon {
         continue;
       auto expect = Sched::p_status::syscall;
       if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
+      GORO_CHAOS_POINT("sysmon.retake");
       ++n;
       handoffs_.fetch_add(1, std::memory_order_relaxed);
       s_.handoffp(pp, false);  // Go's handoffp
@@ -3994,10 +5834,8 @@ class scheduler final : public sched_base {
   // exhaustion is reported by the go() call that needed it.
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
-  // See write_canary: zero (never written) only for larger default stacks.
   // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
   static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
-  static constexpr std::uint64_t canary_value = (!lazy_stacks || stack_bytes <= 4096) ? stack_canary : 0;
   // With the default allocator, run()'s main goroutine gets at least 256 KiB
   // whatever the policy: it usually does the program's heavier work
   // (I/O, formatting), which tiny goroutine stacks cannot hold.
@@ -4027,6 +5865,9 @@ class scheduler final : public sched_base {
     std::atomic<p_status> status{p_status::idle};
     m* owner = nullptr;
     std::uint32_t schedtick = 0;
+    // The running slice is over: a G parked with its preemption request
+    // pending; the G that inherits the slice (runnext) gets the request.
+    bool slice_over = false;
     p* link = nullptr;  // idle list
     run_queue runq;
     // Free G records (no stacks), most recently freed last. An array, not
@@ -4057,6 +5898,7 @@ class scheduler final : public sched_base {
     p* nextp = nullptr;  // handed over by startm before the wake-up
     bool spinning = false;
     bool run_caller = false;  // the thread inside run(): leaves when main finishes
+    bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
     bool in_idle_list = false;
     note park_note;
     m* link = nullptr;  // idle list
@@ -4074,6 +5916,7 @@ class scheduler final : public sched_base {
     g* direct_prev = nullptr;
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
+    g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
@@ -4082,17 +5925,27 @@ class scheduler final : public sched_base {
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
       : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
+    if (shadow_stack_active())  // see cet.hpp
+      raise_usage(
+          "runtime: CET shadow stacks are enabled in this process and goro's context switch does not "
+          "keep them; compile the files that include goro with -fcf-protection=branch (goro's CMake "
+          "target does) or run with GLIBC_TUNABLES=glibc.cpu.x86_shstk=off");
     install_fault_handler();
     if constexpr (async_signal) install_async_preempt_handler();  // async preemption
     std::lock_guard<std::mutex> lk(lock_);
     create_ps_locked(make_ps(0, nprocs_.load(std::memory_order_relaxed)));
     activate_locked(0, nprocs_.load(std::memory_order_relaxed));
+    install_dump_handlers();  // goroutine dump: SIGQUIT, GORO_DEBUG check
+    register_runtime(this);
   }
 
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
 
-  ~scheduler() override { shutdown(); }
+  ~scheduler() override {
+    shutdown();
+    unregister_runtime(this);  // goroutine dump: before any G record goes
+  }
 
   // ---- sched_base ----
 
@@ -4129,12 +5982,24 @@ class scheduler final : public sched_base {
       pp->spawns.inc();
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
+      if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
       if constexpr (!lazy_stacks) attach_stack_global(gp);
       gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
-    wakep(/*may_throw=*/true);
+    GORO_CHAOS_POINT("newproc.wakep");
+    const int err = wakep();
+    // go() from outside with no M at all, and none could be started:
+    // nothing would ever run gp. Undo the spawn, unless an M started by a
+    // concurrent go() took gp meanwhile (then it runs: a success). With
+    // some M alive, the work runs on it, and the start is retried
+    // (m_start_failed_, sysmon).
+    if (GORO_UNLIKELY(err != 0) && !pp && threads_alive_.load() == 0 && run_m_.load() == nullptr &&
+        globq_.remove(gp)) {
+      offp_spawns_.fetch_sub(1, std::memory_order_relaxed);
+      raise_system(err, "go(): cannot create an OS thread (M)");
+    }
   }
 
   // ready: waiting -> runnable, into the current P's runnext (the woken G
@@ -4148,9 +6013,11 @@ class scheduler final : public sched_base {
       mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
+      if (!mm) extm_outside_op();  // checkdead: a wake from outside is external activity
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
+    GORO_CHAOS_POINT("ready.wakep");
     wakep(false);
   }
 
@@ -4163,6 +6030,7 @@ class scheduler final : public sched_base {
     if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % active_ps()];  // a retired P's timers still run
     const std::int64_t when = t->when;  // t may fire (and be gone) once queued
     pp->timers.add(t);
+    GORO_CHAOS_POINT("addtimer.wake");
     wake_for_timer(when);
   }
 
@@ -4179,6 +6047,21 @@ class scheduler final : public sched_base {
   unsigned resize_procs(unsigned n) override { return resize(n); }
 
   netpoller* poller() noexcept override { return &poller_; }  // netpoll
+
+  // goroutine dump (dump.hpp)
+  void for_each_g(void (*fn)(g*, void*), void* ctx) override {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    for (auto& block : g_blocks_)
+      for (std::uint32_t i = 0; i < gfree_batch; ++i) fn(&block[i], ctx);
+  }
+  int running_m(const g* gp) const noexcept override {
+    int id = -1;
+    for_each_p([&](const p* pp) {
+      if (pp->sysmon_curg.load(std::memory_order_acquire) == gp)
+        if (m_base* mb = pp->sysmon_m.load(std::memory_order_relaxed)) id = static_cast<m*>(mb)->id;
+    });
+    return id;
+  }
 
   runtime_stats stats() const noexcept {
     runtime_stats s;
@@ -4243,10 +6126,12 @@ class scheduler final : public sched_base {
       }
     }
     if (n > old) {
+      GORO_CHAOS_POINT("gomaxprocs.grow");
       wakep(false);  // work queued anywhere gets the new Ps
       return old;
     }
     while (!retired_ps_released(n)) {
+      GORO_CHAOS_POINT("gomaxprocs.shrink_wait");
       m* mm = this_m();
       if (mm && mm->curg && mm->pp) {
         // Yield (Gosched): the others run meanwhile, and if this goroutine's
@@ -4281,18 +6166,22 @@ class scheduler final : public sched_base {
       GORO_RETHROW;
     }
     main_g->is_main = true;
+    main_g->created_pc = nullptr;  // goroutine dump: main has no creator
     main_done_.store(false, std::memory_order_relaxed);
     deadlock_.store(false, std::memory_order_relaxed);  // checkdead
 
     auto mm = std::make_unique<m>();
     mm->run_caller = true;
+    mm->extm_self = extm_counted_here();  // checkdead
     mm->sched = this;
     mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
     run_m_.store(mm.get(), std::memory_order_release);
     thread_altstack altstack;
+    thread_eh_scope caller_eh;  // the caller's exception state is not main's
     set_current_m(mm.get());
     mm->os_thread = pthread_self();  // async preemption
     mm->async_signal = async_signal;
+    mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
     mm->g0_tsan_fiber = tsan_current_fiber();
 
     p* pp;
@@ -4321,11 +6210,13 @@ class scheduler final : public sched_base {
     {
       std::lock_guard<std::mutex> lk(lock_);  // see main_finished
       run_m_.store(nullptr, std::memory_order_release);
+      deadcheck_at_ = 0;  // checkdead
     }
     // checkdead: main is blocked forever; it is left so, and released by
     // the destructor (shutdown) like any goroutine blocked forever.
     if (deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire))
-      raise<deadlock_error>("goro: all goroutines are asleep - deadlock!");
+      raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
+                            format_goroutines(collect_goroutines(this)));  // goroutine dump
   }
 
   // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -4361,7 +6252,10 @@ class scheduler final : public sched_base {
         std::lock_guard<std::mutex> lk(lock_);
         if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
             earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
-          std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n", live, live == 1 ? "" : "s");
+          // goroutine dump: which ones, and where they wait
+          const std::string dump = format_goroutines(collect_goroutines(this));
+          std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n\n%s", live, live == 1 ? "" : "s",
+                       dump.c_str());
           blocked_at_shutdown_ = live;
           break;
         }
@@ -4396,6 +6290,7 @@ class scheduler final : public sched_base {
       if (mm->has_thread) pthread_join(mm->thread, nullptr);
       delete mm;
     }
+    unlink_blocked();
     // Timers still queued (a ticker nobody stopped, with no goroutine left)
     // are detached: deleting them later finds them on no heap.
     for_each_p([](p* pp) { pp->timers.clear(); });
@@ -4451,6 +6346,7 @@ class scheduler final : public sched_base {
       // execute(next, inherit), as g0 would do it.
       if (!inherit) ++pp->schedtick;
       next->status.store(g_status::running, std::memory_order_relaxed);
+      dump_resume_check(next);  // goroutine dump
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
       pp->sysmon_m.store(mm, std::memory_order_relaxed);
       pp->sysmon_curg.store(next, std::memory_order_release);
@@ -4471,7 +6367,7 @@ class scheduler final : public sched_base {
   void direct_switch_done(m_base* mb) noexcept override {
     m* mm = static_cast<m*>(mb);
     g* gp = std::exchange(mm->direct_prev, nullptr);
-    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
+    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     globq_.push_back(gp);
@@ -4531,6 +6427,10 @@ class scheduler final : public sched_base {
           return;
         }
         gp = mm->lockedg;
+        if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);  // async preemption
+      } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
+        park_pinned(mm);
+        continue;
       } else {
         if (mm->yield_next) {  // gosched took it from the run queues
           gp = std::exchange(mm->yield_next, nullptr);
@@ -4539,14 +6439,10 @@ class scheduler final : public sched_base {
           gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
           if (!gp) return;
         }
+        GORO_CHAOS_POINT("schedule.found");
         if (mm->spinning) reset_spinning(mm);
         if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
-          if (GORO_UNLIKELY(mm->async_pinned != nullptr)) {
-            // async preemption: mm must keep its P for its pinned Gs, so it
-            // cannot hand it to gp's M; requeue gp for an M that can.
-            requeue_global(gp);
-            continue;
-          }
+          // With pinned Gs, mm then waits for a P itself (park_pinned).
           if (startlockedm(mm, gp)) continue;
         }
       }
@@ -4563,6 +6459,7 @@ class scheduler final : public sched_base {
   // M for it if a P is idle.
   void requeue_global(g* gp) {
     globq_.push_back(gp);
+    GORO_CHAOS_POINT("gosched.wakep");
     wakep(false);
   }
 
@@ -4627,10 +6524,13 @@ class scheduler final : public sched_base {
         if (!mm->locked_wait) {
           mm->locked_wait = true;
           ++nmlocked_wait_;
-          checkdead();
+          checkdead(mm);
         }
       }
-      mm->park_note.sleep();
+      if (mm->run_caller)
+        deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
+      else
+        mm->park_note.sleep();
     }
   }
 
@@ -4650,7 +6550,7 @@ class scheduler final : public sched_base {
     handoffp_locked_m(mm);
     std::lock_guard<std::mutex> lk(lock_);
     ++nmexited_;  // it stays in allm_ (joined by shutdown)
-    checkdead();
+    checkdead(mm);
     return false;
   }
 
@@ -4671,30 +6571,45 @@ class scheduler final : public sched_base {
   // — joins the idle list (stopm), sleeps in stoplockedm, or exits. While
   // run() is active (and detection is on): if every M is stopped, every P
   // idle, the global queue empty, no timer pending and nobody waiting on
-  // I/O, no goroutine can ever be readied from inside the runtime: main is
-  // blocked forever. Flag it and wake the run() caller's M, which leaves,
-  // and run_main throws deadlock_error.
+  // I/O (dead_locked), no goroutine can be readied from inside the runtime.
+  // Only a thread outside it can still: a plain thread (an external M,
+  // extm.hpp) or another runtime. So this only arms the confirmation: the
+  // run() caller's M (woken here to sleep timed, unless it is the one
+  // stopping) sets deadlock_ once it has lasted a grace period with no
+  // external activity and no live external M (deadcheck.hpp), leaves, and
+  // run_main throws deadlock_error.
   //
-  // Why no false positive: an M leaves the idle list / locked wait only
-  // under lock_ (m_idle_get, m_idle_remove, startlockedm), and a G is made
-  // runnable only by a running M (which is not stopped), by a timer (still
-  // pending on a heap, seq_cst earliest()), by the poller (its waiters), or
-  // by a thread outside the runtime — the one case we cannot see (Go cannot
-  // either), hence options::detect_deadlock. A G queued from outside before
-  // this check is in globq_, read under the same lock. An M being created
-  // is in allm_ (newm adds it before pthread_create) and not idle; a G in
-  // goro::blocking keeps its M out of the idle list.
-  void checkdead() noexcept {
-    if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return;
+  // Why nothing inside the runtime is missed: an M leaves the idle list /
+  // locked wait only under lock_ (m_idle_get, m_idle_remove, startlockedm),
+  // and a G is made runnable only by a running M (which is not stopped), by
+  // a timer (still pending on a heap, seq_cst earliest()), by the poller
+  // (its waiters), or from outside (external activity). A G queued from
+  // outside before this check is in globq_, read under the same lock. An M
+  // being created is in allm_ (newm adds it before pthread_create) and not
+  // idle; a G in goro::blocking keeps its M out of the idle list.
+  //
+  // The grace period runs from the last M's stop: an armed check gets a new
+  // deadline (the run() caller's M, armed, is stopped in its confirming
+  // sleep or on its way there, and looks again at the old one).
+  void checkdead(m* self) noexcept {
+    if (!dead_locked()) return;
+    const bool armed = deadcheck_at_ != 0;
+    deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
+    deadcheck_at_ = nanotime() + deadlock_grace_ns;
+    if (armed) return;
     m* rm = run_m_.load(std::memory_order_relaxed);
-    if (!rm || deadlock_.load(std::memory_order_relaxed)) return;
+    if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+  }
+
+  // Whether no goroutine can be readied from inside the runtime (lock_ held).
+  bool dead_locked() noexcept {
+    if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return false;
+    if (!run_m_.load(std::memory_order_relaxed) || deadlock_.load(std::memory_order_relaxed)) return false;
     const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
-    if (nmidle_ + nmlocked_wait_ < mcount) return;
-    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return;
-    if (poller_.waiters() > 0) return;  // netpoll: the network may ready them
-    if (earliest_timer() != 0) return;
-    deadlock_.store(true, std::memory_order_seq_cst);
-    if (take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+    if (nmidle_ + nmlocked_wait_ < mcount) return false;
+    if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return false;
+    if (poller_.waiters() > 0) return false;  // netpoll: the network may ready them
+    return earliest_timer() == 0;
   }
 
   // Takes the run() caller's M off the idle list or out of its locked wait
@@ -4732,10 +6647,10 @@ class scheduler final : public sched_base {
   // mm may resume (their code may keep this thread's TLS addresses in
   // registers, and their rt_sigreturn restores this thread's sigaltstack).
   // Alternate: one G from the run queues (local, then global) if there is
-  // one, then the oldest pinned G. mm keeps its P throughout: goro::blocking
-  // on an M with pinned goroutines keeps the P for the call (blocking.hpp),
-  // so nothing takes it away; find_runnable (timers, stealing, idling,
-  // leaving) waits until no pinned G is left.
+  // one, then the oldest pinned G. mm keeps its P meanwhile; find_runnable
+  // (timers, stealing, idling, leaving) waits until no pinned G is left.
+  // When mm loses its P (a goro::blocking call, or a hand-off to a locked
+  // M) it waits for one in park_pinned.
   g* next_with_pinned(m* mm) {
     p* pp = mm->pp;
     // checkTimers, as find_runnable does first: while hogs keep being
@@ -4759,10 +6674,37 @@ class scheduler final : public sched_base {
     return gp;
   }
 
+  // async preemption: mm holds pinned Gs but no P. It waits for one the way
+  // a locked M does (Go's stoplockedm / startlockedm): its oldest pinned G
+  // goes to the global queue wired to mm for the time being (the token), so
+  // whichever M picks it hands its P to mm, which resumes it here and runs
+  // its other pinned Gs. A token is never unwired by stoplockedm's leave
+  // path: only shutdown (no goroutine left) or the run() caller's M (which
+  // never pins, see m_base::keeps_main) leave there.
+  void park_pinned(m* mm) {
+    g* gp = mm->async_pinned;
+    mm->async_pinned = gp->link;
+    if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
+    gp->link = nullptr;
+    mm->async_token = gp;
+    gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
+    mm->lockedg = gp;
+    requeue_global(gp);
+  }
+  // The token came back with a P: an ordinary pinned G again.
+  static void unwire_token(m* mm, g* gp) noexcept {
+    mm->async_token = nullptr;
+    mm->lockedg = nullptr;
+    gp->lockedm.store(nullptr, std::memory_order_relaxed);
+  }
+
   // Runs gp on mm until it switches out; then carries out its request.
   g* execute(m* mm, g* gp, bool inherit_time) {
     p* pp = mm->pp;
-    if (!inherit_time) ++pp->schedtick;
+    if (!inherit_time) {
+      ++pp->schedtick;
+      pp->slice_over = false;
+    }
     if (gp->stack.lo == nullptr) {
       if (lazy_stacks && gp->is_main)
         init_stack(gp, allocate_stack(main_stack_size));
@@ -4770,22 +6712,31 @@ class scheduler final : public sched_base {
         attach_stack(pp, gp);
     }
     gp->status.store(g_status::running, std::memory_order_relaxed);
+    dump_resume_check(gp);  // goroutine dump
     // sysmon: publish the slice and the G; a request made for an earlier
-    // slice is void (Go's execute clears gp.preempt). pp is null only when
-    // gp resumes inside goro::blocking after an on_g0 call.
+    // slice is void (Go's execute clears gp.preempt), but an expired slice
+    // that gp inherits stays expired: gp yields at its first safe point
+    // (slice_over, see the park case). pp is null only when gp resumes
+    // inside goro::blocking after an on_g0 call (its request is kept for
+    // the end of the call).
     if (pp) {
       pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
       pp->sysmon_m.store(mm, std::memory_order_relaxed);  // async preemption (published by the release below)
       pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
+      if (GORO_UNLIKELY(pp->slice_over)) {
+        pp->slice_over = false;
+        request_preempt(gp);
+      } else {
+        clear_preempt(gp);
+      }
     }
-    clear_preempt(gp);
     mm->curg = gp;
     const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
     const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
     switch_to_g(mm, gp);
     gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
-    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack, canary_value)))
+    if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
     if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start);
     pp = mm->pp;
@@ -4799,6 +6750,12 @@ class scheduler final : public sched_base {
         break;
       case after_switch::park: {
         pp->parks.inc();
+        // Parked with its slice's preemption request pending (it came
+        // after gp's last safe point): the slice is over for whoever
+        // inherits it. Dropping the request let a pair of goroutines
+        // waking each other through runnext keep the P for good (Go's
+        // PingPongHog, tests/preempt_test.cpp).
+        if (GORO_UNLIKELY(clear_preempt(gp))) pp->slice_over = true;
         // tracer: read now, gp may be readied, run and gone once unlocked
         const std::uint64_t id = trace_start != 0 ? gp->id : 0;
         gp->status.store(g_status::waiting, std::memory_order_release);
@@ -4806,9 +6763,10 @@ class scheduler final : public sched_base {
         void* arg = mm->park_arg;
         mm->park_unlock = nullptr;
         mm->after = after_switch::none;
+        GORO_CHAOS_POINT("park.unlock");
         if (unlock && !unlock(arg)) {
           gp->status.store(g_status::running, std::memory_order_relaxed);
-          return gp;
+          return gp;  // resumed with inherit_time: slice_over gives its request back
         }
         if (GORO_UNLIKELY(trace_start != 0) && tracing::enabled())
           tracing::record({tracing::now(), 0, id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
@@ -4828,10 +6786,18 @@ class scheduler final : public sched_base {
       case after_switch::call:
         mm->after = after_switch::none;
         mm->g0_call(mm->g0_arg);
+        keep_request(pp, gp);
         return gp;  // resume it on this M (it never left the running state)
       case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
         sysmon_.count_preemption();
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        if (gp->lockedm.load(std::memory_order_relaxed) == mm) {
+          // Wired to this M already (lock_os_thread, or main on the run()
+          // caller's M): queued like any preempted G; whoever picks it hands
+          // its P back to this M (startlockedm), which resumes it here.
+          requeue_global(gp);
+          break;
+        }
         gp->link = nullptr;
         if (mm->async_pinned_tail)
           mm->async_pinned_tail->link = gp;
@@ -4841,13 +6807,22 @@ class scheduler final : public sched_base {
         break;
       case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
         mm->after = after_switch::none;
-        if (sysmon_.exit_syscall0(mm, gp)) return gp;
+        if (sysmon_.exit_syscall0(mm, gp)) {
+          keep_request(mm->pp, gp);  // the slice ended during the call: yield at the call's end
+          return gp;
+        }
         break;
       case after_switch::none:
         fatal("goro: internal error: goroutine switched out without a request");
     }
     mm->after = after_switch::none;
     return nullptr;
+  }
+
+  // gp goes on running (execute with inherit_time) with its pending
+  // request, if any: execute must not clear it.
+  static void keep_request(p* pp, g* gp) noexcept {
+    if (pp && gp->preempt.load(std::memory_order_relaxed)) pp->slice_over = true;
   }
 
   // ---- execution tracer (trace.hpp) ----
@@ -4918,6 +6893,7 @@ class scheduler final : public sched_base {
           return gp;
         }
       }
+      GORO_CHAOS_POINT("findrunnable.local");
       auto r = pp->runq.get();
       if (r.item) {
         inherit = r.inherit_time;
@@ -4948,6 +6924,7 @@ class scheduler final : public sched_base {
         const auto deadline = spin_start + spin_duration;
         auto next_poll = spin_start + spin_poll_interval;
         for (;;) {
+          GORO_CHAOS_POINT("findrunnable.spin");
           if (g* gp = steal_work(mm, pp)) {
             inherit = false;
             return gp;
@@ -4965,9 +6942,11 @@ class scheduler final : public sched_base {
             }
           }
           if (should_leave(mm) || now >= deadline) break;
+          if (GORO_CHAOS_IF(512)) break;  // chaos: a shorter spin
           cpu_relax();
         }
       }
+      GORO_CHAOS_POINT("findrunnable.giveup");
       // Nothing to do: give up the P. The global queue is checked again
       // after the P is on the idle list (pidle_put's seq_cst npidle_ first,
       // then the queue's lock), so a G queued by a thread outside the
@@ -4997,9 +6976,12 @@ class scheduler final : public sched_base {
       // wakep, and be left with nobody to run it. (Timers are re-checked
       // by park_idle, after this decrement, for the same reason.)
       if (mm->spinning) {
+        GORO_CHAOS_POINT("findrunnable.drop_spinning");
         mm->spinning = false;
         nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+        GORO_CHAOS_POINT("findrunnable.dropped");
         std::atomic_thread_fence(std::memory_order_seq_cst);
+        GORO_CHAOS_POINT("findrunnable.recheck");
         p* again = nullptr;
         for (unsigned i = 0, n = created_ps(); i < n; ++i) {  // gomaxprocs: a retired P may still hold work
           if (!allp_[i]->runq.empty()) {
@@ -5008,13 +6990,10 @@ class scheduler final : public sched_base {
             break;
           }
         }
-        // Under the queue's lock, not the lock-free size: a thread without
-        // a P (ready() from a plain thread) pushes and then reads nmspinning
-        // with no StoreLoad barrier between (its unlock is a plain release
-        // store), so it may still see this M spinning while the lock-free
-        // size here still reads 0: a lost wake-up (it hung a 1-proc runtime
-        // fed by a plain thread). With the lock, either this sees the push,
-        // or the pusher's lock comes after ours and sees the decrement.
+        // The other half of wakep's Dekker pair (the decrement and fence
+        // above against the submitter's publish and fence). The global
+        // queue is read under its lock as well, which also orders this
+        // against a pusher's lock without relying on its fence.
         if (!again && !globq_.empty_synced()) {
           std::lock_guard<std::mutex> lk(lock_);
           again = pidle_get();
@@ -5026,6 +7005,7 @@ class scheduler final : public sched_base {
           continue;
         }
       }
+      GORO_CHAOS_POINT("findrunnable.park");
       if (!park_idle(mm)) {
         leave(mm);
         return nullptr;
@@ -5106,6 +7086,7 @@ class scheduler final : public sched_base {
       // schedule, and look at the next timer before they sleep.
       next = 0;
     }
+    GORO_CHAOS_POINT("park_idle.stopm");
     switch (stopm(mm, next)) {
       case wake_reason::leave:
         return false;
@@ -5123,6 +7104,7 @@ class scheduler final : public sched_base {
   // with no idle P or a spinner already about, an M passes through
   // park_idle anyway).
   void wake_for_timer(std::int64_t when) {
+    GORO_CHAOS_POINT("wake_for_timer");
     std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
     if (until == 0) {
       wakep(false);
@@ -5138,6 +7120,7 @@ class scheduler final : public sched_base {
       }
     }
     if (sleeper) {
+      GORO_CHAOS_POINT("wake_for_timer.wake");
       sleeper->park_note.wake();
       poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     }
@@ -5154,6 +7137,7 @@ class scheduler final : public sched_base {
       bool last = i == steal_tries - 1;
       for (auto e = order->start(mm->rng.next()); !e.done(); e.next()) {
         p* victim = allp_[e.position()];
+        GORO_CHAOS_POINT("stealwork.victim");
         if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
         g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
           if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
@@ -5180,16 +7164,43 @@ class scheduler final : public sched_base {
   void reset_spinning(m* mm) {
     mm->spinning = false;
     nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    GORO_CHAOS_POINT("reset_spinning.wakep");
     wakep(false);
   }
 
   // wakep: if a P is idle and nobody spins, start an M spinning on it.
-  void wakep(bool may_throw) {
-    if (npidle_.load(std::memory_order_seq_cst) == 0) return;
+  //
+  // The submit-side barrier. Every path that makes a G runnable publishes
+  // it first — runq.put's release store of runnext or tail (spawn, ready,
+  // netpoll inject), a global-queue push (plain threads, overflow, netpoll,
+  // yield) — and then calls wakep, which reads npidle_ and nmspinning_.
+  // Its pair is the last spinning M in find_runnable: it decrements
+  // nmspinning_, fences, and reads every run queue. Store-then-load on both
+  // sides (Dekker): without a StoreLoad barrier on this side, x86 lets the
+  // loads below pass the publishing store still in the store buffer, so
+  // the submitter sees the M spinning while the M sees the queues empty,
+  // and nobody runs the G until its submitter's P schedules again (6 in
+  // 223k spawn-then-spin iterations, tests/wakeup_test.cpp). With a
+  // seq_cst fence on both sides at least one sees the other's write. Go
+  // gets this fence from runqput's runnext CAS; a release store is cheaper
+  // there, so the fence lives here, once, for every caller. (A P that goes
+  // idle re-checks only the global queue, under its lock, which orders it
+  // against a pusher's lock without a fence: see find_runnable and
+  // handoffp. A G in a running P's local queue is run by that P anyway.)
+  //
+  // Returns 0, or startm's errno when no M could be started (start_g
+  // decides whether that fails the spawn). The bool is unused (callers
+  // still pass the old may_throw flag).
+  int wakep(bool = false) {
+    GORO_CHAOS_POINT("wakep");
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
+    if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
     std::uint32_t zero = 0;
     if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
         !nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
-      return;
+      return 0;
+    GORO_CHAOS_POINT("wakep.claimed");
     p* pp;
     {
       std::lock_guard<std::mutex> lk(lock_);
@@ -5197,14 +7208,18 @@ class scheduler final : public sched_base {
     }
     if (!pp) {
       nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
-      return;
+      return 0;
     }
     m_spins_.fetch_add(1, std::memory_order_relaxed);
-    int err = startm(pp, true);
-    // Without a new thread the work still runs on the Ms that exist; fail
-    // only when there is none at all.
-    if (err != 0 && may_throw && threads_alive_.load() == 0 && run_m_.load() == nullptr)
-      raise_system(err, "cannot create an OS thread (M)");
+    GORO_CHAOS_POINT("wakep.startm");
+    return startm(pp, true);
+  }
+
+  // sysmon: some startm found no idle M and could not create one (a
+  // transient EAGAIN: RLIMIT_NPROC, a pids cgroup). Work may be queued
+  // with no M to run it: look again, as wakep (Go's newm throws instead).
+  void retry_start_m() noexcept {
+    if (m_start_failed_.exchange(false, std::memory_order_seq_cst)) (void)wakep();  // fails: sets it again
   }
 
   // startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
@@ -5218,6 +7233,7 @@ class scheduler final : public sched_base {
       mm = m_idle_get();
     }
     if (mm) {
+      GORO_CHAOS_POINT("startm.wake");
       mm->spinning = spinning;
       mm->nextp = pp;
       mm->park_note.wake();
@@ -5243,6 +7259,11 @@ class scheduler final : public sched_base {
         pidle_put(pp);
       }
       if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+      // Retried by sysmon, which does not sleep deeply while this is set.
+      // Dekker with sysmon's deep_sleep: it publishes sleeping_, then reads
+      // m_start_failed_; we publish m_start_failed_, then read sleeping_.
+      m_start_failed_.store(true, std::memory_order_seq_cst);
+      sysmon_.on_p_busy();
     }
     return err;
   }
@@ -5262,7 +7283,7 @@ class scheduler final : public sched_base {
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     threads_alive_.fetch_add(1);
-    int err = pthread_create(
+    int err = create_os_thread(
         &mm->thread, &attr,
         [](void* arg) -> void* {
           auto* self = static_cast<m*>(arg);
@@ -5318,6 +7339,7 @@ class scheduler final : public sched_base {
     // (no timeout unless a timer is pending).
     if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
     bool timed = false;
+    GORO_CHAOS_POINT("stopm.publish");
     {
       std::lock_guard<std::mutex> lk(lock_);
       if (should_leave(mm)) return wake_reason::leave;
@@ -5328,9 +7350,10 @@ class scheduler final : public sched_base {
         timer_m_until_.store(until, std::memory_order_seq_cst);
         timed = true;
       }
-      checkdead();  // may take mm (the run() caller's M) off the list again: then its sleep returns at once
+      checkdead(mm);
     }
     m_parks_.fetch_add(1, std::memory_order_relaxed);
+    GORO_CHAOS_POINT("stopm.published");
     if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
     bool woken = true;
     if (timed) {
@@ -5351,7 +7374,11 @@ class scheduler final : public sched_base {
         // Taken off the list meanwhile: its taker's wake is on the way.
       }
     }
-    mm->park_note.sleep();  // returns at once if already woken
+    GORO_CHAOS_POINT("stopm.sleep");
+    if (mm->run_caller)
+      deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
+    else
+      mm->park_note.sleep();  // returns at once if already woken
     if (mm->nextp) {
       acquirep(mm, mm->nextp);
       mm->nextp = nullptr;
@@ -5386,6 +7413,7 @@ class scheduler final : public sched_base {
   // spinning M (the busy Ps may have work to steal, and nobody else would
   // look for it until the next wakep); else to the idle list.
   void handoffp(p* pp, bool spinning) {
+    GORO_CHAOS_POINT("handoffp");
     if (exiting_.load(std::memory_order_acquire)) {
       if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
       std::lock_guard<std::mutex> lk(lock_);
@@ -5413,6 +7441,7 @@ class scheduler final : public sched_base {
     // its lock: either this read sees the push, or the pusher's wakep sees
     // the idle P (the same argument as find_runnable's re-check). Go reads
     // sched.runqsize under sched.lock here.
+    GORO_CHAOS_POINT("handoffp.recheck");
     if (!globq_.empty_synced()) wakep(false);
   }
 
@@ -5508,6 +7537,7 @@ class scheduler final : public sched_base {
       pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
     }
     if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    GORO_CHAOS_POINT("drop_retired_p.wakep");
     if (had_work || spinning) wakep(false);
   }
 
@@ -5721,7 +7751,7 @@ class scheduler final : public sched_base {
     asan_unpoison(s.lo, s.size);
     gp->stack = s;
     gp->stack_canary = !c.guarded;
-    if (canary_value != 0 && gp->stack_canary) write_canary(s, canary_value);
+    if (gp->stack_canary) write_canary(s);
     gp->sp = make_context(s.lo, s.size - stack_color(s), &goroutine_main);
     if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
   }
@@ -5766,6 +7796,8 @@ class scheduler final : public sched_base {
     gp->is_main = false;
     clear_preempt(gp);
     release_stack(pp, gp);
+    gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
+    gp->eh_uncaught = 0;
     pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
     gfput(pp, gp);
     if (was_main) main_finished();
@@ -5838,6 +7870,22 @@ class scheduler final : public sched_base {
     std::abort();
   }
 
+  // Goroutines blocked forever are released unrun, but the channels and
+  // sync objects they wait on may outlive the runtime: take their waiter
+  // records (on the goroutines' stacks) off those queues first, so that a
+  // later operation finds no record of a freed goroutine. Every M has
+  // stopped: nothing else touches these Gs.
+  void unlink_blocked() noexcept {
+    for (auto& block : g_blocks_) {
+      for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+        g* gp = &block[i];
+        if (gp->status.load(std::memory_order_relaxed) != g_status::waiting || !gp->unlink_wait) continue;
+        gp->unlink_wait(gp->unlink_arg);
+        gp->unlink_wait = nullptr;
+      }
+    }
+  }
+
   void release_memory() noexcept {
     for_each_p([this](p* pp) {
       while (pp->nstack) {
@@ -5889,6 +7937,7 @@ class scheduler final : public sched_base {
   std::vector<m*> allm_;
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
+  std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
 
   std::mutex gfree_lock_;  // global free G list and G blocks
   std::vector<g*> gfree_;  // free G records, most recently freed last
@@ -5915,6 +7964,8 @@ class scheduler final : public sched_base {
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
   std::atomic<bool> deadlock_{false};
+  std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
+  std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began
 
   // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
   friend class sysmon<Policy, scheduler>;
@@ -5923,6 +7974,11 @@ class scheduler final : public sched_base {
   netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
+  using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
+  friend deadcheck_ops;
+  // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
+  friend class stall_monitor<scheduler>;
+  [[no_unique_address]] stall_monitor<scheduler> stall_monitor_{*this};
 };
 
 }  // namespace detail
@@ -5935,9 +7991,10 @@ struct options {
   unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
   // While run() is active, throw deadlock_error from run() once every
   // goroutine is blocked with nothing inside the runtime able to wake one
-  // (no timer, no I/O, no blocking() call). Turn it off when goroutines are
-  // fed by threads outside the runtime (channel sends, wait_group::done,
-  // go() from a plain thread): the runtime cannot see those coming.
+  // (no timer, no I/O, no blocking() call) and nothing outside either: no
+  // plain thread that used a goro object is alive (a live external M), and
+  // nothing came from outside for a grace period of 250 ms (docs/api.md,
+  // "Deadlock detection"). Off: run() waits as long as it takes.
   bool detect_deadlock = true;
 };
 
@@ -5969,16 +8026,19 @@ inline m_base* require_goroutine(const char* call) {
 inline void release_main_lock() noexcept {
   m_base* m = current_m();
   g* gp = m->curg;
+  if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
     gp->lockedm.store(nullptr, std::memory_order_relaxed);
     m->lockedg = nullptr;
   }
 }
 
-// newproc on `s`: a G record, the closure, then queue it.
+// newproc on `s`: a G record, the closure, then queue it. created_pc:
+// where go() was called (the goroutine dump's "created by").
 template <class F, class... A>
-void spawn(sched_base* s, F&& f, A&&... args) {
+void spawn(sched_base* s, const void* created_pc, F&& f, A&&... args) {
   g* gp = s->alloc_g();
+  gp->created_pc = created_pc;
   GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
   GORO_CATCH_ALL {
     s->free_g(gp);
@@ -6059,9 +8119,10 @@ class basic_runtime {
 
   // Starts a goroutine from any thread (inside this runtime it runs next on
   // the caller's P; from elsewhere it goes to the global run queue).
+  // Always inlined: the goroutine dump's "created by" is the caller.
   template <class F, class... A>
-  void go(F&& f, A&&... args) {
-    detail::spawn(sched_.get(), std::forward<F>(f), std::forward<A>(args)...);
+  GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
+    detail::spawn(sched_.get(), detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
   }
 
   // Returns the number of Ps; with n > 0, sets it to n (at most 4096) and
@@ -6088,20 +8149,6 @@ std::invoke_result_t<F> run(F&& f, options o = {}) {
 
 // ---- calls made from inside a goroutine, on its own runtime ----
 
-namespace detail {
-// preempt_point's slow path: some goroutine has a preemption request; if
-// it is the caller, clear it and yield to the global run queue (counted in
-// stats().preemptions). Never inside goro::blocking (the M has no P).
-GORO_NOINLINE inline void preempt_check_slow() noexcept {
-  m_base* m = current_m();
-  if (!m || !m->curg || m->in_blocking) return;
-  g* gp = m->curg;
-  if (!clear_preempt(gp)) return;
-  m->after = after_switch::preempt;
-  switch_to_g0(m, gp);
-}
-}  // namespace detail
-
 // Wires the calling goroutine to its current OS thread (Go's
 // LockOSThread): until as many unlock_os_thread() calls, it runs only on
 // this thread and the thread runs no other goroutine; when it blocks, the
@@ -6127,6 +8174,7 @@ inline void unlock_os_thread() {
   detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
   detail::g* gp = m->curg;
   if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   if (m->lockedg == gp) m->lockedg = nullptr;
 }
@@ -6137,7 +8185,7 @@ inline void unlock_os_thread() {
 // counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
 // outside goroutines and with preemption::none.
 GORO_ALWAYS_INLINE void preempt_point() noexcept {
-  if (GORO_UNLIKELY(detail::preempt_requested_anywhere())) detail::preempt_check_slow();
+  detail::safe_point();
 }
 
 // A scope in which the calling goroutine may be preempted asynchronously
@@ -6170,10 +8218,11 @@ class async_preemptible {
 
 // Starts a goroutine on the calling goroutine's runtime; it runs next on
 // this P (the caller keeps running).
+// Always inlined: the goroutine dump's "created by" is the caller.
 template <class F, class... A>
-void go(F&& f, A&&... args) {
+GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
   detail::m_base* m = detail::require_goroutine("go()");
-  detail::spawn(m->sched, std::forward<F>(f), std::forward<A>(args)...);
+  detail::spawn(m->sched, detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
   preempt_point();  // a runtime call: honour a pending preemption request
 }
 
@@ -6181,6 +8230,7 @@ void go(F&& f, A&&... args) {
 // another.
 inline void yield() {
   detail::m_base* m = detail::require_goroutine("yield()");
+  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("yield()");  // no P to give up
   m->sched->gosched(m);
 }
 
@@ -6193,6 +8243,7 @@ inline void yield() {
   (void)m;
   throw detail::goexit_unwind{};
 #else
+  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("exit()");  // no P to switch on
   detail::g* gp = m->curg;
   gp->closure_op = nullptr;
   m->after = detail::after_switch::exit;
@@ -6237,20 +8288,24 @@ namespace detail {
 template <class F>
 decltype(auto) blocking_call(bool long_call, F&& f) {
   m_base* m = current_m();
-  // async preemption: an M holding async-preempted goroutines keeps its P
-  // through the call: they may resume only on this M, and only with a P
-  // (sched.hpp m_loop). Yielding instead could livelock a pinned goroutine
-  // that spins until this call's result arrives.
-  if (!m || !m->curg || m->in_blocking || m->async_pinned) return std::invoke(std::forward<F>(f));
+  // An M holding async-preempted goroutines lets its P go as well: if it
+  // finds none when the call returns, it waits for one the way a locked M
+  // does (sched.hpp park_pinned).
+  if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
+  g* gp = m->curg;  // goroutine dump: "blocking call" while inside
+  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
+  gp->waiting_on.store(wait_reason::blocking_call, std::memory_order_relaxed);
   m->sched->enter_syscall(long_call);
   // exitsyscall on every way out, the exception path included; then a
   // pending preemption request is honoured (a runtime call that can switch).
   struct exit_syscall_guard {
+    g* gp;
     ~exit_syscall_guard() {
+      gp->waiting_on.store(wait_reason::none, std::memory_order_relaxed);
       current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
       preempt_point();
     }
-  } guard;
+  } guard{gp};
   return std::invoke(std::forward<F>(f));
 }
 
@@ -6308,6 +8363,8 @@ namespace goro {
 
 template <class T>
 class chan;
+template <class T>
+class recv_chan;
 
 namespace detail {
 
@@ -6437,6 +8494,7 @@ static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
 // Wakes a waiter popped from a channel queue, after every lock is released.
 // After this call w may be gone (its owner returned).
 inline void wake_chan_waiter(chan_waiter* w) noexcept {
+  GORO_CHAOS_POINT("chan.wake");
   if (g* gp = w->gp) {
     gp->sched->ready(gp);
   } else {
@@ -6450,11 +8508,19 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 // `m` is current_m() (read once by the caller: it is a non-inlined call),
 // `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
 // the caller holds: from g0 once the goroutine is off its stack, or just
-// before sleeping for a thread.
-inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg) noexcept {
+// before sleeping for a thread. `unlink(unlink_arg)` takes the caller's
+// waiters off their queues (g::unlink_wait: a runtime destroyed while the
+// goroutine waits for good). `why`: what the goroutine dump shows.
+inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
+                       void (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
+  GORO_CHAOS_POINT("chan.block");
   if (gp) {
-    park(m, unlock, arg);
+    gp->unlink_wait = unlink;
+    gp->unlink_arg = unlink_arg;
+    park(m, unlock, arg, why);
+    gp->unlink_wait = nullptr;
   } else {
+    if (!m) extm_plain_op();  // checkdead: a plain thread blocked on a channel is a live external M
     unlock(arg);
     while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
   }
@@ -6475,15 +8541,51 @@ inline bool unlock_spinlock(void* l) noexcept {
   return true;
 }
 
+// One channel operation's waiter, for block_chan's unlink.
+struct queued_waiter {
+  chan_core* c;
+  chan_waitq* q;
+  chan_waiter* w;
+  static void unlink(void* a) noexcept {
+    auto* x = static_cast<queued_waiter*>(a);
+    x->c->lock.lock();
+    x->q->remove(x->w);  // a no-op if a waker popped it
+    x->c->lock.unlock();
+  }
+};
+
+// Send or receive on a nil channel (Go's chansend/chanrecv with c == nil):
+// blocks forever. A goroutine parks with nobody to ready it, so the
+// deadlock detector counts it as blocked; a plain thread sleeps for good
+// (not counted as a live external M: nothing can wake it). Inside
+// goro::blocking it is a usage_error, as any wait there.
+[[noreturn]] GORO_NOINLINE inline void block_forever_nil(const char* call) {
+  caller self = current_caller();
+  if (GORO_UNLIKELY(inside_blocking(self.m))) raise_inside_blocking(call);
+  std::atomic<std::uint32_t> never{0};
+  for (;;) {
+    if (self.gp)
+      park(self.m, [](void*) { return true; }, nullptr);
+    else
+      futex_wait(&never, 0);
+  }
+}
+
+// edges' name for the same (chan_recv_into and friends).
+[[noreturn]] inline void block_forever(const char* call) {
+  block_forever_nil(call);
+}
+
 [[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
 [[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
 
 // The typed channel: chan_core plus the ring buffer of T (raw storage:
 // T need not be default-constructible; slots [recvx, recvx+count) hold live
-// objects). T's move constructor runs under the lock: a throwing one
-// terminates (these functions are noexcept).
+// objects). T's move constructor runs under the lock, so it must not
+// throw: chan<T> of a T whose move may throw uses hchan<chan_elem<T>>.
 template <class T>
 struct hchan : chan_core {
+  static_assert(std::is_nothrow_move_constructible_v<T>, "hchan<T>: T's moves run under the lock");
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
     if (cap) storage = std::allocator<T>().allocate(cap);
   }
@@ -6561,7 +8663,10 @@ struct hchan : chan_core {
     return static_cast<hchan*>(c)->recv_locked(*static_cast<std::optional<T>*>(elem), partner);
   }
 
+  // Each operation starts with a safe point (a runtime call honours a
+  // pending preemption request: detail/preempt.hpp).
   void send(T& v) {
+    safe_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     chan_op r = send_locked(v, partner);
@@ -6577,15 +8682,21 @@ struct hchan : chan_core {
     // Block: a receiver (or close) takes it from here.
     chan_waiter w;
     caller self = current_caller();
+    if (GORO_UNLIKELY(inside_blocking(self.m))) {
+      lock.unlock();
+      raise_inside_blocking("chan send");
+    }
     w.gp = self.gp;
     w.elem = &v;
     sendq.enqueue(&w);
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
+    queued_waiter at{this, &sendq, &w};
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
     if (!w.success) raise_send_closed();  // woken by close
   }
 
   // Receives into `out`, which must be empty (left empty after close).
   void recv_into(std::optional<T>& out) {
+    safe_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     if (GORO_LIKELY(recv_locked(out, partner) == chan_op::done)) {
@@ -6595,10 +8706,16 @@ struct hchan : chan_core {
     }
     chan_waiter w;
     caller self = current_caller();
+    if (GORO_UNLIKELY(inside_blocking(self.m))) {
+      lock.unlock();
+      raise_inside_blocking("chan recv");
+    }
     w.gp = self.gp;
     w.elem = &out;
     recvq.enqueue(&w);
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock);
+    queued_waiter at{this, &recvq, &w};
+    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at,
+               wait_reason::chan_receive);
     // out was filled by the sender, or stays empty after close.
   }
 
@@ -6608,21 +8725,30 @@ struct hchan : chan_core {
     return out;
   }
 
-  bool try_send(T& v) {
+  // try_send without raising: closed is an answer (a timer's send, which
+  // runs on g0 and must not throw, drops the value).
+  chan_op offer(T& v) noexcept {
     // Go's fast path: not closed, then full, observed in that order, imply
     // an instant when the channel was open and a send would block (a closed
     // channel never becomes "not closed" again).
-    if (!closed.load(std::memory_order_acquire) && full()) return false;
+    if (!closed.load(std::memory_order_acquire) && full()) return chan_op::blocked;
     chan_waiter* partner = nullptr;
     lock.lock();
     chan_op r = send_locked(v, partner);
     lock.unlock();
-    if (r == chan_op::closed) raise_send_closed();
     if (partner) wake_chan_waiter(partner);
+    return r;
+  }
+
+  bool try_send(T& v) {
+    safe_point();
+    chan_op r = offer(v);
+    if (r == chan_op::closed) raise_send_closed();
     return r == chan_op::done;
   }
 
   std::optional<T> try_recv() {
+    safe_point();
     std::optional<T> out;
     // Empty observed at one instant: nothing to take then, whether closed
     // or not, and try_recv answers nullopt in both cases.
@@ -6638,6 +8764,7 @@ struct hchan : chan_core {
   // Go's closechan: every waiter is released; receivers get nothing,
   // senders wake with success == false and raise.
   void close() {
+    safe_point();
     lock.lock();
     if (closed.load(std::memory_order_relaxed)) {
       lock.unlock();
@@ -6664,9 +8791,62 @@ struct hchan : chan_core {
   }
 };
 
+// What a chan<T> holds. A T whose move may throw (or allocate: a
+// std::deque) travels boxed: the sender moves it into a heap node before
+// taking the lock and the receiver moves it out after releasing it, so only
+// pointers move under the lock; a throwing move then fails the operation of
+// the party that made it (a sender keeps nothing sent, a receiver loses the
+// value it took) and leaves the channel intact.
+template <class T>
+inline constexpr bool chan_boxed = !std::is_nothrow_move_constructible_v<T>;
+template <class T>
+using chan_elem = std::conditional_t<chan_boxed<T>, std::unique_ptr<T>, T>;
+
+// The received value out of what the channel held (the receiver's side of
+// a boxed value: T's move runs here, with no lock held).
+template <class T>
+std::optional<T> chan_unbox(std::optional<chan_elem<T>>&& o) {
+  if constexpr (chan_boxed<T>) {
+    if (!o) return std::nullopt;
+    std::unique_ptr<T> b = std::move(*o);
+    return std::optional<T>(std::move(*b));
+  } else {
+    return std::move(o);
+  }
+}
+
+// Receives from c into `out` (empty); c == nullptr is a nil channel.
+template <class T>
+void chan_recv_into(hchan<chan_elem<T>>* c, std::optional<T>& out) {
+  if (GORO_UNLIKELY(!c)) block_forever("chan recv");
+  if constexpr (chan_boxed<T>) {
+    std::optional<std::unique_ptr<T>> b;
+    c->recv_into(b);
+    if (b) out.emplace(std::move(**b));
+  } else {
+    c->recv_into(out);
+  }
+}
+
+template <class T>
+std::optional<T> chan_recv(hchan<chan_elem<T>>* c) {
+  std::optional<T> out;
+  chan_recv_into(c, out);
+  return out;
+}
+
+template <class T>
+std::optional<T> chan_try_recv(hchan<chan_elem<T>>* c) {
+  if (!c) return std::nullopt;
+  return chan_unbox<T>(c->try_recv());
+}
+
 }  // namespace detail
 
-// A channel handle: copies refer to the same channel (Go's chan T).
+// A channel handle: copies refer to the same channel (Go's chan T). A
+// moved-from handle is a nil channel, as Go's zero chan: send and receive
+// block forever, try_send / try_recv find nothing ready, close is a
+// usage_error.
 template <class T>
 class chan {
   static_assert(std::is_move_constructible_v<T>, "goro::chan<T>: T must be move-constructible");
@@ -6674,25 +8854,61 @@ class chan {
                 "goro::chan<T>: T must be a non-const object type");
 
  public:
+  using impl_type = detail::hchan<detail::chan_elem<T>>;
+
   // capacity 0: unbuffered (every send meets a receiver).
-  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<detail::hchan<T>>(capacity)) {}
+  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<impl_type>(capacity)) {}
+  // The nil channel (Go's `var c chan T`): `chan<T> c = nullptr;`, or
+  // `c = nullptr` to switch a select case off. Send and receive block
+  // forever, close is a usage_error, a select case on it is never chosen.
+  // (A template so that `chan<int> c(0)` still means capacity 0.)
+  template <class N, std::enable_if_t<std::is_null_pointer_v<N>, int> = 0>
+  chan(N) noexcept {}
 
   // Blocks until a receiver takes v or there is room in the buffer.
   // On a closed channel (also one closed while blocked): goro::channel_closed.
-  void send(T v) { c_->send(v); }
+  void send(T v) {
+    if (GORO_UNLIKELY(!c_)) detail::block_forever("chan send");
+    if constexpr (detail::chan_boxed<T>) {
+      auto b = std::make_unique<T>(std::move(v));
+      c_->send(b);
+    } else {
+      c_->send(v);
+    }
+  }
   // Blocks until a value arrives; nullopt once the channel is closed and drained.
-  std::optional<T> recv() { return c_->recv(); }
+  std::optional<T> recv() { return detail::chan_recv<T>(c_.get()); }
   // Never blocks: false (v intact) if a send would block. On a closed
   // channel: goro::channel_closed (as Go's select-with-default send).
-  bool try_send(T& v) { return c_->try_send(v); }
-  bool try_send(T&& v) { return c_->try_send(v); }
+  bool try_send(T& v) {
+    if (!c_) return false;
+    if constexpr (detail::chan_boxed<T>) {
+      auto b = std::make_unique<T>(std::move(v));
+      detail::chan_op r = c_->offer(b);
+      if (r == detail::chan_op::done) return true;
+      if constexpr (std::is_move_assignable_v<T>) {
+        v = std::move(*b);
+      } else {
+        std::destroy_at(&v);
+        std::construct_at(&v, std::move(*b));
+      }
+      if (r == detail::chan_op::closed) detail::raise_send_closed();
+      return false;
+    } else {
+      return c_->try_send(v);
+    }
+  }
+  bool try_send(T&& v) { return try_send(v); }
   // Never blocks: nullopt if nothing is ready (or closed and drained).
-  std::optional<T> try_recv() { return c_->try_recv(); }
-  // Wakes every waiter. Twice: goro::channel_closed.
-  void close() { c_->close(); }
+  std::optional<T> try_recv() { return detail::chan_try_recv<T>(c_.get()); }
+  // Wakes every waiter. Twice: goro::channel_closed. Nil: goro::usage_error.
+  void close() {
+    if (GORO_UNLIKELY(!c_)) detail::raise_usage("chan::close: close of nil channel");
+    c_->close();
+  }
 
-  std::size_t size() const noexcept { return c_->count.load(std::memory_order_relaxed); }
-  std::size_t capacity() const noexcept { return c_->cap; }
+  std::size_t size() const noexcept { return c_ ? c_->count.load(std::memory_order_relaxed) : 0; }
+  std::size_t capacity() const noexcept { return c_ ? c_->cap : 0; }
 
   // Range-for receives until the channel is closed and drained:
   // `for (T v : ch)`. Each value is handed out once (as an rvalue).
@@ -6703,7 +8919,7 @@ class chan {
     T&& operator*() noexcept { return std::move(*cur_); }
     iterator& operator++() {
       cur_.reset();
-      c_->recv_into(cur_);
+      next();
       return *this;
     }
     void operator++(int) { ++*this; }
@@ -6711,64 +8927,755 @@ class chan {
 
    private:
     friend class chan;
-    explicit iterator(detail::hchan<T>* c) : c_(c) { c_->recv_into(cur_); }
-    detail::hchan<T>* c_;
+    friend class recv_chan<T>;
+    explicit iterator(impl_type* c) : c_(c) { next(); }
+    void next() { detail::chan_recv_into(c_, cur_); }
+    impl_type* c_;
     std::optional<T> cur_;
   };
   iterator begin() { return iterator(c_.get()); }
   std::default_sentinel_t end() const noexcept { return {}; }
 
   friend bool operator==(const chan& a, const chan& b) noexcept { return a.c_ == b.c_; }
+  friend bool operator==(const chan& a, std::nullptr_t) noexcept { return !a.c_; }
+  explicit operator bool() const noexcept { return c_ != nullptr; }  // false: the nil channel
 
-  detail::hchan<T>* impl() const noexcept { return c_.get(); }
+  // The channel (nullptr: nil), holding detail::chan_elem<T>.
+  impl_type* impl() const noexcept { return c_.get(); }
 
  private:
-  std::shared_ptr<detail::hchan<T>> c_;
+  friend class recv_chan<T>;
+  std::shared_ptr<impl_type> c_;
+};
+
+// A receive-only channel handle (Go's <-chan T): what after() and
+// timer::c() return. Made from a chan<T> (implicitly), it refers to the same
+// channel; it can receive, range, and be a select's on_recv case, but it
+// cannot send or close (that does not compile). A moved-from one is nil.
+template <class T>
+class recv_chan {
+ public:
+  using iterator = typename chan<T>::iterator;
+  using impl_type = typename chan<T>::impl_type;
+
+  recv_chan() noexcept = default;  // the nil channel
+  recv_chan(std::nullptr_t) noexcept {}
+  recv_chan(const chan<T>& c) noexcept : c_(c.c_) {}  // NOLINT(google-explicit-constructor): as Go's conversion
+  recv_chan(chan<T>&& c) noexcept : c_(std::move(c.c_)) {}
+
+  std::optional<T> recv() { return detail::chan_recv<T>(c_.get()); }
+  std::optional<T> try_recv() { return detail::chan_try_recv<T>(c_.get()); }
+  std::size_t size() const noexcept { return c_ ? c_->count.load(std::memory_order_relaxed) : 0; }
+  std::size_t capacity() const noexcept { return c_ ? c_->cap : 0; }
+
+  iterator begin() { return iterator(c_.get()); }
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+  friend bool operator==(const recv_chan& a, const recv_chan& b) noexcept { return a.c_ == b.c_; }
+  friend bool operator==(const recv_chan& a, std::nullptr_t) noexcept { return !a.c_; }
+  explicit operator bool() const noexcept { return c_ != nullptr; }  // false: the nil channel
+
+  impl_type* impl() const noexcept { return c_.get(); }
+
+ private:
+  std::shared_ptr<impl_type> c_;
 };
 
 }  // namespace goro
 // ---- end goro/chan.hpp ----
-// ---- begin goro/net.hpp ----
-// goro::net: TCP on the network poller (detail/netpoll.hpp). A goroutine
-// blocked on a socket parks; its M runs other goroutines. From a plain
-// thread (not a goroutine) the same calls block the thread in poll(2).
+// ---- begin goro/context.hpp ----
+// goro::context: Go's context package (src/context/context.go) without
+// values: cancellation and deadlines that flow from a context to all its
+// descendants, never up.
 //
-//   auto ln = goro::net::listen_tcp("127.0.0.1:0");
-//   goro::go([ln]() mutable { auto c = ln.accept(); ... });
-//   auto c = goro::net::dial_tcp("127.0.0.1:" + std::to_string(ln.port()));
+//   auto [ctx, cancel] = goro::with_timeout(goro::background(), 100ms);
+//   goro::select(goro::on_recv(ctx.done(), [](auto) { /* given up */ }),
+//                goro::on_recv(results, [](auto v) { /* ... */ }));
+//   cancel();   // always, as in Go: releases the timer and the registration
 //
-// Errors: std::system_error with the errno (connection refused, reset...;
-// a malformed address is EINVAL, "goro: bad address \"foo\": missing port");
-// a passed deadline is goro::timeout_error ("goro: i/o timeout"); an
-// operation on a closed socket, or one a close interrupts, is
-// goro::usage_error ("goro: use of closed network connection"); using an
-// empty (default-constructed) handle is goro::usage_error.
+// A context is a shared handle to a context_state (Go's cancelCtx, and
+// timerCtx when it has a deadline); background() is the empty handle, which
+// is never cancelled and whose done() is the nil channel (never ready).
 //
-// Handles are shared: copies refer to one socket, closed by close() or
-// when the last copy goes. Goroutines may read (write) one socket
-// concurrently: as in Go, they take turns (a read / write / accept call
-// holds that direction's lock throughout, so one write()'s bytes are never
-// interleaved with another's), and close() wakes them all.
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+// Ownership (Go has a GC; here reference counts): a child holds its parent
+// (a shared_ptr), a parent knows its children only weakly (an intrusive
+// list of raw pointers, guarded by the parent's lock, plus each child's
+// weak self-reference). So a tree that nobody references any more is freed
+// even if cancel was never called, and there is no cycle. Go's
+// propagateCancel rules: a child is linked into its parent when made (or
+// cancelled at once if the parent already is); cancelling a context unlinks
+// it from its parent, stops its timer and cancels every child before
+// cancel() returns, after which it holds nothing of them.
+//
+// Lifetimes around the deadline timer: it is a `sync` timer
+// (detail/timer_heap.hpp) whose function gets the raw state pointer. The
+// state's destructor starts with timer_heap::del, which waits for a
+// running function; so the function may use every member of the state,
+// and it never takes a strong reference to it (it could be the destructor
+// that is waiting).
 
 #include <atomic>
 #include <chrono>
-#include <cstddef>
 #include <cstdint>
-#include <cstring>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+// ---- begin goro/time.hpp ----
+// Time: sleeping, and (with channels) after / timer / ticker, on the
+// runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
+// detail/sched.hpp: find_runnable runs due timers, an idle M sleeps no
+// longer than the next timer). Durations and instants are
+// std::chrono::steady_clock's.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
-#include <span>
 #include <string>
-#include <string_view>
+#include <thread>
+
+
+namespace goro {
+
+namespace detail {
+
+// A std::chrono duration in nanoseconds, rounded up (never early) and
+// saturated (hours::max() is "forever", not an overflow).
+template <class Rep, class Period>
+std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
+  using namespace std::chrono;
+  if (d <= d.zero()) return 0;
+  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return ceil<nanoseconds>(d).count();
+}
+
+// Go's timeSleep: the goroutine parks, and only once it is off its stack
+// (the park's unlock step, on g0) is its timer queued — so the timer cannot
+// fire, and ready it, before it has stopped running (Go's resetForSleep).
+inline void sleep_until_ns(std::int64_t when) {
+  m_base* m = current_m();
+  if (!m || !m->curg) {
+    // A plain thread just sleeps.
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    return;
+  }
+  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
+  if (when <= nanotime()) return;
+  timer t;
+  t.when = when;
+  t.arg = m->curg;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    g* gp = static_cast<g*>(arg);
+    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
+  };
+  park(
+      m,
+      [](void* arg) {
+        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        return true;
+      },
+      &t, wait_reason::sleep);
+}
+
+// Timers created outside any runtime (a plain thread calling after(),
+// constructing a timer...) live on one process-wide heap served by a
+// thread of its own, started on first use. It sleeps until the heap's
+// earliest timer with the same handshake as an idle M (sched.hpp,
+// park_idle): the adder publishes the timer then reads the deadline the
+// thread sleeps to; the thread publishes that deadline then re-reads the
+// heap. Deadlock detection counts the thread as a live external M while it
+// has timers (one may wake a goroutine), and the adder as one (extm.hpp).
+class thread_timers {
+ public:
+  static thread_timers& get() {
+    // Never destroyed: its thread may still sleep at exit.
+    static thread_timers* self = [] {
+      auto* t = new thread_timers;
+      std::thread(&thread_timers::loop, t).detach();
+      return t;
+    }();
+    return *self;
+  }
+
+  void add(timer* t) {
+    extm_outside_op();  // checkdead
+    const std::int64_t when = t->when;
+    heap_.add(t);
+    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
+  }
+
+ private:
+  [[noreturn]] void loop() noexcept {
+    extm_mark_internal();  // checkdead: counted only while timers are pending
+    bool counted = false;
+    for (;;) {
+      wake_.clear();
+      std::int64_t next = heap_.run_due(nanotime());
+      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
+      std::int64_t again = heap_.earliest();
+      if (again != 0 && (next == 0 || again < next)) continue;
+      if ((next != 0) != counted) extm_timers_pending(counted = next != 0);  // checkdead
+      if (next == 0)
+        wake_.sleep();
+      else if (std::int64_t ns = next - nanotime(); ns > 0)
+        wake_.sleep_for(ns);
+      sleeping_until_.store(0, std::memory_order_seq_cst);
+    }
+  }
+
+  timer_heap heap_;
+  note wake_;
+  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
+};
+
+// Queues t on the calling goroutine's (or M's) runtime, else on the
+// process-wide thread.
+inline void add_timer_anywhere(timer* t) {
+  if (m_base* m = current_m(); m && m->sched)
+    m->sched->add_timer(t);
+  else
+    thread_timers::get().add(t);
+}
+
+using time_chan = chan<std::chrono::steady_clock::time_point>;
+
+[[noreturn]] GORO_NOINLINE inline void raise_usage_moved_from(const char* call, const char* what) {
+  raise_usage((std::string(call) + " on a moved-from " + what).c_str());
+}
+
+// The runtime side of a goro::timer / ticker: a sync timer (stop and reset
+// wait for a send in progress; detail/timer_heap.hpp) that sends the time
+// on a channel of capacity 1 without blocking (Go's sendTime).
+struct chan_timer {
+  timer t;
+  time_chan c{1};
+  spinlock op;  // serializes stop / reset on one timer
+
+  // after_func: fn runs in a new goroutine of `owner` at each firing, and
+  // c is never sent to. self_owned: the goro::timer was dropped while this
+  // was pending; the firing (or the runtime's end, through t.drop) frees it.
+  std::shared_ptr<std::function<void()>> fn;
+  sched_base* owner = nullptr;
+  bool self_owned = false;
+
+  chan_timer(std::int64_t when, std::int64_t period) {
+    t.when = when;
+    t.period = period;
+    t.sync = true;
+    t.arg = this;
+    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+      auto now = std::chrono::steady_clock::now();
+      // Full: the reader is behind, drop it. Closed (through impl()): nobody
+      // to deliver to. Never raises: this runs on g0, in a noexcept path.
+      static_cast<chan_timer*>(arg)->c.impl()->offer(now);
+    };
+  }
+  ~chan_timer() { timer_heap::del(&t); }
+
+  bool stop() noexcept {
+    std::lock_guard<spinlock> lk(op);
+    return timer_heap::del(&t);
+  }
+
+  // An after_func timer's handle is going away: dropping it must not cancel
+  // f (Go's AfterFunc). If still pending, the timer becomes its own owner
+  // (not sync any more: its function frees it) and true is returned.
+  bool detach() noexcept {
+    std::lock_guard<spinlock> lk(op);
+    if (!timer_heap::del(&t)) return false;  // fired (or stopped): nothing left to run
+    self_owned = true;
+    t.sync = false;
+    t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+    GORO_TRY { add_timer_anywhere(&t); }
+    GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
+    return true;
+  }
+  bool reset(std::int64_t when, std::int64_t period) {
+    std::lock_guard<spinlock> lk(op);
+    bool active = timer_heap::del(&t);
+    t.when = when;
+    t.period = period;
+    add_timer_anywhere(&t);
+    return active;
+  }
+};
+
+}  // namespace detail
+
+// Pauses the calling goroutine for at least d (it parks; its M runs other
+// goroutines). From a plain thread, sleeps the thread. d <= 0 returns at
+// once.
+template <class Rep, class Period>
+void sleep_for(const std::chrono::duration<Rep, Period>& d) {
+  std::int64_t ns = detail::to_ns(d);
+  if (ns == 0) return;
+  detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
+}
+
+// Pauses the calling goroutine until t (steady_clock). A t in the past
+// returns at once.
+template <class Duration>
+void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
+  using namespace std::chrono;
+  auto since = t.time_since_epoch();
+  if (since <= since.zero()) return;
+  detail::sleep_until_ns(detail::to_ns(since));
+}
+
+// A channel that receives the time once, d from now (Go's time.After).
+// The timer cannot be stopped; use goro::timer for that. Receive-only: its
+// timer is its only sender, and closing it does not compile.
+template <class Rep, class Period>
+recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::duration<Rep, Period>& d) {
+  struct once {
+    detail::timer t;
+    detail::time_chan c{1};
+  };
+  auto* o = new once;
+  o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
+  o->t.arg = o;
+  o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto* self = static_cast<once*>(arg);
+    auto now = std::chrono::steady_clock::now();
+    self->c.impl()->offer(now);  // capacity 1, nobody else sends: never full; never raises
+    delete self;                 // not sync: the heap forgets t before calling us
+  };
+  // Dropped unfired (the runtime ended first): free it.
+  o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
+  recv_chan<std::chrono::steady_clock::time_point> c = o->c;  // o may be gone once queued
+  detail::add_timer_anywhere(&o->t);
+  return c;
+}
+
+// Go's time.Timer: sends the time on c() once, d from now, unless stopped.
+class timer {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit timer(const std::chrono::duration<Rep, Period>& d)
+      : s_(std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0)) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  // A moved-from timer owns nothing: its stop / reset / c() are usage_errors.
+  timer(timer&&) noexcept = default;
+  timer& operator=(timer&& o) noexcept {
+    if (this != &o) {
+      release();
+      s_ = std::move(o.s_);
+    }
+    return *this;
+  }
+  // Stops it (waits for a send in progress); an after_func timer is left to
+  // fire (Go's AfterFunc).
+  ~timer() { release(); }
+
+  // True if this call stopped the timer before it fired. It does not drain
+  // c(): after false, a value may be waiting there.
+  bool stop() { return get("timer::stop")->stop(); }
+
+  // Re-arms the timer to fire d from now. True if it was still pending.
+  // Like Go's before 1.23, a value sent before the reset stays in c().
+  template <class Rep, class Period>
+  bool reset(const std::chrono::duration<Rep, Period>& d) {
+    return get("timer::reset")->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+  }
+
+  // The channel the time is sent on (a receive-only handle: copies refer to it).
+  recv_chan<time_point> c() const { return get("timer::c")->c; }
+
+ private:
+  explicit timer(std::unique_ptr<detail::chan_timer> s) noexcept : s_(std::move(s)) {}
+  void release() noexcept {
+    if (s_ && s_->fn && s_->detach()) (void)s_.release();  // it frees itself when it fires
+    s_.reset();
+  }
+
+  template <class Rep, class Period, class F>
+  friend timer after_func(const std::chrono::duration<Rep, Period>& d, F f);
+
+  detail::chan_timer* get(const char* call) const {
+    if (GORO_UNLIKELY(!s_)) detail::raise_usage_moved_from(call, "timer");
+    return s_.get();
+  }
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+namespace detail {
+// An after_func timer fired: start f's goroutine on the runtime it was
+// made in. A self-owned timer is not sync, so it may free itself here.
+inline void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
+  auto* self = static_cast<chan_timer*>(arg);
+  std::shared_ptr<std::function<void()>> fn = self->fn;
+  sched_base* owner = self->owner;
+  if (self->self_owned) delete self;
+  GORO_TRY { spawn(owner, [fn] { (*fn)(); }); }
+  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
+}
+}  // namespace detail
+
+// Go's time.AfterFunc: runs f in its own goroutine (of the calling
+// goroutine's runtime) once d has passed. stop() cancels it if it has not
+// fired; reset(d) re-arms it (f runs again). Dropping the returned timer
+// does not cancel f. Its c() is never sent to. Call from a goroutine.
+template <class Rep, class Period, class F>
+timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
+  static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
+  detail::m_base* m = detail::require_goroutine("after_func()");
+  auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+  s->fn = std::make_shared<std::function<void()>>(std::move(f));
+  s->owner = m->sched;
+  s->t.f = &detail::fire_after_func;
+  detail::add_timer_anywhere(&s->t);
+  return timer(std::move(s));
+}
+
+// Go's time.Ticker: sends the time on c() every d. A reader that falls
+// behind misses ticks (the channel holds one).
+class ticker {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  template <class Rep, class Period>
+  explicit ticker(const std::chrono::duration<Rep, Period>& d) : s_(make(interval(d))) {
+    detail::add_timer_anywhere(&s_->t);
+  }
+  // A moved-from ticker owns nothing: its stop / reset / c() are usage_errors.
+  ticker(ticker&&) noexcept = default;
+  ticker& operator=(ticker&&) noexcept = default;
+  ~ticker() = default;  // stops it
+
+  // No more ticks after this returns (one sent before may be in c()).
+  void stop() { get("ticker::stop")->stop(); }
+
+  // Stops the ticker and restarts it with period d, the next tick d from now.
+  template <class Rep, class Period>
+  void reset(const std::chrono::duration<Rep, Period>& d) {
+    detail::chan_timer* s = get("ticker::reset");
+    std::int64_t p = interval(d);
+    s->reset(detail::when_after(detail::nanotime(), p), p);
+  }
+
+  // The channel the time is sent on (a handle: copies refer to it).
+  detail::time_chan c() const { return get("ticker::c")->c; }
+
+ private:
+  template <class Rep, class Period>
+  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d) {
+    std::int64_t p = detail::to_ns(d);
+    if (p <= 0) detail::raise_usage("non-positive interval for ticker");
+    return p;
+  }
+  static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
+    return std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), p), p);
+  }
+  detail::chan_timer* get(const char* call) const {
+    if (GORO_UNLIKELY(!s_)) detail::raise_usage_moved_from(call, "ticker");
+    return s_.get();
+  }
+
+  std::unique_ptr<detail::chan_timer> s_;
+};
+
+}  // namespace goro
+// ---- end goro/time.hpp ----
+
+namespace goro {
+
+// Why a context is done (Go's ctx.Err(): nil, Canceled, DeadlineExceeded).
+enum class cancel_reason { none, canceled, deadline_exceeded };
+
+namespace detail {
+
+class context_state : public std::enable_shared_from_this<context_state> {
+ public:
+  context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
+      : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
+  context_state(const context_state&) = delete;
+  context_state& operator=(const context_state&) = delete;
+
+  ~context_state() {
+    if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
+    if (parent_) parent_->unlink_child(this);
+  }
+
+  // Go's propagateCancel: links this (just made, owned by a shared_ptr)
+  // into its parent, or cancels it at once if the parent is done.
+  void attach() {
+    if (!parent_) return;
+    cancel_reason r = parent_->link_child(this);
+    if (r != cancel_reason::none) cancel(r, false);
+  }
+
+  // Arms the deadline timer (after attach(): the parent may have
+  // cancelled us already, and then there is nothing to arm).
+  void arm() {
+    if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
+    if (deadline_ns_ <= nanotime()) {
+      cancel(cancel_reason::deadline_exceeded, true);
+      return;
+    }
+    timer_.when = deadline_ns_;
+    timer_.sync = true;
+    timer_.arg = this;
+    timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
+      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true, /*from_timer=*/true);
+    };
+    armed_ = true;
+    add_timer_anywhere(&timer_);
+  }
+
+  // Go's cancelCtx.cancel: the first call records the reason, closes
+  // done, cancels every child (with the same reason) and forgets them,
+  // unlinks this from its parent (unless the parent is the one cancelling
+  // us: it already did) and stops the timer. Later calls do nothing.
+  void cancel(cancel_reason reason, bool unlink_from_parent, bool from_timer = false) {
+    std::vector<std::shared_ptr<context_state>> kids;
+    lock_.lock();
+    if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
+      lock_.unlock();
+      return;
+    }
+    // Release: a goroutine that sees err() != none sees what happened
+    // before the cancel; one woken by done() synchronises through the
+    // channel's lock, which close() takes after this store.
+    err_.store(reason, std::memory_order_release);
+    for (context_state* c = first_child_; c;) {
+      context_state* next = c->next_sibling_;
+      c->linked_ = false;
+      c->prev_sibling_ = c->next_sibling_ = nullptr;
+      // A child whose count already reached zero is in its destructor,
+      // waiting for our lock to unlink itself: it will find linked_ false.
+      if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
+      c = next;
+    }
+    first_child_ = nullptr;
+    lock_.unlock();
+    done_.close();
+    for (auto& k : kids) k->cancel(reason, false);
+    kids.clear();  // may destroy them (nobody else held them)
+    if (unlink_from_parent && parent_) parent_->unlink_child(this);
+    // Release the timer at once (Go's timerCtx.cancel stops it). From the
+    // timer's own function it has already fired, and del would wait for
+    // that very call.
+    if (armed_ && !from_timer) timer_heap::del(&timer_);
+  }
+
+  cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }
+  std::int64_t deadline_ns() const noexcept { return deadline_ns_; }
+  const chan<std::monostate>& done() const noexcept { return done_; }
+
+ private:
+  // Links c as a child; returns our reason instead if we are done.
+  cancel_reason link_child(context_state* c) {
+    lock_.lock();
+    cancel_reason r = err_.load(std::memory_order_relaxed);
+    if (r == cancel_reason::none) {
+      c->next_sibling_ = first_child_;
+      c->prev_sibling_ = nullptr;
+      if (first_child_) first_child_->prev_sibling_ = c;
+      first_child_ = c;
+      c->linked_ = true;
+    }
+    lock_.unlock();
+    return r;
+  }
+
+  // Go's removeChild.
+  void unlink_child(context_state* c) noexcept {
+    lock_.lock();
+    if (c->linked_) {
+      if (c->prev_sibling_)
+        c->prev_sibling_->next_sibling_ = c->next_sibling_;
+      else
+        first_child_ = c->next_sibling_;
+      if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
+      c->prev_sibling_ = c->next_sibling_ = nullptr;
+      c->linked_ = false;
+    }
+    lock_.unlock();
+  }
+
+  const std::shared_ptr<context_state> parent_;
+  const std::int64_t deadline_ns_;  // 0: none
+  chan<std::monostate> done_;       // closed by the first cancel
+  std::atomic<cancel_reason> err_{cancel_reason::none};
+  spinlock lock_;                          // guards our child list and our children's sibling links
+  context_state* first_child_ = nullptr;   // children, linked while not cancelled
+  context_state* prev_sibling_ = nullptr;  // guarded by parent_->lock_
+  context_state* next_sibling_ = nullptr;  // guarded by parent_->lock_
+  bool linked_ = false;                    // guarded by parent_->lock_
+  bool armed_ = false;                     // the timer was added (written before it could fire)
+  timer timer_;
+};
+
+}  // namespace detail
+
+class context;
+class cancel_func;
+std::pair<context, cancel_func> with_cancel(context parent);
+std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp);
+
+// A shared handle (cheap to copy) to a node of a context tree. A
+// default-constructed context is background().
+class context {
+ public:
+  using time_point = std::chrono::steady_clock::time_point;
+
+  context() noexcept = default;
+
+  // A receive-only channel closed once this context is cancelled (use it in
+  // select). background()'s is the nil channel: never ready.
+  recv_chan<std::monostate> done() const noexcept {
+    if (!s_) return {};
+    return s_->done();
+  }
+  // none while not cancelled; afterwards why (a child cancelled through
+  // its parent reports the parent's reason).
+  cancel_reason err() const noexcept { return s_ ? s_->err() : cancel_reason::none; }
+  // The instant this context is cancelled on its own, if it has one (the
+  // earliest of its own and its ancestors' deadlines).
+  std::optional<time_point> deadline() const noexcept {
+    if (!s_ || s_->deadline_ns() == 0) return std::nullopt;
+    return time_point(std::chrono::nanoseconds(s_->deadline_ns()));
+  }
+
+  friend bool operator==(const context& a, const context& b) noexcept { return a.s_ == b.s_; }
+
+ private:
+  explicit context(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
+  // A child of parent with the given deadline (0: none); arm_timer: the
+  // deadline is its own (else inherited from the parent, whose timer acts).
+  static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
+
+  std::shared_ptr<detail::context_state> s_;
+
+  friend std::pair<context, cancel_func> with_cancel(context parent);
+  friend std::pair<context, cancel_func> with_deadline(context parent, time_point tp);
+};
+
+// Cancels its context (Go's CancelFunc): idempotent, safe from any
+// goroutine or thread. Call it once the work is done, even if it was not
+// cancelled, so that the context's timer and its place in its parent are
+// released at once. A default-constructed one does nothing.
+class cancel_func {
+ public:
+  cancel_func() noexcept = default;
+  void operator()() const {
+    if (s_) s_->cancel(cancel_reason::canceled, true);
+  }
+
+ private:
+  explicit cancel_func(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
+  std::shared_ptr<detail::context_state> s_;
+  friend class context;
+};
+
+inline std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
+  auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
+  s->attach();
+  if (arm_timer) s->arm();
+  return {context(s), cancel_func(s)};
+}
+
+// The root: never cancelled, no deadline (Go's context.Background()).
+inline context background() noexcept { return {}; }
+
+// A child cancelled (canceled) by the returned cancel_func, or when parent
+// is (with the parent's reason).
+inline std::pair<context, cancel_func> with_cancel(context parent) {
+  return context::make(parent, parent.s_ ? parent.s_->deadline_ns() : 0, false);
+}
+
+// A child also cancelled (deadline_exceeded) at tp. Its deadline is never
+// later than its parent's: with an earlier parent deadline it is
+// with_cancel(parent) (Go's WithDeadline).
+inline std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp) {
+  std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count();
+  if (ns < 1) ns = 1;
+  if (parent.s_ && parent.s_->deadline_ns() != 0 && parent.s_->deadline_ns() <= ns) return with_cancel(parent);
+  return context::make(parent, ns, true);
+}
+
+// with_deadline(parent, now + d).
+inline std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d) {
+  // Saturating: a huge d is "never", not an overflow.
+  std::int64_t ns = detail::when_after(detail::nanotime(), detail::to_ns(d));
+  return with_deadline(std::move(parent), context::time_point(std::chrono::nanoseconds(ns)));
+}
+
+}  // namespace goro
+// ---- end goro/context.hpp ----
+// ---- begin goro/group.hpp ----
+// goro::group: Go's errgroup (golang.org/x/sync/errgroup) -- a set of
+// goroutines working on one task, the first failure winning.
+//
+//   goro::group g(ctx);                  // or goro::group g; (background)
+//   g.set_limit(8);                      // at most 8 tasks at once
+//   for (auto& url : urls)
+//     g.go([&, url] { return fetch(g.ctx(), url); });   // void or std::error_code
+//   if (std::error_code ec = g.wait()) ...              // an exception is rethrown
+//
+// A task fails by returning a non-zero std::error_code or by throwing; the
+// first failure is kept (later ones are dropped) and cancels ctx(), which
+// the other tasks watch. ctx() is also cancelled when wait() returns. A
+// cancelled parent context cancels ctx() but is not itself a failure: it is
+// the tasks that decide what to return then.
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
+
+// ---- begin goro/sync.hpp ----
+// Synchronisation primitives that work from goroutines (which park) and
+// from plain threads (which block): mutex, once, cond, wait_group,
+// semaphore. Go's sync package; every one of them blocks through
+// detail::sema / detail::notify_list, which block through park.hpp.
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
+
+// ---- begin goro/detail/sema.hpp ----
+// The two blocking structures the sync primitives sit on, both built on
+// park.hpp's waiter / block_on / wake (so goroutines park and plain threads
+// sleep on a futex through the same code):
+//
+// - sema: a counting semaphore, Go's runtime semaphore (sema.go:
+//   semacquire1 / semrelease1), used by mutex, wait_group and semaphore.
+// - notify_list: Go's notifyList (sema.go: notifyListAdd / notifyListWait /
+//   notifyListNotifyOne / notifyListNotifyAll), used by cond.
+//
+// Unlike Go, where one global table of wait queues is keyed by address and
+// the garbage collector keeps objects alive, each object here embeds its own
+// queue, and C++ lets a sync object be destroyed as soon as its last user
+// returns. So every operation runs entirely inside one hold of the object's
+// spinlock, whose unlock is a single release store and the last access to
+// the object, and waiters are woken only after that unlock (wake() touches
+// the waiter record and the G, never the object). Hence: once a caller has
+// returned from acquire()/wait(), no release()/notify that fed it touches
+// the object again, and the caller may destroy it (wait_group on a stack).
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <vector>
 
 // ---- begin goro/detail/park.hpp ----
 // One way to block, for goroutines and plain threads alike: a waiter
@@ -6845,15 +9752,37 @@ class waiter_queue {
   waiter* tail_ = nullptr;
 };
 
-// Blocks the caller, already queued as `w` with `lock` held, until wake(w).
-// Releases `lock`.
-inline void block_on(waiter& w, spinlock& lock) noexcept {
-  if (w.gp) {
+// Blocks the caller, already queued as `w` in `q` with `lock` held, until
+// wake(w). Releases `lock`. A runtime destroyed while the goroutine waits
+// here for good takes w off q (g::unlink_wait), then calls
+// unlinked(ctx) if given: the owner undoes its own count of waiters.
+// `why`: what the goroutine dump shows.
+inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, wait_reason why,
+                     void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
+  GORO_CHAOS_POINT("waiter.block");
+  if (g* gp = w.gp) {
+    struct queued {
+      waiter* w;
+      waiter_queue* q;
+      spinlock* lock;
+      void (*unlinked)(void*) noexcept;
+      void* ctx;
+    } at{&w, &q, &lock, unlinked, ctx};
+    gp->unlink_wait = [](void* a) noexcept {
+      auto* x = static_cast<queued*>(a);
+      x->lock->lock();
+      waiter* found = x->q->remove_first_if([x](const waiter* y) { return y == x->w; });
+      x->lock->unlock();
+      if (found && x->unlinked) x->unlinked(x->ctx);
+    };
+    gp->unlink_arg = &at;
     park(current_m(), [](void* l) {
       static_cast<spinlock*>(l)->unlock();
       return true;
-    }, &lock);
+    }, &lock, why);
+    gp->unlink_wait = nullptr;
   } else {
+    extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
     lock.unlock();
     while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
   }
@@ -6861,6 +9790,7 @@ inline void block_on(waiter& w, spinlock& lock) noexcept {
 
 // Wakes a waiter detached from its queue. After this call w may be gone.
 inline void wake(waiter* w) noexcept {
+  GORO_CHAOS_POINT("waiter.wake");
   if (g* gp = w->gp) {
     gp->sched->ready(gp);
   } else {
@@ -6880,274 +9810,1097 @@ inline void wake_list(waiter* w) noexcept {
 
 }  // namespace goro::detail
 // ---- end goro/detail/park.hpp ----
-// ---- begin goro/time.hpp ----
-// Time: sleeping, and (with channels) after / timer / ticker, on the
-// runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
-// detail/sched.hpp: find_runnable runs due timers, an idle M sleeps no
-// longer than the next timer). Durations and instants are
-// std::chrono::steady_clock's.
+// ---- begin goro/detail/timed_park.hpp ----
+// Blocking with a deadline (the timed waits of wait_group, cond and
+// semaphore): park.hpp's block_on, plus a timer that takes the waiter off
+// its queue and wakes it when the deadline passes first.
+//
+// The race between a waker and the deadline is settled under the queue's
+// lock: whoever unlinks the waiter owns the wake-up. The waker pops it (the
+// wait succeeded); the timer's function removes it (timed out) -- if it is
+// no longer queued, a waker has it and the function does nothing.
+//
+// Lifetimes: the timer is `sync` and lives in the blocked goroutine's frame;
+// after the wake-up the goroutine deletes it, which waits for a running
+// timer function (detail/timer_heap.hpp). So when the wait returns, no
+// timer function still touches the frame or the sync object.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <thread>
+
+
+namespace goro::detail {
+
+// Unlinks w from its queue (owner) if it is still there; true if it was.
+// Called with the queue's lock held.
+using unlink_fn = bool (*)(void* owner, waiter* w) noexcept;
+
+// Blocks the caller, queued as `w` with `lock` held, until wake(w) or the
+// nanotime() `when`. Releases `lock`. True: woken; false: timed out (w
+// taken off its queue).
+// unlinked(ctx), if given, runs when a runtime destroyed while the caller
+// waits takes w off its queue (see block_on).
+inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_fn unlink, void* owner,
+                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr) noexcept {
+  if (!w.gp) {
+    // A plain thread: sleep on the futex with a timeout.
+    extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
+    lock.unlock();
+    for (;;) {
+      if (w.woken.load(std::memory_order_acquire) != 0) return true;
+      const std::int64_t now = nanotime();
+      if (now >= when) break;
+      futex_wait(&w.woken, 0, when - now);
+    }
+    lock.lock();
+    const bool removed = unlink(owner, &w);
+    lock.unlock();
+    if (removed) return false;
+    // A waker popped us first: its wake is on its way.
+    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
+    return true;
+  }
+
+  struct timed {
+    waiter* w = nullptr;
+    spinlock* lock = nullptr;
+    unlink_fn unlink = nullptr;
+    void* owner = nullptr;
+    void (*unlinked)(void*) noexcept = nullptr;
+    void* unlinked_ctx = nullptr;
+    bool timed_out = false;  // written under *lock before the wake, read after it
+    timer t;
+  } ctx;
+  ctx.w = &w;
+  ctx.lock = &lock;
+  ctx.unlink = unlink;
+  ctx.owner = owner;
+  ctx.unlinked = unlinked;
+  ctx.unlinked_ctx = unlinked_ctx;
+  ctx.t.when = when;
+  ctx.t.sync = true;
+  ctx.t.arg = &ctx;
+  ctx.t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto* c = static_cast<timed*>(arg);
+    c->lock->lock();
+    const bool removed = c->unlink(c->owner, c->w);
+    if (removed) c->timed_out = true;
+    c->lock->unlock();
+    if (removed) wake(c->w);
+  };
+  // A runtime destroyed while we wait (its timers dropped) takes w off
+  // its queue (g::unlink_wait, as block_on).
+  w.gp->unlink_wait = [](void* arg) noexcept {
+    auto* c = static_cast<timed*>(arg);
+    c->lock->lock();
+    const bool removed = c->unlink(c->owner, c->w);
+    c->lock->unlock();
+    if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
+  };
+  w.gp->unlink_arg = &ctx;
+  // Like sleep: the timer is queued only once we are off our stack (the
+  // park's unlock step, on g0), then the queue's lock is released.
+  park(
+      current_m(),
+      [](void* arg) {
+        auto* c = static_cast<timed*>(arg);
+        current_m()->sched->add_timer(&c->t);
+        c->lock->unlock();
+        return true;
+      },
+      &ctx);
+  w.gp->unlink_wait = nullptr;
+  timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
+  return !ctx.timed_out;
+}
+
+// Sleeps the caller (a goroutine parks) until the nanotime() `when`: a
+// timed block that nobody wakes.
+inline void nap_until(std::int64_t when) noexcept {
+  waiter w;
+  spinlock l;
+  l.lock();
+  (void)block_on_until(
+      w, l, when, [](void*, waiter*) noexcept { return true; }, nullptr);
+}
+
+// A deadline as nanotime(): 0 and negative instants are "already past".
+template <class Clock, class Duration>
+std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
+  using namespace std::chrono;
+  const auto d = tp - Clock::now();  // another clock: converted through "how long from now"
+  if (d <= d.zero()) return nanotime();
+  const long double ns = duration<long double, std::nano>(d).count();
+  const std::int64_t now = nanotime();
+  if (ns >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return when_after(now, static_cast<std::int64_t>(ns) + 1);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/timed_park.hpp ----
+
+namespace goro::detail {
+
+// A counting semaphore whose tokens are handed directly to the oldest
+// waiter. Invariant (under lock_): count_ > 0 implies queue_ is empty, since
+// release() gives tokens to waiters before keeping any.
+class sema {
+ public:
+  explicit sema(std::uint64_t initial = 0) noexcept : count_(initial) {}
+  sema(const sema&) = delete;
+  sema& operator=(const sema&) = delete;
+
+  // semacquire: takes one token, blocking until a release() hands one over.
+  // `lifo` queues the caller at the head: a mutex waiter that was woken but
+  // lost the lock again keeps its place (Go's queueLifo). unlinked(ctx):
+  // see block_on (a runtime destroyed while the caller waits for good).
+  // `why`: what the goroutine dump shows while the caller waits.
+  void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
+               wait_reason why = wait_reason::semacquire) noexcept {
+    safe_point();  // a runtime call that can switch (detail/preempt.hpp)
+    lock_.lock();
+    if (count_ > 0) {
+      --count_;
+      lock_.unlock();
+      return;
+    }
+    waiter w;
+    if (lifo)
+      queue_.push_front(&w);
+    else
+      queue_.push_back(&w);
+    block_on(w, queue_, lock_, why, unlinked, ctx);
+    // release() dequeued us and the token is ours: nothing left to do, and
+    // nothing here touches *this again.
+  }
+
+  // acquire() giving up at the nanotime() `when`: false if it did (no
+  // token taken).
+  bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
+    lock_.lock();
+    if (count_ > 0) {
+      --count_;
+      lock_.unlock();
+      return true;
+    }
+    if (when <= nanotime()) {
+      lock_.unlock();
+      return false;
+    }
+    waiter w;
+    queue_.push_back(&w);
+    return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
+  }
+
+  // Takes one token if one is available now.
+  bool try_acquire() noexcept {
+    lock_.lock();
+    const bool ok = count_ > 0;
+    if (ok) --count_;
+    lock_.unlock();
+    return ok;
+  }
+
+  // semrelease: adds n tokens; each goes to the oldest waiter first (woken in
+  // FIFO order after the lock is released), the rest are kept.
+  void release(std::uint64_t n = 1) noexcept {
+    waiter* woken = nullptr;
+    waiter** tail = &woken;
+    lock_.lock();
+    for (; n > 0; --n) {
+      waiter* w = queue_.pop_front();
+      if (!w) break;
+      *tail = w;
+      tail = &w->next;
+    }
+    count_ += n;
+    lock_.unlock();  // last access to *this
+    wake_list(woken);
+  }
+
+ private:
+  static bool unlink_waiter(void* q, waiter* w) noexcept {
+    return static_cast<waiter_queue*>(q)->remove_first_if([w](const waiter* x) { return x == w; }) != nullptr;
+  }
+
+  spinlock lock_;
+  std::uint64_t count_;  // tokens not yet taken (guarded by lock_)
+  waiter_queue queue_;   // blocked acquirers (guarded by lock_)
+};
+
+// A ticket-based notify list: a notify wakes only waiters that took their
+// ticket (add()) before it, so a goroutine that starts waiting after a
+// notify_one cannot steal that wake-up from an earlier waiter.
+//
+// wait_ is the next ticket to hand out; notify_ the next ticket to notify.
+// Tickets t with less(t, notify_) have been notified. Both are uint32 and
+// compared modulo 2^32 (as Go does), so they may wrap.
+class notify_list {
+ public:
+  notify_list() = default;
+  notify_list(const notify_list&) = delete;
+  notify_list& operator=(const notify_list&) = delete;
+
+  // notifyListAdd: takes a ticket. Called with the user's lock held, before
+  // releasing it: a notifier that takes that lock afterwards sees the
+  // increment (the lock orders them), so it cannot miss this waiter.
+  std::uint32_t add() noexcept { return wait_.fetch_add(1, std::memory_order_acq_rel); }
+
+  // notifyListWait: blocks until ticket t was notified (returns at once if it
+  // already was, between add() and here).
+  void wait(std::uint32_t t) noexcept {
+    safe_point();
+    lock_.lock();
+    if (less(t, notify_.load(std::memory_order_relaxed))) {
+      lock_.unlock();
+      return;
+    }
+    waiter w;
+    w.ticket = t;
+    queue_.push_back(&w);
+    block_on(w, queue_, lock_, wait_reason::cond_wait);
+  }
+
+  // wait(t) giving up at the nanotime() `when`: false if it did. A waiter
+  // that gives up leaves its ticket in abandoned_, so that notify_one
+  // passes over it to the next waiter instead of spending itself on it.
+  bool wait_until(std::uint32_t t, std::int64_t when) noexcept {
+    lock_.lock();
+    if (less(t, notify_.load(std::memory_order_relaxed))) {
+      lock_.unlock();
+      return true;
+    }
+    if (when <= nanotime()) {
+      lock_.unlock();
+      return false;
+    }
+    waiter w;
+    w.ticket = t;
+    queue_.push_back(&w);
+    return block_on_until(
+        w, lock_, when,
+        [](void* self, waiter* x) noexcept {
+          auto* nl = static_cast<notify_list*>(self);
+          if (!nl->queue_.remove_first_if([x](const waiter* y) { return y == x; })) return false;
+          nl->abandoned_.push_back(x->ticket);
+          return true;
+        },
+        this);
+  }
+
+  // notifyListNotifyOne: wakes the waiter holding the oldest unnotified
+  // ticket. If it has not queued yet, it will see its ticket notified in
+  // wait() and not block.
+  void notify_one() noexcept {
+    // Fast path: nobody waiting since the last notify. A waiter whose add()
+    // is not visible yet is concurrent with this notify (it did not hold
+    // the lock before us), and missing it is allowed.
+    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+    lock_.lock();
+    waiter* w = nullptr;
+    for (;;) {
+      const std::uint32_t t = notify_.load(std::memory_order_relaxed);
+      if (t == wait_.load(std::memory_order_acquire)) break;
+      notify_.store(t + 1, std::memory_order_release);
+      w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
+      if (w) break;
+      // Not queued: either it has yet to reach wait() (it will find itself
+      // notified), or it gave up waiting -- then notify the next one.
+      auto it = std::find(abandoned_.begin(), abandoned_.end(), t);
+      if (it == abandoned_.end()) break;
+      abandoned_.erase(it);
+    }
+    lock_.unlock();  // last access to *this
+    if (w) wake(w);
+  }
+
+  // notifyListNotifyAll: wakes every waiter that took a ticket so far.
+  void notify_all() noexcept {
+    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+    lock_.lock();
+    // Every queued waiter took its ticket before queueing under lock_, so
+    // this read of wait_ covers all of them: take_all() takes only notified
+    // waiters.
+    notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
+    abandoned_.clear();
+    waiter* list = queue_.take_all();
+    lock_.unlock();  // last access to *this
+    wake_list(list);
+  }
+
+ private:
+  static bool less(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
+
+  std::atomic<std::uint32_t> wait_{0};
+  std::atomic<std::uint32_t> notify_{0};  // written under lock_ only
+  spinlock lock_;
+  waiter_queue queue_;                   // guarded by lock_
+  std::vector<std::uint32_t> abandoned_;  // unnotified tickets of timed-out waiters (guarded by lock_)
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/sema.hpp ----
+
+namespace goro {
+
+// Go's sync.Mutex (src/sync/mutex.go): Lockable, so std::lock_guard,
+// std::unique_lock and std::scoped_lock work with it.
+//
+// State word: bit 0 locked, bit 1 woken (an unlocker already woke a waiter,
+// or a spinner is about to take the lock: don't wake another), bit 2
+// starving, and above them the number of waiters blocked (or about to
+// block) in sema_. Uncontended lock and unlock are one atomic RMW each.
+//
+// Normal mode: waiters queue FIFO, but a woken waiter does not own the lock;
+// it competes with newly arriving goroutines, which usually win (they are
+// already running). A waiter that loses queues again at the head.
+// Starvation mode: a waiter that waited longer than 1 ms sets the starving
+// bit; from then on unlock() hands ownership straight to the waiter at the
+// head of the queue, and newcomers neither take the lock nor spin: they
+// queue at the tail. The owner leaves starvation mode when it was the last
+// waiter or it waited less than 1 ms.
+//
+// Differences from Go: a spinner checks only that there are several CPUs
+// and several Ps (Go also requires another P running and an empty local
+// run queue); a plain thread spins when there are several CPUs. Unlocking
+// an unlocked mutex raises goro::usage_error and leaves the state intact
+// (Go's is a fatal error). The starvation hand-off does not yield the
+// unlocker's P (Go's semrelease(handoff) does): the new owner is in the
+// unlocker's runnext slot, or the global queue when a thread unlocked.
+//
+// Memory order: the lock-taking CASes are acquire and unlock's RMW is
+// release. A waiter handed the mutex in starvation mode synchronises with
+// the unlocker through the sema (its spinlock and the park/ready hand-off)
+// and through its acquire load/add of state_, which reads the unlocker's
+// release RMW or a later one in its release sequence.
+//
+// Lifetime: the mutex may be destroyed by whoever holds it last, as soon
+// as its own unlock() returned, even while an earlier unlock() is still
+// running. As in Go, an unlock() that has waiters to wake still works on
+// the mutex after clearing the locked bit (unlockSlow), and in that window
+// another party may lock it, unlock it and destroy it. So the slow unlock
+// counts itself in unlockers_ before it clears the bit, and the destructor
+// waits for the count to drop: the destroying party locked the mutex after
+// that clear (its acquire reads the clearing RMW or a later one in its
+// release sequence), so it sees the count.
+class mutex {
+ public:
+  mutex() = default;
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+  ~mutex() {
+    while (unlockers_.load(std::memory_order_acquire) != 0) sched_yield();  // an unlock() finishing its wake-up
+  }
+
+  // Inside goro::blocking, a lock that would wait is a usage_error.
+  void lock() {
+    // Fast path: grab an unlocked mutex (acquire pairs with unlock's release).
+    std::uint32_t expected = 0;
+    if (GORO_LIKELY(
+            state_.compare_exchange_weak(expected, locked, std::memory_order_acquire, std::memory_order_relaxed)))
+      return;
+    lock_slow();
+  }
+
+  // Go's TryLock: never blocks or spins; fails when the mutex is locked or
+  // starving (in starvation mode it belongs to the waiters).
+  bool try_lock() noexcept {
+    std::uint32_t old = state_.load(std::memory_order_relaxed);
+    if (old & (locked | starving)) return false;
+    return state_.compare_exchange_strong(old, old | locked, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+
+  // Timed locks (beyond Go, for engines): false if the lock was not taken
+  // by then. They poll try_lock with a growing sleep (50 us up to 1 ms)
+  // rather than queue: a timed waiter never holds a place among the
+  // blocked lockers, so it cannot disturb the hand-off protocol (and it
+  // has no fairness claim: a blocked lock() may win first).
+  template <class Rep, class Period>
+  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
+    const std::int64_t when = detail::deadline_ns(tp);
+    std::int64_t backoff = 50'000;
+    for (;;) {
+      if (try_lock()) return true;
+      const std::int64_t now = detail::nanotime();
+      if (now >= when) return false;
+      detail::check_may_park("mutex try_lock_for");
+      detail::nap_until(std::min(when, now + backoff));
+      if (backoff < 1'000'000) backoff *= 2;
+    }
+  }
+
+  void unlock() {
+    // Fast path: locked with nobody waiting; the CAS is the last access.
+    // Release: the critical section happens-before the next owner's acquire.
+    std::uint32_t old = locked;
+    if (GORO_LIKELY(state_.compare_exchange_strong(old, 0, std::memory_order_release, std::memory_order_relaxed)))
+      return;
+    if (GORO_UNLIKELY(!(old & locked))) detail::raise_usage("unlock of unlocked mutex");  // nothing changed
+    // Waiters: counted in unlockers_ (see the class comment) before the
+    // locked bit is cleared, uncounted as the very last access.
+    unlockers_.fetch_add(1, std::memory_order_relaxed);  // ordered before the release RMW below
+    old = state_.fetch_and(~locked, std::memory_order_release);
+    if (GORO_UNLIKELY(!(old & locked))) {  // unlocked by someone else meanwhile: misuse
+      unlockers_.fetch_sub(1, std::memory_order_release);
+      detail::raise_usage("unlock of unlocked mutex");
+    }
+    const std::uint32_t now = old & ~locked;
+#ifdef GORO_TEST_HOOK_MUTEX_UNLOCKED
+    GORO_TEST_HOOK_MUTEX_UNLOCKED();  // tests: widen the window after the release
+#endif
+    if (now != 0) unlock_slow(now);
+    unlockers_.fetch_sub(1, std::memory_order_release);  // last access to *this
+  }
+
+ private:
+  static constexpr std::uint32_t locked = 1;
+  static constexpr std::uint32_t woken = 2;
+  static constexpr std::uint32_t starving = 4;
+  static constexpr unsigned waiter_shift = 3;
+  static constexpr std::uint32_t one_waiter = 1u << waiter_shift;
+  // A waiter blocked longer than this switches the mutex to starvation mode.
+  static constexpr std::chrono::nanoseconds starvation_threshold{1'000'000};
+  // Spin at most this many rounds of spin_pauses pause instructions before
+  // blocking (Go's active_spin and active_spin_cnt).
+  static constexpr int active_spin = 4;
+  static constexpr int spin_pauses = 30;
+
+  // sync_runtime_canSpin: spinning only pays when the owner can be running
+  // on another CPU at the same time.
+  static bool can_spin(int iter) noexcept {
+    if (iter >= active_spin) return false;
+    static const bool multicore = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    if (!multicore) return false;
+    detail::m_base* m = detail::current_m();
+    return !m || !m->curg || m->sched->procs() > 1;
+  }
+
+  static void do_spin() noexcept {
+    for (int i = 0; i < spin_pauses; ++i) detail::cpu_relax();
+  }
+
+  // Go's lockSlow.
+  GORO_NOINLINE void lock_slow() {
+    using clock = std::chrono::steady_clock;
+    clock::time_point wait_start{};
+    bool waited = false;       // queued at least once: requeue at the head
+    bool is_starving = false;  // this waiter waited past the threshold
+    bool awoke = false;        // this caller owns the woken bit
+    int iter = 0;
+    std::uint32_t old = state_.load(std::memory_order_relaxed);
+    for (;;) {
+      // Held: we would spin, then wait. Not inside goro::blocking (nothing
+      // of ours is in state_ yet: awoke is still false here).
+      if ((old & (locked | starving)) && GORO_UNLIKELY(detail::inside_blocking(detail::current_m())))
+        detail::raise_inside_blocking("mutex lock");
+      // Spin while the owner runs, unless starving (the lock then goes to
+      // the head waiter, spinning cannot get it). Setting woken tells
+      // unlock() not to wake a waiter we would race with.
+      if ((old & (locked | starving)) == locked && can_spin(iter)) {
+        if (!awoke && !(old & woken) && (old >> waiter_shift) != 0 &&
+            state_.compare_exchange_weak(old, old | woken, std::memory_order_relaxed, std::memory_order_relaxed))
+          awoke = true;
+        do_spin();
+        ++iter;
+        old = state_.load(std::memory_order_relaxed);
+        continue;
+      }
+      std::uint32_t next = old;
+      if (!(old & starving)) next |= locked;  // a starving mutex is the waiters': don't take it
+      if (old & (locked | starving)) next += one_waiter;
+      // Switch to starvation mode, but only while locked: unlock() expects a
+      // starving mutex to have waiters.
+      if (is_starving && (old & locked)) next |= starving;
+      if (awoke) {
+        // We were woken (or spun with woken set), so the bit is still ours.
+        if (!(next & woken)) detail::fatal("goro: inconsistent mutex state");
+        next &= ~woken;
+      }
+      if (!state_.compare_exchange_weak(old, next, std::memory_order_acquire, std::memory_order_relaxed)) continue;
+      if (!(old & (locked | starving))) return;  // we took the lock
+      const bool lifo = waited;
+      if (!waited) {
+        wait_start = clock::now();
+        waited = true;
+      }
+      sema_.acquire(lifo, nullptr, nullptr, detail::wait_reason::mutex_lock);
+      is_starving = is_starving || clock::now() - wait_start > starvation_threshold;
+      old = state_.load(std::memory_order_acquire);
+      if (old & starving) {
+        // Handed off: we own the mutex, but the state still shows it
+        // unlocked and counts us as a waiter. Fix both in one add.
+        if ((old & (locked | woken)) || (old >> waiter_shift) == 0) detail::fatal("goro: inconsistent mutex state");
+        std::uint32_t delta = locked - one_waiter;  // modulo 2^32
+        // Leave starvation mode if we did not wait long, or we were the
+        // last waiter: two goroutines could otherwise stay in lock-step
+        // hand-off mode forever.
+        if (!is_starving || (old >> waiter_shift) == 1) delta -= starving;
+        state_.fetch_add(delta, std::memory_order_acquire);
+        return;
+      }
+      awoke = true;
+      iter = 0;
+    }
+  }
+
+  // Go's unlockSlow; `now` is the state just after our unlock.
+  GORO_NOINLINE void unlock_slow(std::uint32_t now) noexcept {
+    if (!(now & starving)) {
+      std::uint32_t old = now;
+      for (;;) {
+        // No waiters, or someone already woken / spinning / holding the
+        // lock: nobody to wake. If starving appeared, the mutex was locked
+        // again after our unlock and that owner's unlock does the hand-off.
+        if ((old >> waiter_shift) == 0 || (old & (locked | woken | starving))) return;
+        // Take the right to wake one waiter.
+        if (state_.compare_exchange_weak(old, (old - one_waiter) | woken, std::memory_order_relaxed,
+                                         std::memory_order_relaxed)) {
+          sema_.release();
+          return;
+        }
+      }
+    }
+    // Starvation mode: hand ownership to the head waiter. locked stays clear
+    // until it wakes and fixes the state, but starving keeps newcomers out.
+    sema_.release();
+  }
+
+  std::atomic<std::uint32_t> state_{0};
+  std::atomic<std::uint32_t> unlockers_{0};  // slow unlock() calls in progress
+  detail::sema sema_;
+};
+
+// Go's sync.Once: call(f) runs f once; concurrent callers wait until it has
+// finished, and every caller returns after f's effects are visible.
+// If f throws, the exception propagates to that caller and the once is not
+// done: a later (or a waiting) call runs f again (Go's Once would count the
+// panicking call as done). f must not call call() on the same once
+// (deadlock, as in Go).
+class once {
+ public:
+  once() = default;
+  once(const once&) = delete;
+  once& operator=(const once&) = delete;
+
+  template <class F>
+  void call(F&& f) {
+    // Fast path: the acquire load pairs with the release store after f, so
+    // f's writes are visible to a caller that sees done_.
+    if (GORO_LIKELY(done_.load(std::memory_order_acquire) != 0)) return;
+    call_slow(std::forward<F>(f));
+  }
+
+  // Whether f has completed (without throwing).
+  bool done() const noexcept { return done_.load(std::memory_order_acquire) != 0; }
+
+ private:
+  template <class F>
+  GORO_NOINLINE void call_slow(F&& f) {
+    std::lock_guard<mutex> lk(m_);
+    if (done_.load(std::memory_order_relaxed) != 0) return;  // m_ orders it
+    std::invoke(std::forward<F>(f));
+    done_.store(1, std::memory_order_release);
+  }
+
+  std::atomic<std::uint32_t> done_{0};
+  mutex m_;
+};
+
+// Go's sync.Cond, bound to goro::mutex through std::unique_lock. A notify
+// wakes only goroutines/threads that were already waiting when it was
+// called (a ticket taken before the lock was released); there are no
+// spurious wake-ups, but as with any condition variable the condition must
+// be re-checked in a loop: another party may change it between the notify
+// and the woken waiter's re-lock. notify_one/notify_all may be called with
+// or without the lock held.
+class cond {
+ public:
+  cond() = default;
+  cond(const cond&) = delete;
+  cond& operator=(const cond&) = delete;
+
+  // Atomically (with respect to notifies) releases lk and blocks; re-locks
+  // before returning.
+  void wait(std::unique_lock<mutex>& lk) {
+    if (!lk.owns_lock()) detail::raise_usage("cond wait without the lock held");
+    detail::check_may_park("cond wait");
+    const std::uint32_t t = list_.add();
+    lk.unlock();
+    list_.wait(t);
+    lk.lock();
+  }
+
+  // while (!pred()) wait(lk);
+  template <class Pred>
+  void wait(std::unique_lock<mutex>& lk, Pred pred) {
+    while (!pred()) wait(lk);
+  }
+
+  // Timed waits (beyond Go, for engines): as wait(), giving up at the
+  // deadline. False on timeout; lk is locked again either way.
+  template <class Rep, class Period>
+  bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
+    return wait_until(lk, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
+    if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
+    detail::check_may_park("cond wait_until");
+    const std::int64_t when = detail::deadline_ns(tp);
+    const std::uint32_t t = list_.add();
+    lk.unlock();
+    const bool notified = list_.wait_until(t, when);
+    lk.lock();
+    return notified;
+  }
+
+  void notify_one() noexcept { list_.notify_one(); }
+  void notify_all() noexcept { list_.notify_all(); }
+
+ private:
+  detail::notify_list list_;
+};
+
+// A counting semaphore for goroutines and threads (the runtime semaphore
+// mutex and wait_group use). acquire() takes a token, blocking until there
+// is one; release(n) adds n, handed to blocked acquirers in FIFO order.
+class semaphore {
+ public:
+  explicit semaphore(std::uint64_t initial = 0) noexcept : sema_(initial) {}
+  semaphore(const semaphore&) = delete;
+  semaphore& operator=(const semaphore&) = delete;
+
+  // Inside goro::blocking, an acquire that would wait is a usage_error.
+  void acquire() {
+    if (GORO_UNLIKELY(detail::inside_blocking(detail::current_m()))) {
+      if (!sema_.try_acquire()) detail::raise_inside_blocking("semaphore acquire");
+      return;
+    }
+    sema_.acquire();
+  }
+  bool try_acquire() noexcept { return sema_.try_acquire(); }
+  void release(std::uint64_t n = 1) noexcept { sema_.release(n); }
+
+ private:
+  detail::sema sema_;
+};
+
+// Go's sync.WaitGroup. It may live on the waiter's stack: once the counter
+// reaches zero with nobody waiting, done() touches nothing more, and with
+// waiters registered it releases them all in one sema_.release(), whose
+// last access to the object happens before any of them can return.
+class wait_group {
+ public:
+  wait_group() = default;
+  wait_group(const wait_group&) = delete;
+  wait_group& operator=(const wait_group&) = delete;
+
+  void add(std::int64_t delta) {
+    const std::uint64_t d = static_cast<std::uint64_t>(delta) << 32;
+    const std::uint64_t s = state_.fetch_add(d, std::memory_order_acq_rel) + d;
+    const auto v = static_cast<std::int32_t>(s >> 32);
+    const auto w = static_cast<std::uint32_t>(s);
+    if (v < 0) {
+      state_.fetch_sub(d, std::memory_order_acq_rel);
+      detail::raise_usage("wait_group counter went negative");
+    }
+    // Go's WaitGroup.Add: the first increment (from zero) must happen before
+    // any wait; waiters registered with a zero counter are being released
+    // by a done() right now, whose reset of the state swallows this add.
+    if (w != 0 && delta > 0 && v == static_cast<std::int32_t>(delta)) raise_concurrent_add();
+    if (v > 0 || w == 0) return;  // no further access to *this
+    // v == 0 with w registered waiters: none can return before it gets a
+    // token from the release below (registered ones that have not blocked
+    // yet take a kept token), so *this stays alive until then. An add()
+    // between our fetch_add and the reset is misuse (Go panics); the
+    // waiters are still released, then this done() reports it.
+    const bool raced = state_.load(std::memory_order_relaxed) != s;
+    state_.store(0, std::memory_order_relaxed);
+    sema_.release(w);
+    if (raced) raise_concurrent_add();
+  }
+
+  void done() { add(-1); }
+
+  void wait() {
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<std::int32_t>(s >> 32) == 0) return;
+      detail::check_may_park("wait_group wait");
+      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+    }
+    // A runtime destroyed while we wait for good takes us off sema_'s
+    // queue: un-count us too, or a later release would keep our token for
+    // the next wait() to take early.
+    sema_.acquire(false, &uncount_waiter, this, detail::wait_reason::wait_group_wait);
+    // The releasing done() reset the state to 0 before handing out tokens:
+    // anything else means add() was called again before this wait()
+    // returned (Go's "WaitGroup is reused before previous Wait has
+    // returned"). This waiter is still inside wait(), so *this is alive.
+    if (state_.load(std::memory_order_acquire) != 0)
+      detail::raise_usage("wait_group misuse: wait_group is reused before previous wait has returned");
+  }
+
+  // Timed waits (beyond Go, for engines): false if the counter was not zero
+  // by then.
+  template <class Rep, class Period>
+  bool wait_for(const std::chrono::duration<Rep, Period>& d) {
+    return wait_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+  }
+  template <class Clock, class Duration>
+  bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
+    const std::int64_t when = detail::deadline_ns(tp);
+    std::uint64_t s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<std::int32_t>(s >> 32) == 0) return true;
+      if (detail::nanotime() >= when) return false;
+      detail::check_may_park("wait_group wait_until");
+      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+    }
+    if (sema_.acquire_until(when, &uncount_waiter, this)) return true;
+    // Timed out, off the sema's queue: withdraw our registration. If the
+    // counter reached zero meanwhile, add() reset the state and released a
+    // token for every registered waiter, us included: take ours (it is
+    // there or on its way) and report success. (Reusing the wait_group
+    // before this wait returns is the misuse Go's WaitGroup forbids too.)
+    s = state_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<std::int32_t>(s >> 32) == 0 || static_cast<std::uint32_t>(s) == 0) {
+        sema_.acquire();
+        return true;
+      }
+      if (state_.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel, std::memory_order_acquire)) return false;
+    }
+  }
+
+ private:
+  // A runtime destroyed while a goroutine waits for good takes it off
+  // sema_'s queue: un-count it too, or a later release would keep its
+  // token for the next wait() to take early.
+  static void uncount_waiter(void* self) noexcept {
+    auto& st = static_cast<wait_group*>(self)->state_;
+    std::uint64_t v = st.load(std::memory_order_relaxed);
+    while (static_cast<std::uint32_t>(v) != 0 && !st.compare_exchange_weak(v, v - 1, std::memory_order_relaxed)) {
+    }
+  }
+
+  [[noreturn]] static void raise_concurrent_add() {
+    detail::raise_usage("wait_group misuse: add called concurrently with wait");
+  }
+
+  std::atomic<std::uint64_t> state_{0};  // counter in the high half, waiters in the low
+  detail::sema sema_;
+};
+
+}  // namespace goro
+
+// rw_mutex (Go's RWMutex) has its own header; sync.hpp gives it too.
+// ---- begin goro/rw_mutex.hpp ----
+// goro::rw_mutex: Go's sync.RWMutex (src/sync/rwmutex.go), for goroutines
+// and plain threads. Lockable and SharedLockable: std::lock_guard,
+// std::unique_lock and std::shared_lock work with it.
+//
+// Writer preference: once a writer waits, new readers block until it has
+// had the lock, so a stream of readers cannot starve writers (and, as in
+// Go, a reader must not lock_shared recursively while a writer may wait).
+//
+// State: reader_count_ counts readers holding or entering; a writer
+// subtracts max_readers from it, so a negative count tells readers that a
+// writer is pending. reader_wait_ counts the readers the pending writer
+// still waits for (those that held the lock when it announced itself).
+// Writers exclude each other with a goro::mutex. The atomic RMWs are
+// acq_rel: a reader's add and a writer's subtract see each other in one
+// order (the RMW total order on reader_count_), which is what decides who
+// waits for whom; the semaphores carry the hand-offs.
+
+#include <atomic>
+#include <cstdint>
 
 
 namespace goro {
 
-namespace detail {
-
-// A std::chrono duration in nanoseconds, rounded up (never early) and
-// saturated (hours::max() is "forever", not an overflow).
-template <class Rep, class Period>
-std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
-  using namespace std::chrono;
-  if (d <= d.zero()) return 0;
-  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
-  return ceil<nanoseconds>(d).count();
-}
-
-// Go's timeSleep: the goroutine parks, and only once it is off its stack
-// (the park's unlock step, on g0) is its timer queued — so the timer cannot
-// fire, and ready it, before it has stopped running (Go's resetForSleep).
-inline void sleep_until_ns(std::int64_t when) {
-  m_base* m = current_m();
-  if (!m || !m->curg) {
-    // A plain thread just sleeps.
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
-    return;
-  }
-  if (when <= nanotime()) return;
-  timer t;
-  t.when = when;
-  t.arg = m->curg;
-  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    g* gp = static_cast<g*>(arg);
-    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
-  };
-  park(
-      m,
-      [](void* arg) {
-        current_m()->sched->add_timer(static_cast<timer*>(arg));
-        return true;
-      },
-      &t);
-}
-
-// Timers created outside any runtime (a plain thread calling after(),
-// constructing a timer...) live on one process-wide heap served by a
-// thread of its own, started on first use. It sleeps until the heap's
-// earliest timer with the same handshake as an idle M (sched.hpp,
-// park_idle): the adder publishes the timer then reads the deadline the
-// thread sleeps to; the thread publishes that deadline then re-reads the
-// heap.
-class thread_timers {
+class rw_mutex {
  public:
-  static thread_timers& get() {
-    // Never destroyed: its thread may still sleep at exit.
-    static thread_timers* self = [] {
-      auto* t = new thread_timers;
-      std::thread(&thread_timers::loop, t).detach();
-      return t;
-    }();
-    return *self;
+  rw_mutex() = default;
+  rw_mutex(const rw_mutex&) = delete;
+  rw_mutex& operator=(const rw_mutex&) = delete;
+
+  // Go's RLock. Inside goro::blocking (lock too), one that would wait is a
+  // usage_error.
+  void lock_shared() {
+    if (GORO_UNLIKELY(detail::inside_blocking(detail::current_m()))) {
+      if (!try_lock_shared()) detail::raise_inside_blocking("rw_mutex lock_shared");
+      return;
+    }
+    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) reader_sem_.acquire();  // a writer is pending
   }
 
-  void add(timer* t) {
-    const std::int64_t when = t->when;
-    heap_.add(t);
-    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
-  }
-
- private:
-  [[noreturn]] void loop() noexcept {
+  // Go's TryRLock: fails while a writer holds or waits for the lock.
+  bool try_lock_shared() noexcept {
+    std::int32_t c = reader_count_.load(std::memory_order_relaxed);
     for (;;) {
-      wake_.clear();
-      std::int64_t next = heap_.run_due(nanotime());
-      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
-      std::int64_t again = heap_.earliest();
-      if (again != 0 && (next == 0 || again < next)) continue;
-      if (next == 0)
-        wake_.sleep();
-      else if (std::int64_t ns = next - nanotime(); ns > 0)
-        wake_.sleep_for(ns);
-      sleeping_until_.store(0, std::memory_order_seq_cst);
+      if (c < 0) return false;
+      if (reader_count_.compare_exchange_weak(c, c + 1, std::memory_order_acquire, std::memory_order_relaxed))
+        return true;
     }
   }
 
-  timer_heap heap_;
-  note wake_;
-  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
-};
-
-// Queues t on the calling goroutine's (or M's) runtime, else on the
-// process-wide thread.
-inline void add_timer_anywhere(timer* t) {
-  if (m_base* m = current_m(); m && m->sched)
-    m->sched->add_timer(t);
-  else
-    thread_timers::get().add(t);
-}
-
-using time_chan = chan<std::chrono::steady_clock::time_point>;
-
-// The runtime side of a goro::timer / ticker: a sync timer (stop and reset
-// wait for a send in progress; detail/timer_heap.hpp) that sends the time
-// on a channel of capacity 1 without blocking (Go's sendTime).
-struct chan_timer {
-  timer t;
-  time_chan c{1};
-  spinlock op;  // serializes stop / reset on one timer
-
-  chan_timer(std::int64_t when, std::int64_t period) {
-    t.when = when;
-    t.period = period;
-    t.sync = true;
-    t.arg = this;
-    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      auto now = std::chrono::steady_clock::now();
-      GORO_TRY { static_cast<chan_timer*>(arg)->c.try_send(now); }  // full: the reader is behind, drop it
-      GORO_CATCH_ALL {}                                             // someone closed a copy of c(): nothing to deliver
-    };
-  }
-  ~chan_timer() { timer_heap::del(&t); }
-
-  bool stop() noexcept {
-    std::lock_guard<spinlock> lk(op);
-    return timer_heap::del(&t);
-  }
-  bool reset(std::int64_t when, std::int64_t period) {
-    std::lock_guard<spinlock> lk(op);
-    bool active = timer_heap::del(&t);
-    t.when = when;
-    t.period = period;
-    add_timer_anywhere(&t);
-    return active;
-  }
-};
-
-}  // namespace detail
-
-// Pauses the calling goroutine for at least d (it parks; its M runs other
-// goroutines). From a plain thread, sleeps the thread. d <= 0 returns at
-// once.
-template <class Rep, class Period>
-void sleep_for(const std::chrono::duration<Rep, Period>& d) {
-  std::int64_t ns = detail::to_ns(d);
-  if (ns == 0) return;
-  detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
-}
-
-// Pauses the calling goroutine until t (steady_clock). A t in the past
-// returns at once.
-template <class Duration>
-void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
-  using namespace std::chrono;
-  auto since = t.time_since_epoch();
-  if (since <= since.zero()) return;
-  detail::sleep_until_ns(detail::to_ns(since));
-}
-
-// A channel that receives the time once, d from now (Go's time.After).
-// The timer cannot be stopped; use goro::timer for that.
-template <class Rep, class Period>
-detail::time_chan after(const std::chrono::duration<Rep, Period>& d) {
-  struct once {
-    detail::timer t;
-    detail::time_chan c{1};
-  };
-  auto* o = new once;
-  o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
-  o->t.arg = o;
-  o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    auto* self = static_cast<once*>(arg);
-    auto now = std::chrono::steady_clock::now();
-    self->c.try_send(now);  // capacity 1, nobody else sends: never full
-    delete self;            // not sync: the heap forgets t before calling us
-  };
-  // Dropped unfired (the runtime ended first): free it.
-  o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
-  detail::time_chan c = o->c;  // o may be gone once queued
-  detail::add_timer_anywhere(&o->t);
-  return c;
-}
-
-// Go's time.Timer: sends the time on c() once, d from now, unless stopped.
-class timer {
- public:
-  using time_point = std::chrono::steady_clock::time_point;
-
-  template <class Rep, class Period>
-  explicit timer(const std::chrono::duration<Rep, Period>& d)
-      : s_(std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0)) {
-    detail::add_timer_anywhere(&s_->t);
-  }
-  timer(timer&&) noexcept = default;
-  timer& operator=(timer&&) noexcept = default;
-  ~timer() = default;  // stops it (waits for a send in progress)
-
-  // True if this call stopped the timer before it fired. It does not drain
-  // c(): after false, a value may be waiting there.
-  bool stop() noexcept { return s_->stop(); }
-
-  // Re-arms the timer to fire d from now. True if it was still pending.
-  // Like Go's before 1.23, a value sent before the reset stays in c().
-  template <class Rep, class Period>
-  bool reset(const std::chrono::duration<Rep, Period>& d) {
-    return s_->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
+  // Go's RUnlock. Without a matching lock_shared: usage_error (the count
+  // is restored first).
+  void unlock_shared() {
+    const std::int32_t r = reader_count_.fetch_sub(1, std::memory_order_acq_rel) - 1;
+    if (GORO_LIKELY(r >= 0)) return;
+    if (r + 1 == 0 || r + 1 == -max_readers) {
+      reader_count_.fetch_add(1, std::memory_order_relaxed);
+      detail::raise_usage("rw_mutex::unlock_shared of unlocked rw_mutex");
+    }
+    // A writer is pending: the last of the readers it waits for lets it in.
+    if (reader_wait_.fetch_sub(1, std::memory_order_acq_rel) - 1 == 0) writer_sem_.release();
   }
 
-  // The channel the time is sent on (a handle: copies refer to it).
-  detail::time_chan c() const noexcept { return s_->c; }
+  // Go's Lock: other writers first, then announce ourselves to readers and
+  // wait for those already inside.
+  void lock() {
+    if (GORO_UNLIKELY(detail::inside_blocking(detail::current_m()))) {
+      if (!try_lock()) detail::raise_inside_blocking("rw_mutex lock");
+      return;
+    }
+    w_.lock();
+    const std::int32_t r = reader_count_.fetch_sub(max_readers, std::memory_order_acq_rel);
+    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) writer_sem_.acquire();
+  }
+
+  // Go's TryLock.
+  bool try_lock() noexcept {
+    if (!w_.try_lock()) return false;
+    std::int32_t zero = 0;
+    if (!reader_count_.compare_exchange_strong(zero, -max_readers, std::memory_order_acquire,
+                                               std::memory_order_relaxed)) {
+      w_.unlock();
+      return false;
+    }
+    return true;
+  }
+
+  // Go's Unlock: lets in the readers that queued behind us, then the next
+  // writer. Without a matching lock: usage_error (the count is restored).
+  void unlock() {
+    const std::int32_t r = reader_count_.fetch_add(max_readers, std::memory_order_acq_rel) + max_readers;
+    if (GORO_UNLIKELY(r >= max_readers)) {
+      reader_count_.fetch_sub(max_readers, std::memory_order_relaxed);
+      detail::raise_usage("rw_mutex::unlock of unlocked rw_mutex");
+    }
+    if (r > 0) reader_sem_.release(static_cast<std::uint64_t>(r));
+    w_.unlock();
+  }
 
  private:
-  std::unique_ptr<detail::chan_timer> s_;
-};
+  static constexpr std::int32_t max_readers = 1 << 30;
 
-// Go's time.Ticker: sends the time on c() every d. A reader that falls
-// behind misses ticks (the channel holds one).
-class ticker {
- public:
-  using time_point = std::chrono::steady_clock::time_point;
-
-  template <class Rep, class Period>
-  explicit ticker(const std::chrono::duration<Rep, Period>& d) : s_(make(interval(d))) {
-    detail::add_timer_anywhere(&s_->t);
-  }
-  ticker(ticker&&) noexcept = default;
-  ticker& operator=(ticker&&) noexcept = default;
-  ~ticker() = default;  // stops it
-
-  // No more ticks after this returns (one sent before may be in c()).
-  void stop() noexcept { s_->stop(); }
-
-  // Stops the ticker and restarts it with period d, the next tick d from now.
-  template <class Rep, class Period>
-  void reset(const std::chrono::duration<Rep, Period>& d) {
-    std::int64_t p = interval(d);
-    s_->reset(detail::when_after(detail::nanotime(), p), p);
-  }
-
-  // The channel the time is sent on (a handle: copies refer to it).
-  detail::time_chan c() const noexcept { return s_->c; }
-
- private:
-  template <class Rep, class Period>
-  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d) {
-    std::int64_t p = detail::to_ns(d);
-    if (p <= 0) detail::raise_usage("non-positive interval for ticker");
-    return p;
-  }
-  static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
-    return std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), p), p);
-  }
-
-  std::unique_ptr<detail::chan_timer> s_;
+  mutex w_;                                    // held by the writer (pending or holding)
+  detail::sema writer_sem_;                    // the writer waits here for departing readers
+  detail::sema reader_sem_;                    // readers wait here for the writer
+  std::atomic<std::int32_t> reader_count_{0};  // readers in; - max_readers while a writer is pending
+  std::atomic<std::int32_t> reader_wait_{0};   // departing readers the pending writer waits for
 };
 
 }  // namespace goro
-// ---- end goro/time.hpp ----
+// ---- end goro/rw_mutex.hpp ----
+// ---- end goro/sync.hpp ----
+
+namespace goro {
+
+class group {
+ public:
+  group() : group(background()) {}
+  explicit group(context parent) {
+    auto [c, cancel] = with_cancel(std::move(parent));
+    ctx_ = std::move(c);
+    cancel_ = std::move(cancel);
+  }
+  group(const group&) = delete;
+  group& operator=(const group&) = delete;
+
+  // Its tasks refer to it: a group that still has tasks waits for them
+  // (their failure, if any, is dropped) rather than vanish under them.
+  ~group() {
+    wg_.wait();
+    cancel_();
+  }
+
+  // Runs f() in a new goroutine (of the calling goroutine's runtime). f
+  // returns void or std::error_code. With a limit set, blocks while that
+  // many tasks are running (Go's errgroup.Go).
+  template <class F>
+  void go(F&& f) {
+    check_task<F>();
+    if (sem_) sem_.send(std::monostate{});
+    spawn(std::forward<F>(f));
+  }
+
+  // Runs f() like go() if that does not block (the limit is not reached);
+  // false otherwise, and f is not run (Go's TryGo).
+  template <class F>
+  bool try_go(F&& f) {
+    check_task<F>();
+    if (sem_ && !sem_.try_send(std::monostate{})) return false;
+    spawn(std::forward<F>(f));
+    return true;
+  }
+
+  // At most n tasks at once; n < 0: no limit (the default). Changing it
+  // while tasks run is a usage_error (Go panics).
+  void set_limit(int n) {
+    if (active_.load(std::memory_order_acquire) != 0)
+      detail::raise_usage("group::set_limit: modify limit while tasks in the group are still active");
+    if (n < 0)
+      sem_ = nullptr;
+    else
+      sem_ = chan<std::monostate>(static_cast<std::size_t>(n));
+  }
+
+  // Waits for every task, cancels ctx(), and returns the first failure: an
+  // error code is returned, an exception rethrown; {} if none failed.
+  std::error_code wait() {
+    wg_.wait();
+    cancel_();
+#if GORO_EXCEPTIONS
+    if (exc_) {
+      std::exception_ptr e = std::exchange(exc_, nullptr);
+      std::rethrow_exception(e);
+    }
+#endif
+    return err_;
+  }
+
+  // The group's context: cancelled by the first failure, by the parent,
+  // or when wait() returns.
+  context ctx() const noexcept { return ctx_; }
+
+ private:
+  template <class F>
+  static void check_task() {
+    using R = std::invoke_result_t<std::decay_t<F>&>;
+    static_assert(std::is_void_v<R> || std::is_same_v<R, std::error_code>,
+                  "goro::group: a task returns void or std::error_code");
+  }
+
+  template <class F>
+  void spawn(F&& f) {
+    wg_.add(1);
+    active_.fetch_add(1, std::memory_order_acq_rel);
+    goro::go([this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
+  }
+
+  // One task: its failure recorded, then done (also when it unwinds
+  // through goro::exit(), which is not a failure -- Go's Goexit runs the
+  // deferred done).
+  template <class F>
+  void run(F& closure_fn) {
+    struct finish {
+      group* g;
+      ~finish() {
+        if (g->sem_) (void)g->sem_.try_recv();  // frees a slot: tasks hold one each
+        g->active_.fetch_sub(1, std::memory_order_acq_rel);
+        g->wg_.done();  // last touch of the group
+      }
+    } guard{this};
+    F fn(std::move(closure_fn));  // destroyed before the guard's done(): its captures go before wait() returns
+#if GORO_EXCEPTIONS
+    try {
+      invoke_task(fn);
+    } catch (const detail::goexit_unwind&) {
+      throw;
+    } catch (...) {
+      fail({}, std::current_exception());
+    }
+#else
+    invoke_task(fn);
+#endif
+  }
+
+  template <class F>
+  void invoke_task(F& fn) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
+      fn();
+    } else {
+      std::error_code ec = fn();
+      if (ec) fail(ec, {});
+    }
+  }
+
+  // The first failure wins and cancels ctx() (Go's errOnce).
+  void fail(std::error_code ec, std::exception_ptr e) {
+    {
+      std::lock_guard<detail::spinlock> lk(lock_);
+      if (failed_) return;
+      failed_ = true;
+      err_ = ec;
+      exc_ = std::move(e);
+    }
+    cancel_();
+  }
+
+  context ctx_;
+  cancel_func cancel_;
+  wait_group wg_;
+  chan<std::monostate> sem_ = nullptr;  // nil: no limit; else one slot per running task
+  std::atomic<std::int64_t> active_{0};
+  detail::spinlock lock_;
+  bool failed_ = false;  // guarded by lock_
+  std::error_code err_;  // guarded by lock_ until wg_.wait() returns
+  std::exception_ptr exc_;
+};
+
+}  // namespace goro
+// ---- end goro/group.hpp ----
+// ---- begin goro/net.hpp ----
+// goro::net: TCP on the network poller (detail/netpoll.hpp). A goroutine
+// blocked on a socket parks; its M runs other goroutines. From a plain
+// thread (not a goroutine) the same calls block the thread in poll(2).
+//
+//   auto ln = goro::net::listen_tcp("127.0.0.1:0");
+//   goro::go([ln]() mutable { auto c = ln.accept(); ... });
+//   auto c = goro::net::dial_tcp("127.0.0.1:" + std::to_string(ln.port()));
+//
+// Errors: std::system_error with the errno (connection refused, reset...;
+// a malformed address is EINVAL, "goro: bad address \"foo\": missing port");
+// a passed deadline is goro::timeout_error ("goro: i/o timeout"); an
+// operation on a closed socket, or one a close interrupts, is
+// goro::usage_error ("goro: use of closed network connection"); using an
+// empty (default-constructed) handle is goro::usage_error.
+//
+// Handles are shared: copies refer to one socket, closed by close() or
+// when the last copy goes. Goroutines may read (write) one socket
+// concurrently: as in Go, they take turns (a read / write / accept call
+// holds that direction's lock throughout, so one write()'s bytes are never
+// interleaved with another's), and close() wakes them all.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+
 
 namespace goro::net {
 
@@ -7233,6 +10986,7 @@ inline void ensure_registered(poll_desc* pd, netpoller* np) {
 // change is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
 inline pd_error thread_wait(int fd, char mode, const std::atomic<bool>* closing, const std::atomic<std::int64_t>* dl) {
+  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
   for (;;) {
     if (closing && closing->load(std::memory_order_seq_cst)) return pd_error::closing;
     std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
@@ -7288,8 +11042,9 @@ class io_lock {
     }
     waiter w;
     w.ticket = 0;
+    if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
     queue_.push_back(&w);
-    block_on(w, lock_);
+    block_on(w, queue_, lock_, wait_reason::io_wait);
     // unlock() handed us the lock (ticket 1) or close() woke us (0); either
     // wrote the ticket under lock_ before waking us.
     return w.ticket == 1;
@@ -7763,7 +11518,9 @@ inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wai
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <type_traits>
 #include <utility>
 
@@ -7827,18 +11584,25 @@ struct select_locks {
 // pass 3 takes every lock before it returns: no waiter is used after it.
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
                              std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
+  safe_point();  // a runtime call that can switch (detail/preempt.hpp)
   send_closed = false;
-  // Poll order: inside-out Fisher-Yates (Go's pollorder).
+  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
+  // whose channel is not nil: a case on a nil channel is never chosen (Go
+  // leaves it out of pollorder, so it is neither polled nor queued on).
+  std::size_t live = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    std::size_t j = select_rand(static_cast<std::uint32_t>(i + 1));
-    pollorder[i] = pollorder[j];
+    if (!sc[i].c) continue;
+    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
+    pollorder[live] = pollorder[j];
     pollorder[j] = static_cast<std::uint16_t>(i);
+    ++live;
   }
+  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
   // Lock order: the cases sorted by channel address with a stable
   // insertion sort (n is small) started from the poll order, so cases on
   // one channel keep a random relative order -- pass 2 queues them in
   // this order (as Go's heap sort "starts with the pollorder").
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < live; ++i) {
     std::uint16_t k = pollorder[i];
     std::size_t j = i;
     while (j > 0 &&
@@ -7848,11 +11612,11 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     }
     lockorder[j] = k;
   }
-  select_locks locks{sc, lockorder, n};
+  select_locks locks{sc, lockorder, live};
   locks.lock_all();
 
   // Pass 1: the first ready case in poll order.
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < live; ++i) {
     std::size_t k = pollorder[i];
     chan_waiter* partner = nullptr;
     chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
@@ -7870,8 +11634,12 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
   // Pass 2: wait on every case.
   select_state st;
   caller self = current_caller();
+  if (GORO_UNLIKELY(inside_blocking(self.m))) {
+    locks.unlock_all();
+    raise_inside_blocking("select");
+  }
   g* gp = self.gp;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < live; ++i) {
     std::size_t k = lockorder[i];
     chan_waiter& w = waiters[k];
     w.gp = gp;
@@ -7880,14 +11648,30 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     w.success = false;
     (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
   }
+  struct queued {  // block_chan's unlink: every case's waiter off its queue
+    select_case* sc;
+    std::size_t n;
+    chan_waiter* waiters;
+  } at{sc, n, waiters};
   block_chan(
-      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks);
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
+      [](void* a) noexcept {
+        auto* x = static_cast<queued*>(a);
+        for (std::size_t k = 0; k < x->n; ++k) {
+          chan_core* c = x->sc[k].c;
+          if (!c) continue;  // a nil channel's case was never queued
+          c->lock.lock();
+          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
+          c->lock.unlock();
+        }
+      },
+      &at, wait_reason::select);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();
   chan_waiter* winner = st.winner;
   for (std::size_t k = 0; k < n; ++k) {
-    if (&waiters[k] == winner) continue;
+    if (&waiters[k] == winner || !sc[k].c) continue;
     (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
   }
   locks.unlock_all();
@@ -7898,40 +11682,52 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
 
 }  // namespace detail
 
-// Cases, built by on_recv / on_send / on_default.
+namespace detail {
+// The cases of the variadic select, built by on_recv / on_send / on_default.
+// A T whose move may throw travels boxed (detail::chan_elem, chan.hpp).
 template <class T, class F>
-struct recv_case {
-  detail::hchan<T>* c;
+struct recv_arm {
+  hchan<chan_elem<T>>* c;  // nullptr: a nil channel (never chosen)
   F f;
-  std::optional<T> slot{};
+  std::optional<detail::chan_elem<T>> slot{};
 };
 template <class T, class F>
-struct send_case {
-  detail::hchan<T>* c;
-  T value;
+struct send_arm {
+  hchan<chan_elem<T>>* c;
+  chan_elem<T> value;
   F f;
 };
 template <class F>
-struct default_case {
+struct default_arm {
   F f;
 };
+}  // namespace detail
 
 // Receives from ch; f(std::optional<T>) gets nullopt when ch is closed and drained.
 template <class T, class F>
-recv_case<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+detail::recv_arm<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::on_recv: the callable must accept std::optional<T>");
+  return {ch.impl(), std::forward<F>(f)};
+}
+template <class T, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
 }
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
 template <class T, class V, class F>
-send_case<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
+detail::send_arm<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
-  return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+  if constexpr (detail::chan_boxed<T>)
+    return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
+  else
+    return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
 }
 // Runs when no other case is ready: the select does not block.
 template <class F>
-default_case<std::decay_t<F>> on_default(F&& f) {
+detail::default_arm<std::decay_t<F>> on_default(F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_default: the callable must take no arguments");
   return {std::forward<F>(f)};
 }
@@ -7943,21 +11739,30 @@ struct case_traits {
   static constexpr bool is_case = false;
 };
 template <class T, class F>
-struct case_traits<recv_case<T, F>> {
+struct case_traits<recv_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(recv_case<T, F>& rc) noexcept { return {rc.c, &rc.slot, &hchan<T>::poll_recv, false}; }
-  static void run(recv_case<T, F>& rc) { rc.f(std::move(rc.slot)); }
+  static select_case erase(recv_arm<T, F>& rc) noexcept {
+    return {rc.c, &rc.slot, &hchan<chan_elem<T>>::poll_recv, false};
+  }
+  static void run(recv_arm<T, F>& rc) {
+    if constexpr (chan_boxed<T>)
+      rc.f(chan_unbox<T>(std::move(rc.slot)));
+    else
+      rc.f(std::move(rc.slot));
+  }
 };
 template <class T, class F>
-struct case_traits<send_case<T, F>> {
+struct case_traits<send_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(send_case<T, F>& s) noexcept { return {s.c, &s.value, &hchan<T>::poll_send, true}; }
-  static void run(send_case<T, F>& s) { s.f(); }
+  static select_case erase(send_arm<T, F>& s) noexcept {
+    return {s.c, &s.value, &hchan<chan_elem<T>>::poll_send, true};
+  }
+  static void run(send_arm<T, F>& s) { s.f(); }
 };
 template <class F>
-struct case_traits<default_case<F>> {
+struct case_traits<default_arm<F>> {
   static constexpr bool is_case = true, is_default = true;
-  static void run(default_case<F>& d) { d.f(); }
+  static void run(default_arm<F>& d) { d.f(); }
 };
 
 }  // namespace detail
@@ -7965,7 +11770,10 @@ struct case_traits<default_case<F>> {
 // Go's select: runs exactly one case and returns its index among the
 // arguments. Blocks (parks, or sleeps on a plain thread) until a case is
 // ready unless there is an on_default case. Uniform among ready cases.
+class select_case;
+
 template <class... Cases>
+  requires(!(sizeof...(Cases) == 1 && (std::is_convertible_v<Cases, std::span<select_case>> && ...)))
 std::size_t select(Cases&&... cases) {
   static_assert(sizeof...(Cases) > 0, "goro::select: give at least one case");
   static_assert((detail::case_traits<std::remove_cvref_t<Cases>>::is_case && ...),
@@ -8017,504 +11825,176 @@ std::size_t select(Cases&&... cases) {
   return chosen;
 }
 
-}  // namespace goro
-// ---- end goro/select.hpp ----
-// ---- begin goro/sync.hpp ----
-// Synchronisation primitives that work from goroutines (which park) and
-// from plain threads (which block): mutex, once, cond, wait_group,
-// semaphore. Go's sync package; every one of them blocks through
-// detail::sema / detail::notify_list, which block through park.hpp.
-
-#include <unistd.h>
-
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <functional>
-#include <mutex>
-#include <utility>
-
-// ---- begin goro/detail/sema.hpp ----
-// The two blocking structures the sync primitives sit on, both built on
-// park.hpp's waiter / block_on / wake (so goroutines park and plain threads
-// sleep on a futex through the same code):
-//
-// - sema: a counting semaphore, Go's runtime semaphore (sema.go:
-//   semacquire1 / semrelease1), used by mutex, wait_group and semaphore.
-// - notify_list: Go's notifyList (sema.go: notifyListAdd / notifyListWait /
-//   notifyListNotifyOne / notifyListNotifyAll), used by cond.
-//
-// Unlike Go, where one global table of wait queues is keyed by address and
-// the garbage collector keeps objects alive, each object here embeds its own
-// queue, and C++ lets a sync object be destroyed as soon as its last user
-// returns. So every operation runs entirely inside one hold of the object's
-// spinlock, whose unlock is a single release store and the last access to
-// the object, and waiters are woken only after that unlock (wake() touches
-// the waiter record and the G, never the object). Hence: once a caller has
-// returned from acquire()/wait(), no release()/notify that fed it touches
-// the object again, and the caller may destroy it (wait_group on a stack).
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-// A counting semaphore whose tokens are handed directly to the oldest
-// waiter. Invariant (under lock_): count_ > 0 implies queue_ is empty, since
-// release() gives tokens to waiters before keeping any.
-class sema {
+// A select case made at run time (Go's reflect.SelectCase): recv_case,
+// send_case or default_case, run by select(std::span<select_case>) --
+// fan-in over a vector of channels. A case may be selected over again and
+// again: a receive case hands f each value it receives; a send case sends
+// a copy of its value each time it is chosen (a move-only value is sent
+// once, after which the case is off, like a case on a nil channel).
+class select_case {
  public:
-  explicit sema(std::uint64_t initial = 0) noexcept : count_(initial) {}
-  sema(const sema&) = delete;
-  sema& operator=(const sema&) = delete;
-
-  // semacquire: takes one token, blocking until a release() hands one over.
-  // `lifo` queues the caller at the head: a mutex waiter that was woken but
-  // lost the lock again keeps its place (Go's queueLifo).
-  void acquire(bool lifo = false) noexcept {
-    lock_.lock();
-    if (count_ > 0) {
-      --count_;
-      lock_.unlock();
-      return;
-    }
-    waiter w;
-    if (lifo)
-      queue_.push_front(&w);
-    else
-      queue_.push_back(&w);
-    block_on(w, lock_);
-    // release() dequeued us and the token is ours: nothing left to do, and
-    // nothing here touches *this again.
-  }
-
-  // Takes one token if one is available now.
-  bool try_acquire() noexcept {
-    lock_.lock();
-    const bool ok = count_ > 0;
-    if (ok) --count_;
-    lock_.unlock();
-    return ok;
-  }
-
-  // semrelease: adds n tokens; each goes to the oldest waiter first (woken in
-  // FIFO order after the lock is released), the rest are kept.
-  void release(std::uint64_t n = 1) noexcept {
-    waiter* woken = nullptr;
-    waiter** tail = &woken;
-    lock_.lock();
-    for (; n > 0; --n) {
-      waiter* w = queue_.pop_front();
-      if (!w) break;
-      *tail = w;
-      tail = &w->next;
-    }
-    count_ += n;
-    lock_.unlock();  // last access to *this
-    wake_list(woken);
-  }
+  select_case(select_case&&) noexcept = default;
+  select_case& operator=(select_case&&) noexcept = default;
 
  private:
-  spinlock lock_;
-  std::uint64_t count_;  // tokens not yet taken (guarded by lock_)
-  waiter_queue queue_;   // blocked acquirers (guarded by lock_)
-};
-
-// A ticket-based notify list: a notify wakes only waiters that took their
-// ticket (add()) before it, so a goroutine that starts waiting after a
-// notify_one cannot steal that wake-up from an earlier waiter.
-//
-// wait_ is the next ticket to hand out; notify_ the next ticket to notify.
-// Tickets t with less(t, notify_) have been notified. Both are uint32 and
-// compared modulo 2^32 (as Go does), so they may wrap.
-class notify_list {
- public:
-  notify_list() = default;
-  notify_list(const notify_list&) = delete;
-  notify_list& operator=(const notify_list&) = delete;
-
-  // notifyListAdd: takes a ticket. Called with the user's lock held, before
-  // releasing it: a notifier that takes that lock afterwards sees the
-  // increment (the lock orders them), so it cannot miss this waiter.
-  std::uint32_t add() noexcept { return wait_.fetch_add(1, std::memory_order_acq_rel); }
-
-  // notifyListWait: blocks until ticket t was notified (returns at once if it
-  // already was, between add() and here).
-  void wait(std::uint32_t t) noexcept {
-    lock_.lock();
-    if (less(t, notify_.load(std::memory_order_relaxed))) {
-      lock_.unlock();
-      return;
+  struct impl {
+    virtual ~impl() = default;
+    // Readies the case for one select: the operation it offers (c nullptr:
+    // never chosen).
+    virtual detail::select_case prepare() = 0;
+    virtual void run() = 0;  // it was chosen
+  };
+  template <class T, class F>
+  struct recv_impl final : impl {
+    using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
+    recv_impl(detail::hchan<elem>* ch, F fn) : c(ch), f(std::move(fn)) {}
+    detail::hchan<elem>* c;
+    F f;
+    std::optional<elem> slot;
+    detail::select_case prepare() override {
+      slot.reset();
+      return {c, &slot, &detail::hchan<elem>::poll_recv, false};
     }
-    waiter w;
-    w.ticket = t;
-    queue_.push_back(&w);
-    block_on(w, lock_);
-  }
-
-  // notifyListNotifyOne: wakes the waiter holding the oldest unnotified
-  // ticket. If it has not queued yet, it will see its ticket notified in
-  // wait() and not block.
-  void notify_one() noexcept {
-    // Fast path: nobody waiting since the last notify. A waiter whose add()
-    // is not visible yet is concurrent with this notify (it did not hold
-    // the lock before us), and missing it is allowed.
-    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
-    lock_.lock();
-    const std::uint32_t t = notify_.load(std::memory_order_relaxed);
-    if (t == wait_.load(std::memory_order_acquire)) {
-      lock_.unlock();
-      return;
+    void run() override {
+      std::optional<elem> v = std::move(slot);
+      slot.reset();
+      if constexpr (detail::chan_boxed<T>)
+        f(detail::chan_unbox<T>(std::move(v)));
+      else
+        f(std::move(v));
     }
-    notify_.store(t + 1, std::memory_order_release);
-    waiter* w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
-    lock_.unlock();  // last access to *this
-    if (w) wake(w);
-  }
-
-  // notifyListNotifyAll: wakes every waiter that took a ticket so far.
-  void notify_all() noexcept {
-    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
-    lock_.lock();
-    // Every queued waiter took its ticket before queueing under lock_, so
-    // this read of wait_ covers all of them: take_all() takes only notified
-    // waiters.
-    notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
-    waiter* list = queue_.take_all();
-    lock_.unlock();  // last access to *this
-    wake_list(list);
-  }
-
- private:
-  static bool less(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
-
-  std::atomic<std::uint32_t> wait_{0};
-  std::atomic<std::uint32_t> notify_{0};  // written under lock_ only
-  spinlock lock_;
-  waiter_queue queue_;  // guarded by lock_
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/sema.hpp ----
-
-namespace goro {
-
-// Go's sync.Mutex (src/sync/mutex.go): Lockable, so std::lock_guard,
-// std::unique_lock and std::scoped_lock work with it.
-//
-// State word: bit 0 locked, bit 1 woken (an unlocker already woke a waiter,
-// or a spinner is about to take the lock: don't wake another), bit 2
-// starving, and above them the number of waiters blocked (or about to
-// block) in sema_. Uncontended lock and unlock are one atomic RMW each.
-//
-// Normal mode: waiters queue FIFO, but a woken waiter does not own the lock;
-// it competes with newly arriving goroutines, which usually win (they are
-// already running). A waiter that loses queues again at the head.
-// Starvation mode: a waiter that waited longer than 1 ms sets the starving
-// bit; from then on unlock() hands ownership straight to the waiter at the
-// head of the queue, and newcomers neither take the lock nor spin: they
-// queue at the tail. The owner leaves starvation mode when it was the last
-// waiter or it waited less than 1 ms.
-//
-// Differences from Go: a spinner checks only that there are several CPUs
-// and several Ps (Go also requires another P running and an empty local
-// run queue); a plain thread spins when there are several CPUs. Unlocking
-// an unlocked mutex raises goro::usage_error and leaves the state intact
-// (Go's is a fatal error). The starvation hand-off does not yield the
-// unlocker's P (Go's semrelease(handoff) does): the new owner is in the
-// unlocker's runnext slot, or the global queue when a thread unlocked.
-//
-// Memory order: the lock-taking CASes are acquire and unlock's RMW is
-// release. A waiter handed the mutex in starvation mode synchronises with
-// the unlocker through the sema (its spinlock and the park/ready hand-off)
-// and through its acquire load/add of state_, which reads the unlocker's
-// release RMW or a later one in its release sequence.
-//
-// Lifetime: the mutex may be destroyed once every lock()/unlock() call on
-// it has returned. As in Go, an unlock() that has waiters to wake still
-// touches the mutex after clearing the locked bit.
-class mutex {
- public:
-  mutex() = default;
-  mutex(const mutex&) = delete;
-  mutex& operator=(const mutex&) = delete;
-
-  void lock() noexcept {
-    // Fast path: grab an unlocked mutex (acquire pairs with unlock's release).
-    std::uint32_t expected = 0;
-    if (GORO_LIKELY(
-            state_.compare_exchange_weak(expected, locked, std::memory_order_acquire, std::memory_order_relaxed)))
-      return;
-    lock_slow();
-  }
-
-  // Go's TryLock: never blocks or spins; fails when the mutex is locked or
-  // starving (in starvation mode it belongs to the waiters).
-  bool try_lock() noexcept {
-    std::uint32_t old = state_.load(std::memory_order_relaxed);
-    if (old & (locked | starving)) return false;
-    return state_.compare_exchange_strong(old, old | locked, std::memory_order_acquire, std::memory_order_relaxed);
-  }
-
-  void unlock() {
-    // Clear the locked bit. fetch_and (not Go's add) so that unlocking an
-    // unlocked mutex changes nothing before we report it. Release: the
-    // critical section happens-before the next owner's acquire.
-    const std::uint32_t old = state_.fetch_and(~locked, std::memory_order_release);
-    if (GORO_UNLIKELY(!(old & locked))) detail::raise_usage("unlock of unlocked mutex");
-    const std::uint32_t now = old & ~locked;
-    if (GORO_LIKELY(now == 0)) return;  // nobody waiting, nothing to do
-    unlock_slow(now);
-  }
-
- private:
-  static constexpr std::uint32_t locked = 1;
-  static constexpr std::uint32_t woken = 2;
-  static constexpr std::uint32_t starving = 4;
-  static constexpr unsigned waiter_shift = 3;
-  static constexpr std::uint32_t one_waiter = 1u << waiter_shift;
-  // A waiter blocked longer than this switches the mutex to starvation mode.
-  static constexpr std::chrono::nanoseconds starvation_threshold{1'000'000};
-  // Spin at most this many rounds of spin_pauses pause instructions before
-  // blocking (Go's active_spin and active_spin_cnt).
-  static constexpr int active_spin = 4;
-  static constexpr int spin_pauses = 30;
-
-  // sync_runtime_canSpin: spinning only pays when the owner can be running
-  // on another CPU at the same time.
-  static bool can_spin(int iter) noexcept {
-    if (iter >= active_spin) return false;
-    static const bool multicore = sysconf(_SC_NPROCESSORS_ONLN) > 1;
-    if (!multicore) return false;
-    detail::m_base* m = detail::current_m();
-    return !m || !m->curg || m->sched->procs() > 1;
-  }
-
-  static void do_spin() noexcept {
-    for (int i = 0; i < spin_pauses; ++i) detail::cpu_relax();
-  }
-
-  // Go's lockSlow.
-  GORO_NOINLINE void lock_slow() noexcept {
-    using clock = std::chrono::steady_clock;
-    clock::time_point wait_start{};
-    bool waited = false;       // queued at least once: requeue at the head
-    bool is_starving = false;  // this waiter waited past the threshold
-    bool awoke = false;        // this caller owns the woken bit
-    int iter = 0;
-    std::uint32_t old = state_.load(std::memory_order_relaxed);
-    for (;;) {
-      // Spin while the owner runs, unless starving (the lock then goes to
-      // the head waiter, spinning cannot get it). Setting woken tells
-      // unlock() not to wake a waiter we would race with.
-      if ((old & (locked | starving)) == locked && can_spin(iter)) {
-        if (!awoke && !(old & woken) && (old >> waiter_shift) != 0 &&
-            state_.compare_exchange_weak(old, old | woken, std::memory_order_relaxed, std::memory_order_relaxed))
-          awoke = true;
-        do_spin();
-        ++iter;
-        old = state_.load(std::memory_order_relaxed);
-        continue;
-      }
-      std::uint32_t next = old;
-      if (!(old & starving)) next |= locked;  // a starving mutex is the waiters': don't take it
-      if (old & (locked | starving)) next += one_waiter;
-      // Switch to starvation mode, but only while locked: unlock() expects a
-      // starving mutex to have waiters.
-      if (is_starving && (old & locked)) next |= starving;
-      if (awoke) {
-        // We were woken (or spun with woken set), so the bit is still ours.
-        if (!(next & woken)) detail::fatal("goro: inconsistent mutex state");
-        next &= ~woken;
-      }
-      if (!state_.compare_exchange_weak(old, next, std::memory_order_acquire, std::memory_order_relaxed)) continue;
-      if (!(old & (locked | starving))) return;  // we took the lock
-      const bool lifo = waited;
-      if (!waited) {
-        wait_start = clock::now();
-        waited = true;
-      }
-      sema_.acquire(lifo);
-      is_starving = is_starving || clock::now() - wait_start > starvation_threshold;
-      old = state_.load(std::memory_order_acquire);
-      if (old & starving) {
-        // Handed off: we own the mutex, but the state still shows it
-        // unlocked and counts us as a waiter. Fix both in one add.
-        if ((old & (locked | woken)) || (old >> waiter_shift) == 0) detail::fatal("goro: inconsistent mutex state");
-        std::uint32_t delta = locked - one_waiter;  // modulo 2^32
-        // Leave starvation mode if we did not wait long, or we were the
-        // last waiter: two goroutines could otherwise stay in lock-step
-        // hand-off mode forever.
-        if (!is_starving || (old >> waiter_shift) == 1) delta -= starving;
-        state_.fetch_add(delta, std::memory_order_acquire);
-        return;
-      }
-      awoke = true;
-      iter = 0;
+  };
+  template <class T, class F>
+  struct send_impl final : impl {
+    using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
+    send_impl(detail::hchan<elem>* ch, T v, F fn) : c(ch), value(std::move(v)), f(std::move(fn)) {}
+    detail::hchan<elem>* c;
+    T value;                     // what each send sends a copy of (moved into staged when T is move-only)
+    std::optional<elem> staged;  // the value offered to this select
+    bool spent = false;          // a move-only value was sent
+    F f;
+    template <class V>
+    void stage(V&& v) {
+      if constexpr (detail::chan_boxed<T>)
+        staged.emplace(std::make_unique<T>(std::forward<V>(v)));
+      else
+        staged.emplace(std::forward<V>(v));
     }
-  }
-
-  // Go's unlockSlow; `now` is the state just after our unlock.
-  GORO_NOINLINE void unlock_slow(std::uint32_t now) noexcept {
-    if (!(now & starving)) {
-      std::uint32_t old = now;
-      for (;;) {
-        // No waiters, or someone already woken / spinning / holding the
-        // lock: nobody to wake. If starving appeared, the mutex was locked
-        // again after our unlock and that owner's unlock does the hand-off.
-        if ((old >> waiter_shift) == 0 || (old & (locked | woken | starving))) return;
-        // Take the right to wake one waiter.
-        if (state_.compare_exchange_weak(old, (old - one_waiter) | woken, std::memory_order_relaxed,
-                                         std::memory_order_relaxed)) {
-          sema_.release();
-          return;
+    detail::select_case prepare() override {
+      if (!staged) {
+        if constexpr (std::is_copy_constructible_v<T>) {
+          stage(value);
+        } else if (!spent) {
+          stage(std::move(value));
+          spent = true;
+        } else {
+          return {nullptr, nullptr, &detail::hchan<elem>::poll_send, true};
         }
       }
+      return {c, &*staged, &detail::hchan<elem>::poll_send, true};
     }
-    // Starvation mode: hand ownership to the head waiter. locked stays clear
-    // until it wakes and fixes the state, but starving keeps newcomers out.
-    sema_.release();
-  }
-
-  std::atomic<std::uint32_t> state_{0};
-  detail::sema sema_;
-};
-
-// Go's sync.Once: call(f) runs f once; concurrent callers wait until it has
-// finished, and every caller returns after f's effects are visible.
-// If f throws, the exception propagates to that caller and the once is not
-// done: a later (or a waiting) call runs f again (Go's Once would count the
-// panicking call as done). f must not call call() on the same once
-// (deadlock, as in Go).
-class once {
- public:
-  once() = default;
-  once(const once&) = delete;
-  once& operator=(const once&) = delete;
-
+    void run() override {
+      staged.reset();  // sent: moved from
+      f();
+    }
+  };
   template <class F>
-  void call(F&& f) {
-    // Fast path: the acquire load pairs with the release store after f, so
-    // f's writes are visible to a caller that sees done_.
-    if (GORO_LIKELY(done_.load(std::memory_order_acquire) != 0)) return;
-    call_slow(std::forward<F>(f));
-  }
+  struct default_impl final : impl {
+    explicit default_impl(F fn) : f(std::move(fn)) {}
+    F f;
+    detail::select_case prepare() override { return {}; }
+    void run() override { f(); }
+  };
 
-  // Whether f has completed (without throwing).
-  bool done() const noexcept { return done_.load(std::memory_order_acquire) != 0; }
+  select_case(std::unique_ptr<impl> p, bool is_default) noexcept : p_(std::move(p)), default_(is_default) {}
 
- private:
+  std::unique_ptr<impl> p_;
+  bool default_ = false;
+
+  template <class T, class F>
+  friend select_case recv_case(const chan<T>& ch, F&& f);
+  template <class T, class F>
+  friend select_case recv_case(const recv_chan<T>& ch, F&& f);
+  template <class T, class V, class F>
+  friend select_case send_case(const chan<T>& ch, V&& value, F&& f);
   template <class F>
-  GORO_NOINLINE void call_slow(F&& f) {
-    std::lock_guard<mutex> lk(m_);
-    if (done_.load(std::memory_order_relaxed) != 0) return;  // m_ orders it
-    std::invoke(std::forward<F>(f));
-    done_.store(1, std::memory_order_release);
-  }
-
-  std::atomic<std::uint32_t> done_{0};
-  mutex m_;
+  friend select_case default_case(F&& f);
+  friend inline std::size_t select(std::span<select_case> cases);
 };
 
-// Go's sync.Cond, bound to goro::mutex through std::unique_lock. A notify
-// wakes only goroutines/threads that were already waiting when it was
-// called (a ticket taken before the lock was released); there are no
-// spurious wake-ups, but as with any condition variable the condition must
-// be re-checked in a loop: another party may change it between the notify
-// and the woken waiter's re-lock. notify_one/notify_all may be called with
-// or without the lock held.
-class cond {
- public:
-  cond() = default;
-  cond(const cond&) = delete;
-  cond& operator=(const cond&) = delete;
+// A run-time case receiving from ch (nil: never chosen); f(std::optional<T>)
+// gets nullopt when ch is closed and drained.
+template <class T, class F>
+select_case recv_case(const chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::recv_case: the callable must accept std::optional<T>");
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+}
+template <class T, class F>
+select_case recv_case(const recv_chan<T>& ch, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
+                "goro::recv_case: the callable must accept std::optional<T>");
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+}
+// A run-time case sending value on ch, then running f(). On a closed
+// channel, choosing it raises goro::channel_closed.
+template <class T, class V, class F>
+select_case send_case(const chan<T>& ch, V&& value, F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::send_case: the callable must take no arguments");
+  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(ch.impl(), T(std::forward<V>(value)),
+                                                                       std::forward<F>(f)),
+          false};
+}
+// A run-time default case: chosen when no other case is ready.
+template <class F>
+select_case default_case(F&& f) {
+  static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::default_case: the callable must take no arguments");
+  return {std::make_unique<select_case::default_impl<std::decay_t<F>>>(std::forward<F>(f)), true};
+}
 
-  // Atomically (with respect to notifies) releases lk and blocks; re-locks
-  // before returning.
-  void wait(std::unique_lock<mutex>& lk) {
-    if (!lk.owns_lock()) detail::raise_usage("cond wait without the lock held");
-    const std::uint32_t t = list_.add();
-    lk.unlock();
-    list_.wait(t);
-    lk.lock();
-  }
-
-  // while (!pred()) wait(lk);
-  template <class Pred>
-  void wait(std::unique_lock<mutex>& lk, Pred pred) {
-    while (!pred()) wait(lk);
-  }
-
-  void notify_one() noexcept { list_.notify_one(); }
-  void notify_all() noexcept { list_.notify_all(); }
-
- private:
-  detail::notify_list list_;
-};
-
-// A counting semaphore for goroutines and threads (the runtime semaphore
-// mutex and wait_group use). acquire() takes a token, blocking until there
-// is one; release(n) adds n, handed to blocked acquirers in FIFO order.
-class semaphore {
- public:
-  explicit semaphore(std::uint64_t initial = 0) noexcept : sema_(initial) {}
-  semaphore(const semaphore&) = delete;
-  semaphore& operator=(const semaphore&) = delete;
-
-  void acquire() noexcept { sema_.acquire(); }
-  bool try_acquire() noexcept { return sema_.try_acquire(); }
-  void release(std::uint64_t n = 1) noexcept { sema_.release(n); }
-
- private:
-  detail::sema sema_;
-};
-
-// Go's sync.WaitGroup. It may live on the waiter's stack: once the counter
-// reaches zero with nobody waiting, done() touches nothing more, and with
-// waiters registered it releases them all in one sema_.release(), whose
-// last access to the object happens before any of them can return.
-class wait_group {
- public:
-  wait_group() = default;
-  wait_group(const wait_group&) = delete;
-  wait_group& operator=(const wait_group&) = delete;
-
-  void add(std::int64_t delta) {
-    const std::uint64_t d = static_cast<std::uint64_t>(delta) << 32;
-    const std::uint64_t s = state_.fetch_add(d, std::memory_order_acq_rel) + d;
-    const auto v = static_cast<std::int32_t>(s >> 32);
-    const auto w = static_cast<std::uint32_t>(s);
-    if (v < 0) {
-      state_.fetch_sub(d, std::memory_order_acq_rel);
-      detail::raise_usage("wait_group counter went negative");
+// Go's reflect.Select: the variadic select's semantics over a run-time
+// list of cases; returns the index of the case that ran. At most one
+// default case; no channel case (or only nil ones) and no default blocks
+// forever, as Go's `select {}`.
+inline std::size_t select(std::span<select_case> cases) {
+  std::size_t ndefault = 0, default_index = cases.size();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!cases[i].p_) detail::raise_usage("select: a moved-from select_case");
+    if (cases[i].default_) {
+      ++ndefault;
+      default_index = i;
     }
-    if (v > 0 || w == 0) return;  // no further access to *this
-    // v == 0 with w registered waiters: none can return before it gets a
-    // token from the release below (registered ones that have not blocked
-    // yet take a kept token), so *this stays alive until then.
-    state_.store(0, std::memory_order_relaxed);
-    sema_.release(w);
   }
+  if (ndefault > 1) detail::raise_usage("select: more than one default_case");
+  const std::size_t n = cases.size() - ndefault;
+  if (n >= 65536) detail::raise_usage("select: too many cases");
 
-  void done() { add(-1); }
-
-  void wait() {
-    std::uint64_t s = state_.load(std::memory_order_acquire);
-    for (;;) {
-      if (static_cast<std::int32_t>(s >> 32) == 0) return;
-      if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
+  std::size_t chosen = default_index;
+  if (n > 0) {
+    auto sc = std::make_unique<detail::select_case[]>(n);
+    auto arg_index = std::make_unique<std::size_t[]>(n);
+    auto pollorder = std::make_unique<std::uint16_t[]>(n);
+    auto lockorder = std::make_unique<std::uint16_t[]>(n);
+    auto waiters = std::make_unique<detail::chan_waiter[]>(n);
+    for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
+      if (cases[i].default_) continue;
+      sc[ci] = cases[i].p_->prepare();
+      arg_index[ci++] = i;
     }
-    sema_.acquire();
+    bool send_closed = false;
+    std::size_t k = detail::select_go(sc.get(), n, ndefault != 0, pollorder.get(), lockorder.get(), waiters.get(),
+                                      send_closed);
+    if (send_closed) detail::raise_send_closed();
+    if (k != n) chosen = arg_index[k];
+  } else if (ndefault == 0) {
+    detail::block_forever_nil("select");
   }
-
- private:
-  std::atomic<std::uint64_t> state_{0};  // counter in the high half, waiters in the low
-  detail::sema sema_;
-};
+  cases[chosen].p_->run();
+  return chosen;
+}
 
 }  // namespace goro
-// ---- end goro/sync.hpp ----
+// ---- end goro/select.hpp ----
 // ---- begin goro/trace.hpp ----
 // goro::trace: an execution trace of every goroutine runtime in the
 // process, written as Chrome trace events (JSON) that chrome://tracing and
