@@ -9313,7 +9313,8 @@ inline void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
   std::shared_ptr<std::function<void()>> fn = self->fn;
   sched_base* owner = self->owner;
   if (self->self_owned) delete self;
-  GORO_TRY { spawn(owner, [fn] { (*fn)(); }); }
+  // created by: this function (Go's dump says time.goFunc for AfterFunc's)
+  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), [fn] { (*fn)(); }); }
   GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
 }
 }  // namespace detail
