@@ -8396,6 +8396,19 @@ struct chan_waiter {
 // every write happens under the channel's lock.
 class chan_waitq {
  public:
+  chan_waitq() = default;
+  chan_waitq(const chan_waitq&) = delete;
+  chan_waitq& operator=(const chan_waitq&) = delete;
+  // A channel destroyed while goroutines still wait on it (for good: no
+  // handle is left to wake them): a runtime's shutdown must not unlink
+  // them from it later (g::unlink_wait, sched.hpp unlink_blocked). For a
+  // select that also skips its other channels' queues, as before unlinking
+  // existed.
+  ~chan_waitq() {
+    for (chan_waiter* w = first_.load(std::memory_order_relaxed); w; w = w->next)
+      if (w->gp) w->gp->unlink_wait = nullptr;
+  }
+
   bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
 
   void enqueue(chan_waiter* w) noexcept {
@@ -9703,6 +9716,17 @@ struct waiter {
 // FIFO of waiters (guarded by the owner's spinlock).
 class waiter_queue {
  public:
+  waiter_queue() = default;
+  waiter_queue(const waiter_queue&) = delete;
+  waiter_queue& operator=(const waiter_queue&) = delete;
+  // An object destroyed while goroutines still wait on it (they wait for
+  // good: nothing can reach the object to wake them). A runtime's shutdown
+  // must not unlink them from it later (g::unlink_wait, sched.hpp
+  // unlink_blocked): the memory is gone.
+  ~waiter_queue() {
+    for (waiter* w = head_; w; w = w->next)
+      if (w->gp) w->gp->unlink_wait = nullptr;
+  }
   void push_back(waiter* w) noexcept {
     w->next = nullptr;
     if (tail_)

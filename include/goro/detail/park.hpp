@@ -28,6 +28,17 @@ struct waiter {
 // FIFO of waiters (guarded by the owner's spinlock).
 class waiter_queue {
  public:
+  waiter_queue() = default;
+  waiter_queue(const waiter_queue&) = delete;
+  waiter_queue& operator=(const waiter_queue&) = delete;
+  // An object destroyed while goroutines still wait on it (they wait for
+  // good: nothing can reach the object to wake them). A runtime's shutdown
+  // must not unlink them from it later (g::unlink_wait, sched.hpp
+  // unlink_blocked): the memory is gone.
+  ~waiter_queue() {
+    for (waiter* w = head_; w; w = w->next)
+      if (w->gp) w->gp->unlink_wait = nullptr;
+  }
   void push_back(waiter* w) noexcept {
     w->next = nullptr;
     if (tail_)
