@@ -8916,7 +8916,7 @@ class chan {
   std::optional<T> try_recv() { return detail::chan_try_recv<T>(c_.get()); }
   // Wakes every waiter. Twice: goro::channel_closed. Nil: goro::usage_error.
   void close() {
-    if (GORO_UNLIKELY(!c_)) detail::raise_usage("chan::close: close of nil channel");
+    if (GORO_UNLIKELY(!c_)) detail::raise_usage("close of nil channel (chan::close)");
     c_->close();
   }
 
