@@ -112,11 +112,11 @@ TEST_CASE("nil chan: switching a case off by assigning nullptr (merge two channe
 TEST_CASE("select_case: fan-in over a vector of channels", "[select][select_case]") {
   goro::runtime rt{goro::options{4}};
   rt.run([] {
-    const int nchan = 16, per = scale(200, 50);
+    constexpr int nchan = 16, per = scale(200, 50);
     std::vector<goro::chan<int>> chans;
     for (int i = 0; i < nchan; ++i) chans.emplace_back(i % 3);  // unbuffered and buffered
     for (int i = 0; i < nchan; ++i)
-      goro::go([c = chans[i], i, per]() mutable {
+      goro::go([c = chans[i], i]() mutable {
         for (int k = 0; k < per; ++k) c.send(i);
         c.close();
       });
