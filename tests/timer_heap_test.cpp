@@ -13,6 +13,11 @@
 #include <new>
 #include <thread>
 
+#include "test_util.hpp"
+
+// The sanitizers' runtimes define the global operator new themselves: the
+// replacement below would not link there.
+#if !GORO_TEST_SANITIZED
 namespace {
 std::atomic<bool> fail_allocations{false};
 }  // namespace
@@ -62,3 +67,8 @@ TEST_CASE("timer heap: bad_alloc while adding leaves the heap usable", "[time][a
   CHECK(goro::detail::timer_heap::del(&a));
   CHECK(goro::detail::timer_heap::del(&b));
 }
+#else
+TEST_CASE("timer heap: bad_alloc while adding leaves the heap usable", "[time][alloc]") {
+  WARN("skipped under a sanitizer (it replaces the global operator new)");
+}
+#endif
