@@ -8584,11 +8584,6 @@ struct queued_waiter {
   }
 }
 
-// edges' name for the same (chan_recv_into and friends).
-[[noreturn]] inline void block_forever(const char* call) {
-  block_forever_nil(call);
-}
-
 [[noreturn]] GORO_NOINLINE inline void raise_send_closed() { raise<channel_closed>("goro: send on closed channel"); }
 [[noreturn]] GORO_NOINLINE inline void raise_close_closed() { raise<channel_closed>("goro: close of closed channel"); }
 
@@ -8831,7 +8826,7 @@ std::optional<T> chan_unbox(std::optional<chan_elem<T>>&& o) {
 // Receives from c into `out` (empty); c == nullptr is a nil channel.
 template <class T>
 void chan_recv_into(hchan<chan_elem<T>>* c, std::optional<T>& out) {
-  if (GORO_UNLIKELY(!c)) block_forever("chan recv");
+  if (GORO_UNLIKELY(!c)) block_forever_nil("chan recv");
   if constexpr (chan_boxed<T>) {
     std::optional<std::unique_ptr<T>> b;
     c->recv_into(b);
@@ -8881,7 +8876,7 @@ class chan {
   // Blocks until a receiver takes v or there is room in the buffer.
   // On a closed channel (also one closed while blocked): goro::channel_closed.
   void send(T v) {
-    if (GORO_UNLIKELY(!c_)) detail::block_forever("chan send");
+    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan send");
     if constexpr (detail::chan_boxed<T>) {
       auto b = std::make_unique<T>(std::move(v));
       c_->send(b);
