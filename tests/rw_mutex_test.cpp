@@ -65,17 +65,36 @@ TEST_CASE("rw_mutex: a waiting writer blocks new readers (writer preference)", "
     goro::rw_mutex mu;
     mu.lock_shared();                                                         // reader 1 inside
     std::atomic<bool> writer_in{false}, reader2_in{false}, order_bad{false};  // no CHECK off the main goroutine
+    std::atomic<bool> writer_started{false};
     goro::wait_group wg;
     wg.add(2);
     goro::go([&] {
+      writer_started = true;
       mu.lock();  // waits for reader 1
       writer_in = true;
       if (reader2_in.load()) order_bad = true;  // the later reader must not overtake us
       mu.unlock();
       wg.done();
     });
-    for (int i = 0; i < 50; ++i) goro::yield();  // the writer is now pending
-    CHECK(!mu.try_lock_shared());                // new readers are held back
+    // The writer may run on the other P, late on a loaded machine: wait
+    // until it announced itself (a try_lock_shared that fails), then check
+    // that new readers stay held back.
+    while (!writer_started.load()) goro::yield();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    bool pending = false;
+    while (!pending && std::chrono::steady_clock::now() < deadline) {
+      if (mu.try_lock_shared()) {
+        mu.unlock_shared();
+        goro::yield();
+      } else {
+        pending = true;
+      }
+    }
+    REQUIRE(pending);  // the writer announced itself within 5 s
+    for (int i = 0; i < 50; ++i) {
+      goro::yield();
+      CHECK(!mu.try_lock_shared());  // new readers are held back
+    }
     CHECK(!mu.try_lock());
     goro::go([&] {
       mu.lock_shared();  // blocks behind the pending writer

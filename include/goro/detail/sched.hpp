@@ -1266,26 +1266,21 @@ class scheduler final : public sched_base {
       // the check but before the decrement would see nmspinning > 0, skip
       // wakep, and be left with nobody to run it. (Timers are re-checked
       // by park_idle, after this decrement, for the same reason.)
+      //
+      // A non-spinning M re-checks too (Go's findrunnable does not): its P
+      // went idle after a submitter's wakep may have read npidle_ == 0, and
+      // with cooperative preemption the submitter's P may never schedule
+      // again (a goroutine spinning in plain C++ code): the G it queued
+      // would wait for it forever while this P sleeps.
       if (mm->spinning) {
         GORO_CHAOS_POINT("findrunnable.drop_spinning");
         mm->spinning = false;
         nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
         GORO_CHAOS_POINT("findrunnable.dropped");
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        GORO_CHAOS_POINT("findrunnable.recheck");
-        p* again = nullptr;
-        for (unsigned i = 0, n = created_ps(); i < n; ++i) {  // gomaxprocs: a retired P may still hold work
-          if (!allp_[i]->runq.empty()) {
-            std::lock_guard<std::mutex> lk(lock_);
-            again = pidle_get();
-            break;
-          }
-        }
-        // The other half of wakep's Dekker pair (the decrement and fence
-        // above against the submitter's publish and fence). The global
-        // queue is read under its lock as well, which also orders this
-        // against a pusher's lock without relying on its fence.
-        if (!again && !globq_.empty_synced()) {
+      }
+      if (work_after_going_idle()) {
+        p* again;
+        {
           std::lock_guard<std::mutex> lk(lock_);
           again = pidle_get();
         }
@@ -1465,19 +1460,19 @@ class scheduler final : public sched_base {
   // it first — runq.put's release store of runnext or tail (spawn, ready,
   // netpoll inject), a global-queue push (plain threads, overflow, netpoll,
   // yield) — and then calls wakep, which reads npidle_ and nmspinning_.
-  // Its pair is the last spinning M in find_runnable: it decrements
-  // nmspinning_, fences, and reads every run queue. Store-then-load on both
-  // sides (Dekker): without a StoreLoad barrier on this side, x86 lets the
-  // loads below pass the publishing store still in the store buffer, so
-  // the submitter sees the M spinning while the M sees the queues empty,
-  // and nobody runs the G until its submitter's P schedules again (6 in
-  // 223k spawn-then-spin iterations, tests/wakeup_test.cpp). With a
-  // seq_cst fence on both sides at least one sees the other's write. Go
-  // gets this fence from runqput's runnext CAS; a release store is cheaper
-  // there, so the fence lives here, once, for every caller. (A P that goes
-  // idle re-checks only the global queue, under its lock, which orders it
-  // against a pusher's lock without a fence: see find_runnable and
-  // handoffp. A G in a running P's local queue is run by that P anyway.)
+  // Its pair is every M that gives up a P (find_runnable, handoffp): it
+  // publishes the P idle (npidle_) and drops its spinning role
+  // (nmspinning_), then work_after_going_idle fences and reads every run
+  // queue. Store-then-load on both sides (Dekker): without a StoreLoad
+  // barrier on this side, x86 lets the loads below pass the publishing
+  // store still in the store buffer, so the submitter sees the P busy or
+  // an M spinning while the M sees the queues empty, and nobody runs the
+  // G until its submitter's P schedules again — never, with cooperative
+  // preemption, if the submitter spins in plain code (tests/wakeup_test.cpp,
+  // the chaos soak's spawn-then-spin). With a seq_cst fence on both sides
+  // at least one sees the other's write. Go gets this fence from runqput's
+  // runnext CAS; a release store is cheaper there, so the fence lives
+  // here, once, for every caller.
   //
   // Returns 0, or startm's errno when no M could be started (start_g
   // decides whether that fails the spawn). The bool is unused (callers
@@ -1726,14 +1721,26 @@ class scheduler final : public sched_base {
       std::lock_guard<std::mutex> lk(lock_);
       pidle_put(pp);
     }
-    // The lock-free check above can miss a push from a thread that then saw
-    // this P busy in its wakep (no StoreLoad barrier between its push and
-    // that read). Now that the P is published idle, re-read the queue under
-    // its lock: either this read sees the push, or the pusher's wakep sees
-    // the idle P (the same argument as find_runnable's re-check). Go reads
-    // sched.runqsize under sched.lock here.
+    // The checks above can miss work published by a submitter that then
+    // saw this P busy in its wakep: look again now that it is idle.
     GORO_CHAOS_POINT("handoffp.recheck");
-    if (!globq_.empty_synced()) wakep(false);
+    if (work_after_going_idle()) wakep(false);
+  }
+
+  // The idle side of wakep's Dekker pair (the pair is written down at
+  // wakep). Called after a P was published idle (pidle_put's npidle_
+  // increment) and, for a spinning M, after nmspinning_ was decremented:
+  // fences, then reads every run queue and the global queue. Either this
+  // sees the submitter's G, or the submitter's wakep (publish, fence, read
+  // npidle_ and nmspinning_) sees the idle P and no spinner. The global
+  // queue is read under its lock as well, which also orders this against
+  // a pusher that holds the lock without relying on its fence.
+  bool work_after_going_idle() noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    GORO_CHAOS_POINT("findrunnable.recheck");
+    for (unsigned i = 0, n = created_ps(); i < n; ++i)  // gomaxprocs: a retired P may still hold work
+      if (!allp_[i]->runq.empty()) return true;
+    return !globq_.empty_synced();
   }
 
   void acquirep(m* mm, p* pp) noexcept {
