@@ -1,5 +1,6 @@
 // wait_group: counting, waking every waiter, plain threads, misuse, and the
 // lifetime rule (it may live on the waiter's stack).
+#define GORO_TESTING 1  // detail::testing::wait_group_before_reset
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
@@ -75,6 +76,53 @@ TEST_CASE("wait_group: reuse before the previous wait returned is a usage error"
     CHECK(outcome == "goro: wait_group misuse: wait_group is reused before previous wait has returned");
     wg.done();
     wg.wait();
+  });
+}
+
+namespace {
+std::atomic<int> nested_add_errors{0};
+std::string nested_add_message;
+}  // namespace
+
+// Go's "WaitGroup misuse: Add called concurrently with Wait": an add() that
+// lands between the last done() bringing the counter to zero and that
+// done() releasing the waiters. The hook runs the add() exactly there.
+TEST_CASE("wait_group: add concurrent with the releasing done is a usage error", "[wait_group][errors]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    goro::wait_group wg, fin;
+    wg.add(1);
+    fin.add(1);
+    std::atomic<bool> waiter_returned{false};
+    goro::go([&] {
+      try {
+        wg.wait();
+      } catch (const goro::usage_error&) {
+      }
+      waiter_returned = true;
+      fin.done();
+    });
+    goro::yield();  // the waiter parks in wait()
+    goro::detail::testing::wait_group_before_reset.store(+[](goro::wait_group* w) {
+      goro::detail::testing::wait_group_before_reset.store(nullptr);
+      try {
+        w->add(1);
+      } catch (const goro::usage_error& e) {
+        nested_add_errors.fetch_add(1);
+        nested_add_message = e.what();
+      }
+    });
+    std::string outer = "none";
+    try {
+      wg.done();
+    } catch (const goro::usage_error& e) {
+      outer = e.what();
+    }
+    CHECK(nested_add_errors.load() == 1);  // the add that raced
+    CHECK(nested_add_message == "goro: wait_group misuse: add called concurrently with wait");
+    CHECK(outer == "goro: wait_group misuse: add called concurrently with wait");  // the done that saw it
+    fin.wait();  // the waiter was still released
+    CHECK(waiter_returned.load());
   });
 }
 

@@ -369,6 +369,16 @@ class semaphore {
   detail::sema sema_;
 };
 
+#ifdef GORO_TESTING
+class wait_group;
+namespace detail::testing {
+// Called by the done() that brought the counter to zero with waiters
+// registered, before it resets the state: a test adds there, as a
+// concurrent add() on another thread would.
+inline std::atomic<void (*)(wait_group*)> wait_group_before_reset{nullptr};
+}  // namespace detail::testing
+#endif
+
 // Go's sync.WaitGroup. It may live on the waiter's stack: once the counter
 // reaches zero with nobody waiting, done() touches nothing more, and with
 // waiters registered it releases them all in one sema_.release(), whose
@@ -398,6 +408,9 @@ class wait_group {
     // yet take a kept token), so *this stays alive until then. An add()
     // between our fetch_add and the reset is misuse (Go panics); the
     // waiters are still released, then this done() reports it.
+#ifdef GORO_TESTING
+    if (auto* hook = detail::testing::wait_group_before_reset.load()) hook(this);
+#endif
     const bool raced = state_.load(std::memory_order_relaxed) != s;
     state_.store(0, std::memory_order_relaxed);
     sema_.release(w);
