@@ -14,16 +14,9 @@
 
 #include "test_util.hpp"
 
+using goro_test::settle;
+
 using goro_test::scale;
-
-namespace {
-
-// Lets other goroutines run for a while (the tests have no timers).
-void settle(int rounds = 50) {
-  for (int i = 0; i < rounds; ++i) goro::yield();
-}
-
-}  // namespace
 
 TEST_CASE("chan: blocking, non-blocking, close and FIFO at every capacity", "[chan]") {
   goro::runtime rt{goro::options{4}};

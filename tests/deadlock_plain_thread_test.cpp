@@ -58,7 +58,7 @@ std::string describe(int status) {
 // Runs body() in a forked child (fresh: the parent starts no threads), which
 // _exits with its result; killed after `limit`. Returns the wait status.
 template <class Body>
-int in_child(Body body, std::chrono::seconds limit = 30s) {
+int run_child(Body body, std::chrono::seconds limit = 30s) {
   std::fflush(nullptr);
   pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -103,7 +103,7 @@ int in_child(Body body, std::chrono::seconds limit = 30s) {
 TEST_CASE("plain-thread deadlock: a std::thread feeding a channel main ranges over", "[deadlock][plain_thread]") {
   const unsigned procs = GENERATE(1u, 2u);
   CAPTURE(procs);
-  CHECK_CHILD(in_child([procs] {
+  CHECK_CHILD(run_child([procs] {
     goro::runtime rt{goro::options{procs}};
     goro::chan<int> c;
     const std::vector<int> gaps_ms{0, 20, 20, 400, 20, 20};
@@ -137,7 +137,7 @@ TEST_CASE("plain-thread deadlock: a std::thread feeding a channel main ranges ov
 // delay (0..40 ms): the goroutine it starts calls done().
 TEST_CASE("plain-thread deadlock: main waits on a wait_group fed by rt.go from a plain thread",
           "[deadlock][plain_thread]") {
-  CHECK_CHILD(in_child([] {
+  CHECK_CHILD(run_child([] {
     goro::runtime rt{goro::options{2}};
     const int rounds = goro_test::scale(12, 6);
     for (int r = 0; r < rounds; ++r) {
@@ -170,7 +170,7 @@ TEST_CASE("plain-thread deadlock: main waits on a wait_group fed by rt.go from a
 TEST_CASE("plain-thread deadlock: a plain thread whose first goro call comes 50 ms late", "[deadlock][plain_thread]") {
   const unsigned procs = GENERATE(1u, 2u);
   CAPTURE(procs);
-  CHECK_CHILD(in_child([procs] {
+  CHECK_CHILD(run_child([procs] {
     goro::runtime rt{goro::options{procs}};
     const int rounds = goro_test::scale(4, 2);
     for (int r = 0; r < rounds; ++r) {
@@ -199,7 +199,7 @@ TEST_CASE("plain-thread deadlock: a plain thread whose first goro call comes 50 
 TEST_CASE("plain-thread deadlock: a real deadlock is still reported within 1.5 s", "[deadlock][plain_thread]") {
   const unsigned procs = GENERATE(1u, 2u);
   CAPTURE(procs);
-  CHECK_CHILD(in_child([procs] {
+  CHECK_CHILD(run_child([procs] {
     goro::runtime rt{goro::options{procs}};
     goro::chan<int> never;
     const auto t0 = steady::now();
@@ -219,7 +219,7 @@ TEST_CASE("plain-thread deadlock: a real deadlock is still reported within 1.5 s
 // every item arrives, then (the thread gone) the deadlock is reported soon
 // after its exit.
 TEST_CASE("plain-thread deadlock: reported once the feeding thread has exited", "[deadlock][plain_thread]") {
-  CHECK_CHILD(in_child([] {
+  CHECK_CHILD(run_child([] {
     goro::runtime rt{goro::options{2}};
     goro::chan<int> c;
     std::atomic<std::int64_t> exited_ns{0};
@@ -261,7 +261,7 @@ TEST_CASE("plain-thread deadlock: reported once the feeding thread has exited", 
 // runtime's M, not an external one, and a deadlock is still reported.
 TEST_CASE("plain-thread deadlock: the run() caller's own earlier plain-thread use does not count",
           "[deadlock][plain_thread]") {
-  CHECK_CHILD(in_child([] {
+  CHECK_CHILD(run_child([] {
     goro::runtime rt{goro::options{2}};
     goro::chan<int> c, never;
     rt.go([c]() mutable { c.send(1); });  // from this (plain) thread
@@ -282,7 +282,7 @@ TEST_CASE("plain-thread deadlock: the run() caller's own earlier plain-thread us
 // loop and answer): its first call blocks, and it stays a live external M
 // while it then works for longer than the grace period.
 TEST_CASE("plain-thread deadlock: a plain thread that receives, works, then answers", "[deadlock][plain_thread]") {
-  CHECK_CHILD(in_child([] {
+  CHECK_CHILD(run_child([] {
     goro::runtime rt{goro::options{2}};
     goro::chan<int> ask, answer;
     std::thread server([&] {

@@ -14,6 +14,8 @@
 #include "goro/goro.hpp"
 #include "test_util.hpp"
 
+using goro_test::eventually_sleeping;
+
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
@@ -24,16 +26,6 @@ namespace {
 pid_t tid() noexcept { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
 bool thread_alive(pid_t t) { return ::access(("/proc/self/task/" + std::to_string(t)).c_str(), F_OK) == 0; }
-
-template <class Pred>
-bool eventually(Pred p, std::chrono::milliseconds limit = 3000ms) {
-  auto deadline = steady::now() + limit;
-  while (steady::now() < deadline) {
-    if (p()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return p();
-}
 
 const char* const deadlock_msg = "goro: all goroutines are asleep - deadlock!";
 
@@ -431,7 +423,7 @@ TEST_CASE("lock_os_thread: a goroutine that exits locked takes its thread with i
   });
   REQUIRE(locked_exit != 0);
   CHECK(locked_exit != caller);
-  CHECK(eventually([&] { return !thread_alive(locked_exit); }));
+  CHECK(eventually_sleeping([&] { return !thread_alive(locked_exit); }));
   // A thread is not torn down otherwise: the other goroutine's thread lives
   // on (in the runtime's idle pool) unless it was the one that exited.
   if (unlocked_exit != locked_exit && unlocked_exit != caller) CHECK(thread_alive(unlocked_exit));
@@ -515,7 +507,7 @@ TEST_CASE("lock_os_thread: main starts on the caller's thread even when every P 
       started.fetch_add(1);
       while (!stop.load()) goro::yield();
     });
-  REQUIRE(eventually([&] { return started.load() == 2; }));
+  REQUIRE(eventually_sleeping([&] { return started.load() == 2; }));
   const pid_t caller = tid();
   bool here = false;
   rt.run([&] {

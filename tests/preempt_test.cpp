@@ -1,6 +1,6 @@
 // Preemption at goro calls that switch (Go's PingPongHog) and signal-mode
 // goroutines versus the run() caller's thread (docs/preemption.md).
-// Bounded: a failure ends through a watchdog, never a hang.
+// Bounded: a failure ends through a preempt_watchdog, never a hang.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -32,10 +32,10 @@ void count_up(long& counter, long limit) {
 }
 
 // Calls f() on a plain thread if `done` is not set within `limit`.
-class watchdog {
+class preempt_watchdog {
  public:
   template <class F>
-  watchdog(std::chrono::milliseconds limit, F f)
+  preempt_watchdog(std::chrono::milliseconds limit, F f)
       : t_([this, limit, f] {
           std::unique_lock<std::mutex> lk(m_);
           if (!cv_.wait_for(lk, limit, [&] { return done_; })) {
@@ -44,7 +44,7 @@ class watchdog {
             f();
           }
         }) {}
-  ~watchdog() { stop(); }
+  ~preempt_watchdog() { stop(); }
   void stop() {
     {
       std::lock_guard<std::mutex> lk(m_);
@@ -88,7 +88,7 @@ TEST_CASE("preempt: a ping-pong hog pair does not starve a light pair at 1 P (Go
     if (!closed.exchange(true)) done.close();
   };
   // If main never gets the P back, end the run from outside (the test then fails).
-  watchdog dog(std::chrono::milliseconds(goro_test::scale(10'000, 30'000)), close_done);
+  preempt_watchdog dog(std::chrono::milliseconds(goro_test::scale(10'000, 30'000)), close_done);
   std::chrono::nanoseconds slept{};
   rt.run([&] {
     auto run = [&](long limit, long* counter, goro::chan<bool> wake) {

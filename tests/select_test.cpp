@@ -14,15 +14,9 @@
 
 #include "test_util.hpp"
 
+using goro_test::settle;
+
 using goro_test::scale;
-
-namespace {
-
-void settle(int rounds = 50) {
-  for (int i = 0; i < rounds; ++i) goro::yield();
-}
-
-}  // namespace
 
 TEST_CASE("select: default runs when nothing is ready, and only then", "[select]") {
   goro::chan<int> a, b(1);

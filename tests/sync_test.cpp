@@ -17,24 +17,11 @@
 
 #include "test_util.hpp"
 
+using goro_test::eventually;
+
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-// Yields (goroutine) or sleeps briefly (thread) until pred() or the timeout;
-// returns pred().
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
-  const auto deadline = steady::now() + timeout;
-  while (!pred()) {
-    if (steady::now() > deadline) return pred();
-    if (goro::this_goroutine::inside())
-      goro::yield();
-    else
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return true;
-}
 
 void busy_for(std::chrono::microseconds d) {
   const auto end = steady::now() + d;

@@ -20,20 +20,11 @@
 
 #include "test_util.hpp"
 
+using goro_test::eventually_sleeping;
+
 using namespace std::chrono_literals;
 
 namespace {
-
-// Polls cond every ms for at most `limit`; returns its last value.
-template <class Cond>
-bool eventually(Cond cond, std::chrono::milliseconds limit = 5000ms) {
-  auto end = std::chrono::steady_clock::now() + limit;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() >= end) return cond();
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 // At 1 proc the main goroutine spins on preempt_point() while a plain
 // thread moves the manual clock 1 ms at a time. Returns the clock advance
@@ -65,7 +56,7 @@ int first_preemption_ms(int slice_ms) {
     for (int extra = 0; preempted_at < 0 && extra < 2; ++extra) {
       goro::manual_clock::advance(1ms);
       ++advanced;
-      if (eventually([&] { return rt.stats().preemptions != 0; }, extra == 0 ? 2000ms : 5000ms))
+      if (eventually_sleeping([&] { return rt.stats().preemptions != 0; }, extra == 0 ? 2000ms : 5000ms))
         preempted_at = advanced;
     }
     stop.store(true);
@@ -342,7 +333,7 @@ TEST_CASE("blocking: long_call hands the P off at once", "[sysmon][blocking]") {
     goro::go([&] { other_ran.store(true); });
     // No sysmon round needed: the P goes to another M before the call.
     ran_meanwhile = goro::blocking(goro::long_call, [&] {
-      return eventually([&] { return other_ran.load(); }, 5000ms);
+      return eventually_sleeping([&] { return other_ran.load(); }, 5000ms);
     });
   });
   CHECK(ran_meanwhile);

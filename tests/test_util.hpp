@@ -5,8 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <goro/goro.hpp>
+
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if defined(__has_feature)
@@ -68,6 +72,39 @@ inline child_result run_helper(const std::string& name, const std::vector<std::s
   r.signaled = WIFSIGNALED(status);
   if (r.signaled) r.signal = WTERMSIG(status);
   return r;
+}
+
+// Lets other goroutines run for a while (for tests without timers).
+inline void settle(int rounds = 50) {
+  for (int i = 0; i < rounds; ++i) goro::yield();
+}
+
+// Polls pred until it holds or `limit` has passed (yielding inside a
+// goroutine, sleeping briefly on a plain thread); returns pred().
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    if (goro::this_goroutine::inside())
+      goro::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return true;
+}
+
+// The same, always sleeping the calling thread (a goroutine keeps its P:
+// for tests that watch sysmon act on a running goroutine, or that run
+// inside goro::blocking, where yield() is a usage_error).
+template <class Pred>
+bool eventually_sleeping(Pred pred, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return pred();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 }  // namespace goro_test
