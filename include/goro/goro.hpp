@@ -13,6 +13,7 @@
 #include "policy.hpp"
 #include "runtime.hpp"
 #include "select.hpp"
+#include "signal.hpp"
 #include "stack.hpp"
 #include "sync.hpp"
 #include "time.hpp"

@@ -103,7 +103,7 @@ class thread_timers {
       sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
       std::int64_t again = heap_.earliest();
       if (again != 0 && (next == 0 || again < next)) continue;
-      if ((next != 0) != counted) extm_timers_pending(counted = next != 0);  // checkdead
+      if ((next != 0) != counted) extm_hold(counted = next != 0);  // checkdead
       if (next == 0)
         wake_.sleep();
       else if (std::int64_t ns = next - nanotime(); ns > 0)

@@ -9,8 +9,9 @@
 //   (registered at their first call that reaches the runtime: blocking on
 //   an object or a socket, waking or starting a goroutine, adding a timer;
 //   dropped at thread exit), plus the outside-timer thread while it has
-//   timers. While one is live, no runtime is declared deadlocked. A call
-//   that stays inside the object (a send into a buffer nobody waits on) is
+//   timers and the signal thread while signals are relayed (extm_hold).
+//   While one is live, no runtime is declared deadlocked. A call that
+//   stays inside the object (a send into a buffer nobody waits on) is
 //   not seen: checking for a plain thread there would cost every
 //   goroutine's channel operation a thread-local read.
 // - extm_epoch: bumped by each such call, by any wake or spawn into a
@@ -116,10 +117,12 @@ inline void extm_mark_internal() noexcept { extm_internal = true; }
 // own thread, which is no external M while inside run()).
 inline bool extm_counted_here() noexcept { return extm_registered; }
 
-// Counts (+1) or uncounts (-1) the outside-timer thread while it has timers
-// pending: a timer there may wake a goroutine (a plain thread's after()).
-inline void extm_timers_pending(bool pending) noexcept {
-  if (pending) {
+// Counts (+1) or uncounts (-1) one of the runtime's own helper threads as
+// an external M while it may still wake a goroutine: the outside-timer
+// thread while it has timers pending (a plain thread's after()), the
+// signal thread while a signal::notify registration exists.
+inline void extm_hold(bool hold) noexcept {
+  if (hold) {
     extm_epoch.fetch_add(1, std::memory_order_seq_cst);
     extm_live.fetch_add(1, std::memory_order_seq_cst);
   } else {

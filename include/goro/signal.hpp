@@ -1,0 +1,276 @@
+// goro::signal: Go's os/signal Notify and Stop. OS signals are relayed to
+// channels with non-blocking sends: a channel that is full when a signal
+// arrives misses it (give it a buffer of 1 for one pending signal per kind,
+// as Go advises).
+//
+//   goro::chan<int> sigs(1);
+//   goro::signal::notify(sigs, {SIGINT, SIGTERM});
+//   int sig = *sigs.recv();            // graceful shutdown from here
+//   goro::signal::stop(sigs);          // SIGINT and SIGTERM act as before again
+//
+// How (Go's sigsend/signal_recv, with a thread instead of a goroutine): the
+// handler, installed with sigaction for each notified signal, only sets the
+// signal's bit in a pending mask and writes a byte to a pipe (both
+// async-signal-safe; a byte that does not fit means the relay thread is
+// already due to wake). One process-wide relay thread, started by the first
+// notify, waits on the pipe, takes the pending mask and try-sends each
+// signal to every channel registered for it. Signals of one kind that
+// arrive before the relay thread runs are delivered once, as in Go.
+//
+// Threads and masks: the handler runs on whichever thread the kernel picks
+// (goro's Ms, the program's threads; none of them blocks these signals);
+// the relay thread blocks every signal, so it never runs the handler. A
+// signal raised by kill(), raise() or a terminal reaches the channel
+// whichever thread took it.
+//
+// Deadlock detection: while any notify registration exists, the relay
+// thread counts as a live external M (as Go's signal-receiving M sits in a
+// system call): a program whose goroutines wait only for a signal is not
+// deadlocked.
+//
+// Not relayed (notify with one of them is a usage_error): SIGKILL and
+// SIGSTOP (they cannot be caught), the synchronous faults SIGSEGV, SIGBUS,
+// SIGFPE, SIGILL and SIGTRAP (goro's stack-guard handler and debuggers own
+// them), and SIGURG (goro's preemption signal). An empty list relays every
+// other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
+// until stop (Go: the same).
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "chan.hpp"
+#include "detail/extm.hpp"
+#include "error.hpp"
+
+namespace goro {
+namespace detail {
+
+// Signals 1..max_signal (Linux: NSIG is 65, real-time signals included).
+inline constexpr int max_signal = NSIG - 1;
+
+struct signal_mask {
+  std::uint64_t bits[2] = {0, 0};
+  void set(int sig) noexcept { bits[sig / 64] |= std::uint64_t{1} << (sig % 64); }
+  bool has(int sig) const noexcept { return (bits[sig / 64] >> (sig % 64)) & 1; }
+  void clear(int sig) noexcept { bits[sig / 64] &= ~(std::uint64_t{1} << (sig % 64)); }
+  bool empty() const noexcept { return bits[0] == 0 && bits[1] == 0; }
+};
+
+// Why sig cannot be relayed, or nullptr.
+inline const char* signal_not_relayable(int sig) noexcept {
+  if (sig <= 0 || sig > max_signal) return "not a signal number";
+  switch (sig) {
+    case SIGKILL:
+    case SIGSTOP:
+      return "cannot be caught";
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGTRAP:
+      return "a synchronous fault signal (goro's stack guard and debuggers own it)";
+    case SIGURG:
+      return "goro's preemption signal";
+    default:
+      return nullptr;
+  }
+}
+
+// The process-wide relay: registrations, the saved dispositions, the
+// handler's pending mask and pipe, the relay thread. Everything but the
+// handler's two atomics and the pipe's write end is guarded by mu.
+struct signal_relay {
+  struct registration {
+    chan<int> c;
+    signal_mask sigs;
+  };
+
+  std::mutex mu;
+  std::vector<registration> regs;
+  int watchers[NSIG] = {};             // registrations per signal
+  struct sigaction saved[NSIG] = {};   // the disposition before the first notify
+  bool thread_started = false;
+  bool held = false;                   // extm_hold(true) in effect
+  int pipe_read = -1;
+  std::atomic<int> pipe_write{-1};
+  std::atomic<std::uint64_t> pending[2] = {};
+
+  static signal_relay& get() noexcept {
+    static signal_relay* r = new signal_relay;  // never destroyed: the handler may run during exit
+    return *r;
+  }
+
+  static void handler(int sig) noexcept {
+    const int saved_errno = errno;
+    signal_relay& r = get();
+    r.pending[sig / 64].fetch_or(std::uint64_t{1} << (sig % 64), std::memory_order_seq_cst);
+    const char c = static_cast<char>(sig);
+    if (::write(r.pipe_write.load(std::memory_order_relaxed), &c, 1) < 0) {
+      // EAGAIN: the pipe is full, so the relay thread is already due to wake.
+    }
+    errno = saved_errno;
+  }
+
+  static void* relay_main(void*) {
+    extm_mark_internal();  // counted only through extm_hold, while registrations exist
+    signal_relay& r = get();
+    for (;;) {
+      pollfd p{r.pipe_read, POLLIN, 0};
+      if (::poll(&p, 1, -1) < 0) continue;  // EINTR
+      char buf[64];
+      while (::read(r.pipe_read, buf, sizeof buf) > 0) {
+      }
+      // Drain the pipe first, then take the mask: a signal whose bit was
+      // set after the exchange wrote its byte after the drain began, and
+      // wakes the next poll.
+      signal_mask got;
+      got.bits[0] = r.pending[0].exchange(0, std::memory_order_seq_cst);
+      got.bits[1] = r.pending[1].exchange(0, std::memory_order_seq_cst);
+      if (!got.empty()) r.deliver(got);
+    }
+    return nullptr;
+  }
+
+  // Go's process(): a non-blocking send to every channel registered for
+  // each signal. Under mu, so that once stop() returns nothing more is sent
+  // to its channel (a send never blocks, and no goro lock is held across a
+  // signal:: call). A closed channel is skipped (Go panics in its signal
+  // goroutine; a runtime thread must not).
+  void deliver(const signal_mask& got) {
+    std::lock_guard<std::mutex> lk(mu);
+    for (int sig = 1; sig <= max_signal; ++sig) {
+      if (!got.has(sig)) continue;
+      for (registration& reg : regs) {
+        if (!reg.sigs.has(sig)) continue;
+        int v = sig;
+        (void)reg.c.impl()->offer(v);  // done, blocked (full: dropped, as in Go) or closed
+      }
+    }
+  }
+
+  // mu held. The pipe and the relay thread, once.
+  void start_locked() {
+    if (thread_started) return;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) raise_system(errno, "signal::notify: pipe");
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &prev);  // the relay thread blocks every signal
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 << 10);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    pipe_read = fds[0];
+    pipe_write.store(fds[1], std::memory_order_relaxed);
+    const int err = pthread_create(&t, &attr, &relay_main, nullptr);
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+    if (err != 0) {
+      pipe_write.store(-1, std::memory_order_relaxed);
+      pipe_read = -1;
+      ::close(fds[0]);
+      ::close(fds[1]);
+      raise_system(err, "signal::notify: cannot start the signal thread");
+    }
+    thread_started = true;
+  }
+
+  // mu held. The first registration for sig installs the handler.
+  void watch_locked(int sig) {
+    if (watchers[sig]++ > 0) return;
+    struct sigaction sa {};
+    sa.sa_handler = &signal_relay::handler;
+    sa.sa_flags = SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &saved[sig]) != 0) {
+      --watchers[sig];
+      raise_system(errno, "signal::notify: sigaction");
+    }
+  }
+
+  // mu held. The last registration for sig gone: its disposition returns.
+  void unwatch_locked(int sig) noexcept {
+    if (--watchers[sig] > 0) return;
+    sigaction(sig, &saved[sig], nullptr);
+  }
+
+  void update_hold_locked() noexcept {
+    const bool want = !regs.empty();
+    if (want != held) extm_hold(held = want);
+  }
+};
+
+}  // namespace detail
+
+namespace signal {
+
+// Go's signal.Notify: relays `signals` (every relayable signal if the list
+// is empty) to c from now on, adding to what c already receives. A nil
+// channel, or a signal that cannot be relayed (see the top of this file),
+// is a usage_error naming it; nothing is registered then.
+inline void notify(chan<int> c, std::initializer_list<int> signals) {
+  if (!c) detail::raise_usage("signal::notify using a nil channel");
+  detail::signal_mask want;
+  if (signals.size() == 0) {
+    for (int sig = 1; sig <= detail::max_signal; ++sig)
+      if (!detail::signal_not_relayable(sig)) want.set(sig);
+  }
+  for (int sig : signals) {
+    if (const char* why = detail::signal_not_relayable(sig)) {
+      const std::string what = "signal::notify: signal " + std::to_string(sig) + " cannot be relayed: " + why;
+      detail::raise_usage(what.c_str());
+    }
+    want.set(sig);
+  }
+  detail::signal_relay& r = detail::signal_relay::get();
+  std::lock_guard<std::mutex> lk(r.mu);
+  r.start_locked();
+  detail::signal_relay::registration* reg = nullptr;
+  for (auto& x : r.regs)
+    if (x.c == c) reg = &x;
+  if (!reg) {
+    r.regs.push_back({c, {}});
+    reg = &r.regs.back();
+  }
+  for (int sig = 1; sig <= detail::max_signal; ++sig) {
+    if (!want.has(sig) || reg->sigs.has(sig)) continue;
+    r.watch_locked(sig);  // may throw: what was added so far stays registered
+    reg->sigs.set(sig);
+  }
+  r.update_hold_locked();
+}
+
+// Go's signal.Stop: c receives no more signals. For each signal no other
+// channel is notified of, the disposition it had before the first notify
+// returns (the default action, the program's own handler, or goro's
+// SIGQUIT dump). A channel that was never notified: nothing happens. When
+// stop returns, no more signals are sent to c.
+inline void stop(chan<int> c) {
+  detail::signal_relay& r = detail::signal_relay::get();
+  std::lock_guard<std::mutex> lk(r.mu);
+  for (auto it = r.regs.begin(); it != r.regs.end(); ++it) {
+    if (!(it->c == c)) continue;
+    for (int sig = 1; sig <= detail::max_signal; ++sig)
+      if (it->sigs.has(sig)) r.unwatch_locked(sig);
+    r.regs.erase(it);
+    break;
+  }
+  r.update_hold_locked();
+}
+
+}  // namespace signal
+}  // namespace goro

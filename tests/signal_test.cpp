@@ -1,0 +1,162 @@
+// signal::notify / stop: Go's os/signal relay to channels.
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// The next value on c within `limit`, or nullopt (never hangs).
+std::optional<int> recv_within(goro::chan<int>& c, std::chrono::milliseconds limit = 5000ms) {
+  std::optional<int> got;
+  goro::select(goro::on_recv(c, [&](std::optional<int> v) { got = v; }),
+               goro::on_recv(goro::after(limit), [](auto) {}));
+  return got;
+}
+
+std::atomic<int> own_handler_calls{0};
+void own_handler(int) { own_handler_calls.fetch_add(1); }
+
+std::string usage_message(goro::chan<int> c, std::initializer_list<int> sigs) {
+  try {
+    goro::signal::notify(std::move(c), sigs);
+  } catch (const goro::usage_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("signal: a raised signal reaches the notified channel", "[signal]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> sigs(1);
+    goro::signal::notify(sigs, {SIGUSR1});
+    REQUIRE(::raise(SIGUSR1) == 0);
+    CHECK(recv_within(sigs) == SIGUSR1);
+    goro::signal::stop(sigs);
+  });
+}
+
+TEST_CASE("signal: a signal sent from a plain thread with kill() is relayed", "[signal]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> sigs(1);
+    goro::signal::notify(sigs, {SIGUSR2, SIGHUP});
+    std::thread t([] { ::kill(::getpid(), SIGHUP); });
+    t.join();
+    CHECK(recv_within(sigs) == SIGHUP);
+    goro::signal::stop(sigs);
+  });
+}
+
+TEST_CASE("signal: sends never block: a full channel misses the signal", "[signal]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> full(1), probe(1);
+    full.send(0);  // no room for a signal
+    goro::signal::notify(full, {SIGUSR1});
+    goro::signal::notify(probe, {SIGUSR1});
+    ::raise(SIGUSR1);
+    // One relay pass offers the signal to both channels: once probe has it,
+    // full's offer has been made (and refused).
+    CHECK(recv_within(probe) == SIGUSR1);
+    CHECK(full.recv() == 0);
+    CHECK(!full.try_recv());
+    goro::signal::stop(full);
+    goro::signal::stop(probe);
+  });
+}
+
+TEST_CASE("signal: every channel notified of a signal gets it; stop ends one", "[signal]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> a(1), b(1);
+    goro::signal::notify(a, {SIGUSR1});
+    goro::signal::notify(b, {SIGUSR1, SIGUSR2});
+    ::raise(SIGUSR1);
+    CHECK(recv_within(a) == SIGUSR1);
+    CHECK(recv_within(b) == SIGUSR1);
+    goro::signal::stop(a);
+    ::raise(SIGUSR1);
+    CHECK(recv_within(b) == SIGUSR1);
+    CHECK(!a.try_recv());  // stopped before the signal
+    goro::signal::stop(b);
+    goro::signal::stop(b);  // twice: nothing happens
+  });
+}
+
+TEST_CASE("signal: stop gives the signal its previous disposition back", "[signal]") {
+  struct sigaction sa {}, old{};
+  sa.sa_handler = &own_handler;
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGUSR2, &sa, &old) == 0);
+  own_handler_calls = 0;
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> sigs(1);
+    goro::signal::notify(sigs, {SIGUSR2});
+    ::raise(SIGUSR2);
+    CHECK(recv_within(sigs) == SIGUSR2);
+    CHECK(own_handler_calls.load() == 0);  // relayed instead
+    goro::signal::stop(sigs);
+    ::raise(SIGUSR2);  // the program's own handler again
+    CHECK(own_handler_calls.load() == 1);
+    CHECK(!sigs.try_recv());
+  });
+  sigaction(SIGUSR2, &old, nullptr);
+}
+
+TEST_CASE("signal: nil channels and signals that cannot be relayed are usage errors", "[signal][errors]") {
+  goro::chan<int> c(1);
+  CHECK(usage_message(goro::chan<int>(nullptr), {SIGINT}) == "goro: signal::notify using a nil channel");
+  CHECK(usage_message(c, {SIGKILL}) == "goro: signal::notify: signal 9 cannot be relayed: cannot be caught");
+  CHECK(usage_message(c, {SIGSEGV}).find("signal 11 cannot be relayed: a synchronous fault signal") !=
+        std::string::npos);
+  CHECK(usage_message(c, {SIGURG}).find("goro's preemption signal") != std::string::npos);
+  CHECK(usage_message(c, {0}) == "goro: signal::notify: signal 0 cannot be relayed: not a signal number");
+  CHECK(usage_message(c, {SIGUSR1, 1000}).find("signal 1000") != std::string::npos);
+  // Nothing was registered by the failed calls: SIGUSR1 keeps its action.
+  struct sigaction now {};
+  sigaction(SIGUSR1, nullptr, &now);
+  CHECK(now.sa_handler == SIG_DFL);
+}
+
+// While a registration exists, a program whose goroutines only wait for a
+// signal is not deadlocked (Go: the signal M sits in a system call); once
+// every channel is stopped, a real deadlock is reported again.
+TEST_CASE("signal: waiting for a signal is not a deadlock; after stop it is again", "[signal][deadlock]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> sigs(1);
+    goro::signal::notify(sigs, {SIGUSR1});
+    std::thread later([] {
+      std::this_thread::sleep_for(800ms);  // well past the deadlock grace period
+      ::kill(::getpid(), SIGUSR1);
+    });
+    auto v = sigs.recv();  // nothing else can wake main for 800 ms
+    later.join();
+    CHECK(v == SIGUSR1);
+    goro::signal::stop(sigs);
+  });
+  goro::runtime rt2{goro::options{2}};
+  CHECK_THROWS_AS(rt2.run([] {
+    goro::chan<int> c(0);
+    goro::signal::notify(c, {SIGUSR1});
+    goro::signal::stop(c);
+    (void)c.recv();  // nobody sends: deadlock
+  }),
+                  goro::deadlock_error);
+}
