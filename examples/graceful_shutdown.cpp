@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     } else {
       std::thread([] {  // stands in for `kill <pid>` from a service manager
         std::this_thread::sleep_for(50ms);
-        ::kill(::getpid(), SIGTERM);
+        ::raise(SIGTERM);  // on this thread; the relay sends it to sigs all the same
       }).detach();
     }
     got = *sigs.recv();

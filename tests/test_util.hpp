@@ -24,6 +24,17 @@
 #ifndef GORO_TEST_SANITIZED
 #define GORO_TEST_SANITIZED 0
 #endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GORO_TEST_TSAN 1
+#endif
+#endif
+#if !defined(GORO_TEST_TSAN) && defined(__SANITIZE_THREAD__)
+#define GORO_TEST_TSAN 1
+#endif
+#ifndef GORO_TEST_TSAN
+#define GORO_TEST_TSAN 0
+#endif
 
 namespace goro_test {
 

@@ -2204,7 +2204,13 @@ class scheduler final : public sched_base {
         gp->tsan_fiber = nullptr;
       }
     }
-    g_blocks_.clear();
+    // The dump thread may be walking the records (for_each_g, under
+    // gfree_lock_): this runtime is still registered until ~scheduler.
+    decltype(g_blocks_) blocks;
+    {
+      std::lock_guard<std::mutex> lk(gfree_lock_);
+      blocks.swap(g_blocks_);
+    }
   }
 
   // ---- state ----
