@@ -273,8 +273,7 @@ TEST_CASE("dump: SIGQUIT prints the dump on stderr and exits with status 2", "[d
   if (frames_expected) {
     CHECK(r.output.find("helper_parked_receiver") != std::string::npos);
     CHECK(r.output.find("created by (anonymous namespace)::helper_spawner(") != std::string::npos);
-    // main (goroutine 1) sleeps in a loop: its stack too, even when it was
-    // readied while the dump read it.
+    // main (goroutine 1) sleeps when the signal comes: its stack too.
     const std::size_t main_at = r.output.find("goroutine 1 [");
     REQUIRE(main_at != std::string::npos);
     const std::size_t eol = r.output.find('\n', main_at);

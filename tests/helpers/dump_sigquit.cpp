@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 #include <goro/goro.hpp>
 
 namespace {
@@ -57,9 +58,13 @@ int main(int argc, char** argv) {
     goro::chan<int> c, started;
     helper_spawner(c, started);
     (void)started.recv();
-    goro::sleep_for(std::chrono::milliseconds(50));  // let it park
-    kill(getpid(), SIGQUIT);
-    for (int i = 0; i < 500; ++i) goro::sleep_for(std::chrono::milliseconds(10));  // the dump exits meanwhile
+    // SIGQUIT comes from a plain thread once main is asleep: the dump must
+    // find main parked (a goroutine running on another M shows no frames).
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      kill(getpid(), SIGQUIT);
+    }).detach();
+    goro::sleep_for(std::chrono::seconds(10));  // the dump exits meanwhile
     c.send(1);
   });
   return 3;
