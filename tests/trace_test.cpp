@@ -181,6 +181,9 @@ TEST_CASE("trace: runs, blocks, wake-ups and blocking calls on P and M tracks", 
     for (int i = 0; i < n; ++i) ids.insert(*c.recv());
     blocker = *b.recv();
   });
+  // run() returns when main does: the senders may still be on their way
+  // out, and their exit events must be in the trace.
+  REQUIRE(goro_test::eventually_sleeping([&] { return rt.num_goroutine() == 0; }));
   goro::trace::stop();
   CHECK_FALSE(goro::trace::running());
 
@@ -296,6 +299,7 @@ TEST_CASE("trace: a long trace is written as it goes and stays valid", "[trace]"
       });
     wg.wait();
   });
+  REQUIRE(goro_test::eventually_sleeping([&] { return rt.num_goroutine() == 0; }));  // exits traced
   goro::trace::stop();
   const json_array evs = read_trace(tf.path);
   std::set<std::uint64_t> exited;
