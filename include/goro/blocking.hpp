@@ -26,6 +26,7 @@
 // (detail/inside_blocking.hpp). Block in the kernel only.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <type_traits>
 #include <utility>
@@ -58,12 +59,19 @@ decltype(auto) blocking_call(bool long_call, F&& f) {
   m->sched->enter_syscall(long_call);
   // exitsyscall on every way out, the exception path included; then a
   // pending preemption request is honoured (a runtime call that can switch).
+  // main_return (detail/goexit.hpp): a goroutine whose runtime ended its
+  // goroutines meanwhile ends here, as f returns (not while an exception
+  // from f is propagating: that one goes on).
   struct exit_syscall_guard {
     g* gp;
-    ~exit_syscall_guard() {
+    int uncaught = std::uncaught_exceptions();
+    ~exit_syscall_guard() noexcept(false) {
       gp->waiting_on.store(wait_reason::none, std::memory_order_relaxed);
       current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
-      preempt_point();
+      if (std::uncaught_exceptions() == uncaught)
+        call_point();
+      else
+        safe_point();
     }
   } guard{gp};
   return std::invoke(std::forward<F>(f));

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <type_traits>
@@ -32,6 +33,7 @@
 #include "detail/extm.hpp"
 #include "detail/futex.hpp"
 #include "detail/g.hpp"
+#include "detail/goexit.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/preempt.hpp"
@@ -83,9 +85,17 @@ class chan_waitq {
   // them from it later (g::unlink_wait, sched.hpp unlink_blocked). For a
   // select that also skips its other channels' queues, as before unlinking
   // existed.
+  //
+  // main_return (main_return.hpp): a goroutine left waiting on a destroyed
+  // channel can still be ended -- nothing is left to unlink (orphaned_wait)
+  // -- except in a select, whose other channels it cannot reach safely.
+  // unlink_lock: the runtime may be calling a waiter's unlink_wait.
   ~chan_waitq() {
-    for (chan_waiter* w = first_.load(std::memory_order_relaxed); w; w = w->next)
-      if (w->gp) w->gp->unlink_wait = nullptr;
+    chan_waiter* w = first_.load(std::memory_order_relaxed);
+    if (!w) return;
+    std::lock_guard<std::mutex> lk(unlink_lock());
+    for (; w; w = w->next)
+      if (w->gp) w->gp->unlink_wait = w->sel ? nullptr : &orphaned_wait;
   }
 
   bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
@@ -127,7 +137,8 @@ class chan_waitq {
 
   // Go's dequeueSudoG: removes w if it is still queued (a select cleaning
   // up its losing cases). A popped waiter has prev == next == nullptr.
-  void remove(chan_waiter* w) noexcept {
+  // True if w was queued.
+  bool remove(chan_waiter* w) noexcept {
     chan_waiter* x = w->prev;
     chan_waiter* y = w->next;
     if (x) {
@@ -142,8 +153,11 @@ class chan_waitq {
     } else if (first_.load(std::memory_order_relaxed) == w) {
       first_.store(nullptr, std::memory_order_relaxed);
       last_ = nullptr;
+    } else {
+      return false;
     }
     w->next = w->prev = nullptr;
+    return true;
   }
 
  private:
@@ -204,7 +218,7 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 // waiters off their queues (g::unlink_wait: a runtime destroyed while the
 // goroutine waits for good). `why`: what the goroutine dump shows.
 inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
-                       void (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
+                       bool (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
   GORO_CHAOS_POINT("chan.block");
   if (gp) {
     gp->unlink_wait = unlink;
@@ -238,11 +252,12 @@ struct queued_waiter {
   chan_core* c;
   chan_waitq* q;
   chan_waiter* w;
-  static void unlink(void* a) noexcept {
+  static bool unlink(void* a) noexcept {
     auto* x = static_cast<queued_waiter*>(a);
     x->c->lock.lock();
-    x->q->remove(x->w);  // a no-op if a waker popped it
+    const bool removed = x->q->remove(x->w);  // a no-op if a waker popped it
     x->c->lock.unlock();
+    return removed;
   }
 };
 
@@ -256,10 +271,16 @@ struct queued_waiter {
   if (GORO_UNLIKELY(inside_blocking(self.m))) raise_inside_blocking(call);
   std::atomic<std::uint32_t> never{0};
   for (;;) {
-    if (self.gp)
+    if (self.gp) {
+      call_point();  // main_return: ends here once its runtime ends its goroutines
+      self.gp->unlink_wait = &orphaned_wait;  // nobody else can wake it (main_return.hpp)
       park(self.m, [](void*) { return true; }, nullptr);
-    else
+      self.gp->unlink_wait = nullptr;
+      exit_if_killed(self.gp);
+      self.m = current_m();
+    } else {
       futex_wait(&never, 0);
+    }
   }
 }
 
@@ -351,9 +372,10 @@ struct hchan : chan_core {
   }
 
   // Each operation starts with a safe point (a runtime call honours a
-  // pending preemption request: detail/preempt.hpp).
+  // pending preemption request: detail/preempt.hpp; and ends the goroutine
+  // once its runtime ends its goroutines: detail/goexit.hpp).
   void send(T& v) {
-    safe_point();
+    call_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     chan_op r = send_locked(v, partner);
@@ -378,12 +400,13 @@ struct hchan : chan_core {
     sendq.enqueue(&w);
     queued_waiter at{this, &sendq, &w};
     block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
+    exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     if (!w.success) raise_send_closed();  // woken by close
   }
 
   // Receives into `out`, which must be empty (left empty after close).
   void recv_into(std::optional<T>& out) {
-    safe_point();
+    call_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     if (GORO_LIKELY(recv_locked(out, partner) == chan_op::done)) {
@@ -403,6 +426,7 @@ struct hchan : chan_core {
     queued_waiter at{this, &recvq, &w};
     block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at,
                wait_reason::chan_receive);
+    exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     // out was filled by the sender, or stays empty after close.
   }
 
@@ -428,14 +452,14 @@ struct hchan : chan_core {
   }
 
   bool try_send(T& v) {
-    safe_point();
+    call_point();
     chan_op r = offer(v);
     if (r == chan_op::closed) raise_send_closed();
     return r == chan_op::done;
   }
 
   std::optional<T> try_recv() {
-    safe_point();
+    call_point();
     std::optional<T> out;
     // Empty observed at one instant: nothing to take then, whether closed
     // or not, and try_recv answers nullopt in both cases.
@@ -451,7 +475,7 @@ struct hchan : chan_core {
   // Go's closechan: every waiter is released; receivers get nothing,
   // senders wake with success == false and raise.
   void close() {
-    safe_point();
+    call_point();
     lock.lock();
     if (closed.load(std::memory_order_relaxed)) {
       lock.unlock();

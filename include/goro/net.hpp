@@ -166,7 +166,7 @@ inline pd_error thread_wait(int fd, char mode, const std::atomic<bool>* closing,
 class io_lock {
  public:
   // True: held. False: closed (now, or while queued).
-  bool lock() noexcept {
+  bool lock() {
     std::uint32_t v = 0;
     if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
       return true;
@@ -192,6 +192,7 @@ class io_lock {
     if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
     queue_.push_back(&w);
     block_on(w, queue_, lock_, wait_reason::io_wait);
+    exit_if_killed(w.gp);  // main_return: taken off the queue to end (detail/goexit.hpp)
     // unlock() handed us the lock (ticket 1) or close() woke us (0); either
     // wrote the ticket under lock_ before waking us.
     return w.ticket == 1;

@@ -16,6 +16,7 @@
 
 #include "detail/config.hpp"
 #include "detail/g.hpp"
+#include "detail/goexit.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/preempt.hpp"
@@ -24,6 +25,20 @@
 #include "policy.hpp"
 
 namespace goro {
+
+// What happens to the goroutines still alive when the main goroutine
+// (run()'s f) returns (docs/api.md, "When main returns").
+enum class main_return {
+  // Go's "main returns, the program's goroutines end": each one unwinds at
+  // its current or next goro call as if it had called goro::exit()
+  // (destructors run); one not started yet is discarded; run() returns
+  // once they have ended. One that reaches no goro call for 1 s is
+  // reported on stderr with the goroutine dump, and waited for.
+  unwind,
+  // The runtime serves until every goroutine has finished (its destructor
+  // waits for them; run() returns when main does).
+  wait,
+};
 
 struct options {
   unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
@@ -34,6 +49,10 @@ struct options {
   // nothing came from outside for a grace period of 250 ms (docs/api.md,
   // "Deadlock detection"). Off: run() waits as long as it takes.
   bool detect_deadlock = true;
+  // When main returns: end the other goroutines (unwind) or wait for them.
+  // Also what the destructor does with goroutines started by go() while no
+  // run() was active.
+  main_return on_main_return = main_return::unwind;
 };
 
 namespace detail {
@@ -100,11 +119,15 @@ class basic_runtime {
   using policy_type = Policy;
 
   explicit basic_runtime(options o = {})
-      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {}
+      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {
+    sched_->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
+  }
 
-  // Waits for every goroutine to finish. Goroutines that can never run
-  // again are reported ("goro: N goroutines blocked forever at shutdown")
-  // and released without running.
+  // With main_return::unwind, ends the goroutines still alive as run()
+  // does when main returns (goroutines started by go() with no run()
+  // active); with main_return::wait, waits for every goroutine to finish.
+  // Then goroutines that can never run again are reported ("goro: N
+  // goroutines blocked forever at shutdown") and released without running.
   ~basic_runtime() = default;
 
   basic_runtime(const basic_runtime&) = delete;
@@ -115,7 +138,8 @@ class basic_runtime {
   // Main starts on the calling thread (lock_os_thread() keeps it there).
   // Throws deadlock_error when every goroutine is blocked for good (see
   // options::detect_deadlock); main is then left blocked and released by
-  // the destructor.
+  // the destructor. When main returns (or throws), the other goroutines
+  // end before run() returns, or are left running (options::on_main_return).
   template <class F>
   std::invoke_result_t<F> run(F&& f) {
     using R = std::invoke_result_t<F>;
@@ -178,7 +202,9 @@ class basic_runtime {
 
 using runtime = basic_runtime<>;
 
-// runtime{o}.run(f); the runtime (and so this call) waits for every goroutine.
+// runtime{o}.run(f): with main_return::unwind (the default) the other
+// goroutines end when f returns; with main_return::wait the runtime's
+// destructor (and so this call) waits for every goroutine.
 template <class F>
 std::invoke_result_t<F> run(F&& f, options o = {}) {
   runtime rt{o};
@@ -221,9 +247,10 @@ inline void unlock_os_thread() {
 // calling goroutine to yield (it ran a whole time slice), it yields to the
 // global run queue. The fast path is one relaxed load of a process-wide
 // counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
-// outside goroutines and with preemption::none.
-GORO_ALWAYS_INLINE void preempt_point() noexcept {
-  detail::safe_point();
+// outside goroutines and with preemption::none. A goro call: once main has
+// returned (main_return::unwind) the goroutine ends here (goexit_unwind).
+GORO_ALWAYS_INLINE void preempt_point() {
+  detail::call_point();
 }
 
 // A scope in which the calling goroutine may be preempted asynchronously
@@ -269,7 +296,9 @@ GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
 inline void yield() {
   detail::m_base* m = detail::require_goroutine("yield()");
   if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("yield()");  // no P to give up
+  detail::call_point();  // main_return (detail/goexit.hpp), before and after
   m->sched->gosched(m);
+  detail::call_point();
 }
 
 // Goexit: unwinds the calling goroutine (destructors run) and ends it.
@@ -277,17 +306,10 @@ inline void yield() {
 // frames do not run.
 [[noreturn]] inline void exit() {
   detail::m_base* m = detail::require_goroutine("exit()");
-#if GORO_EXCEPTIONS
-  (void)m;
-  throw detail::goexit_unwind{};
-#else
+#if !GORO_EXCEPTIONS
   if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("exit()");  // no P to switch on
-  detail::g* gp = m->curg;
-  gp->closure_op = nullptr;
-  m->after = detail::after_switch::exit;
-  detail::switch_to_g0(m, gp);
-  detail::fatal("goro: internal error: an exited goroutine was resumed");
 #endif
+  detail::end_goroutine(m->curg);  // unwinding: its destructors' goro calls behave normally
 }
 
 inline std::size_t num_goroutine() { return detail::require_goroutine("num_goroutine()")->sched->live_goroutines(); }

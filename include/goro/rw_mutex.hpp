@@ -39,7 +39,8 @@ class rw_mutex {
       if (!try_lock_shared()) detail::raise_inside_blocking("rw_mutex lock_shared");
       return;
     }
-    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) reader_sem_.acquire();  // a writer is pending
+    detail::call_point();  // main_return (detail/goexit.hpp)
+    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) wait_handover(reader_sem_);  // a writer is pending
   }
 
   // Go's TryRLock: fails while a writer holds or waits for the lock.
@@ -74,7 +75,7 @@ class rw_mutex {
     }
     w_.lock();
     const std::int32_t r = reader_count_.fetch_sub(max_readers, std::memory_order_acq_rel);
-    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) writer_sem_.acquire();
+    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) wait_handover(writer_sem_);
   }
 
   // Go's TryLock.
@@ -103,6 +104,18 @@ class rw_mutex {
 
  private:
   static constexpr std::int32_t max_readers = 1 << 30;
+
+  // Waits for the lock to be handed over by the holder. main_return
+  // (detail/main_return.hpp) does not take such a waiter off: the counts
+  // already include it, and the holder (itself unwinding) hands the lock
+  // over as usual; the goroutine then ends at its next goro call, its
+  // guard releasing the lock.
+  static void wait_handover(detail::sema& s) noexcept {
+    detail::g* gp = detail::current_g();
+    if (gp) gp->no_kill = true;
+    s.acquire();
+    if (gp) gp->no_kill = false;
+  }
 
   mutex w_;                                    // held by the writer (pending or holding)
   detail::sema writer_sem_;                    // the writer waits here for departing readers

@@ -92,7 +92,7 @@ struct select_locks {
 // pass 3 takes every lock before it returns: no waiter is used after it.
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
                              std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
-  safe_point();  // a runtime call that can switch (detail/preempt.hpp)
+  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
   send_closed = false;
   // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
   // whose channel is not nil: a case on a nil channel is never chosen (Go
@@ -160,11 +160,16 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     select_case* sc;
     std::size_t n;
     chan_waiter* waiters;
-  } at{sc, n, waiters};
+    select_state* st;
+  } at{sc, n, waiters, &st};
   block_chan(
       self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
       [](void* a) noexcept {
         auto* x = static_cast<queued*>(a);
+        // Claimed as a case's waker would (dequeue): if one got there
+        // first, it owns the wake-up. Otherwise no case can win any more.
+        std::uint32_t expected = 0;
+        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
         for (std::size_t k = 0; k < x->n; ++k) {
           chan_core* c = x->sc[k].c;
           if (!c) continue;  // a nil channel's case was never queued
@@ -172,8 +177,12 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
           (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
           c->lock.unlock();
         }
+        return true;
       },
       &at, wait_reason::select);
+  // main_return: woken to end (the claim above took every waiter off; no
+  // case won).
+  exit_if_killed(gp);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <utility>
 
+#include "detail/goexit.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/sema.hpp"
@@ -109,6 +110,7 @@ class mutex {
       if (now >= when) return false;
       detail::check_may_park("mutex try_lock_for");
       detail::nap_until(std::min(when, now + backoff));
+      detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
     }
   }
@@ -171,6 +173,7 @@ class mutex {
     bool is_starving = false;  // this waiter waited past the threshold
     bool awoke = false;        // this caller owns the woken bit
     int iter = 0;
+    detail::call_point();  // main_return: a contended lock is a goro call that can end the goroutine
     std::uint32_t old = state_.load(std::memory_order_relaxed);
     for (;;) {
       // Held: we would spin, then wait. Not inside goro::blocking (nothing
@@ -207,7 +210,8 @@ class mutex {
         wait_start = clock::now();
         waited = true;
       }
-      sema_.acquire(lifo, nullptr, nullptr, detail::wait_reason::mutex_lock);
+      sema_.acquire(lifo, &uncount_waiter, this, detail::wait_reason::mutex_lock);
+      detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
       is_starving = is_starving || clock::now() - wait_start > starvation_threshold;
       old = state_.load(std::memory_order_acquire);
       if (old & starving) {
@@ -228,6 +232,17 @@ class mutex {
   }
 
   // Go's unlockSlow; `now` is the state just after our unlock.
+  // A waiter taken off the semaphore's queue without being woken (the
+  // runtime ending its goroutine, detail/main_return.hpp, or destroyed while
+  // it waited): it no longer counts. If an unlock already counted it out
+  // (its token then stays in the semaphore for the next waiter), nothing.
+  static void uncount_waiter(void* self) noexcept {
+    auto& st = static_cast<mutex*>(self)->state_;
+    std::uint32_t v = st.load(std::memory_order_relaxed);
+    while ((v >> waiter_shift) != 0 && !st.compare_exchange_weak(v, v - one_waiter, std::memory_order_relaxed)) {
+    }
+  }
+
   GORO_NOINLINE void unlock_slow(std::uint32_t now) noexcept {
     if (!(now & starving)) {
       std::uint32_t old = now;
@@ -311,7 +326,9 @@ class cond {
     const std::uint32_t t = list_.add();
     lk.unlock();
     list_.wait(t);
+    const bool end = detail::take_kill(detail::current_g());  // main_return: woken to end it
     lk.lock();
+    if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());  // with the lock held, as any wait returns
   }
 
   // while (!pred()) wait(lk);
@@ -334,7 +351,9 @@ class cond {
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
+    const bool end = detail::take_kill(detail::current_g());  // main_return: woken to end it
     lk.lock();
+    if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());
     return notified;
   }
 
@@ -360,7 +379,9 @@ class semaphore {
       if (!sema_.try_acquire()) detail::raise_inside_blocking("semaphore acquire");
       return;
     }
+    detail::call_point();
     sema_.acquire();
+    detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue, no token
   }
   bool try_acquire() noexcept { return sema_.try_acquire(); }
   void release(std::uint64_t n = 1) noexcept { sema_.release(n); }
@@ -430,6 +451,7 @@ class wait_group {
     // queue: un-count us too, or a later release would keep our token for
     // the next wait() to take early.
     sema_.acquire(false, &uncount_waiter, this, detail::wait_reason::wait_group_wait);
+    detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
     // The releasing done() reset the state to 0 before handing out tokens:
     // anything else means add() was called again before this wait()
     // returned (Go's "WaitGroup is reused before previous Wait has
@@ -454,7 +476,10 @@ class wait_group {
       detail::check_may_park("wait_group wait_until");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    if (sema_.acquire_until(when, &uncount_waiter, this)) return true;
+    if (sema_.acquire_until(when, &uncount_waiter, this)) {
+      detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
+      return true;
+    }
     // Timed out, off the sema's queue: withdraw our registration. If the
     // counter reached zero meanwhile, add() reset the state and released a
     // token for every registered waiter, us included: take ours (it is
@@ -464,6 +489,7 @@ class wait_group {
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0 || static_cast<std::uint32_t>(s) == 0) {
         sema_.acquire();
+        detail::exit_if_killed(detail::current_g());
         return true;
       }
       if (state_.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel, std::memory_order_acquire)) return false;

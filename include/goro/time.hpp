@@ -49,6 +49,7 @@ inline void sleep_until_ns(std::int64_t when) {
     return;
   }
   if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
+  call_point();  // main_return (goexit.hpp)
   if (when <= nanotime()) return;
   timer t;
   t.when = when;
@@ -57,6 +58,11 @@ inline void sleep_until_ns(std::int64_t when) {
     g* gp = static_cast<g*>(arg);
     gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
   };
+  // main_return (main_return.hpp): whoever takes the timer off its heap
+  // first -- the runtime ending this goroutine, or its firing -- wakes it.
+  g* gp = m->curg;
+  gp->unlink_wait = [](void* arg) noexcept { return timer_heap::del(static_cast<timer*>(arg)); };
+  gp->unlink_arg = &t;
   park(
       m,
       [](void* arg) {
@@ -64,6 +70,8 @@ inline void sleep_until_ns(std::int64_t when) {
         return true;
       },
       &t, wait_reason::sleep);
+  gp->unlink_wait = nullptr;
+  exit_if_killed(gp);
 }
 
 // Timers created outside any runtime (a plain thread calling after(),

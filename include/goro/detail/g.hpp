@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <tuple>
 #include <type_traits>
@@ -35,8 +36,26 @@ inline constexpr std::size_t closure_inline_size = 64;
 
 // Thrown by goro::exit() to unwind the calling goroutine (destructors run);
 // caught at the goroutine's entry. Not a std::exception: code that catches
-// (...) must rethrow it.
-struct goexit_unwind {};
+// (...) must rethrow it. Also what ends the goroutines still alive when the
+// main goroutine returns (main_return.hpp): a handler that swallows it
+// (catch (...) without rethrow) only delays that goroutine's end to its
+// next goro call, where it is thrown again (see ~goexit_unwind there).
+struct goexit_unwind {
+  goexit_unwind() noexcept = default;
+  // A copy (a catch by value) is not the exception in flight: only the
+  // original's end means the unwinding was swallowed.
+  goexit_unwind(const goexit_unwind&) noexcept : original(false) {}
+  goexit_unwind& operator=(const goexit_unwind&) noexcept { return *this; }
+  ~goexit_unwind();  // main_return.hpp
+  bool original = true;
+};
+
+// main_return.hpp: how far a goroutine is in being ended after main returned.
+enum class exit_state : std::uint8_t {
+  none,       // not asked to end
+  killed,     // woken from its wait to end (or its unwinding was swallowed): unwinds at its next goro call
+  unwinding,  // goexit_unwind thrown (or ended without it): its goro calls behave normally
+};
 
 struct alignas(64) g {
   // The first cache line holds what a switch touches (a yield through a
@@ -90,9 +109,15 @@ struct alignas(64) g {
   // waiter record(s) off it, for a runtime destroyed with the G blocked
   // forever (the objects may outlive the runtime; the records are on the
   // G's stack). Set by the park site (park.hpp block_on, chan.hpp
-  // block_chan) before parking, cleared once it resumes; nullptr for
-  // other waits (sleep, I/O: the runtime waits for those).
-  void (*unlink_wait)(void*) noexcept = nullptr;
+  // block_chan) before parking, cleared once it resumes. Also how the
+  // runtime wakes a parked goroutine to end it after main returned
+  // (main_return.hpp, with the G pinned): true if it took the G off its
+  // wait (nobody else will ready it: the caller owns the wake-up), false
+  // if a waker got there first. Sleep and I/O waits set one too (their
+  // timer or poll descriptor); a wait on an object destroyed meanwhile
+  // gets orphaned_wait (nothing left to unlink) or nullptr (a select: its
+  // other channels' queues are unreachable safely).
+  bool (*unlink_wait)(void*) noexcept = nullptr;
   void* unlink_arg = nullptr;
 
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
@@ -101,7 +126,25 @@ struct alignas(64) g {
   // goroutine dump: the pc in the function that called go() ("created by");
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
+
+  // main_return.hpp: ending this goroutine after main returned. exit_state
+  // is written by the goroutine and by the runtime's killer (while the G is
+  // pinned and parked); no_kill is set by the G around a wait the killer
+  // must leave alone (rw_mutex: the wake-up hands over the lock).
+  std::atomic<exit_state> exiting{exit_state::none};
+  bool no_kill = false;
 };
+// g::unlink_wait of a waiter whose queue was destroyed while it waited.
+inline bool orphaned_wait(void*) noexcept { return true; }
+
+// Serializes the destruction of a wait queue that still holds goroutines
+// (which rewrites their unlink_wait) with a killer calling unlink_wait
+// (main_return.hpp). Taken only on those rare paths.
+inline std::mutex& unlink_lock() noexcept {
+  static std::mutex m;
+  return m;
+}
+
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
 
 // goroutine dump: an M has just set gp's status to running and is about to

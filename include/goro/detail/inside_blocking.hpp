@@ -10,6 +10,7 @@
 
 #include "../error.hpp"
 #include "config.hpp"
+#include "goexit.hpp"
 #include "m.hpp"
 
 namespace goro::detail {
@@ -22,9 +23,12 @@ namespace goro::detail {
 // inside goro::blocking, where it must not park or yield.
 GORO_ALWAYS_INLINE bool inside_blocking(const m_base* m) noexcept { return m != nullptr && m->in_blocking; }
 
-// Raises usage_error naming `call` if the caller may not park here.
+// Raises usage_error naming `call` if the caller may not park here; ends
+// the calling goroutine instead of parking if its runtime is ending its
+// goroutines (main returned: goexit.hpp).
 GORO_ALWAYS_INLINE void check_may_park(const char* call) {
   if (GORO_UNLIKELY(inside_blocking(current_m()))) raise_inside_blocking(call);
+  call_point();
 }
 
 }  // namespace goro::detail

@@ -50,6 +50,10 @@ class netpoller;
 class sched_base {
  public:
   virtual ~sched_base() = default;
+  // main_return (goexit.hpp, main_return.hpp): this runtime is ending its
+  // goroutines; each one unwinds at its next goro call, and one not yet
+  // started is discarded.
+  std::atomic<bool> ending_goroutines{false};
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -148,6 +152,18 @@ inline g* current_g() noexcept {
   m_base* m = current_m();
   return m ? m->curg : nullptr;
 }
+
+// The end of the exception in flight (not of a copy): a handler swallowed
+// the unwinding of a goroutine its runtime is ending; it ends at its next
+// goro call. A goro::exit() swallowed outside that changes nothing.
+inline goexit_unwind::~goexit_unwind() {  // main_return: see goexit.hpp
+  if (!original) return;
+  g* gp = current_g();
+  if (!gp || gp->exiting.load(std::memory_order_relaxed) != exit_state::unwinding) return;
+  gp->exiting.store(gp->sched->ending_goroutines.load(std::memory_order_relaxed) ? exit_state::killed : exit_state::none,
+                    std::memory_order_relaxed);
+}
+
 
 #if GORO_EXCEPTIONS
 // libstdc++ and libc++abi both start __cxa_eh_globals with these two fields.

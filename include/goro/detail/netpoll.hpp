@@ -40,6 +40,7 @@
 
 #include "../error.hpp"
 #include "g.hpp"
+#include "goexit.hpp"
 #include "m.hpp"
 #include "spinlock.hpp"
 #include "timer_heap.hpp"
@@ -387,7 +388,16 @@ inline bool pd_block(poll_desc* pd, char mode) {
       std::atomic<std::uintptr_t>* s;
       g* gp;
       poll_desc* pd;
-    } a{&s, current_g(), pd};
+      char mode;
+    } a{&s, current_g(), pd, mode};
+    // main_return (main_return.hpp): the runtime ending this goroutine
+    // takes it out of the semaphore as a close would (unblock), unless
+    // readiness got there first.
+    a.gp->unlink_wait = [](void* arg) noexcept {
+      auto* c = static_cast<commit_args*>(arg);
+      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
+    };
+    a.gp->unlink_arg = &a;
     // netpollblockcommit, on g0: wait -> G. Reads everything it needs
     // before the CAS: once it succeeds the G may be readied, run and
     // return (its frame, holding `a`, is then gone).
@@ -405,6 +415,7 @@ inline bool pd_block(poll_desc* pd, char mode) {
           return true;
         },
         &a, wait_reason::io_wait);
+    current_g()->unlink_wait = nullptr;
   }
   std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
   if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
@@ -413,9 +424,11 @@ inline bool pd_block(poll_desc* pd, char mode) {
 
 // poll_runtime_pollWait: waits until ready, closing or past the deadline.
 inline pd_error pd_wait_g(poll_desc* pd, char mode) {
+  call_point();  // main_return (goexit.hpp)
   pd_error e = pd->check(mode);
   if (e != pd_error::none) return e;
   while (!pd_block(pd, mode)) {
+    exit_if_killed(current_g());  // main_return (goexit.hpp)
     e = pd->check(mode);
     if (e != pd_error::none) return e;
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 
 #include "extm.hpp"
@@ -35,9 +36,14 @@ class waiter_queue {
   // good: nothing can reach the object to wake them). A runtime's shutdown
   // must not unlink them from it later (g::unlink_wait, sched.hpp
   // unlink_blocked): the memory is gone.
+  // main_return (main_return.hpp): such a goroutine can still be ended,
+  // with nothing left to unlink (orphaned_wait); unlink_lock: the runtime
+  // may be calling its unlink_wait.
   ~waiter_queue() {
+    if (!head_) return;
+    std::lock_guard<std::mutex> lk(unlink_lock());
     for (waiter* w = head_; w; w = w->next)
-      if (w->gp) w->gp->unlink_wait = nullptr;
+      if (w->gp) w->gp->unlink_wait = &orphaned_wait;
   }
   void push_back(waiter* w) noexcept {
     w->next = nullptr;
@@ -111,6 +117,7 @@ inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, wait_reason why
       waiter* found = x->q->remove_first_if([x](const waiter* y) { return y == x->w; });
       x->lock->unlock();
       if (found && x->unlinked) x->unlinked(x->ctx);
+      return found != nullptr;
     };
     gp->unlink_arg = &at;
     park(current_m(), [](void* l) {

@@ -34,6 +34,7 @@
 #include "extm.hpp"       // checkdead: external Ms
 #include "futex.hpp"
 #include "g.hpp"
+#include "main_return.hpp"  // main_return::unwind: ending the goroutines when main returns
 #include "global_queue.hpp"
 #include "m.hpp"
 #include "netpoll.hpp"  // netpoll
@@ -437,6 +438,10 @@ class scheduler final : public sched_base {
     return old;
   }
 
+  // main_return (main_return.hpp): end the goroutines still alive when
+  // main returns, and at shutdown (options::on_main_return == unwind).
+  void set_unwind_on_main_return(bool on) noexcept { unwind_on_main_return_ = on; }
+
   // ---- run(): the calling thread serves as an M while `main` runs ----
 
   // Runs `body` (which must set up the main goroutine's closure) as the
@@ -505,7 +510,10 @@ class scheduler final : public sched_base {
     }
     // checkdead: main is blocked forever; it is left so, and released by
     // the destructor (shutdown) like any goroutine blocked forever.
-    if (deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire))
+    const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
+    // main_return: main returned (or threw): the others end before run() returns.
+    if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
+    if (deadlocked)
       raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
                             format_goroutines(collect_goroutines(this)));  // goroutine dump
   }
@@ -517,6 +525,9 @@ class scheduler final : public sched_base {
     shut_down_ = true;
     if (current_m() != nullptr && current_m()->sched == this)
       fatal("goro: runtime destroyed from inside one of its own goroutines");
+    // main_return: goroutines started by go() while no run() was active
+    // (or left by one) end as when main returns.
+    if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
     for (;;) {
       bool idle;
       {
@@ -2096,6 +2107,8 @@ class scheduler final : public sched_base {
     release_stack(pp, gp);
     gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
     gp->eh_uncaught = 0;
+    gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
+    gp->no_kill = false;
     pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
     gfput(pp, gp);
     if (was_main) main_finished();
@@ -2109,6 +2122,9 @@ class scheduler final : public sched_base {
   // holds to clear it before the M is destroyed; an M found in the idle list
   // is parked and cannot go away until the wake-up below.
   void main_finished() noexcept {
+    // main_return: the other goroutines start ending now (the ender thread
+    // is published to run_main by the store below).
+    if (unwind_on_main_return_) main_return_ops::main_finished(*this);
     main_done_.store(true, std::memory_order_seq_cst);
     m* rm = nullptr;
     bool was_timer_m = false;
@@ -2137,7 +2153,11 @@ class scheduler final : public sched_base {
   static void goroutine_main(void* arg) {
     g* gp = (arg ? static_cast<m_base*>(arg) : current_m())->curg;
     goroutine_resumed(gp, arg);
-    run_goroutine(gp);
+    // main_return: a goroutine that starts once its runtime ends its
+    // goroutines is discarded (its functor destroyed here, unrun).
+    const bool discard = GORO_UNLIKELY(gp->sched->ending_goroutines.load(std::memory_order_relaxed)) && !gp->is_main;
+    if (discard) gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
+    run_goroutine(gp, !discard);
     m_base* mm = current_m();
     mm->after = after_switch::exit;
     switch_to_g0(mm, gp);
@@ -2146,10 +2166,10 @@ class scheduler final : public sched_base {
 
   // Runs gp's closure. An exception escaping a goroutine other than main
   // (main's closure catches its own, for run() to rethrow) is fatal.
-  static void run_goroutine(g* gp) noexcept {
+  static void run_goroutine(g* gp, bool run = true) noexcept {
 #if GORO_EXCEPTIONS
     try {
-      gp->closure_op(gp, true);
+      gp->closure_op(gp, run);
     } catch (const goexit_unwind&) {
     } catch (const std::exception& e) {
       uncaught_exception(gp, e.what());
@@ -2157,7 +2177,7 @@ class scheduler final : public sched_base {
       uncaught_exception(gp, "unknown exception (not derived from std::exception)");
     }
 #else
-    gp->closure_op(gp, true);
+    gp->closure_op(gp, run);
 #endif
   }
 
@@ -2178,7 +2198,7 @@ class scheduler final : public sched_base {
       for (std::uint32_t i = 0; i < gfree_batch; ++i) {
         g* gp = &block[i];
         if (gp->status.load(std::memory_order_relaxed) != g_status::waiting || !gp->unlink_wait) continue;
-        gp->unlink_wait(gp->unlink_arg);
+        (void)gp->unlink_wait(gp->unlink_arg);
         gp->unlink_wait = nullptr;
       }
     }
@@ -2280,6 +2300,11 @@ class scheduler final : public sched_base {
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
   friend deadcheck_ops;
+  using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
+  friend main_return_ops;
+  bool unwind_on_main_return_ = true;
+  pthread_t ender_{};           // main_return: the thread ending the goroutines after main returned
+  bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;
   [[no_unique_address]] stall_monitor<scheduler> stall_monitor_{*this};

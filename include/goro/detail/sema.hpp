@@ -147,7 +147,19 @@ class notify_list {
     waiter w;
     w.ticket = t;
     queue_.push_back(&w);
-    block_on(w, queue_, lock_, wait_reason::cond_wait);
+    // Taken off the queue unwoken (main_return.hpp, or a runtime destroyed
+    // meanwhile): the ticket is abandoned, as a timed-out wait_until's, so
+    // that a notify_one passes over it.
+    struct ticket_of {
+      notify_list* self;
+      std::uint32_t t;
+    } at{this, t};
+    block_on(w, queue_, lock_, wait_reason::cond_wait, [](void* a) noexcept {
+      auto* x = static_cast<ticket_of*>(a);
+      x->self->lock_.lock();
+      if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandoned_.push_back(x->t);
+      x->self->lock_.unlock();
+    }, &at);
   }
 
   // wait(t) giving up at the nanotime() `when`: false if it did. A waiter

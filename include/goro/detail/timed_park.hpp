@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 #include "extm.hpp"
 #include "futex.hpp"
@@ -91,6 +92,7 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
     const bool removed = c->unlink(c->owner, c->w);
     c->lock->unlock();
     if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
+    return removed;
   };
   w.gp->unlink_arg = &ctx;
   // Like sleep: the timer is queued only once we are off our stack (the
@@ -114,9 +116,15 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
 inline void nap_until(std::int64_t when) noexcept {
   waiter w;
   spinlock l;
+  bool taken = false;  // under l: the timer or the runtime ending the goroutine (main_return.hpp) wakes it, once
   l.lock();
   (void)block_on_until(
-      w, l, when, [](void*, waiter*) noexcept { return true; }, nullptr);
+      w, l, when,
+      [](void* t, waiter*) noexcept {
+        bool* x = static_cast<bool*>(t);
+        return !std::exchange(*x, true);
+      },
+      &taken);
 }
 
 // A deadline as nanotime(): 0 and negative instants are "already past".

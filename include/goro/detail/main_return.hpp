@@ -1,0 +1,196 @@
+// The runtime's side of main_return::unwind (runtime.hpp options; the
+// goroutine's side is goexit.hpp): when the main goroutine returns (and
+// when a runtime is destroyed with goroutines started by go() while no
+// run() was active), every goroutine still alive is ended the C++ way.
+// main_return_sched owns the whole sequence; it runs on a thread of its
+// own started as main finishes (run() joins it before returning), or on
+// the destructor's thread:
+//
+// 1. The runtime's ending_goroutines flag is set and preempt_pending gets
+//    one more count, so every safe point takes its slow path, where
+//    call_point() sees the flag: a running goroutine unwinds at its next
+//    goro call, and a goroutine about to start is discarded unrun
+//    (sched.hpp goroutine_main: its functor is destroyed on its stack).
+// 2. Kill passes, repeated until no goroutine is left: each parked
+//    goroutine not ending yet is pinned (the goroutine dump's g::dump_pin
+//    protocol, under the dump registry's lock, with one process-wide
+//    barrier), and if it is still parked its g::unlink_wait takes it off
+//    its wait -- a channel or waiter queue, a select (claimed as a case's
+//    waker would), a sleep's timer, a poll descriptor. When that succeeds
+//    nobody else will ready it: it is marked `killed` and readied, and the
+//    park site's exit_if_killed() unwinds it. When a waker got there
+//    first, the goroutine runs and ends at its next goro call. A park that
+//    is not committed yet (its timer not queued) is found again by the
+//    next pass.
+// 3. A goroutine still alive 1 s later reached no goro call (a CPU loop,
+//    or a goro::blocking call that does not return): reported once on
+//    stderr with the goroutine dump, and waited for.
+// 4. Done when no goroutine is left, or when the rest can never run again:
+//    parked while already unwinding (a destructor waiting for something
+//    nobody will do) or on a wait that cannot be undone (a select on a
+//    destroyed channel, an rw_mutex hand-over), with every P idle and no
+//    timer or I/O pending, unchanged for three passes. The runtime's
+//    shutdown reports those as blocked forever and releases them, as
+//    before.
+//
+// Then the flag is cleared: a later run() on the same runtime starts
+// fresh. With main_return::wait none of this happens.
+#pragma once
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../dump.hpp"
+#include "g.hpp"
+#include "m.hpp"
+#include "preempt.hpp"
+#include "timer_heap.hpp"
+
+namespace goro::detail {
+
+// How long a goroutine may go without reaching a goro call after main
+// returned before it is reported.
+inline constexpr std::int64_t main_return_report_ns = 1'000'000'000;
+
+// S is scheduler<Policy> (this is its friend).
+template <class S>
+struct main_return_sched {
+  // The runtime's destructor (shutdown), or run() when no ender thread
+  // could be started: the whole sequence on the calling thread.
+  static void unwind_all(S& s) noexcept {
+    if (s.live_goroutines() == 0) return;
+    begin(s);
+    wait_all(s);
+  }
+
+  // Main just finished (sched.hpp main_finished, on the g0 of the M that
+  // ran it, before main_done_ is published): step 1 at once, and a thread
+  // of its own for the rest -- not the run() caller's, which may be busy
+  // running a goroutine that reaches no goro call (run() joins it:
+  // after_main). Without that thread, after_main does it all.
+  static void main_finished(S& s) noexcept {
+    if (s.live_goroutines() == 0) return;
+    begin(s);
+    s.ender_started_ = pthread_create(
+                           &s.ender_, nullptr,
+                           [](void* arg) -> void* {
+                             wait_all(*static_cast<S*>(arg));
+                             return nullptr;
+                           },
+                           &s) == 0;
+  }
+
+  // run(), once the caller's M has left (main finished).
+  static void after_main(S& s) noexcept {
+    if (s.ender_started_) {
+      pthread_join(s.ender_, nullptr);
+      s.ender_started_ = false;
+      return;
+    }
+    unwind_all(s);
+  }
+
+ private:
+  static void begin(S& s) noexcept {
+    if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
+      preempt_pending.fetch_add(1, std::memory_order_seq_cst);  // every safe point takes its slow path
+  }
+
+  // Steps 2-4, then the flag is cleared.
+  static void wait_all(S& s) noexcept {
+    const std::int64_t start = nanotime();
+    bool reported = false;
+    int quiet = 0;
+    std::size_t last_live = 0;
+    long nap_ns = 100'000;
+    for (;;) {
+      const std::size_t woken = kill_pass(s);
+      const std::size_t live = s.live_goroutines();
+      if (live == 0) break;
+      if (woken == 0 && live == last_live && stuck(s)) {
+        if (++quiet >= 3) break;
+      } else {
+        quiet = 0;
+      }
+      last_live = live;
+      if (!reported && nanotime() - start >= main_return_report_ns) {
+        reported = true;
+        report(s, live);
+      }
+      timespec ts{0, nap_ns};
+      nanosleep(&ts, nullptr);
+      nap_ns = std::min<long>(nap_ns * 2, 10'000'000);
+    }
+    if (s.ending_goroutines.exchange(false, std::memory_order_seq_cst))
+      preempt_pending.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  // One pass of step 2; returns how many goroutines it woke.
+  static std::size_t kill_pass(S& s) noexcept {
+    std::vector<g*> parked;
+    s.for_each_g(
+        [](g* gp, void* v) {
+          if (gp->status.load(std::memory_order_acquire) == g_status::waiting &&
+              gp->exiting.load(std::memory_order_relaxed) == exit_state::none)
+            static_cast<std::vector<g*>*>(v)->push_back(gp);
+        },
+        &parked);
+    if (parked.empty()) return 0;
+    std::vector<g*> owned;
+    {
+      runtime_registry& reg = registry();
+      std::lock_guard<std::mutex> lk(reg.lock);  // one pinner at a time (the goroutine dump too)
+      for (g* gp : parked) gp->dump_pin.store(true, std::memory_order_relaxed);
+      // Either an M resuming gp sees the pin and waits, or we see it
+      // running (dump.hpp owns this protocol).
+      const bool barrier = process_wide_barrier();
+      for (g* gp : parked) {
+        bool own = false;
+        if (barrier && gp->status.load(std::memory_order_acquire) == g_status::waiting &&
+            gp->exiting.load(std::memory_order_relaxed) == exit_state::none && !gp->no_kill) {
+          std::lock_guard<std::mutex> ul(unlink_lock());  // its queue is not being destroyed meanwhile
+          if (auto unlink = gp->unlink_wait) own = unlink(gp->unlink_arg);
+          if (own) gp->exiting.store(exit_state::killed, std::memory_order_relaxed);
+        }
+        gp->dump_pin.store(false, std::memory_order_release);
+        if (own) owned.push_back(gp);
+      }
+    }
+    for (g* gp : owned) gp->sched->ready(gp);
+    return owned.size();
+  }
+
+  // Whether nothing in the runtime can run a goroutine now or later.
+  static bool stuck(S& s) noexcept {
+    std::lock_guard<std::mutex> lk(s.lock_);
+    return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
+           s.nmspinning_.load(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
+           s.poller_.waiters() <= 0;
+  }
+
+  static void report(S& s, std::size_t live) noexcept {
+    std::string dump;
+#if GORO_EXCEPTIONS
+    try {
+      dump = format_goroutines(collect_goroutines(&s));
+    } catch (...) {
+    }
+#else
+    dump = format_goroutines(collect_goroutines(&s));
+#endif
+    std::fprintf(stderr,
+                 "goro: main returned; %zu goroutine%s reached no goro call within 1 s and %s waited for\n\n%s\n",
+                 live, live == 1 ? "" : "s", live == 1 ? "is" : "are", dump.c_str());
+    std::fflush(stderr);
+  }
+};
+
+}  // namespace goro::detail
