@@ -24,7 +24,9 @@
 //
 // Invariant: preempt_pending == number of g records whose preempt is true
 // (each false->true exchange adds one, each true->false exchange removes
-// one). A stale request (sysmon flagged a G that meanwhile switched out)
+// one), plus one per runtime ending its goroutines after main returned
+// (main_return.hpp: every safe point then takes the slow path, where
+// goexit.hpp's call_point() ends the goroutine). A stale request (sysmon flagged a G that meanwhile switched out)
 // is cleared by execute() before the G runs again, as Go's execute does,
 // so the count drops back to 0 as soon as no request is outstanding.
 #pragma once
