@@ -107,7 +107,7 @@ TEST_CASE("misuse: go() with no M and no thread to be had throws and leaves noth
   require_clean_exit(in_child([] {
     std::atomic<int> first{0}, second{0};
     {
-      goro::runtime rt{goro::options{2}};
+      goro::runtime rt{goro::options{.maxprocs = 2, .on_main_return = goro::main_return::wait}};
       {
         fail_threads f(INT_MAX);
         bool threw = false;

@@ -185,7 +185,8 @@ TEST_CASE("preempt: goroutines spinning in async_preemptible do not keep run() f
   const int status = in_child(goro_test::scale(20, 60), [procs] {
     std::atomic<bool> stop{false};  // outlives rt: the spinners read it until rt's destructor returns
     std::atomic<int> started{0};
-    signal_runtime rt{goro::options{procs}};
+    // wait: run() returns while the spinners (reaching no goro call) still run
+    signal_runtime rt{goro::options{.maxprocs = procs, .on_main_return = goro::main_return::wait}};
     const int spinners = static_cast<int>(2 * procs);
     rt.run([&] {
       for (int i = 0; i < spinners; ++i) {

@@ -426,7 +426,7 @@ TEST_CASE("runtime: a plain thread's ready is never lost while a locked goroutin
 TEST_CASE("runtime: goroutines left running when run returns finish before destruction", "[runtime]") {
   std::atomic<int> finished{0};
   {
-    goro::runtime rt{goro::options{2}};
+    goro::runtime rt{goro::options{.maxprocs = 2, .on_main_return = goro::main_return::wait}};
     rt.run([&] {
       for (int i = 0; i < 100; ++i)
         goro::go([&] {
@@ -446,7 +446,7 @@ TEST_CASE("runtime: goroutines blocked forever are reported and released at shut
   goro::wait_group never;  // outlives rt: the goroutines may first run while rt's destructor waits
   never.add(1);
   {
-    goro::runtime rt{goro::options{2}};
+    goro::runtime rt{goro::options{.maxprocs = 2, .on_main_return = goro::main_return::wait}};
     rt.run([&] {
       for (int i = 0; i < 3; ++i) goro::go([&] { never.wait(); });
     });

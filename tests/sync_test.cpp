@@ -234,7 +234,8 @@ TEST_CASE("mutex: starvation mode hands the lock to a waiter that waited > 1 ms"
   CAPTURE(thread_hog);
   const int rounds = goro_test::scale(10, 4);
   const auto hold = std::chrono::microseconds(100);
-  goro::runtime rt{goro::options{.maxprocs = 2, .detect_deadlock = false}};  // fed by plain threads
+  // fed by plain threads; wait: the hog goroutine finishes its round after main returns
+  goro::runtime rt{goro::options{.maxprocs = 2, .detect_deadlock = false, .on_main_return = goro::main_return::wait}};
   goro::mutex m;
   std::atomic<bool> stop{false};
   std::atomic<long> hog_iters{0};

@@ -258,7 +258,7 @@ TEST_CASE("time: an idle runtime waiting for a timer uses almost no CPU", "[time
 TEST_CASE("time: shutdown waits for sleeping goroutines", "[time]") {
   std::atomic<int> woke{0};
   {
-    goro::runtime rt{goro::options{2}};
+    goro::runtime rt{goro::options{.maxprocs = 2, .on_main_return = goro::main_return::wait}};
     rt.run([&] {
       for (int i = 0; i < 10; ++i)
         goro::go([&, i] {

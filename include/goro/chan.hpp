@@ -273,11 +273,11 @@ struct queued_waiter {
   for (;;) {
     if (self.gp) {
       call_point();  // main_return: ends here once its runtime ends its goroutines
+      self.m = current_m();  // call_point may have switched (TLS rule)
       self.gp->unlink_wait = &orphaned_wait;  // nobody else can wake it (main_return.hpp)
       park(self.m, [](void*) { return true; }, nullptr);
       self.gp->unlink_wait = nullptr;
       exit_if_killed(self.gp);
-      self.m = current_m();
     } else {
       futex_wait(&never, 0);
     }

@@ -297,6 +297,7 @@ inline void yield() {
   detail::m_base* m = detail::require_goroutine("yield()");
   if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("yield()");  // no P to give up
   detail::call_point();  // main_return (detail/goexit.hpp), before and after
+  m = detail::current_m();  // call_point may have switched: TLS rule (DESIGN.md section 7)
   m->sched->gosched(m);
   detail::call_point();
 }

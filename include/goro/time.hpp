@@ -50,6 +50,7 @@ inline void sleep_until_ns(std::int64_t when) {
   }
   if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
   call_point();  // main_return (goexit.hpp)
+  m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
   if (when <= nanotime()) return;
   timer t;
   t.when = when;

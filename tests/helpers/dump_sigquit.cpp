@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     goro::wait_group never;
     never.add(1);
     {
-      goro::runtime rt{goro::options{1}};
+      goro::runtime rt{goro::options{.maxprocs = 1, .on_main_return = goro::main_return::wait}};  // no ending: reported
       rt.go([&] { helper_forever(never); });
     }
     return 0;

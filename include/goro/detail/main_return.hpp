@@ -25,7 +25,9 @@
 // 3. A goroutine still alive 1 s later reached no goro call (a CPU loop,
 //    or a goro::blocking call that does not return): reported once on
 //    stderr with the goroutine dump, and waited for.
-// 4. Done when no goroutine is left, or when the rest can never run again:
+// 4. Done when no goroutine is left, or when the rest can never run again
+//    (a main goroutine left blocked by a run() that threw deadlock_error
+//    is never woken: its run() frame is gone):
 //    parked while already unwinding (a destructor waiting for something
 //    nobody will do) or on a wait that cannot be undone (a select on a
 //    destroyed channel, an rw_mutex hand-over), with every P idle and no
@@ -138,7 +140,9 @@ struct main_return_sched {
     std::vector<g*> parked;
     s.for_each_g(
         [](g* gp, void* v) {
-          if (gp->status.load(std::memory_order_acquire) == g_status::waiting &&
+          // Not a main goroutine: one still parked is left over from a run()
+          // that threw deadlock_error, and its run() frame is gone.
+          if (gp->status.load(std::memory_order_acquire) == g_status::waiting && !gp->is_main &&
               gp->exiting.load(std::memory_order_relaxed) == exit_state::none)
             static_cast<std::vector<g*>*>(v)->push_back(gp);
         },
