@@ -168,29 +168,29 @@ TEST_CASE("main returns: a goroutine waiting on main's own (destroyed) channel u
 
 TEST_CASE("main returns: running goroutines unwind at their next goro call") {
   std::atomic<int> unwound{0};
-  std::atomic<bool> looping{false};
+  std::atomic<int> started{0};
   goro::run(
       [&] {
         goro::go([&] {
           raii r{&unwound};
-          for (;;) {
-            looping = true;
-            goro::yield();
-          }
+          started.fetch_add(1);
+          for (;;) goro::yield();
         });
         goro::go([&] {
           raii r{&unwound};
-          for (;;) goro::preempt_point();
+          started.fetch_add(1);
+          for (;;) goro::preempt_point();  // sysmon's preemption lets the others run
         });
         goro::go([&] {
           raii r{&unwound};
+          started.fetch_add(1);
           goro::chan<int> c(1);
           for (;;) {
             c.send(1);
             (void)c.recv();
           }
         });
-        REQUIRE(goro_test::eventually([&] { return looping.load(); }));
+        REQUIRE(goro_test::eventually([&] { return started.load() == 3; }));
         goro::sleep_for(10ms);
       },
       goro::options{.maxprocs = 2});

@@ -172,8 +172,18 @@ struct main_return_sched {
     return owned.size();
   }
 
-  // Whether nothing in the runtime can run a goroutine now or later.
+  // Whether nothing in the runtime can run a goroutine now or later: no
+  // goroutine running or runnable (one inside goro::blocking is running,
+  // its P possibly idle), every P idle, no timer, no I/O wait.
   static bool stuck(S& s) noexcept {
+    bool active = false;
+    s.for_each_g(
+        [](g* gp, void* a) {
+          const g_status st = gp->status.load(std::memory_order_acquire);
+          if (st == g_status::running || st == g_status::runnable) *static_cast<bool*>(a) = true;
+        },
+        &active);
+    if (active) return false;
     std::lock_guard<std::mutex> lk(s.lock_);
     return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
            s.nmspinning_.load(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
