@@ -3076,6 +3076,11 @@ inline void extm_hold(bool hold) noexcept {
 //    that is not `sync` (a sleeping goroutine's) is never touched by the
 //    runner after its function was called: the function may end the
 //    timer's lifetime (the woken goroutine returns and its frame is gone).
+//  - A sync timer's function may itself end its timer's life: del() called
+//    from inside it, directly or from a destructor it sets off (a context
+//    whose deadline timer drops the last reference to that context),
+//    releases the call's own `running` count instead of waiting for the
+//    call it is part of, and the runner then touches the timer no more.
 
 #include <sched.h>
 
@@ -3104,6 +3109,15 @@ inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
 }
 
 class timer_heap;
+struct timer;
+
+// The sync timer whose function runs on this thread (run_due), and whether
+// del() from inside that function already released its `running` count.
+struct running_timer_slot {
+  timer* t = nullptr;
+  bool released = false;
+};
+inline thread_local running_timer_slot tls_running_timer;
 
 struct timer {
   // Called with (arg, seq, now) when the timer fires; no lock is held.
@@ -3185,9 +3199,14 @@ class timer_heap {
       publish_earliest();
       lock_.unlock();
       GORO_CHAOS_POINT("timer.run");
-      // After this call a non-sync t may be gone: touch it no more.
+      // After this call a non-sync t may be gone: touch it no more; nor a
+      // sync one whose function deleted it (see the top of this file).
+      const running_timer_slot outer = tls_running_timer;
+      tls_running_timer = {sync ? t : nullptr, false};
       f(arg, seq, now);
-      if (sync) t->running.fetch_sub(1, std::memory_order_release);
+      const bool released = tls_running_timer.released;
+      tls_running_timer = outer;
+      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
       lock_.lock();
     }
     std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
@@ -3213,6 +3232,12 @@ class timer_heap {
   // pending (so it will now never fire), false if it had fired (or was
   // never added). Waits for a sync timer's running function to finish.
   static bool del(timer* t) noexcept {
+    // From inside t's own function: that call is not waited for (it is
+    // the caller); other runs of a periodic t still are.
+    if (t == tls_running_timer.t && !tls_running_timer.released) {
+      tls_running_timer.released = true;
+      t->running.fetch_sub(1, std::memory_order_release);
+    }
     for (;;) {
       timer_heap* h = t->where.load(std::memory_order_acquire);
       if (!h) {
@@ -5946,8 +5971,7 @@ class scheduler final : public sched_base {
   scheduler& operator=(const scheduler&) = delete;
 
   ~scheduler() override {
-    shutdown();
-    unregister_runtime(this);  // goroutine dump: before any G record goes
+    shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
   }
 
   // ---- sched_base ----
@@ -6297,6 +6321,10 @@ class scheduler final : public sched_base {
     // Timers still queued (a ticker nobody stopped, with no goroutine left)
     // are detached: deleting them later finds them on no heap.
     for_each_p([](p* pp) { pp->timers.clear(); });
+    // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
+    // goroutine_dump() on another runtime) reads our G records and Ps under
+    // the registry's lock; once unregistered, none can reach them.
+    unregister_runtime(this);
     release_memory();
   }
 
@@ -7916,8 +7944,8 @@ class scheduler final : public sched_base {
         gp->tsan_fiber = nullptr;
       }
     }
-    // The dump thread may be walking the records (for_each_g, under
-    // gfree_lock_): this runtime is still registered until ~scheduler.
+    // Unregistered (shutdown): no dump walks the records any more; the
+    // lock orders this with a for_each_g that started before.
     decltype(g_blocks_) blocks;
     {
       std::lock_guard<std::mutex> lk(gfree_lock_);
@@ -9036,7 +9064,11 @@ class recv_chan {
 // state's destructor starts with timer_heap::del, which waits for a
 // running function; so the function may use every member of the state,
 // and it never takes a strong reference to it (it could be the destructor
-// that is waiting).
+// that is waiting). The function may still end the state's life: the
+// children it cancels are held strongly while it does, and a child whose
+// last other holder let go meanwhile releases the parent's last reference
+// when the function drops it. That destructor runs inside the function,
+// and del() from inside a timer's own function does not wait for it.
 
 #include <atomic>
 #include <chrono>
@@ -9448,7 +9480,7 @@ class context_state : public std::enable_shared_from_this<context_state> {
     timer_.sync = true;
     timer_.arg = this;
     timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true, /*from_timer=*/true);
+      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
     };
     armed_ = true;
     add_timer_anywhere(&timer_);
@@ -9458,7 +9490,7 @@ class context_state : public std::enable_shared_from_this<context_state> {
   // done, cancels every child (with the same reason) and forgets them,
   // unlinks this from its parent (unless the parent is the one cancelling
   // us: it already did) and stops the timer. Later calls do nothing.
-  void cancel(cancel_reason reason, bool unlink_from_parent, bool from_timer = false) {
+  void cancel(cancel_reason reason, bool unlink_from_parent) {
     std::vector<std::shared_ptr<context_state>> kids;
     lock_.lock();
     if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
@@ -9482,12 +9514,13 @@ class context_state : public std::enable_shared_from_this<context_state> {
     lock_.unlock();
     done_.close();
     for (auto& k : kids) k->cancel(reason, false);
-    kids.clear();  // may destroy them (nobody else held them)
     if (unlink_from_parent && parent_) parent_->unlink_child(this);
     // Release the timer at once (Go's timerCtx.cancel stops it). From the
-    // timer's own function it has already fired, and del would wait for
-    // that very call.
-    if (armed_ && !from_timer) timer_heap::del(&timer_);
+    // timer's own function (it has fired) del does not wait for that call.
+    if (armed_) timer_heap::del(&timer_);
+    // Last: dropping the children may destroy them and, from the timer's
+    // function, this state too (see the top of the file).
+    kids.clear();
   }
 
   cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }

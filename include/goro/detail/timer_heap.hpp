@@ -19,6 +19,11 @@
 //    that is not `sync` (a sleeping goroutine's) is never touched by the
 //    runner after its function was called: the function may end the
 //    timer's lifetime (the woken goroutine returns and its frame is gone).
+//  - A sync timer's function may itself end its timer's life: del() called
+//    from inside it, directly or from a destructor it sets off (a context
+//    whose deadline timer drops the last reference to that context),
+//    releases the call's own `running` count instead of waiting for the
+//    call it is part of, and the runner then touches the timer no more.
 #pragma once
 
 #include <sched.h>
@@ -50,6 +55,15 @@ inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
 }
 
 class timer_heap;
+struct timer;
+
+// The sync timer whose function runs on this thread (run_due), and whether
+// del() from inside that function already released its `running` count.
+struct running_timer_slot {
+  timer* t = nullptr;
+  bool released = false;
+};
+inline thread_local running_timer_slot tls_running_timer;
 
 struct timer {
   // Called with (arg, seq, now) when the timer fires; no lock is held.
@@ -131,9 +145,14 @@ class timer_heap {
       publish_earliest();
       lock_.unlock();
       GORO_CHAOS_POINT("timer.run");
-      // After this call a non-sync t may be gone: touch it no more.
+      // After this call a non-sync t may be gone: touch it no more; nor a
+      // sync one whose function deleted it (see the top of this file).
+      const running_timer_slot outer = tls_running_timer;
+      tls_running_timer = {sync ? t : nullptr, false};
       f(arg, seq, now);
-      if (sync) t->running.fetch_sub(1, std::memory_order_release);
+      const bool released = tls_running_timer.released;
+      tls_running_timer = outer;
+      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
       lock_.lock();
     }
     std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
@@ -159,6 +178,12 @@ class timer_heap {
   // pending (so it will now never fire), false if it had fired (or was
   // never added). Waits for a sync timer's running function to finish.
   static bool del(timer* t) noexcept {
+    // From inside t's own function: that call is not waited for (it is
+    // the caller); other runs of a periodic t still are.
+    if (t == tls_running_timer.t && !tls_running_timer.released) {
+      tls_running_timer.released = true;
+      t->running.fetch_sub(1, std::memory_order_release);
+    }
     for (;;) {
       timer_heap* h = t->where.load(std::memory_order_acquire);
       if (!h) {
