@@ -234,8 +234,7 @@ class scheduler final : public sched_base {
   scheduler& operator=(const scheduler&) = delete;
 
   ~scheduler() override {
-    shutdown();
-    unregister_runtime(this);  // goroutine dump: before any G record goes
+    shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
   }
 
   // ---- sched_base ----
@@ -585,6 +584,10 @@ class scheduler final : public sched_base {
     // Timers still queued (a ticker nobody stopped, with no goroutine left)
     // are detached: deleting them later finds them on no heap.
     for_each_p([](p* pp) { pp->timers.clear(); });
+    // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
+    // goroutine_dump() on another runtime) reads our G records and Ps under
+    // the registry's lock; once unregistered, none can reach them.
+    unregister_runtime(this);
     release_memory();
   }
 
@@ -2204,8 +2207,8 @@ class scheduler final : public sched_base {
         gp->tsan_fiber = nullptr;
       }
     }
-    // The dump thread may be walking the records (for_each_g, under
-    // gfree_lock_): this runtime is still registered until ~scheduler.
+    // Unregistered (shutdown): no dump walks the records any more; the
+    // lock orders this with a for_each_g that started before.
     decltype(g_blocks_) blocks;
     {
       std::lock_guard<std::mutex> lk(gfree_lock_);
