@@ -345,7 +345,10 @@ struct handles {
 [[noreturn]] inline void raise_dial(const std::error_code& ec, const char* net, std::string_view addr) {
   raise_net(ec, std::string("dial ") + net + " " + std::string(addr), addr);
 }
+// Go's Dialer.Timeout: zero is none, a negative one has passed already.
 inline std::int64_t deadline_after(std::chrono::nanoseconds timeout) noexcept {
+  if (timeout.count() == 0) return 0;
+  if (timeout.count() < 0) return 1;
   return when_after(nanotime(), to_ns(timeout));
 }
 }  // namespace detail
@@ -367,7 +370,9 @@ inline listener listen_tcp(std::string_view host_port) {
 // its addresses tried in turn): a non-blocking connect, then a wait until
 // writable. Refused: std::system_error(ECONNREFUSED). With a timeout (or a
 // context), the connect gives up when it passes (timeout_error /
-// std::errc::timed_out) or the context is cancelled (ECANCELED).
+// std::errc::timed_out) or the context is cancelled (ECANCELED). A zero
+// timeout is none (Go's DialTimeout). The timeout and the context's
+// deadline cover name resolution's result: each address tried shares it.
 inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec);
 }
