@@ -81,7 +81,9 @@ void broadcaster(goro::chan<event> events) {
         clients[e.id] = e.c;
         send_all(e.id, e.text + " has arrived");
         break;
-      case event::say: send_all(e.id, e.text); break;
+      case event::say:
+        send_all(e.id, e.text);
+        break;
       case event::leave:
         if (auto it = clients.find(e.id); it != clients.end()) {
           it->second.close();

@@ -334,8 +334,10 @@ TEST_CASE("net_ext: dial_tcp with a timeout gives up on a connect that hangs", "
     std::vector<net::conn> more;
     for (int i = 0; i < 8 && !timed_out; ++i) {
       auto c = net::dial_tcp(target, 50ms, ec);
-      if (ec == std::errc::timed_out) timed_out = true;
-      else if (!ec) more.push_back(c);
+      if (ec == std::errc::timed_out)
+        timed_out = true;
+      else if (!ec)
+        more.push_back(c);
     }
     CHECK(timed_out);
     CHECK(steady::now() - t0 < 5s);
@@ -465,7 +467,7 @@ TEST_CASE("net_ext: Unix sockets: round trip, addresses, the file removed on clo
     auto ln = net::listen_unix(path);
     CHECK(ln.port() == 0);
     CHECK(ln.local_address().to_string() == path);
-    struct stat st{};
+    struct stat st {};
     CHECK(::stat(path.c_str(), &st) == 0);
     std::error_code ec;
     net::listen_unix(path, ec);  // in use

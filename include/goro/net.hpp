@@ -158,8 +158,10 @@ class conn {
   void close() { state("close").close(); }
   void close(std::error_code& ec) noexcept {
     ec.clear();
-    if (!s_) ec = detail::empty_handle();
-    else s_->close();
+    if (!s_)
+      ec = detail::empty_handle();
+    else
+      s_->close();
   }
 
   // Shuts the sending side (shutdown(SHUT_WR)): the peer reads end of
@@ -171,8 +173,10 @@ class conn {
   }
   void close_write(std::error_code& ec) {
     ec.clear();
-    if (!s_) ec = detail::empty_handle();
-    else close_write(*s_, ec);
+    if (!s_)
+      ec = detail::empty_handle();
+    else
+      close_write(*s_, ec);
   }
 
   // Deadlines (steady_clock; a default time_point clears): an operation
@@ -228,16 +232,20 @@ class conn {
   }
   static void close_write(detail::socket_state& s, std::error_code& ec) noexcept {
     detail::socket_state::op o(s);
-    if (!o) ec = detail::closed_code();
-    else if (::shutdown(s.fd(), SHUT_WR) != 0) ec = detail::errno_code(errno);
+    if (!o)
+      ec = detail::closed_code();
+    else if (::shutdown(s.fd(), SHUT_WR) != 0)
+      ec = detail::errno_code(errno);
   }
   void set_dl(const char* what, char mode, time_point t) {
     if (std::error_code ec = state(what).set_deadline(mode, detail::deadline_ns(t))) detail::raise_net(ec, what);
   }
   void set_dl(char mode, time_point t, std::error_code& ec) {
     ec.clear();
-    if (!s_) ec = detail::empty_handle();
-    else ec = s_->set_deadline(mode, detail::deadline_ns(t));
+    if (!s_)
+      ec = detail::empty_handle();
+    else
+      ec = s_->set_deadline(mode, detail::deadline_ns(t));
   }
   std::shared_ptr<detail::socket_state> s_;
 };
@@ -273,8 +281,10 @@ class listener {
   void close() { state("close").close(); }
   void close(std::error_code& ec) noexcept {
     ec.clear();
-    if (!s_) ec = detail::empty_handle();
-    else s_->close();
+    if (!s_)
+      ec = detail::empty_handle();
+    else
+      s_->close();
   }
 
   int native_handle() const noexcept { return s_ ? s_->fd() : -1; }

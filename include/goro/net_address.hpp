@@ -58,20 +58,26 @@ namespace detail {
 inline constexpr int deadline_code = 100;
 inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
 inline constexpr int bad_addr_last = 107;
-inline constexpr const char* bad_addr_why[] = {"missing port", "missing ']'", "too many colons (IPv6 needs [brackets])",
-                                               "bad port",     "port out of range",
-                                               "not a numeric IP address", "unix path too long"};
+inline constexpr const char* bad_addr_why[] = {
+    "missing port",      "missing ']'",       "too many colons (IPv6 needs [brackets])",
+    "bad port",          "port out of range", "not a numeric IP address",
+    "unix path too long"};
 
 class net_category_impl : public std::error_category {
  public:
   const char* name() const noexcept override { return "goro.net"; }
   std::string message(int v) const override {
     switch (v) {
-      case static_cast<int>(errc::closed): return "use of closed network connection";
-      case static_cast<int>(errc::host_not_found): return "no such host";
-      case static_cast<int>(errc::try_again): return "temporary failure in name resolution";
-      case static_cast<int>(errc::lookup_failed): return "name resolution failed";
-      case deadline_code: return "i/o timeout";
+      case static_cast<int>(errc::closed):
+        return "use of closed network connection";
+      case static_cast<int>(errc::host_not_found):
+        return "no such host";
+      case static_cast<int>(errc::try_again):
+        return "temporary failure in name resolution";
+      case static_cast<int>(errc::lookup_failed):
+        return "name resolution failed";
+      case deadline_code:
+        return "i/o timeout";
       default:
         if (v >= bad_addr_first && v <= bad_addr_last) return bad_addr_why[v - bad_addr_first];
         return "unknown goro.net error";
@@ -102,7 +108,8 @@ inline std::error_code errno_code(int e) noexcept { return {e, std::generic_cate
 inline void public_code(std::error_code& ec) noexcept {
   if (ec.category() != net_category()) return;
   if (ec.value() == deadline_code) ec = std::make_error_code(std::errc::timed_out);
-  if (ec.value() >= bad_addr_first && ec.value() <= bad_addr_last) ec = std::make_error_code(std::errc::invalid_argument);
+  if (ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
+    ec = std::make_error_code(std::errc::invalid_argument);
 }
 
 // Splits "host:port" / "[v6]:port" (host may be empty).
@@ -151,8 +158,7 @@ class address {
   static address parse(std::string_view s) {
     std::error_code ec;
     address a = parse_raw(s, ec);
-    if (ec)
-      goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
+    if (ec) goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
     return a;
   }
 
@@ -325,10 +331,18 @@ inline std::vector<address> lookup_host(std::string_view name, std::error_code& 
 #endif
         ec = errc::host_not_found;
         break;
-      case EAI_AGAIN: ec = errc::try_again; break;
-      case EAI_SYSTEM: ec = detail::errno_code(errno_copy ? errno_copy : EIO); break;
-      case EAI_MEMORY: ec = std::make_error_code(std::errc::not_enough_memory); break;
-      default: ec = errc::lookup_failed; break;
+      case EAI_AGAIN:
+        ec = errc::try_again;
+        break;
+      case EAI_SYSTEM:
+        ec = detail::errno_code(errno_copy ? errno_copy : EIO);
+        break;
+      case EAI_MEMORY:
+        ec = std::make_error_code(std::errc::not_enough_memory);
+        break;
+      default:
+        ec = errc::lookup_failed;
+        break;
     }
     return out;
   }

@@ -65,15 +65,14 @@ inline std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address
 
 // One sendto(2) (to: null on a connected socket), parking while the
 // socket buffer is full.
-inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to,
-                              std::error_code& ec) {
+inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
   socket_state::op o(s);
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
   for (;;) {
-    ssize_t n = ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr,
-                         to ? to->native_size() : 0);
+    ssize_t n =
+        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
     if (n >= 0) return static_cast<std::size_t>(n);
     int e = errno;
     if (e == EAGAIN || e == EWOULDBLOCK) {
@@ -119,7 +118,9 @@ class packet_conn {
     return send(buf, &to, ec);
   }
   std::size_t write_to(std::string_view s, const address& to) { return write_to(bytes(s), to); }
-  std::size_t write_to(std::string_view s, const address& to, std::error_code& ec) { return write_to(bytes(s), to, ec); }
+  std::size_t write_to(std::string_view s, const address& to, std::error_code& ec) {
+    return write_to(bytes(s), to, ec);
+  }
 
   // A connected socket's (dial_udp) datagrams from / to its peer.
   std::size_t read(std::span<std::byte> buf) {
@@ -195,8 +196,10 @@ class packet_conn {
   void close() { state("close").close(); }
   void close(std::error_code& ec) noexcept {
     ec.clear();
-    if (!s_) ec = detail::empty_handle();
-    else s_->close();
+    if (!s_)
+      ec = detail::empty_handle();
+    else
+      s_->close();
   }
 
   int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
@@ -224,8 +227,10 @@ class packet_conn {
   }
   void set_dl(char mode, time_point t, std::error_code& ec) {
     ec.clear();
-    if (!s_) ec = detail::empty_handle();
-    else ec = s_->set_deadline(mode, detail::deadline_ns(t));
+    if (!s_)
+      ec = detail::empty_handle();
+    else
+      ec = s_->set_deadline(mode, detail::deadline_ns(t));
   }
   std::shared_ptr<detail::socket_state> s_;
 };

@@ -79,9 +79,12 @@ inline std::error_code empty_handle() noexcept { return std::make_error_code(std
 // (ECANCELED, Go's "operation was canceled").
 inline std::error_code context_code(const goro::context& ctx) noexcept {
   switch (ctx.err()) {
-    case cancel_reason::none: return {};
-    case cancel_reason::deadline_exceeded: return deadline_error();
-    default: return errno_code(ECANCELED);
+    case cancel_reason::none:
+      return {};
+    case cancel_reason::deadline_exceeded:
+      return deadline_error();
+    default:
+      return errno_code(ECANCELED);
   }
 }
 
@@ -378,9 +381,12 @@ class socket_state {
     if (netpoller* np = goroutine_poller()) {
       if (std::error_code ec = ensure_registered(pd_, np)) return ec;
       switch (pd_wait_g(pd_, mode)) {
-        case pd_error::none: return {};
-        case pd_error::closing: return closed_code();
-        case pd_error::timeout: return deadline_error();
+        case pd_error::none:
+          return {};
+        case pd_error::closing:
+          return closed_code();
+        case pd_error::timeout:
+          return deadline_error();
       }
     }
     return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
