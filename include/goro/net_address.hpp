@@ -303,7 +303,7 @@ inline address unix_address(std::string_view path, std::error_code& ec) noexcept
 // Resolves a host name to its addresses (port 0), in getaddrinfo's order:
 // /etc/hosts, then DNS, as the C library is configured. A numeric IP is
 // returned as it is, without a lookup. getaddrinfo blocks, so it runs
-// inside goro::blocking: never on a P. Not found: errc::host_not_found
+// inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
 // (the throwing form: std::system_error with that code).
 inline std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
   ec.clear();
@@ -314,7 +314,7 @@ inline std::vector<address> lookup_host(std::string_view name, std::error_code& 
   hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
   addrinfo* res = nullptr;
   int errno_copy = 0;
-  int r = goro::blocking([&] {
+  int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     errno_copy = errno;  // on this thread, before the goroutine can move (DESIGN §7)
     return rc;
