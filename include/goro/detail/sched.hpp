@@ -48,6 +48,7 @@
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
 #include "timer_heap.hpp"
+#include "debug_info.hpp"  // debugger anchor (tools/goro-gdb.py)
 #include "trace.hpp"  // execution tracer
 
 namespace goro {
@@ -2017,6 +2018,7 @@ class scheduler final : public sched_base {
     g_blocks_.reserve(g_blocks_.size() + 1);
     auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
     if (!block) raise_bad_alloc();
+    debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
     for (std::uint32_t i = gfree_batch; i-- > 0;) {
       block[i].sched = this;
       gfree_.push_back(&block[i]);
@@ -2206,6 +2208,7 @@ class scheduler final : public sched_base {
     }
     // The dump thread may be walking the records (for_each_g, under
     // gfree_lock_): this runtime is still registered until ~scheduler.
+    debug_remove_blocks(this);  // debugger: before the records go
     decltype(g_blocks_) blocks;
     {
       std::lock_guard<std::mutex> lk(gfree_lock_);
