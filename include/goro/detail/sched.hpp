@@ -271,12 +271,14 @@ class scheduler final : public sched_base {
         pp->goid_end = pp->goid_next + goid_batch;
       }
       gp->id = pp->goid_next++;
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       pp->spawns.inc();
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
       if constexpr (!lazy_stacks) attach_stack_global(gp);
       gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
@@ -1025,12 +1027,13 @@ class scheduler final : public sched_base {
     mm->curg = gp;
     const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
     const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
+    const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
     switch_to_g(mm, gp);
     gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
     if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
-    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start);
+    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start, trace_flow);
     pp = mm->pp;
     switch (mm->after) {
       case after_switch::preempt:  // sysmon: counted, then as yield
@@ -1121,7 +1124,8 @@ class scheduler final : public sched_base {
 
   // A run slice of gp that began at t0 on P trace_p has ended (on g0,
   // before mm->after is carried out); a preemption is also an instant event.
-  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0) noexcept {
+  // `flow`: the wake-up or creation arrow that ends at this slice (0: none).
+  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0, std::uint64_t flow) noexcept {
     if (!tracing::enabled()) return;
     const char* why = "other";
     switch (mm->after) {
@@ -1135,7 +1139,7 @@ class scheduler final : public sched_base {
       case after_switch::none: break;
     }
     const std::int64_t t1 = tracing::now();
-    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, 0, why}, true);
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
     if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
       tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
                        mm->after == after_switch::async_preempt ? 1u : 0u},
@@ -1144,9 +1148,25 @@ class scheduler final : public sched_base {
 
   // ready(gp) by mm (nullptr: a thread outside this runtime). Formatting
   // waits when called on a goroutine's stack (see tracing::record).
+  // A flow arrow goes from here to gp's next run slice (gp->trace_flow,
+  // read by the M that runs it: the run queue orders the two).
   GORO_NOINLINE void trace_wake(m* mm, g* gp) noexcept {
     const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
-    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0},
+    gp->trace_flow = tracing::new_flow(false);
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0, "",
+                     gp->trace_flow},
+                    current_g() == nullptr);
+  }
+
+  // newproc of gp (its id set, not queued yet) by mm's goroutine, or by a
+  // thread outside the runtime (mm nullptr): a "go" marker and an arrow to
+  // gp's first run slice.
+  GORO_NOINLINE void trace_create(m* mm, g* gp) noexcept {
+    const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
+    const std::uint64_t parent = mm && mm->curg ? mm->curg->id : 0;
+    gp->trace_flow = tracing::new_flow(true);
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::create, parent, "",
+                     gp->trace_flow},
                     current_g() == nullptr);
   }
 
