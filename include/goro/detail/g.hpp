@@ -101,6 +101,9 @@ struct alignas(64) g {
   // goroutine dump: the pc in the function that called go() ("created by");
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
+  // tracer: the flow (arrow) that ends at this G's next run slice, set by
+  // the waker or creator while a trace runs (tracing.hpp); 0: none.
+  std::uint64_t trace_flow = 0;
 };
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
 
