@@ -44,6 +44,7 @@
 
 #include "context.hpp"
 #include "detail/config.hpp"
+#include "detail/net_handle.hpp"
 #include "detail/net_socket.hpp"
 #include "error.hpp"
 #include "net_address.hpp"
@@ -104,23 +105,10 @@ inline std::size_t stream_write(socket_state& s, std::span<const std::byte> buf,
   return done;
 }
 
-// A throwing overload's tail: raises for ec, else returns v.
-template <class T>
-T or_raise(T v, const std::error_code& ec, const char* what) {
-  if (GORO_UNLIKELY(static_cast<bool>(ec))) raise_net(ec, what);
-  return v;
-}
-// A std::error_code& overload's tail: internal codes made public.
-template <class T>
-T reported(T v, std::error_code& ec) noexcept {
-  public_code(ec);
-  return v;
-}
-
 }  // namespace detail
 
 // A stream connection, TCP or Unix (a shared handle).
-class conn {
+class conn : private detail::socket_handle<detail::conn_name> {
  public:
   conn() = default;
 
@@ -131,9 +119,7 @@ class conn {
     return detail::or_raise(detail::stream_read(state("read"), buf, ec), ec, "read");
   }
   std::size_t read(std::span<std::byte> buf, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    return detail::reported(detail::stream_read(*s_, buf, ec), ec);
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::stream_read(s, buf, e); });
   }
 
   // Writes all of buf (parks while the socket buffer is full). The
@@ -144,25 +130,17 @@ class conn {
     detail::or_raise(detail::stream_write(state("write"), buf, ec), ec, "write");
   }
   std::size_t write(std::span<const std::byte> buf, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    return detail::reported(detail::stream_write(*s_, buf, ec), ec);
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::stream_write(s, buf, e); });
   }
   void write(std::string_view s) { write(std::as_bytes(std::span<const char>(s.data(), s.size()))); }
   std::size_t write(std::string_view s, std::error_code& ec) {
     return write(std::as_bytes(std::span<const char>(s.data(), s.size())), ec);
   }
 
-  // Closes the socket (idempotent); goroutines blocked on it wake with
-  // usage_error("goro: use of closed network connection") (errc::closed).
-  void close() { state("close").close(); }
-  void close(std::error_code& ec) noexcept {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      s_->close();
-  }
+  // close(), close(ec): closes the socket (idempotent); goroutines blocked
+  // on it wake with usage_error("goro: use of closed network connection")
+  // (errc::closed).
+  using socket_handle::close;
 
   // Shuts the sending side (shutdown(SHUT_WR)): the peer reads end of
   // stream once it has read what was sent; this side can still read.
@@ -172,64 +150,31 @@ class conn {
     if (ec) detail::raise_net(ec, "close_write");
   }
   void close_write(std::error_code& ec) {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      close_write(*s_, ec);
+    with_state<int>(ec, [](auto& s, auto& e) { return close_write(s, e), 0; });
   }
 
   // Deadlines (steady_clock; a default time_point clears): an operation
   // blocked past it, or started after it, raises timeout_error (reports
   // std::errc::timed_out). Setting a later deadline lets later operations
-  // proceed.
-  void set_deadline(time_point t) {
-    set_read_deadline(t);
-    set_write_deadline(t);
-  }
-  void set_read_deadline(time_point t) { set_dl("set_read_deadline", 'r', t); }
-  void set_write_deadline(time_point t) { set_dl("set_write_deadline", 'w', t); }
-  void set_deadline(time_point t, std::error_code& ec) {
-    set_read_deadline(t, ec);
-    if (!ec) set_write_deadline(t, ec);
-  }
-  void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
-  void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
+  // proceed. set_deadline, set_read_deadline, set_write_deadline, each
+  // also with a std::error_code&.
+  using socket_handle::set_deadline;
+  using socket_handle::set_read_deadline;
+  using socket_handle::set_write_deadline;
 
   // This end's address, and the peer's (known from the dial or accept:
   // still there after close).
-  address local_address() const {
-    std::error_code ec;
-    return detail::or_raise(detail::sock_name(s_ ? s_ : empty("local_address"), false, ec), ec, "getsockname");
-  }
-  address local_address(std::error_code& ec) const { return detail::reported(detail::sock_name(s_, false, ec), ec); }
-  address remote_address() const {
-    if (s_ && s_->peer()) return s_->peer();
-    std::error_code ec;
-    return detail::or_raise(detail::sock_name(s_ ? s_ : empty("remote_address"), true, ec), ec, "getpeername");
-  }
-  address remote_address(std::error_code& ec) const {
-    ec.clear();
-    if (s_ && s_->peer()) return s_->peer();
-    return detail::reported(detail::sock_name(s_, true, ec), ec);
-  }
+  using socket_handle::local_address;
+  using socket_handle::remote_address;
 
   // The socket's fd (-1 for an empty handle); still owned by the conn.
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
 
  private:
   friend struct detail::handles;
   friend class listener;
-  explicit conn(std::shared_ptr<detail::socket_state> s) noexcept : s_(std::move(s)) {}
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::conn::") + what + " on an empty conn").c_str());
-    return *s_;
-  }
-  const std::shared_ptr<detail::socket_state>& empty(const char* what) const {
-    state(what);
-    return s_;
-  }
+  explicit conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
   static void close_write(detail::socket_state& s, std::error_code& ec) noexcept {
     detail::socket_state::op o(s);
     if (!o)
@@ -237,21 +182,10 @@ class conn {
     else if (::shutdown(s.fd(), SHUT_WR) != 0)
       ec = detail::errno_code(errno);
   }
-  void set_dl(const char* what, char mode, time_point t) {
-    if (std::error_code ec = state(what).set_deadline(mode, detail::deadline_ns(t))) detail::raise_net(ec, what);
-  }
-  void set_dl(char mode, time_point t, std::error_code& ec) {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      ec = s_->set_deadline(mode, detail::deadline_ns(t));
-  }
-  std::shared_ptr<detail::socket_state> s_;
 };
 
 // A listening socket, TCP or Unix (a shared handle).
-class listener {
+class listener : private detail::socket_handle<detail::listener_name> {
  public:
   listener() = default;
 
@@ -261,42 +195,24 @@ class listener {
     return detail::or_raise(accept(state("accept"), ec), ec, "accept");
   }
   conn accept(std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), conn{};
-    return detail::reported(accept(*s_, ec), ec);
+    return with_state<conn>(ec, [](auto& s, auto& e) { return accept(s, e); });
   }
 
-  // The local port (useful after listening on port 0; 0 for Unix).
-  std::uint16_t port() const { return local_address().port(); }
-  std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
-  address local_address() const {
-    std::error_code ec;
-    state("local_address");
-    return detail::or_raise(detail::sock_name(s_, false, ec), ec, "getsockname");
-  }
-  address local_address(std::error_code& ec) const { return detail::reported(detail::sock_name(s_, false, ec), ec); }
+  // The local port (useful after listening on port 0; 0 for Unix), and
+  // the address.
+  using socket_handle::local_address;
+  using socket_handle::port;
 
   // Closes it; a goroutine blocked in accept() wakes with usage_error
   // (errc::closed). A Unix listener removes its socket file.
-  void close() { state("close").close(); }
-  void close(std::error_code& ec) noexcept {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      s_->close();
-  }
+  using socket_handle::close;
 
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
 
  private:
   friend struct detail::handles;
-  explicit listener(std::shared_ptr<detail::socket_state> s) noexcept : s_(std::move(s)) {}
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::listener::") + what + " on an empty listener").c_str());
-    return *s_;
-  }
+  explicit listener(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
   static conn accept(detail::socket_state& s, std::error_code& ec) {
     detail::socket_state::op o(s);
     if (!o) return ec = detail::closed_code(), conn{};
@@ -318,7 +234,6 @@ class listener {
       }
     }
   }
-  std::shared_ptr<detail::socket_state> s_;
 };
 
 namespace detail {
@@ -352,9 +267,6 @@ struct handles {
   }
 };
 
-[[noreturn]] inline void raise_dial(const std::error_code& ec, const char* net, std::string_view addr) {
-  raise_net(ec, std::string("dial ") + net + " " + std::string(addr), addr);
-}
 // Go's Dialer.Timeout: zero is none, a negative one has passed already.
 inline std::int64_t deadline_after(std::chrono::nanoseconds timeout) noexcept {
   if (timeout.count() == 0) return 0;
@@ -371,9 +283,7 @@ inline listener listen_tcp(std::string_view host_port, std::error_code& ec) {
 }
 inline listener listen_tcp(std::string_view host_port) {
   std::error_code ec;
-  listener ln = detail::handles::listen_tcp(host_port, ec);
-  if (ec) detail::raise_net(ec, "listen tcp " + std::string(host_port), host_port);
-  return ln;
+  return detail::or_raise(detail::handles::listen_tcp(host_port, ec), ec, "listen tcp", host_port);
 }
 
 // Connects to host_port (a name is resolved with lookup_host and each of
@@ -388,27 +298,22 @@ inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
 }
 inline conn dial_tcp(std::string_view host_port) {
   std::error_code ec;
-  conn c = detail::handles::dial_tcp(host_port, 0, nullptr, ec);
-  if (ec) detail::raise_dial(ec, "tcp", host_port);
-  return c;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec, "dial tcp", host_port);
 }
 inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec);
 }
 inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout) {
   std::error_code ec;
-  conn c = detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec);
-  if (ec) detail::raise_dial(ec, "tcp", host_port);
-  return c;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec,
+                          "dial tcp", host_port);
 }
 inline conn dial_tcp(std::string_view host_port, const context& ctx, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, 0, &ctx, ec), ec);
 }
 inline conn dial_tcp(std::string_view host_port, const context& ctx) {
   std::error_code ec;
-  conn c = detail::handles::dial_tcp(host_port, 0, &ctx, ec);
-  if (ec) detail::raise_dial(ec, "tcp", host_port);
-  return c;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, 0, &ctx, ec), ec, "dial tcp", host_port);
 }
 
 // A Unix stream socket listening at path (a file it creates, removed again
@@ -419,9 +324,7 @@ inline listener listen_unix(std::string_view path, std::error_code& ec) {
 }
 inline listener listen_unix(std::string_view path) {
   std::error_code ec;
-  listener ln = detail::handles::listen_unix(path, ec);
-  if (ec) detail::raise_net(ec, "listen unix " + std::string(path), path);
-  return ln;
+  return detail::or_raise(detail::handles::listen_unix(path, ec), ec, "listen unix", path);
 }
 // Connects to the Unix socket at path (nobody listening: ECONNREFUSED, no
 // such file: ENOENT).
@@ -430,9 +333,7 @@ inline conn dial_unix(std::string_view path, std::error_code& ec) {
 }
 inline conn dial_unix(std::string_view path) {
   std::error_code ec;
-  conn c = detail::handles::dial_unix(path, ec);
-  if (ec) detail::raise_dial(ec, "unix", path);
-  return c;
+  return detail::or_raise(detail::handles::dial_unix(path, ec), ec, "dial unix", path);
 }
 
 // Waits until fd is readable / writable (any fd: pipes, eventfds, another
@@ -444,49 +345,49 @@ inline conn dial_unix(std::string_view path) {
 // at once (each is woken). The fd should not be one a goro::net handle
 // owns, and must stay open during the wait; it is registered with the
 // poller for this wait only. Regular files are always ready.
-inline bool wait_readable(int fd, time_point deadline = {}) {
-  std::error_code ec = detail::wait_fd(fd, 'r', detail::deadline_ns(deadline));
-  return detail::or_raise(true, ec, "wait_readable");
-}
-inline bool wait_writable(int fd, time_point deadline = {}) {
-  std::error_code ec = detail::wait_fd(fd, 'w', detail::deadline_ns(deadline));
-  return detail::or_raise(true, ec, "wait_writable");
-}
-inline bool wait_readable(int fd, time_point deadline, std::error_code& ec) {
-  ec = detail::wait_fd(fd, 'r', detail::deadline_ns(deadline));
-  detail::public_code(ec);
-  return !ec;
-}
-inline bool wait_writable(int fd, time_point deadline, std::error_code& ec) {
-  ec = detail::wait_fd(fd, 'w', detail::deadline_ns(deadline));
-  detail::public_code(ec);
-  return !ec;
-}
-inline bool wait_readable(int fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
-inline bool wait_writable(int fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
-
 namespace detail {
+// A deadline wait: true when ready; a failure in ec.
+inline bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
+  ec = wait_fd(fd, mode, deadline_ns(deadline));
+  return !ec;
+}
 // A context wait: false once ctx is done; other failures in ec.
-inline bool wait_fd_ctx(int fd, char mode, const context& ctx, std::error_code& ec) {
+inline bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
   ec = wait_fd(fd, mode, 0, &ctx);
   if (!ec) return true;
   if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
   return false;
 }
+// wait_readable / wait_writable (mode 'r' / 'w') until a deadline or a
+// context: the throwing overloads and the std::error_code& ones.
+template <class Until>
+bool wait_or_raise(int fd, char mode, const Until& until) {
+  std::error_code ec;
+  return or_raise(wait_fd_for(fd, mode, until, ec), ec, mode == 'r' ? "wait_readable" : "wait_writable");
+}
+template <class Until>
+bool wait_or_report(int fd, char mode, const Until& until, std::error_code& ec) {
+  return reported(wait_fd_for(fd, mode, until, ec), ec);
+}
 }  // namespace detail
+
+inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
+inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(int fd, time_point deadline, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'r', deadline, ec);
+}
+inline bool wait_writable(int fd, time_point deadline, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'w', deadline, ec);
+}
+inline bool wait_readable(int fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
+inline bool wait_writable(int fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
+inline bool wait_readable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'r', ctx); }
+inline bool wait_writable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'w', ctx); }
 inline bool wait_readable(int fd, const context& ctx, std::error_code& ec) {
-  return detail::reported(detail::wait_fd_ctx(fd, 'r', ctx, ec), ec);
+  return detail::wait_or_report(fd, 'r', ctx, ec);
 }
 inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
-  return detail::reported(detail::wait_fd_ctx(fd, 'w', ctx, ec), ec);
-}
-inline bool wait_readable(int fd, const context& ctx) {
-  std::error_code ec;
-  return detail::or_raise(detail::wait_fd_ctx(fd, 'r', ctx, ec), ec, "wait_readable");
-}
-inline bool wait_writable(int fd, const context& ctx) {
-  std::error_code ec;
-  return detail::or_raise(detail::wait_fd_ctx(fd, 'w', ctx, ec), ec, "wait_writable");
+  return detail::wait_or_report(fd, 'w', ctx, ec);
 }
 
 }  // namespace goro::net

@@ -239,20 +239,18 @@ class address {
  private:
   bool set_ip(std::string_view ip, std::uint16_t port) {
     std::string h(ip);
-    if (auto* in = reinterpret_cast<sockaddr_in*>(&ss_); inet_pton(AF_INET, h.c_str(), &in->sin_addr) == 1) {
-      in->sin_family = AF_INET;
-      in->sin_port = htons(port);
-      len_ = sizeof(sockaddr_in);
-      return true;
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
+    for (int family : {AF_INET, AF_INET6}) {
+      bool v4 = family == AF_INET;
+      if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+        ss_.ss_family = static_cast<sa_family_t>(family);
+        len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        *this = with_port(port);
+        return true;
+      }
+      ss_ = {};
     }
-    ss_ = {};
-    if (auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_); inet_pton(AF_INET6, h.c_str(), &in6->sin6_addr) == 1) {
-      in6->sin6_family = AF_INET6;
-      in6->sin6_port = htons(port);
-      len_ = sizeof(sockaddr_in6);
-      return true;
-    }
-    ss_ = {};
     return false;
   }
   void set_unix(std::string_view path, std::error_code& ec) noexcept {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "detail/config.hpp"
+#include "detail/net_handle.hpp"
 #include "detail/net_socket.hpp"
 #include "error.hpp"
 #include "net_address.hpp"
@@ -86,7 +87,7 @@ inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, c
 }  // namespace detail
 
 // A UDP socket (a shared handle).
-class packet_conn {
+class packet_conn : private detail::socket_handle<detail::packet_conn_name> {
  public:
   packet_conn() = default;
 
@@ -99,11 +100,8 @@ class packet_conn {
     return {n, from};
   }
   std::pair<std::size_t, address> read_from(std::span<std::byte> buf, std::error_code& ec) {
-    ec.clear();
     address from;
-    if (!s_) return ec = detail::empty_handle(), std::pair<std::size_t, address>{};
-    std::size_t n = detail::dgram_recv(*s_, buf, &from, ec);
-    detail::public_code(ec);
+    std::size_t n = with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_recv(s, buf, &from, e); });
     return {n, from};
   }
 
@@ -125,114 +123,47 @@ class packet_conn {
   // A connected socket's (dial_udp) datagrams from / to its peer.
   std::size_t read(std::span<std::byte> buf) {
     std::error_code ec;
-    std::size_t n = detail::dgram_recv(state("read"), buf, nullptr, ec);
-    if (ec) detail::raise_net(ec, "read");
-    return n;
+    return detail::or_raise(detail::dgram_recv(state("read"), buf, nullptr, ec), ec, "read");
   }
   std::size_t read(std::span<std::byte> buf, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    std::size_t n = detail::dgram_recv(*s_, buf, nullptr, ec);
-    detail::public_code(ec);
-    return n;
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_recv(s, buf, nullptr, e); });
   }
   std::size_t write(std::span<const std::byte> buf) {
     std::error_code ec;
-    std::size_t n = detail::dgram_send(state("write"), buf, nullptr, ec);
-    if (ec) detail::raise_net(ec, "write");
-    return n;
+    return detail::or_raise(detail::dgram_send(state("write"), buf, nullptr, ec), ec, "write");
   }
   std::size_t write(std::span<const std::byte> buf, std::error_code& ec) { return send(buf, nullptr, ec); }
   std::size_t write(std::string_view s) { return write(bytes(s)); }
   std::size_t write(std::string_view s, std::error_code& ec) { return write(bytes(s), ec); }
 
-  // Deadlines, as conn's.
-  void set_deadline(time_point t) {
-    set_read_deadline(t);
-    set_write_deadline(t);
-  }
-  void set_read_deadline(time_point t) { set_dl("set_read_deadline", 'r', t); }
-  void set_write_deadline(time_point t) { set_dl("set_write_deadline", 'w', t); }
-  void set_deadline(time_point t, std::error_code& ec) {
-    set_read_deadline(t, ec);
-    if (!ec) set_write_deadline(t, ec);
-  }
-  void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
-  void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
+  // Deadlines, as conn's: set_deadline, set_read_deadline,
+  // set_write_deadline, each also with a std::error_code&.
+  using socket_handle::set_deadline;
+  using socket_handle::set_read_deadline;
+  using socket_handle::set_write_deadline;
 
   // The bound address, its port (useful after listening on port 0), and a
   // connected socket's peer.
-  address local_address() const {
-    std::error_code ec;
-    state("local_address");
-    address a = detail::sock_name(s_, false, ec);
-    if (ec) detail::raise_net(ec, "getsockname");
-    return a;
-  }
-  address local_address(std::error_code& ec) const {
-    address a = detail::sock_name(s_, false, ec);
-    detail::public_code(ec);
-    return a;
-  }
-  std::uint16_t port() const { return local_address().port(); }
-  std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
-  address remote_address() const {
-    if (state("remote_address").peer()) return s_->peer();
-    std::error_code ec;
-    address a = detail::sock_name(s_, true, ec);
-    if (ec) detail::raise_net(ec, "getpeername");
-    return a;
-  }
-  address remote_address(std::error_code& ec) const {
-    ec.clear();
-    if (s_ && s_->peer()) return s_->peer();
-    address a = detail::sock_name(s_, true, ec);
-    detail::public_code(ec);
-    return a;
-  }
+  using socket_handle::local_address;
+  using socket_handle::port;
+  using socket_handle::remote_address;
 
   // Closes the socket (idempotent); blocked goroutines wake with
   // usage_error (errc::closed).
-  void close() { state("close").close(); }
-  void close(std::error_code& ec) noexcept {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      s_->close();
-  }
+  using socket_handle::close;
 
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
 
  private:
   friend struct detail::udp_handles;
-  explicit packet_conn(std::shared_ptr<detail::socket_state> s) noexcept : s_(std::move(s)) {}
+  explicit packet_conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
   static std::span<const std::byte> bytes(std::string_view s) noexcept {
     return std::as_bytes(std::span<const char>(s.data(), s.size()));
   }
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::packet_conn::") + what + " on an empty packet_conn").c_str());
-    return *s_;
-  }
   std::size_t send(std::span<const std::byte> buf, const address* to, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    std::size_t n = detail::dgram_send(*s_, buf, to, ec);
-    detail::public_code(ec);
-    return n;
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_send(s, buf, to, e); });
   }
-  void set_dl(const char* what, char mode, time_point t) {
-    if (std::error_code ec = state(what).set_deadline(mode, detail::deadline_ns(t))) detail::raise_net(ec, what);
-  }
-  void set_dl(char mode, time_point t, std::error_code& ec) {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      ec = s_->set_deadline(mode, detail::deadline_ns(t));
-  }
-  std::shared_ptr<detail::socket_state> s_;
 };
 
 namespace detail {
@@ -255,30 +186,22 @@ struct udp_handles {
 // A UDP socket bound to host_port ("127.0.0.1:0" picks a port; the host as
 // for listen_tcp), for read_from / write_to.
 inline packet_conn listen_udp(std::string_view host_port, std::error_code& ec) {
-  packet_conn c = detail::udp_handles::listen(host_port, ec);
-  detail::public_code(ec);
-  return c;
+  return detail::reported(detail::udp_handles::listen(host_port, ec), ec);
 }
 inline packet_conn listen_udp(std::string_view host_port) {
   std::error_code ec;
-  packet_conn c = detail::udp_handles::listen(host_port, ec);
-  if (ec) detail::raise_net(ec, "listen udp " + std::string(host_port), host_port);
-  return c;
+  return detail::or_raise(detail::udp_handles::listen(host_port, ec), ec, "listen udp", host_port);
 }
 
 // A UDP socket connected to host_port (a name: its first address), for
 // read / write (write_to works too). Nothing is sent: a missing peer shows
 // as ECONNREFUSED on a later read or write.
 inline packet_conn dial_udp(std::string_view host_port, std::error_code& ec) {
-  packet_conn c = detail::udp_handles::dial(host_port, ec);
-  detail::public_code(ec);
-  return c;
+  return detail::reported(detail::udp_handles::dial(host_port, ec), ec);
 }
 inline packet_conn dial_udp(std::string_view host_port) {
   std::error_code ec;
-  packet_conn c = detail::udp_handles::dial(host_port, ec);
-  if (ec) detail::raise_net(ec, "dial udp " + std::string(host_port), host_port);
-  return c;
+  return detail::or_raise(detail::udp_handles::dial(host_port, ec), ec, "dial udp", host_port);
 }
 
 }  // namespace goro::net

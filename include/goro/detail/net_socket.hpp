@@ -304,11 +304,42 @@ class io_lock {
   waiter_queue queue_;
 };
 
+// An RAII hold of what Acquire (a bool member function of T) takes and
+// Release gives back; false (and nothing held) when Acquire failed.
+// socket_state::op and io_guard.
+template <class T, bool (T::*Acquire)() noexcept, void (T::*Release)() noexcept>
+class hold {
+ public:
+  explicit hold(T& t) noexcept : t_(t), ok_((t.*Acquire)()) {}
+  ~hold() {
+    if (ok_) (t_.*Release)();
+  }
+  hold(const hold&) = delete;
+  hold& operator=(const hold&) = delete;
+  explicit operator bool() const noexcept { return ok_; }
+
+ private:
+  T& t_;
+  bool ok_;
+};
+
 // A socket: the fd, its poll descriptor, and a reference count of
 // operations in progress (a small Go fdMutex): close() marks it closed and
 // wakes the waiters; the fd is closed by whoever drops the last reference,
 // so no operation ever uses a closed (or reused) fd number.
 class socket_state {
+  static constexpr std::uint32_t closed_bit = 1u << 31;
+
+  // An operation's reference (op): false, and none taken, once closed.
+  bool incref() noexcept {
+    if (!(refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit)) return true;
+    decref();
+    return false;
+  }
+  void decref() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
+  }
+
  public:
   explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_cache::alloc(fd)), peer_(peer) {}
   socket_state(const socket_state&) = delete;
@@ -323,41 +354,16 @@ class socket_state {
   void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
 
   // RAII reference for one operation; false (and nothing held) if closed.
-  class op {
+  class op : public hold<socket_state, &socket_state::incref, &socket_state::decref> {
    public:
-    explicit op(socket_state& s) noexcept : s_(s) {
-      if (s.refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit) {
-        s.decref();
-        ok_ = false;
-      }
-    }
-    ~op() {
-      if (ok_) s_.decref();
-    }
-    op(const op&) = delete;
-    op& operator=(const op&) = delete;
-    explicit operator bool() const noexcept { return ok_; }
-
-   private:
-    socket_state& s_;
-    bool ok_ = true;
+    explicit op(socket_state& s) noexcept : hold(s) {}
   };
 
   // RAII hold of the read ('r') or write ('w') lock for one call; false if
   // the socket is (or gets, while queued) closed. Inside an op.
-  class io_guard {
+  class io_guard : public hold<io_lock, &io_lock::lock, &io_lock::unlock> {
    public:
-    io_guard(socket_state& s, char mode) noexcept : l_(mode == 'r' ? s.rlock_ : s.wlock_), ok_(l_.lock()) {}
-    ~io_guard() {
-      if (ok_) l_.unlock();
-    }
-    io_guard(const io_guard&) = delete;
-    io_guard& operator=(const io_guard&) = delete;
-    explicit operator bool() const noexcept { return ok_; }
-
-   private:
-    io_lock& l_;
-    bool ok_;
+    io_guard(socket_state& s, char mode) noexcept : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
   };
 
   // Go's pollDesc evict + fd close: idempotent.
@@ -400,11 +406,6 @@ class socket_state {
   }
 
  private:
-  static constexpr std::uint32_t closed_bit = 1u << 31;
-
-  void decref() noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
-  }
   // Runs once, with nobody inside an operation.
   void destroy() noexcept {
     if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
