@@ -11697,32 +11697,21 @@ class group {
 #include <string_view>
 #include <system_error>
 
-// ---- begin goro/detail/net_socket.hpp ----
-// goro::net's socket layer (internal): a socket's fd, its poll descriptor
-// and per-direction locks (socket_state), waits on the poller or, from a
-// plain thread, in poll(2), deadlines, and a context watcher. Every
-// operation here reports failures as a std::error_code and never throws
-// (the public std::error_code& overloads must work under -fno-exceptions);
-// raise_net turns a code into the exception the throwing overloads raise.
-// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
+// ---- begin goro/detail/net_handle.hpp ----
+// goro::net's handle layer (internal): what conn, listener and packet_conn
+// share. socket_handle<Name> holds the shared socket_state and provides
+// close, native_handle, operator bool, deadlines and the addresses; each
+// public class exposes the members it has with using-declarations. Name is
+// the public class's name, for the usage_error an empty handle raises
+// ("net::conn::read on an empty conn"). The std::error_code& members never
+// throw (they must work under -fno-exceptions).
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <chrono>
-#include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <variant>
+#include <utility>
 
 // ---- begin goro/net_address.hpp ----
 // goro::net addresses, name resolution and error codes (part of
@@ -11962,20 +11951,18 @@ class address {
  private:
   bool set_ip(std::string_view ip, std::uint16_t port) {
     std::string h(ip);
-    if (auto* in = reinterpret_cast<sockaddr_in*>(&ss_); inet_pton(AF_INET, h.c_str(), &in->sin_addr) == 1) {
-      in->sin_family = AF_INET;
-      in->sin_port = htons(port);
-      len_ = sizeof(sockaddr_in);
-      return true;
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
+    for (int family : {AF_INET, AF_INET6}) {
+      bool v4 = family == AF_INET;
+      if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+        ss_.ss_family = static_cast<sa_family_t>(family);
+        len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        *this = with_port(port);
+        return true;
+      }
+      ss_ = {};
     }
-    ss_ = {};
-    if (auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_); inet_pton(AF_INET6, h.c_str(), &in6->sin6_addr) == 1) {
-      in6->sin6_family = AF_INET6;
-      in6->sin6_port = htons(port);
-      len_ = sizeof(sockaddr_in6);
-      return true;
-    }
-    ss_ = {};
     return false;
   }
   void set_unix(std::string_view path, std::error_code& ec) noexcept {
@@ -12095,6 +12082,33 @@ inline std::vector<address> lookup_host(std::string_view name) {
 
 }  // namespace goro::net
 // ---- end goro/net_address.hpp ----
+// ---- begin goro/detail/net_socket.hpp ----
+// goro::net's socket layer (internal): a socket's fd, its poll descriptor
+// and per-direction locks (socket_state), waits on the poller or, from a
+// plain thread, in poll(2), deadlines, and a context watcher. Every
+// operation here reports failures as a std::error_code and never throws
+// (the public std::error_code& overloads must work under -fno-exceptions);
+// raise_net turns a code into the exception the throwing overloads raise.
+// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <variant>
+
 // ---- begin goro/select.hpp ----
 // goro::select: Go's select statement (mirror src/runtime/select.go,
 // selectgo).
@@ -12863,11 +12877,42 @@ class io_lock {
   waiter_queue queue_;
 };
 
+// An RAII hold of what Acquire (a bool member function of T) takes and
+// Release gives back; false (and nothing held) when Acquire failed.
+// socket_state::op and io_guard.
+template <class T, bool (T::*Acquire)() noexcept, void (T::*Release)() noexcept>
+class hold {
+ public:
+  explicit hold(T& t) noexcept : t_(t), ok_((t.*Acquire)()) {}
+  ~hold() {
+    if (ok_) (t_.*Release)();
+  }
+  hold(const hold&) = delete;
+  hold& operator=(const hold&) = delete;
+  explicit operator bool() const noexcept { return ok_; }
+
+ private:
+  T& t_;
+  bool ok_;
+};
+
 // A socket: the fd, its poll descriptor, and a reference count of
 // operations in progress (a small Go fdMutex): close() marks it closed and
 // wakes the waiters; the fd is closed by whoever drops the last reference,
 // so no operation ever uses a closed (or reused) fd number.
 class socket_state {
+  static constexpr std::uint32_t closed_bit = 1u << 31;
+
+  // An operation's reference (op): false, and none taken, once closed.
+  bool incref() noexcept {
+    if (!(refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit)) return true;
+    decref();
+    return false;
+  }
+  void decref() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
+  }
+
  public:
   explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_cache::alloc(fd)), peer_(peer) {}
   socket_state(const socket_state&) = delete;
@@ -12882,41 +12927,16 @@ class socket_state {
   void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
 
   // RAII reference for one operation; false (and nothing held) if closed.
-  class op {
+  class op : public hold<socket_state, &socket_state::incref, &socket_state::decref> {
    public:
-    explicit op(socket_state& s) noexcept : s_(s) {
-      if (s.refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit) {
-        s.decref();
-        ok_ = false;
-      }
-    }
-    ~op() {
-      if (ok_) s_.decref();
-    }
-    op(const op&) = delete;
-    op& operator=(const op&) = delete;
-    explicit operator bool() const noexcept { return ok_; }
-
-   private:
-    socket_state& s_;
-    bool ok_ = true;
+    explicit op(socket_state& s) noexcept : hold(s) {}
   };
 
   // RAII hold of the read ('r') or write ('w') lock for one call; false if
   // the socket is (or gets, while queued) closed. Inside an op.
-  class io_guard {
+  class io_guard : public hold<io_lock, &io_lock::lock, &io_lock::unlock> {
    public:
-    io_guard(socket_state& s, char mode) noexcept : l_(mode == 'r' ? s.rlock_ : s.wlock_), ok_(l_.lock()) {}
-    ~io_guard() {
-      if (ok_) l_.unlock();
-    }
-    io_guard(const io_guard&) = delete;
-    io_guard& operator=(const io_guard&) = delete;
-    explicit operator bool() const noexcept { return ok_; }
-
-   private:
-    io_lock& l_;
-    bool ok_;
+    io_guard(socket_state& s, char mode) noexcept : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
   };
 
   // Go's pollDesc evict + fd close: idempotent.
@@ -12959,11 +12979,6 @@ class socket_state {
   }
 
  private:
-  static constexpr std::uint32_t closed_bit = 1u << 31;
-
-  void decref() noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
-  }
   // Runs once, with nobody inside an operation.
   void destroy() noexcept {
     if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
@@ -13172,6 +13187,124 @@ inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std:
 }  // namespace goro::net
 // ---- end goro/detail/net_socket.hpp ----
 
+namespace goro::net::detail {
+
+// A throwing overload's tail: raises for ec, else returns v.
+template <class T>
+T or_raise(T v, const std::error_code& ec, const char* what) {
+  if (GORO_UNLIKELY(static_cast<bool>(ec))) raise_net(ec, what);
+  return v;
+}
+// The same for listen / dial: the call named "<op> <addr>" ("dial tcp
+// 1.2.3.4:5"), addr for a malformed address's message.
+template <class T>
+T or_raise(T v, const std::error_code& ec, const char* op, std::string_view addr) {
+  if (GORO_UNLIKELY(static_cast<bool>(ec))) raise_net(ec, std::string(op) + " " + std::string(addr), addr);
+  return v;
+}
+// A std::error_code& overload's tail: internal codes made public.
+template <class T>
+T reported(T v, std::error_code& ec) noexcept {
+  public_code(ec);
+  return v;
+}
+
+// The public classes' names, for socket_handle's Name.
+inline constexpr char conn_name[] = "conn";
+inline constexpr char listener_name[] = "listener";
+inline constexpr char packet_conn_name[] = "packet_conn";
+
+template <const char* Name>
+class socket_handle {
+ protected:
+  socket_handle() = default;
+  explicit socket_handle(std::shared_ptr<socket_state> s) noexcept : s_(std::move(s)) {}
+
+  // Closes the socket (idempotent); goroutines blocked on it wake with
+  // usage_error("goro: use of closed network connection") (errc::closed).
+  void close() { state("close").close(); }
+  void close(std::error_code& ec) noexcept {
+    ec.clear();
+    if (!s_)
+      ec = empty_handle();
+    else
+      s_->close();
+  }
+
+  // The socket's fd (-1 for an empty handle); still owned by the handle.
+  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+
+  // Deadlines (steady_clock; a default time_point clears): an operation
+  // blocked past it, or started after it, raises timeout_error (reports
+  // std::errc::timed_out). Setting a later deadline lets later operations
+  // proceed.
+  void set_deadline(time_point t) {
+    set_read_deadline(t);
+    set_write_deadline(t);
+  }
+  void set_read_deadline(time_point t) { set_dl("set_read_deadline", 'r', t); }
+  void set_write_deadline(time_point t) { set_dl("set_write_deadline", 'w', t); }
+  void set_deadline(time_point t, std::error_code& ec) {
+    set_read_deadline(t, ec);
+    if (!ec) set_write_deadline(t, ec);
+  }
+  void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
+  void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
+
+  // The bound address and its port; the peer's address (known from the
+  // dial or accept: still there after close).
+  address local_address() const {
+    std::error_code ec;
+    state("local_address");
+    return or_raise(sock_name(s_, false, ec), ec, "getsockname");
+  }
+  address local_address(std::error_code& ec) const { return reported(sock_name(s_, false, ec), ec); }
+  std::uint16_t port() const { return local_address().port(); }
+  std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
+  address remote_address() const {
+    if (state("remote_address").peer()) return s_->peer();
+    std::error_code ec;
+    return or_raise(sock_name(s_, true, ec), ec, "getpeername");
+  }
+  address remote_address(std::error_code& ec) const {
+    ec.clear();
+    if (s_ && s_->peer()) return s_->peer();
+    return reported(sock_name(s_, true, ec), ec);
+  }
+
+  // The socket, or usage_error naming the call on an empty handle.
+  socket_state& state(const char* what) const {
+    if (!s_) goro::detail::raise_usage((std::string("net::") + Name + "::" + what + " on an empty " + Name).c_str());
+    return *s_;
+  }
+  // An std::error_code& overload's body: f(socket_state&, ec) on the
+  // socket (its codes made public), or T{} and empty_handle() when empty.
+  template <class T, class F>
+  T with_state(std::error_code& ec, F&& f) {
+    ec.clear();
+    if (!s_) return ec = empty_handle(), T{};
+    return reported(std::forward<F>(f)(*s_, ec), ec);
+  }
+
+  std::shared_ptr<socket_state> s_;
+
+ private:
+  void set_dl(const char* what, char mode, time_point t) {
+    if (std::error_code ec = state(what).set_deadline(mode, deadline_ns(t))) raise_net(ec, what);
+  }
+  void set_dl(char mode, time_point t, std::error_code& ec) {
+    ec.clear();
+    if (!s_)
+      ec = empty_handle();
+    else
+      ec = s_->set_deadline(mode, deadline_ns(t));
+  }
+};
+
+}  // namespace goro::net::detail
+// ---- end goro/detail/net_handle.hpp ----
+
 namespace goro::net {
 
 class conn;
@@ -13227,23 +13360,10 @@ inline std::size_t stream_write(socket_state& s, std::span<const std::byte> buf,
   return done;
 }
 
-// A throwing overload's tail: raises for ec, else returns v.
-template <class T>
-T or_raise(T v, const std::error_code& ec, const char* what) {
-  if (GORO_UNLIKELY(static_cast<bool>(ec))) raise_net(ec, what);
-  return v;
-}
-// A std::error_code& overload's tail: internal codes made public.
-template <class T>
-T reported(T v, std::error_code& ec) noexcept {
-  public_code(ec);
-  return v;
-}
-
 }  // namespace detail
 
 // A stream connection, TCP or Unix (a shared handle).
-class conn {
+class conn : private detail::socket_handle<detail::conn_name> {
  public:
   conn() = default;
 
@@ -13254,9 +13374,7 @@ class conn {
     return detail::or_raise(detail::stream_read(state("read"), buf, ec), ec, "read");
   }
   std::size_t read(std::span<std::byte> buf, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    return detail::reported(detail::stream_read(*s_, buf, ec), ec);
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::stream_read(s, buf, e); });
   }
 
   // Writes all of buf (parks while the socket buffer is full). The
@@ -13267,25 +13385,17 @@ class conn {
     detail::or_raise(detail::stream_write(state("write"), buf, ec), ec, "write");
   }
   std::size_t write(std::span<const std::byte> buf, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    return detail::reported(detail::stream_write(*s_, buf, ec), ec);
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::stream_write(s, buf, e); });
   }
   void write(std::string_view s) { write(std::as_bytes(std::span<const char>(s.data(), s.size()))); }
   std::size_t write(std::string_view s, std::error_code& ec) {
     return write(std::as_bytes(std::span<const char>(s.data(), s.size())), ec);
   }
 
-  // Closes the socket (idempotent); goroutines blocked on it wake with
-  // usage_error("goro: use of closed network connection") (errc::closed).
-  void close() { state("close").close(); }
-  void close(std::error_code& ec) noexcept {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      s_->close();
-  }
+  // close(), close(ec): closes the socket (idempotent); goroutines blocked
+  // on it wake with usage_error("goro: use of closed network connection")
+  // (errc::closed).
+  using socket_handle::close;
 
   // Shuts the sending side (shutdown(SHUT_WR)): the peer reads end of
   // stream once it has read what was sent; this side can still read.
@@ -13295,64 +13405,31 @@ class conn {
     if (ec) detail::raise_net(ec, "close_write");
   }
   void close_write(std::error_code& ec) {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      close_write(*s_, ec);
+    with_state<int>(ec, [](auto& s, auto& e) { return close_write(s, e), 0; });
   }
 
   // Deadlines (steady_clock; a default time_point clears): an operation
   // blocked past it, or started after it, raises timeout_error (reports
   // std::errc::timed_out). Setting a later deadline lets later operations
-  // proceed.
-  void set_deadline(time_point t) {
-    set_read_deadline(t);
-    set_write_deadline(t);
-  }
-  void set_read_deadline(time_point t) { set_dl("set_read_deadline", 'r', t); }
-  void set_write_deadline(time_point t) { set_dl("set_write_deadline", 'w', t); }
-  void set_deadline(time_point t, std::error_code& ec) {
-    set_read_deadline(t, ec);
-    if (!ec) set_write_deadline(t, ec);
-  }
-  void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
-  void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
+  // proceed. set_deadline, set_read_deadline, set_write_deadline, each
+  // also with a std::error_code&.
+  using socket_handle::set_deadline;
+  using socket_handle::set_read_deadline;
+  using socket_handle::set_write_deadline;
 
   // This end's address, and the peer's (known from the dial or accept:
   // still there after close).
-  address local_address() const {
-    std::error_code ec;
-    return detail::or_raise(detail::sock_name(s_ ? s_ : empty("local_address"), false, ec), ec, "getsockname");
-  }
-  address local_address(std::error_code& ec) const { return detail::reported(detail::sock_name(s_, false, ec), ec); }
-  address remote_address() const {
-    if (s_ && s_->peer()) return s_->peer();
-    std::error_code ec;
-    return detail::or_raise(detail::sock_name(s_ ? s_ : empty("remote_address"), true, ec), ec, "getpeername");
-  }
-  address remote_address(std::error_code& ec) const {
-    ec.clear();
-    if (s_ && s_->peer()) return s_->peer();
-    return detail::reported(detail::sock_name(s_, true, ec), ec);
-  }
+  using socket_handle::local_address;
+  using socket_handle::remote_address;
 
   // The socket's fd (-1 for an empty handle); still owned by the conn.
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
 
  private:
   friend struct detail::handles;
   friend class listener;
-  explicit conn(std::shared_ptr<detail::socket_state> s) noexcept : s_(std::move(s)) {}
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::conn::") + what + " on an empty conn").c_str());
-    return *s_;
-  }
-  const std::shared_ptr<detail::socket_state>& empty(const char* what) const {
-    state(what);
-    return s_;
-  }
+  explicit conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
   static void close_write(detail::socket_state& s, std::error_code& ec) noexcept {
     detail::socket_state::op o(s);
     if (!o)
@@ -13360,21 +13437,10 @@ class conn {
     else if (::shutdown(s.fd(), SHUT_WR) != 0)
       ec = detail::errno_code(errno);
   }
-  void set_dl(const char* what, char mode, time_point t) {
-    if (std::error_code ec = state(what).set_deadline(mode, detail::deadline_ns(t))) detail::raise_net(ec, what);
-  }
-  void set_dl(char mode, time_point t, std::error_code& ec) {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      ec = s_->set_deadline(mode, detail::deadline_ns(t));
-  }
-  std::shared_ptr<detail::socket_state> s_;
 };
 
 // A listening socket, TCP or Unix (a shared handle).
-class listener {
+class listener : private detail::socket_handle<detail::listener_name> {
  public:
   listener() = default;
 
@@ -13384,42 +13450,24 @@ class listener {
     return detail::or_raise(accept(state("accept"), ec), ec, "accept");
   }
   conn accept(std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), conn{};
-    return detail::reported(accept(*s_, ec), ec);
+    return with_state<conn>(ec, [](auto& s, auto& e) { return accept(s, e); });
   }
 
-  // The local port (useful after listening on port 0; 0 for Unix).
-  std::uint16_t port() const { return local_address().port(); }
-  std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
-  address local_address() const {
-    std::error_code ec;
-    state("local_address");
-    return detail::or_raise(detail::sock_name(s_, false, ec), ec, "getsockname");
-  }
-  address local_address(std::error_code& ec) const { return detail::reported(detail::sock_name(s_, false, ec), ec); }
+  // The local port (useful after listening on port 0; 0 for Unix), and
+  // the address.
+  using socket_handle::local_address;
+  using socket_handle::port;
 
   // Closes it; a goroutine blocked in accept() wakes with usage_error
   // (errc::closed). A Unix listener removes its socket file.
-  void close() { state("close").close(); }
-  void close(std::error_code& ec) noexcept {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      s_->close();
-  }
+  using socket_handle::close;
 
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
 
  private:
   friend struct detail::handles;
-  explicit listener(std::shared_ptr<detail::socket_state> s) noexcept : s_(std::move(s)) {}
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::listener::") + what + " on an empty listener").c_str());
-    return *s_;
-  }
+  explicit listener(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
   static conn accept(detail::socket_state& s, std::error_code& ec) {
     detail::socket_state::op o(s);
     if (!o) return ec = detail::closed_code(), conn{};
@@ -13441,7 +13489,6 @@ class listener {
       }
     }
   }
-  std::shared_ptr<detail::socket_state> s_;
 };
 
 namespace detail {
@@ -13475,9 +13522,6 @@ struct handles {
   }
 };
 
-[[noreturn]] inline void raise_dial(const std::error_code& ec, const char* net, std::string_view addr) {
-  raise_net(ec, std::string("dial ") + net + " " + std::string(addr), addr);
-}
 // Go's Dialer.Timeout: zero is none, a negative one has passed already.
 inline std::int64_t deadline_after(std::chrono::nanoseconds timeout) noexcept {
   if (timeout.count() == 0) return 0;
@@ -13494,9 +13538,7 @@ inline listener listen_tcp(std::string_view host_port, std::error_code& ec) {
 }
 inline listener listen_tcp(std::string_view host_port) {
   std::error_code ec;
-  listener ln = detail::handles::listen_tcp(host_port, ec);
-  if (ec) detail::raise_net(ec, "listen tcp " + std::string(host_port), host_port);
-  return ln;
+  return detail::or_raise(detail::handles::listen_tcp(host_port, ec), ec, "listen tcp", host_port);
 }
 
 // Connects to host_port (a name is resolved with lookup_host and each of
@@ -13511,27 +13553,22 @@ inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
 }
 inline conn dial_tcp(std::string_view host_port) {
   std::error_code ec;
-  conn c = detail::handles::dial_tcp(host_port, 0, nullptr, ec);
-  if (ec) detail::raise_dial(ec, "tcp", host_port);
-  return c;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec, "dial tcp", host_port);
 }
 inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec);
 }
 inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout) {
   std::error_code ec;
-  conn c = detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec);
-  if (ec) detail::raise_dial(ec, "tcp", host_port);
-  return c;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec,
+                          "dial tcp", host_port);
 }
 inline conn dial_tcp(std::string_view host_port, const context& ctx, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, 0, &ctx, ec), ec);
 }
 inline conn dial_tcp(std::string_view host_port, const context& ctx) {
   std::error_code ec;
-  conn c = detail::handles::dial_tcp(host_port, 0, &ctx, ec);
-  if (ec) detail::raise_dial(ec, "tcp", host_port);
-  return c;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, 0, &ctx, ec), ec, "dial tcp", host_port);
 }
 
 // A Unix stream socket listening at path (a file it creates, removed again
@@ -13542,9 +13579,7 @@ inline listener listen_unix(std::string_view path, std::error_code& ec) {
 }
 inline listener listen_unix(std::string_view path) {
   std::error_code ec;
-  listener ln = detail::handles::listen_unix(path, ec);
-  if (ec) detail::raise_net(ec, "listen unix " + std::string(path), path);
-  return ln;
+  return detail::or_raise(detail::handles::listen_unix(path, ec), ec, "listen unix", path);
 }
 // Connects to the Unix socket at path (nobody listening: ECONNREFUSED, no
 // such file: ENOENT).
@@ -13553,9 +13588,7 @@ inline conn dial_unix(std::string_view path, std::error_code& ec) {
 }
 inline conn dial_unix(std::string_view path) {
   std::error_code ec;
-  conn c = detail::handles::dial_unix(path, ec);
-  if (ec) detail::raise_dial(ec, "unix", path);
-  return c;
+  return detail::or_raise(detail::handles::dial_unix(path, ec), ec, "dial unix", path);
 }
 
 // Waits until fd is readable / writable (any fd: pipes, eventfds, another
@@ -13567,49 +13600,49 @@ inline conn dial_unix(std::string_view path) {
 // at once (each is woken). The fd should not be one a goro::net handle
 // owns, and must stay open during the wait; it is registered with the
 // poller for this wait only. Regular files are always ready.
-inline bool wait_readable(int fd, time_point deadline = {}) {
-  std::error_code ec = detail::wait_fd(fd, 'r', detail::deadline_ns(deadline));
-  return detail::or_raise(true, ec, "wait_readable");
-}
-inline bool wait_writable(int fd, time_point deadline = {}) {
-  std::error_code ec = detail::wait_fd(fd, 'w', detail::deadline_ns(deadline));
-  return detail::or_raise(true, ec, "wait_writable");
-}
-inline bool wait_readable(int fd, time_point deadline, std::error_code& ec) {
-  ec = detail::wait_fd(fd, 'r', detail::deadline_ns(deadline));
-  detail::public_code(ec);
-  return !ec;
-}
-inline bool wait_writable(int fd, time_point deadline, std::error_code& ec) {
-  ec = detail::wait_fd(fd, 'w', detail::deadline_ns(deadline));
-  detail::public_code(ec);
-  return !ec;
-}
-inline bool wait_readable(int fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
-inline bool wait_writable(int fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
-
 namespace detail {
+// A deadline wait: true when ready; a failure in ec.
+inline bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
+  ec = wait_fd(fd, mode, deadline_ns(deadline));
+  return !ec;
+}
 // A context wait: false once ctx is done; other failures in ec.
-inline bool wait_fd_ctx(int fd, char mode, const context& ctx, std::error_code& ec) {
+inline bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
   ec = wait_fd(fd, mode, 0, &ctx);
   if (!ec) return true;
   if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
   return false;
 }
+// wait_readable / wait_writable (mode 'r' / 'w') until a deadline or a
+// context: the throwing overloads and the std::error_code& ones.
+template <class Until>
+bool wait_or_raise(int fd, char mode, const Until& until) {
+  std::error_code ec;
+  return or_raise(wait_fd_for(fd, mode, until, ec), ec, mode == 'r' ? "wait_readable" : "wait_writable");
+}
+template <class Until>
+bool wait_or_report(int fd, char mode, const Until& until, std::error_code& ec) {
+  return reported(wait_fd_for(fd, mode, until, ec), ec);
+}
 }  // namespace detail
+
+inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
+inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(int fd, time_point deadline, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'r', deadline, ec);
+}
+inline bool wait_writable(int fd, time_point deadline, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'w', deadline, ec);
+}
+inline bool wait_readable(int fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
+inline bool wait_writable(int fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
+inline bool wait_readable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'r', ctx); }
+inline bool wait_writable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'w', ctx); }
 inline bool wait_readable(int fd, const context& ctx, std::error_code& ec) {
-  return detail::reported(detail::wait_fd_ctx(fd, 'r', ctx, ec), ec);
+  return detail::wait_or_report(fd, 'r', ctx, ec);
 }
 inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
-  return detail::reported(detail::wait_fd_ctx(fd, 'w', ctx, ec), ec);
-}
-inline bool wait_readable(int fd, const context& ctx) {
-  std::error_code ec;
-  return detail::or_raise(detail::wait_fd_ctx(fd, 'r', ctx, ec), ec, "wait_readable");
-}
-inline bool wait_writable(int fd, const context& ctx) {
-  std::error_code ec;
-  return detail::or_raise(detail::wait_fd_ctx(fd, 'w', ctx, ec), ec, "wait_writable");
+  return detail::wait_or_report(fd, 'w', ctx, ec);
 }
 
 }  // namespace goro::net
@@ -13698,7 +13731,7 @@ inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, c
 }  // namespace detail
 
 // A UDP socket (a shared handle).
-class packet_conn {
+class packet_conn : private detail::socket_handle<detail::packet_conn_name> {
  public:
   packet_conn() = default;
 
@@ -13711,11 +13744,8 @@ class packet_conn {
     return {n, from};
   }
   std::pair<std::size_t, address> read_from(std::span<std::byte> buf, std::error_code& ec) {
-    ec.clear();
     address from;
-    if (!s_) return ec = detail::empty_handle(), std::pair<std::size_t, address>{};
-    std::size_t n = detail::dgram_recv(*s_, buf, &from, ec);
-    detail::public_code(ec);
+    std::size_t n = with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_recv(s, buf, &from, e); });
     return {n, from};
   }
 
@@ -13737,114 +13767,47 @@ class packet_conn {
   // A connected socket's (dial_udp) datagrams from / to its peer.
   std::size_t read(std::span<std::byte> buf) {
     std::error_code ec;
-    std::size_t n = detail::dgram_recv(state("read"), buf, nullptr, ec);
-    if (ec) detail::raise_net(ec, "read");
-    return n;
+    return detail::or_raise(detail::dgram_recv(state("read"), buf, nullptr, ec), ec, "read");
   }
   std::size_t read(std::span<std::byte> buf, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    std::size_t n = detail::dgram_recv(*s_, buf, nullptr, ec);
-    detail::public_code(ec);
-    return n;
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_recv(s, buf, nullptr, e); });
   }
   std::size_t write(std::span<const std::byte> buf) {
     std::error_code ec;
-    std::size_t n = detail::dgram_send(state("write"), buf, nullptr, ec);
-    if (ec) detail::raise_net(ec, "write");
-    return n;
+    return detail::or_raise(detail::dgram_send(state("write"), buf, nullptr, ec), ec, "write");
   }
   std::size_t write(std::span<const std::byte> buf, std::error_code& ec) { return send(buf, nullptr, ec); }
   std::size_t write(std::string_view s) { return write(bytes(s)); }
   std::size_t write(std::string_view s, std::error_code& ec) { return write(bytes(s), ec); }
 
-  // Deadlines, as conn's.
-  void set_deadline(time_point t) {
-    set_read_deadline(t);
-    set_write_deadline(t);
-  }
-  void set_read_deadline(time_point t) { set_dl("set_read_deadline", 'r', t); }
-  void set_write_deadline(time_point t) { set_dl("set_write_deadline", 'w', t); }
-  void set_deadline(time_point t, std::error_code& ec) {
-    set_read_deadline(t, ec);
-    if (!ec) set_write_deadline(t, ec);
-  }
-  void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
-  void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
+  // Deadlines, as conn's: set_deadline, set_read_deadline,
+  // set_write_deadline, each also with a std::error_code&.
+  using socket_handle::set_deadline;
+  using socket_handle::set_read_deadline;
+  using socket_handle::set_write_deadline;
 
   // The bound address, its port (useful after listening on port 0), and a
   // connected socket's peer.
-  address local_address() const {
-    std::error_code ec;
-    state("local_address");
-    address a = detail::sock_name(s_, false, ec);
-    if (ec) detail::raise_net(ec, "getsockname");
-    return a;
-  }
-  address local_address(std::error_code& ec) const {
-    address a = detail::sock_name(s_, false, ec);
-    detail::public_code(ec);
-    return a;
-  }
-  std::uint16_t port() const { return local_address().port(); }
-  std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
-  address remote_address() const {
-    if (state("remote_address").peer()) return s_->peer();
-    std::error_code ec;
-    address a = detail::sock_name(s_, true, ec);
-    if (ec) detail::raise_net(ec, "getpeername");
-    return a;
-  }
-  address remote_address(std::error_code& ec) const {
-    ec.clear();
-    if (s_ && s_->peer()) return s_->peer();
-    address a = detail::sock_name(s_, true, ec);
-    detail::public_code(ec);
-    return a;
-  }
+  using socket_handle::local_address;
+  using socket_handle::port;
+  using socket_handle::remote_address;
 
   // Closes the socket (idempotent); blocked goroutines wake with
   // usage_error (errc::closed).
-  void close() { state("close").close(); }
-  void close(std::error_code& ec) noexcept {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      s_->close();
-  }
+  using socket_handle::close;
 
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
 
  private:
   friend struct detail::udp_handles;
-  explicit packet_conn(std::shared_ptr<detail::socket_state> s) noexcept : s_(std::move(s)) {}
+  explicit packet_conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
   static std::span<const std::byte> bytes(std::string_view s) noexcept {
     return std::as_bytes(std::span<const char>(s.data(), s.size()));
   }
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::packet_conn::") + what + " on an empty packet_conn").c_str());
-    return *s_;
-  }
   std::size_t send(std::span<const std::byte> buf, const address* to, std::error_code& ec) {
-    ec.clear();
-    if (!s_) return ec = detail::empty_handle(), 0;
-    std::size_t n = detail::dgram_send(*s_, buf, to, ec);
-    detail::public_code(ec);
-    return n;
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_send(s, buf, to, e); });
   }
-  void set_dl(const char* what, char mode, time_point t) {
-    if (std::error_code ec = state(what).set_deadline(mode, detail::deadline_ns(t))) detail::raise_net(ec, what);
-  }
-  void set_dl(char mode, time_point t, std::error_code& ec) {
-    ec.clear();
-    if (!s_)
-      ec = detail::empty_handle();
-    else
-      ec = s_->set_deadline(mode, detail::deadline_ns(t));
-  }
-  std::shared_ptr<detail::socket_state> s_;
 };
 
 namespace detail {
@@ -13867,30 +13830,22 @@ struct udp_handles {
 // A UDP socket bound to host_port ("127.0.0.1:0" picks a port; the host as
 // for listen_tcp), for read_from / write_to.
 inline packet_conn listen_udp(std::string_view host_port, std::error_code& ec) {
-  packet_conn c = detail::udp_handles::listen(host_port, ec);
-  detail::public_code(ec);
-  return c;
+  return detail::reported(detail::udp_handles::listen(host_port, ec), ec);
 }
 inline packet_conn listen_udp(std::string_view host_port) {
   std::error_code ec;
-  packet_conn c = detail::udp_handles::listen(host_port, ec);
-  if (ec) detail::raise_net(ec, "listen udp " + std::string(host_port), host_port);
-  return c;
+  return detail::or_raise(detail::udp_handles::listen(host_port, ec), ec, "listen udp", host_port);
 }
 
 // A UDP socket connected to host_port (a name: its first address), for
 // read / write (write_to works too). Nothing is sent: a missing peer shows
 // as ECONNREFUSED on a later read or write.
 inline packet_conn dial_udp(std::string_view host_port, std::error_code& ec) {
-  packet_conn c = detail::udp_handles::dial(host_port, ec);
-  detail::public_code(ec);
-  return c;
+  return detail::reported(detail::udp_handles::dial(host_port, ec), ec);
 }
 inline packet_conn dial_udp(std::string_view host_port) {
   std::error_code ec;
-  packet_conn c = detail::udp_handles::dial(host_port, ec);
-  if (ec) detail::raise_net(ec, "dial udp " + std::string(host_port), host_port);
-  return c;
+  return detail::or_raise(detail::udp_handles::dial(host_port, ec), ec, "dial udp", host_port);
 }
 
 }  // namespace goro::net
