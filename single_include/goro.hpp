@@ -12815,6 +12815,10 @@ class io_lock {
  public:
   // True: held. False: closed (now, or while queued).
   bool lock() noexcept {
+    // Every read, write, accept, send and receive passes here: a goro call
+    // that can switch honours a pending preemption request even when the
+    // syscall after it never parks (detail/preempt.hpp).
+    safe_point();
     std::uint32_t v = 0;
     if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
       return true;

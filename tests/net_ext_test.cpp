@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -580,5 +581,37 @@ TEST_CASE("net_ext: UDP deadlines, refused peers, close and empty handles", "[ne
     net::listen_udp("127.0.0.1", ec);
     CHECK(ec == std::errc::invalid_argument);
     c.close();
+  });
+}
+
+TEST_CASE("net_ext: a goroutine whose reads never park is still preempted at them", "[net][preempt]") {
+  // At 1 P, main reads and writes a socket for 300 ms without ever
+  // parking (it reads only what is there, writes only into an empty
+  // buffer): only the preemption request sysmon posts after a time slice
+  // lets the goroutine queued behind it run. Every goro call that can
+  // switch honours a pending request (net calls did not).
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    net::listener l = net::listen_tcp("127.0.0.1:0");
+    net::conn client = net::dial_tcp("127.0.0.1:" + std::to_string(l.port()));
+    net::conn server = l.accept();
+    const std::string chunk(4096, 'x');
+    std::atomic<bool> other_ran{false};
+    goro::go([&] { other_ran = true; });
+    const auto t0 = steady::now();
+    std::size_t calls = 0;
+    std::byte b[1];
+    while (!other_ran.load() && steady::now() - t0 < 300ms) {
+      int avail = 0;
+      if (::ioctl(server.native_handle(), FIONREAD, &avail) != 0) FAIL("FIONREAD failed");
+      if (avail == 0)
+        client.write(chunk);  // the buffers are empty: no park
+      else
+        (void)server.read(b);  // data is there: no park
+      ++calls;
+    }
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0).count();
+    INFO(calls << " net calls in " << took << " ms");
+    CHECK(other_ran.load());
   });
 }
