@@ -124,8 +124,22 @@ void gdbt_check(const std::string& out, const gdbt_target& t, const std::string&
   CHECK(text.find("gdb_spawner") != std::string::npos);
 }
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GDBT_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(GDBT_TSAN)
+#define GDBT_TSAN 1
+#endif
+
 bool gdbt_skip(const char* what) {
-#if defined(GORO_CROSS_TESTS)
+#if defined(GDBT_TSAN)
+  // The helper's blocking call then sits in TSan's interceptors, whose
+  // frames have no line information: the row checks cannot hold (CI).
+  std::printf("gdb_test: %s skipped under TSan (ASan and plain builds run it)\n", what);
+  return true;
+#elif defined(GORO_CROSS_TESTS)
   std::printf("gdb_test: %s skipped: cross build (qemu-user: gdb cannot attach)\n", what);
   return true;
 #else
