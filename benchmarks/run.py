@@ -155,6 +155,16 @@ WORKLOADS += [
              ["--conns", "64", "--n", "2000", "--reps", "3"], ["--conns", "64", "--n", "500", "--reps", "2"],
              Target("ratio_le", 1.0, "go", "<= Go"), program="echo_latency"),
 ]
+# Loopback UDP (goro::net::packet_conn / package net): the median round
+# trip of a 64-byte datagram to one echo goroutine, with 1 and 64 clients.
+WORKLOADS += [
+    Workload("udp_echo", "median_ns", "ns/round trip (median)", ["goro", "go"],
+             ["--conns", "1", "--n", "20000", "--reps", "3"], ["--conns", "1", "--n", "5000", "--reps", "2"],
+             Target("ratio_le", 1.0, "go", "<= Go")),
+    Workload("udp_echo_64", "median_ns", "ns/round trip (median)", ["goro", "go"],
+             ["--conns", "64", "--n", "2000", "--reps", "3"], ["--conns", "64", "--n", "500", "--reps", "2"],
+             Target("ratio_le", 1.0, "go", "<= Go"), program="udp_echo"),
+]
 # HTTP "hello" (examples/http_hello.cpp vs peers/go/http_hello.go), one
 # server process per run driven by wrk on the same machine; one run gives
 # both requests/s and wrk's p99 latency.

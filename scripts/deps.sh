@@ -9,7 +9,7 @@ set -euo pipefail
 
 test_pkgs=(cmake ninja-build g++ catch2 python3)
 demo_pkgs=(golang-go libboost-fiber-dev libboost-context-dev libtbb-dev hyperfine wrk)
-ci_pkgs=(meson clang libclang-rt-14-dev clang-format g++-aarch64-linux-gnu qemu-user)
+ci_pkgs=(gdb gdb-multiarch meson clang libclang-rt-14-dev clang-format g++-aarch64-linux-gnu qemu-user)
 
 case "${1:-}" in
   test) want=("${test_pkgs[@]}") ;;

@@ -1037,6 +1037,7 @@ static_assert(stack_allocator<default_stack_allocator>);
 #include <time.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace goro::detail {
@@ -1056,22 +1057,27 @@ enum class wait_reason : std::uint8_t {
   other,          // a park site that names no reason
 };
 
+// The names, indexed by wait_reason (also read by tools/goro-gdb.py through
+// debug_info.hpp's anchor).
+inline constexpr const char* wait_reason_names[] = {
+    "",              // none
+    "chan receive",  // chan_receive
+    "chan send",
+    "select",
+    "sleep",
+    "sync.Mutex.Lock",
+    "sync.WaitGroup.Wait",
+    "sync.Cond.Wait",
+    "semacquire",
+    "IO wait",
+    "blocking call",
+    "waiting",  // other
+};
+static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) == static_cast<std::size_t>(wait_reason::other) + 1);
+
 inline const char* wait_reason_name(wait_reason r) noexcept {
-  switch (r) {
-    case wait_reason::none: return "";
-    case wait_reason::chan_receive: return "chan receive";
-    case wait_reason::chan_send: return "chan send";
-    case wait_reason::select: return "select";
-    case wait_reason::sleep: return "sleep";
-    case wait_reason::mutex_lock: return "sync.Mutex.Lock";
-    case wait_reason::wait_group_wait: return "sync.WaitGroup.Wait";
-    case wait_reason::cond_wait: return "sync.Cond.Wait";
-    case wait_reason::semacquire: return "semacquire";
-    case wait_reason::io_wait: return "IO wait";
-    case wait_reason::blocking_call: return "blocking call";
-    case wait_reason::other: return "waiting";
-  }
-  return "waiting";
+  const auto i = static_cast<std::size_t>(r);
+  return i < sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ? wait_reason_names[i] : "waiting";
 }
 
 // CLOCK_MONOTONIC at tick granularity (a few ms), in nanoseconds. Only
@@ -1168,6 +1174,9 @@ struct alignas(64) g {
   // goroutine dump: the pc in the function that called go() ("created by");
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
+  // tracer: the flow (arrow) that ends at this G's next run slice, set by
+  // the waker or creator while a trace runs (tracing.hpp); 0: none.
+  std::uint64_t trace_flow = 0;
 };
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
 
@@ -3076,6 +3085,12 @@ inline void extm_hold(bool hold) noexcept {
 //    that is not `sync` (a sleeping goroutine's) is never touched by the
 //    runner after its function was called: the function may end the
 //    timer's lifetime (the woken goroutine returns and its frame is gone).
+//  - A sync timer's function may itself end its timer's life: del() called
+//    from inside it, directly or from a destructor it sets off (a context
+//    whose deadline timer drops the last reference to that context), does
+//    not wait for the call it is part of, releases that call's `running`
+//    count as its last touch of the timer, and the runner then touches the
+//    timer no more.
 
 #include <sched.h>
 
@@ -3104,6 +3119,15 @@ inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
 }
 
 class timer_heap;
+struct timer;
+
+// The sync timer whose function runs on this thread (run_due), and whether
+// del() from inside that function already released its `running` count.
+struct running_timer_slot {
+  timer* t = nullptr;
+  bool released = false;
+};
+inline thread_local running_timer_slot tls_running_timer;
 
 struct timer {
   // Called with (arg, seq, now) when the timer fires; no lock is held.
@@ -3185,9 +3209,14 @@ class timer_heap {
       publish_earliest();
       lock_.unlock();
       GORO_CHAOS_POINT("timer.run");
-      // After this call a non-sync t may be gone: touch it no more.
+      // After this call a non-sync t may be gone: touch it no more; nor a
+      // sync one whose function deleted it (see the top of this file).
+      const running_timer_slot outer = tls_running_timer;
+      tls_running_timer = {sync ? t : nullptr, false};
       f(arg, seq, now);
-      if (sync) t->running.fetch_sub(1, std::memory_order_release);
+      const bool released = tls_running_timer.released;
+      tls_running_timer = outer;
+      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
       lock_.lock();
     }
     std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
@@ -3213,35 +3242,49 @@ class timer_heap {
   // pending (so it will now never fire), false if it had fired (or was
   // never added). Waits for a sync timer's running function to finish.
   static bool del(timer* t) noexcept {
+    // From inside t's own function that call is not waited for (it is the
+    // caller; other runs of a periodic t still are), and its count is
+    // released last: once it drops, t's owner may free t at any moment.
+    const bool self = t == tls_running_timer.t && !tls_running_timer.released;
+    const std::uint32_t own = self ? 1 : 0;
+    bool removed = false;
     for (;;) {
       timer_heap* h = t->where.load(std::memory_order_acquire);
       if (!h) {
-        wait_not_running(t);
-        return false;
+        wait_running_at_most(t, own);
+        break;
       }
       h->lock_.lock();
       if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
         h->lock_.unlock();
         continue;
       }
-      if (t->sync && t->running.load(std::memory_order_acquire) != 0) {
+      if (t->sync && t->running.load(std::memory_order_acquire) > own) {
         // A periodic timer stays queued while its function runs.
         h->lock_.unlock();
-        wait_not_running(t);
+        wait_running_at_most(t, own);
         continue;
       }
       h->remove_at(t->index);
       t->where.store(nullptr, std::memory_order_release);
       h->publish_earliest();
       h->lock_.unlock();
-      return true;
+      removed = true;
+      break;
     }
+    if (self) {
+      tls_running_timer.released = true;
+      t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
+    }
+    return removed;
   }
 
  private:
-  static void wait_not_running(timer* t) noexcept {
+  // Waits until at most `own` runs of t's function are in progress (own:
+  // 1 when called from inside it, see del).
+  static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
     if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) != 0) sched_yield();
+    while (t->running.load(std::memory_order_acquire) > own) sched_yield();
   }
 
   bool push_locked(timer* t) {
@@ -5521,26 +5564,627 @@ class sysmon {
 
 }  // namespace goro::detail
 // ---- end goro/detail/sysmon.hpp ----
+// ---- begin goro/detail/debug_info.hpp ----
+// What a debugger needs to find the goroutines of a stopped process or a
+// core file (tools/goro-gdb.py): one global symbol, goro_v0_1_debug, with
+// C linkage and a self-describing layout, so the gdb script needs no debug
+// information for goro's own types and survives changes of the G record:
+//
+//   goro_v0_1_debug.magic / version   what follows (version 1: this struct)
+//   .g_size, .off_*                   the G record's size and field offsets
+//   .frame_size                       the switch frame's size (context.hpp)
+//   .wait_reasons, .n_wait_reasons    the names of wait_reason's values
+//   .blocks                           every block of G records of every
+//                                     runtime alive (a singly linked list)
+//
+// A runtime adds each block of G records as it allocates it and removes
+// its blocks before freeing them (sched.hpp). The list is changed under
+// its own lock, off every hot path (once per 32 spawned records).
+//
+// The header also registers the gdb script in .debug_gdb_scripts
+// (gdb_script.hpp), so gdb offers to load it with the program.
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+// ---- begin goro/detail/gdb_script.hpp ----
+// Generated by scripts/embed_asm.py from tools/goro-gdb.py; do not edit.
+// Registers goro's gdb extension in the .debug_gdb_scripts section (an
+// inline script: gdb offers to load it with the program; `set auto-load
+// safe-path` decides). Mergeable strings: one copy however many
+// translation units include this.
+
+#if !defined(GORO_NO_GDB_SCRIPT)
+asm(R"goro_gdb(
+.pushsection .debug_gdb_scripts, "MS",%progbits,1
+.byte 4
+.ascii "gdb.inlined-script.goro-gdb.py\n"
+.ascii "# goro's gdb extension: goroutines in a live process or a core file.\n"
+.ascii "#\n"
+.ascii "#   (gdb) source tools/goro-gdb.py     (or let gdb auto-load it: programs\n"
+.ascii "#                                        built with goro carry it in their\n"
+.ascii "#                                        .debug_gdb_scripts section)\n"
+.ascii "#   (gdb) info goroutines              id, state, wait reason, innermost user frame\n"
+.ascii "#   (gdb) goroutine 7 bt               goroutine 7's backtrace (any bt options)\n"
+.ascii "#   (gdb) goroutine 7 bt full\n"
+.ascii "#   (gdb) goroutine all bt             every goroutine's backtrace\n"
+.ascii "#\n"
+.ascii "# The goroutines are found through the runtime's debugger anchor, the global\n"
+.ascii "# symbol goro_v0_1_debug (include/goro/detail/debug_info.hpp): the G\n"
+.ascii "# record's layout and every block of G records; no debug information for\n"
+.ascii "# goro's own types is needed (the program's frames need -g for file:line).\n"
+.ascii "#\n"
+.ascii "# A parked goroutine's registers are in the switch frame at its saved stack\n"
+.ascii "# pointer (include/goro/detail/context.hpp). The backtrace comes from a\n"
+.ascii "# Python unwinder that claims the selected thread's innermost frame and says\n"
+.ascii "# that its caller is the goroutine's resume point, with the goroutine's\n"
+.ascii "# saved stack pointer and callee-saved registers; gdb's own DWARF unwinder\n"
+.ascii "# does the rest. No register of the process is written, so this works the\n"
+.ascii "# same on a live process and on a core file. A running goroutine's\n"
+.ascii "# backtrace is that of the thread whose stack pointer lies in its stack.\n"
+.ascii "#\n"
+.ascii "# gdb 9 or newer (Python unwinders with PendingFrame.level()).\n"
+.ascii "\n"
+.ascii "import struct\n"
+.ascii "\n"
+.ascii "import gdb\n"
+.ascii "from gdb.unwinder import Unwinder\n"
+.ascii "\n"
+.ascii "_MAGIC = 0x676F726F\n"
+.ascii "_STATUS = {0: \"idle\", 1: \"runnable\", 2: \"running\", 3: \"waiting\", 4: \"dead\"}\n"
+.ascii "# Callee-saved registers in the switch frame: (gdb name, offset), the\n"
+.ascii "# resume address's offset, and the frame's size (see arch/*.S).\n"
+.ascii "_X86_64 = {\n"
+.ascii "    \"regs\": [(\"r15\", 8), (\"r14\", 16), (\"r13\", 24), (\"r12\", 32), (\"rbx\", 40), (\"rbp\", 48)],\n"
+.ascii "    \"resume\": 56,\n"
+.ascii "    \"pc\": \"rip\",\n"
+.ascii "    \"sp\": \"rsp\",\n"
+.ascii "    \"extra_pc\": [],\n"
+.ascii "}\n"
+.ascii "_AARCH64 = {\n"
+.ascii "    \"regs\": [(\"x%d\" % (19 + i), 8 * i) for i in range(11)],  # x19-x29\n"
+.ascii "    \"resume\": 88,\n"
+.ascii "    \"pc\": \"pc\",\n"
+.ascii "    \"sp\": \"sp\",\n"
+.ascii "    \"extra_pc\": [\"x30\"],  # the link register holds the resume address too\n"
+.ascii "}\n"
+.ascii "# Frames of the runtime and the standard library, skipped when looking for\n"
+.ascii "# a goroutine's innermost user frame.\n"
+.ascii "_RUNTIME_PREFIXES = (\"goro::\", \"goro_v0_1_\", \"std::\", \"__\", \"void goro::\", \"void std::\")\n"
+.ascii "_SYSTEM_LIBS = (\"/libc.so\", \"/libc-\", \"/libstdc++.so\", \"/libgcc_s.so\", \"/libpthread\", \"/ld-linux\", \"/libm.so\")\n"
+.ascii "_BOTTOM = \"goro_v0_1_start\"  # a goroutine's entry: the bottom of its stack\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class GoroError(Exception):\n"
+.ascii "    pass\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _read(addr, size):\n"
+.ascii "    return gdb.selected_inferior().read_memory(addr, size).tobytes()\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _u64(addr):\n"
+.ascii "    return struct.unpack(\"<Q\", _read(addr, 8))[0]\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _cstring(addr, limit=256):\n"
+.ascii "    data = _read(addr, limit)\n"
+.ascii "    return data.split(b\"\\0\", 1)[0].decode(\"utf-8\", \"replace\")\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _arch():\n"
+.ascii "    name = gdb.selected_inferior().architecture().name() if hasattr(\n"
+.ascii "        gdb.selected_inferior(), \"architecture\") else gdb.newest_frame().architecture().name()\n"
+.ascii "    if \"x86-64\" in name:\n"
+.ascii "        return _X86_64\n"
+.ascii "    if \"aarch64\" in name:\n"
+.ascii "        return _AARCH64\n"
+.ascii "    raise GoroError(\"goro: unsupported architecture %s (x86-64 and AArch64 are supported)\" % name)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class Goroutine:\n"
+.ascii "    def __init__(self, **kw):\n"
+.ascii "        self.__dict__.update(kw)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _anchor():\n"
+.ascii "    try:\n"
+.ascii "        addr = int(gdb.parse_and_eval(\"(unsigned long)&goro_v0_1_debug\"))\n"
+.ascii "    except gdb.error:\n"
+.ascii "        raise GoroError(\"goro: no goroutine runtime in this program (symbol goro_v0_1_debug not found)\")\n"
+.ascii "    head = _read(addr, 72)\n"
+.ascii "    fields = struct.unpack(\"<14I\", head[:56])\n"
+.ascii "    if fields[0] != _MAGIC:\n"
+.ascii "        raise GoroError(\"goro: goro_v0_1_debug has a bad magic number\")\n"
+.ascii "    if fields[1] != 1:\n"
+.ascii "        raise GoroError(\"goro: debugger anchor version %d; this script knows version 1\" % fields[1])\n"
+.ascii "    names_ptr, blocks = struct.unpack(\"<QQ\", head[56:72])\n"
+.ascii "    keys = (\"magic\", \"version\", \"g_size\", \"off_sp\", \"off_status\", \"off_id\", \"off_waiting_on\",\n"
+.ascii "            \"off_wait_since\", \"off_created_pc\", \"off_stack_lo\", \"off_stack_size\", \"off_is_main\",\n"
+.ascii "            \"frame_size\", \"n_wait_reasons\")\n"
+.ascii "    a = dict(zip(keys, fields))\n"
+.ascii "    a[\"wait_reasons\"] = [_cstring(_u64(names_ptr + 8 * i)) for i in range(a[\"n_wait_reasons\"])]\n"
+.ascii "    a[\"blocks\"] = blocks\n"
+.ascii "    return a\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def goroutines():\n"
+.ascii "    \"\"\"Every live goroutine of every runtime, sorted by id.\"\"\"\n"
+.ascii "    a = _anchor()\n"
+.ascii "    out = []\n"
+.ascii "    block = a[\"blocks\"]\n"
+.ascii "    seen = 0\n"
+.ascii "    while block:\n"
+.ascii "        seen += 1\n"
+.ascii "        if seen > 1 << 20:\n"
+.ascii "            raise GoroError(\"goro: the list of G blocks does not end (memory corrupted?)\")\n"
+.ascii "        nxt, gs, count, runtime = struct.unpack(\"<QQQQ\", _read(block, 32))\n"
+.ascii "        data = _read(gs, count * a[\"g_size\"])\n"
+.ascii "        for i in range(count):\n"
+.ascii "            base = i * a[\"g_size\"]\n"
+.ascii "\n"
+.ascii "            def field(off, fmt, base=base):\n"
+.ascii "                return struct.unpack_from(fmt, data, base + off)[0]\n"
+.ascii "\n"
+.ascii "            status = _STATUS.get(field(a[\"off_status\"], \"<I\"), \"?\")\n"
+.ascii "            if status in (\"idle\", \"dead\"):\n"
+.ascii "                continue\n"
+.ascii "            why = field(a[\"off_waiting_on\"], \"<B\")\n"
+.ascii "            reason = a[\"wait_reasons\"][why] if why < len(a[\"wait_reasons\"]) else \"waiting\"\n"
+.ascii "            if status == \"waiting\" and not reason:\n"
+.ascii "                reason = \"waiting\"\n"
+.ascii "            out.append(Goroutine(\n"
+.ascii "                id=field(a[\"off_id\"], \"<Q\"), status=status, reason=reason, addr=gs + base,\n"
+.ascii "                sp=field(a[\"off_sp\"], \"<Q\"), created_pc=field(a[\"off_created_pc\"], \"<Q\"),\n"
+.ascii "                stack_lo=field(a[\"off_stack_lo\"], \"<Q\"), stack_size=field(a[\"off_stack_size\"], \"<Q\"),\n"
+.ascii "                is_main=bool(field(a[\"off_is_main\"], \"<B\")), runtime=runtime,\n"
+.ascii "                frame_size=a[\"frame_size\"]))\n"
+.ascii "        block = nxt\n"
+.ascii "    out.sort(key=lambda g: g.id)\n"
+.ascii "    return out\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _thread_of(g):\n"
+.ascii "    \"\"\"The gdb thread running goroutine g (its stack pointer lies in g's stack), or None.\"\"\"\n"
+.ascii "    if not g.stack_lo:\n"
+.ascii "        return None\n"
+.ascii "    lo, hi = g.stack_lo, g.stack_lo + g.stack_size\n"
+.ascii "    for t in gdb.selected_inferior().threads():\n"
+.ascii "        try:\n"
+.ascii "            sp = int(_frame0_sp(t))\n"
+.ascii "        except gdb.error:\n"
+.ascii "            continue\n"
+.ascii "        if lo <= sp < hi:\n"
+.ascii "            return t\n"
+.ascii "    return None\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _frame0_sp(thread):\n"
+.ascii "    cur = gdb.selected_thread()\n"
+.ascii "    try:\n"
+.ascii "        thread.switch()\n"
+.ascii "        return gdb.parse_and_eval(\"(unsigned long)$sp\")\n"
+.ascii "    finally:\n"
+.ascii "        cur.switch()\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class _FrameId:\n"
+.ascii "    def __init__(self, sp, pc):\n"
+.ascii "        self.sp = sp\n"
+.ascii "        self.pc = pc\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class _GoroutineUnwinder(Unwinder):\n"
+.ascii "    \"\"\"While `target` is set: the innermost frame's caller is the goroutine's\n"
+.ascii "    resume point (the first frame sniffed after the cache is flushed).\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self):\n"
+.ascii "        super().__init__(\"goro-goroutine\")\n"
+.ascii "        self.target = None\n"
+.ascii "        self.claimed = None\n"
+.ascii "\n"
+.ascii "    def __call__(self, pending):\n"
+.ascii "        g = self.target\n"
+.ascii "        if g is None:\n"
+.ascii "            return None\n"
+.ascii "        pc = int(pending.read_register(self.arch[\"pc\"]))\n"
+.ascii "        sp = int(pending.read_register(self.arch[\"sp\"]))\n"
+.ascii "        if self.claimed is None:\n"
+.ascii "            self.claimed = (sp, pc)\n"
+.ascii "        elif self.claimed != (sp, pc):\n"
+.ascii "            return None\n"
+.ascii "        arch = self.arch\n"
+.ascii "        ptr_t = gdb.lookup_type(\"unsigned long\")\n"
+.ascii "        frame = _read(g.sp, g.frame_size)\n"
+.ascii "        # The frame id's stack address: the switch frame itself, inner to\n"
+.ascii "        # the goroutine's frames (gdb stops at a caller \"inner\" to its callee).\n"
+.ascii "        info = pending.create_unwind_info(_FrameId(gdb.Value(g.sp).cast(ptr_t), gdb.Value(pc).cast(ptr_t)))\n"
+.ascii "        resume = struct.unpack_from(\"<Q\", frame, arch[\"resume\"])[0]\n"
+.ascii "        pc_t = pending.read_register(arch[\"pc\"]).type\n"
+.ascii "        sp_t = pending.read_register(arch[\"sp\"]).type\n"
+.ascii "        info.add_saved_register(arch[\"pc\"], gdb.Value(resume).cast(pc_t))\n"
+.ascii "        info.add_saved_register(arch[\"sp\"], gdb.Value(g.sp + g.frame_size).cast(sp_t))\n"
+.ascii "        for name in arch[\"extra_pc\"]:\n"
+.ascii "            info.add_saved_register(name, gdb.Value(resume).cast(pending.read_register(name).type))\n"
+.ascii "        for name, off in arch[\"regs\"]:\n"
+.ascii "            val = struct.unpack_from(\"<Q\", frame, off)[0]\n"
+.ascii "            info.add_saved_register(name, gdb.Value(val).cast(pending.read_register(name).type))\n"
+.ascii "        return info\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "_unwinder = _GoroutineUnwinder()\n"
+.ascii "gdb.unwinder.register_unwinder(None, _unwinder, replace=True)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class _Switched:\n"
+.ascii "    \"\"\"Context: gdb's frames show goroutine g's stack (parked g), or the\n"
+.ascii "    thread running it (running g).\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self, g):\n"
+.ascii "        self.g = g\n"
+.ascii "        self.thread = None\n"
+.ascii "        self.prev_thread = None\n"
+.ascii "\n"
+.ascii "    def __enter__(self):\n"
+.ascii "        g = self.g\n"
+.ascii "        if g.status == \"running\":\n"
+.ascii "            self.thread = _thread_of(g)\n"
+.ascii "            if self.thread is None:\n"
+.ascii "                raise GoroError(\"goroutine %d is running, on no thread gdb knows\" % g.id)\n"
+.ascii "            self.prev_thread = gdb.selected_thread()\n"
+.ascii "            self.thread.switch()\n"
+.ascii "            return self\n"
+.ascii "        if not g.sp:\n"
+.ascii "            raise GoroError(\"goroutine %d has no saved context yet\" % g.id)\n"
+.ascii "        _unwinder.arch = _arch()\n"
+.ascii "        _unwinder.target = g\n"
+.ascii "        _unwinder.claimed = None\n"
+.ascii "        gdb.invalidate_cached_frames()\n"
+.ascii "        return self\n"
+.ascii "\n"
+.ascii "    def __exit__(self, *exc):\n"
+.ascii "        if self.prev_thread is not None:\n"
+.ascii "            self.prev_thread.switch()\n"
+.ascii "        _unwinder.target = None\n"
+.ascii "        _unwinder.claimed = None\n"
+.ascii "        gdb.invalidate_cached_frames()\n"
+.ascii "        return False\n"
+.ascii "\n"
+.ascii "    def first_level(self):\n"
+.ascii "        \"\"\"The level of the goroutine's innermost frame in gdb's frame list.\"\"\"\n"
+.ascii "        if self.thread is not None:\n"
+.ascii "            return 0\n"
+.ascii "        f = gdb.newest_frame()\n"
+.ascii "        level = 0\n"
+.ascii "        want_sp = self.g.sp + self.g.frame_size\n"
+.ascii "        while f is not None and level < 64:\n"
+.ascii "            older = f.older()\n"
+.ascii "            if older is None:\n"
+.ascii "                break\n"
+.ascii "            if _frame_sp(older) == want_sp and f.unwind_stop_reason() == gdb.FRAME_UNWIND_NO_REASON \\\n"
+.ascii "                    and (_unwinder.claimed is not None and int(f.pc()) == _unwinder.claimed[1]):\n"
+.ascii "                return level + 1\n"
+.ascii "            f = older\n"
+.ascii "            level += 1\n"
+.ascii "        raise GoroError(\"goro: could not unwind goroutine %d\" % self.g.id)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _frame_sp(f):\n"
+.ascii "    try:\n"
+.ascii "        return int(f.read_register(_unwinder.arch[\"sp\"]))\n"
+.ascii "    except (gdb.error, AttributeError):\n"
+.ascii "        return None\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _describe(f):\n"
+.ascii "    name = f.name() or \"??\"\n"
+.ascii "    sal = f.find_sal()\n"
+.ascii "    where = \"\"\n"
+.ascii "    if sal is not None and sal.symtab is not None:\n"
+.ascii "        where = \" at %s:%d\" % (sal.symtab.filename, sal.line)\n"
+.ascii "    return \"%s%s\" % (name, where)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _is_runtime(f):\n"
+.ascii "    name = f.name()\n"
+.ascii "    if name is None or name.startswith(_RUNTIME_PREFIXES):\n"
+.ascii "        return True\n"
+.ascii "    lib = gdb.solib_name(f.pc())  # None: the program itself\n"
+.ascii "    return lib is not None and any(s in lib for s in _SYSTEM_LIBS)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def user_frame(g):\n"
+.ascii "    \"\"\"'function at file:line' of goroutine g's innermost frame outside goro and std.\"\"\"\n"
+.ascii "    with _Switched(g) as sw:\n"
+.ascii "        f = gdb.newest_frame()\n"
+.ascii "        for _ in range(sw.first_level()):\n"
+.ascii "            f = f.older()\n"
+.ascii "        first = None\n"
+.ascii "        for _ in range(64):\n"
+.ascii "            if f is None:\n"
+.ascii "                break\n"
+.ascii "            name = f.name()\n"
+.ascii "            if name == _BOTTOM:\n"
+.ascii "                break\n"
+.ascii "            if first is None:\n"
+.ascii "                first = f\n"
+.ascii "            if not _is_runtime(f):\n"
+.ascii "                return _describe(f)\n"
+.ascii "            f = f.older()\n"
+.ascii "        return _describe(first) if first is not None else \"??\"\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _created_by(g):\n"
+.ascii "    \"\"\"The function that called go() (the one go() was inlined into), with\n"
+.ascii "    file:line when the pc's line lies in that function's file.\"\"\"\n"
+.ascii "    if not g.created_pc:\n"
+.ascii "        return None\n"
+.ascii "    pc = g.created_pc\n"
+.ascii "    fn = None\n"
+.ascii "    try:\n"
+.ascii "        block = gdb.block_for_pc(pc)\n"
+.ascii "        while block is not None and not block.is_static and not block.is_global:\n"
+.ascii "            if block.function is not None:\n"
+.ascii "                fn = block.function  # the outermost wins: go() itself is inlined\n"
+.ascii "            block = block.superblock\n"
+.ascii "    except RuntimeError:\n"
+.ascii "        fn = None\n"
+.ascii "    if fn is None:\n"
+.ascii "        text = gdb.execute(\"info symbol %#x\" % pc, to_string=True).strip()\n"
+.ascii "        return text.split(\" in section \")[0] if not text.startswith(\"No symbol\") else \"%#x\" % pc\n"
+.ascii "    name = fn.print_name\n"
+.ascii "    sal = gdb.find_pc_line(pc)\n"
+.ascii "    if sal.symtab is not None and fn.symtab is not None and sal.symtab.filename == fn.symtab.filename:\n"
+.ascii "        name += \" at %s:%d\" % (sal.symtab.filename, sal.line)\n"
+.ascii "    return name\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _state_text(g):\n"
+.ascii "    if g.status == \"running\":\n"
+.ascii "        t = _thread_of(g)\n"
+.ascii "        return \"running\" + (\", thread %d\" % t.num if t is not None else \"\")\n"
+.ascii "    if g.status == \"runnable\":\n"
+.ascii "        return \"runnable\"\n"
+.ascii "    return g.reason\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _renumber(text, first):\n"
+.ascii "    \"\"\"bt output without frames above `first` and below the goroutine's\n"
+.ascii "    entry, renumbered from #0.\"\"\"\n"
+.ascii "    blocks, cur = [], None\n"
+.ascii "    for line in text.splitlines():\n"
+.ascii "        if line.startswith(\"#\"):\n"
+.ascii "            cur = [line]\n"
+.ascii "            blocks.append(cur)\n"
+.ascii "        elif cur is not None:\n"
+.ascii "            cur.append(line)\n"
+.ascii "        else:\n"
+.ascii "            blocks.append([line])\n"
+.ascii "    out = []\n"
+.ascii "    for b in blocks:\n"
+.ascii "        head = b[0]\n"
+.ascii "        if not head.startswith(\"#\"):\n"
+.ascii "            out.extend(b)\n"
+.ascii "            continue\n"
+.ascii "        num, rest = head[1:].split(\" \", 1)\n"
+.ascii "        level = int(num)\n"
+.ascii "        if level < first:\n"
+.ascii "            continue\n"
+.ascii "        if (\" %s \" % _BOTTOM) in head or head.rstrip().endswith(\" \" + _BOTTOM + \" ()\"):\n"
+.ascii "            break\n"
+.ascii "        out.append(\"#%-2d %s\" % (level - first, rest.lstrip()))  # gdb's own layout\n"
+.ascii "        out.extend(b[1:])\n"
+.ascii "    return \"\\n\".join(out)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _find(gid):\n"
+.ascii "    for g in goroutines():\n"
+.ascii "        if g.id == gid:\n"
+.ascii "            return g\n"
+.ascii "    raise GoroError(\"goroutine %d not found (info goroutines lists them)\" % gid)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def goroutine_bt(g, args=\"\"):\n"
+.ascii "    \"\"\"goroutine g's backtrace, as gdb's bt prints it.\"\"\"\n"
+.ascii "    with _Switched(g) as sw:\n"
+.ascii "        first = sw.first_level()\n"
+.ascii "        # bt N counts from gdb's frame 0: add the frames above the goroutine's.\n"
+.ascii "        words = [str(int(w) + first) if w.isdigit() and int(w) > 0 else w for w in args.split()]\n"
+.ascii "        text = gdb.execute(\" \".join([\"bt\"] + words), to_string=True)\n"
+.ascii "        return _renumber(text, first)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class InfoGoroutines(gdb.Command):\n"
+.ascii "    \"\"\"List the goroutines: id, state or wait reason, innermost user frame.\n"
+.ascii "\n"
+.ascii "Usage: info goroutines\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self):\n"
+.ascii "        super().__init__(\"info goroutines\", gdb.COMMAND_STACK)\n"
+.ascii "\n"
+.ascii "    def invoke(self, arg, from_tty):\n"
+.ascii "        try:\n"
+.ascii "            gs = goroutines()\n"
+.ascii "            rows = []\n"
+.ascii "            for g in gs:\n"
+.ascii "                try:\n"
+.ascii "                    frame = user_frame(g) if g.status != \"runnable\" or g.sp else \"(not started)\"\n"
+.ascii "                except (GoroError, gdb.error) as e:\n"
+.ascii "                    frame = \"(%s)\" % e\n"
+.ascii "                rows.append((\"%d\" % g.id, g.status, _state_text(g) if g.status != \"waiting\" else g.reason,\n"
+.ascii "                             frame))\n"
+.ascii "            w_id = max([2] + [len(r[0]) for r in rows])\n"
+.ascii "            w_st = max([5] + [len(r[1]) for r in rows])\n"
+.ascii "            w_wr = max([11] + [len(r[2]) for r in rows])\n"
+.ascii "            gdb.write(\"  %-*s  %-*s  %-*s  %s\\n\" % (w_id, \"Id\", w_st, \"State\", w_wr, \"Wait reason\", \"Frame\"))\n"
+.ascii "            for r in rows:\n"
+.ascii "                gdb.write(\"  %-*s  %-*s  %-*s  %s\\n\" % (w_id, r[0], w_st, r[1], w_wr, r[2], r[3]))\n"
+.ascii "        except GoroError as e:\n"
+.ascii "            raise gdb.GdbError(str(e))\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class GoroutineCommand(gdb.Command):\n"
+.ascii "    \"\"\"Run a backtrace command in a goroutine's context.\n"
+.ascii "\n"
+.ascii "Usage: goroutine ID bt [bt options]\n"
+.ascii "       goroutine all bt [bt options]\n"
+.ascii "ID is a goroutine id as `info goroutines` lists it.\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self):\n"
+.ascii "        super().__init__(\"goroutine\", gdb.COMMAND_STACK)\n"
+.ascii "\n"
+.ascii "    def invoke(self, arg, from_tty):\n"
+.ascii "        argv = arg.split(None, 1)\n"
+.ascii "        if not argv:\n"
+.ascii "            raise gdb.GdbError(\"usage: goroutine ID|all bt [options]\")\n"
+.ascii "        cmd = argv[1] if len(argv) > 1 else \"bt\"\n"
+.ascii "        words = cmd.split(None, 1)\n"
+.ascii "        if words[0] not in (\"bt\", \"backtrace\", \"where\"):\n"
+.ascii "            raise gdb.GdbError(\"goroutine: only bt is supported (got %r)\" % words[0])\n"
+.ascii "        bt_args = words[1] if len(words) > 1 else \"\"\n"
+.ascii "        try:\n"
+.ascii "            if argv[0] == \"all\":\n"
+.ascii "                targets = goroutines()\n"
+.ascii "            else:\n"
+.ascii "                try:\n"
+.ascii "                    targets = [_find(int(argv[0], 0))]\n"
+.ascii "                except ValueError:\n"
+.ascii "                    raise gdb.GdbError(\"goroutine: %r is not a goroutine id\" % argv[0])\n"
+.ascii "            for i, g in enumerate(targets):\n"
+.ascii "                if len(targets) > 1 and i:\n"
+.ascii "                    gdb.write(\"\\n\")\n"
+.ascii "                gdb.write(\"goroutine %d [%s]:\\n\" % (g.id, _state_text(g)))\n"
+.ascii "                try:\n"
+.ascii "                    gdb.write(goroutine_bt(g, bt_args) + \"\\n\")\n"
+.ascii "                except (GoroError, gdb.error) as e:\n"
+.ascii "                    gdb.write(\"(%s)\\n\" % e)\n"
+.ascii "                created = _created_by(g)\n"
+.ascii "                if created:\n"
+.ascii "                    gdb.write(\"created by %s\\n\" % created)\n"
+.ascii "        except GoroError as e:\n"
+.ascii "            raise gdb.GdbError(str(e))\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "InfoGoroutines()\n"
+.ascii "GoroutineCommand()\n"
+.byte 0
+.popsection
+)goro_gdb");
+#endif
+// ---- end goro/detail/gdb_script.hpp ----
+
+extern "C" {
+struct goro_v0_1_debug_block {
+  goro_v0_1_debug_block* next;
+  void* gs;              // the first G record of the block
+  std::uint64_t count;   // records in the block
+  const void* runtime;   // the sched_base that owns it
+};
+
+struct goro_v0_1_debug_info {
+  std::uint32_t magic;  // 0x676f726f ("goro")
+  std::uint32_t version;
+  std::uint32_t g_size;
+  std::uint32_t off_sp, off_status, off_id, off_waiting_on, off_wait_since, off_created_pc;
+  std::uint32_t off_stack_lo, off_stack_size, off_is_main;
+  std::uint32_t frame_size;  // switch_frame
+  std::uint32_t n_wait_reasons;
+  const char* const* wait_reasons;
+  goro_v0_1_debug_block* volatile blocks;
+};
+}
+
+namespace goro::detail {
+
+inline std::mutex& debug_blocks_lock() {
+  static std::mutex* m = new std::mutex;  // leaked: runtimes may end during static destruction
+  return *m;
+}
+
+}  // namespace goro::detail
+
+extern "C" {
+// Default visibility: one anchor per process even when several shared
+// objects use goro (the dynamic linker binds them all to the first).
+[[gnu::used, gnu::visibility("default")]] inline goro_v0_1_debug_info goro_v0_1_debug = {
+    0x676f726fu,
+    1,
+    sizeof(goro::detail::g),
+    offsetof(goro::detail::g, sp),
+    offsetof(goro::detail::g, status),
+    offsetof(goro::detail::g, id),
+    offsetof(goro::detail::g, waiting_on),
+    offsetof(goro::detail::g, wait_since),
+    offsetof(goro::detail::g, created_pc),
+    offsetof(goro::detail::g, stack) + offsetof(goro::stack_memory, lo),
+    offsetof(goro::detail::g, stack) + offsetof(goro::stack_memory, size),
+    offsetof(goro::detail::g, is_main),
+    sizeof(goro::detail::switch_frame),
+    sizeof(goro::detail::wait_reason_names) / sizeof(goro::detail::wait_reason_names[0]),
+    goro::detail::wait_reason_names,
+    nullptr,
+};
+}
+
+namespace goro::detail {
+
+// Adds a block of `count` G records of runtime rt (may raise bad_alloc;
+// nothing changes then).
+inline void debug_add_block(g* gs, std::size_t count, const void* rt) {
+  auto* b = new goro_v0_1_debug_block{nullptr, gs, count, rt};
+  std::lock_guard<std::mutex> lk(debug_blocks_lock());
+  b->next = goro_v0_1_debug.blocks;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // filled in before it is linked
+  goro_v0_1_debug.blocks = b;
+}
+
+// Removes every block of runtime rt.
+inline void debug_remove_blocks(const void* rt) noexcept {
+  std::lock_guard<std::mutex> lk(debug_blocks_lock());
+  for (goro_v0_1_debug_block* volatile* link = &goro_v0_1_debug.blocks; *link;) {
+    goro_v0_1_debug_block* b = *link;
+    if (b->runtime == rt) {
+      *link = b->next;
+      delete b;
+    } else {
+      link = &b->next;
+    }
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/debug_info.hpp ----
 // ---- begin goro/detail/trace.hpp ----
 // The execution tracer's recording side (goro::trace, trace.hpp, is the
 // public half): scheduler events go into per-thread buffers, which are
-// written to the trace file as Chrome trace events (JSON) when full and at
-// trace::stop(). Go's runtime/trace plays the same role (traceEvent,
-// traceFlush); the format here is the one chrome://tracing and Perfetto
-// read.
+// written to the trace file as Chrome trace events (JSON) when full, every
+// flush_period by the trace's flusher thread, and at trace::stop(). Go's
+// runtime/trace plays the same role (traceEvent, traceFlush); the format
+// here is the one chrome://tracing and Perfetto read: the bare JSON array
+// form, which they also load without its closing `]`, so the file of a
+// program killed or hung mid-trace is loadable. Each write appends whole
+// events only (one write(2) of complete events), and track names are
+// written when a track first appears, not at the end.
 //
 // Cost while no trace runs: one relaxed load and a not-taken branch at each
 // event site (tracing::enabled()). While one runs: a clock read and an
 // uncontended spinlock per event, and a write to the file every
-// buffer_events events per thread.
+// buffer_events events per thread or every flush_period.
+
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -5554,6 +6198,7 @@ enum class kind : std::uint8_t {
   block,    // goroutine g blocked (parked)
   wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
   syscall,  // goroutine g was in goro::blocking on an M from ts for dur
+  create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
 };
 
 struct event {
@@ -5564,9 +6209,18 @@ struct event {
   std::int32_t p = -1;   // P id, -1: none
   std::int32_t m = -1;   // M id, -1: not an M of the runtime
   kind k = kind::run;
-  std::uint32_t arg = 0;
+  std::uint64_t arg = 0;  // steal: the victim P; preempt: by signal; create: the parent G; run: 1 if `flow` is a creation
   const char* end = "";  // run: how the slice ended (a string literal)
+  // Flow arrows: wake and create start flow `flow` (ph "s"); a run slice
+  // with a flow ends it (ph "f", bound to the slice). 0: none.
+  std::uint64_t flow = 0;
 };
+
+// Flow ids: one per wake-up or creation; odd for a creation.
+inline std::atomic<std::uint64_t> next_flow{1};
+inline std::uint64_t new_flow(bool create) noexcept {
+  return next_flow.fetch_add(1, std::memory_order_relaxed) * 2 + (create ? 1 : 0);
+}
 
 inline std::atomic<bool> on{false};
 // Event time stamps: steady_clock nanoseconds (the timers' nanotime).
@@ -5580,6 +6234,7 @@ inline bool enabled() noexcept { return on.load(std::memory_order_relaxed); }
 inline std::atomic<std::uint32_t> next_runtime_number{0};
 
 inline constexpr std::size_t buffer_events = 4096;
+inline constexpr std::chrono::milliseconds flush_period{100};
 
 struct buffer {
   spinlock lock;
@@ -5590,21 +6245,113 @@ struct buffer {
 // The trace being written, and every thread's buffer (a thread that exits
 // leaves its buffer here: it is flushed at stop and then reused).
 struct state {
-  std::mutex mu;
-  std::FILE* out = nullptr;
+  std::mutex ctl;  // start / stop (held across stop's join of the flusher)
+  std::mutex mu;   // the file, `text`, the track sets and `buffers`
+  int fd = -1;     // the trace file; -1: no trace
+  int write_err = 0;  // the first write error (reported at stop)
   bool first = true;       // no event written yet (commas)
   std::int64_t epoch = 0;  // now() at start: ts 0
+  std::string text;        // formatted events not written yet (whole events only)
   // The current trace (0: none yet), bumped by each start. Written under
   // mu; read without it by record().
   std::atomic<std::uint64_t> session{0};
   std::vector<std::shared_ptr<buffer>> buffers;
   std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
+  std::set<std::uint32_t> runtimes;                                     // runtimes seen
+  // The flusher: every flush_period, every buffer's events to the file.
+  std::thread flusher;
+  std::condition_variable flusher_cv;
+  bool flusher_stop = false;  // under mu
 
-  // Appends events to the file (mu held). A write error is remembered by
-  // the stream and reported at stop.
+  // Appends events to the file (mu held). A write error is remembered and
+  // reported at stop.
   void write_locked(const std::vector<event>& evs) {
-    if (!out) return;
+    if (fd < 0) return;
     for (const event& e : evs) write_event_locked(e);
+    write_text_locked();
+  }
+
+  // One write(2) of whole events (mu held).
+  void write_text_locked() {
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (write_err == 0) write_err = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    text.clear();
+  }
+
+  // Every buffer's events of this session to the file (mu held).
+  void drain_locked() {
+    const std::uint64_t cur = session.load(std::memory_order_relaxed);
+    std::vector<event> evs;
+    for (auto& b : buffers) {
+      evs.clear();
+      {
+        std::lock_guard<spinlock> bl(b->lock);
+        if (b->session == cur) evs.swap(b->events);
+      }
+      write_locked(evs);
+    }
+  }
+
+  void flusher_loop() {
+    std::unique_lock<std::mutex> lk(mu);
+    while (!flusher_stop) {
+      flusher_cv.wait_for(lk, flush_period);
+      if (!flusher_stop) drain_locked();
+    }
+  }
+
+  // printf into `text`.
+  template <class... A>
+  void emit(const char* fmt, A... a) {
+    char buf[512];
+    const int n = std::snprintf(buf, sizeof buf, fmt, a...);
+    if (n > 0) text.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
+  }
+  void sep() {
+    text += first ? "\n" : ",\n";
+    first = false;
+  }
+
+  // Track names, written when a track first shows up (so a trace cut
+  // short still has them).
+  void meta(const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
+    sep();
+    if (tid)
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid, *tid, name);
+    else
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
+  }
+  void runtime_seen(std::uint32_t rt) {
+    if (!runtimes.insert(rt).second) return;
+    char name[64];
+    std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
+    meta("process_name", 2 * rt + 1, nullptr, name);
+    std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
+    meta("process_name", 2 * rt + 2, nullptr, name);
+  }
+  void p_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!p_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    std::snprintf(name, sizeof name, "P%d", id);
+    meta("thread_name", 2 * rt + 1, &id, name);
+  }
+  void m_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!m_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    if (id < 0)
+      std::snprintf(name, sizeof name, "other threads");
+    else
+      std::snprintf(name, sizeof name, "M%d", id);
+    meta("thread_name", 2 * rt + 2, &id, name);
   }
 
   void write_event_locked(const event& e) {
@@ -5612,106 +6359,83 @@ struct state {
     const double dur = static_cast<double>(e.dur) / 1000.0;
     const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
     const std::int32_t ptid = e.p, mtid = e.m;
-    auto sep = [&] {
-      std::fputs(first ? "\n" : ",\n", out);
-      first = false;
-    };
-    if (e.p >= 0) p_tracks.emplace(e.rt, e.p);
-    if (e.m >= 0) m_tracks.emplace(e.rt, e.m);
+    if (e.p >= 0) p_track_seen(e.rt, e.p);
+    if (e.m >= 0) m_track_seen(e.rt, e.m);
     const auto g = static_cast<unsigned long long>(e.g);
+    const auto flow = static_cast<unsigned long long>(e.flow);
     switch (e.k) {
       case kind::run: {
         const char* why = e.end;
         if (ptid >= 0) {
           sep();
-          std::fprintf(
-              out,
-              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-              "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-              g, ts, dur, ps, ptid, g, mtid, why);
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ps, ptid, g, mtid, why);
         }
         if (mtid >= 0) {
           sep();
-          std::fprintf(
-              out,
-              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-              "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
-              g, ts, dur, ms, mtid, g, ptid, why);
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ms, mtid, g, ptid, why);
+        }
+        if (flow != 0 && (ptid >= 0 || mtid >= 0)) {  // the arrow's head: this slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,"
+               "\"tid\":%d}",
+               (flow & 1) ? "go" : "wake", flow, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : mtid);
         }
         break;
       }
       case kind::syscall:
         sep();
-        std::fprintf(
-            out,
-            "{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
-            "\"tid\":%d,\"args\":{\"g\":%llu}}",
-            g, ts, dur, ms, mtid, g);
+        emit("{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
+             "\"tid\":%d,\"args\":{\"g\":%llu}}",
+             g, ts, dur, ms, mtid, g);
         break;
       case kind::steal:
         sep();
-        std::fprintf(out,
-                     "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-                     "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
-                     ts, ps, ptid, e.arg, g, mtid);
+        emit("{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+             "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
+             ts, ps, ptid, static_cast<unsigned>(e.arg), g, mtid);
         break;
       case kind::preempt:
       case kind::block:
-      case kind::wake: {
-        const char* name = e.k == kind::preempt ? "preempt" : e.k == kind::block ? "block" : "wake";
-        sep();
-        // A wake from a thread outside the runtime goes on the Ms process,
+      case kind::wake:
+      case kind::create: {
+        const char* name = e.k == kind::preempt ? "preempt"
+                           : e.k == kind::block ? "block"
+                           : e.k == kind::wake  ? "wake"
+                                                : "go";
+        // An event of a thread outside the runtime goes on the Ms process,
         // track -1 ("other threads").
-        std::fprintf(out,
-                     "{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-                     "\"args\":{\"g\":%llu,\"m\":%d%s}}",
-                     name, g, name, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : -1, g, mtid,
-                     e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
-        if (ptid < 0) m_tracks.emplace(e.rt, -1);
+        if (ptid < 0) m_track_seen(e.rt, -1);
+        const unsigned pid = ptid >= 0 ? ps : ms;
+        const std::int32_t tid = ptid >= 0 ? ptid : -1;
+        sep();
+        if (e.k == kind::create)
+          emit("{\"name\":\"go G%llu\",\"cat\":\"go\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"parent\":%llu,\"m\":%d}}",
+               g, ts, pid, tid, g, static_cast<unsigned long long>(e.arg), mtid);
+        else
+          emit("{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d%s}}",
+               name, g, name, ts, pid, tid, g, mtid, e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
+        if (flow != 0) {  // the arrow's tail: the waker's (creator's) slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,\"tid\":%d}",
+               e.k == kind::create ? "go" : "wake", flow, ts, pid, tid);
+        }
         break;
       }
     }
   }
-
-  // Track names, then the closing brackets (mu held).
-  void write_tail_locked() {
-    auto meta = [&](const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
-      std::fputs(first ? "\n" : ",\n", out);
-      first = false;
-      if (tid)
-        std::fprintf(out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid,
-                     *tid, name);
-      else
-        std::fprintf(out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
-    };
-    char name[64];
-    std::set<std::uint32_t> rts;
-    for (auto& t : p_tracks) rts.insert(t.first);
-    for (auto& t : m_tracks) rts.insert(t.first);
-    for (std::uint32_t rt : rts) {
-      std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
-      meta("process_name", 2 * rt + 1, nullptr, name);
-      std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
-      meta("process_name", 2 * rt + 2, nullptr, name);
-    }
-    for (auto& [rt, id] : p_tracks) {
-      std::snprintf(name, sizeof name, "P%d", id);
-      meta("thread_name", 2 * rt + 1, &id, name);
-    }
-    for (auto& [rt, id] : m_tracks) {
-      if (id < 0)
-        std::snprintf(name, sizeof name, "other threads");
-      else
-        std::snprintf(name, sizeof name, "M%d", id);
-      meta("thread_name", 2 * rt + 2, &id, name);
-    }
-    std::fputs("\n]}\n", out);
-  }
 };
 
+// Leaked: a trace never stopped keeps its flusher thread running to the
+// end of the process (a std::thread destroyed joinable would terminate).
 inline state& global_state() {
-  static state s;
-  return s;
+  static state* s = new state;
+  return *s;
 }
 
 // This thread's buffer, registered once.
@@ -5946,8 +6670,7 @@ class scheduler final : public sched_base {
   scheduler& operator=(const scheduler&) = delete;
 
   ~scheduler() override {
-    shutdown();
-    unregister_runtime(this);  // goroutine dump: before any G record goes
+    shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
   }
 
   // ---- sched_base ----
@@ -5982,12 +6705,14 @@ class scheduler final : public sched_base {
         pp->goid_end = pp->goid_next + goid_batch;
       }
       gp->id = pp->goid_next++;
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       pp->spawns.inc();
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
       if constexpr (!lazy_stacks) attach_stack_global(gp);
       gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
@@ -6297,6 +7022,10 @@ class scheduler final : public sched_base {
     // Timers still queued (a ticker nobody stopped, with no goroutine left)
     // are detached: deleting them later finds them on no heap.
     for_each_p([](p* pp) { pp->timers.clear(); });
+    // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
+    // goroutine_dump() on another runtime) reads our G records and Ps under
+    // the registry's lock; once unregistered, none can reach them.
+    unregister_runtime(this);
     release_memory();
   }
 
@@ -6736,12 +7465,13 @@ class scheduler final : public sched_base {
     mm->curg = gp;
     const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
     const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
+    const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
     switch_to_g(mm, gp);
     gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
     if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
-    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start);
+    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start, trace_flow);
     pp = mm->pp;
     switch (mm->after) {
       case after_switch::preempt:  // sysmon: counted, then as yield
@@ -6832,7 +7562,8 @@ class scheduler final : public sched_base {
 
   // A run slice of gp that began at t0 on P trace_p has ended (on g0,
   // before mm->after is carried out); a preemption is also an instant event.
-  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0) noexcept {
+  // `flow`: the wake-up or creation arrow that ends at this slice (0: none).
+  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0, std::uint64_t flow) noexcept {
     if (!tracing::enabled()) return;
     const char* why = "other";
     switch (mm->after) {
@@ -6846,7 +7577,7 @@ class scheduler final : public sched_base {
       case after_switch::none: break;
     }
     const std::int64_t t1 = tracing::now();
-    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, 0, why}, true);
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
     if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
       tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
                        mm->after == after_switch::async_preempt ? 1u : 0u},
@@ -6855,9 +7586,25 @@ class scheduler final : public sched_base {
 
   // ready(gp) by mm (nullptr: a thread outside this runtime). Formatting
   // waits when called on a goroutine's stack (see tracing::record).
+  // A flow arrow goes from here to gp's next run slice (gp->trace_flow,
+  // read by the M that runs it: the run queue orders the two).
   GORO_NOINLINE void trace_wake(m* mm, g* gp) noexcept {
     const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
-    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0},
+    gp->trace_flow = tracing::new_flow(false);
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0, "",
+                     gp->trace_flow},
+                    current_g() == nullptr);
+  }
+
+  // newproc of gp (its id set, not queued yet) by mm's goroutine, or by a
+  // thread outside the runtime (mm nullptr): a "go" marker and an arrow to
+  // gp's first run slice.
+  GORO_NOINLINE void trace_create(m* mm, g* gp) noexcept {
+    const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
+    const std::uint64_t parent = mm && mm->curg ? mm->curg->id : 0;
+    gp->trace_flow = tracing::new_flow(true);
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::create, parent, "",
+                     gp->trace_flow},
                     current_g() == nullptr);
   }
 
@@ -7729,6 +8476,7 @@ class scheduler final : public sched_base {
     g_blocks_.reserve(g_blocks_.size() + 1);
     auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
     if (!block) raise_bad_alloc();
+    debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
     for (std::uint32_t i = gfree_batch; i-- > 0;) {
       block[i].sched = this;
       gfree_.push_back(&block[i]);
@@ -7916,8 +8664,9 @@ class scheduler final : public sched_base {
         gp->tsan_fiber = nullptr;
       }
     }
-    // The dump thread may be walking the records (for_each_g, under
-    // gfree_lock_): this runtime is still registered until ~scheduler.
+    // Unregistered (shutdown): no dump walks the records any more; the
+    // lock orders this with a for_each_g that started before.
+    debug_remove_blocks(this);  // debugger: before the records go
     decltype(g_blocks_) blocks;
     {
       std::lock_guard<std::mutex> lk(gfree_lock_);
@@ -9036,7 +9785,11 @@ class recv_chan {
 // state's destructor starts with timer_heap::del, which waits for a
 // running function; so the function may use every member of the state,
 // and it never takes a strong reference to it (it could be the destructor
-// that is waiting).
+// that is waiting). The function may still end the state's life: the
+// children it cancels are held strongly while it does, and a child whose
+// last other holder let go meanwhile releases the parent's last reference
+// when the function drops it. That destructor runs inside the function,
+// and del() from inside a timer's own function does not wait for it.
 
 #include <atomic>
 #include <chrono>
@@ -9448,7 +10201,7 @@ class context_state : public std::enable_shared_from_this<context_state> {
     timer_.sync = true;
     timer_.arg = this;
     timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true, /*from_timer=*/true);
+      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
     };
     armed_ = true;
     add_timer_anywhere(&timer_);
@@ -9458,7 +10211,7 @@ class context_state : public std::enable_shared_from_this<context_state> {
   // done, cancels every child (with the same reason) and forgets them,
   // unlinks this from its parent (unless the parent is the one cancelling
   // us: it already did) and stops the timer. Later calls do nothing.
-  void cancel(cancel_reason reason, bool unlink_from_parent, bool from_timer = false) {
+  void cancel(cancel_reason reason, bool unlink_from_parent) {
     std::vector<std::shared_ptr<context_state>> kids;
     lock_.lock();
     if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
@@ -9482,12 +10235,13 @@ class context_state : public std::enable_shared_from_this<context_state> {
     lock_.unlock();
     done_.close();
     for (auto& k : kids) k->cancel(reason, false);
-    kids.clear();  // may destroy them (nobody else held them)
     if (unlink_from_parent && parent_) parent_->unlink_child(this);
     // Release the timer at once (Go's timerCtx.cancel stops it). From the
-    // timer's own function it has already fired, and del would wait for
-    // that very call.
-    if (armed_ && !from_timer) timer_heap::del(&timer_);
+    // timer's own function (it has fired) del does not wait for that call.
+    if (armed_) timer_heap::del(&timer_);
+    // Last: dropping the children may destroy them and, from the timer's
+    // function, this state too (see the top of the file).
+    kids.clear();
   }
 
   cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }
@@ -10909,31 +11663,444 @@ class group {
 }  // namespace goro
 // ---- end goro/group.hpp ----
 // ---- begin goro/net.hpp ----
-// goro::net: TCP on the network poller (detail/netpoll.hpp). A goroutine
-// blocked on a socket parks; its M runs other goroutines. From a plain
-// thread (not a goroutine) the same calls block the thread in poll(2).
+// goro::net: TCP, Unix and UDP sockets on the network poller
+// (detail/netpoll.hpp). A goroutine blocked on a socket parks; its M runs
+// other goroutines. From a plain thread (not a goroutine) the same calls
+// block the thread in poll(2).
 //
 //   auto ln = goro::net::listen_tcp("127.0.0.1:0");
 //   goro::go([ln]() mutable { auto c = ln.accept(); ... });
-//   auto c = goro::net::dial_tcp("127.0.0.1:" + std::to_string(ln.port()));
+//   auto c = goro::net::dial_tcp("localhost:" + std::to_string(ln.port()));
 //
 // Errors: std::system_error with the errno (connection refused, reset...;
 // a malformed address is EINVAL, "goro: bad address \"foo\": missing port");
 // a passed deadline is goro::timeout_error ("goro: i/o timeout"); an
 // operation on a closed socket, or one a close interrupts, is
 // goro::usage_error ("goro: use of closed network connection"); using an
-// empty (default-constructed) handle is goro::usage_error.
+// empty (default-constructed) handle is goro::usage_error. Every call that
+// can fail also has an overload taking std::error_code& last, which
+// reports instead of throwing (net_address.hpp lists the codes): the way
+// to use goro::net with -fno-exceptions.
 //
 // Handles are shared: copies refer to one socket, closed by close() or
 // when the last copy goes. Goroutines may read (write) one socket
 // concurrently: as in Go, they take turns (a read / write / accept call
 // holds that direction's lock throughout, so one write()'s bytes are never
 // interleaved with another's), and close() wakes them all.
+//
+// Headers: net_address.hpp (address, lookup_host, error codes), this one
+// (conn, listener, TCP and Unix streams, wait_readable / wait_writable),
+// net_udp.hpp (packet_conn); detail/net_socket.hpp is the socket layer.
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+// ---- begin goro/detail/net_handle.hpp ----
+// goro::net's handle layer (internal): what conn, listener and packet_conn
+// share. socket_handle<Name> holds the shared socket_state and provides
+// close, native_handle, operator bool, deadlines and the addresses; each
+// public class exposes the members it has with using-declarations. Name is
+// the public class's name, for the usage_error an empty handle raises
+// ("net::conn::read on an empty conn"). The std::error_code& members never
+// throw (they must work under -fno-exceptions).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+// ---- begin goro/net_address.hpp ----
+// goro::net addresses, name resolution and error codes (part of
+// <goro/net.hpp>).
+//
+//   auto a = goro::net::address::parse("[::1]:8080");    // numeric only
+//   a.to_string();  a.port();  a.is_ipv6();
+//   auto v = goro::net::lookup_host("localhost");        // getaddrinfo, port 0
+//
+// An address is an IPv4 or IPv6 address with a port, or a Unix socket path
+// (one that starts with '/' or '.', or '@' for Linux's abstract namespace).
+// It is a plain value (a sockaddr inside), cheap to copy and compare.
+//
+// Error codes: every goro::net call that can fail has an overload taking
+// std::error_code& as its last argument (the std::filesystem convention),
+// which reports there instead of throwing. Besides the errno values
+// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
+//   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
+//   std::errc::invalid_argument   a malformed address, or an empty handle
+//   std::errc::operation_canceled the context given to the call was cancelled
+//   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
+//   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+
+namespace goro::net {
+
+// goro::net's own error codes (category "goro.net").
+enum class errc {
+  closed = 1,          // use of closed network connection (Go's net.ErrClosed)
+  host_not_found = 2,  // no such host (getaddrinfo: EAI_NONAME, EAI_NODATA)
+  try_again = 3,       // temporary failure in name resolution (EAI_AGAIN)
+  lookup_failed = 4,   // any other resolver failure
+};
+
+namespace detail {
+
+// Codes that never reach a user: the public overloads turn them into
+// std::errc values (public_code), the throwing ones into the exception
+// today's rules name (raise_net, detail/net_socket.hpp). `deadline` is not
+// ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
+inline constexpr int deadline_code = 100;
+inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
+inline constexpr int bad_addr_last = 107;
+inline constexpr const char* bad_addr_why[] = {
+    "missing port",      "missing ']'",       "too many colons (IPv6 needs [brackets])",
+    "bad port",          "port out of range", "not a numeric IP address",
+    "unix path too long"};
+
+class net_category_impl : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "goro.net"; }
+  std::string message(int v) const override {
+    switch (v) {
+      case static_cast<int>(errc::closed):
+        return "use of closed network connection";
+      case static_cast<int>(errc::host_not_found):
+        return "no such host";
+      case static_cast<int>(errc::try_again):
+        return "temporary failure in name resolution";
+      case static_cast<int>(errc::lookup_failed):
+        return "name resolution failed";
+      case deadline_code:
+        return "i/o timeout";
+      default:
+        if (v >= bad_addr_first && v <= bad_addr_last) return bad_addr_why[v - bad_addr_first];
+        return "unknown goro.net error";
+    }
+  }
+};
+
+}  // namespace detail
+
+inline const std::error_category& net_category() noexcept {
+  static const detail::net_category_impl c;
+  return c;
+}
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), net_category()}; }
+
+}  // namespace goro::net
+
+template <>
+struct std::is_error_code_enum<goro::net::errc> : std::true_type {};
+
+namespace goro::net {
+namespace detail {
+
+inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
+inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+
+// Internal codes -> what a std::error_code& overload reports.
+inline void public_code(std::error_code& ec) noexcept {
+  if (ec.category() != net_category()) return;
+  if (ec.value() == deadline_code) ec = std::make_error_code(std::errc::timed_out);
+  if (ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
+    ec = std::make_error_code(std::errc::invalid_argument);
+}
+
+// Splits "host:port" / "[v6]:port" (host may be empty).
+inline bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) noexcept {
+  std::string_view p;
+  if (!hp.empty() && hp.front() == '[') {
+    auto close = hp.find(']');
+    if (close == std::string_view::npos) return ec = bad_addr(1), false;
+    host = hp.substr(1, close - 1);
+    if (close + 1 >= hp.size() || hp[close + 1] != ':') return ec = bad_addr(0), false;
+    p = hp.substr(close + 2);
+  } else {
+    auto colon = hp.rfind(':');
+    if (colon == std::string_view::npos) return ec = bad_addr(0), false;
+    host = hp.substr(0, colon);
+    if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
+    p = hp.substr(colon + 1);
+  }
+  if (p.empty() || p.size() > 5) return ec = bad_addr(3), false;
+  unsigned pn = 0;
+  for (char c : p) {
+    if (c < '0' || c > '9') return ec = bad_addr(3), false;
+    pn = pn * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (pn > 65535) return ec = bad_addr(4), false;
+  port = static_cast<std::uint16_t>(pn);
+  return true;
+}
+
+}  // namespace detail
+
+// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty.
+class address {
+ public:
+  address() noexcept = default;
+
+  // "127.0.0.1:80", "[::1]:80", or a Unix path ("/tmp/s", "./s", "@abstract").
+  // Numeric hosts only (names: lookup_host). Malformed:
+  // std::system_error(EINVAL) / std::errc::invalid_argument.
+  static address parse(std::string_view s, std::error_code& ec) {
+    address a = parse_raw(s, ec);
+    detail::public_code(ec);
+    return a;
+  }
+  static address parse(std::string_view s) {
+    std::error_code ec;
+    address a = parse_raw(s, ec);
+    if (ec) goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
+    return a;
+  }
+
+  // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
+  // Malformed: an empty address.
+  static address from_ip(std::string_view ip, std::uint16_t port) {
+    address a;
+    if (!a.set_ip(ip, port)) return {};
+    return a;
+  }
+  // The address a sockaddr holds (as accept, recvfrom, getsockname give).
+  static address from_native(const sockaddr* sa, socklen_t len) noexcept {
+    address a;
+    if (len > sizeof a.ss_) len = sizeof a.ss_;
+    std::memcpy(&a.ss_, sa, len);
+    a.len_ = len;
+    return a;
+  }
+
+  // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
+  // when empty (or an unnamed Unix socket).
+  std::string to_string() const {
+    if (is_unix()) return host();
+    if (!is_ip()) return {};
+    std::string h = host();
+    std::string p = std::to_string(port());
+    return is_ipv6() ? "[" + h + "]:" + p : h + ":" + p;
+  }
+  // The IP without the port ("::1"), or the Unix path.
+  std::string host() const {
+    if (is_unix()) {
+      const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
+      std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
+      if (n == 0) return {};
+      if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
+      return std::string(un->sun_path, strnlen(un->sun_path, n));
+    }
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
+    if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
+    return buf;
+  }
+  // The port (0 for a Unix path or an empty address).
+  std::uint16_t port() const noexcept {
+    if (is_ipv4()) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_port);
+    if (is_ipv6()) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_port);
+    return 0;
+  }
+  // The same IP with another port (an IP address only).
+  address with_port(std::uint16_t p) const noexcept {
+    address a = *this;
+    if (is_ipv4()) reinterpret_cast<sockaddr_in*>(&a.ss_)->sin_port = htons(p);
+    if (is_ipv6()) reinterpret_cast<sockaddr_in6*>(&a.ss_)->sin6_port = htons(p);
+    return a;
+  }
+
+  int family() const noexcept { return len_ ? ss_.ss_family : AF_UNSPEC; }
+  bool is_ipv4() const noexcept { return family() == AF_INET; }
+  bool is_ipv6() const noexcept { return family() == AF_INET6; }
+  bool is_ip() const noexcept { return is_ipv4() || is_ipv6(); }
+  bool is_unix() const noexcept { return family() == AF_UNIX; }
+  bool is_loopback() const noexcept {
+    if (is_ipv4()) return (ntohl(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr.s_addr) >> 24) == 127;
+    if (is_ipv6()) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr);
+    return false;
+  }
+  explicit operator bool() const noexcept { return len_ != 0; }
+
+  const sockaddr* native() const noexcept { return reinterpret_cast<const sockaddr*>(&ss_); }
+  socklen_t native_size() const noexcept { return len_; }
+
+  friend bool operator==(const address& a, const address& b) noexcept {
+    if (a.family() != b.family()) return false;
+    if (a.is_unix()) return a.host() == b.host();
+    return a.port() == b.port() && a.host() == b.host();
+  }
+
+ private:
+  bool set_ip(std::string_view ip, std::uint16_t port) {
+    std::string h(ip);
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
+    for (int family : {AF_INET, AF_INET6}) {
+      bool v4 = family == AF_INET;
+      if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+        ss_.ss_family = static_cast<sa_family_t>(family);
+        len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        *this = with_port(port);
+        return true;
+      }
+      ss_ = {};
+    }
+    return false;
+  }
+  void set_unix(std::string_view path, std::error_code& ec) noexcept {
+    auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
+    if (path.empty() || path.size() >= sizeof un->sun_path) {
+      ec = detail::bad_addr(6);
+      return;
+    }
+    un->sun_family = AF_UNIX;
+    std::memcpy(un->sun_path, path.data(), path.size());
+    if (path.front() == '@') {  // abstract: a leading NUL, no terminator
+      un->sun_path[0] = '\0';
+      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    } else {
+      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    }
+  }
+  // parse, leaving the internal code (which says what is malformed).
+  static address parse_raw(std::string_view s, std::error_code& ec) {
+    ec.clear();
+    address a;
+    if (!s.empty() && (s.front() == '/' || s.front() == '.' || s.front() == '@')) {
+      a.set_unix(s, ec);
+    } else {
+      std::string_view host;
+      std::uint16_t port = 0;
+      if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
+    }
+    if (ec) return {};
+    return a;
+  }
+  friend address unix_address(std::string_view, std::error_code&) noexcept;
+
+  sockaddr_storage ss_{};
+  socklen_t len_ = 0;
+};
+
+// A Unix socket address for any path (also one parse would not take as a
+// path, like "sock"); too long: std::errc::invalid_argument.
+inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
+  ec.clear();
+  address a;
+  a.set_unix(path, ec);
+  detail::public_code(ec);
+  return a;
+}
+
+// Resolves a host name to its addresses (port 0), in getaddrinfo's order:
+// /etc/hosts, then DNS, as the C library is configured. A numeric IP is
+// returned as it is, without a lookup. getaddrinfo blocks, so it runs
+// inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
+// (the throwing form: std::system_error with that code).
+inline std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
+  ec.clear();
+  if (address a = address::from_ip(name, 0)) return {a};
+  std::string host(name);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
+  addrinfo* res = nullptr;
+  int errno_copy = 0;
+  int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    errno_copy = errno;  // on this thread, before the goroutine can move (DESIGN §7)
+    return rc;
+  });
+  std::vector<address> out;
+  if (r != 0) {
+    switch (r) {
+      case EAI_NONAME:
+#ifdef EAI_NODATA
+      case EAI_NODATA:
+#endif
+#ifdef EAI_ADDRFAMILY
+      case EAI_ADDRFAMILY:
+#endif
+        ec = errc::host_not_found;
+        break;
+      case EAI_AGAIN:
+        ec = errc::try_again;
+        break;
+      case EAI_SYSTEM:
+        ec = detail::errno_code(errno_copy ? errno_copy : EIO);
+        break;
+      case EAI_MEMORY:
+        ec = std::make_error_code(std::errc::not_enough_memory);
+        break;
+      default:
+        ec = errc::lookup_failed;
+        break;
+    }
+    return out;
+  }
+  for (addrinfo* p = res; p; p = p->ai_next) {
+    if (p->ai_family != AF_INET && p->ai_family != AF_INET6) continue;
+    address a = address::from_native(p->ai_addr, p->ai_addrlen);
+    bool dup = false;
+    for (const auto& o : out) dup = dup || o == a;
+    if (!dup) out.push_back(a);
+  }
+  ::freeaddrinfo(res);
+  if (out.empty()) ec = errc::host_not_found;
+  return out;
+}
+inline std::vector<address> lookup_host(std::string_view name) {
+  std::error_code ec;
+  auto v = lookup_host(name, ec);
+  if (ec) {
+#if GORO_EXCEPTIONS
+    throw std::system_error(ec, "goro: lookup " + std::string(name));
+#else
+    goro::detail::fatal(("goro: lookup " + std::string(name) + ": " + ec.message()).c_str());
+#endif
+  }
+  return v;
+}
+
+}  // namespace goro::net
+// ---- end goro/net_address.hpp ----
+// ---- begin goro/detail/net_socket.hpp ----
+// goro::net's socket layer (internal): a socket's fd, its poll descriptor
+// and per-direction locks (socket_state), waits on the poller or, from a
+// plain thread, in poll(2), deadlines, and a context watcher. Every
+// operation here reports failures as a std::error_code and never throws
+// (the public std::error_code& overloads must work under -fno-exceptions);
+// raise_net turns a code into the exception the throwing overloads raise.
+// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
+
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -10943,605 +12110,14 @@ class group {
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <span>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <variant>
 
-
-namespace goro::net {
-
-using time_point = std::chrono::steady_clock::time_point;
-
-namespace detail {
-using namespace goro::detail;
-
-[[noreturn]] inline void raise_closed() { raise<usage_error>("goro: use of closed network connection"); }
-[[noreturn]] inline void raise_timeout() { raise<timeout_error>("goro: i/o timeout"); }
-
-// read(2) / send(2) on a non-blocking socket as plain system calls: glibc's
-// wrappers are thread-cancellation points, which costs two extra calls
-// around each (a few per cent of a request/response server's CPU); Go
-// makes raw system calls too. They set errno as the wrappers do. Under
-// the sanitizers the wrappers stay: ThreadSanitizer intercepts them to
-// see the happens-before edge a byte sent over a socket carries.
-inline ssize_t sys_read(int fd, void* buf, std::size_t n) noexcept {
-#if GORO_TSAN || GORO_ASAN
-  return ::read(fd, buf, n);
-#else
-  return static_cast<ssize_t>(::syscall(SYS_read, fd, buf, n));
-#endif
-}
-inline ssize_t sys_send(int fd, const void* buf, std::size_t n) noexcept {
-#if GORO_TSAN || GORO_ASAN
-  return ::send(fd, buf, n, MSG_NOSIGNAL);
-#else
-  return static_cast<ssize_t>(::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL, nullptr, 0));
-#endif
-}
-
-// steady_clock time_point -> nanotime() (the same clock); the epoch clears.
-inline std::int64_t deadline_ns(time_point t) noexcept {
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
-  if (t == time_point{}) return 0;
-  return ns < 1 ? 1 : ns;
-}
-
-// The calling goroutine's runtime poller, or nullptr on a plain thread (or
-// inside goro::blocking, whose thread may block).
-inline netpoller* goroutine_poller() noexcept {
-  m_base* m = current_m();
-  if (!m || !m->curg || m->in_blocking || !m->sched) return nullptr;
-  return m->sched->poller();
-}
-
-// Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
-// direction readies the waiter, which then sees the passed deadline.
-// Setters are serialized by pd->lock; the timers' function takes no lock,
-// so del() (which waits for a running one) cannot deadlock with it.
-inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
-  std::lock_guard<spinlock> lk(pd->lock);
-  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
-  timer_heap::del(&t);
-  pd->deadline(mode).store(d, std::memory_order_seq_cst);
-  if (d == 0) return;
-  if (d <= nanotime()) {  // already passed: wake the waiter now
-    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-    return;
-  }
-  t.when = d;
-  t.period = 0;
-  t.sync = true;
-  t.arg = pd;
-  t.seq = pd->seq.load(std::memory_order_seq_cst);
-  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                      };
-  add_timer_anywhere(&t);
-}
-
-// Registers pd with the calling goroutine's poller if it is on none.
-inline void ensure_registered(poll_desc* pd, netpoller* np) {
-  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return;
-  std::lock_guard<spinlock> lk(pd->lock);
-  if (pd->owner.load(std::memory_order_seq_cst) == nullptr) np->open(pd);
-}
-
-// A plain thread's wait: poll(2) in slices, so a close or a deadline
-// change is noticed within a slice.
-inline constexpr int thread_poll_slice_ms = 20;
-inline pd_error thread_wait(int fd, char mode, const std::atomic<bool>* closing, const std::atomic<std::int64_t>* dl) {
-  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
-  for (;;) {
-    if (closing && closing->load(std::memory_order_seq_cst)) return pd_error::closing;
-    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
-    int ms = thread_poll_slice_ms;
-    if (d != 0) {
-      std::int64_t left = d - nanotime();
-      if (left <= 0) return pd_error::timeout;
-      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
-    }
-    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
-    int r = ::poll(&p, 1, ms);
-    if (r > 0) {
-      if (p.revents & POLLNVAL) raise_system(EBADF, "poll");
-      return pd_error::none;
-    }
-    if (r < 0) {
-      int e = errno;  // right after the call (DESIGN §7)
-      if (e != EINTR) raise_system(e, "poll");
-    }
-  }
-}
-
-// One direction's lock of a socket (the read or the write half of Go's
-// fdMutex, internal/poll/fd_mutex.go): held for a whole read / write /
-// accept call, so concurrent readers (writers) take turns and one write()
-// is never interleaved with another's bytes. Waiters queue FIFO and the
-// lock is handed to the oldest directly. close() wakes every queued
-// waiter, whose lock() then returns false (Go's rwlock after
-// increfAndClose). Goroutines park; plain threads sleep on a futex.
-class io_lock {
- public:
-  // True: held. False: closed (now, or while queued).
-  bool lock() noexcept {
-    std::uint32_t v = 0;
-    if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
-      return true;
-    lock_.lock();
-    v = word_.load(std::memory_order_relaxed);
-    for (;;) {
-      if (v & closed) {
-        lock_.unlock();
-        return false;
-      }
-      if (!(v & held)) {
-        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) {
-          lock_.unlock();
-          return true;
-        }
-      } else if ((v & waiting) ||
-                 word_.compare_exchange_weak(v, v | waiting, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-        break;  // held, and the holder's unlock() will take the slow path
-      }
-    }
-    waiter w;
-    w.ticket = 0;
-    if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
-    queue_.push_back(&w);
-    block_on(w, queue_, lock_, wait_reason::io_wait);
-    // unlock() handed us the lock (ticket 1) or close() woke us (0); either
-    // wrote the ticket under lock_ before waking us.
-    return w.ticket == 1;
-  }
-
-  void unlock() noexcept {
-    std::uint32_t v = held;
-    if (GORO_LIKELY(word_.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed))) return;
-    lock_.lock();
-    waiter* w = queue_.pop_front();
-    if (w) {
-      w->ticket = 1;  // handed over: `held` stays set
-      if (queue_.empty()) word_.fetch_and(~waiting, std::memory_order_release);
-    } else {
-      word_.fetch_and(~(held | waiting), std::memory_order_release);
-    }
-    lock_.unlock();
-    if (w) wake(w);
-  }
-
-  // Fails every queued and later lock(); the holder keeps it until unlock().
-  void close() noexcept {
-    lock_.lock();
-    word_.fetch_or(closed, std::memory_order_acq_rel);
-    word_.fetch_and(~waiting, std::memory_order_relaxed);
-    waiter* all = queue_.take_all();  // their tickets are 0
-    lock_.unlock();
-    wake_list(all);
-  }
-
- private:
-  static constexpr std::uint32_t held = 1, waiting = 2, closed = 4;
-  std::atomic<std::uint32_t> word_{0};  // held | waiting | closed
-  spinlock lock_;                       // queue_, and the waiting / closed bits
-  waiter_queue queue_;
-};
-
-// A socket: the fd, its poll descriptor, and a reference count of
-// operations in progress (a small Go fdMutex): close() marks it closed and
-// wakes the waiters; the fd is closed by whoever drops the last reference,
-// so no operation ever uses a closed (or reused) fd number.
-class socket_state {
- public:
-  explicit socket_state(int fd) : fd_(fd), pd_(pd_cache::alloc(fd)) {}
-  socket_state(const socket_state&) = delete;
-  socket_state& operator=(const socket_state&) = delete;
-  ~socket_state() { destroy(); }  // no handle left: no operation in progress
-
-  int fd() const noexcept { return fd_; }
-  poll_desc* pd() const noexcept { return pd_; }
-
-  // RAII reference for one operation; raises if closed.
-  class op {
-   public:
-    explicit op(socket_state& s) : s_(s) {
-      if (s.refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit) {
-        s.decref();
-        raise_closed();
-      }
-    }
-    ~op() { s_.decref(); }
-    op(const op&) = delete;
-    op& operator=(const op&) = delete;
-
-   private:
-    socket_state& s_;
-  };
-
-  // RAII hold of the read ('r') or write ('w') lock for one call; raises
-  // if the socket is (or gets, while queued) closed. Inside an op.
-  class io_guard {
-   public:
-    io_guard(socket_state& s, char mode) : l_(mode == 'r' ? s.rlock_ : s.wlock_) {
-      if (!l_.lock()) raise_closed();
-    }
-    ~io_guard() { l_.unlock(); }
-    io_guard(const io_guard&) = delete;
-    io_guard& operator=(const io_guard&) = delete;
-
-   private:
-    io_lock& l_;
-  };
-
-  // Go's pollDesc evict + fd close: idempotent.
-  void close() noexcept {
-    std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
-    if (old & closed_bit) {
-      decref();
-      return;
-    }
-    pd_->closing.store(true, std::memory_order_seq_cst);
-    if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
-    if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
-    rlock_.close();  // goroutines queued behind a reader / writer
-    wlock_.close();
-    decref();
-  }
-
-  // Waits until fd_ is ready for `mode` ('r' / 'w'); raises on close or
-  // deadline. The caller holds an op.
-  void wait(char mode) {
-    pd_error e;
-    if (netpoller* np = goroutine_poller()) {
-      ensure_registered(pd_, np);
-      e = pd_wait_g(pd_, mode);
-    } else {
-      e = thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode));
-    }
-    if (e == pd_error::closing) raise_closed();
-    if (e == pd_error::timeout) raise_timeout();
-  }
-
-  void set_deadline(char mode, std::int64_t d) {
-    op o(*this);
-    detail::set_deadline(pd_, mode, d);
-  }
-
- private:
-  static constexpr std::uint32_t closed_bit = 1u << 31;
-
-  void decref() noexcept {
-    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
-  }
-  // Runs once, with nobody inside an operation.
-  void destroy() noexcept {
-    if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
-    timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
-    timer_heap::del(&pd_->wt);
-    {
-      std::lock_guard<spinlock> lk(pd_->lock);
-      if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
-    }
-    ::close(fd_);
-    pd_cache::free(pd_);
-  }
-
-  int fd_;
-  poll_desc* pd_;
-  std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
-  std::atomic<bool> destroyed_{false};
-  io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
-};
-
-struct sock_addr {
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  int family() const noexcept { return ss.ss_family; }
-};
-
-[[noreturn]] inline void raise_addr(std::string_view a, const char* why) {
-  raise_system(EINVAL, (std::string("bad address \"") + std::string(a) + "\": " + why).c_str());
-}
-
-// "host:port", "[v6]:port"; host may be empty (any address) or
-// "localhost" (127.0.0.1). Numeric hosts only otherwise: no DNS here.
-inline sock_addr parse_addr(std::string_view hp) {
-  std::string_view host, port;
-  if (!hp.empty() && hp.front() == '[') {
-    auto close = hp.find(']');
-    if (close == std::string_view::npos) raise_addr(hp, "missing ']'");
-    host = hp.substr(1, close - 1);
-    if (close + 1 >= hp.size() || hp[close + 1] != ':') raise_addr(hp, "missing port");
-    port = hp.substr(close + 2);
-  } else {
-    auto colon = hp.rfind(':');
-    if (colon == std::string_view::npos) raise_addr(hp, "missing port");
-    host = hp.substr(0, colon);
-    if (host.find(':') != std::string_view::npos) raise_addr(hp, "too many colons (IPv6 needs [brackets])");
-    port = hp.substr(colon + 1);
-  }
-  if (port.empty() || port.size() > 5) raise_addr(hp, "bad port");
-  unsigned pn = 0;
-  for (char c : port) {
-    if (c < '0' || c > '9') raise_addr(hp, "bad port");
-    pn = pn * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (pn > 65535) raise_addr(hp, "port out of range");
-  std::string h(host == "localhost" ? std::string_view("127.0.0.1") : host);
-  sock_addr a;
-  if (h.empty()) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&a.ss);
-    in->sin_family = AF_INET;
-    in->sin_addr.s_addr = htonl(INADDR_ANY);
-    in->sin_port = htons(static_cast<std::uint16_t>(pn));
-    a.len = sizeof(sockaddr_in);
-  } else if (auto* in = reinterpret_cast<sockaddr_in*>(&a.ss); inet_pton(AF_INET, h.c_str(), &in->sin_addr) == 1) {
-    in->sin_family = AF_INET;
-    in->sin_port = htons(static_cast<std::uint16_t>(pn));
-    a.len = sizeof(sockaddr_in);
-  } else if (auto* in6 = reinterpret_cast<sockaddr_in6*>(&a.ss); inet_pton(AF_INET6, h.c_str(), &in6->sin6_addr) == 1) {
-    in6->sin6_family = AF_INET6;
-    in6->sin6_port = htons(static_cast<std::uint16_t>(pn));
-    a.len = sizeof(sockaddr_in6);
-  } else {
-    raise_addr(hp, "not a numeric IP address");
-  }
-  return a;
-}
-
-inline int new_socket(int family) {
-  int fd = ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) raise_system(errno, "socket");
-  return fd;
-}
-
-inline void set_nodelay(int fd) noexcept {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-// Waits on an fd that goro::net does not own (wait_readable/_writable):
-// a goroutine registers it for this wait only. When the fd is registered
-// already (another goroutine waits on it: EEXIST), this wait registers a
-// dup of it instead, which epoll treats as a registration of its own
-// (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
-// from several threads).
-inline bool wait_fd(int fd, char mode, time_point deadline) {
-  std::int64_t d = deadline_ns(deadline);
-  netpoller* np = goroutine_poller();
-  if (!np) {
-    std::atomic<std::int64_t> dl{d};
-    if (thread_wait(fd, mode, nullptr, &dl) == pd_error::timeout) raise_timeout();
-    return true;
-  }
-  if (d != 0 && d <= nanotime()) raise_timeout();
-  poll_desc* pd = pd_cache::alloc(fd);
-  struct cleanup {
-    poll_desc* pd;
-    int dup_fd = -1;
-    ~cleanup() {
-      timer_heap::del(&pd->rt);
-      timer_heap::del(&pd->wt);
-      if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
-      pd_cache::free(pd);
-      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
-    }
-  } c{pd};
-  {
-    std::lock_guard<spinlock> lk(pd->lock);
-    int err = np->try_open(pd);
-    if (err == EEXIST) {  // another waiter registered fd: register a dup
-      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-      if (c.dup_fd < 0) raise_system(errno, "fcntl(F_DUPFD_CLOEXEC)");
-      pd->fd = c.dup_fd;
-      err = np->try_open(pd);
-    }
-    if (err == EPERM) return true;  // epoll refuses regular files: they are always ready
-    if (err != 0) raise_system(err, "epoll_ctl(ADD)");
-  }
-  if (d != 0) set_deadline(pd, mode, d);
-  pd_error e = pd_wait_g(pd, mode);
-  if (e == pd_error::timeout) raise_timeout();
-  return true;
-}
-
-}  // namespace detail
-
-// A TCP connection (a shared handle).
-class conn {
- public:
-  conn() = default;
-
-  // Reads up to buf.size() bytes; returns 0 at end of stream (or for an
-  // empty buf). Blocks (parks) until some data arrives.
-  std::size_t read(std::span<std::byte> buf) {
-    auto& s = state("read");
-    detail::socket_state::op o(s);
-    if (buf.empty()) return 0;
-    detail::socket_state::io_guard g(s, 'r');
-    for (;;) {
-      ssize_t n = detail::sys_read(s.fd(), buf.data(), buf.size());
-      if (n >= 0) return static_cast<std::size_t>(n);
-      int e = errno;  // right after the call: errno is per thread (DESIGN §7)
-      if (e == EAGAIN || e == EWOULDBLOCK)
-        s.wait('r');
-      else if (e != EINTR)
-        goro::detail::raise_system(e, "read");
-    }
-  }
-
-  // Writes all of buf (parks while the socket buffer is full).
-  void write(std::span<const std::byte> buf) {
-    auto& s = state("write");
-    detail::socket_state::op o(s);
-    detail::socket_state::io_guard g(s, 'w');
-    std::size_t done = 0;
-    while (done < buf.size()) {
-      ssize_t n = detail::sys_send(s.fd(), buf.data() + done, buf.size() - done);
-      if (n >= 0) {
-        done += static_cast<std::size_t>(n);
-        continue;
-      }
-      int e = errno;
-      if (e == EAGAIN || e == EWOULDBLOCK)
-        s.wait('w');
-      else if (e != EINTR)
-        goro::detail::raise_system(e, "write");
-    }
-  }
-  void write(std::string_view s) { write(std::as_bytes(std::span<const char>(s.data(), s.size()))); }
-
-  // Closes the socket (idempotent); goroutines blocked on it wake with
-  // usage_error("goro: use of closed network connection").
-  void close() { state("close").close(); }
-
-  // Deadlines (steady_clock; a default time_point clears): an operation
-  // blocked past it, or started after it, raises timeout_error. Setting a
-  // later deadline lets later operations proceed.
-  void set_deadline(time_point t) {
-    set_read_deadline(t);
-    set_write_deadline(t);
-  }
-  void set_read_deadline(time_point t) { state("set_read_deadline").set_deadline('r', detail::deadline_ns(t)); }
-  void set_write_deadline(time_point t) { state("set_write_deadline").set_deadline('w', detail::deadline_ns(t)); }
-
-  // The socket's fd (-1 for an empty handle); still owned by the conn.
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
-
- private:
-  friend class listener;
-  friend conn dial_tcp(std::string_view);
-  explicit conn(int fd) : s_(std::make_shared<detail::socket_state>(fd)) {}
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::conn::") + what + " on an empty conn").c_str());
-    return *s_;
-  }
-  std::shared_ptr<detail::socket_state> s_;
-};
-
-// A listening TCP socket (a shared handle).
-class listener {
- public:
-  listener() = default;
-
-  // Waits for and returns the next connection.
-  conn accept() {
-    auto& s = state("accept");
-    detail::socket_state::op o(s);
-    detail::socket_state::io_guard g(s, 'r');
-    for (;;) {
-      int fd = ::accept4(s.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd >= 0) {
-        detail::set_nodelay(fd);
-        conn c;
-        GORO_TRY { c = conn(fd); }
-        GORO_CATCH_ALL {
-          ::close(fd);
-          GORO_RETHROW;
-        }
-        return c;
-      }
-      int e = errno;
-      if (e == EAGAIN || e == EWOULDBLOCK)
-        s.wait('r');
-      else if (e != EINTR && e != ECONNABORTED)
-        goro::detail::raise_system(e, "accept");
-    }
-  }
-
-  // The local port (useful after listening on port 0).
-  std::uint16_t port() const {
-    auto& s = state("port");
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len) != 0)
-      goro::detail::raise_system(errno, "getsockname");
-    if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-    return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  }
-
-  // Closes it; a goroutine blocked in accept() wakes with usage_error.
-  void close() { state("close").close(); }
-
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
-  explicit operator bool() const noexcept { return s_ != nullptr; }
-
- private:
-  friend listener listen_tcp(std::string_view);
-  explicit listener(int fd) : s_(std::make_shared<detail::socket_state>(fd)) {}
-  detail::socket_state& state(const char* what) const {
-    if (!s_) goro::detail::raise_usage((std::string("net::listener::") + what + " on an empty listener").c_str());
-    return *s_;
-  }
-  std::shared_ptr<detail::socket_state> s_;
-};
-
-// Listens on host_port ("127.0.0.1:0" picks a free port, "[::1]:0" IPv6).
-inline listener listen_tcp(std::string_view host_port) {
-  detail::sock_addr a = detail::parse_addr(host_port);
-  int fd = detail::new_socket(a.family());
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a.ss), a.len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-    int e = errno;
-    ::close(fd);
-    goro::detail::raise_system(e, ("listen tcp " + std::string(host_port)).c_str());
-  }
-  listener ln;
-  GORO_TRY { ln = listener(fd); }
-  GORO_CATCH_ALL {
-    ::close(fd);
-    GORO_RETHROW;
-  }
-  return ln;
-}
-
-// Connects to host_port (non-blocking connect, then waits until writable
-// and reads SO_ERROR). Refused: std::system_error(ECONNREFUSED).
-inline conn dial_tcp(std::string_view host_port) {
-  detail::sock_addr a = detail::parse_addr(host_port);
-  int fd = detail::new_socket(a.family());
-  conn c;
-  GORO_TRY { c = conn(fd); }
-  GORO_CATCH_ALL {
-    ::close(fd);
-    GORO_RETHROW;
-  }
-  auto& s = *c.s_;
-  {
-    detail::socket_state::op o(s);
-    if (::connect(s.fd(), reinterpret_cast<sockaddr*>(&a.ss), a.len) != 0) {
-      int e = errno;
-      if (e != EINPROGRESS && e != EINTR) goro::detail::raise_system(e, ("dial tcp " + std::string(host_port)).c_str());
-      s.wait('w');
-      int err = 0;
-      socklen_t len = sizeof err;
-      if (::getsockopt(s.fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-      if (err != 0) goro::detail::raise_system(err, ("dial tcp " + std::string(host_port)).c_str());
-    }
-    detail::set_nodelay(s.fd());
-  }
-  return c;
-}
-
-// Waits until fd is readable / writable (any fd: pipes, eventfds, another
-// library's sockets), parking the goroutine (a plain thread blocks in
-// poll(2)). Returns true when ready (a hang-up or error counts: the next
-// call will not block); a passed deadline raises timeout_error. Several
-// goroutines may wait on one fd at once (each is woken). The fd should not
-// be one a goro::net handle owns, and must stay open during the wait; it
-// is registered with the poller for this wait only. Regular files are
-// always ready.
-inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'r', deadline); }
-inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_fd(fd, 'w', deadline); }
-
-}  // namespace goro::net
-// ---- end goro/net.hpp ----
 // ---- begin goro/select.hpp ----
 // goro::select: Go's select statement (mirror src/runtime/select.go,
 // selectgo).
@@ -11855,7 +12431,7 @@ std::size_t select(Cases&&... cases) {
   if constexpr (n == 0) {
     chosen = default_index;
   } else {
-    std::array<std::uint16_t, n> pollorder;
+    std::array<std::uint16_t, n> pollorder{};  // select_go reads pollorder[live] before writing it when j == live
     std::array<std::uint16_t, n> lockorder;
     std::array<detail::chan_waiter, n> waiters;
     bool send_closed = false;
@@ -12044,6 +12620,1250 @@ inline std::size_t select(std::span<select_case> cases) {
 
 }  // namespace goro
 // ---- end goro/select.hpp ----
+
+namespace goro::net {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+namespace detail {
+using namespace goro::detail;
+
+inline std::error_code closed_code() noexcept { return errc::closed; }
+inline std::error_code deadline_error() noexcept { return {deadline_code, net_category()}; }
+inline bool is_deadline(const std::error_code& ec) noexcept {
+  return ec.category() == net_category() && ec.value() == deadline_code;
+}
+inline std::error_code empty_handle() noexcept { return std::make_error_code(std::errc::invalid_argument); }
+
+[[noreturn]] inline void raise_closed() { raise<usage_error>("goro: use of closed network connection"); }
+[[noreturn]] inline void raise_timeout() { raise<timeout_error>("goro: i/o timeout"); }
+
+// The exception a throwing overload raises for ec (today's rules): closed
+// -> usage_error, a passed deadline -> timeout_error, a malformed address
+// -> system_error(EINVAL, "bad address \"<addr>\": <why>"), an errno ->
+// system_error with it, anything else (name resolution) -> system_error
+// with that code. `what` names the call ("read", "dial tcp 1.2.3.4:5").
+[[noreturn]] inline void raise_net(const std::error_code& ec, const std::string& what, std::string_view addr = {}) {
+  if (ec == errc::closed) raise_closed();
+  if (is_deadline(ec)) raise_timeout();
+  if (ec.category() == net_category() && ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
+    raise_system(EINVAL, ("bad address \"" + std::string(addr) + "\": " + ec.message()).c_str());
+  if (ec.category() == std::generic_category()) raise_system(ec.value(), what.c_str());
+#if GORO_EXCEPTIONS
+  throw std::system_error(ec, "goro: " + what);
+#else
+  fatal(("goro: " + what + ": " + ec.message()).c_str());
+#endif
+}
+
+// Why a context is done, as a code: its deadline passed (reported as a
+// passed deadline: timed_out / timeout_error) or it was cancelled
+// (ECANCELED, Go's "operation was canceled").
+inline std::error_code context_code(const goro::context& ctx) noexcept {
+  switch (ctx.err()) {
+    case cancel_reason::none:
+      return {};
+    case cancel_reason::deadline_exceeded:
+      return deadline_error();
+    default:
+      return errno_code(ECANCELED);
+  }
+}
+
+// read(2) / send(2) on a non-blocking socket as plain system calls: glibc's
+// wrappers are thread-cancellation points, which costs two extra calls
+// around each (a few per cent of a request/response server's CPU); Go
+// makes raw system calls too. They set errno as the wrappers do. Under
+// the sanitizers the wrappers stay: ThreadSanitizer intercepts them to
+// see the happens-before edge a byte sent over a socket carries.
+inline ssize_t sys_read(int fd, void* buf, std::size_t n) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  return ::read(fd, buf, n);
+#else
+  return static_cast<ssize_t>(::syscall(SYS_read, fd, buf, n));
+#endif
+}
+inline ssize_t sys_send(int fd, const void* buf, std::size_t n) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  return ::send(fd, buf, n, MSG_NOSIGNAL);
+#else
+  return static_cast<ssize_t>(::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL, nullptr, 0));
+#endif
+}
+
+// steady_clock time_point -> nanotime() (the same clock); the epoch clears.
+inline std::int64_t deadline_ns(time_point t) noexcept {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  if (t == time_point{}) return 0;
+  return ns < 1 ? 1 : ns;
+}
+
+// The calling goroutine's runtime poller, or nullptr on a plain thread (or
+// inside goro::blocking, whose thread may block).
+inline netpoller* goroutine_poller() noexcept {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking || !m->sched) return nullptr;
+  return m->sched->poller();
+}
+
+// Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
+// direction readies the waiter, which then sees the passed deadline.
+// Setters are serialized by pd->lock; the timers' function takes no lock,
+// so del() (which waits for a running one) cannot deadlock with it.
+inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
+  std::lock_guard<spinlock> lk(pd->lock);
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  timer_heap::del(&t);
+  pd->deadline(mode).store(d, std::memory_order_seq_cst);
+  if (d == 0) return;
+  if (d <= nanotime()) {  // already passed: wake the waiter now
+    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+    return;
+  }
+  t.when = d;
+  t.period = 0;
+  t.sync = true;
+  t.arg = pd;
+  t.seq = pd->seq.load(std::memory_order_seq_cst);
+  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                      };
+  add_timer_anywhere(&t);
+}
+
+// Registers pd with the calling goroutine's poller if it is on none.
+inline std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
+  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return {};
+  std::lock_guard<spinlock> lk(pd->lock);
+  if (pd->owner.load(std::memory_order_seq_cst) == nullptr)
+    if (int err = np->try_open(pd)) return errno_code(err);
+  return {};
+}
+
+// A plain thread's wait: poll(2) in slices, so a close, a deadline change
+// or a cancelled context (ctx, may be null) is noticed within a slice.
+inline constexpr int thread_poll_slice_ms = 20;
+inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr) {
+  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
+  for (;;) {
+    if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
+    if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
+    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
+    int ms = thread_poll_slice_ms;
+    if (d != 0) {
+      std::int64_t left = d - nanotime();
+      if (left <= 0) return deadline_error();
+      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
+    }
+    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) {
+      if (p.revents & POLLNVAL) return errno_code(EBADF);
+      return {};
+    }
+    if (r < 0) {
+      int e = errno;  // right after the call (DESIGN §7)
+      if (e != EINTR) return errno_code(e);
+    }
+  }
+}
+
+// Wakes a goroutine's wait on pd when a context is done (Go's
+// ctx.Done() watcher in netFD.connect): a goroutine selects on
+// ctx.done() and a stop channel; if the context wins, it sets pd's `mode`
+// deadline to the past, which wakes the waiter as a passed deadline would.
+// stop() (called while pd is still alive) ends the watcher and says
+// whether it fired; the caller then restores the deadline it had. Only
+// for goroutines: a plain thread's wait polls the context itself
+// (thread_wait), and background() has nothing to watch.
+class ctx_watch {
+ public:
+  ctx_watch(const goro::context& ctx, poll_desc* pd, char mode) {
+    recv_chan<std::monostate> done = ctx.done();
+    if (!done || !goroutine_poller()) return;
+    stop_ = chan<std::monostate>();
+    fired_ = chan<bool>(1);
+    goro::go([done, stop = stop_, fired = fired_, pd, mode]() mutable {
+      bool f = false;
+      goro::select(goro::on_recv(done,
+                                 [&f, pd, mode](std::optional<std::monostate>) {
+                                   set_deadline(pd, mode, 1);
+                                   f = true;
+                                 }),
+                   goro::on_recv(stop, [](std::optional<std::monostate>) {}));
+      fired.send(f);
+    });
+  }
+  ctx_watch(const ctx_watch&) = delete;
+  ctx_watch& operator=(const ctx_watch&) = delete;
+  ~ctx_watch() { stop(); }
+
+  bool stop() {
+    if (!stop_) return false;
+    stop_.close();
+    stop_ = nullptr;
+    return fired_.recv().value_or(false);
+  }
+
+ private:
+  chan<std::monostate> stop_ = nullptr;  // nil: no watcher
+  chan<bool> fired_ = nullptr;
+};
+
+// One direction's lock of a socket (the read or the write half of Go's
+// fdMutex, internal/poll/fd_mutex.go): held for a whole read / write /
+// accept call, so concurrent readers (writers) take turns and one write()
+// is never interleaved with another's bytes. Waiters queue FIFO and the
+// lock is handed to the oldest directly. close() wakes every queued
+// waiter, whose lock() then returns false (Go's rwlock after
+// increfAndClose). Goroutines park; plain threads sleep on a futex.
+class io_lock {
+ public:
+  // True: held. False: closed (now, or while queued).
+  bool lock() noexcept {
+    // Every read, write, accept, send and receive passes here: a goro call
+    // that can switch honours a pending preemption request even when the
+    // syscall after it never parks (detail/preempt.hpp).
+    safe_point();
+    std::uint32_t v = 0;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
+      return true;
+    lock_.lock();
+    v = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (v & closed) {
+        lock_.unlock();
+        return false;
+      }
+      if (!(v & held)) {
+        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) {
+          lock_.unlock();
+          return true;
+        }
+      } else if ((v & waiting) ||
+                 word_.compare_exchange_weak(v, v | waiting, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        break;  // held, and the holder's unlock() will take the slow path
+      }
+    }
+    waiter w;
+    w.ticket = 0;
+    if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
+    queue_.push_back(&w);
+    block_on(w, queue_, lock_, wait_reason::io_wait);
+    // unlock() handed us the lock (ticket 1) or close() woke us (0); either
+    // wrote the ticket under lock_ before waking us.
+    return w.ticket == 1;
+  }
+
+  void unlock() noexcept {
+    std::uint32_t v = held;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed))) return;
+    lock_.lock();
+    waiter* w = queue_.pop_front();
+    if (w) {
+      w->ticket = 1;  // handed over: `held` stays set
+      if (queue_.empty()) word_.fetch_and(~waiting, std::memory_order_release);
+    } else {
+      word_.fetch_and(~(held | waiting), std::memory_order_release);
+    }
+    lock_.unlock();
+    if (w) wake(w);
+  }
+
+  // Fails every queued and later lock(); the holder keeps it until unlock().
+  void close() noexcept {
+    lock_.lock();
+    word_.fetch_or(closed, std::memory_order_acq_rel);
+    word_.fetch_and(~waiting, std::memory_order_relaxed);
+    waiter* all = queue_.take_all();  // their tickets are 0
+    lock_.unlock();
+    wake_list(all);
+  }
+
+ private:
+  static constexpr std::uint32_t held = 1, waiting = 2, closed = 4;
+  std::atomic<std::uint32_t> word_{0};  // held | waiting | closed
+  spinlock lock_;                       // queue_, and the waiting / closed bits
+  waiter_queue queue_;
+};
+
+// An RAII hold of what Acquire (a bool member function of T) takes and
+// Release gives back; false (and nothing held) when Acquire failed.
+// socket_state::op and io_guard.
+template <class T, bool (T::*Acquire)() noexcept, void (T::*Release)() noexcept>
+class hold {
+ public:
+  explicit hold(T& t) noexcept : t_(t), ok_((t.*Acquire)()) {}
+  ~hold() {
+    if (ok_) (t_.*Release)();
+  }
+  hold(const hold&) = delete;
+  hold& operator=(const hold&) = delete;
+  explicit operator bool() const noexcept { return ok_; }
+
+ private:
+  T& t_;
+  bool ok_;
+};
+
+// A socket: the fd, its poll descriptor, and a reference count of
+// operations in progress (a small Go fdMutex): close() marks it closed and
+// wakes the waiters; the fd is closed by whoever drops the last reference,
+// so no operation ever uses a closed (or reused) fd number.
+class socket_state {
+  static constexpr std::uint32_t closed_bit = 1u << 31;
+
+  // An operation's reference (op): false, and none taken, once closed.
+  bool incref() noexcept {
+    if (!(refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit)) return true;
+    decref();
+    return false;
+  }
+  void decref() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
+  }
+
+ public:
+  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_cache::alloc(fd)), peer_(peer) {}
+  socket_state(const socket_state&) = delete;
+  socket_state& operator=(const socket_state&) = delete;
+  ~socket_state() { destroy(); }  // no handle left: no operation in progress
+
+  int fd() const noexcept { return fd_; }
+  poll_desc* pd() const noexcept { return pd_; }
+  // The peer's address, when known at creation (accepted, dialed).
+  const address& peer() const noexcept { return peer_; }
+  // A path unlinked when the socket is destroyed (a Unix listener's, as Go).
+  void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
+
+  // RAII reference for one operation; false (and nothing held) if closed.
+  class op : public hold<socket_state, &socket_state::incref, &socket_state::decref> {
+   public:
+    explicit op(socket_state& s) noexcept : hold(s) {}
+  };
+
+  // RAII hold of the read ('r') or write ('w') lock for one call; false if
+  // the socket is (or gets, while queued) closed. Inside an op.
+  class io_guard : public hold<io_lock, &io_lock::lock, &io_lock::unlock> {
+   public:
+    io_guard(socket_state& s, char mode) noexcept : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
+  };
+
+  // Go's pollDesc evict + fd close: idempotent.
+  void close() noexcept {
+    std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
+    if (old & closed_bit) {
+      decref();
+      return;
+    }
+    pd_->closing.store(true, std::memory_order_seq_cst);
+    if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
+    if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
+    rlock_.close();  // goroutines queued behind a reader / writer
+    wlock_.close();
+    decref();
+  }
+
+  // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
+  // passed deadline, or (a plain thread) ctx done. The caller holds an op.
+  std::error_code wait(char mode, const goro::context* ctx = nullptr) {
+    if (netpoller* np = goroutine_poller()) {
+      if (std::error_code ec = ensure_registered(pd_, np)) return ec;
+      switch (pd_wait_g(pd_, mode)) {
+        case pd_error::none:
+          return {};
+        case pd_error::closing:
+          return closed_code();
+        case pd_error::timeout:
+          return deadline_error();
+      }
+    }
+    return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
+  }
+
+  std::error_code set_deadline(char mode, std::int64_t d) {
+    op o(*this);
+    if (!o) return closed_code();
+    detail::set_deadline(pd_, mode, d);
+    return {};
+  }
+
+ private:
+  // Runs once, with nobody inside an operation.
+  void destroy() noexcept {
+    if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
+    timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
+    timer_heap::del(&pd_->wt);
+    {
+      std::lock_guard<spinlock> lk(pd_->lock);
+      if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
+    }
+    ::close(fd_);
+    pd_cache::free(pd_);
+    if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+  }
+
+  int fd_;
+  poll_desc* pd_;
+  std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
+  std::atomic<bool> destroyed_{false};
+  io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
+  address peer_;
+  std::string unlink_path_;
+};
+
+// Wraps fd in a socket_state (closing fd if that fails).
+inline std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {}) {
+  std::shared_ptr<socket_state> s;
+  GORO_TRY { s = std::make_shared<socket_state>(fd, peer); }
+  GORO_CATCH_ALL {
+    ::close(fd);
+    GORO_RETHROW;
+  }
+  return s;
+}
+
+// A new non-blocking, close-on-exec socket wrapped in a socket_state (the
+// fd is closed if the wrapping fails).
+inline std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {}) {
+  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ec = errno_code(errno);
+    return nullptr;
+  }
+  return adopt_fd(fd, peer);
+}
+
+// The earlier of two deadlines (0: none).
+inline std::int64_t earlier(std::int64_t a, std::int64_t b) noexcept {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  return a < b ? a : b;
+}
+inline std::int64_t context_deadline(const goro::context* ctx) noexcept {
+  if (!ctx) return 0;
+  auto d = ctx->deadline();
+  return d ? deadline_ns(*d) : 0;
+}
+
+// Waits on an fd that goro::net does not own (wait_readable/_writable):
+// a goroutine registers it for this wait only. When the fd is registered
+// already (another goroutine waits on it: EEXIST), this wait registers a
+// dup of it instead, which epoll treats as a registration of its own
+// (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
+// from several threads). With a context, its deadline bounds the wait too,
+// and its cancellation ends it (context_code).
+inline std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr) {
+  if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
+  d = earlier(d, context_deadline(ctx));
+  netpoller* np = goroutine_poller();
+  if (!np) {
+    std::atomic<std::int64_t> dl{d};
+    return thread_wait(fd, mode, nullptr, &dl, ctx);
+  }
+  if (d != 0 && d <= nanotime()) return deadline_error();
+  poll_desc* pd = pd_cache::alloc(fd);
+  struct cleanup {
+    poll_desc* pd;
+    int dup_fd = -1;
+    ~cleanup() {
+      timer_heap::del(&pd->rt);
+      timer_heap::del(&pd->wt);
+      if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
+      pd_cache::free(pd);
+      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
+    }
+  } c{pd};
+  {
+    std::lock_guard<spinlock> lk(pd->lock);
+    int err = np->try_open(pd);
+    if (err == EEXIST) {  // another waiter registered fd: register a dup
+      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (c.dup_fd < 0) return errno_code(errno);
+      pd->fd = c.dup_fd;
+      err = np->try_open(pd);
+    }
+    if (err == EPERM) return {};  // epoll refuses regular files: they are always ready
+    if (err != 0) return errno_code(err);
+  }
+  if (d != 0) set_deadline(pd, mode, d);
+  ctx_watch w(ctx ? *ctx : goro::context{}, pd, mode);
+  pd_error e = pd_wait_g(pd, mode);
+  if (w.stop() || (e == pd_error::timeout && ctx && ctx->err() != cancel_reason::none)) return context_code(*ctx);
+  if (e == pd_error::timeout) return deadline_error();
+  return {};
+}
+
+// Connects a new socket of `type` to a: a non-blocking connect, then a
+// wait until writable (bounded by deadline d and ctx) and SO_ERROR.
+inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
+                                                std::error_code& ec) {
+  if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), nullptr;
+  d = earlier(d, context_deadline(ctx));
+  if (d != 0 && d <= nanotime()) return ec = deadline_error(), nullptr;
+  auto s = new_socket(a.family(), type, ec, a);
+  if (!s) return nullptr;
+  socket_state::op o(*s);
+  if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
+  int e = errno;
+  if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
+  if (d != 0) set_deadline(s->pd(), 'w', d);
+  {
+    ctx_watch w(ctx ? *ctx : goro::context{}, s->pd(), 'w');
+    ec = s->wait('w', ctx);
+    if (w.stop() || (is_deadline(ec) && ctx && ctx->err() != cancel_reason::none)) ec = context_code(*ctx);
+  }
+  if (ec) return nullptr;
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) return ec = errno_code(err), nullptr;
+  if (d != 0) set_deadline(s->pd(), 'w', 0);
+  return s;
+}
+
+// The addresses a dial to host_port tries, in order: a numeric host as it
+// is, an empty one as the local system (127.0.0.1, as Go), a name through
+// lookup_host.
+inline std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (host.empty()) host = "127.0.0.1";
+  std::vector<address> v = lookup_host(host, ec);
+  for (auto& a : v) a = a.with_port(port);
+  return v;
+}
+
+// Dials each target in turn; the first success, else the first failure
+// (a passed deadline or a done context ends the attempts).
+inline std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+                                              const goro::context* ctx, std::error_code& ec) {
+  std::vector<address> targets = dial_targets(host_port, ec);
+  std::error_code first;
+  for (const address& a : targets) {
+    ec.clear();
+    if (auto s = connect_to(a, type, d, ctx, ec)) return s;
+    if (!first) first = ec;
+    if (is_deadline(ec) || ec == std::errc::operation_canceled) break;
+  }
+  if (!targets.empty()) ec = first;
+  return nullptr;
+}
+
+// The address a listener binds for host_port: an empty host is every
+// address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
+// address (else its first).
+inline address listen_target(std::string_view host_port, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
+  std::vector<address> v = lookup_host(host, ec);
+  if (ec) return {};
+  for (const auto& a : v)
+    if (a.is_ipv4()) return a.with_port(port);
+  return v.front().with_port(port);
+}
+
+// A bound (and for streams listening) socket on a.
+inline std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
+  auto s = new_socket(a.family(), type, ec);
+  if (!s) return nullptr;
+  if (a.is_ip() && type == SOCK_STREAM) {
+    int one = 1;
+    ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  }
+  if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
+    return ec = errno_code(errno), nullptr;
+  return s;
+}
+
+// getsockname / getpeername of s as an address.
+inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
+  if (!s) return ec = empty_handle(), address{};
+  socket_state::op o(*s);
+  if (!o) return ec = closed_code(), address{};
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
+               : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
+  if (r != 0) return ec = errno_code(errno), address{};
+  ec.clear();
+  return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+}  // namespace detail
+}  // namespace goro::net
+// ---- end goro/detail/net_socket.hpp ----
+
+namespace goro::net::detail {
+
+// A throwing overload's tail: raises for ec, else returns v.
+template <class T>
+T or_raise(T v, const std::error_code& ec, const char* what) {
+  if (GORO_UNLIKELY(static_cast<bool>(ec))) raise_net(ec, what);
+  return v;
+}
+// The same for listen / dial: the call named "<op> <addr>" ("dial tcp
+// 1.2.3.4:5"), addr for a malformed address's message.
+template <class T>
+T or_raise(T v, const std::error_code& ec, const char* op, std::string_view addr) {
+  if (GORO_UNLIKELY(static_cast<bool>(ec))) raise_net(ec, std::string(op) + " " + std::string(addr), addr);
+  return v;
+}
+// A std::error_code& overload's tail: internal codes made public.
+template <class T>
+T reported(T v, std::error_code& ec) noexcept {
+  public_code(ec);
+  return v;
+}
+
+// The public classes' names, for socket_handle's Name.
+inline constexpr char conn_name[] = "conn";
+inline constexpr char listener_name[] = "listener";
+inline constexpr char packet_conn_name[] = "packet_conn";
+
+template <const char* Name>
+class socket_handle {
+ protected:
+  socket_handle() = default;
+  explicit socket_handle(std::shared_ptr<socket_state> s) noexcept : s_(std::move(s)) {}
+
+  // Closes the socket (idempotent); goroutines blocked on it wake with
+  // usage_error("goro: use of closed network connection") (errc::closed).
+  void close() { state("close").close(); }
+  void close(std::error_code& ec) noexcept {
+    ec.clear();
+    if (!s_)
+      ec = empty_handle();
+    else
+      s_->close();
+  }
+
+  // The socket's fd (-1 for an empty handle); still owned by the handle.
+  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+
+  // Deadlines (steady_clock; a default time_point clears): an operation
+  // blocked past it, or started after it, raises timeout_error (reports
+  // std::errc::timed_out). Setting a later deadline lets later operations
+  // proceed.
+  void set_deadline(time_point t) {
+    set_read_deadline(t);
+    set_write_deadline(t);
+  }
+  void set_read_deadline(time_point t) { set_dl("set_read_deadline", 'r', t); }
+  void set_write_deadline(time_point t) { set_dl("set_write_deadline", 'w', t); }
+  void set_deadline(time_point t, std::error_code& ec) {
+    set_read_deadline(t, ec);
+    if (!ec) set_write_deadline(t, ec);
+  }
+  void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
+  void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
+
+  // The bound address and its port; the peer's address (known from the
+  // dial or accept: still there after close).
+  address local_address() const {
+    std::error_code ec;
+    state("local_address");
+    return or_raise(sock_name(s_, false, ec), ec, "getsockname");
+  }
+  address local_address(std::error_code& ec) const { return reported(sock_name(s_, false, ec), ec); }
+  std::uint16_t port() const { return local_address().port(); }
+  std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
+  address remote_address() const {
+    if (state("remote_address").peer()) return s_->peer();
+    std::error_code ec;
+    return or_raise(sock_name(s_, true, ec), ec, "getpeername");
+  }
+  address remote_address(std::error_code& ec) const {
+    ec.clear();
+    if (s_ && s_->peer()) return s_->peer();
+    return reported(sock_name(s_, true, ec), ec);
+  }
+
+  // The socket, or usage_error naming the call on an empty handle.
+  socket_state& state(const char* what) const {
+    if (!s_) goro::detail::raise_usage((std::string("net::") + Name + "::" + what + " on an empty " + Name).c_str());
+    return *s_;
+  }
+  // An std::error_code& overload's body: f(socket_state&, ec) on the
+  // socket (its codes made public), or T{} and empty_handle() when empty.
+  template <class T, class F>
+  T with_state(std::error_code& ec, F&& f) {
+    ec.clear();
+    if (!s_) return ec = empty_handle(), T{};
+    return reported(std::forward<F>(f)(*s_, ec), ec);
+  }
+
+  std::shared_ptr<socket_state> s_;
+
+ private:
+  void set_dl(const char* what, char mode, time_point t) {
+    if (std::error_code ec = state(what).set_deadline(mode, deadline_ns(t))) raise_net(ec, what);
+  }
+  void set_dl(char mode, time_point t, std::error_code& ec) {
+    ec.clear();
+    if (!s_)
+      ec = empty_handle();
+    else
+      ec = s_->set_deadline(mode, deadline_ns(t));
+  }
+};
+
+}  // namespace goro::net::detail
+// ---- end goro/detail/net_handle.hpp ----
+
+namespace goro::net {
+
+class conn;
+class listener;
+namespace detail {
+struct handles;  // makes conns and listeners from socket_states
+
+inline void set_nodelay(int fd) noexcept {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// One read(2): parks until some data arrives; 0 at end of stream.
+inline std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  if (buf.empty()) return 0;
+  socket_state::io_guard g(s, 'r');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
+    if (n >= 0) return static_cast<std::size_t>(n);
+    int e = errno;  // right after the call: errno is per thread (DESIGN §7)
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+// Writes all of buf (parking while the socket buffer is full); returns the
+// bytes written (all of them unless ec is set).
+inline std::size_t stream_write(socket_state& s, std::span<const std::byte> buf, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'w');
+  if (!g) return ec = closed_code(), 0;
+  std::size_t done = 0;
+  while (done < buf.size()) {
+    ssize_t n = sys_send(s.fd(), buf.data() + done, buf.size() - done);
+    if (n >= 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('w'))) return done;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), done;
+    }
+  }
+  return done;
+}
+
+}  // namespace detail
+
+// A stream connection, TCP or Unix (a shared handle).
+class conn : private detail::socket_handle<detail::conn_name> {
+ public:
+  conn() = default;
+
+  // Reads up to buf.size() bytes; returns 0 at end of stream (or for an
+  // empty buf). Blocks (parks) until some data arrives.
+  std::size_t read(std::span<std::byte> buf) {
+    std::error_code ec;
+    return detail::or_raise(detail::stream_read(state("read"), buf, ec), ec, "read");
+  }
+  std::size_t read(std::span<std::byte> buf, std::error_code& ec) {
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::stream_read(s, buf, e); });
+  }
+
+  // Writes all of buf (parks while the socket buffer is full). The
+  // std::error_code& form returns how many bytes went out (all of them
+  // unless it reports a failure).
+  void write(std::span<const std::byte> buf) {
+    std::error_code ec;
+    detail::or_raise(detail::stream_write(state("write"), buf, ec), ec, "write");
+  }
+  std::size_t write(std::span<const std::byte> buf, std::error_code& ec) {
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::stream_write(s, buf, e); });
+  }
+  void write(std::string_view s) { write(std::as_bytes(std::span<const char>(s.data(), s.size()))); }
+  std::size_t write(std::string_view s, std::error_code& ec) {
+    return write(std::as_bytes(std::span<const char>(s.data(), s.size())), ec);
+  }
+
+  // close(), close(ec): closes the socket (idempotent); goroutines blocked
+  // on it wake with usage_error("goro: use of closed network connection")
+  // (errc::closed).
+  using socket_handle::close;
+
+  // Shuts the sending side (shutdown(SHUT_WR)): the peer reads end of
+  // stream once it has read what was sent; this side can still read.
+  void close_write() {
+    std::error_code ec;
+    close_write(state("close_write"), ec);
+    if (ec) detail::raise_net(ec, "close_write");
+  }
+  void close_write(std::error_code& ec) {
+    with_state<int>(ec, [](auto& s, auto& e) { return close_write(s, e), 0; });
+  }
+
+  // Deadlines (steady_clock; a default time_point clears): an operation
+  // blocked past it, or started after it, raises timeout_error (reports
+  // std::errc::timed_out). Setting a later deadline lets later operations
+  // proceed. set_deadline, set_read_deadline, set_write_deadline, each
+  // also with a std::error_code&.
+  using socket_handle::set_deadline;
+  using socket_handle::set_read_deadline;
+  using socket_handle::set_write_deadline;
+
+  // This end's address, and the peer's (known from the dial or accept:
+  // still there after close).
+  using socket_handle::local_address;
+  using socket_handle::remote_address;
+
+  // The socket's fd (-1 for an empty handle); still owned by the conn.
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
+
+ private:
+  friend struct detail::handles;
+  friend class listener;
+  explicit conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
+  static void close_write(detail::socket_state& s, std::error_code& ec) noexcept {
+    detail::socket_state::op o(s);
+    if (!o)
+      ec = detail::closed_code();
+    else if (::shutdown(s.fd(), SHUT_WR) != 0)
+      ec = detail::errno_code(errno);
+  }
+};
+
+// A listening socket, TCP or Unix (a shared handle).
+class listener : private detail::socket_handle<detail::listener_name> {
+ public:
+  listener() = default;
+
+  // Waits for and returns the next connection.
+  conn accept() {
+    std::error_code ec;
+    return detail::or_raise(accept(state("accept"), ec), ec, "accept");
+  }
+  conn accept(std::error_code& ec) {
+    return with_state<conn>(ec, [](auto& s, auto& e) { return accept(s, e); });
+  }
+
+  // The local port (useful after listening on port 0; 0 for Unix), and
+  // the address.
+  using socket_handle::local_address;
+  using socket_handle::port;
+
+  // Closes it; a goroutine blocked in accept() wakes with usage_error
+  // (errc::closed). A Unix listener removes its socket file.
+  using socket_handle::close;
+
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
+
+ private:
+  friend struct detail::handles;
+  explicit listener(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
+  static conn accept(detail::socket_state& s, std::error_code& ec) {
+    detail::socket_state::op o(s);
+    if (!o) return ec = detail::closed_code(), conn{};
+    detail::socket_state::io_guard g(s, 'r');
+    if (!g) return ec = detail::closed_code(), conn{};
+    for (;;) {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      int fd = ::accept4(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd >= 0) {
+        if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
+        return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
+      }
+      int e = errno;
+      if (e == EAGAIN || e == EWOULDBLOCK) {
+        if ((ec = s.wait('r'))) return conn{};
+      } else if (e != EINTR && e != ECONNABORTED) {
+        return ec = detail::errno_code(e), conn{};
+      }
+    }
+  }
+};
+
+namespace detail {
+struct handles {
+  static conn make_conn(std::shared_ptr<socket_state> s) { return conn(std::move(s)); }
+  static listener make_listener(std::shared_ptr<socket_state> s) { return listener(std::move(s)); }
+
+  static listener listen_tcp(std::string_view host_port, std::error_code& ec) {
+    ec.clear();
+    address a = listen_target(host_port, ec);
+    if (ec) return {};
+    return listener(bind_to(a, SOCK_STREAM, ec));
+  }
+  static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
+    ec.clear();
+    auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
+    if (s) set_nodelay(s->fd());
+    return conn(std::move(s));
+  }
+  static listener listen_unix(std::string_view path, std::error_code& ec) {
+    address a = unix_address(path, ec);
+    if (ec) return {};
+    auto s = bind_to(a, SOCK_STREAM, ec);
+    if (s && path.front() != '@') s->unlink_on_close(std::string(path));
+    return listener(std::move(s));
+  }
+  static conn dial_unix(std::string_view path, std::error_code& ec) {
+    address a = unix_address(path, ec);
+    if (ec) return {};
+    return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
+  }
+};
+
+// Go's Dialer.Timeout: zero is none, a negative one has passed already.
+inline std::int64_t deadline_after(std::chrono::nanoseconds timeout) noexcept {
+  if (timeout.count() == 0) return 0;
+  if (timeout.count() < 0) return 1;
+  return when_after(nanotime(), to_ns(timeout));
+}
+}  // namespace detail
+
+// Listens on host_port ("127.0.0.1:0" picks a free port, "[::1]:0" IPv6,
+// ":80" every address, "localhost:80" 127.0.0.1, a name its first IPv4
+// address).
+inline listener listen_tcp(std::string_view host_port, std::error_code& ec) {
+  return detail::reported(detail::handles::listen_tcp(host_port, ec), ec);
+}
+inline listener listen_tcp(std::string_view host_port) {
+  std::error_code ec;
+  return detail::or_raise(detail::handles::listen_tcp(host_port, ec), ec, "listen tcp", host_port);
+}
+
+// Connects to host_port (a name is resolved with lookup_host and each of
+// its addresses tried in turn): a non-blocking connect, then a wait until
+// writable. Refused: std::system_error(ECONNREFUSED). With a timeout (or a
+// context), the connect gives up when it passes (timeout_error /
+// std::errc::timed_out) or the context is cancelled (ECANCELED). A zero
+// timeout is none (Go's DialTimeout). The timeout and the context's
+// deadline cover name resolution's result: each address tried shares it.
+inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
+  return detail::reported(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec);
+}
+inline conn dial_tcp(std::string_view host_port) {
+  std::error_code ec;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec, "dial tcp", host_port);
+}
+inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout, std::error_code& ec) {
+  return detail::reported(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec);
+}
+inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout) {
+  std::error_code ec;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec,
+                          "dial tcp", host_port);
+}
+inline conn dial_tcp(std::string_view host_port, const context& ctx, std::error_code& ec) {
+  return detail::reported(detail::handles::dial_tcp(host_port, 0, &ctx, ec), ec);
+}
+inline conn dial_tcp(std::string_view host_port, const context& ctx) {
+  std::error_code ec;
+  return detail::or_raise(detail::handles::dial_tcp(host_port, 0, &ctx, ec), ec, "dial tcp", host_port);
+}
+
+// A Unix stream socket listening at path (a file it creates, removed again
+// by close(); "@name" is Linux's abstract namespace). A path in use:
+// EADDRINUSE.
+inline listener listen_unix(std::string_view path, std::error_code& ec) {
+  return detail::reported(detail::handles::listen_unix(path, ec), ec);
+}
+inline listener listen_unix(std::string_view path) {
+  std::error_code ec;
+  return detail::or_raise(detail::handles::listen_unix(path, ec), ec, "listen unix", path);
+}
+// Connects to the Unix socket at path (nobody listening: ECONNREFUSED, no
+// such file: ENOENT).
+inline conn dial_unix(std::string_view path, std::error_code& ec) {
+  return detail::reported(detail::handles::dial_unix(path, ec), ec);
+}
+inline conn dial_unix(std::string_view path) {
+  std::error_code ec;
+  return detail::or_raise(detail::handles::dial_unix(path, ec), ec, "dial unix", path);
+}
+
+// Waits until fd is readable / writable (any fd: pipes, eventfds, another
+// library's sockets), parking the goroutine (a plain thread blocks in
+// poll(2)). Returns true when ready (a hang-up or error counts: the next
+// call will not block); a passed deadline raises timeout_error (reports
+// std::errc::timed_out). With a context, returns false once it is done
+// (cancelled or past its deadline). Several goroutines may wait on one fd
+// at once (each is woken). The fd should not be one a goro::net handle
+// owns, and must stay open during the wait; it is registered with the
+// poller for this wait only. Regular files are always ready.
+namespace detail {
+// A deadline wait: true when ready; a failure in ec.
+inline bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
+  ec = wait_fd(fd, mode, deadline_ns(deadline));
+  return !ec;
+}
+// A context wait: false once ctx is done; other failures in ec.
+inline bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
+  ec = wait_fd(fd, mode, 0, &ctx);
+  if (!ec) return true;
+  if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
+  return false;
+}
+// wait_readable / wait_writable (mode 'r' / 'w') until a deadline or a
+// context: the throwing overloads and the std::error_code& ones.
+template <class Until>
+bool wait_or_raise(int fd, char mode, const Until& until) {
+  std::error_code ec;
+  return or_raise(wait_fd_for(fd, mode, until, ec), ec, mode == 'r' ? "wait_readable" : "wait_writable");
+}
+template <class Until>
+bool wait_or_report(int fd, char mode, const Until& until, std::error_code& ec) {
+  return reported(wait_fd_for(fd, mode, until, ec), ec);
+}
+}  // namespace detail
+
+inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
+inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(int fd, time_point deadline, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'r', deadline, ec);
+}
+inline bool wait_writable(int fd, time_point deadline, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'w', deadline, ec);
+}
+inline bool wait_readable(int fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
+inline bool wait_writable(int fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
+inline bool wait_readable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'r', ctx); }
+inline bool wait_writable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'w', ctx); }
+inline bool wait_readable(int fd, const context& ctx, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'r', ctx, ec);
+}
+inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
+  return detail::wait_or_report(fd, 'w', ctx, ec);
+}
+
+}  // namespace goro::net
+
+// ---- begin goro/net_udp.hpp ----
+// goro::net UDP: packet_conn (part of <goro/net.hpp>), Go's UDPConn.
+//
+//   auto srv = goro::net::listen_udp("127.0.0.1:0");
+//   auto [n, from] = srv.read_from(buf);      // parks until a datagram arrives
+//   srv.write_to(std::span(buf, n), from);
+//
+//   auto c = goro::net::dial_udp("127.0.0.1:" + std::to_string(srv.port()));
+//   c.write("ping");  c.read(buf);            // connected: to / from that peer only
+//
+// A packet_conn is a shared handle like conn (copies refer to one socket;
+// default-constructed: empty). Each read returns one datagram (the part
+// that fits in the buffer; the rest of a longer one is dropped); each
+// write sends one. Deadlines, close() waking blocked goroutines, the
+// errors and the std::error_code& overloads are as for conn (net.hpp). On
+// a connected socket, a datagram the peer's host refused (nobody on that
+// port) makes a later read or write fail with ECONNREFUSED.
+
+#include <sys/socket.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+
+namespace goro::net {
+
+class packet_conn;
+namespace detail {
+struct udp_handles;
+
+// One recvfrom(2), parking until a datagram arrives; `from` may be null.
+inline std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'r');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ssize_t n = ::recvfrom(s.fd(), buf.data(), buf.size(), 0, from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
+                           from ? &len : nullptr);
+    if (n >= 0) {
+      if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
+      return static_cast<std::size_t>(n);
+    }
+    int e = errno;  // right after the call (DESIGN §7)
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+// One sendto(2) (to: null on a connected socket), parking while the
+// socket buffer is full.
+inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'w');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    ssize_t n =
+        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('w'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+}  // namespace detail
+
+// A UDP socket (a shared handle).
+class packet_conn : private detail::socket_handle<detail::packet_conn_name> {
+ public:
+  packet_conn() = default;
+
+  // Receives one datagram: its size (what fit in buf) and its sender.
+  std::pair<std::size_t, address> read_from(std::span<std::byte> buf) {
+    std::error_code ec;
+    address from;
+    std::size_t n = detail::dgram_recv(state("read_from"), buf, &from, ec);
+    if (ec) detail::raise_net(ec, "read_from");
+    return {n, from};
+  }
+  std::pair<std::size_t, address> read_from(std::span<std::byte> buf, std::error_code& ec) {
+    address from;
+    std::size_t n = with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_recv(s, buf, &from, e); });
+    return {n, from};
+  }
+
+  // Sends buf as one datagram to `to`; returns its size.
+  std::size_t write_to(std::span<const std::byte> buf, const address& to) {
+    std::error_code ec;
+    std::size_t n = detail::dgram_send(state("write_to"), buf, &to, ec);
+    if (ec) detail::raise_net(ec, "write_to " + to.to_string());
+    return n;
+  }
+  std::size_t write_to(std::span<const std::byte> buf, const address& to, std::error_code& ec) {
+    return send(buf, &to, ec);
+  }
+  std::size_t write_to(std::string_view s, const address& to) { return write_to(bytes(s), to); }
+  std::size_t write_to(std::string_view s, const address& to, std::error_code& ec) {
+    return write_to(bytes(s), to, ec);
+  }
+
+  // A connected socket's (dial_udp) datagrams from / to its peer.
+  std::size_t read(std::span<std::byte> buf) {
+    std::error_code ec;
+    return detail::or_raise(detail::dgram_recv(state("read"), buf, nullptr, ec), ec, "read");
+  }
+  std::size_t read(std::span<std::byte> buf, std::error_code& ec) {
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_recv(s, buf, nullptr, e); });
+  }
+  std::size_t write(std::span<const std::byte> buf) {
+    std::error_code ec;
+    return detail::or_raise(detail::dgram_send(state("write"), buf, nullptr, ec), ec, "write");
+  }
+  std::size_t write(std::span<const std::byte> buf, std::error_code& ec) { return send(buf, nullptr, ec); }
+  std::size_t write(std::string_view s) { return write(bytes(s)); }
+  std::size_t write(std::string_view s, std::error_code& ec) { return write(bytes(s), ec); }
+
+  // Deadlines, as conn's: set_deadline, set_read_deadline,
+  // set_write_deadline, each also with a std::error_code&.
+  using socket_handle::set_deadline;
+  using socket_handle::set_read_deadline;
+  using socket_handle::set_write_deadline;
+
+  // The bound address, its port (useful after listening on port 0), and a
+  // connected socket's peer.
+  using socket_handle::local_address;
+  using socket_handle::port;
+  using socket_handle::remote_address;
+
+  // Closes the socket (idempotent); blocked goroutines wake with
+  // usage_error (errc::closed).
+  using socket_handle::close;
+
+  using socket_handle::native_handle;
+  using socket_handle::operator bool;
+
+ private:
+  friend struct detail::udp_handles;
+  explicit packet_conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
+  static std::span<const std::byte> bytes(std::string_view s) noexcept {
+    return std::as_bytes(std::span<const char>(s.data(), s.size()));
+  }
+  std::size_t send(std::span<const std::byte> buf, const address* to, std::error_code& ec) {
+    return with_state<std::size_t>(ec, [&](auto& s, auto& e) { return detail::dgram_send(s, buf, to, e); });
+  }
+};
+
+namespace detail {
+struct udp_handles {
+  static packet_conn listen(std::string_view host_port, std::error_code& ec) {
+    ec.clear();
+    address a = listen_target(host_port, ec);
+    if (ec) return {};
+    return packet_conn(bind_to(a, SOCK_DGRAM, ec));
+  }
+  static packet_conn dial(std::string_view host_port, std::error_code& ec) {
+    ec.clear();
+    std::vector<address> targets = dial_targets(host_port, ec);
+    if (ec) return {};
+    return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
+  }
+};
+}  // namespace detail
+
+// A UDP socket bound to host_port ("127.0.0.1:0" picks a port; the host as
+// for listen_tcp), for read_from / write_to.
+inline packet_conn listen_udp(std::string_view host_port, std::error_code& ec) {
+  return detail::reported(detail::udp_handles::listen(host_port, ec), ec);
+}
+inline packet_conn listen_udp(std::string_view host_port) {
+  std::error_code ec;
+  return detail::or_raise(detail::udp_handles::listen(host_port, ec), ec, "listen udp", host_port);
+}
+
+// A UDP socket connected to host_port (a name: its first address), for
+// read / write (write_to works too). Nothing is sent: a missing peer shows
+// as ECONNREFUSED on a later read or write.
+inline packet_conn dial_udp(std::string_view host_port, std::error_code& ec) {
+  return detail::reported(detail::udp_handles::dial(host_port, ec), ec);
+}
+inline packet_conn dial_udp(std::string_view host_port) {
+  std::error_code ec;
+  return detail::or_raise(detail::udp_handles::dial(host_port, ec), ec, "dial udp", host_port);
+}
+
+}  // namespace goro::net
+// ---- end goro/net_udp.hpp ----
+// ---- end goro/net.hpp ----
 // ---- begin goro/signal.hpp ----
 // goro::signal: Go's os/signal Notify and Stop. OS signals are relayed to
 // channels with non-blocking sends: a channel that is full when a signal
@@ -12330,10 +14150,14 @@ inline void stop(chan<int> c) {
 //   ... run goroutines ...
 //   goro::trace::stop();
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 
@@ -12344,17 +14168,31 @@ namespace goro::trace {
 // the file cannot be created.
 inline void start(const std::string& path) {
   auto& s = detail::tracing::global_state();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (s.out) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
-  s.out = f;
-  s.first = true;
-  s.p_tracks.clear();
-  s.m_tracks.clear();
-  s.epoch = detail::tracing::now();
-  s.session.fetch_add(1, std::memory_order_release);  // buffers drop what an earlier trace left
-  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+  std::lock_guard<std::mutex> ctl(s.ctl);
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.fd >= 0) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
+    s.fd = fd;
+    s.write_err = 0;
+    s.first = true;
+    s.p_tracks.clear();
+    s.m_tracks.clear();
+    s.runtimes.clear();
+    s.text = "[";  // the JSON array form: loadable without its closing bracket
+    s.write_text_locked();
+    s.epoch = detail::tracing::now();
+    s.flusher_stop = false;
+    s.session.fetch_add(1, std::memory_order_release);  // buffers drop what an earlier trace left
+  }
+  GORO_TRY { s.flusher = std::thread([&s] { s.flusher_loop(); }); }
+  GORO_CATCH_ALL {
+    std::lock_guard<std::mutex> lk(s.mu);
+    ::close(s.fd);
+    s.fd = -1;
+    GORO_RETHROW;
+  }
   detail::tracing::on.store(true, std::memory_order_seq_cst);
 }
 
@@ -12362,26 +14200,25 @@ inline void start(const std::string& path) {
 // usage_error if no trace is running; std::system_error if writing failed.
 inline void stop() {
   auto& s = detail::tracing::global_state();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (!s.out) detail::raise_usage("trace::stop: no trace is running");
-  detail::tracing::on.store(false, std::memory_order_seq_cst);
-  const std::uint64_t session = s.session.load(std::memory_order_relaxed);
-  std::vector<detail::tracing::event> evs;
-  for (auto& b : s.buffers) {
-    evs.clear();
-    {
-      std::lock_guard<detail::spinlock> bl(b->lock);
-      if (b->session == session) evs.swap(b->events);
-    }
-    s.write_locked(evs);
+  std::lock_guard<std::mutex> ctl(s.ctl);
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.fd < 0) detail::raise_usage("trace::stop: no trace is running");
+    detail::tracing::on.store(false, std::memory_order_seq_cst);
+    s.flusher_stop = true;
   }
+  s.flusher_cv.notify_all();
+  if (s.flusher.joinable()) s.flusher.join();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.drain_locked();
   // Buffers of threads that have exited (the list holds the last
   // reference): nobody records into them any more.
   std::erase_if(s.buffers, [](const auto& b) { return b.use_count() == 1; });
-  s.write_tail_locked();
-  int err = std::ferror(s.out) ? EIO : 0;
-  if (std::fclose(s.out) != 0 && err == 0) err = errno;
-  s.out = nullptr;  // events still in flight are dropped (write_locked checks)
+  s.text += "\n]\n";
+  s.write_text_locked();
+  int err = s.write_err;
+  if (::close(s.fd) != 0 && err == 0) err = errno;
+  s.fd = -1;  // events still in flight are dropped (write_locked checks)
   if (err != 0) detail::raise_system(err, "trace::stop: writing the trace failed");
 }
 

@@ -249,3 +249,52 @@ TEST_CASE("context: fan-out cancel wakes every waiter", "[context]") {
     CHECK(bad.load() == 0);
   });
 }
+
+TEST_CASE("context: the deadline timer dropping the last reference to its own context", "[context]") {
+  // The parent's timer fires and cancels its children; the only other
+  // holder of the child drops it as soon as the parent's done() closes, so
+  // the timer's function ends up holding the child's last reference, and
+  // the child holds the parent's: releasing it destroys the parent inside
+  // its own timer's function, whose destructor must not wait for that very
+  // call (it did: the runtime hung at shutdown, seen under qemu).
+  // A plain thread drops the handles (woken by done(), no P needed); the
+  // child's 500 children lengthen the window while the timer cancels them.
+  std::atomic<bool> finished{false};
+  std::thread watchdog([&] {
+    if (!goro_test::eventually_sleeping([&] { return finished.load(); }, std::chrono::seconds(20))) {
+      std::fprintf(stderr, "context_test: a deadline timer destroying its own context hung\n");
+      std::_Exit(1);  // the runtime cannot be shut down: fail loudly rather than time out
+    }
+  });
+  goro::options o;
+  o.maxprocs = 2;
+  o.detect_deadlock = false;  // main waits for a plain thread
+  goro::runtime rt{o};
+  rt.run([] {
+    for (int round = 0; round < scale(200, 40); ++round) {
+      auto [parent, cancel_parent] = goro::with_timeout(goro::background(), 2ms);
+      auto [child, cancel_child] = goro::with_cancel(parent);
+      std::vector<goro::context> grandchildren;
+      std::vector<goro::cancel_func> cancels;
+      for (int i = 0; i < 500; ++i) {
+        auto [gc, cancel_gc] = goro::with_cancel(child);
+        grandchildren.push_back(gc);
+        cancels.push_back(cancel_gc);
+      }
+      auto parent_done = parent.done();
+      std::thread holder([parent_done, c = std::move(child), cc = std::move(cancel_child),
+                          g = std::move(grandchildren), gcs = std::move(cancels)]() mutable {
+        (void)parent_done.recv();  // closed by the timer before it cancels the children
+        g.clear();
+        gcs.clear();
+        c = goro::context{};
+        cc = goro::cancel_func{};
+      });
+      parent = goro::context{};  // the parent lives on through its child only
+      cancel_parent = goro::cancel_func{};
+      goro::blocking([&] { holder.join(); });
+    }
+  });
+  finished = true;
+  watchdog.join();
+}

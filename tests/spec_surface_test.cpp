@@ -247,3 +247,66 @@ TEST_CASE("spec: context, group, nil channels, select_case, rw_mutex, timed wait
     CHECK(!t.stop());
   });
 }
+
+TEST_CASE("spec: network additions (address, lookup_host, Unix, UDP, error_code overloads)", "[spec]") {
+  using namespace std::chrono_literals;
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::net::address a = goro::net::address::parse("127.0.0.1:80");
+    CHECK(a.to_string() == "127.0.0.1:80");
+    CHECK(a.port() == 80);
+    std::vector<goro::net::address> v = goro::net::lookup_host("localhost");
+    CHECK(!v.empty());
+
+    goro::net::listener ln = goro::net::listen_tcp("127.0.0.1:0");
+    std::string hp = "localhost:" + std::to_string(ln.port());
+    goro::net::conn c1 = goro::net::dial_tcp(hp, std::chrono::seconds(5));
+    goro::net::conn s1 = ln.accept();
+    goro::net::conn c2 = goro::net::dial_tcp(hp, goro::background());
+    goro::net::conn s2 = ln.accept();
+    CHECK(c1.local_address() == s1.remote_address());
+    CHECK(c1.remote_address() == s1.local_address());
+    c1.close_write();
+    std::byte b[1];
+    CHECK(s1.read(std::span<std::byte>(b)) == 0);
+
+    std::error_code ec;
+    c2.set_read_deadline(std::chrono::steady_clock::now() + 1ms, ec);
+    c2.read(std::span<std::byte>(b), ec);
+    CHECK(ec == std::errc::timed_out);
+
+    std::string path = "/tmp/goro-spec-" + std::to_string(::getpid()) + ".sock";
+    goro::net::listener uln = goro::net::listen_unix(path);
+    goro::net::conn uc = goro::net::dial_unix(path);
+    uln.close();
+
+    goro::net::packet_conn empty_pc;
+    (void)empty_pc;
+    goro::net::packet_conn srv = goro::net::listen_udp("127.0.0.1:0");
+    goro::net::packet_conn cli = goro::net::dial_udp("127.0.0.1:" + std::to_string(srv.port()));
+    const std::byte out[3]{};
+    cli.write(std::span<const std::byte>(out));
+    std::byte in[8];
+    srv.set_deadline(std::chrono::steady_clock::now() + 10s);
+    srv.set_read_deadline(std::chrono::steady_clock::now() + 10s);
+    srv.set_write_deadline(std::chrono::steady_clock::now() + 10s);
+    std::pair<std::size_t, goro::net::address> got = srv.read_from(std::span<std::byte>(in));
+    CHECK(got.first == 3);
+    CHECK(got.second == cli.local_address());
+    srv.write_to(std::span<const std::byte>(out), got.second);
+    CHECK(cli.read(std::span<std::byte>(in)) == 3);
+
+    auto [ctx, cancel] = goro::with_cancel(goro::background());
+    cancel();
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    CHECK_FALSE(goro::net::wait_readable(fds[0], ctx));
+    CHECK_FALSE(goro::net::wait_writable(fds[1], ctx));  // a done context: false, ready or not
+    ::close(fds[0]);
+    ::close(fds[1]);
+    for (auto* h : {&c1, &s1, &c2, &s2, &uc}) h->close();
+    srv.close();
+    cli.close();
+    ln.close();
+  });
+}

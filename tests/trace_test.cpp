@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -117,21 +119,34 @@ struct json_reader {
   }
 };
 
-// Reads a trace file: REQUIREs valid JSON with a traceEvents array.
-json_array read_trace(const std::string& path) {
+// Parses a trace (Chrome's JSON array form); `cut_short`: a trace whose
+// writer was killed, which may lack the closing bracket (Chrome and
+// Perfetto add it). REQUIREs valid JSON.
+json_array parse_trace(std::string text, bool cut_short = false) {
+  if (cut_short) {
+    std::size_t end = text.find_last_not_of(" \n\r\t");
+    if (end == std::string::npos || text[end] != ']') text += "]";
+  }
+  json_reader r{text};
+  json doc = r.value();
+  r.ws();
+  INFO(text.substr(0, 2000));
+  REQUIRE(r.ok);
+  REQUIRE(r.i == text.size());  // nothing after the document
+  REQUIRE(std::holds_alternative<json_array>(doc.v));
+  return doc.arr();
+}
+
+std::string read_file(const std::string& path) {
   std::ifstream f(path);
   REQUIRE(f.good());
   std::stringstream ss;
   ss << f.rdbuf();
-  const std::string text = ss.str();
-  json_reader r{text};
-  json doc = r.value();
-  r.ws();
-  REQUIRE(r.ok);
-  REQUIRE(r.i == text.size());  // nothing after the document
-  REQUIRE(doc.has("traceEvents"));
-  return doc["traceEvents"].arr();
+  return ss.str();
 }
+
+// Reads a finished trace file.
+json_array read_trace(const std::string& path) { return parse_trace(read_file(path)); }
 
 std::string temp_trace_path(const char* tag) {
   return "/tmp/goro_trace_test_" + std::to_string(::getpid()) + "_" + tag + ".json";
@@ -371,3 +386,108 @@ TEST_CASE("trace: misuse and bad paths are clear errors", "[trace]") {
   CHECK(read_trace(tf.path).size() == 0);  // nothing ran: an empty but valid trace
 }
 #endif
+
+TEST_CASE("trace: flow arrows from waker to woken and from creator to created", "[trace]") {
+  trace_file tf("flow");
+  std::uint64_t parent = 0, child = 0;
+  goro::runtime rt{goro::options{2}};
+  goro::trace::start(tf.path);
+  rt.run([&] {
+    parent = goro::this_goroutine::id();
+    goro::chan<int> c;
+    goro::chan<std::uint64_t> ids;
+    goro::go([c, ids]() mutable {
+      ids.send(goro::this_goroutine::id());
+      (void)c.recv();  // blocks until main sends: a wake-up
+    });
+    child = *ids.recv();
+    goro::sleep_for(5ms);
+    c.send(1);
+  });
+  REQUIRE(goro_test::eventually_sleeping([&] { return rt.num_goroutine() == 0; }));
+  goro::trace::stop();
+
+  const json_array evs = read_trace(tf.path);
+  std::map<std::uint64_t, const json*> starts, finishes;  // flow id -> event
+  for (const json& e : evs) {
+    if (e["ph"].str() == "M") continue;
+    if (is(e, "flow", "s")) {
+      const auto id = static_cast<std::uint64_t>(e["id"].num());
+      CHECK(starts.count(id) == 0);  // one id per wake-up / creation
+      starts[id] = &e;
+    } else if (is(e, "flow", "f")) {
+      const auto id = static_cast<std::uint64_t>(e["id"].num());
+      CHECK(finishes.count(id) == 0);
+      CHECK(e["bp"].str() == "e");
+      finishes[id] = &e;
+    }
+  }
+  // Every arrow's head is the start of a run slice on its track, named
+  // as its tail.
+  for (auto& [id, f] : finishes) {
+    INFO("flow " << id);
+    REQUIRE(starts.count(id) == 1);
+    CHECK((*starts[id])["name"].str() == (*f)["name"].str());
+    bool on_slice = false;
+    for (const json& e : evs)
+      if (is(e, "run", "X") && e["pid"].num() == (*f)["pid"].num() && e["tid"].num() == (*f)["tid"].num() &&
+          e["ts"].num() == (*f)["ts"].num())
+        on_slice = true;
+    CHECK(on_slice);
+  }
+  // The creation: a "go" marker by the parent, an arrow to the child's
+  // first slice; the wake-up: an arrow from main to the child.
+  bool go_marker = false, go_arrow = false, wake_arrow = false;
+  for (const json& e : evs) {
+    if (is(e, "go", "i") && std::uint64_t(e["args"]["g"].num()) == child) {
+      go_marker = true;
+      CHECK(std::uint64_t(e["args"]["parent"].num()) == parent);
+    }
+    if (is(e, "run", "X") && std::uint64_t(e["args"]["g"].num()) == child && int(e["pid"].num()) % 2 == 1) {
+      for (auto& [id, f] : finishes)
+        if ((*f)["ts"].num() == e["ts"].num() && (*f)["tid"].num() == e["tid"].num() &&
+            (*f)["pid"].num() == e["pid"].num())
+          ((*f)["name"].str() == "go" ? go_arrow : wake_arrow) = true;
+    }
+  }
+  CHECK(go_marker);
+  CHECK(go_arrow);
+  CHECK(wake_arrow);
+}
+
+TEST_CASE("trace: the trace of a killed program stays loadable", "[trace]") {
+  trace_file tf("killed");
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const std::string helper = std::string(GORO_HELPERS_DIR) + "/goro_helper_trace_killed";
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    close(fds[0]);
+    close(fds[1]);
+    execl(helper.c_str(), helper.c_str(), tf.path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[16] = {};
+  const ssize_t n = read(fds[0], buf, sizeof buf - 1);  // "ready": the trace is flushed
+  close(fds[0]);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(n > 0);
+  CHECK(std::string(buf).rfind("ready", 0) == 0);
+  CHECK(WIFSIGNALED(status));
+  const std::string text = read_file(tf.path);
+  REQUIRE(text.rfind("[", 0) == 0);
+  const json_array evs = parse_trace(text, true);
+  int runs = 0, flows = 0;
+  for (const json& e : evs) {
+    if (is(e, "run", "X")) ++runs;
+    if (is(e, "flow", "s")) ++flows;
+  }
+  CHECK(runs >= 400);  // the ping-pong's slices
+  CHECK(flows >= 200);
+  CHECK(track_names(evs).size() >= 2);  // written as tracks appear, not at stop
+}

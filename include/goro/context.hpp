@@ -26,7 +26,11 @@
 // state's destructor starts with timer_heap::del, which waits for a
 // running function; so the function may use every member of the state,
 // and it never takes a strong reference to it (it could be the destructor
-// that is waiting).
+// that is waiting). The function may still end the state's life: the
+// children it cancels are held strongly while it does, and a child whose
+// last other holder let go meanwhile releases the parent's last reference
+// when the function drops it. That destructor runs inside the function,
+// and del() from inside a timer's own function does not wait for it.
 #pragma once
 
 #include <atomic>
@@ -82,7 +86,7 @@ class context_state : public std::enable_shared_from_this<context_state> {
     timer_.sync = true;
     timer_.arg = this;
     timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true, /*from_timer=*/true);
+      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
     };
     armed_ = true;
     add_timer_anywhere(&timer_);
@@ -92,7 +96,7 @@ class context_state : public std::enable_shared_from_this<context_state> {
   // done, cancels every child (with the same reason) and forgets them,
   // unlinks this from its parent (unless the parent is the one cancelling
   // us: it already did) and stops the timer. Later calls do nothing.
-  void cancel(cancel_reason reason, bool unlink_from_parent, bool from_timer = false) {
+  void cancel(cancel_reason reason, bool unlink_from_parent) {
     std::vector<std::shared_ptr<context_state>> kids;
     lock_.lock();
     if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
@@ -116,12 +120,13 @@ class context_state : public std::enable_shared_from_this<context_state> {
     lock_.unlock();
     done_.close();
     for (auto& k : kids) k->cancel(reason, false);
-    kids.clear();  // may destroy them (nobody else held them)
     if (unlink_from_parent && parent_) parent_->unlink_child(this);
     // Release the timer at once (Go's timerCtx.cancel stops it). From the
-    // timer's own function it has already fired, and del would wait for
-    // that very call.
-    if (armed_ && !from_timer) timer_heap::del(&timer_);
+    // timer's own function (it has fired) del does not wait for that call.
+    if (armed_) timer_heap::del(&timer_);
+    // Last: dropping the children may destroy them and, from the timer's
+    // function, this state too (see the top of the file).
+    kids.clear();
   }
 
   cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }

@@ -323,7 +323,7 @@ std::size_t select(Cases&&... cases) {
   if constexpr (n == 0) {
     chosen = default_index;
   } else {
-    std::array<std::uint16_t, n> pollorder;
+    std::array<std::uint16_t, n> pollorder{};  // select_go reads pollorder[live] before writing it when j == live
     std::array<std::uint16_t, n> lockorder;
     std::array<detail::chan_waiter, n> waiters;
     bool send_closed = false;

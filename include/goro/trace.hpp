@@ -10,10 +10,14 @@
 //   goro::trace::stop();
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "detail/trace.hpp"
@@ -26,17 +30,31 @@ namespace goro::trace {
 // the file cannot be created.
 inline void start(const std::string& path) {
   auto& s = detail::tracing::global_state();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (s.out) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
-  s.out = f;
-  s.first = true;
-  s.p_tracks.clear();
-  s.m_tracks.clear();
-  s.epoch = detail::tracing::now();
-  s.session.fetch_add(1, std::memory_order_release);  // buffers drop what an earlier trace left
-  std::fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", f);
+  std::lock_guard<std::mutex> ctl(s.ctl);
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.fd >= 0) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
+    s.fd = fd;
+    s.write_err = 0;
+    s.first = true;
+    s.p_tracks.clear();
+    s.m_tracks.clear();
+    s.runtimes.clear();
+    s.text = "[";  // the JSON array form: loadable without its closing bracket
+    s.write_text_locked();
+    s.epoch = detail::tracing::now();
+    s.flusher_stop = false;
+    s.session.fetch_add(1, std::memory_order_release);  // buffers drop what an earlier trace left
+  }
+  GORO_TRY { s.flusher = std::thread([&s] { s.flusher_loop(); }); }
+  GORO_CATCH_ALL {
+    std::lock_guard<std::mutex> lk(s.mu);
+    ::close(s.fd);
+    s.fd = -1;
+    GORO_RETHROW;
+  }
   detail::tracing::on.store(true, std::memory_order_seq_cst);
 }
 
@@ -44,26 +62,25 @@ inline void start(const std::string& path) {
 // usage_error if no trace is running; std::system_error if writing failed.
 inline void stop() {
   auto& s = detail::tracing::global_state();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (!s.out) detail::raise_usage("trace::stop: no trace is running");
-  detail::tracing::on.store(false, std::memory_order_seq_cst);
-  const std::uint64_t session = s.session.load(std::memory_order_relaxed);
-  std::vector<detail::tracing::event> evs;
-  for (auto& b : s.buffers) {
-    evs.clear();
-    {
-      std::lock_guard<detail::spinlock> bl(b->lock);
-      if (b->session == session) evs.swap(b->events);
-    }
-    s.write_locked(evs);
+  std::lock_guard<std::mutex> ctl(s.ctl);
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.fd < 0) detail::raise_usage("trace::stop: no trace is running");
+    detail::tracing::on.store(false, std::memory_order_seq_cst);
+    s.flusher_stop = true;
   }
+  s.flusher_cv.notify_all();
+  if (s.flusher.joinable()) s.flusher.join();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.drain_locked();
   // Buffers of threads that have exited (the list holds the last
   // reference): nobody records into them any more.
   std::erase_if(s.buffers, [](const auto& b) { return b.use_count() == 1; });
-  s.write_tail_locked();
-  int err = std::ferror(s.out) ? EIO : 0;
-  if (std::fclose(s.out) != 0 && err == 0) err = errno;
-  s.out = nullptr;  // events still in flight are dropped (write_locked checks)
+  s.text += "\n]\n";
+  s.write_text_locked();
+  int err = s.write_err;
+  if (::close(s.fd) != 0 && err == 0) err = errno;
+  s.fd = -1;  // events still in flight are dropped (write_locked checks)
   if (err != 0) detail::raise_system(err, "trace::stop: writing the trace failed");
 }
 

@@ -28,7 +28,9 @@ endif()
 file(REMOVE_RECURSE ${WORK_DIR})
 set(consumer_args)
 if(MODE STREQUAL "find_package")
-  step(${CMAKE_COMMAND} -S ${GORO_SOURCE_DIR} -B ${WORK_DIR}/goro-build ${common}
+  # No per-file install lines: a failure further on must not be cut off
+  # from the log by ctest's output limit.
+  step(${CMAKE_COMMAND} -S ${GORO_SOURCE_DIR} -B ${WORK_DIR}/goro-build ${common} -DCMAKE_INSTALL_MESSAGE=NEVER
        -DGORO_BUILD_TESTS=OFF -DGORO_BUILD_EXAMPLES=OFF -DGORO_BUILD_BENCHMARKS=OFF)
   step(${CMAKE_COMMAND} --install ${WORK_DIR}/goro-build --prefix ${WORK_DIR}/prefix)
   set(consumer_args -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix -DGORO_EXPECT_PREFIX=${WORK_DIR}/prefix)

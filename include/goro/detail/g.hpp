@@ -133,6 +133,9 @@ struct alignas(64) g {
   // must leave alone (rw_mutex: the wake-up hands over the lock).
   std::atomic<exit_state> exiting{exit_state::none};
   bool no_kill = false;
+  // tracer: the flow (arrow) that ends at this G's next run slice, set by
+  // the waker or creator while a trace runs (tracing.hpp); 0: none.
+  std::uint64_t trace_flow = 0;
 };
 // g::unlink_wait of a waiter whose queue was destroyed while it waited.
 inline bool orphaned_wait(void*) noexcept { return true; }

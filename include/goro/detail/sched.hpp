@@ -49,6 +49,7 @@
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
 #include "timer_heap.hpp"
+#include "debug_info.hpp"  // debugger anchor (tools/goro-gdb.py)
 #include "trace.hpp"  // execution tracer
 
 namespace goro {
@@ -235,8 +236,7 @@ class scheduler final : public sched_base {
   scheduler& operator=(const scheduler&) = delete;
 
   ~scheduler() override {
-    shutdown();
-    unregister_runtime(this);  // goroutine dump: before any G record goes
+    shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
   }
 
   // ---- sched_base ----
@@ -271,12 +271,14 @@ class scheduler final : public sched_base {
         pp->goid_end = pp->goid_next + goid_batch;
       }
       gp->id = pp->goid_next++;
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       pp->spawns.inc();
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
       if constexpr (!lazy_stacks) attach_stack_global(gp);
       gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
     }
@@ -596,6 +598,10 @@ class scheduler final : public sched_base {
     // Timers still queued (a ticker nobody stopped, with no goroutine left)
     // are detached: deleting them later finds them on no heap.
     for_each_p([](p* pp) { pp->timers.clear(); });
+    // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
+    // goroutine_dump() on another runtime) reads our G records and Ps under
+    // the registry's lock; once unregistered, none can reach them.
+    unregister_runtime(this);
     release_memory();
   }
 
@@ -1035,12 +1041,13 @@ class scheduler final : public sched_base {
     mm->curg = gp;
     const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
     const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
+    const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
     switch_to_g(mm, gp);
     gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
     mm->curg = nullptr;
     if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
       report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
-    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start);
+    if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start, trace_flow);
     pp = mm->pp;
     switch (mm->after) {
       case after_switch::preempt:  // sysmon: counted, then as yield
@@ -1131,7 +1138,8 @@ class scheduler final : public sched_base {
 
   // A run slice of gp that began at t0 on P trace_p has ended (on g0,
   // before mm->after is carried out); a preemption is also an instant event.
-  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0) noexcept {
+  // `flow`: the wake-up or creation arrow that ends at this slice (0: none).
+  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0, std::uint64_t flow) noexcept {
     if (!tracing::enabled()) return;
     const char* why = "other";
     switch (mm->after) {
@@ -1145,7 +1153,7 @@ class scheduler final : public sched_base {
       case after_switch::none: break;
     }
     const std::int64_t t1 = tracing::now();
-    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, 0, why}, true);
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
     if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
       tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
                        mm->after == after_switch::async_preempt ? 1u : 0u},
@@ -1154,9 +1162,25 @@ class scheduler final : public sched_base {
 
   // ready(gp) by mm (nullptr: a thread outside this runtime). Formatting
   // waits when called on a goroutine's stack (see tracing::record).
+  // A flow arrow goes from here to gp's next run slice (gp->trace_flow,
+  // read by the M that runs it: the run queue orders the two).
   GORO_NOINLINE void trace_wake(m* mm, g* gp) noexcept {
     const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
-    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0},
+    gp->trace_flow = tracing::new_flow(false);
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0, "",
+                     gp->trace_flow},
+                    current_g() == nullptr);
+  }
+
+  // newproc of gp (its id set, not queued yet) by mm's goroutine, or by a
+  // thread outside the runtime (mm nullptr): a "go" marker and an arrow to
+  // gp's first run slice.
+  GORO_NOINLINE void trace_create(m* mm, g* gp) noexcept {
+    const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
+    const std::uint64_t parent = mm && mm->curg ? mm->curg->id : 0;
+    gp->trace_flow = tracing::new_flow(true);
+    tracing::record({tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::create, parent, "",
+                     gp->trace_flow},
                     current_g() == nullptr);
   }
 
@@ -2028,6 +2052,7 @@ class scheduler final : public sched_base {
     g_blocks_.reserve(g_blocks_.size() + 1);
     auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
     if (!block) raise_bad_alloc();
+    debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
     for (std::uint32_t i = gfree_batch; i-- > 0;) {
       block[i].sched = this;
       gfree_.push_back(&block[i]);
@@ -2224,8 +2249,9 @@ class scheduler final : public sched_base {
         gp->tsan_fiber = nullptr;
       }
     }
-    // The dump thread may be walking the records (for_each_g, under
-    // gfree_lock_): this runtime is still registered until ~scheduler.
+    // Unregistered (shutdown): no dump walks the records any more; the
+    // lock orders this with a for_each_g that started before.
+    debug_remove_blocks(this);  // debugger: before the records go
     decltype(g_blocks_) blocks;
     {
       std::lock_guard<std::mutex> lk(gfree_lock_);

@@ -19,6 +19,12 @@
 //    that is not `sync` (a sleeping goroutine's) is never touched by the
 //    runner after its function was called: the function may end the
 //    timer's lifetime (the woken goroutine returns and its frame is gone).
+//  - A sync timer's function may itself end its timer's life: del() called
+//    from inside it, directly or from a destructor it sets off (a context
+//    whose deadline timer drops the last reference to that context), does
+//    not wait for the call it is part of, releases that call's `running`
+//    count as its last touch of the timer, and the runner then touches the
+//    timer no more.
 #pragma once
 
 #include <sched.h>
@@ -50,6 +56,15 @@ inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
 }
 
 class timer_heap;
+struct timer;
+
+// The sync timer whose function runs on this thread (run_due), and whether
+// del() from inside that function already released its `running` count.
+struct running_timer_slot {
+  timer* t = nullptr;
+  bool released = false;
+};
+inline thread_local running_timer_slot tls_running_timer;
 
 struct timer {
   // Called with (arg, seq, now) when the timer fires; no lock is held.
@@ -131,9 +146,14 @@ class timer_heap {
       publish_earliest();
       lock_.unlock();
       GORO_CHAOS_POINT("timer.run");
-      // After this call a non-sync t may be gone: touch it no more.
+      // After this call a non-sync t may be gone: touch it no more; nor a
+      // sync one whose function deleted it (see the top of this file).
+      const running_timer_slot outer = tls_running_timer;
+      tls_running_timer = {sync ? t : nullptr, false};
       f(arg, seq, now);
-      if (sync) t->running.fetch_sub(1, std::memory_order_release);
+      const bool released = tls_running_timer.released;
+      tls_running_timer = outer;
+      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
       lock_.lock();
     }
     std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
@@ -159,35 +179,49 @@ class timer_heap {
   // pending (so it will now never fire), false if it had fired (or was
   // never added). Waits for a sync timer's running function to finish.
   static bool del(timer* t) noexcept {
+    // From inside t's own function that call is not waited for (it is the
+    // caller; other runs of a periodic t still are), and its count is
+    // released last: once it drops, t's owner may free t at any moment.
+    const bool self = t == tls_running_timer.t && !tls_running_timer.released;
+    const std::uint32_t own = self ? 1 : 0;
+    bool removed = false;
     for (;;) {
       timer_heap* h = t->where.load(std::memory_order_acquire);
       if (!h) {
-        wait_not_running(t);
-        return false;
+        wait_running_at_most(t, own);
+        break;
       }
       h->lock_.lock();
       if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
         h->lock_.unlock();
         continue;
       }
-      if (t->sync && t->running.load(std::memory_order_acquire) != 0) {
+      if (t->sync && t->running.load(std::memory_order_acquire) > own) {
         // A periodic timer stays queued while its function runs.
         h->lock_.unlock();
-        wait_not_running(t);
+        wait_running_at_most(t, own);
         continue;
       }
       h->remove_at(t->index);
       t->where.store(nullptr, std::memory_order_release);
       h->publish_earliest();
       h->lock_.unlock();
-      return true;
+      removed = true;
+      break;
     }
+    if (self) {
+      tls_running_timer.released = true;
+      t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
+    }
+    return removed;
   }
 
  private:
-  static void wait_not_running(timer* t) noexcept {
+  // Waits until at most `own` runs of t's function are in progress (own:
+  // 1 when called from inside it, see del).
+  static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
     if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) != 0) sched_yield();
+    while (t->running.load(std::memory_order_acquire) > own) sched_yield();
   }
 
   bool push_locked(timer* t) {

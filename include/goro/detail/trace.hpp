@@ -1,23 +1,33 @@
 // The execution tracer's recording side (goro::trace, trace.hpp, is the
 // public half): scheduler events go into per-thread buffers, which are
-// written to the trace file as Chrome trace events (JSON) when full and at
-// trace::stop(). Go's runtime/trace plays the same role (traceEvent,
-// traceFlush); the format here is the one chrome://tracing and Perfetto
-// read.
+// written to the trace file as Chrome trace events (JSON) when full, every
+// flush_period by the trace's flusher thread, and at trace::stop(). Go's
+// runtime/trace plays the same role (traceEvent, traceFlush); the format
+// here is the one chrome://tracing and Perfetto read: the bare JSON array
+// form, which they also load without its closing `]`, so the file of a
+// program killed or hung mid-trace is loadable. Each write appends whole
+// events only (one write(2) of complete events), and track names are
+// written when a track first appears, not at the end.
 //
 // Cost while no trace runs: one relaxed load and a not-taken branch at each
 // event site (tracing::enabled()). While one runs: a clock read and an
 // uncontended spinlock per event, and a write to the file every
-// buffer_events events per thread.
+// buffer_events events per thread or every flush_period.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -33,6 +43,7 @@ enum class kind : std::uint8_t {
   block,    // goroutine g blocked (parked)
   wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
   syscall,  // goroutine g was in goro::blocking on an M from ts for dur
+  create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
 };
 
 struct event {
@@ -43,9 +54,18 @@ struct event {
   std::int32_t p = -1;   // P id, -1: none
   std::int32_t m = -1;   // M id, -1: not an M of the runtime
   kind k = kind::run;
-  std::uint32_t arg = 0;
+  std::uint64_t arg = 0;  // steal: the victim P; preempt: by signal; create: the parent G; run: 1 if `flow` is a creation
   const char* end = "";  // run: how the slice ended (a string literal)
+  // Flow arrows: wake and create start flow `flow` (ph "s"); a run slice
+  // with a flow ends it (ph "f", bound to the slice). 0: none.
+  std::uint64_t flow = 0;
 };
+
+// Flow ids: one per wake-up or creation; odd for a creation.
+inline std::atomic<std::uint64_t> next_flow{1};
+inline std::uint64_t new_flow(bool create) noexcept {
+  return next_flow.fetch_add(1, std::memory_order_relaxed) * 2 + (create ? 1 : 0);
+}
 
 inline std::atomic<bool> on{false};
 // Event time stamps: steady_clock nanoseconds (the timers' nanotime).
@@ -59,6 +79,7 @@ inline bool enabled() noexcept { return on.load(std::memory_order_relaxed); }
 inline std::atomic<std::uint32_t> next_runtime_number{0};
 
 inline constexpr std::size_t buffer_events = 4096;
+inline constexpr std::chrono::milliseconds flush_period{100};
 
 struct buffer {
   spinlock lock;
@@ -69,21 +90,113 @@ struct buffer {
 // The trace being written, and every thread's buffer (a thread that exits
 // leaves its buffer here: it is flushed at stop and then reused).
 struct state {
-  std::mutex mu;
-  std::FILE* out = nullptr;
+  std::mutex ctl;  // start / stop (held across stop's join of the flusher)
+  std::mutex mu;   // the file, `text`, the track sets and `buffers`
+  int fd = -1;     // the trace file; -1: no trace
+  int write_err = 0;  // the first write error (reported at stop)
   bool first = true;       // no event written yet (commas)
   std::int64_t epoch = 0;  // now() at start: ts 0
+  std::string text;        // formatted events not written yet (whole events only)
   // The current trace (0: none yet), bumped by each start. Written under
   // mu; read without it by record().
   std::atomic<std::uint64_t> session{0};
   std::vector<std::shared_ptr<buffer>> buffers;
   std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
+  std::set<std::uint32_t> runtimes;                                     // runtimes seen
+  // The flusher: every flush_period, every buffer's events to the file.
+  std::thread flusher;
+  std::condition_variable flusher_cv;
+  bool flusher_stop = false;  // under mu
 
-  // Appends events to the file (mu held). A write error is remembered by
-  // the stream and reported at stop.
+  // Appends events to the file (mu held). A write error is remembered and
+  // reported at stop.
   void write_locked(const std::vector<event>& evs) {
-    if (!out) return;
+    if (fd < 0) return;
     for (const event& e : evs) write_event_locked(e);
+    write_text_locked();
+  }
+
+  // One write(2) of whole events (mu held).
+  void write_text_locked() {
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (write_err == 0) write_err = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    text.clear();
+  }
+
+  // Every buffer's events of this session to the file (mu held).
+  void drain_locked() {
+    const std::uint64_t cur = session.load(std::memory_order_relaxed);
+    std::vector<event> evs;
+    for (auto& b : buffers) {
+      evs.clear();
+      {
+        std::lock_guard<spinlock> bl(b->lock);
+        if (b->session == cur) evs.swap(b->events);
+      }
+      write_locked(evs);
+    }
+  }
+
+  void flusher_loop() {
+    std::unique_lock<std::mutex> lk(mu);
+    while (!flusher_stop) {
+      flusher_cv.wait_for(lk, flush_period);
+      if (!flusher_stop) drain_locked();
+    }
+  }
+
+  // printf into `text`.
+  template <class... A>
+  void emit(const char* fmt, A... a) {
+    char buf[512];
+    const int n = std::snprintf(buf, sizeof buf, fmt, a...);
+    if (n > 0) text.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
+  }
+  void sep() {
+    text += first ? "\n" : ",\n";
+    first = false;
+  }
+
+  // Track names, written when a track first shows up (so a trace cut
+  // short still has them).
+  void meta(const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
+    sep();
+    if (tid)
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid, *tid, name);
+    else
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
+  }
+  void runtime_seen(std::uint32_t rt) {
+    if (!runtimes.insert(rt).second) return;
+    char name[64];
+    std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
+    meta("process_name", 2 * rt + 1, nullptr, name);
+    std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
+    meta("process_name", 2 * rt + 2, nullptr, name);
+  }
+  void p_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!p_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    std::snprintf(name, sizeof name, "P%d", id);
+    meta("thread_name", 2 * rt + 1, &id, name);
+  }
+  void m_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!m_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    if (id < 0)
+      std::snprintf(name, sizeof name, "other threads");
+    else
+      std::snprintf(name, sizeof name, "M%d", id);
+    meta("thread_name", 2 * rt + 2, &id, name);
   }
 
   void write_event_locked(const event& e) {
@@ -91,106 +204,83 @@ struct state {
     const double dur = static_cast<double>(e.dur) / 1000.0;
     const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
     const std::int32_t ptid = e.p, mtid = e.m;
-    auto sep = [&] {
-      std::fputs(first ? "\n" : ",\n", out);
-      first = false;
-    };
-    if (e.p >= 0) p_tracks.emplace(e.rt, e.p);
-    if (e.m >= 0) m_tracks.emplace(e.rt, e.m);
+    if (e.p >= 0) p_track_seen(e.rt, e.p);
+    if (e.m >= 0) m_track_seen(e.rt, e.m);
     const auto g = static_cast<unsigned long long>(e.g);
+    const auto flow = static_cast<unsigned long long>(e.flow);
     switch (e.k) {
       case kind::run: {
         const char* why = e.end;
         if (ptid >= 0) {
           sep();
-          std::fprintf(
-              out,
-              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-              "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-              g, ts, dur, ps, ptid, g, mtid, why);
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ps, ptid, g, mtid, why);
         }
         if (mtid >= 0) {
           sep();
-          std::fprintf(
-              out,
-              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-              "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
-              g, ts, dur, ms, mtid, g, ptid, why);
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ms, mtid, g, ptid, why);
+        }
+        if (flow != 0 && (ptid >= 0 || mtid >= 0)) {  // the arrow's head: this slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,"
+               "\"tid\":%d}",
+               (flow & 1) ? "go" : "wake", flow, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : mtid);
         }
         break;
       }
       case kind::syscall:
         sep();
-        std::fprintf(
-            out,
-            "{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
-            "\"tid\":%d,\"args\":{\"g\":%llu}}",
-            g, ts, dur, ms, mtid, g);
+        emit("{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
+             "\"tid\":%d,\"args\":{\"g\":%llu}}",
+             g, ts, dur, ms, mtid, g);
         break;
       case kind::steal:
         sep();
-        std::fprintf(out,
-                     "{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-                     "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
-                     ts, ps, ptid, e.arg, g, mtid);
+        emit("{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+             "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
+             ts, ps, ptid, static_cast<unsigned>(e.arg), g, mtid);
         break;
       case kind::preempt:
       case kind::block:
-      case kind::wake: {
-        const char* name = e.k == kind::preempt ? "preempt" : e.k == kind::block ? "block" : "wake";
-        sep();
-        // A wake from a thread outside the runtime goes on the Ms process,
+      case kind::wake:
+      case kind::create: {
+        const char* name = e.k == kind::preempt ? "preempt"
+                           : e.k == kind::block ? "block"
+                           : e.k == kind::wake  ? "wake"
+                                                : "go";
+        // An event of a thread outside the runtime goes on the Ms process,
         // track -1 ("other threads").
-        std::fprintf(out,
-                     "{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-                     "\"args\":{\"g\":%llu,\"m\":%d%s}}",
-                     name, g, name, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : -1, g, mtid,
-                     e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
-        if (ptid < 0) m_tracks.emplace(e.rt, -1);
+        if (ptid < 0) m_track_seen(e.rt, -1);
+        const unsigned pid = ptid >= 0 ? ps : ms;
+        const std::int32_t tid = ptid >= 0 ? ptid : -1;
+        sep();
+        if (e.k == kind::create)
+          emit("{\"name\":\"go G%llu\",\"cat\":\"go\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"parent\":%llu,\"m\":%d}}",
+               g, ts, pid, tid, g, static_cast<unsigned long long>(e.arg), mtid);
+        else
+          emit("{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d%s}}",
+               name, g, name, ts, pid, tid, g, mtid, e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
+        if (flow != 0) {  // the arrow's tail: the waker's (creator's) slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,\"tid\":%d}",
+               e.k == kind::create ? "go" : "wake", flow, ts, pid, tid);
+        }
         break;
       }
     }
   }
-
-  // Track names, then the closing brackets (mu held).
-  void write_tail_locked() {
-    auto meta = [&](const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
-      std::fputs(first ? "\n" : ",\n", out);
-      first = false;
-      if (tid)
-        std::fprintf(out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid,
-                     *tid, name);
-      else
-        std::fprintf(out, "{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
-    };
-    char name[64];
-    std::set<std::uint32_t> rts;
-    for (auto& t : p_tracks) rts.insert(t.first);
-    for (auto& t : m_tracks) rts.insert(t.first);
-    for (std::uint32_t rt : rts) {
-      std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
-      meta("process_name", 2 * rt + 1, nullptr, name);
-      std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
-      meta("process_name", 2 * rt + 2, nullptr, name);
-    }
-    for (auto& [rt, id] : p_tracks) {
-      std::snprintf(name, sizeof name, "P%d", id);
-      meta("thread_name", 2 * rt + 1, &id, name);
-    }
-    for (auto& [rt, id] : m_tracks) {
-      if (id < 0)
-        std::snprintf(name, sizeof name, "other threads");
-      else
-        std::snprintf(name, sizeof name, "M%d", id);
-      meta("thread_name", 2 * rt + 2, &id, name);
-    }
-    std::fputs("\n]}\n", out);
-  }
 };
 
+// Leaked: a trace never stopped keeps its flusher thread running to the
+// end of the process (a std::thread destroyed joinable would terminate).
 inline state& global_state() {
-  static state s;
-  return s;
+  static state* s = new state;
+  return *s;
 }
 
 // This thread's buffer, registered once.

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace goro::detail {
@@ -28,22 +29,27 @@ enum class wait_reason : std::uint8_t {
   other,          // a park site that names no reason
 };
 
+// The names, indexed by wait_reason (also read by tools/goro-gdb.py through
+// debug_info.hpp's anchor).
+inline constexpr const char* wait_reason_names[] = {
+    "",              // none
+    "chan receive",  // chan_receive
+    "chan send",
+    "select",
+    "sleep",
+    "sync.Mutex.Lock",
+    "sync.WaitGroup.Wait",
+    "sync.Cond.Wait",
+    "semacquire",
+    "IO wait",
+    "blocking call",
+    "waiting",  // other
+};
+static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) == static_cast<std::size_t>(wait_reason::other) + 1);
+
 inline const char* wait_reason_name(wait_reason r) noexcept {
-  switch (r) {
-    case wait_reason::none: return "";
-    case wait_reason::chan_receive: return "chan receive";
-    case wait_reason::chan_send: return "chan send";
-    case wait_reason::select: return "select";
-    case wait_reason::sleep: return "sleep";
-    case wait_reason::mutex_lock: return "sync.Mutex.Lock";
-    case wait_reason::wait_group_wait: return "sync.WaitGroup.Wait";
-    case wait_reason::cond_wait: return "sync.Cond.Wait";
-    case wait_reason::semacquire: return "semacquire";
-    case wait_reason::io_wait: return "IO wait";
-    case wait_reason::blocking_call: return "blocking call";
-    case wait_reason::other: return "waiting";
-  }
-  return "waiting";
+  const auto i = static_cast<std::size_t>(r);
+  return i < sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ? wait_reason_names[i] : "waiting";
 }
 
 // CLOCK_MONOTONIC at tick granularity (a few ms), in nanoseconds. Only

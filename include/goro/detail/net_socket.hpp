@@ -1,0 +1,623 @@
+// goro::net's socket layer (internal): a socket's fd, its poll descriptor
+// and per-direction locks (socket_state), waits on the poller or, from a
+// plain thread, in poll(2), deadlines, and a context watcher. Every
+// operation here reports failures as a std::error_code and never throws
+// (the public std::error_code& overloads must work under -fno-exceptions);
+// raise_net turns a code into the exception the throwing overloads raise.
+// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <variant>
+
+#include "../chan.hpp"
+#include "../context.hpp"
+#include "../error.hpp"
+#include "../net_address.hpp"
+#include "../runtime.hpp"
+#include "../select.hpp"
+#include "../time.hpp"
+#include "config.hpp"
+#include "extm.hpp"
+#include "inside_blocking.hpp"
+#include "m.hpp"
+#include "netpoll.hpp"
+#include "goexit.hpp"
+#include "park.hpp"
+#include "preempt.hpp"
+
+namespace goro::net {
+
+using time_point = std::chrono::steady_clock::time_point;
+
+namespace detail {
+using namespace goro::detail;
+
+inline std::error_code closed_code() noexcept { return errc::closed; }
+inline std::error_code deadline_error() noexcept { return {deadline_code, net_category()}; }
+inline bool is_deadline(const std::error_code& ec) noexcept {
+  return ec.category() == net_category() && ec.value() == deadline_code;
+}
+inline std::error_code empty_handle() noexcept { return std::make_error_code(std::errc::invalid_argument); }
+
+[[noreturn]] inline void raise_closed() { raise<usage_error>("goro: use of closed network connection"); }
+[[noreturn]] inline void raise_timeout() { raise<timeout_error>("goro: i/o timeout"); }
+
+// The exception a throwing overload raises for ec (today's rules): closed
+// -> usage_error, a passed deadline -> timeout_error, a malformed address
+// -> system_error(EINVAL, "bad address \"<addr>\": <why>"), an errno ->
+// system_error with it, anything else (name resolution) -> system_error
+// with that code. `what` names the call ("read", "dial tcp 1.2.3.4:5").
+[[noreturn]] inline void raise_net(const std::error_code& ec, const std::string& what, std::string_view addr = {}) {
+  if (ec == errc::closed) raise_closed();
+  if (is_deadline(ec)) raise_timeout();
+  if (ec.category() == net_category() && ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
+    raise_system(EINVAL, ("bad address \"" + std::string(addr) + "\": " + ec.message()).c_str());
+  if (ec.category() == std::generic_category()) raise_system(ec.value(), what.c_str());
+#if GORO_EXCEPTIONS
+  throw std::system_error(ec, "goro: " + what);
+#else
+  fatal(("goro: " + what + ": " + ec.message()).c_str());
+#endif
+}
+
+// Why a context is done, as a code: its deadline passed (reported as a
+// passed deadline: timed_out / timeout_error) or it was cancelled
+// (ECANCELED, Go's "operation was canceled").
+inline std::error_code context_code(const goro::context& ctx) noexcept {
+  switch (ctx.err()) {
+    case cancel_reason::none:
+      return {};
+    case cancel_reason::deadline_exceeded:
+      return deadline_error();
+    default:
+      return errno_code(ECANCELED);
+  }
+}
+
+// read(2) / send(2) on a non-blocking socket as plain system calls: glibc's
+// wrappers are thread-cancellation points, which costs two extra calls
+// around each (a few per cent of a request/response server's CPU); Go
+// makes raw system calls too. They set errno as the wrappers do. Under
+// the sanitizers the wrappers stay: ThreadSanitizer intercepts them to
+// see the happens-before edge a byte sent over a socket carries.
+inline ssize_t sys_read(int fd, void* buf, std::size_t n) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  return ::read(fd, buf, n);
+#else
+  return static_cast<ssize_t>(::syscall(SYS_read, fd, buf, n));
+#endif
+}
+inline ssize_t sys_send(int fd, const void* buf, std::size_t n) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  return ::send(fd, buf, n, MSG_NOSIGNAL);
+#else
+  return static_cast<ssize_t>(::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL, nullptr, 0));
+#endif
+}
+
+// steady_clock time_point -> nanotime() (the same clock); the epoch clears.
+inline std::int64_t deadline_ns(time_point t) noexcept {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  if (t == time_point{}) return 0;
+  return ns < 1 ? 1 : ns;
+}
+
+// The calling goroutine's runtime poller, or nullptr on a plain thread (or
+// inside goro::blocking, whose thread may block).
+inline netpoller* goroutine_poller() noexcept {
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking || !m->sched) return nullptr;
+  return m->sched->poller();
+}
+
+// Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
+// direction readies the waiter, which then sees the passed deadline.
+// Setters are serialized by pd->lock; the timers' function takes no lock,
+// so del() (which waits for a running one) cannot deadlock with it.
+inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
+  std::lock_guard<spinlock> lk(pd->lock);
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  timer_heap::del(&t);
+  pd->deadline(mode).store(d, std::memory_order_seq_cst);
+  if (d == 0) return;
+  if (d <= nanotime()) {  // already passed: wake the waiter now
+    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+    return;
+  }
+  t.when = d;
+  t.period = 0;
+  t.sync = true;
+  t.arg = pd;
+  t.seq = pd->seq.load(std::memory_order_seq_cst);
+  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                      };
+  add_timer_anywhere(&t);
+}
+
+// Registers pd with the calling goroutine's poller if it is on none.
+inline std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
+  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return {};
+  std::lock_guard<spinlock> lk(pd->lock);
+  if (pd->owner.load(std::memory_order_seq_cst) == nullptr)
+    if (int err = np->try_open(pd)) return errno_code(err);
+  return {};
+}
+
+// A plain thread's wait: poll(2) in slices, so a close, a deadline change
+// or a cancelled context (ctx, may be null) is noticed within a slice.
+inline constexpr int thread_poll_slice_ms = 20;
+inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr) {
+  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
+  for (;;) {
+    if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
+    if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
+    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
+    int ms = thread_poll_slice_ms;
+    if (d != 0) {
+      std::int64_t left = d - nanotime();
+      if (left <= 0) return deadline_error();
+      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
+    }
+    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) {
+      if (p.revents & POLLNVAL) return errno_code(EBADF);
+      return {};
+    }
+    if (r < 0) {
+      int e = errno;  // right after the call (DESIGN §7)
+      if (e != EINTR) return errno_code(e);
+    }
+  }
+}
+
+// Wakes a goroutine's wait on pd when a context is done (Go's
+// ctx.Done() watcher in netFD.connect): a goroutine selects on
+// ctx.done() and a stop channel; if the context wins, it sets pd's `mode`
+// deadline to the past, which wakes the waiter as a passed deadline would.
+// stop() (called while pd is still alive) ends the watcher and says
+// whether it fired; the caller then restores the deadline it had. Only
+// for goroutines: a plain thread's wait polls the context itself
+// (thread_wait), and background() has nothing to watch.
+class ctx_watch {
+ public:
+  ctx_watch(const goro::context& ctx, poll_desc* pd, char mode) {
+    recv_chan<std::monostate> done = ctx.done();
+    if (!done || !goroutine_poller()) return;
+    stop_ = chan<std::monostate>();
+    fired_ = chan<bool>(1);
+    goro::go([done, stop = stop_, fired = fired_, pd, mode]() mutable {
+      bool f = false;
+      goro::select(goro::on_recv(done,
+                                 [&f, pd, mode](std::optional<std::monostate>) {
+                                   set_deadline(pd, mode, 1);
+                                   f = true;
+                                 }),
+                   goro::on_recv(stop, [](std::optional<std::monostate>) {}));
+      fired.send(f);
+    });
+  }
+  ctx_watch(const ctx_watch&) = delete;
+  ctx_watch& operator=(const ctx_watch&) = delete;
+  ~ctx_watch() { stop(); }
+
+  bool stop() {
+    if (!stop_) return false;
+    stop_.close();
+    stop_ = nullptr;
+    return fired_.recv().value_or(false);
+  }
+
+ private:
+  chan<std::monostate> stop_ = nullptr;  // nil: no watcher
+  chan<bool> fired_ = nullptr;
+};
+
+// One direction's lock of a socket (the read or the write half of Go's
+// fdMutex, internal/poll/fd_mutex.go): held for a whole read / write /
+// accept call, so concurrent readers (writers) take turns and one write()
+// is never interleaved with another's bytes. Waiters queue FIFO and the
+// lock is handed to the oldest directly. close() wakes every queued
+// waiter, whose lock() then returns false (Go's rwlock after
+// increfAndClose). Goroutines park; plain threads sleep on a futex.
+class io_lock {
+ public:
+  // True: held. False: closed (now, or while queued).
+  bool lock() {
+    // Every read, write, accept, send and receive passes here: a goro call
+    // that can switch honours a pending preemption request even when the
+    // syscall after it never parks (detail/preempt.hpp), and ends the
+    // goroutine after main returned (detail/goexit.hpp).
+    call_point();
+    std::uint32_t v = 0;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
+      return true;
+    lock_.lock();
+    v = word_.load(std::memory_order_relaxed);
+    for (;;) {
+      if (v & closed) {
+        lock_.unlock();
+        return false;
+      }
+      if (!(v & held)) {
+        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) {
+          lock_.unlock();
+          return true;
+        }
+      } else if ((v & waiting) ||
+                 word_.compare_exchange_weak(v, v | waiting, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+        break;  // held, and the holder's unlock() will take the slow path
+      }
+    }
+    waiter w;
+    w.ticket = 0;
+    if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
+    queue_.push_back(&w);
+    block_on(w, queue_, lock_, wait_reason::io_wait);
+    exit_if_killed(w.gp);  // main_return: taken off the queue to end (detail/goexit.hpp)
+    // unlock() handed us the lock (ticket 1) or close() woke us (0); either
+    // wrote the ticket under lock_ before waking us.
+    return w.ticket == 1;
+  }
+
+  void unlock() noexcept {
+    std::uint32_t v = held;
+    if (GORO_LIKELY(word_.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed))) return;
+    lock_.lock();
+    waiter* w = queue_.pop_front();
+    if (w) {
+      w->ticket = 1;  // handed over: `held` stays set
+      if (queue_.empty()) word_.fetch_and(~waiting, std::memory_order_release);
+    } else {
+      word_.fetch_and(~(held | waiting), std::memory_order_release);
+    }
+    lock_.unlock();
+    if (w) wake(w);
+  }
+
+  // Fails every queued and later lock(); the holder keeps it until unlock().
+  void close() noexcept {
+    lock_.lock();
+    word_.fetch_or(closed, std::memory_order_acq_rel);
+    word_.fetch_and(~waiting, std::memory_order_relaxed);
+    waiter* all = queue_.take_all();  // their tickets are 0
+    lock_.unlock();
+    wake_list(all);
+  }
+
+ private:
+  static constexpr std::uint32_t held = 1, waiting = 2, closed = 4;
+  std::atomic<std::uint32_t> word_{0};  // held | waiting | closed
+  spinlock lock_;                       // queue_, and the waiting / closed bits
+  waiter_queue queue_;
+};
+
+// An RAII hold of what Acquire (a bool member function of T) takes and
+// Release gives back; false (and nothing held) when Acquire failed.
+// socket_state::op and io_guard.
+template <class T, bool (T::*Acquire)(), void (T::*Release)() noexcept>
+class hold {
+ public:
+  // Acquire may end the goroutine (io_lock::lock after main returned).
+  explicit hold(T& t) : t_(t), ok_((t.*Acquire)()) {}
+  ~hold() {
+    if (ok_) (t_.*Release)();
+  }
+  hold(const hold&) = delete;
+  hold& operator=(const hold&) = delete;
+  explicit operator bool() const noexcept { return ok_; }
+
+ private:
+  T& t_;
+  bool ok_;
+};
+
+// A socket: the fd, its poll descriptor, and a reference count of
+// operations in progress (a small Go fdMutex): close() marks it closed and
+// wakes the waiters; the fd is closed by whoever drops the last reference,
+// so no operation ever uses a closed (or reused) fd number.
+class socket_state {
+  static constexpr std::uint32_t closed_bit = 1u << 31;
+
+  // An operation's reference (op): false, and none taken, once closed.
+  bool incref() noexcept {
+    if (!(refs_.fetch_add(1, std::memory_order_seq_cst) & closed_bit)) return true;
+    decref();
+    return false;
+  }
+  void decref() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_seq_cst) - 1 == closed_bit) destroy();
+  }
+
+ public:
+  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_cache::alloc(fd)), peer_(peer) {}
+  socket_state(const socket_state&) = delete;
+  socket_state& operator=(const socket_state&) = delete;
+  ~socket_state() { destroy(); }  // no handle left: no operation in progress
+
+  int fd() const noexcept { return fd_; }
+  poll_desc* pd() const noexcept { return pd_; }
+  // The peer's address, when known at creation (accepted, dialed).
+  const address& peer() const noexcept { return peer_; }
+  // A path unlinked when the socket is destroyed (a Unix listener's, as Go).
+  void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
+
+  // RAII reference for one operation; false (and nothing held) if closed.
+  class op : public hold<socket_state, &socket_state::incref, &socket_state::decref> {
+   public:
+    explicit op(socket_state& s) noexcept : hold(s) {}
+  };
+
+  // RAII hold of the read ('r') or write ('w') lock for one call; false if
+  // the socket is (or gets, while queued) closed. Inside an op.
+  class io_guard : public hold<io_lock, &io_lock::lock, &io_lock::unlock> {
+   public:
+    io_guard(socket_state& s, char mode) : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
+  };
+
+  // Go's pollDesc evict + fd close: idempotent.
+  void close() noexcept {
+    std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
+    if (old & closed_bit) {
+      decref();
+      return;
+    }
+    pd_->closing.store(true, std::memory_order_seq_cst);
+    if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
+    if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
+    rlock_.close();  // goroutines queued behind a reader / writer
+    wlock_.close();
+    decref();
+  }
+
+  // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
+  // passed deadline, or (a plain thread) ctx done. The caller holds an op.
+  std::error_code wait(char mode, const goro::context* ctx = nullptr) {
+    if (netpoller* np = goroutine_poller()) {
+      if (std::error_code ec = ensure_registered(pd_, np)) return ec;
+      switch (pd_wait_g(pd_, mode)) {
+        case pd_error::none:
+          return {};
+        case pd_error::closing:
+          return closed_code();
+        case pd_error::timeout:
+          return deadline_error();
+      }
+    }
+    return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
+  }
+
+  std::error_code set_deadline(char mode, std::int64_t d) {
+    op o(*this);
+    if (!o) return closed_code();
+    detail::set_deadline(pd_, mode, d);
+    return {};
+  }
+
+ private:
+  // Runs once, with nobody inside an operation.
+  void destroy() noexcept {
+    if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
+    timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
+    timer_heap::del(&pd_->wt);
+    {
+      std::lock_guard<spinlock> lk(pd_->lock);
+      if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
+    }
+    ::close(fd_);
+    pd_cache::free(pd_);
+    if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+  }
+
+  int fd_;
+  poll_desc* pd_;
+  std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
+  std::atomic<bool> destroyed_{false};
+  io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
+  address peer_;
+  std::string unlink_path_;
+};
+
+// Wraps fd in a socket_state (closing fd if that fails).
+inline std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {}) {
+  std::shared_ptr<socket_state> s;
+  GORO_TRY { s = std::make_shared<socket_state>(fd, peer); }
+  GORO_CATCH_ALL {
+    ::close(fd);
+    GORO_RETHROW;
+  }
+  return s;
+}
+
+// A new non-blocking, close-on-exec socket wrapped in a socket_state (the
+// fd is closed if the wrapping fails).
+inline std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {}) {
+  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ec = errno_code(errno);
+    return nullptr;
+  }
+  return adopt_fd(fd, peer);
+}
+
+// The earlier of two deadlines (0: none).
+inline std::int64_t earlier(std::int64_t a, std::int64_t b) noexcept {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  return a < b ? a : b;
+}
+inline std::int64_t context_deadline(const goro::context* ctx) noexcept {
+  if (!ctx) return 0;
+  auto d = ctx->deadline();
+  return d ? deadline_ns(*d) : 0;
+}
+
+// Waits on an fd that goro::net does not own (wait_readable/_writable):
+// a goroutine registers it for this wait only. When the fd is registered
+// already (another goroutine waits on it: EEXIST), this wait registers a
+// dup of it instead, which epoll treats as a registration of its own
+// (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
+// from several threads). With a context, its deadline bounds the wait too,
+// and its cancellation ends it (context_code).
+inline std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr) {
+  if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
+  d = earlier(d, context_deadline(ctx));
+  netpoller* np = goroutine_poller();
+  if (!np) {
+    std::atomic<std::int64_t> dl{d};
+    return thread_wait(fd, mode, nullptr, &dl, ctx);
+  }
+  if (d != 0 && d <= nanotime()) return deadline_error();
+  poll_desc* pd = pd_cache::alloc(fd);
+  struct cleanup {
+    poll_desc* pd;
+    int dup_fd = -1;
+    ~cleanup() {
+      timer_heap::del(&pd->rt);
+      timer_heap::del(&pd->wt);
+      if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
+      pd_cache::free(pd);
+      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
+    }
+  } c{pd};
+  {
+    std::lock_guard<spinlock> lk(pd->lock);
+    int err = np->try_open(pd);
+    if (err == EEXIST) {  // another waiter registered fd: register a dup
+      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (c.dup_fd < 0) return errno_code(errno);
+      pd->fd = c.dup_fd;
+      err = np->try_open(pd);
+    }
+    if (err == EPERM) return {};  // epoll refuses regular files: they are always ready
+    if (err != 0) return errno_code(err);
+  }
+  if (d != 0) set_deadline(pd, mode, d);
+  ctx_watch w(ctx ? *ctx : goro::context{}, pd, mode);
+  pd_error e = pd_wait_g(pd, mode);
+  if (w.stop() || (e == pd_error::timeout && ctx && ctx->err() != cancel_reason::none)) return context_code(*ctx);
+  if (e == pd_error::timeout) return deadline_error();
+  return {};
+}
+
+// Connects a new socket of `type` to a: a non-blocking connect, then a
+// wait until writable (bounded by deadline d and ctx) and SO_ERROR.
+inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
+                                                std::error_code& ec) {
+  if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), nullptr;
+  d = earlier(d, context_deadline(ctx));
+  if (d != 0 && d <= nanotime()) return ec = deadline_error(), nullptr;
+  auto s = new_socket(a.family(), type, ec, a);
+  if (!s) return nullptr;
+  socket_state::op o(*s);
+  if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
+  int e = errno;
+  if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
+  if (d != 0) set_deadline(s->pd(), 'w', d);
+  {
+    ctx_watch w(ctx ? *ctx : goro::context{}, s->pd(), 'w');
+    ec = s->wait('w', ctx);
+    if (w.stop() || (is_deadline(ec) && ctx && ctx->err() != cancel_reason::none)) ec = context_code(*ctx);
+  }
+  if (ec) return nullptr;
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) return ec = errno_code(err), nullptr;
+  if (d != 0) set_deadline(s->pd(), 'w', 0);
+  return s;
+}
+
+// The addresses a dial to host_port tries, in order: a numeric host as it
+// is, an empty one as the local system (127.0.0.1, as Go), a name through
+// lookup_host.
+inline std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (host.empty()) host = "127.0.0.1";
+  std::vector<address> v = lookup_host(host, ec);
+  for (auto& a : v) a = a.with_port(port);
+  return v;
+}
+
+// Dials each target in turn; the first success, else the first failure
+// (a passed deadline or a done context ends the attempts).
+inline std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+                                              const goro::context* ctx, std::error_code& ec) {
+  std::vector<address> targets = dial_targets(host_port, ec);
+  std::error_code first;
+  for (const address& a : targets) {
+    ec.clear();
+    if (auto s = connect_to(a, type, d, ctx, ec)) return s;
+    if (!first) first = ec;
+    if (is_deadline(ec) || ec == std::errc::operation_canceled) break;
+  }
+  if (!targets.empty()) ec = first;
+  return nullptr;
+}
+
+// The address a listener binds for host_port: an empty host is every
+// address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
+// address (else its first).
+inline address listen_target(std::string_view host_port, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
+  std::vector<address> v = lookup_host(host, ec);
+  if (ec) return {};
+  for (const auto& a : v)
+    if (a.is_ipv4()) return a.with_port(port);
+  return v.front().with_port(port);
+}
+
+// A bound (and for streams listening) socket on a.
+inline std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
+  auto s = new_socket(a.family(), type, ec);
+  if (!s) return nullptr;
+  if (a.is_ip() && type == SOCK_STREAM) {
+    int one = 1;
+    ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  }
+  if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
+    return ec = errno_code(errno), nullptr;
+  return s;
+}
+
+// getsockname / getpeername of s as an address.
+inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
+  if (!s) return ec = empty_handle(), address{};
+  socket_state::op o(*s);
+  if (!o) return ec = closed_code(), address{};
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
+               : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
+  if (r != 0) return ec = errno_code(errno), address{};
+  ec.clear();
+  return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+}  // namespace detail
+}  // namespace goro::net

@@ -1,0 +1,371 @@
+// goro::net addresses, name resolution and error codes (part of
+// <goro/net.hpp>).
+//
+//   auto a = goro::net::address::parse("[::1]:8080");    // numeric only
+//   a.to_string();  a.port();  a.is_ipv6();
+//   auto v = goro::net::lookup_host("localhost");        // getaddrinfo, port 0
+//
+// An address is an IPv4 or IPv6 address with a port, or a Unix socket path
+// (one that starts with '/' or '.', or '@' for Linux's abstract namespace).
+// It is a plain value (a sockaddr inside), cheap to copy and compare.
+//
+// Error codes: every goro::net call that can fail has an overload taking
+// std::error_code& as its last argument (the std::filesystem convention),
+// which reports there instead of throwing. Besides the errno values
+// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
+//   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
+//   std::errc::invalid_argument   a malformed address, or an empty handle
+//   std::errc::operation_canceled the context given to the call was cancelled
+//   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
+//   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
+#pragma once
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "blocking.hpp"
+#include "detail/config.hpp"
+#include "error.hpp"
+
+namespace goro::net {
+
+// goro::net's own error codes (category "goro.net").
+enum class errc {
+  closed = 1,          // use of closed network connection (Go's net.ErrClosed)
+  host_not_found = 2,  // no such host (getaddrinfo: EAI_NONAME, EAI_NODATA)
+  try_again = 3,       // temporary failure in name resolution (EAI_AGAIN)
+  lookup_failed = 4,   // any other resolver failure
+};
+
+namespace detail {
+
+// Codes that never reach a user: the public overloads turn them into
+// std::errc values (public_code), the throwing ones into the exception
+// today's rules name (raise_net, detail/net_socket.hpp). `deadline` is not
+// ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
+inline constexpr int deadline_code = 100;
+inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
+inline constexpr int bad_addr_last = 107;
+inline constexpr const char* bad_addr_why[] = {
+    "missing port",      "missing ']'",       "too many colons (IPv6 needs [brackets])",
+    "bad port",          "port out of range", "not a numeric IP address",
+    "unix path too long"};
+
+class net_category_impl : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "goro.net"; }
+  std::string message(int v) const override {
+    switch (v) {
+      case static_cast<int>(errc::closed):
+        return "use of closed network connection";
+      case static_cast<int>(errc::host_not_found):
+        return "no such host";
+      case static_cast<int>(errc::try_again):
+        return "temporary failure in name resolution";
+      case static_cast<int>(errc::lookup_failed):
+        return "name resolution failed";
+      case deadline_code:
+        return "i/o timeout";
+      default:
+        if (v >= bad_addr_first && v <= bad_addr_last) return bad_addr_why[v - bad_addr_first];
+        return "unknown goro.net error";
+    }
+  }
+};
+
+}  // namespace detail
+
+inline const std::error_category& net_category() noexcept {
+  static const detail::net_category_impl c;
+  return c;
+}
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), net_category()}; }
+
+}  // namespace goro::net
+
+template <>
+struct std::is_error_code_enum<goro::net::errc> : std::true_type {};
+
+namespace goro::net {
+namespace detail {
+
+inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
+inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+
+// Internal codes -> what a std::error_code& overload reports.
+inline void public_code(std::error_code& ec) noexcept {
+  if (ec.category() != net_category()) return;
+  if (ec.value() == deadline_code) ec = std::make_error_code(std::errc::timed_out);
+  if (ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
+    ec = std::make_error_code(std::errc::invalid_argument);
+}
+
+// Splits "host:port" / "[v6]:port" (host may be empty).
+inline bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) noexcept {
+  std::string_view p;
+  if (!hp.empty() && hp.front() == '[') {
+    auto close = hp.find(']');
+    if (close == std::string_view::npos) return ec = bad_addr(1), false;
+    host = hp.substr(1, close - 1);
+    if (close + 1 >= hp.size() || hp[close + 1] != ':') return ec = bad_addr(0), false;
+    p = hp.substr(close + 2);
+  } else {
+    auto colon = hp.rfind(':');
+    if (colon == std::string_view::npos) return ec = bad_addr(0), false;
+    host = hp.substr(0, colon);
+    if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
+    p = hp.substr(colon + 1);
+  }
+  if (p.empty() || p.size() > 5) return ec = bad_addr(3), false;
+  unsigned pn = 0;
+  for (char c : p) {
+    if (c < '0' || c > '9') return ec = bad_addr(3), false;
+    pn = pn * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (pn > 65535) return ec = bad_addr(4), false;
+  port = static_cast<std::uint16_t>(pn);
+  return true;
+}
+
+}  // namespace detail
+
+// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty.
+class address {
+ public:
+  address() noexcept = default;
+
+  // "127.0.0.1:80", "[::1]:80", or a Unix path ("/tmp/s", "./s", "@abstract").
+  // Numeric hosts only (names: lookup_host). Malformed:
+  // std::system_error(EINVAL) / std::errc::invalid_argument.
+  static address parse(std::string_view s, std::error_code& ec) {
+    address a = parse_raw(s, ec);
+    detail::public_code(ec);
+    return a;
+  }
+  static address parse(std::string_view s) {
+    std::error_code ec;
+    address a = parse_raw(s, ec);
+    if (ec) goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
+    return a;
+  }
+
+  // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
+  // Malformed: an empty address.
+  static address from_ip(std::string_view ip, std::uint16_t port) {
+    address a;
+    if (!a.set_ip(ip, port)) return {};
+    return a;
+  }
+  // The address a sockaddr holds (as accept, recvfrom, getsockname give).
+  static address from_native(const sockaddr* sa, socklen_t len) noexcept {
+    address a;
+    if (len > sizeof a.ss_) len = sizeof a.ss_;
+    std::memcpy(&a.ss_, sa, len);
+    a.len_ = len;
+    return a;
+  }
+
+  // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
+  // when empty (or an unnamed Unix socket).
+  std::string to_string() const {
+    if (is_unix()) return host();
+    if (!is_ip()) return {};
+    std::string h = host();
+    std::string p = std::to_string(port());
+    return is_ipv6() ? "[" + h + "]:" + p : h + ":" + p;
+  }
+  // The IP without the port ("::1"), or the Unix path.
+  std::string host() const {
+    if (is_unix()) {
+      const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
+      std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
+      if (n == 0) return {};
+      if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
+      return std::string(un->sun_path, strnlen(un->sun_path, n));
+    }
+    char buf[INET6_ADDRSTRLEN] = {};
+    if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
+    if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
+    return buf;
+  }
+  // The port (0 for a Unix path or an empty address).
+  std::uint16_t port() const noexcept {
+    if (is_ipv4()) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_port);
+    if (is_ipv6()) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_port);
+    return 0;
+  }
+  // The same IP with another port (an IP address only).
+  address with_port(std::uint16_t p) const noexcept {
+    address a = *this;
+    if (is_ipv4()) reinterpret_cast<sockaddr_in*>(&a.ss_)->sin_port = htons(p);
+    if (is_ipv6()) reinterpret_cast<sockaddr_in6*>(&a.ss_)->sin6_port = htons(p);
+    return a;
+  }
+
+  int family() const noexcept { return len_ ? ss_.ss_family : AF_UNSPEC; }
+  bool is_ipv4() const noexcept { return family() == AF_INET; }
+  bool is_ipv6() const noexcept { return family() == AF_INET6; }
+  bool is_ip() const noexcept { return is_ipv4() || is_ipv6(); }
+  bool is_unix() const noexcept { return family() == AF_UNIX; }
+  bool is_loopback() const noexcept {
+    if (is_ipv4()) return (ntohl(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr.s_addr) >> 24) == 127;
+    if (is_ipv6()) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr);
+    return false;
+  }
+  explicit operator bool() const noexcept { return len_ != 0; }
+
+  const sockaddr* native() const noexcept { return reinterpret_cast<const sockaddr*>(&ss_); }
+  socklen_t native_size() const noexcept { return len_; }
+
+  friend bool operator==(const address& a, const address& b) noexcept {
+    if (a.family() != b.family()) return false;
+    if (a.is_unix()) return a.host() == b.host();
+    return a.port() == b.port() && a.host() == b.host();
+  }
+
+ private:
+  bool set_ip(std::string_view ip, std::uint16_t port) {
+    std::string h(ip);
+    auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
+    for (int family : {AF_INET, AF_INET6}) {
+      bool v4 = family == AF_INET;
+      if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+        ss_.ss_family = static_cast<sa_family_t>(family);
+        len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+        *this = with_port(port);
+        return true;
+      }
+      ss_ = {};
+    }
+    return false;
+  }
+  void set_unix(std::string_view path, std::error_code& ec) noexcept {
+    auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
+    if (path.empty() || path.size() >= sizeof un->sun_path) {
+      ec = detail::bad_addr(6);
+      return;
+    }
+    un->sun_family = AF_UNIX;
+    std::memcpy(un->sun_path, path.data(), path.size());
+    if (path.front() == '@') {  // abstract: a leading NUL, no terminator
+      un->sun_path[0] = '\0';
+      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    } else {
+      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    }
+  }
+  // parse, leaving the internal code (which says what is malformed).
+  static address parse_raw(std::string_view s, std::error_code& ec) {
+    ec.clear();
+    address a;
+    if (!s.empty() && (s.front() == '/' || s.front() == '.' || s.front() == '@')) {
+      a.set_unix(s, ec);
+    } else {
+      std::string_view host;
+      std::uint16_t port = 0;
+      if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
+    }
+    if (ec) return {};
+    return a;
+  }
+  friend address unix_address(std::string_view, std::error_code&) noexcept;
+
+  sockaddr_storage ss_{};
+  socklen_t len_ = 0;
+};
+
+// A Unix socket address for any path (also one parse would not take as a
+// path, like "sock"); too long: std::errc::invalid_argument.
+inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
+  ec.clear();
+  address a;
+  a.set_unix(path, ec);
+  detail::public_code(ec);
+  return a;
+}
+
+// Resolves a host name to its addresses (port 0), in getaddrinfo's order:
+// /etc/hosts, then DNS, as the C library is configured. A numeric IP is
+// returned as it is, without a lookup. getaddrinfo blocks, so it runs
+// inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
+// (the throwing form: std::system_error with that code).
+inline std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
+  ec.clear();
+  if (address a = address::from_ip(name, 0)) return {a};
+  std::string host(name);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
+  addrinfo* res = nullptr;
+  int errno_copy = 0;
+  int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    errno_copy = errno;  // on this thread, before the goroutine can move (DESIGN §7)
+    return rc;
+  });
+  std::vector<address> out;
+  if (r != 0) {
+    switch (r) {
+      case EAI_NONAME:
+#ifdef EAI_NODATA
+      case EAI_NODATA:
+#endif
+#ifdef EAI_ADDRFAMILY
+      case EAI_ADDRFAMILY:
+#endif
+        ec = errc::host_not_found;
+        break;
+      case EAI_AGAIN:
+        ec = errc::try_again;
+        break;
+      case EAI_SYSTEM:
+        ec = detail::errno_code(errno_copy ? errno_copy : EIO);
+        break;
+      case EAI_MEMORY:
+        ec = std::make_error_code(std::errc::not_enough_memory);
+        break;
+      default:
+        ec = errc::lookup_failed;
+        break;
+    }
+    return out;
+  }
+  for (addrinfo* p = res; p; p = p->ai_next) {
+    if (p->ai_family != AF_INET && p->ai_family != AF_INET6) continue;
+    address a = address::from_native(p->ai_addr, p->ai_addrlen);
+    bool dup = false;
+    for (const auto& o : out) dup = dup || o == a;
+    if (!dup) out.push_back(a);
+  }
+  ::freeaddrinfo(res);
+  if (out.empty()) ec = errc::host_not_found;
+  return out;
+}
+inline std::vector<address> lookup_host(std::string_view name) {
+  std::error_code ec;
+  auto v = lookup_host(name, ec);
+  if (ec) {
+#if GORO_EXCEPTIONS
+    throw std::system_error(ec, "goro: lookup " + std::string(name));
+#else
+    goro::detail::fatal(("goro: lookup " + std::string(name) + ": " + ec.message()).c_str());
+#endif
+  }
+  return v;
+}
+
+}  // namespace goro::net

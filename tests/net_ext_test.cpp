@@ -1,0 +1,617 @@
+// net_ext: goro::net beyond plain TCP — address parsing, lookup_host,
+// dialing names, local / remote addresses, close_write, dial with a
+// timeout or a context, wait_readable / wait_writable with a context, Unix
+// sockets, UDP packet_conn, and the std::error_code& overloads (refused,
+// reset, timed out, closed, empty handle, unknown host). Loopback only.
+#include <catch2/catch.hpp>
+#include <goro/goro.hpp>
+
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+namespace net = goro::net;
+
+namespace {
+
+std::string loopback(const net::listener& ln) { return "127.0.0.1:" + std::to_string(ln.port()); }
+
+std::span<std::byte> wbytes(std::string& s) { return std::as_writable_bytes(std::span<char>(s.data(), s.size())); }
+
+// Reads until end of stream.
+std::string read_all(net::conn& c) {
+  std::string out, buf(256, '\0');
+  for (;;) {
+    std::size_t n = c.read(wbytes(buf));
+    if (n == 0) return out;
+    out.append(buf.data(), n);
+  }
+}
+
+// A loopback port nobody listens on (bound, noted, closed).
+std::uint16_t dead_port() {
+  auto ln = net::listen_tcp("127.0.0.1:0");
+  std::uint16_t p = ln.port();
+  ln.close();
+  return p;
+}
+
+// A unique socket path in the temp dir.
+std::string sock_path(const char* tag) {
+  return "/tmp/goro-net-ext-" + std::to_string(::getpid()) + "-" + tag + ".sock";
+}
+
+// A listener whose accept queue is full (backlog 0, one connection queued,
+// never accepted): a further connect's SYN is dropped, so the connect
+// hangs until its deadline. Returns the fd (the caller closes it) and port.
+int full_listener(std::uint16_t& port, std::vector<net::conn>& fillers) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  auto a = net::address::parse("127.0.0.1:0");
+  ::bind(fd, a.native(), a.native_size());
+  ::listen(fd, 0);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  port = net::address::from_native(reinterpret_cast<sockaddr*>(&ss), len).port();
+  // Fill the queue: dials that complete at once.
+  for (int i = 0; i < 4; ++i) {
+    std::error_code ec;
+    auto c = net::dial_tcp("127.0.0.1:" + std::to_string(port), 200ms, ec);
+    if (ec) break;
+    fillers.push_back(c);
+  }
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("net_ext: address parse, to_string, port, family", "[net]") {
+  auto a = net::address::parse("127.0.0.1:8080");
+  CHECK(a.is_ipv4());
+  CHECK(a.port() == 8080);
+  CHECK(a.to_string() == "127.0.0.1:8080");
+  CHECK(a.host() == "127.0.0.1");
+  CHECK(a.is_loopback());
+  auto b = net::address::parse("[::1]:443");
+  CHECK(b.is_ipv6());
+  CHECK(b.port() == 443);
+  CHECK(b.to_string() == "[::1]:443");
+  CHECK(b.is_loopback());
+  CHECK(b.with_port(1).to_string() == "[::1]:1");
+  auto u = net::address::parse("/tmp/x.sock");
+  CHECK(u.is_unix());
+  CHECK(u.port() == 0);
+  CHECK(u.to_string() == "/tmp/x.sock");
+  CHECK(net::address::parse("@abstract").to_string() == "@abstract");
+  CHECK(net::address::parse("127.0.0.1:80") == net::address::from_ip("127.0.0.1", 80));
+  CHECK_FALSE(net::address::parse("127.0.0.1:80") == net::address::parse("127.0.0.1:81"));
+  CHECK_FALSE(net::address());
+  CHECK(net::address().to_string().empty());
+
+  std::error_code ec;
+  for (const char* bad : {"127.0.0.1", "host.example:80", "1.2.3.4:99999", "[::1:80", "::1:80", "1.2.3.4:x"}) {
+    auto r = net::address::parse(bad, ec);
+    CHECK(ec == std::errc::invalid_argument);
+    CHECK_FALSE(r);
+  }
+  CHECK_THROWS_AS(net::address::parse("nope"), std::system_error);
+  try {
+    net::address::parse("127.0.0.1");
+  } catch (const std::system_error& e) {
+    CHECK(e.code().value() == EINVAL);
+    CHECK(std::string(e.what()).find("missing port") != std::string::npos);
+  }
+}
+
+TEST_CASE("net_ext: lookup_host resolves localhost, from a goroutine and a thread", "[net]") {
+  auto has_loopback = [](const std::vector<net::address>& v) {
+    for (const auto& a : v)
+      if (a.is_loopback() && a.port() == 0) return true;
+    return false;
+  };
+  goro::runtime rt{goro::options{1}};
+  rt.run([&] {
+    std::error_code ec;
+    auto v = net::lookup_host("localhost", ec);
+    CHECK_FALSE(ec);
+    CHECK(has_loopback(v));
+    CHECK(has_loopback(net::lookup_host("localhost")));
+    auto n = net::lookup_host("::1", ec);  // numeric: no lookup
+    REQUIRE(n.size() == 1);
+    CHECK(n[0].to_string() == "[::1]:0");
+  });
+  CHECK(has_loopback(net::lookup_host("localhost")));  // a plain thread: the call just runs
+}
+
+TEST_CASE("net_ext: an unknown host is an error, not an address", "[net]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    std::error_code ec;
+    auto v = net::lookup_host("no-such-host.invalid", ec);
+    CHECK(v.empty());
+    CHECK(ec);  // host_not_found (or try_again where no resolver answers)
+    CHECK(ec.category() == net::net_category());
+    CHECK_THROWS_AS(net::lookup_host("no-such-host.invalid"), std::system_error);
+    auto c = net::dial_tcp("no-such-host.invalid:80", ec);
+    CHECK(ec);
+    CHECK_FALSE(c);
+    CHECK_THROWS_AS(net::dial_tcp("no-such-host.invalid:80"), std::system_error);
+  });
+}
+
+TEST_CASE("net_ext: dial_tcp resolves localhost; local and remote addresses match", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    CHECK(ln.local_address().to_string() == loopback(ln));
+    auto client = net::dial_tcp("localhost:" + std::to_string(ln.port()));
+    auto server = ln.accept();
+    CHECK(client.remote_address().to_string() == loopback(ln));
+    CHECK(client.local_address() == server.remote_address());
+    CHECK(server.local_address() == client.remote_address());
+    CHECK(server.remote_address().is_loopback());
+    std::error_code ec;
+    CHECK(client.local_address(ec).port() != 0);
+    CHECK_FALSE(ec);
+    client.write("hi");
+    std::string buf(2, '\0');
+    CHECK(server.read(wbytes(buf)) == 2);
+    CHECK(buf == "hi");
+    // The peer's address stays known after close; the local one is gone.
+    net::address peer = client.remote_address();
+    client.close();
+    CHECK(client.remote_address() == peer);
+    client.local_address(ec);
+    CHECK(ec == net::errc::closed);
+    server.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net_ext: close_write gives the peer end of stream, and it can still answer", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    goro::go([ln]() mutable {
+      auto c = ln.accept();
+      std::string got = read_all(c);  // until the client's close_write
+      c.write("got " + got);
+      c.close();
+    });
+    auto c = net::dial_tcp(loopback(ln));
+    c.write("hello");
+    std::error_code ec;
+    c.close_write(ec);
+    CHECK_FALSE(ec);
+    CHECK(read_all(c) == "got hello");
+    c.write("more", ec);  // the sending side is shut
+    CHECK(ec == std::errc::broken_pipe);
+    c.close();
+    c.close_write(ec);
+    CHECK(ec == net::errc::closed);
+    CHECK_THROWS_AS(c.close_write(), goro::usage_error);
+    ln.close();
+  });
+}
+
+TEST_CASE("net_ext: a refused dial through error_code and exceptions", "[net]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    std::string target = "127.0.0.1:" + std::to_string(dead_port());
+    std::error_code ec;
+    auto c = net::dial_tcp(target, ec);
+    CHECK(ec == std::errc::connection_refused);
+    CHECK_FALSE(c);
+    net::dial_tcp(target, 1s, ec);
+    CHECK(ec == std::errc::connection_refused);
+    net::dial_tcp(target, goro::background(), ec);
+    CHECK(ec == std::errc::connection_refused);
+    try {
+      net::dial_tcp(target);
+      FAIL("no error");
+    } catch (const std::system_error& e) {
+      CHECK(e.code() == std::errc::connection_refused);
+      CHECK(std::string(e.what()).find("dial tcp " + target) != std::string::npos);
+    }
+    // localhost: every address refused, the first error reported.
+    net::dial_tcp("localhost:" + target.substr(target.find(':') + 1), ec);
+    CHECK(ec == std::errc::connection_refused);
+    net::dial_tcp("127.0.0.1", ec);
+    CHECK(ec == std::errc::invalid_argument);
+  });
+}
+
+TEST_CASE("net_ext: a reset peer is ECONNRESET through error_code", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    auto client = net::dial_tcp(loopback(ln));
+    auto server = ln.accept();
+    linger lg{1, 0};  // close sends RST
+    ::setsockopt(server.native_handle(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    goro::go([server]() mutable {
+      goro::sleep_for(20ms);
+      server.close();
+    });
+    std::string buf(16, '\0');
+    std::error_code ec;
+    std::size_t n = client.read(wbytes(buf), ec);
+    CHECK(n == 0);
+    CHECK(ec == std::errc::connection_reset);
+    client.close();
+    ln.close();
+  });
+}
+
+TEST_CASE("net_ext: deadlines, closed sockets and empty handles through error_code", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    auto client = net::dial_tcp(loopback(ln));
+    auto server = ln.accept();
+    std::string buf(16, '\0');
+    std::error_code ec;
+    server.set_read_deadline(steady::now() + 20ms, ec);
+    CHECK_FALSE(ec);
+    auto t0 = steady::now();
+    CHECK(server.read(wbytes(buf), ec) == 0);
+    CHECK(ec == std::errc::timed_out);
+    CHECK(ec == std::make_error_code(std::errc::timed_out));
+    CHECK(steady::now() - t0 >= 20ms);
+    CHECK_THROWS_AS(server.read(wbytes(buf)), goro::timeout_error);
+    server.set_deadline({}, ec);
+    client.write("x", ec);
+    CHECK_FALSE(ec);
+    CHECK(server.read(wbytes(buf), ec) == 1);
+    CHECK_FALSE(ec);
+    // A write deadline: the peer never reads.
+    client.set_write_deadline(steady::now() + 50ms);
+    std::string big(1 << 20, 'z');
+    std::size_t sent = 0;
+    for (int i = 0; i < 64 && !ec; ++i) sent += client.write(big, ec);
+    CHECK(ec == std::errc::timed_out);
+    CHECK(sent > 0);
+    // close wakes a blocked reader with errc::closed (the client: the
+    // server has data waiting).
+    goro::go([client]() mutable {
+      goro::sleep_for(20ms);
+      client.close();
+    });
+    client.read(wbytes(buf), ec);
+    CHECK(ec == net::errc::closed);
+    CHECK(ec.message() == "use of closed network connection");
+    client.write("x", ec);
+    CHECK(ec == net::errc::closed);
+    client.set_deadline({}, ec);
+    CHECK(ec == net::errc::closed);
+    // Accept on a closed listener.
+    ln.close();
+    ln.accept(ec);
+    CHECK(ec == net::errc::closed);
+    CHECK_THROWS_AS(ln.accept(), goro::usage_error);
+    // Empty handles: invalid_argument (Go's EINVAL on a nil conn), never a throw.
+    net::conn none;
+    none.read(wbytes(buf), ec);
+    CHECK(ec == std::errc::invalid_argument);
+    none.write("x", ec);
+    CHECK(ec == std::errc::invalid_argument);
+    none.close(ec);
+    CHECK(ec == std::errc::invalid_argument);
+    none.remote_address(ec);
+    CHECK(ec == std::errc::invalid_argument);
+    net::listener nl;
+    nl.accept(ec);
+    CHECK(ec == std::errc::invalid_argument);
+    CHECK_THROWS_AS(none.local_address(), goro::usage_error);
+    server.close();
+  });
+}
+
+TEST_CASE("net_ext: dial_tcp with a timeout gives up on a connect that hangs", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    std::uint16_t port = 0;
+    std::vector<net::conn> fillers;
+    int fd = full_listener(port, fillers);
+    std::string target = "127.0.0.1:" + std::to_string(port);
+    std::error_code ec;
+    bool timed_out = false;
+    auto t0 = steady::now();
+    std::vector<net::conn> more;
+    for (int i = 0; i < 8 && !timed_out; ++i) {
+      auto c = net::dial_tcp(target, 50ms, ec);
+      if (ec == std::errc::timed_out)
+        timed_out = true;
+      else if (!ec)
+        more.push_back(c);
+    }
+    CHECK(timed_out);
+    CHECK(steady::now() - t0 < 5s);
+    CHECK_THROWS_AS(net::dial_tcp(target, 30ms), goro::timeout_error);
+    // A negative timeout has passed already; zero is none.
+    net::dial_tcp(target, -1ms, ec);
+    CHECK(ec == std::errc::timed_out);
+    ::close(fd);
+  });
+}
+
+TEST_CASE("net_ext: dial_tcp with a context: cancelled, past its deadline, cancelled while connecting", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    std::error_code ec;
+    {
+      auto [ctx, cancel] = goro::with_cancel(goro::background());
+      auto c = net::dial_tcp(loopback(ln), ctx, ec);  // a live context: connects
+      CHECK_FALSE(ec);
+      auto s = ln.accept();
+      cancel();  // after the dial: the conn is unaffected (the watcher is gone)
+      c.write("ok");
+      std::string buf(2, '\0');
+      CHECK(s.read(wbytes(buf)) == 2);
+      c.write("ok", ec);
+      CHECK_FALSE(ec);
+      net::dial_tcp(loopback(ln), ctx, ec);
+      CHECK(ec == std::errc::operation_canceled);
+      CHECK_THROWS_AS(net::dial_tcp(loopback(ln), ctx), std::system_error);
+    }
+    {
+      auto [ctx, cancel] = goro::with_timeout(goro::background(), -1ms);
+      net::dial_tcp(loopback(ln), ctx, ec);
+      CHECK(ec == std::errc::timed_out);
+      CHECK_THROWS_AS(net::dial_tcp(loopback(ln), ctx), goro::timeout_error);
+      cancel();
+    }
+    std::uint16_t port = 0;
+    std::vector<net::conn> fillers;
+    int fd = full_listener(port, fillers);
+    std::string target = "127.0.0.1:" + std::to_string(port);
+    {
+      auto [ctx, cancel] = goro::with_cancel(goro::background());
+      goro::go([cancel = cancel] {
+        goro::sleep_for(30ms);
+        cancel();
+      });
+      auto t0 = steady::now();
+      std::vector<net::conn> more;
+      for (int i = 0; i < 8; ++i) {
+        auto c = net::dial_tcp(target, ctx, ec);
+        if (ec) break;
+        more.push_back(c);
+      }
+      CHECK(ec == std::errc::operation_canceled);
+      CHECK(steady::now() - t0 < 5s);
+    }
+    {
+      auto [ctx, cancel] = goro::with_timeout(goro::background(), 30ms);
+      for (int i = 0; i < 8; ++i) {
+        net::dial_tcp(target, ctx, ec);
+        if (ec) break;
+      }
+      CHECK(ec == std::errc::timed_out);
+      cancel();
+    }
+    ::close(fd);
+    ln.close();
+  });
+}
+
+TEST_CASE("net_ext: wait_readable / wait_writable with a context", "[net]") {
+  int p[2];
+  REQUIRE(::pipe(p) == 0);
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] {
+    std::error_code ec;
+    CHECK(net::wait_writable(p[1], goro::background()));
+    {
+      auto [ctx, cancel] = goro::with_cancel(goro::background());
+      goro::go([cancel = cancel] {
+        goro::sleep_for(20ms);
+        cancel();
+      });
+      CHECK_FALSE(net::wait_readable(p[0], ctx, ec));  // nobody writes: the cancel ends it
+      CHECK_FALSE(ec);
+      CHECK_FALSE(net::wait_readable(p[0], ctx));  // done already
+    }
+    {
+      auto [ctx, cancel] = goro::with_timeout(goro::background(), 20ms);
+      auto t0 = steady::now();
+      CHECK_FALSE(net::wait_readable(p[0], ctx));
+      CHECK(steady::now() - t0 >= 15ms);
+      cancel();
+    }
+    {
+      auto [ctx, cancel] = goro::with_cancel(goro::background());
+      goro::go([&] {
+        goro::sleep_for(10ms);
+        CHECK(::write(p[1], "x", 1) == 1);
+      });
+      CHECK(net::wait_readable(p[0], ctx, ec));
+      char c;
+      CHECK(::read(p[0], &c, 1) == 1);
+      cancel();
+    }
+    // The deadline form through error_code.
+    CHECK_FALSE(net::wait_readable(p[0], steady::now() + 10ms, ec));
+    CHECK(ec == std::errc::timed_out);
+    CHECK(net::wait_writable(p[1], ec));
+    CHECK_FALSE(ec);
+  });
+  // From a plain thread: the context is polled.
+  auto [ctx, cancel] = goro::with_timeout(goro::background(), 30ms);
+  CHECK_FALSE(net::wait_readable(p[0], ctx));
+  cancel();
+  ::close(p[0]);
+  ::close(p[1]);
+}
+
+TEST_CASE("net_ext: Unix sockets: round trip, addresses, the file removed on close", "[net]") {
+  std::string path = sock_path("rt");
+  ::unlink(path.c_str());
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] {
+    auto ln = net::listen_unix(path);
+    CHECK(ln.port() == 0);
+    CHECK(ln.local_address().to_string() == path);
+    struct stat st {};
+    CHECK(::stat(path.c_str(), &st) == 0);
+    std::error_code ec;
+    net::listen_unix(path, ec);  // in use
+    CHECK(ec == std::errc::address_in_use);
+    goro::go([ln]() mutable {
+      auto c = ln.accept();
+      std::string buf(64, '\0');
+      for (;;) {
+        std::size_t n = c.read(wbytes(buf));
+        if (n == 0) break;
+        c.write(std::string_view(buf.data(), n));
+      }
+      c.close();
+    });
+    auto c = net::dial_unix(path);
+    CHECK(c.remote_address().to_string() == path);
+    CHECK(c.remote_address().is_unix());
+    c.write("over unix");
+    c.close_write();
+    CHECK(read_all(c) == "over unix");
+    c.close();
+    ln.close();
+    CHECK(::stat(path.c_str(), &st) != 0);  // removed
+    net::dial_unix(path, ec);
+    CHECK(ec == std::errc::no_such_file_or_directory);
+    CHECK_THROWS_AS(net::dial_unix(path), std::system_error);
+    // The abstract namespace: no file.
+    std::string abs = "@goro-net-ext-" + std::to_string(::getpid());
+    auto aln = net::listen_unix(abs);
+    goro::go([aln]() mutable { aln.accept().write("abstract"); });
+    auto ac = net::dial_unix(abs);
+    CHECK(read_all(ac) == "abstract");
+    aln.close();
+  });
+}
+
+TEST_CASE("net_ext: UDP round trip, read_from gives the sender, connected read / write", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto srv = net::listen_udp("127.0.0.1:0");
+    CHECK(srv.port() != 0);
+    CHECK(srv.local_address().to_string() == "127.0.0.1:" + std::to_string(srv.port()));
+    goro::go([srv]() mutable {  // echo, upper-cased
+      std::string buf(1500, '\0');
+      for (;;) {
+        std::error_code ec;
+        auto [n, from] = srv.read_from(wbytes(buf), ec);
+        if (ec) return;  // closed
+        for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<char>(std::toupper(buf[i]));
+        srv.write_to(std::string_view(buf.data(), n), from);
+      }
+    });
+    auto c = net::dial_udp("localhost:" + std::to_string(srv.port()));
+    CHECK(c.remote_address() == srv.local_address());
+    std::string buf(64, '\0');
+    for (int i = 0; i < 5; ++i) {
+      std::string msg = "ping " + std::to_string(i);
+      CHECK(c.write(msg) == msg.size());
+      std::size_t n = c.read(wbytes(buf));
+      CHECK(std::string(buf.data(), n) == "PING " + std::to_string(i));
+    }
+    // An unconnected socket: write_to / read_from, and the sender's address.
+    auto u = net::listen_udp("127.0.0.1:0");
+    std::error_code ec;
+    u.write_to("hello", srv.local_address(), ec);
+    CHECK_FALSE(ec);
+    auto [n, from] = u.read_from(wbytes(buf), ec);
+    CHECK_FALSE(ec);
+    CHECK(std::string(buf.data(), n) == "HELLO");
+    CHECK(from == srv.local_address());
+    srv.close();
+    u.close();
+    c.close();
+  });
+}
+
+TEST_CASE("net_ext: UDP deadlines, refused peers, close and empty handles", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto u = net::listen_udp("127.0.0.1:0");
+    std::string buf(64, '\0');
+    std::error_code ec;
+    u.set_read_deadline(steady::now() + 20ms);
+    u.read_from(wbytes(buf), ec);
+    CHECK(ec == std::errc::timed_out);
+    CHECK_THROWS_AS(u.read_from(wbytes(buf)), goro::timeout_error);
+    u.set_deadline({});
+    // Connected to a port nobody has: the ICMP error shows on a later call.
+    auto dead = net::listen_udp("127.0.0.1:0");
+    std::uint16_t port = dead.port();
+    dead.close();
+    auto c = net::dial_udp("127.0.0.1:" + std::to_string(port));
+    c.set_read_deadline(steady::now() + 2s);
+    c.write("anyone?", ec);
+    CHECK_FALSE(ec);
+    c.read(wbytes(buf), ec);
+    CHECK(ec == std::errc::connection_refused);
+    // close wakes a blocked reader.
+    goro::go([u]() mutable {
+      goro::sleep_for(20ms);
+      u.close();
+    });
+    u.read_from(wbytes(buf), ec);
+    CHECK(ec == net::errc::closed);
+    CHECK_THROWS_AS(u.read_from(wbytes(buf)), goro::usage_error);
+    net::packet_conn none;
+    none.read(wbytes(buf), ec);
+    CHECK(ec == std::errc::invalid_argument);
+    CHECK_THROWS_AS(none.port(), goro::usage_error);
+    net::listen_udp("127.0.0.1", ec);
+    CHECK(ec == std::errc::invalid_argument);
+    c.close();
+  });
+}
+
+TEST_CASE("net_ext: a goroutine whose reads never park is still preempted at them", "[net][preempt]") {
+  // At 1 P, main reads and writes a socket for 300 ms without ever
+  // parking (it reads only what is there, writes only into an empty
+  // buffer): only the preemption request sysmon posts after a time slice
+  // lets the goroutine queued behind it run. Every goro call that can
+  // switch honours a pending request (net calls did not).
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    net::listener l = net::listen_tcp("127.0.0.1:0");
+    net::conn client = net::dial_tcp("127.0.0.1:" + std::to_string(l.port()));
+    net::conn server = l.accept();
+    const std::string chunk(4096, 'x');
+    std::atomic<bool> other_ran{false};
+    goro::go([&] { other_ran = true; });
+    const auto t0 = steady::now();
+    std::size_t calls = 0;
+    std::byte b[1];
+    while (!other_ran.load() && steady::now() - t0 < 300ms) {
+      int avail = 0;
+      if (::ioctl(server.native_handle(), FIONREAD, &avail) != 0) FAIL("FIONREAD failed");
+      if (avail == 0)
+        client.write(chunk);  // the buffers are empty: no park
+      else
+        (void)server.read(b);  // data is there: no park
+      ++calls;
+    }
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - t0).count();
+    INFO(calls << " net calls in " << took << " ms");
+    CHECK(other_ran.load());
+  });
+}
