@@ -34,6 +34,7 @@
 // or yield: those raise usage_error "goro: <call> inside goro::blocking"
 // (detail/inside_blocking.hpp). Block in the kernel only.
 
+#include <exception>
 #include <functional>
 #include <type_traits>
 #include <utility>
@@ -622,6 +623,7 @@ inline double context_switch_bench(std::size_t n) {
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <new>
 #include <tuple>
 #include <type_traits>
@@ -1108,8 +1110,26 @@ inline constexpr std::size_t closure_inline_size = 64;
 
 // Thrown by goro::exit() to unwind the calling goroutine (destructors run);
 // caught at the goroutine's entry. Not a std::exception: code that catches
-// (...) must rethrow it.
-struct goexit_unwind {};
+// (...) must rethrow it. Also what ends the goroutines still alive when the
+// main goroutine returns (main_return.hpp): a handler that swallows it
+// (catch (...) without rethrow) only delays that goroutine's end to its
+// next goro call, where it is thrown again (see ~goexit_unwind there).
+struct goexit_unwind {
+  goexit_unwind() noexcept = default;
+  // A copy (a catch by value) is not the exception in flight: only the
+  // original's end means the unwinding was swallowed.
+  goexit_unwind(const goexit_unwind&) noexcept : original(false) {}
+  goexit_unwind& operator=(const goexit_unwind&) noexcept { return *this; }
+  ~goexit_unwind();  // main_return.hpp
+  bool original = true;
+};
+
+// main_return.hpp: how far a goroutine is in being ended after main returned.
+enum class exit_state : std::uint8_t {
+  none,       // not asked to end
+  killed,     // woken from its wait to end (or its unwinding was swallowed): unwinds at its next goro call
+  unwinding,  // goexit_unwind thrown (or ended without it): its goro calls behave normally
+};
 
 struct alignas(64) g {
   // The first cache line holds what a switch touches (a yield through a
@@ -1163,9 +1183,15 @@ struct alignas(64) g {
   // waiter record(s) off it, for a runtime destroyed with the G blocked
   // forever (the objects may outlive the runtime; the records are on the
   // G's stack). Set by the park site (park.hpp block_on, chan.hpp
-  // block_chan) before parking, cleared once it resumes; nullptr for
-  // other waits (sleep, I/O: the runtime waits for those).
-  void (*unlink_wait)(void*) noexcept = nullptr;
+  // block_chan) before parking, cleared once it resumes. Also how the
+  // runtime wakes a parked goroutine to end it after main returned
+  // (main_return.hpp, with the G pinned): true if it took the G off its
+  // wait (nobody else will ready it: the caller owns the wake-up), false
+  // if a waker got there first. Sleep and I/O waits set one too (their
+  // timer or poll descriptor); a wait on an object destroyed meanwhile
+  // gets orphaned_wait (nothing left to unlink) or nullptr (a select: its
+  // other channels' queues are unreachable safely).
+  bool (*unlink_wait)(void*) noexcept = nullptr;
   void* unlink_arg = nullptr;
 
   void* tsan_fiber = nullptr;       // ThreadSanitizer fiber, kept across reuse
@@ -1174,10 +1200,28 @@ struct alignas(64) g {
   // goroutine dump: the pc in the function that called go() ("created by");
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
+
+  // main_return.hpp: ending this goroutine after main returned. exit_state
+  // is written by the goroutine and by the runtime's killer (while the G is
+  // pinned and parked); no_kill is set by the G around a wait the killer
+  // must leave alone (rw_mutex: the wake-up hands over the lock).
+  std::atomic<exit_state> exiting{exit_state::none};
+  bool no_kill = false;
   // tracer: the flow (arrow) that ends at this G's next run slice, set by
   // the waker or creator while a trace runs (tracing.hpp); 0: none.
   std::uint64_t trace_flow = 0;
 };
+// g::unlink_wait of a waiter whose queue was destroyed while it waited.
+inline bool orphaned_wait(void*) noexcept { return true; }
+
+// Serializes the destruction of a wait queue that still holds goroutines
+// (which rewrites their unlink_wait) with a killer calling unlink_wait
+// (main_return.hpp). Taken only on those rare paths.
+inline std::mutex& unlink_lock() noexcept {
+  static std::mutex m;
+  return m;
+}
+
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
 
 // goroutine dump: an M has just set gp's status to running and is about to
@@ -1317,6 +1361,10 @@ class netpoller;
 class sched_base {
  public:
   virtual ~sched_base() = default;
+  // main_return (goexit.hpp, main_return.hpp): this runtime is ending its
+  // goroutines; each one unwinds at its next goro call, and one not yet
+  // started is discarded.
+  std::atomic<bool> ending_goroutines{false};
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -1415,6 +1463,18 @@ inline g* current_g() noexcept {
   m_base* m = current_m();
   return m ? m->curg : nullptr;
 }
+
+// The end of the exception in flight (not of a copy): a handler swallowed
+// the unwinding of a goroutine its runtime is ending; it ends at its next
+// goro call. A goro::exit() swallowed outside that changes nothing.
+inline goexit_unwind::~goexit_unwind() {  // main_return: see goexit.hpp
+  if (!original) return;
+  g* gp = current_g();
+  if (!gp || gp->exiting.load(std::memory_order_relaxed) != exit_state::unwinding) return;
+  gp->exiting.store(gp->sched->ending_goroutines.load(std::memory_order_relaxed) ? exit_state::killed : exit_state::none,
+                    std::memory_order_relaxed);
+}
+
 
 #if GORO_EXCEPTIONS
 // libstdc++ and libc++abi both start __cxa_eh_globals with these two fields.
@@ -1604,34 +1664,35 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 #include <type_traits>
 #include <utility>
 
-// ---- begin goro/detail/inside_blocking.hpp ----
-// Inside goro::blocking the goroutine's M has no P of its own (it is "in a
-// system call", see blocking.hpp): the goroutine must not park (a channel
-// operation that waits, select, sleep, a contended mutex, wait_group or
-// cond wait, semaphore acquire) nor yield. The goro calls that would check
-// here, at the point where they would park, before queueing anything, and
-// raise usage_error "goro: <call> inside goro::blocking".
+// ---- begin goro/detail/goexit.hpp ----
+// The goroutine's side of main_return::unwind (runtime.hpp options): when
+// the main goroutine returns, every goroutine still alive ends as if it had
+// called goro::exit(). The runtime's side (waking parked goroutines, the
+// 1 s report, waiting) is main_return.hpp; this header holds the checks a
+// goro call makes on the way in and after a wait.
+//
+// - call_point(): at the entry of a goro call that can switch (channel
+//   operations, select, preempt_point, yield, go, sleep, the end of
+//   goro::blocking), and check_may_park() (inside_blocking.hpp) where a
+//   sync primitive is about to park. It honours a preemption request, then
+//   ends the goroutine if its runtime is ending goroutines. Fast path: the
+//   one relaxed load of preempt_pending that safe_point() makes anyway (an
+//   ending runtime counts one there, see main_return.hpp).
+// - exit_if_killed(): after a park, where the runtime may have woken the
+//   goroutine to end it (its waiter taken off the queue: the wait did not
+//   happen, and nothing was handed over).
+//
+// Ending a goroutine sets its exit_state to unwinding and throws
+// goexit_unwind (destructors run); from then on its goro calls behave
+// normally, so destructors may send, close, unlock, signal a wait_group,
+// even park (Go runs deferred calls normally during Goexit). A handler that
+// swallows goexit_unwind (catch (...) without rethrow) puts the goroutine
+// back to `killed`: its next goro call throws again. Without exceptions the
+// goroutine switches out for good, as goro::exit() does there (no
+// destructors run).
 
-#include <string>
+#include <atomic>
 
-
-namespace goro::detail {
-
-[[noreturn]] GORO_NOINLINE inline void raise_inside_blocking(const char* call) {
-  raise<usage_error>(std::string("goro: ") + call + " inside goro::blocking");
-}
-
-// Whether m (current_m(), or nullptr on a plain thread) runs a goroutine
-// inside goro::blocking, where it must not park or yield.
-GORO_ALWAYS_INLINE bool inside_blocking(const m_base* m) noexcept { return m != nullptr && m->in_blocking; }
-
-// Raises usage_error naming `call` if the caller may not park here.
-GORO_ALWAYS_INLINE void check_may_park(const char* call) {
-  if (GORO_UNLIKELY(inside_blocking(current_m()))) raise_inside_blocking(call);
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/inside_blocking.hpp ----
 // ---- begin goro/detail/preempt.hpp ----
 // Cooperative preemption requests (Go's gp.preempt + preemptone).
 //
@@ -1659,7 +1720,9 @@ GORO_ALWAYS_INLINE void check_may_park(const char* call) {
 //
 // Invariant: preempt_pending == number of g records whose preempt is true
 // (each false->true exchange adds one, each true->false exchange removes
-// one). A stale request (sysmon flagged a G that meanwhile switched out)
+// one), plus one per runtime ending its goroutines after main returned
+// (main_return.hpp: every safe point then takes the slow path, where
+// goexit.hpp's call_point() ends the goroutine). A stale request (sysmon flagged a G that meanwhile switched out)
 // is cleared by execute() before the G runs again, as Go's execute does,
 // so the count drops back to 0 as soon as no request is outstanding.
 
@@ -1715,6 +1778,93 @@ GORO_ALWAYS_INLINE void safe_point() noexcept {
 
 }  // namespace goro::detail
 // ---- end goro/detail/preempt.hpp ----
+
+namespace goro::detail {
+
+// Whether gp must end at this goro call.
+GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
+  const exit_state st = gp->exiting.load(std::memory_order_relaxed);
+  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending_goroutines.load(std::memory_order_relaxed);
+  return st == exit_state::killed;
+}
+
+// Ends the calling goroutine gp (goro::exit()'s unwinding, or its switch
+// without exceptions).
+[[noreturn]] GORO_NOINLINE inline void end_goroutine(g* gp) {
+  gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
+#if GORO_EXCEPTIONS
+  throw goexit_unwind{};
+#else
+  m_base* m = current_m();
+  gp->closure_op = nullptr;
+  m->after = after_switch::exit;
+  switch_to_g0(m, gp);
+  fatal("goro: internal error: an exited goroutine was resumed");
+#endif
+}
+
+// The slow path of call_point(): a preemption request, then the end.
+GORO_NOINLINE inline void call_point_slow() {
+  preempt_check_slow();
+  m_base* m = current_m();
+  if (!m || !m->curg || m->in_blocking) return;
+  if (must_end(m->curg)) end_goroutine(m->curg);
+}
+
+// A goro call's entry (see the top of this file). Inlined: one relaxed
+// load of a global and a branch that is not taken.
+GORO_ALWAYS_INLINE void call_point() {
+  if (GORO_UNLIKELY(preempt_requested_anywhere())) call_point_slow();
+}
+
+// After a park of gp (nullptr: a plain thread): ends gp if the runtime
+// woke it for that.
+GORO_ALWAYS_INLINE void exit_if_killed(g* gp) {
+  if (gp && GORO_UNLIKELY(gp->exiting.load(std::memory_order_relaxed) == exit_state::killed)) end_goroutine(gp);
+}
+
+// Whether gp was woken to end: then it is unwinding from here on (its goro
+// calls behave normally) and the caller must restore what the wait's
+// contract says before calling end_goroutine (cond::wait re-locks).
+GORO_ALWAYS_INLINE bool take_kill(g* gp) noexcept {
+  if (!gp || GORO_LIKELY(gp->exiting.load(std::memory_order_relaxed) != exit_state::killed)) return false;
+  gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/goexit.hpp ----
+// ---- begin goro/detail/inside_blocking.hpp ----
+// Inside goro::blocking the goroutine's M has no P of its own (it is "in a
+// system call", see blocking.hpp): the goroutine must not park (a channel
+// operation that waits, select, sleep, a contended mutex, wait_group or
+// cond wait, semaphore acquire) nor yield. The goro calls that would check
+// here, at the point where they would park, before queueing anything, and
+// raise usage_error "goro: <call> inside goro::blocking".
+
+#include <string>
+
+
+namespace goro::detail {
+
+[[noreturn]] GORO_NOINLINE inline void raise_inside_blocking(const char* call) {
+  raise<usage_error>(std::string("goro: ") + call + " inside goro::blocking");
+}
+
+// Whether m (current_m(), or nullptr on a plain thread) runs a goroutine
+// inside goro::blocking, where it must not park or yield.
+GORO_ALWAYS_INLINE bool inside_blocking(const m_base* m) noexcept { return m != nullptr && m->in_blocking; }
+
+// Raises usage_error naming `call` if the caller may not park here; ends
+// the calling goroutine instead of parking if its runtime is ending its
+// goroutines (main returned: goexit.hpp).
+GORO_ALWAYS_INLINE void check_may_park(const char* call) {
+  if (GORO_UNLIKELY(inside_blocking(current_m()))) raise_inside_blocking(call);
+  call_point();
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/inside_blocking.hpp ----
 // ---- begin goro/detail/sched.hpp ----
 // The scheduler: Ps, Ms and the global state for one runtime, with Go's
 // algorithms (src/runtime/proc.go): schedule / findRunnable / execute,
@@ -3441,6 +3591,212 @@ struct deadcheck_sched {
 
 }  // namespace goro::detail
 // ---- end goro/detail/deadcheck.hpp ----
+// ---- begin goro/detail/main_return.hpp ----
+// The runtime's side of main_return::unwind (runtime.hpp options; the
+// goroutine's side is goexit.hpp): when the main goroutine returns (and
+// when a runtime is destroyed with goroutines started by go() while no
+// run() was active), every goroutine still alive is ended the C++ way.
+// main_return_sched owns the whole sequence; it runs on a thread of its
+// own started as main finishes (run() joins it before returning), or on
+// the destructor's thread:
+//
+// 1. The runtime's ending_goroutines flag is set and preempt_pending gets
+//    one more count, so every safe point takes its slow path, where
+//    call_point() sees the flag: a running goroutine unwinds at its next
+//    goro call, and a goroutine about to start is discarded unrun
+//    (sched.hpp goroutine_main: its functor is destroyed on its stack).
+// 2. Kill passes, repeated until no goroutine is left: each parked
+//    goroutine not ending yet is pinned (the goroutine dump's g::dump_pin
+//    protocol, under the dump registry's lock, with one process-wide
+//    barrier), and if it is still parked its g::unlink_wait takes it off
+//    its wait -- a channel or waiter queue, a select (claimed as a case's
+//    waker would), a sleep's timer, a poll descriptor. When that succeeds
+//    nobody else will ready it: it is marked `killed` and readied, and the
+//    park site's exit_if_killed() unwinds it. When a waker got there
+//    first, the goroutine runs and ends at its next goro call. A park that
+//    is not committed yet (its timer not queued) is found again by the
+//    next pass.
+// 3. A goroutine still alive 1 s later reached no goro call (a CPU loop,
+//    or a goro::blocking call that does not return): reported once on
+//    stderr with the goroutine dump, and waited for.
+// 4. Done when no goroutine is left, or when the rest can never run again
+//    (a main goroutine left blocked by a run() that threw deadlock_error
+//    is never woken: its run() frame is gone):
+//    parked while already unwinding (a destructor waiting for something
+//    nobody will do) or on a wait that cannot be undone (a select on a
+//    destroyed channel, an rw_mutex hand-over), with every P idle and no
+//    timer or I/O pending, unchanged for three passes. The runtime's
+//    shutdown reports those as blocked forever and releases them, as
+//    before.
+//
+// Then the flag is cleared: a later run() on the same runtime starts
+// fresh. With main_return::wait none of this happens.
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace goro::detail {
+
+// How long a goroutine may go without reaching a goro call after main
+// returned before it is reported.
+inline constexpr std::int64_t main_return_report_ns = 1'000'000'000;
+
+// S is scheduler<Policy> (this is its friend).
+template <class S>
+struct main_return_sched {
+  // The runtime's destructor (shutdown), or run() when no ender thread
+  // could be started: the whole sequence on the calling thread.
+  static void unwind_all(S& s) noexcept {
+    if (s.live_goroutines() == 0) return;
+    begin(s);
+    wait_all(s);
+  }
+
+  // Main just finished (sched.hpp main_finished, on the g0 of the M that
+  // ran it, before main_done_ is published): step 1 at once, and a thread
+  // of its own for the rest -- not the run() caller's, which may be busy
+  // running a goroutine that reaches no goro call (run() joins it:
+  // after_main). Without that thread, after_main does it all.
+  static void main_finished(S& s) noexcept {
+    if (s.live_goroutines() == 0) return;
+    begin(s);
+    s.ender_started_ = pthread_create(
+                           &s.ender_, nullptr,
+                           [](void* arg) -> void* {
+                             wait_all(*static_cast<S*>(arg));
+                             return nullptr;
+                           },
+                           &s) == 0;
+  }
+
+  // run(), once the caller's M has left (main finished).
+  static void after_main(S& s) noexcept {
+    if (s.ender_started_) {
+      pthread_join(s.ender_, nullptr);
+      s.ender_started_ = false;
+      return;
+    }
+    unwind_all(s);
+  }
+
+ private:
+  static void begin(S& s) noexcept {
+    if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
+      preempt_pending.fetch_add(1, std::memory_order_seq_cst);  // every safe point takes its slow path
+  }
+
+  // Steps 2-4, then the flag is cleared.
+  static void wait_all(S& s) noexcept {
+    const std::int64_t start = nanotime();
+    bool reported = false;
+    int quiet = 0;
+    std::size_t last_live = 0;
+    long nap_ns = 100'000;
+    for (;;) {
+      const std::size_t woken = kill_pass(s);
+      const std::size_t live = s.live_goroutines();
+      if (live == 0) break;
+      if (woken == 0 && live == last_live && stuck(s)) {
+        if (++quiet >= 3) break;
+      } else {
+        quiet = 0;
+      }
+      last_live = live;
+      if (!reported && nanotime() - start >= main_return_report_ns) {
+        reported = true;
+        report(s, live);
+      }
+      timespec ts{0, nap_ns};
+      nanosleep(&ts, nullptr);
+      nap_ns = std::min<long>(nap_ns * 2, 10'000'000);
+    }
+    if (s.ending_goroutines.exchange(false, std::memory_order_seq_cst))
+      preempt_pending.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  // One pass of step 2; returns how many goroutines it woke.
+  static std::size_t kill_pass(S& s) noexcept {
+    std::vector<g*> parked;
+    s.for_each_g(
+        [](g* gp, void* v) {
+          // Not a main goroutine: one still parked is left over from a run()
+          // that threw deadlock_error, and its run() frame is gone.
+          if (gp->status.load(std::memory_order_acquire) == g_status::waiting && !gp->is_main &&
+              gp->exiting.load(std::memory_order_relaxed) == exit_state::none)
+            static_cast<std::vector<g*>*>(v)->push_back(gp);
+        },
+        &parked);
+    if (parked.empty()) return 0;
+    std::vector<g*> owned;
+    {
+      runtime_registry& reg = registry();
+      std::lock_guard<std::mutex> lk(reg.lock);  // one pinner at a time (the goroutine dump too)
+      for (g* gp : parked) gp->dump_pin.store(true, std::memory_order_relaxed);
+      // Either an M resuming gp sees the pin and waits, or we see it
+      // running (dump.hpp owns this protocol).
+      const bool barrier = process_wide_barrier();
+      for (g* gp : parked) {
+        bool own = false;
+        if (barrier && gp->status.load(std::memory_order_acquire) == g_status::waiting &&
+            gp->exiting.load(std::memory_order_relaxed) == exit_state::none && !gp->no_kill) {
+          std::lock_guard<std::mutex> ul(unlink_lock());  // its queue is not being destroyed meanwhile
+          if (auto unlink = gp->unlink_wait) own = unlink(gp->unlink_arg);
+          if (own) gp->exiting.store(exit_state::killed, std::memory_order_relaxed);
+        }
+        gp->dump_pin.store(false, std::memory_order_release);
+        if (own) owned.push_back(gp);
+      }
+    }
+    for (g* gp : owned) gp->sched->ready(gp);
+    return owned.size();
+  }
+
+  // Whether nothing in the runtime can run a goroutine now or later: no
+  // goroutine running or runnable (one inside goro::blocking is running,
+  // its P possibly idle), every P idle, no timer, no I/O wait.
+  static bool stuck(S& s) noexcept {
+    bool active = false;
+    s.for_each_g(
+        [](g* gp, void* a) {
+          const g_status st = gp->status.load(std::memory_order_acquire);
+          if (st == g_status::running || st == g_status::runnable) *static_cast<bool*>(a) = true;
+        },
+        &active);
+    if (active) return false;
+    std::lock_guard<std::mutex> lk(s.lock_);
+    return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
+           s.nmspinning_.load(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
+           s.poller_.waiters() <= 0;
+  }
+
+  static void report(S& s, std::size_t live) noexcept {
+    std::string dump;
+#if GORO_EXCEPTIONS
+    try {
+      dump = format_goroutines(collect_goroutines(&s));
+    } catch (...) {
+    }
+#else
+    dump = format_goroutines(collect_goroutines(&s));
+#endif
+    std::fprintf(stderr,
+                 "goro: main returned; %zu goroutine%s reached no goro call within 1 s and %s waited for\n\n%s\n",
+                 live, live == 1 ? "" : "s", live == 1 ? "is" : "are", dump.c_str());
+    std::fflush(stderr);
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/main_return.hpp ----
 // ---- begin goro/detail/global_queue.hpp ----
 // The global run queue (Go's sched.runq): a FIFO of Gs in a ring of
 // pointers under its own spinlock (not the scheduler lock: Gosched queues
@@ -3967,7 +4323,16 @@ inline bool pd_block(poll_desc* pd, char mode) {
       std::atomic<std::uintptr_t>* s;
       g* gp;
       poll_desc* pd;
-    } a{&s, current_g(), pd};
+      char mode;
+    } a{&s, current_g(), pd, mode};
+    // main_return (main_return.hpp): the runtime ending this goroutine
+    // takes it out of the semaphore as a close would (unblock), unless
+    // readiness got there first.
+    a.gp->unlink_wait = [](void* arg) noexcept {
+      auto* c = static_cast<commit_args*>(arg);
+      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
+    };
+    a.gp->unlink_arg = &a;
     // netpollblockcommit, on g0: wait -> G. Reads everything it needs
     // before the CAS: once it succeeds the G may be readied, run and
     // return (its frame, holding `a`, is then gone).
@@ -3985,6 +4350,7 @@ inline bool pd_block(poll_desc* pd, char mode) {
           return true;
         },
         &a, wait_reason::io_wait);
+    current_g()->unlink_wait = nullptr;
   }
   std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
   if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
@@ -3993,9 +4359,11 @@ inline bool pd_block(poll_desc* pd, char mode) {
 
 // poll_runtime_pollWait: waits until ready, closing or past the deadline.
 inline pd_error pd_wait_g(poll_desc* pd, char mode) {
+  call_point();  // main_return (goexit.hpp)
   pd_error e = pd->check(mode);
   if (e != pd_error::none) return e;
   while (!pd_block(pd, mode)) {
+    exit_if_killed(current_g());  // main_return (goexit.hpp)
     e = pd->check(mode);
     if (e != pd_error::none) return e;
   }
@@ -6874,6 +7242,10 @@ class scheduler final : public sched_base {
     return old;
   }
 
+  // main_return (main_return.hpp): end the goroutines still alive when
+  // main returns, and at shutdown (options::on_main_return == unwind).
+  void set_unwind_on_main_return(bool on) noexcept { unwind_on_main_return_ = on; }
+
   // ---- run(): the calling thread serves as an M while `main` runs ----
 
   // Runs `body` (which must set up the main goroutine's closure) as the
@@ -6942,7 +7314,10 @@ class scheduler final : public sched_base {
     }
     // checkdead: main is blocked forever; it is left so, and released by
     // the destructor (shutdown) like any goroutine blocked forever.
-    if (deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire))
+    const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
+    // main_return: main returned (or threw): the others end before run() returns.
+    if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
+    if (deadlocked)
       raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
                             format_goroutines(collect_goroutines(this)));  // goroutine dump
   }
@@ -6954,6 +7329,9 @@ class scheduler final : public sched_base {
     shut_down_ = true;
     if (current_m() != nullptr && current_m()->sched == this)
       fatal("goro: runtime destroyed from inside one of its own goroutines");
+    // main_return: goroutines started by go() while no run() was active
+    // (or left by one) end as when main returns.
+    if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
     for (;;) {
       bool idle;
       {
@@ -8556,6 +8934,8 @@ class scheduler final : public sched_base {
     release_stack(pp, gp);
     gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
     gp->eh_uncaught = 0;
+    gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
+    gp->no_kill = false;
     pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
     gfput(pp, gp);
     if (was_main) main_finished();
@@ -8569,6 +8949,9 @@ class scheduler final : public sched_base {
   // holds to clear it before the M is destroyed; an M found in the idle list
   // is parked and cannot go away until the wake-up below.
   void main_finished() noexcept {
+    // main_return: the other goroutines start ending now (the ender thread
+    // is published to run_main by the store below).
+    if (unwind_on_main_return_) main_return_ops::main_finished(*this);
     main_done_.store(true, std::memory_order_seq_cst);
     m* rm = nullptr;
     bool was_timer_m = false;
@@ -8597,7 +8980,11 @@ class scheduler final : public sched_base {
   static void goroutine_main(void* arg) {
     g* gp = (arg ? static_cast<m_base*>(arg) : current_m())->curg;
     goroutine_resumed(gp, arg);
-    run_goroutine(gp);
+    // main_return: a goroutine that starts once its runtime ends its
+    // goroutines is discarded (its functor destroyed here, unrun).
+    const bool discard = GORO_UNLIKELY(gp->sched->ending_goroutines.load(std::memory_order_relaxed)) && !gp->is_main;
+    if (discard) gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
+    run_goroutine(gp, !discard);
     m_base* mm = current_m();
     mm->after = after_switch::exit;
     switch_to_g0(mm, gp);
@@ -8606,10 +8993,10 @@ class scheduler final : public sched_base {
 
   // Runs gp's closure. An exception escaping a goroutine other than main
   // (main's closure catches its own, for run() to rethrow) is fatal.
-  static void run_goroutine(g* gp) noexcept {
+  static void run_goroutine(g* gp, bool run = true) noexcept {
 #if GORO_EXCEPTIONS
     try {
-      gp->closure_op(gp, true);
+      gp->closure_op(gp, run);
     } catch (const goexit_unwind&) {
     } catch (const std::exception& e) {
       uncaught_exception(gp, e.what());
@@ -8617,7 +9004,7 @@ class scheduler final : public sched_base {
       uncaught_exception(gp, "unknown exception (not derived from std::exception)");
     }
 #else
-    gp->closure_op(gp, true);
+    gp->closure_op(gp, run);
 #endif
   }
 
@@ -8638,7 +9025,7 @@ class scheduler final : public sched_base {
       for (std::uint32_t i = 0; i < gfree_batch; ++i) {
         g* gp = &block[i];
         if (gp->status.load(std::memory_order_relaxed) != g_status::waiting || !gp->unlink_wait) continue;
-        gp->unlink_wait(gp->unlink_arg);
+        (void)gp->unlink_wait(gp->unlink_arg);
         gp->unlink_wait = nullptr;
       }
     }
@@ -8741,6 +9128,11 @@ class scheduler final : public sched_base {
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
   friend deadcheck_ops;
+  using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
+  friend main_return_ops;
+  bool unwind_on_main_return_ = true;
+  pthread_t ender_{};           // main_return: the thread ending the goroutines after main returned
+  bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;
   [[no_unique_address]] stall_monitor<scheduler> stall_monitor_{*this};
@@ -8752,6 +9144,20 @@ class scheduler final : public sched_base {
 
 namespace goro {
 
+// What happens to the goroutines still alive when the main goroutine
+// (run()'s f) returns (docs/api.md, "When main returns").
+enum class main_return {
+  // Go's "main returns, the program's goroutines end": each one unwinds at
+  // its current or next goro call as if it had called goro::exit()
+  // (destructors run); one not started yet is discarded; run() returns
+  // once they have ended. One that reaches no goro call for 1 s is
+  // reported on stderr with the goroutine dump, and waited for.
+  unwind,
+  // The runtime serves until every goroutine has finished (its destructor
+  // waits for them; run() returns when main does).
+  wait,
+};
+
 struct options {
   unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
   // While run() is active, throw deadlock_error from run() once every
@@ -8761,6 +9167,10 @@ struct options {
   // nothing came from outside for a grace period of 250 ms (docs/api.md,
   // "Deadlock detection"). Off: run() waits as long as it takes.
   bool detect_deadlock = true;
+  // When main returns: end the other goroutines (unwind) or wait for them.
+  // Also what the destructor does with goroutines started by go() while no
+  // run() was active.
+  main_return on_main_return = main_return::unwind;
 };
 
 namespace detail {
@@ -8827,11 +9237,15 @@ class basic_runtime {
   using policy_type = Policy;
 
   explicit basic_runtime(options o = {})
-      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {}
+      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {
+    sched_->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
+  }
 
-  // Waits for every goroutine to finish. Goroutines that can never run
-  // again are reported ("goro: N goroutines blocked forever at shutdown")
-  // and released without running.
+  // With main_return::unwind, ends the goroutines still alive as run()
+  // does when main returns (goroutines started by go() with no run()
+  // active); with main_return::wait, waits for every goroutine to finish.
+  // Then goroutines that can never run again are reported ("goro: N
+  // goroutines blocked forever at shutdown") and released without running.
   ~basic_runtime() = default;
 
   basic_runtime(const basic_runtime&) = delete;
@@ -8842,7 +9256,8 @@ class basic_runtime {
   // Main starts on the calling thread (lock_os_thread() keeps it there).
   // Throws deadlock_error when every goroutine is blocked for good (see
   // options::detect_deadlock); main is then left blocked and released by
-  // the destructor.
+  // the destructor. When main returns (or throws), the other goroutines
+  // end before run() returns, or are left running (options::on_main_return).
   template <class F>
   std::invoke_result_t<F> run(F&& f) {
     using R = std::invoke_result_t<F>;
@@ -8905,7 +9320,9 @@ class basic_runtime {
 
 using runtime = basic_runtime<>;
 
-// runtime{o}.run(f); the runtime (and so this call) waits for every goroutine.
+// runtime{o}.run(f): with main_return::unwind (the default) the other
+// goroutines end when f returns; with main_return::wait the runtime's
+// destructor (and so this call) waits for every goroutine.
 template <class F>
 std::invoke_result_t<F> run(F&& f, options o = {}) {
   runtime rt{o};
@@ -8948,9 +9365,10 @@ inline void unlock_os_thread() {
 // calling goroutine to yield (it ran a whole time slice), it yields to the
 // global run queue. The fast path is one relaxed load of a process-wide
 // counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
-// outside goroutines and with preemption::none.
-GORO_ALWAYS_INLINE void preempt_point() noexcept {
-  detail::safe_point();
+// outside goroutines and with preemption::none. A goro call: once main has
+// returned (main_return::unwind) the goroutine ends here (goexit_unwind).
+GORO_ALWAYS_INLINE void preempt_point() {
+  detail::call_point();
 }
 
 // A scope in which the calling goroutine may be preempted asynchronously
@@ -8996,7 +9414,10 @@ GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
 inline void yield() {
   detail::m_base* m = detail::require_goroutine("yield()");
   if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("yield()");  // no P to give up
+  detail::call_point();  // main_return (detail/goexit.hpp), before and after
+  m = detail::current_m();  // call_point may have switched: TLS rule (DESIGN.md section 7)
   m->sched->gosched(m);
+  detail::call_point();
 }
 
 // Goexit: unwinds the calling goroutine (destructors run) and ends it.
@@ -9004,17 +9425,10 @@ inline void yield() {
 // frames do not run.
 [[noreturn]] inline void exit() {
   detail::m_base* m = detail::require_goroutine("exit()");
-#if GORO_EXCEPTIONS
-  (void)m;
-  throw detail::goexit_unwind{};
-#else
+#if !GORO_EXCEPTIONS
   if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("exit()");  // no P to switch on
-  detail::g* gp = m->curg;
-  gp->closure_op = nullptr;
-  m->after = detail::after_switch::exit;
-  detail::switch_to_g0(m, gp);
-  detail::fatal("goro: internal error: an exited goroutine was resumed");
 #endif
+  detail::end_goroutine(m->curg);  // unwinding: its destructors' goro calls behave normally
 }
 
 inline std::size_t num_goroutine() { return detail::require_goroutine("num_goroutine()")->sched->live_goroutines(); }
@@ -9063,12 +9477,19 @@ decltype(auto) blocking_call(bool long_call, F&& f) {
   m->sched->enter_syscall(long_call);
   // exitsyscall on every way out, the exception path included; then a
   // pending preemption request is honoured (a runtime call that can switch).
+  // main_return (detail/goexit.hpp): a goroutine whose runtime ended its
+  // goroutines meanwhile ends here, as f returns (not while an exception
+  // from f is propagating: that one goes on).
   struct exit_syscall_guard {
     g* gp;
-    ~exit_syscall_guard() {
+    int uncaught = std::uncaught_exceptions();
+    ~exit_syscall_guard() noexcept(false) {
       gp->waiting_on.store(wait_reason::none, std::memory_order_relaxed);
       current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
-      preempt_point();
+      if (std::uncaught_exceptions() == uncaught)
+        call_point();
+      else
+        safe_point();
     }
   } guard{gp};
   return std::invoke(std::forward<F>(f));
@@ -9118,6 +9539,7 @@ decltype(auto) blocking(long_call_t, F&& f) {
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <type_traits>
@@ -9169,9 +9591,17 @@ class chan_waitq {
   // them from it later (g::unlink_wait, sched.hpp unlink_blocked). For a
   // select that also skips its other channels' queues, as before unlinking
   // existed.
+  //
+  // main_return (main_return.hpp): a goroutine left waiting on a destroyed
+  // channel can still be ended -- nothing is left to unlink (orphaned_wait)
+  // -- except in a select, whose other channels it cannot reach safely.
+  // unlink_lock: the runtime may be calling a waiter's unlink_wait.
   ~chan_waitq() {
-    for (chan_waiter* w = first_.load(std::memory_order_relaxed); w; w = w->next)
-      if (w->gp) w->gp->unlink_wait = nullptr;
+    chan_waiter* w = first_.load(std::memory_order_relaxed);
+    if (!w) return;
+    std::lock_guard<std::mutex> lk(unlink_lock());
+    for (; w; w = w->next)
+      if (w->gp) w->gp->unlink_wait = w->sel ? nullptr : &orphaned_wait;
   }
 
   bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
@@ -9213,7 +9643,8 @@ class chan_waitq {
 
   // Go's dequeueSudoG: removes w if it is still queued (a select cleaning
   // up its losing cases). A popped waiter has prev == next == nullptr.
-  void remove(chan_waiter* w) noexcept {
+  // True if w was queued.
+  bool remove(chan_waiter* w) noexcept {
     chan_waiter* x = w->prev;
     chan_waiter* y = w->next;
     if (x) {
@@ -9228,8 +9659,11 @@ class chan_waitq {
     } else if (first_.load(std::memory_order_relaxed) == w) {
       first_.store(nullptr, std::memory_order_relaxed);
       last_ = nullptr;
+    } else {
+      return false;
     }
     w->next = w->prev = nullptr;
+    return true;
   }
 
  private:
@@ -9290,7 +9724,7 @@ inline void wake_chan_waiter(chan_waiter* w) noexcept {
 // waiters off their queues (g::unlink_wait: a runtime destroyed while the
 // goroutine waits for good). `why`: what the goroutine dump shows.
 inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
-                       void (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
+                       bool (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
   GORO_CHAOS_POINT("chan.block");
   if (gp) {
     gp->unlink_wait = unlink;
@@ -9324,11 +9758,12 @@ struct queued_waiter {
   chan_core* c;
   chan_waitq* q;
   chan_waiter* w;
-  static void unlink(void* a) noexcept {
+  static bool unlink(void* a) noexcept {
     auto* x = static_cast<queued_waiter*>(a);
     x->c->lock.lock();
-    x->q->remove(x->w);  // a no-op if a waker popped it
+    const bool removed = x->q->remove(x->w);  // a no-op if a waker popped it
     x->c->lock.unlock();
+    return removed;
   }
 };
 
@@ -9342,10 +9777,16 @@ struct queued_waiter {
   if (GORO_UNLIKELY(inside_blocking(self.m))) raise_inside_blocking(call);
   std::atomic<std::uint32_t> never{0};
   for (;;) {
-    if (self.gp)
+    if (self.gp) {
+      call_point();  // main_return: ends here once its runtime ends its goroutines
+      self.m = current_m();  // call_point may have switched (TLS rule)
+      self.gp->unlink_wait = &orphaned_wait;  // nobody else can wake it (main_return.hpp)
       park(self.m, [](void*) { return true; }, nullptr);
-    else
+      self.gp->unlink_wait = nullptr;
+      exit_if_killed(self.gp);
+    } else {
       futex_wait(&never, 0);
+    }
   }
 }
 
@@ -9437,9 +9878,10 @@ struct hchan : chan_core {
   }
 
   // Each operation starts with a safe point (a runtime call honours a
-  // pending preemption request: detail/preempt.hpp).
+  // pending preemption request: detail/preempt.hpp; and ends the goroutine
+  // once its runtime ends its goroutines: detail/goexit.hpp).
   void send(T& v) {
-    safe_point();
+    call_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     chan_op r = send_locked(v, partner);
@@ -9464,12 +9906,13 @@ struct hchan : chan_core {
     sendq.enqueue(&w);
     queued_waiter at{this, &sendq, &w};
     block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
+    exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     if (!w.success) raise_send_closed();  // woken by close
   }
 
   // Receives into `out`, which must be empty (left empty after close).
   void recv_into(std::optional<T>& out) {
-    safe_point();
+    call_point();
     chan_waiter* partner = nullptr;
     lock.lock();
     if (GORO_LIKELY(recv_locked(out, partner) == chan_op::done)) {
@@ -9489,6 +9932,7 @@ struct hchan : chan_core {
     queued_waiter at{this, &recvq, &w};
     block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at,
                wait_reason::chan_receive);
+    exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     // out was filled by the sender, or stays empty after close.
   }
 
@@ -9514,14 +9958,14 @@ struct hchan : chan_core {
   }
 
   bool try_send(T& v) {
-    safe_point();
+    call_point();
     chan_op r = offer(v);
     if (r == chan_op::closed) raise_send_closed();
     return r == chan_op::done;
   }
 
   std::optional<T> try_recv() {
-    safe_point();
+    call_point();
     std::optional<T> out;
     // Empty observed at one instant: nothing to take then, whether closed
     // or not, and try_recv answers nullopt in both cases.
@@ -9537,7 +9981,7 @@ struct hchan : chan_core {
   // Go's closechan: every waiter is released; receivers get nothing,
   // senders wake with success == false and raise.
   void close() {
-    safe_point();
+    call_point();
     lock.lock();
     if (closed.load(std::memory_order_relaxed)) {
       lock.unlock();
@@ -9841,6 +10285,8 @@ inline void sleep_until_ns(std::int64_t when) {
     return;
   }
   if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
+  call_point();  // main_return (goexit.hpp)
+  m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
   if (when <= nanotime()) return;
   timer t;
   t.when = when;
@@ -9849,6 +10295,11 @@ inline void sleep_until_ns(std::int64_t when) {
     g* gp = static_cast<g*>(arg);
     gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
   };
+  // main_return (main_return.hpp): whoever takes the timer off its heap
+  // first -- the runtime ending this goroutine, or its firing -- wakes it.
+  g* gp = m->curg;
+  gp->unlink_wait = [](void* arg) noexcept { return timer_heap::del(static_cast<timer*>(arg)); };
+  gp->unlink_arg = &t;
   park(
       m,
       [](void* arg) {
@@ -9856,6 +10307,8 @@ inline void sleep_until_ns(std::int64_t when) {
         return true;
       },
       &t, wait_reason::sleep);
+  gp->unlink_wait = nullptr;
+  exit_if_killed(gp);
 }
 
 // Timers created outside any runtime (a plain thread calling after(),
@@ -10466,6 +10919,7 @@ inline std::pair<context, cancel_func> with_timeout(context parent, std::chrono:
 // sema.hpp builds the sync primitives' semaphore and notify list on this.
 
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 
 
@@ -10488,9 +10942,14 @@ class waiter_queue {
   // good: nothing can reach the object to wake them). A runtime's shutdown
   // must not unlink them from it later (g::unlink_wait, sched.hpp
   // unlink_blocked): the memory is gone.
+  // main_return (main_return.hpp): such a goroutine can still be ended,
+  // with nothing left to unlink (orphaned_wait); unlink_lock: the runtime
+  // may be calling its unlink_wait.
   ~waiter_queue() {
+    if (!head_) return;
+    std::lock_guard<std::mutex> lk(unlink_lock());
     for (waiter* w = head_; w; w = w->next)
-      if (w->gp) w->gp->unlink_wait = nullptr;
+      if (w->gp) w->gp->unlink_wait = &orphaned_wait;
   }
   void push_back(waiter* w) noexcept {
     w->next = nullptr;
@@ -10564,6 +11023,7 @@ inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, wait_reason why
       waiter* found = x->q->remove_first_if([x](const waiter* y) { return y == x->w; });
       x->lock->unlock();
       if (found && x->unlinked) x->unlinked(x->ctx);
+      return found != nullptr;
     };
     gp->unlink_arg = &at;
     park(current_m(), [](void* l) {
@@ -10618,6 +11078,7 @@ inline void wake_list(waiter* w) noexcept {
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 
 namespace goro::detail {
@@ -10687,6 +11148,7 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
     const bool removed = c->unlink(c->owner, c->w);
     c->lock->unlock();
     if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
+    return removed;
   };
   w.gp->unlink_arg = &ctx;
   // Like sleep: the timer is queued only once we are off our stack (the
@@ -10710,9 +11172,15 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
 inline void nap_until(std::int64_t when) noexcept {
   waiter w;
   spinlock l;
+  bool taken = false;  // under l: the timer or the runtime ending the goroutine (main_return.hpp) wakes it, once
   l.lock();
   (void)block_on_until(
-      w, l, when, [](void*, waiter*) noexcept { return true; }, nullptr);
+      w, l, when,
+      [](void* t, waiter*) noexcept {
+        bool* x = static_cast<bool*>(t);
+        return !std::exchange(*x, true);
+      },
+      &taken);
 }
 
 // A deadline as nanotime(): 0 and negative instants are "already past".
@@ -10849,7 +11317,19 @@ class notify_list {
     waiter w;
     w.ticket = t;
     queue_.push_back(&w);
-    block_on(w, queue_, lock_, wait_reason::cond_wait);
+    // Taken off the queue unwoken (main_return.hpp, or a runtime destroyed
+    // meanwhile): the ticket is abandoned, as a timed-out wait_until's, so
+    // that a notify_one passes over it.
+    struct ticket_of {
+      notify_list* self;
+      std::uint32_t t;
+    } at{this, t};
+    block_on(w, queue_, lock_, wait_reason::cond_wait, [](void* a) noexcept {
+      auto* x = static_cast<ticket_of*>(a);
+      x->self->lock_.lock();
+      if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandoned_.push_back(x->t);
+      x->self->lock_.unlock();
+    }, &at);
   }
 
   // wait(t) giving up at the nanotime() `when`: false if it did. A waiter
@@ -11020,6 +11500,7 @@ class mutex {
       if (now >= when) return false;
       detail::check_may_park("mutex try_lock_for");
       detail::nap_until(std::min(when, now + backoff));
+      detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
     }
   }
@@ -11082,6 +11563,7 @@ class mutex {
     bool is_starving = false;  // this waiter waited past the threshold
     bool awoke = false;        // this caller owns the woken bit
     int iter = 0;
+    detail::call_point();  // main_return: a contended lock is a goro call that can end the goroutine
     std::uint32_t old = state_.load(std::memory_order_relaxed);
     for (;;) {
       // Held: we would spin, then wait. Not inside goro::blocking (nothing
@@ -11118,7 +11600,8 @@ class mutex {
         wait_start = clock::now();
         waited = true;
       }
-      sema_.acquire(lifo, nullptr, nullptr, detail::wait_reason::mutex_lock);
+      sema_.acquire(lifo, &uncount_waiter, this, detail::wait_reason::mutex_lock);
+      detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
       is_starving = is_starving || clock::now() - wait_start > starvation_threshold;
       old = state_.load(std::memory_order_acquire);
       if (old & starving) {
@@ -11139,6 +11622,17 @@ class mutex {
   }
 
   // Go's unlockSlow; `now` is the state just after our unlock.
+  // A waiter taken off the semaphore's queue without being woken (the
+  // runtime ending its goroutine, detail/main_return.hpp, or destroyed while
+  // it waited): it no longer counts. If an unlock already counted it out
+  // (its token then stays in the semaphore for the next waiter), nothing.
+  static void uncount_waiter(void* self) noexcept {
+    auto& st = static_cast<mutex*>(self)->state_;
+    std::uint32_t v = st.load(std::memory_order_relaxed);
+    while ((v >> waiter_shift) != 0 && !st.compare_exchange_weak(v, v - one_waiter, std::memory_order_relaxed)) {
+    }
+  }
+
   GORO_NOINLINE void unlock_slow(std::uint32_t now) noexcept {
     if (!(now & starving)) {
       std::uint32_t old = now;
@@ -11222,7 +11716,9 @@ class cond {
     const std::uint32_t t = list_.add();
     lk.unlock();
     list_.wait(t);
+    const bool end = detail::take_kill(detail::current_g());  // main_return: woken to end it
     lk.lock();
+    if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());  // with the lock held, as any wait returns
   }
 
   // while (!pred()) wait(lk);
@@ -11245,7 +11741,9 @@ class cond {
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
+    const bool end = detail::take_kill(detail::current_g());  // main_return: woken to end it
     lk.lock();
+    if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());
     return notified;
   }
 
@@ -11271,7 +11769,9 @@ class semaphore {
       if (!sema_.try_acquire()) detail::raise_inside_blocking("semaphore acquire");
       return;
     }
+    detail::call_point();
     sema_.acquire();
+    detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue, no token
   }
   bool try_acquire() noexcept { return sema_.try_acquire(); }
   void release(std::uint64_t n = 1) noexcept { sema_.release(n); }
@@ -11341,6 +11841,7 @@ class wait_group {
     // queue: un-count us too, or a later release would keep our token for
     // the next wait() to take early.
     sema_.acquire(false, &uncount_waiter, this, detail::wait_reason::wait_group_wait);
+    detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
     // The releasing done() reset the state to 0 before handing out tokens:
     // anything else means add() was called again before this wait()
     // returned (Go's "WaitGroup is reused before previous Wait has
@@ -11365,7 +11866,10 @@ class wait_group {
       detail::check_may_park("wait_group wait_until");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    if (sema_.acquire_until(when, &uncount_waiter, this)) return true;
+    if (sema_.acquire_until(when, &uncount_waiter, this)) {
+      detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
+      return true;
+    }
     // Timed out, off the sema's queue: withdraw our registration. If the
     // counter reached zero meanwhile, add() reset the state and released a
     // token for every registered waiter, us included: take ours (it is
@@ -11375,6 +11879,7 @@ class wait_group {
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0 || static_cast<std::uint32_t>(s) == 0) {
         sema_.acquire();
+        detail::exit_if_killed(detail::current_g());
         return true;
       }
       if (state_.compare_exchange_weak(s, s - 1, std::memory_order_acq_rel, std::memory_order_acquire)) return false;
@@ -11440,7 +11945,8 @@ class rw_mutex {
       if (!try_lock_shared()) detail::raise_inside_blocking("rw_mutex lock_shared");
       return;
     }
-    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) reader_sem_.acquire();  // a writer is pending
+    detail::call_point();  // main_return (detail/goexit.hpp)
+    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) wait_handover(reader_sem_);  // a writer is pending
   }
 
   // Go's TryRLock: fails while a writer holds or waits for the lock.
@@ -11475,7 +11981,7 @@ class rw_mutex {
     }
     w_.lock();
     const std::int32_t r = reader_count_.fetch_sub(max_readers, std::memory_order_acq_rel);
-    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) writer_sem_.acquire();
+    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) wait_handover(writer_sem_);
   }
 
   // Go's TryLock.
@@ -11504,6 +12010,18 @@ class rw_mutex {
 
  private:
   static constexpr std::int32_t max_readers = 1 << 30;
+
+  // Waits for the lock to be handed over by the holder. main_return
+  // (detail/main_return.hpp) does not take such a waiter off: the counts
+  // already include it, and the holder (itself unwinding) hands the lock
+  // over as usual; the goroutine then ends at its next goro call, its
+  // guard releasing the lock.
+  static void wait_handover(detail::sema& s) noexcept {
+    detail::g* gp = detail::current_g();
+    if (gp) gp->no_kill = true;
+    s.acquire();
+    if (gp) gp->no_kill = false;
+  }
 
   mutex w_;                                    // held by the writer (pending or holding)
   detail::sema writer_sem_;                    // the writer waits here for departing readers
@@ -12209,7 +12727,7 @@ struct select_locks {
 // pass 3 takes every lock before it returns: no waiter is used after it.
 inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
                              std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
-  safe_point();  // a runtime call that can switch (detail/preempt.hpp)
+  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
   send_closed = false;
   // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
   // whose channel is not nil: a case on a nil channel is never chosen (Go
@@ -12277,11 +12795,16 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     select_case* sc;
     std::size_t n;
     chan_waiter* waiters;
-  } at{sc, n, waiters};
+    select_state* st;
+  } at{sc, n, waiters, &st};
   block_chan(
       self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
       [](void* a) noexcept {
         auto* x = static_cast<queued*>(a);
+        // Claimed as a case's waker would (dequeue): if one got there
+        // first, it owns the wake-up. Otherwise no case can win any more.
+        std::uint32_t expected = 0;
+        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
         for (std::size_t k = 0; k < x->n; ++k) {
           chan_core* c = x->sc[k].c;
           if (!c) continue;  // a nil channel's case was never queued
@@ -12289,8 +12812,12 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
           (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
           c->lock.unlock();
         }
+        return true;
       },
       &at, wait_reason::select);
+  // main_return: woken to end (the claim above took every waiter off; no
+  // case won).
+  exit_if_killed(gp);
 
   // Pass 3: the winner was popped by its waker; take the others back.
   locks.lock_all();
@@ -12823,11 +13350,12 @@ class ctx_watch {
 class io_lock {
  public:
   // True: held. False: closed (now, or while queued).
-  bool lock() noexcept {
+  bool lock() {
     // Every read, write, accept, send and receive passes here: a goro call
     // that can switch honours a pending preemption request even when the
-    // syscall after it never parks (detail/preempt.hpp).
-    safe_point();
+    // syscall after it never parks (detail/preempt.hpp), and ends the
+    // goroutine after main returned (detail/goexit.hpp).
+    call_point();
     std::uint32_t v = 0;
     if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
       return true;
@@ -12853,6 +13381,7 @@ class io_lock {
     if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
     queue_.push_back(&w);
     block_on(w, queue_, lock_, wait_reason::io_wait);
+    exit_if_killed(w.gp);  // main_return: taken off the queue to end (detail/goexit.hpp)
     // unlock() handed us the lock (ticket 1) or close() woke us (0); either
     // wrote the ticket under lock_ before waking us.
     return w.ticket == 1;
@@ -12893,10 +13422,11 @@ class io_lock {
 // An RAII hold of what Acquire (a bool member function of T) takes and
 // Release gives back; false (and nothing held) when Acquire failed.
 // socket_state::op and io_guard.
-template <class T, bool (T::*Acquire)() noexcept, void (T::*Release)() noexcept>
+template <class T, bool (T::*Acquire)(), void (T::*Release)() noexcept>
 class hold {
  public:
-  explicit hold(T& t) noexcept : t_(t), ok_((t.*Acquire)()) {}
+  // Acquire may end the goroutine (io_lock::lock after main returned).
+  explicit hold(T& t) : t_(t), ok_((t.*Acquire)()) {}
   ~hold() {
     if (ok_) (t_.*Release)();
   }
@@ -12949,7 +13479,7 @@ class socket_state {
   // the socket is (or gets, while queued) closed. Inside an op.
   class io_guard : public hold<io_lock, &io_lock::lock, &io_lock::unlock> {
    public:
-    io_guard(socket_state& s, char mode) noexcept : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
+    io_guard(socket_state& s, char mode) : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
   };
 
   // Go's pollDesc evict + fd close: idempotent.
