@@ -437,11 +437,13 @@ TEST_CASE("net_ext: wait_readable / wait_writable with a context", "[net]") {
     }
     {
       auto [ctx, cancel] = goro::with_cancel(goro::background());
+      std::atomic<bool> wrote{false};  // Catch's CHECK is not thread-safe: only main checks
       goro::go([&] {
         goro::sleep_for(10ms);
-        CHECK(::write(p[1], "x", 1) == 1);
+        wrote = ::write(p[1], "x", 1) == 1;
       });
       CHECK(net::wait_readable(p[0], ctx, ec));
+      CHECK(goro_test::eventually([&] { return wrote.load(); }));
       char c;
       CHECK(::read(p[0], &c, 1) == 1);
       cancel();
