@@ -136,6 +136,8 @@ inline void cpu_relax() noexcept {
 // next one, and the next one, once running on its own stack, finishes the
 // hand-off of the first (sched_base::direct_switch_done), as Go's g0 would.
 
+#include <cerrno>
+
 #include <pthread.h>
 
 #include <atomic>
@@ -1452,6 +1454,15 @@ inline thread_local m_base* tls_current_m = nullptr;
 GORO_NOINLINE inline m_base* current_m() noexcept {
   asm volatile("" ::: "memory");
   return tls_current_m;
+}
+// The calling thread's errno, read the same way: compilers keep &errno in
+// a register too (glibc's __errno_location is `const`), so a goroutine that
+// parked between a system call and its errno check, and resumed on another
+// thread, would read the old thread's errno (DESIGN §7). Use it wherever a
+// goroutine may have switched since the function began.
+GORO_NOINLINE inline int thread_errno() noexcept {
+  asm volatile("" ::: "memory");
+  return errno;
 }
 GORO_NOINLINE inline void set_current_m(m_base* m) noexcept {
   asm volatile("" ::: "memory");
@@ -12553,7 +12564,7 @@ inline std::vector<address> lookup_host(std::string_view name, std::error_code& 
   int errno_copy = 0;
   int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-    errno_copy = errno;  // on this thread, before the goroutine can move (DESIGN §7)
+    errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
     return rc;
   });
   std::vector<address> out;
@@ -13292,7 +13303,7 @@ inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* c
       return {};
     }
     if (r < 0) {
-      int e = errno;  // right after the call (DESIGN §7)
+      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
       if (e != EINTR) return errno_code(e);
     }
   }
@@ -13561,7 +13572,7 @@ inline std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {}) {
 inline std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {}) {
   int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    ec = errno_code(errno);
+    ec = errno_code(goro::detail::thread_errno());
     return nullptr;
   }
   return adopt_fd(fd, peer);
@@ -13612,7 +13623,7 @@ inline std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::co
     int err = np->try_open(pd);
     if (err == EEXIST) {  // another waiter registered fd: register a dup
       c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-      if (c.dup_fd < 0) return errno_code(errno);
+      if (c.dup_fd < 0) return errno_code(goro::detail::thread_errno());
       pd->fd = c.dup_fd;
       err = np->try_open(pd);
     }
@@ -13638,7 +13649,7 @@ inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std:
   if (!s) return nullptr;
   socket_state::op o(*s);
   if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
-  int e = errno;
+  int e = goro::detail::thread_errno();
   if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', d);
   {
@@ -13649,7 +13660,7 @@ inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std:
   if (ec) return nullptr;
   int err = 0;
   socklen_t len = sizeof err;
-  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = goro::detail::thread_errno();
   if (err != 0) return ec = errno_code(err), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', 0);
   return s;
@@ -13708,7 +13719,7 @@ inline std::shared_ptr<socket_state> bind_to(const address& a, int type, std::er
     ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   }
   if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
-    return ec = errno_code(errno), nullptr;
+    return ec = errno_code(goro::detail::thread_errno()), nullptr;
   return s;
 }
 
@@ -13721,7 +13732,7 @@ inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std:
   socklen_t len = sizeof ss;
   int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
                : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
-  if (r != 0) return ec = errno_code(errno), address{};
+  if (r != 0) return ec = errno_code(goro::detail::thread_errno()), address{};
   ec.clear();
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
 }
@@ -13870,7 +13881,7 @@ inline std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::e
   for (;;) {
     ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = errno;  // right after the call: errno is per thread (DESIGN §7)
+    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -13893,7 +13904,7 @@ inline std::size_t stream_write(socket_state& s, std::span<const std::byte> buf,
       done += static_cast<std::size_t>(n);
       continue;
     }
-    int e = errno;
+    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return done;
     } else if (e != EINTR) {
@@ -13978,7 +13989,7 @@ class conn : private detail::socket_handle<detail::conn_name> {
     if (!o)
       ec = detail::closed_code();
     else if (::shutdown(s.fd(), SHUT_WR) != 0)
-      ec = detail::errno_code(errno);
+      ec = detail::errno_code(goro::detail::thread_errno());
   }
 };
 
@@ -14024,7 +14035,7 @@ class listener : private detail::socket_handle<detail::listener_name> {
         if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
         return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
       }
-      int e = errno;
+      int e = goro::detail::thread_errno();
       if (e == EAGAIN || e == EWOULDBLOCK) {
         if ((ec = s.wait('r'))) return conn{};
       } else if (e != EINTR && e != ECONNABORTED) {
@@ -14242,7 +14253,7 @@ inline std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address
       if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
       return static_cast<std::size_t>(n);
     }
-    int e = errno;  // right after the call (DESIGN §7)
+    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -14262,7 +14273,7 @@ inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, c
     ssize_t n =
         ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = errno;
+    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return 0;
     } else if (e != EINTR) {

@@ -72,7 +72,7 @@ inline std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::e
   for (;;) {
     ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = errno;  // right after the call: errno is per thread (DESIGN §7)
+    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -95,7 +95,7 @@ inline std::size_t stream_write(socket_state& s, std::span<const std::byte> buf,
       done += static_cast<std::size_t>(n);
       continue;
     }
-    int e = errno;
+    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return done;
     } else if (e != EINTR) {
@@ -180,7 +180,7 @@ class conn : private detail::socket_handle<detail::conn_name> {
     if (!o)
       ec = detail::closed_code();
     else if (::shutdown(s.fd(), SHUT_WR) != 0)
-      ec = detail::errno_code(errno);
+      ec = detail::errno_code(goro::detail::thread_errno());
   }
 };
 
@@ -226,7 +226,7 @@ class listener : private detail::socket_handle<detail::listener_name> {
         if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
         return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
       }
-      int e = errno;
+      int e = goro::detail::thread_errno();
       if (e == EAGAIN || e == EWOULDBLOCK) {
         if ((ec = s.wait('r'))) return conn{};
       } else if (e != EINTR && e != ECONNABORTED) {

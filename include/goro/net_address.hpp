@@ -314,7 +314,7 @@ inline std::vector<address> lookup_host(std::string_view name, std::error_code& 
   int errno_copy = 0;
   int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-    errno_copy = errno;  // on this thread, before the goroutine can move (DESIGN §7)
+    errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
     return rc;
   });
   std::vector<address> out;

@@ -55,7 +55,7 @@ inline std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address
       if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
       return static_cast<std::size_t>(n);
     }
-    int e = errno;  // right after the call (DESIGN §7)
+    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -75,7 +75,7 @@ inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, c
     ssize_t n =
         ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = errno;
+    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return 0;
     } else if (e != EINTR) {

@@ -13,6 +13,8 @@
 // hand-off of the first (sched_base::direct_switch_done), as Go's g0 would.
 #pragma once
 
+#include <cerrno>
+
 #include <pthread.h>
 
 #include <atomic>
@@ -141,6 +143,15 @@ inline thread_local m_base* tls_current_m = nullptr;
 GORO_NOINLINE inline m_base* current_m() noexcept {
   asm volatile("" ::: "memory");
   return tls_current_m;
+}
+// The calling thread's errno, read the same way: compilers keep &errno in
+// a register too (glibc's __errno_location is `const`), so a goroutine that
+// parked between a system call and its errno check, and resumed on another
+// thread, would read the old thread's errno (DESIGN §7). Use it wherever a
+// goroutine may have switched since the function began.
+GORO_NOINLINE inline int thread_errno() noexcept {
+  asm volatile("" ::: "memory");
+  return errno;
 }
 GORO_NOINLINE inline void set_current_m(m_base* m) noexcept {
   asm volatile("" ::: "memory");

@@ -185,7 +185,7 @@ inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* c
       return {};
     }
     if (r < 0) {
-      int e = errno;  // right after the call (DESIGN §7)
+      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
       if (e != EINTR) return errno_code(e);
     }
   }
@@ -454,7 +454,7 @@ inline std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {}) {
 inline std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {}) {
   int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    ec = errno_code(errno);
+    ec = errno_code(goro::detail::thread_errno());
     return nullptr;
   }
   return adopt_fd(fd, peer);
@@ -505,7 +505,7 @@ inline std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::co
     int err = np->try_open(pd);
     if (err == EEXIST) {  // another waiter registered fd: register a dup
       c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-      if (c.dup_fd < 0) return errno_code(errno);
+      if (c.dup_fd < 0) return errno_code(goro::detail::thread_errno());
       pd->fd = c.dup_fd;
       err = np->try_open(pd);
     }
@@ -531,7 +531,7 @@ inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std:
   if (!s) return nullptr;
   socket_state::op o(*s);
   if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
-  int e = errno;
+  int e = goro::detail::thread_errno();
   if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', d);
   {
@@ -542,7 +542,7 @@ inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std:
   if (ec) return nullptr;
   int err = 0;
   socklen_t len = sizeof err;
-  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = goro::detail::thread_errno();
   if (err != 0) return ec = errno_code(err), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', 0);
   return s;
@@ -601,7 +601,7 @@ inline std::shared_ptr<socket_state> bind_to(const address& a, int type, std::er
     ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   }
   if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
-    return ec = errno_code(errno), nullptr;
+    return ec = errno_code(goro::detail::thread_errno()), nullptr;
   return s;
 }
 
@@ -614,7 +614,7 @@ inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std:
   socklen_t len = sizeof ss;
   int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
                : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
-  if (r != 0) return ec = errno_code(errno), address{};
+  if (r != 0) return ec = errno_code(goro::detail::thread_errno()), address{};
   ec.clear();
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
 }
