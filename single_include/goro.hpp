@@ -2614,7 +2614,10 @@ inline void install_dump_handlers() noexcept {
     sigquit_pipe_write() = fds[1];
     struct sigaction sa {};
     sa.sa_handler = &sigquit_handler;
-    sa.sa_flags = SA_RESTART | SA_ONSTACK;
+    // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
+    // futex wait then returns EINTR, and futex_wait lets the handler run
+    // (futex.hpp); restarted, the handler would wait for the next wake-up.
+    sa.sa_flags = (GORO_TSAN ? 0 : SA_RESTART) | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGQUIT, &sa, nullptr);
   });
@@ -3010,6 +3013,7 @@ inline bool shadow_stack_active() noexcept {
 #include <cstdint>
 #include <ctime>
 
+
 namespace goro::detail {
 
 // Sleeps while *addr == expected (or until woken, or `timeout_ns` passes
@@ -3022,7 +3026,17 @@ inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
     ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
     tsp = &ts;
   }
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
+  const long r = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
+#if GORO_TSAN
+  // ThreadSanitizer runs a program's signal handler only inside a call it
+  // intercepts, and the raw futex call is not one: a signal that woke this
+  // wait (EINTR) would otherwise wait until the thread next makes such a
+  // call, which an idle M may not do for seconds (the SIGQUIT dump ran
+  // after the program had moved on). usleep is intercepted and runs it.
+  if (r != 0 && errno == EINTR) ::usleep(0);
+#else
+  (void)r;
+#endif
 }
 
 // Wakes up to `count` threads sleeping on addr. Waking an address whose

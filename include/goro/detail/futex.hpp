@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <ctime>
 
+#include "config.hpp"
+
 namespace goro::detail {
 
 // Sleeps while *addr == expected (or until woken, or `timeout_ns` passes
@@ -24,7 +26,17 @@ inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
     ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
     tsp = &ts;
   }
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
+  const long r = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
+#if GORO_TSAN
+  // ThreadSanitizer runs a program's signal handler only inside a call it
+  // intercepts, and the raw futex call is not one: a signal that woke this
+  // wait (EINTR) would otherwise wait until the thread next makes such a
+  // call, which an idle M may not do for seconds (the SIGQUIT dump ran
+  // after the program had moved on). usleep is intercepted and runs it.
+  if (r != 0 && errno == EINTR) ::usleep(0);
+#else
+  (void)r;
+#endif
 }
 
 // Wakes up to `count` threads sleeping on addr. Waking an address whose
