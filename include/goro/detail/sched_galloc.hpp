@@ -1,0 +1,234 @@
+// G records, stacks and ids (Go's gfget / gfput, stackalloc), and a
+// goroutine's first and last steps: goroutine_main (the first frame on
+// every stack) and goexit0. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+#pragma once
+
+namespace goro::detail {
+
+// A stack from the allocator; the default one also says whether it has a guard region.
+template <class Policy>
+inline auto scheduler<Policy>::allocate_stack(std::size_t size) -> cached_stack {
+  cached_stack c{{}, false};
+  if constexpr (lazy_stacks)
+    c.mem = alloc_.allocate(size, c.guarded);
+  else
+    c.mem = alloc_.allocate(size);
+  return c;
+}
+
+// start_g's bookkeeping for run()'s main goroutine when this thread has a
+// P: it runs here at once instead of being queued (lockosthread: main
+// starts on the run() caller's thread).
+template <class Policy>
+inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
+  gp->sched = this;
+  gp->status.store(g_status::runnable, std::memory_order_relaxed);
+  sysmon_.ensure_started();
+  if constexpr (!lazy_stacks) attach_stack(pp, gp);
+  if (pp->goid_next == pp->goid_end) {
+    pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
+    pp->goid_end = pp->goid_next + goid_batch;
+  }
+  gp->id = pp->goid_next++;
+  pp->spawns.inc();
+}
+
+// gfget / gfput (Go's gfget / gfput): a P keeps up to p_gfree_max free
+// G records; it refills gfree_batch at a time from the global list and
+// gives half back when full.
+template <class Policy>
+inline auto scheduler<Policy>::gfget(p* pp) -> g* {
+  if (pp->ngfree == 0) {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    if (gfree_.empty()) new_g_block_locked();
+    const std::size_t n = std::min<std::size_t>(gfree_batch, gfree_.size());
+    std::copy(gfree_.end() - static_cast<std::ptrdiff_t>(n), gfree_.end(), pp->gfree);
+    gfree_.resize(gfree_.size() - n);
+    pp->ngfree = static_cast<std::uint32_t>(n);
+  }
+  g* gp = pp->gfree[--pp->ngfree];
+  // The next spawn's record: fetch it (for writing) while this one runs.
+  if (pp->ngfree) prefetch_for_write(pp->gfree[pp->ngfree - 1]);
+  return gp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::gfput(p* pp, g* gp) noexcept -> void {
+  gp->status.store(g_status::idle, std::memory_order_relaxed);
+  if (pp->ngfree == p_gfree_max) {
+    // The older half to the global list (capacity reserved: no
+    // allocation); the recently freed, cache-hot half stays.
+    constexpr std::uint32_t half = p_gfree_max / 2;
+    {
+      std::lock_guard<std::mutex> lk(gfree_lock_);
+      gfree_.insert(gfree_.end(), pp->gfree, pp->gfree + half);
+    }
+    std::copy(pp->gfree + half, pp->gfree + p_gfree_max, pp->gfree);
+    pp->ngfree -= half;
+  }
+  pp->gfree[pp->ngfree++] = gp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::gfget_global_or_new() -> g* {
+  std::lock_guard<std::mutex> lk(gfree_lock_);
+  if (gfree_.empty()) new_g_block_locked();
+  g* gp = gfree_.back();
+  gfree_.pop_back();
+  return gp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::gfput_global(g* gp) noexcept -> void {
+  gp->status.store(g_status::idle, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(gfree_lock_);
+  gfree_.push_back(gp);  // capacity reserved: no allocation
+}
+
+// Allocates gfree_batch G records in one block onto the global free list
+// (gfree_lock_ held). The list and the global run queue get room for
+// every record first, so their pushes never allocate. May raise
+// bad_alloc; nothing changes then.
+template <class Policy>
+inline auto scheduler<Policy>::new_g_block_locked() -> void {
+  const std::size_t total = (g_blocks_.size() + 1) * gfree_batch;
+  globq_.reserve(total);
+  gfree_.reserve(total);
+  g_blocks_.reserve(g_blocks_.size() + 1);
+  auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
+  if (!block) raise_bad_alloc();
+  debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
+  for (std::uint32_t i = gfree_batch; i-- > 0;) {
+    block[i].sched = this;
+    gfree_.push_back(&block[i]);
+  }
+  g_blocks_.push_back(std::move(block));
+}
+
+// Gives gp a stack from pp's cache (refilled from the allocator in a
+// batch: the most recently freed stacks are cache-hot).
+template <class Policy>
+inline auto scheduler<Policy>::attach_stack(p* pp, g* gp) -> void {
+  if (pp->nstack == 0) {
+    std::uint32_t want = lazy_stacks ? stack_refill : 1;
+    while (pp->nstack < want) {
+      cached_stack c;
+      if (pp->nstack == 0) {
+        c = allocate_stack(stack_bytes);  // may throw bad_alloc
+      } else {
+        GORO_TRY { c = allocate_stack(stack_bytes); }
+        GORO_CATCH_ALL { break; }
+      }
+      pp->stack_cache[pp->nstack++] = c;
+    }
+  }
+  init_stack(gp, pp->stack_cache[--pp->nstack]);
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::init_stack(g* gp, cached_stack c) noexcept -> void {
+  stack_memory s = c.mem;
+  asan_unpoison(s.lo, s.size);
+  gp->stack = s;
+  gp->stack_canary = !c.guarded;
+  if (gp->stack_canary) write_canary(s);
+  gp->sp = make_context(s.lo, s.size - stack_color(s), &goroutine_main);
+  if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
+}
+
+// Stack colouring: stacks are page-aligned (and usually 64 KiB + guard
+// apart), so without an offset every goroutine's top frames would sit at
+// the same offset within a page, all in one L1/L2 cache set, and a run
+// queue of a thousand goroutines would miss the cache at every switch. The
+// initial frame starts a pseudo-random number of cache lines below the top
+// (at most 1/16 of the stack, at most 2 KiB: more would often push a
+// parked goroutine's few hundred bytes of frames into a second page).
+template <class Policy>
+inline auto scheduler<Policy>::stack_color(const stack_memory& s) noexcept -> std::size_t {
+  const std::size_t lines = std::min<std::size_t>(s.size / 16, 2048) / 64;
+  if (lines <= 1) return 0;
+  const std::uint64_t k = reinterpret_cast<std::uintptr_t>(s.lo) >> 12;
+  return static_cast<std::size_t>((k * 0x9e3779b97f4a7c15ull) >> 58) % lines * 64;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::release_stack(p* pp, g* gp) noexcept -> void {
+  stack_memory s = gp->stack;
+  gp->stack = {};
+  gp->sp = nullptr;
+  if (s.size != stack_bytes) {  // the main goroutine's larger stack
+    asan_unpoison(s.lo, s.size);
+    alloc_.deallocate(s);
+    return;
+  }
+  pp->stack_cache[pp->nstack++] = {s, !gp->stack_canary};
+  if (pp->nstack == p_stack_cache_max) {
+    while (pp->nstack > p_stack_cache_max / 2) {
+      stack_memory x = pp->stack_cache[--pp->nstack].mem;
+      asan_unpoison(x.lo, x.size);
+      alloc_.deallocate(x);
+    }
+  }
+}
+
+// goexit0: gp finished; recycle its stack and record.
+template <class Policy>
+inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
+  bool was_main = gp->is_main;
+  gp->status.store(g_status::dead, std::memory_order_relaxed);
+  gp->is_main = false;
+  clear_preempt(gp);
+  release_stack(pp, gp);
+  gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
+  gp->eh_uncaught = 0;
+  gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
+  gp->no_kill = false;
+  pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
+  gfput(pp, gp);
+  if (was_main) main_finished();
+}
+
+// Entry of every goroutine (first frame on its stack).
+// `arg` is what the switch passed (see goroutine_resumed).
+template <class Policy>
+inline auto scheduler<Policy>::goroutine_main(void* arg) -> void {
+  g* gp = (arg ? static_cast<m_base*>(arg) : current_m())->curg;
+  goroutine_resumed(gp, arg);
+  // main_return: a goroutine that starts once its runtime ends its
+  // goroutines is discarded (its functor destroyed here, unrun).
+  const bool discard = GORO_UNLIKELY(gp->sched->ending_goroutines.load(std::memory_order_relaxed)) && !gp->is_main;
+  if (discard) gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
+  run_goroutine(gp, !discard);
+  m_base* mm = current_m();
+  mm->after = after_switch::exit;
+  switch_to_g0(mm, gp);
+  fatal("goro: internal error: a finished goroutine was resumed");
+}
+
+// Runs gp's closure. An exception escaping a goroutine other than main
+// (main's closure catches its own, for run() to rethrow) is fatal.
+template <class Policy>
+inline auto scheduler<Policy>::run_goroutine(g* gp, bool run) noexcept -> void {
+#if GORO_EXCEPTIONS
+  try {
+    gp->closure_op(gp, run);
+  } catch (const goexit_unwind&) {
+  } catch (const std::exception& e) {
+    uncaught_exception(gp, e.what());
+  } catch (...) {
+    uncaught_exception(gp, "unknown exception (not derived from std::exception)");
+  }
+#else
+  gp->closure_op(gp, run);
+#endif
+}
+
+template <class Policy>
+[[noreturn]] inline auto scheduler<Policy>::uncaught_exception(g* gp, const char* what) noexcept -> void {
+  std::fprintf(stderr, "goro: goroutine %llu: uncaught exception: %s\n", static_cast<unsigned long long>(gp->id), what);
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace goro::detail

@@ -1,0 +1,280 @@
+// Idle Ps and Ms and the park/wake protocol (Go's "Worker thread
+// parking/unparking"): the idle lists (scheduler lock held), wakep and the
+// idle side of its Dekker pair (work_after_going_idle), the spinning role,
+// and the timer M that sleeps until the next timer (park_idle,
+// wake_for_timer). Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+#pragma once
+
+namespace goro::detail {
+
+// Runs the due timers of every P but pp. Returns true if it ran any.
+// Reads the clock only if some P has a timer at all.
+template <class Policy>
+inline auto scheduler<Policy>::run_other_timers(p* pp) noexcept -> bool {
+  return run_timers_of(0, created_ps(), pp);
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::run_timers_of(unsigned from, unsigned to, p* skip) noexcept -> bool {
+  bool ran = false;
+  std::int64_t now = 0;
+  for (unsigned i = from; i < to; ++i) {
+    p* other = allp_[i];
+    if (other == skip) continue;
+    std::int64_t w = other->timers.earliest();
+    if (w == 0) continue;
+    if (now == 0) now = nanotime();
+    if (w <= now) {
+      other->timers.run_due(now);
+      ran = true;
+    }
+  }
+  return ran;
+}
+
+// The earliest pending timer over all Ps (Go's timeSleepUntil); 0: none.
+template <class Policy>
+inline auto scheduler<Policy>::earliest_timer() const noexcept -> std::int64_t {
+  std::int64_t next = 0;
+  for_each_p([&](const p* pp) {
+    std::int64_t w = pp->timers.earliest();
+    if (w != 0 && (next == 0 || w < next)) next = w;
+  });
+  return next;
+}
+
+// An M without a P and without work goes to sleep here, for no longer
+// than until the next timer (Go: findRunnable's `stop` path, blocking in
+// netpoll until pollUntil). Returns with a P (true: go look for work
+// again), without one (true: look again, e.g. a timer was added), or
+// false: mm must leave.
+//
+// Only one idle M at a time sleeps with a timeout — the "timer M",
+// timer_m_, waking at timer_m_until_ (Go allows one M blocked in netpoll);
+// the others sleep until handed a P. An M whose next timer is earlier
+// than the timer M's takes the role over.
+//
+// Why no timer is missed: a timer is published (its heap's earliest(),
+// seq_cst) before its adder reads timer_m_until_ (seq_cst) in
+// wake_for_timer; an M about to sleep publishes timer_m_until_ (seq_cst)
+// before it reads every heap's earliest() again. So either the adder sees
+// the sleeper's deadline and wakes it if the new timer is earlier, or the
+// sleeper sees the new timer and does not sleep past it. With no timer M
+// at all the adder calls wakep, which pairs with the delicate dance
+// (nmspinning) and npidle the same way.
+template <class Policy>
+inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
+  std::int64_t next = earliest_timer();
+  if (next != 0 && next <= nanotime()) {
+    // A timer is due: take a P and run it.
+    p* pp;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      pp = pidle_get();
+    }
+    if (pp) {
+      acquirep(mm, pp);
+      return true;
+    }
+    // Every P is running: their Ms run due timers when they next
+    // schedule, and look at the next timer before they sleep.
+    next = 0;
+  }
+  GORO_CHAOS_POINT("park_idle.stopm");
+  switch (stopm(mm, next)) {
+    case wake_reason::leave:
+      return false;
+    case wake_reason::got_p:
+    case wake_reason::again:
+      return true;
+  }
+  return true;
+}
+
+// wakeNetPoller: a timer at `when` was just queued. If the timer M would
+// sleep past it, wake the timer M (it will sleep again, shorter); with no
+// timer M, make sure some M will look at the timers (wakep: an idle P
+// gets a spinning M, which finds nothing to run and becomes the timer M;
+// with no idle P or a spinner already about, an M passes through
+// park_idle anyway).
+template <class Policy>
+inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
+  GORO_CHAOS_POINT("wake_for_timer");
+  std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
+  if (until == 0) {
+    wakep(false);
+    return;
+  }
+  if (when >= until) return;
+  m* sleeper = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    if (timer_m_ && when < timer_m_until_.load(std::memory_order_relaxed)) {
+      sleeper = timer_m_;
+      m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
+    }
+  }
+  if (sleeper) {
+    GORO_CHAOS_POINT("wake_for_timer.wake");
+    sleeper->park_note.wake();
+    poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+  }
+}
+
+// A spinning M found work: stop spinning, and if it was the last spinner
+// wake another M, so the next burst of work finds a spinner (spinners
+// chain one at a time instead of stampeding).
+template <class Policy>
+inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
+  mm->spinning = false;
+  nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+  GORO_CHAOS_POINT("reset_spinning.wakep");
+  wakep(false);
+}
+
+// wakep: if a P is idle and nobody spins, start an M spinning on it.
+//
+// The submit-side barrier. Every path that makes a G runnable publishes
+// it first — runq.put's release store of runnext or tail (spawn, ready,
+// netpoll inject), a global-queue push (plain threads, overflow, netpoll,
+// yield) — and then calls wakep, which reads npidle_ and nmspinning_.
+// Its pair is every M that gives up a P (find_runnable, handoffp): it
+// publishes the P idle (npidle_) and drops its spinning role
+// (nmspinning_), then work_after_going_idle fences and reads every run
+// queue. Store-then-load on both sides (Dekker): without a StoreLoad
+// barrier on this side, x86 lets the loads below pass the publishing
+// store still in the store buffer, so the submitter sees the P busy or
+// an M spinning while the M sees the queues empty, and nobody runs the
+// G until its submitter's P schedules again — never, with cooperative
+// preemption, if the submitter spins in plain code (tests/wakeup_test.cpp,
+// the chaos soak's spawn-then-spin). With a seq_cst fence on both sides
+// at least one sees the other's write. Go gets this fence from runqput's
+// runnext CAS; a release store is cheaper there, so the fence lives
+// here, once, for every caller.
+//
+// Returns 0, or startm's errno when no M could be started (start_g
+// decides whether that fails the spawn). The bool is unused (callers
+// still pass the old may_throw flag).
+template <class Policy>
+inline auto scheduler<Policy>::wakep(bool) -> int {
+  GORO_CHAOS_POINT("wakep");
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
+  if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
+  std::uint32_t zero = 0;
+  if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
+      !nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
+    return 0;
+  GORO_CHAOS_POINT("wakep.claimed");
+  p* pp;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    pp = pidle_get();
+  }
+  if (!pp) {
+    nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    return 0;
+  }
+  m_spins_.fetch_add(1, std::memory_order_relaxed);
+  GORO_CHAOS_POINT("wakep.startm");
+  return startm(pp, true);
+}
+
+// The idle side of wakep's Dekker pair (the pair is written down at
+// wakep). Called after a P was published idle (pidle_put's npidle_
+// increment) and, for a spinning M, after nmspinning_ was decremented:
+// fences, then reads every run queue and the global queue. Either this
+// sees the submitter's G, or the submitter's wakep (publish, fence, read
+// npidle_ and nmspinning_) sees the idle P and no spinner. The global
+// queue is read under its lock as well, which also orders this against
+// a pusher that holds the lock without relying on its fence.
+template <class Policy>
+inline auto scheduler<Policy>::work_after_going_idle() noexcept -> bool {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  GORO_CHAOS_POINT("findrunnable.recheck");
+  for (unsigned i = 0, n = created_ps(); i < n; ++i)  // gomaxprocs: a retired P may still hold work
+    if (!allp_[i]->runq.empty()) return true;
+  return !globq_.empty_synced();
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::pidle_put(p* pp) noexcept -> void {
+  if (GORO_UNLIKELY(pp->id >= nprocs_.load(std::memory_order_relaxed))) {  // gomaxprocs: retired
+    retire_locked(pp);
+    return;
+  }
+  pp->status.store(p_status::idle, std::memory_order_relaxed);
+  pp->link = pidle_;
+  pidle_ = pp;
+  npidle_.fetch_add(1, std::memory_order_seq_cst);
+  if (shutdown_waiting_.load(std::memory_order_relaxed)) shutdown_note_.wake();
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::pidle_get() noexcept -> p* {
+  p* pp = pidle_;
+  if (!pp) return nullptr;
+  pidle_ = pp->link;
+  pp->link = nullptr;
+  pp->status.store(p_status::running, std::memory_order_relaxed);
+  npidle_.fetch_sub(1, std::memory_order_seq_cst);
+  sysmon_.on_p_busy();  // sysmon: leave its deep sleep
+  return pp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::m_idle_put(m* mm) noexcept -> void {
+  mm->link = midle_;
+  midle_ = mm;
+  mm->in_idle_list = true;
+  ++nmidle_;  // checkdead
+}
+
+// Prefers an M other than the timer M: the timer M keeps watching the
+// timers (Go's startm never takes the M blocked in netpoll). Taken when
+// it is the only idle M, its role ends; it comes back through park_idle
+// when it runs out of work, and so does every other M (none is parked).
+template <class Policy>
+inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
+  m* mm = midle_;
+  if (!mm) return nullptr;
+  if (mm == timer_m_ && mm->link) {
+    m* next = mm->link;
+    mm->link = next->link;
+    next->link = nullptr;
+    next->in_idle_list = false;
+    --nmidle_;  // checkdead
+    return next;
+  }
+  midle_ = mm->link;
+  mm->link = nullptr;
+  mm->in_idle_list = false;
+  --nmidle_;  // checkdead
+  if (mm == timer_m_) clear_timer_m();
+  return mm;
+}
+
+// The timer M is always on the idle list: whoever takes it off ends its
+// role (the M will come back through park_idle and look at the timers).
+template <class Policy>
+inline auto scheduler<Policy>::clear_timer_m() noexcept -> void {
+  timer_m_ = nullptr;
+  timer_m_until_.store(0, std::memory_order_seq_cst);
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::m_idle_remove(m* target) noexcept -> void {
+  for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
+    if (*pm == target) {
+      *pm = target->link;
+      target->link = nullptr;
+      target->in_idle_list = false;
+      --nmidle_;  // checkdead
+      if (target == timer_m_) clear_timer_m();
+      return;
+    }
+  }
+}
+
+}  // namespace goro::detail

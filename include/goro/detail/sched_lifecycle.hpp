@@ -1,0 +1,317 @@
+// A runtime's life: run() with the calling thread as an M, main finishing,
+// checkdead (every M stopped: arm the deadlock confirmation), shutdown
+// (wait for the goroutines, report those blocked forever, stop the Ms) and
+// freeing the records. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+#pragma once
+
+namespace goro::detail {
+
+// Runs `body` (which must set up the main goroutine's closure) as the
+// main goroutine; returns when it has finished.
+template <class Policy>
+template <class SetClosure>
+inline auto scheduler<Policy>::run_main(SetClosure&& set_main_closure) -> void {
+  if (current_m() != nullptr) raise_usage("run() called from inside a goroutine or an M (it would block the M)");
+  if (run_active_.exchange(true, std::memory_order_acq_rel)) raise_usage("run() is already active on this runtime");
+  struct clear_active {
+    std::atomic<bool>& f;
+    ~clear_active() { f.store(false, std::memory_order_release); }
+  } clear{run_active_};
+
+  g* main_g = gfget_global_or_new();
+  GORO_TRY { set_main_closure(main_g); }
+  GORO_CATCH_ALL {
+    gfput_global(main_g);
+    GORO_RETHROW;
+  }
+  main_g->is_main = true;
+  main_g->created_pc = nullptr;  // goroutine dump: main has no creator
+  main_done_.store(false, std::memory_order_relaxed);
+  deadlock_.store(false, std::memory_order_relaxed);  // checkdead
+
+  auto mm = std::make_unique<m>();
+  mm->run_caller = true;
+  mm->extm_self = extm_counted_here();  // checkdead
+  mm->sched = this;
+  mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
+  run_m_.store(mm.get(), std::memory_order_release);
+  thread_altstack altstack;
+  thread_eh_scope caller_eh;  // the caller's exception state is not main's
+  set_current_m(mm.get());
+  mm->os_thread = pthread_self();  // async preemption
+  mm->async_signal = async_signal;
+  mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
+  mm->g0_tsan_fiber = tsan_current_fiber();
+
+  p* pp;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    pp = pidle_get();
+  }
+  // lockosthread: main is wired to this thread until its closure starts
+  // (Go's runtime.main locks the main goroutine to m0 during init), and
+  // released there unless it called lock_os_thread() itself. With a P it
+  // runs here at once; without one it waits in the global queue and the
+  // M that picks it hands its P to this M (startlockedm).
+  main_g->lockedm.store(mm.get(), std::memory_order_relaxed);
+  mm->lockedg = main_g;
+  if (pp) {
+    acquirep(mm.get(), pp);
+    start_main_here(pp, main_g);  // lockosthread: not queued (a spinning M could steal it from runnext)
+  } else {
+    // Every P is busy with goroutines started before run(): queue main
+    // globally; this M waits for a P like any idle M.
+    start_g(main_g);
+  }
+  m_loop(mm.get(), pp ? main_g : nullptr);
+
+  set_current_m(nullptr);
+  {
+    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+    run_m_.store(nullptr, std::memory_order_release);
+    deadcheck_at_ = 0;  // checkdead
+  }
+  // checkdead: main is blocked forever; it is left so, and released by
+  // the destructor (shutdown) like any goroutine blocked forever.
+  const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
+  // main_return: main returned (or threw): the others end before run() returns.
+  if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
+  if (deadlocked)
+    raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
+                          format_goroutines(collect_goroutines(this)));  // goroutine dump
+}
+
+// Waits for every goroutine, then stops the Ms. Goroutines that can never
+// run again (all Ps idle, nothing queued) are reported and released.
+template <class Policy>
+inline auto scheduler<Policy>::shutdown() noexcept -> void {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (current_m() != nullptr && current_m()->sched == this)
+    fatal("goro: runtime destroyed from inside one of its own goroutines");
+  // main_return: goroutines started by go() while no run() was active
+  // (or left by one) end as when main returns.
+  if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
+  for (;;) {
+    bool idle;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
+             nmspinning_.load(std::memory_order_relaxed) == 0;
+    }
+    // No goroutine left: done, whatever timers remain (a ticker nobody
+    // stopped). Otherwise a pending timer is pending work: sleeping
+    // goroutines are not blocked forever (Go's checkdead says the same).
+    if (idle && live_goroutines() == 0) break;
+    std::int64_t next_timer = idle ? earliest_timer() : 0;
+    // netpoll: a goroutine waiting on an open fd can be woken by the network.
+    const bool io_wait = poller_.waiters() > 0;
+    if (idle && next_timer == 0 && !io_wait) {
+      std::size_t live = live_goroutines();
+      if (live == 0) break;
+      // Re-check after a moment: a thread outside the runtime may be
+      // about to ready one of them.
+      shutdown_note_.clear();
+      shutdown_waiting_.store(true, std::memory_order_seq_cst);
+      shutdown_note_.sleep_for(10'000'000);
+      shutdown_waiting_.store(false, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lk(lock_);
+      if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
+          earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
+        // goroutine dump: which ones, and where they wait
+        const std::string dump = format_goroutines(collect_goroutines(this));
+        std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n\n%s", live, live == 1 ? "" : "s",
+                     dump.c_str());
+        blocked_at_shutdown_ = live;
+        break;
+      }
+      continue;
+    }
+    // netpoll: goroutines wait on I/O but no M watches the network (the
+    // run() caller's M left): start one; it ends up blocked in epoll_wait.
+    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep(false);
+    // Busy: look again in a millisecond (a P going idle wakes us sooner).
+    // Only timers pending: look again when the next one is due.
+    long long wait_ns = 1'000'000;
+    if (next_timer != 0) {
+      std::int64_t until_due = next_timer - nanotime();
+      wait_ns = std::clamp<long long>(until_due, 1'000'000, 100'000'000);
+    }
+    shutdown_note_.clear();
+    shutdown_waiting_.store(true, std::memory_order_seq_cst);
+    shutdown_note_.sleep_for(wait_ns);
+    shutdown_waiting_.store(false, std::memory_order_relaxed);
+  }
+  sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
+  // Stop the Ms: every one is parked (or about to be) in the idle list.
+  exiting_.store(true, std::memory_order_seq_cst);
+  std::vector<m*> ms;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    ms = allm_;
+  }
+  for (m* mm : ms) mm->park_note.wake();
+  poller_.brk();  // netpoll: the M blocked in epoll_wait
+  for (m* mm : ms) {
+    if (mm->has_thread) pthread_join(mm->thread, nullptr);
+    delete mm;
+  }
+  unlink_blocked();
+  // Timers still queued (a ticker nobody stopped, with no goroutine left)
+  // are detached: deleting them later finds them on no heap.
+  for_each_p([](p* pp) { pp->timers.clear(); });
+  // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
+  // goroutine_dump() on another runtime) reads our G records and Ps under
+  // the registry's lock; once unregistered, none can reach them.
+  unregister_runtime(this);
+  release_memory();
+}
+
+// checkdead (Go's checkdead): called with lock_ held each time an M stops
+// — joins the idle list (stopm), sleeps in stoplockedm, or exits. While
+// run() is active (and detection is on): if every M is stopped, every P
+// idle, the global queue empty, no timer pending and nobody waiting on
+// I/O (dead_locked), no goroutine can be readied from inside the runtime.
+// Only a thread outside it can still: a plain thread (an external M,
+// extm.hpp) or another runtime. So this only arms the confirmation: the
+// run() caller's M (woken here to sleep timed, unless it is the one
+// stopping) sets deadlock_ once it has lasted a grace period with no
+// external activity and no live external M (deadcheck.hpp), leaves, and
+// run_main throws deadlock_error.
+//
+// Why nothing inside the runtime is missed: an M leaves the idle list /
+// locked wait only under lock_ (m_idle_get, m_idle_remove, startlockedm),
+// and a G is made runnable only by a running M (which is not stopped), by
+// a timer (still pending on a heap, seq_cst earliest()), by the poller
+// (its waiters), or from outside (external activity). A G queued from
+// outside before this check is in globq_, read under the same lock. An M
+// being created is in allm_ (newm adds it before pthread_create) and not
+// idle; a G in goro::blocking keeps its M out of the idle list.
+//
+// The grace period runs from the last M's stop: an armed check gets a new
+// deadline (the run() caller's M, armed, is stopped in its confirming
+// sleep or on its way there, and looks again at the old one).
+template <class Policy>
+inline auto scheduler<Policy>::checkdead(m* self) noexcept -> void {
+  if (!dead_locked()) return;
+  const bool armed = deadcheck_at_ != 0;
+  deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
+  deadcheck_at_ = nanotime() + deadlock_grace_ns;
+  if (armed) return;
+  m* rm = run_m_.load(std::memory_order_relaxed);
+  if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+}
+
+// Whether no goroutine can be readied from inside the runtime (lock_ held).
+template <class Policy>
+inline auto scheduler<Policy>::dead_locked() noexcept -> bool {
+  if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return false;
+  if (!run_m_.load(std::memory_order_relaxed) || deadlock_.load(std::memory_order_relaxed)) return false;
+  const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
+  if (nmidle_ + nmlocked_wait_ < mcount) return false;
+  if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return false;
+  if (poller_.waiters() > 0) return false;  // netpoll: the network may ready them
+  return earliest_timer() == 0;
+}
+
+// Takes the run() caller's M off the idle list or out of its locked wait
+// (lock_ held); true if it was there: the caller owns its wake-up.
+template <class Policy>
+inline auto scheduler<Policy>::take_run_m_locked(m* rm) noexcept -> bool {
+  if (rm->in_idle_list) {
+    m_idle_remove(rm);
+    return true;
+  }
+  if (rm->locked_wait) {
+    rm->locked_wait = false;
+    --nmlocked_wait_;
+    return true;
+  }
+  return false;
+}
+
+// The main goroutine finished: the run() caller's M must leave at its
+// next scheduling point; wake it if it is parked.
+//
+// The run() caller may see main_done_ and return (destroying its M) at any
+// moment after the store, so run_m_ is read under lock_, which run_main
+// holds to clear it before the M is destroyed; an M found in the idle list
+// is parked and cannot go away until the wake-up below.
+template <class Policy>
+inline auto scheduler<Policy>::main_finished() noexcept -> void {
+  // main_return: the other goroutines start ending now (the ender thread
+  // is published to run_main by the store below).
+  if (unwind_on_main_return_) main_return_ops::main_finished(*this);
+  main_done_.store(true, std::memory_order_seq_cst);
+  m* rm = nullptr;
+  bool was_timer_m = false;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    m* r = run_m_.load(std::memory_order_relaxed);
+    if (r && r != this_m() && r->in_idle_list) {
+      was_timer_m = r == timer_m_;
+      m_idle_remove(r);
+      rm = r;
+    } else if (r && r != this_m() && take_run_m_locked(r)) {  // lockosthread: in stoplockedm
+      rm = r;
+    }
+  }
+  if (rm) {
+    rm->park_note.wake();
+    if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+  }
+  // It was watching the timers: have an M on an idle P take over (it
+  // finds nothing to run and becomes the timer M).
+  if (was_timer_m) wakep(false);
+}
+
+// Goroutines blocked forever are released unrun, but the channels and
+// sync objects they wait on may outlive the runtime: take their waiter
+// records (on the goroutines' stacks) off those queues first, so that a
+// later operation finds no record of a freed goroutine. Every M has
+// stopped: nothing else touches these Gs.
+template <class Policy>
+inline auto scheduler<Policy>::unlink_blocked() noexcept -> void {
+  for (auto& block : g_blocks_) {
+    for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+      g* gp = &block[i];
+      if (gp->status.load(std::memory_order_relaxed) != g_status::waiting || !gp->unlink_wait) continue;
+      (void)gp->unlink_wait(gp->unlink_arg);
+      gp->unlink_wait = nullptr;
+    }
+  }
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::release_memory() noexcept -> void {
+  for_each_p([this](p* pp) {
+    while (pp->nstack) {
+      stack_memory s = pp->stack_cache[--pp->nstack].mem;
+      asan_unpoison(s.lo, s.size);
+      alloc_.deallocate(s);
+    }
+  });
+  for (auto& block : g_blocks_) {
+    for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+      g* gp = &block[i];
+      if (gp->stack.lo) {  // blocked forever: release its stack unrun
+        asan_unpoison(gp->stack.lo, gp->stack.size);
+        alloc_.deallocate(gp->stack);
+        gp->stack = {};
+      }
+      tsan_destroy_fiber(gp->tsan_fiber);
+      gp->tsan_fiber = nullptr;
+    }
+  }
+  // Unregistered (shutdown): no dump walks the records any more; the
+  // lock orders this with a for_each_g that started before.
+  debug_remove_blocks(this);  // debugger: before the records go
+  decltype(g_blocks_) blocks;
+  {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    blocks.swap(g_blocks_);
+  }
+}
+
+}  // namespace goro::detail

@@ -1,0 +1,238 @@
+// The M pool (Go's startm / newm / mstart / stopm / handoffp): starting an
+// M on a P, creating threads, parking an M without a P, and handing a P on
+// when its M leaves. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+#pragma once
+
+namespace goro::detail {
+
+// sysmon: some startm found no idle M and could not create one (a
+// transient EAGAIN: RLIMIT_NPROC, a pids cgroup). Work may be queued
+// with no M to run it: look again, as wakep (Go's newm throws instead).
+template <class Policy>
+inline auto scheduler<Policy>::retry_start_m() noexcept -> void {
+  if (m_start_failed_.exchange(false, std::memory_order_seq_cst)) (void)wakep();  // fails: sets it again
+}
+
+// startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
+// in which case pp is back on the idle list.
+template <class Policy>
+inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
+  m* mm;
+  m* timer_m;  // netpoll
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    timer_m = timer_m_;  // netpoll
+    mm = m_idle_get();
+  }
+  if (mm) {
+    GORO_CHAOS_POINT("startm.wake");
+    mm->spinning = spinning;
+    mm->nextp = pp;
+    mm->park_note.wake();
+    if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    return 0;
+  }
+  // Thread creation is deep (pthread_create): run it on g0, not on a
+  // possibly tiny goroutine stack.
+  struct newm_call {
+    scheduler* self;
+    p* pp;
+    bool spinning;
+    int err;
+  } call{this, pp, spinning, 0};
+  on_g0(
+      [](void* a) {
+        auto* c = static_cast<newm_call*>(a);
+        c->err = c->self->newm(c->pp, c->spinning);
+      },
+      &call);
+  int err = call.err;
+  if (err != 0) {
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      pidle_put(pp);
+    }
+    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    // Retried by sysmon, which does not sleep deeply while this is set.
+    // Dekker with sysmon's deep_sleep: it publishes sleeping_, then reads
+    // m_start_failed_; we publish m_start_failed_, then read sleeping_.
+    m_start_failed_.store(true, std::memory_order_seq_cst);
+    sysmon_.on_p_busy();
+  }
+  return err;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::newm(p* pp, bool spinning) -> int {
+  m* mm = new (std::nothrow) m();
+  if (!mm) return ENOMEM;
+  mm->sched = this;
+  mm->spinning = spinning;
+  mm->nextp = pp;
+  mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    allm_.push_back(mm);  // checkdead: counted before it can go idle
+    mm->id = static_cast<std::int32_t>(allm_.size());
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  threads_alive_.fetch_add(1);
+  int err = create_os_thread(
+      &mm->thread, &attr,
+      [](void* arg) -> void* {
+        auto* self = static_cast<m*>(arg);
+        static_cast<scheduler*>(self->sched)->m_thread_main(self);
+        return nullptr;
+      },
+      mm);
+  pthread_attr_destroy(&attr);
+  if (err != 0) {
+    threads_alive_.fetch_sub(1);
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
+    }
+    delete mm;
+    return err;
+  }
+  threads_created_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(lock_);
+  mm->has_thread = true;
+  return 0;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::m_thread_main(m* mm) -> void {
+  thread_altstack altstack;
+  set_current_m(mm);
+  mm->os_thread = pthread_self();  // async preemption
+  mm->async_signal = async_signal;
+  mm->g0_tsan_fiber = tsan_current_fiber();
+  if (mm->nextp) {
+    acquirep(mm, mm->nextp);
+    mm->nextp = nullptr;
+  }
+  m_loop(mm);
+  set_current_m(nullptr);
+  threads_alive_.fetch_sub(1);
+}
+
+// stopm: parks mm (no P) until startm hands it a P (got_p), until it must
+// leave (leave), or, when `until` != 0, no later than that nanotime() if
+// it becomes the timer M (again; also when a timer waker took it off the
+// idle list). See park_idle for the protocol.
+//
+// Who may wake mm: whoever takes it off the idle list (under lock_) owns
+// its wake-up — startm (with nextp), main_finished, wake_for_timer — plus
+// shutdown, which wakes every M. So after a timed-out sleep mm looks
+// whether it is still on the list: if so it removes itself and looks for
+// work; if not, a wake is on its way and it waits for it.
+template <class Policy>
+inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
+  // netpoll: goroutines wait on I/O: become the M blocked in epoll_wait
+  // (no timeout unless a timer is pending).
+  if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
+  bool timed = false;
+  GORO_CHAOS_POINT("stopm.publish");
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    if (should_leave(mm)) return wake_reason::leave;
+    mm->park_note.clear();
+    m_idle_put(mm);
+    if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.load(std::memory_order_relaxed))) {
+      timer_m_ = mm;
+      timer_m_until_.store(until, std::memory_order_seq_cst);
+      timed = true;
+    }
+    checkdead(mm);
+  }
+  m_parks_.fetch_add(1, std::memory_order_relaxed);
+  GORO_CHAOS_POINT("stopm.published");
+  if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
+  bool woken = true;
+  if (timed) {
+    // The second half of the handshake with wake_for_timer: a timer
+    // published before our deadline was would not wake us.
+    std::int64_t next = earliest_timer();
+    std::int64_t now = nanotime();
+    if (next != 0 && next < until)
+      woken = false;  // look again at once
+    else
+      woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
+    if (!woken) {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (mm->in_idle_list) {
+        m_idle_remove(mm);
+        return wake_reason::again;
+      }
+      // Taken off the list meanwhile: its taker's wake is on the way.
+    }
+  }
+  GORO_CHAOS_POINT("stopm.sleep");
+  if (mm->run_caller)
+    deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
+  else
+    mm->park_note.sleep();  // returns at once if already woken
+  if (mm->nextp) {
+    acquirep(mm, mm->nextp);
+    mm->nextp = nullptr;
+    return wake_reason::got_p;
+  }
+  if (should_leave(mm)) return wake_reason::leave;
+  return wake_reason::again;  // taken off the list without a P: look again
+}
+
+// mm leaves the scheduler: hand its P (and its spinning role) on.
+template <class Policy>
+inline auto scheduler<Policy>::leave(m* mm) -> void {
+  p* pp = mm->pp;
+  if (!pp)
+    pp = std::exchange(mm->nextp, nullptr);
+  else
+    releasep(mm);
+  bool spinning = std::exchange(mm->spinning, false);
+  if (pp) {
+    handoffp(pp, spinning);
+  } else if (spinning) {
+    nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+// handoffp (Go's handoffp): a P whose M leaves — for a locked thread, at
+// exit, or stuck in a blocking call (sysmon's retake) — goes to another
+// M if there is work for it; else, if no M spins and no P idles, to a
+// spinning M (the busy Ps may have work to steal, and nobody else would
+// look for it until the next wakep); else to the idle list.
+template <class Policy>
+inline auto scheduler<Policy>::handoffp(p* pp, bool spinning) -> void {
+  GORO_CHAOS_POINT("handoffp");
+  if (exiting_.load(std::memory_order_acquire)) {
+    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> lk(lock_);
+    pidle_put(pp);
+    return;
+  }
+  if (spinning || !pp->runq.empty() || !globq_.empty()) {
+    (void)startm(pp, spinning);  // on failure pp is back on the idle list
+    return;
+  }
+  std::uint32_t zero = 0;
+  if (nmspinning_.load(std::memory_order_seq_cst) + npidle_.load(std::memory_order_seq_cst) == 0 &&
+      nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
+    m_spins_.fetch_add(1, std::memory_order_relaxed);
+    (void)startm(pp, true);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    pidle_put(pp);
+  }
+  // The checks above can miss work published by a submitter that then
+  // saw this P busy in its wakep: look again now that it is idle.
+  GORO_CHAOS_POINT("handoffp.recheck");
+  if (work_after_going_idle()) wakep(false);
+}
+
+}  // namespace goro::detail
