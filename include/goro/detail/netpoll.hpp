@@ -491,7 +491,7 @@ struct netpoll_sched {
     // Unconditionally, as Go's injectglist ends: a P may have gone idle
     // after npidle_ was read above, with Gs now in pp's queue and nobody
     // spinning; wakep's fence pairs with that M's re-check (see wakep).
-    s.wakep(false);
+    s.wakep();
   }
 
   // Readies the Gs of other runtimes through their own scheduler (a
@@ -551,7 +551,7 @@ struct netpoll_sched {
       }
       s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
       GORO_CHAOS_POINT("netpoll.sleep_wakep");
-      if (n > (took_p ? 1 : 0)) s.wakep(false);
+      if (n > (took_p ? 1 : 0)) s.wakep();
     }
     return mm->park_note.is_woken();
   }

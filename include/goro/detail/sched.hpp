@@ -44,6 +44,7 @@
 #include "sanitizer.hpp"
 #include "stall_monitor.hpp"  // chaos builds: the stall monitor
 #include "signals.hpp"
+#include "spinning.hpp"  // the spinning role
 #include "chaos.hpp"  // chaos (test builds only)
 #include "async_preempt.hpp"  // async preemption
 #include "preempt.hpp"  // sysmon
@@ -181,7 +182,7 @@ class scheduler final : public sched_base {
   struct m : m_base {
     p* pp = nullptr;
     p* nextp = nullptr;  // handed over by startm before the wake-up
-    bool spinning = false;
+    spin_token spinning;  // holds the spinning role (spin_gate)
     bool run_caller = false;  // the thread inside run(): leaves when main finishes
     bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
     bool in_idle_list = false;
@@ -304,7 +305,7 @@ class scheduler final : public sched_base {
       globq_.push_back(gp);
     }
     GORO_CHAOS_POINT("ready.wakep");
-    wakep(false);
+    wakep();
   }
 
   // addtimer: t goes on the current P's heap (the P whose M is most likely
@@ -362,7 +363,7 @@ class scheduler final : public sched_base {
     });
     s.unparks += unparks_.load(std::memory_order_relaxed);
     s.m_parks = m_parks_.load(std::memory_order_relaxed);
-    s.m_spins = m_spins_.load(std::memory_order_relaxed);
+    s.m_spins = spinning_.starts();
     s.threads = threads_created_.load(std::memory_order_relaxed);
     sysmon_.fill_stats(s);  // sysmon: preemptions, syscall_handoffs
     return s;
@@ -453,7 +454,7 @@ class scheduler final : public sched_base {
   g* glob_get(p* pp, std::uint32_t max);
 
   // ---- idle Ps and Ms, wakep, the timer M (sched_idle.hpp) ----
-  int wakep(bool = false);
+  int wakep();
   bool work_after_going_idle() noexcept;
   void reset_spinning(m* mm);
   bool park_idle(m* mm);
@@ -474,13 +475,13 @@ class scheduler final : public sched_base {
 
   // ---- the M pool (sched_mpool.hpp) ----
   enum class wake_reason { got_p, again, leave };
-  int startm(p* pp, bool spinning);
+  int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
-  int newm(p* pp, bool spinning);
+  int newm(p* pp, spin_token& spinning);
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
   void leave(m* mm);
-  void handoffp(p* pp, bool spinning);
+  void handoffp(p* pp, spin_token spinning = {});
 
   // ---- lock_os_thread, async-pinned goroutines (sched_locked.hpp) ----
   bool startlockedm(m* mm, g* gp);
@@ -549,7 +550,7 @@ class scheduler final : public sched_base {
   global_run_queue globq_;
   p* pidle_ = nullptr;
   alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};
-  alignas(cache_line) std::atomic<std::uint32_t> nmspinning_{0};
+  spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
   m* midle_ = nullptr;
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
   std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
@@ -565,7 +566,7 @@ class scheduler final : public sched_base {
 
   alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
   std::atomic<std::uint64_t> offp_spawns_{0};
-  std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, m_spins_{0}, threads_created_{0};
+  std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, threads_created_{0};
 
   allocator alloc_;
 

@@ -103,7 +103,7 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   GORO_CHAOS_POINT("wake_for_timer");
   std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
   if (until == 0) {
-    wakep(false);
+    wakep();
     return;
   }
   if (when >= until) return;
@@ -127,10 +127,9 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
 // chain one at a time instead of stampeding).
 template <class Policy>
 inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
-  mm->spinning = false;
-  nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+  spinning_.release(mm->spinning);
   GORO_CHAOS_POINT("reset_spinning.wakep");
-  wakep(false);
+  wakep();
 }
 
 // wakep: if a P is idle and nobody spins, start an M spinning on it.
@@ -138,10 +137,10 @@ inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
 // The submit-side barrier. Every path that makes a G runnable publishes
 // it first — runq.put's release store of runnext or tail (spawn, ready,
 // netpoll inject), a global-queue push (plain threads, overflow, netpoll,
-// yield) — and then calls wakep, which reads npidle_ and nmspinning_.
+// yield) — and then calls wakep, which reads npidle_ and the spinning count (spinning_).
 // Its pair is every M that gives up a P (find_runnable, handoffp): it
 // publishes the P idle (npidle_) and drops its spinning role
-// (nmspinning_), then work_after_going_idle fences and reads every run
+// (spinning_.release), then work_after_going_idle fences and reads every run
 // queue. Store-then-load on both sides (Dekker): without a StoreLoad
 // barrier on this side, x86 lets the loads below pass the publishing
 // store still in the store buffer, so the submitter sees the P busy or
@@ -154,18 +153,15 @@ inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
 // here, once, for every caller.
 //
 // Returns 0, or startm's errno when no M could be started (start_g
-// decides whether that fails the spawn). The bool is unused (callers
-// still pass the old may_throw flag).
+// decides whether that fails the spawn).
 template <class Policy>
-inline auto scheduler<Policy>::wakep(bool) -> int {
+inline auto scheduler<Policy>::wakep() -> int {
   GORO_CHAOS_POINT("wakep");
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
   if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
-  std::uint32_t zero = 0;
-  if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
-      !nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
-    return 0;
+  spin_token spinning = spinning_.claim_if_none();
+  if (!spinning) return 0;
   GORO_CHAOS_POINT("wakep.claimed");
   p* pp;
   {
@@ -173,20 +169,19 @@ inline auto scheduler<Policy>::wakep(bool) -> int {
     pp = pidle_get();
   }
   if (!pp) {
-    nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    spinning_.release(spinning);
     return 0;
   }
-  m_spins_.fetch_add(1, std::memory_order_relaxed);
   GORO_CHAOS_POINT("wakep.startm");
-  return startm(pp, true);
+  return startm(pp, std::move(spinning));
 }
 
 // The idle side of wakep's Dekker pair (the pair is written down at
 // wakep). Called after a P was published idle (pidle_put's npidle_
-// increment) and, for a spinning M, after nmspinning_ was decremented:
+// increment) and, for a spinning M, after its spinning role was released:
 // fences, then reads every run queue and the global queue. Either this
 // sees the submitter's G, or the submitter's wakep (publish, fence, read
-// npidle_ and nmspinning_) sees the idle P and no spinner. The global
+// npidle_ and the spinning count (spinning_)) sees the idle P and no spinner. The global
 // queue is read under its lock as well, which also orders this against
 // a pusher that holds the lock without relying on its fence.
 template <class Policy>

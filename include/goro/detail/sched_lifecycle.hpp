@@ -98,7 +98,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     {
       std::lock_guard<std::mutex> lk(lock_);
       idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
-             nmspinning_.load(std::memory_order_relaxed) == 0;
+             spinning_.count(std::memory_order_relaxed) == 0;
     }
     // No goroutine left: done, whatever timers remain (a ticker nobody
     // stopped). Otherwise a pending timer is pending work: sleeping
@@ -130,7 +130,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     }
     // netpoll: goroutines wait on I/O but no M watches the network (the
     // run() caller's M left): start one; it ends up blocked in epoll_wait.
-    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep(false);
+    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep();
     // Busy: look again in a millisecond (a P going idle wakes us sooner).
     // Only timers pending: look again when the next one is due.
     long long wait_ns = 1'000'000;
@@ -263,7 +263,7 @@ inline auto scheduler<Policy>::main_finished() noexcept -> void {
   }
   // It was watching the timers: have an M on an idle P take over (it
   // finds nothing to run and becomes the timer M).
-  if (was_timer_m) wakep(false);
+  if (was_timer_m) wakep();
 }
 
 // Goroutines blocked forever are released unrun, but the channels and

@@ -107,7 +107,7 @@ template <class Policy>
 inline auto scheduler<Policy>::handoffp_locked_m(m* mm) -> void {
   p* pp = mm->pp;
   releasep(mm);
-  handoffp(pp, false);
+  handoffp(pp);
   if (std::int64_t when = pp->timers.earliest(); when != 0) wake_for_timer(when);
 }
 

@@ -65,7 +65,7 @@ inline auto scheduler<Policy>::direct_switch_done(m_base* mb) noexcept -> void {
   // Holding no lock from here on: the M may be preempted again.
   std::atomic_signal_fence(std::memory_order_seq_cst);
   mm->after = after_switch::none;
-  wakep(false);
+  wakep();
 }
 
 // The G gosched may switch to directly: none (nullptr) when g0 has work
@@ -146,7 +146,7 @@ template <class Policy>
 inline auto scheduler<Policy>::requeue_global(g* gp) -> void {
   globq_.push_back(gp);
   GORO_CHAOS_POINT("gosched.wakep");
-  wakep(false);
+  wakep();
 }
 
 // Runs gp on mm until it switches out; then carries out its request.
@@ -329,12 +329,8 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     if (run_other_timers(pp)) continue;
     // Steal, if this M is spinning or few enough Ms are: spinning Ms
     // are limited to half the busy Ps so they cannot burn every CPU.
-    if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) < busy_ps()) {
-      if (!mm->spinning) {
-        mm->spinning = true;
-        nmspinning_.fetch_add(1, std::memory_order_seq_cst);
-        m_spins_.fetch_add(1, std::memory_order_relaxed);
-      }
+    if (mm->spinning || 2 * spinning_.count(std::memory_order_relaxed) < busy_ps()) {
+      spinning_.join(mm->spinning);
       const auto spin_start = std::chrono::steady_clock::now();
       const auto deadline = spin_start + spin_duration;
       auto next_poll = spin_start + spin_poll_interval;
@@ -398,8 +394,7 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     // would wait for it forever while this P sleeps.
     if (mm->spinning) {
       GORO_CHAOS_POINT("findrunnable.drop_spinning");
-      mm->spinning = false;
-      nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+      spinning_.release(mm->spinning);
       GORO_CHAOS_POINT("findrunnable.dropped");
     }
     if (work_after_going_idle()) {
@@ -410,8 +405,7 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
       }
       if (again) {
         acquirep(mm, again);
-        mm->spinning = true;
-        nmspinning_.fetch_add(1, std::memory_order_seq_cst);
+        spinning_.join(mm->spinning);
         continue;
       }
     }

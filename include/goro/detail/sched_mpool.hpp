@@ -17,7 +17,7 @@ inline auto scheduler<Policy>::retry_start_m() noexcept -> void {
 // startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
 // in which case pp is back on the idle list.
 template <class Policy>
-inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
+inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   m* mm;
   m* timer_m;  // netpoll
   {
@@ -27,7 +27,7 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
   }
   if (mm) {
     GORO_CHAOS_POINT("startm.wake");
-    mm->spinning = spinning;
+    mm->spinning = std::move(spinning);
     mm->nextp = pp;
     mm->park_note.wake();
     if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
@@ -38,7 +38,7 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
   struct newm_call {
     scheduler* self;
     p* pp;
-    bool spinning;
+    spin_token& spinning;
     int err;
   } call{this, pp, spinning, 0};
   on_g0(
@@ -53,7 +53,7 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
       std::lock_guard<std::mutex> lk(lock_);
       pidle_put(pp);
     }
-    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    spinning_.release(spinning);
     // Retried by sysmon, which does not sleep deeply while this is set.
     // Dekker with sysmon's deep_sleep: it publishes sleeping_, then reads
     // m_start_failed_; we publish m_start_failed_, then read sleeping_.
@@ -64,11 +64,11 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::newm(p* pp, bool spinning) -> int {
+inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   m* mm = new (std::nothrow) m();
   if (!mm) return ENOMEM;
   mm->sched = this;
-  mm->spinning = spinning;
+  mm->spinning = std::move(spinning);
   mm->nextp = pp;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
   {
@@ -192,12 +192,11 @@ inline auto scheduler<Policy>::leave(m* mm) -> void {
     pp = std::exchange(mm->nextp, nullptr);
   else
     releasep(mm);
-  bool spinning = std::exchange(mm->spinning, false);
-  if (pp) {
-    handoffp(pp, spinning);
-  } else if (spinning) {
-    nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
-  }
+  spin_token spinning = std::move(mm->spinning);
+  if (pp)
+    handoffp(pp, std::move(spinning));
+  else
+    spinning_.release(spinning);
 }
 
 // handoffp (Go's handoffp): a P whose M leaves — for a locked thread, at
@@ -206,24 +205,23 @@ inline auto scheduler<Policy>::leave(m* mm) -> void {
 // spinning M (the busy Ps may have work to steal, and nobody else would
 // look for it until the next wakep); else to the idle list.
 template <class Policy>
-inline auto scheduler<Policy>::handoffp(p* pp, bool spinning) -> void {
+inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
   GORO_CHAOS_POINT("handoffp");
   if (exiting_.load(std::memory_order_acquire)) {
-    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    spinning_.release(spinning);
     std::lock_guard<std::mutex> lk(lock_);
     pidle_put(pp);
     return;
   }
   if (spinning || !pp->runq.empty() || !globq_.empty()) {
-    (void)startm(pp, spinning);  // on failure pp is back on the idle list
+    (void)startm(pp, std::move(spinning));  // on failure pp is back on the idle list
     return;
   }
-  std::uint32_t zero = 0;
-  if (nmspinning_.load(std::memory_order_seq_cst) + npidle_.load(std::memory_order_seq_cst) == 0 &&
-      nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
-    m_spins_.fetch_add(1, std::memory_order_relaxed);
-    (void)startm(pp, true);
-    return;
+  if (npidle_.load(std::memory_order_seq_cst) == 0) {
+    if (spin_token t = spinning_.claim_if_none()) {
+      (void)startm(pp, std::move(t));
+      return;
+    }
   }
   {
     std::lock_guard<std::mutex> lk(lock_);
@@ -232,7 +230,7 @@ inline auto scheduler<Policy>::handoffp(p* pp, bool spinning) -> void {
   // The checks above can miss work published by a submitter that then
   // saw this P busy in its wakep: look again now that it is idle.
   GORO_CHAOS_POINT("handoffp.recheck");
-  if (work_after_going_idle()) wakep(false);
+  if (work_after_going_idle()) wakep();
 }
 
 }  // namespace goro::detail

@@ -49,7 +49,7 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
   }
   if (n > old) {
     GORO_CHAOS_POINT("gomaxprocs.grow");
-    wakep(false);  // work queued anywhere gets the new Ps
+    wakep();  // work queued anywhere gets the new Ps
     return old;
   }
   while (!retired_ps_released(n)) {
@@ -133,15 +133,15 @@ template <class Policy>
 inline auto scheduler<Policy>::drop_retired_p(m* mm) -> void {
   p* pp = mm->pp;
   const bool had_work = !pp->runq.empty();
-  const bool spinning = std::exchange(mm->spinning, false);
+  spin_token spinning = std::move(mm->spinning);
   {
     std::lock_guard<std::mutex> lk(lock_);
     releasep(mm);
     pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
   }
-  if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+  const bool was_spinning = spinning_.release(spinning);
   GORO_CHAOS_POINT("drop_retired_p.wakep");
-  if (had_work || spinning) wakep(false);
+  if (had_work || was_spinning) wakep();
 }
 
 // resize's wait: true once no P of [n, nallp_) is held any more. Asks the
@@ -160,7 +160,7 @@ inline auto scheduler<Policy>::retired_ps_released(unsigned n) -> bool {
     auto st = pp->status.load(std::memory_order_acquire);
     if (st == p_status::syscall &&
         pp->status.compare_exchange_strong(st, p_status::running, std::memory_order_acq_rel)) {
-      handoffp(pp, false);
+      handoffp(pp);
     } else if (st != p_status::idle) {
       sysmon_.preemptone(pp);  // also a G back from its call on the fast path
     }

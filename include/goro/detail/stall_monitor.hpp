@@ -93,7 +93,7 @@ class stall_monitor {
   sample take() const noexcept {
     sample x;
     x.npidle = s_.npidle_.load(std::memory_order_acquire);
-    x.nmspinning = s_.nmspinning_.load(std::memory_order_acquire);
+    x.nmspinning = s_.spinning_.count(std::memory_order_acquire);
     x.globq = s_.globq_.size();
     x.queued = x.globq;
     x.np = s_.created_ps();
@@ -178,7 +178,7 @@ class stall_monitor {
     std::fprintf(f,
                  "  procs %u (P records %u), idle Ps %u, spinning Ms %u, global queue %u, queued in all %" PRIu64
                  ", live goroutines %zu\n",
-                 s_.active_ps(), s_.created_ps(), x.npidle, s_.nmspinning_.load(std::memory_order_relaxed),
+                 s_.active_ps(), s_.created_ps(), x.npidle, s_.spinning_.count(std::memory_order_relaxed),
                  s_.globq_.size(), x.queued, s_.live_goroutines());
     const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
     const std::int64_t now = nanotime();

@@ -174,7 +174,7 @@ class sysmon {
     mm->oldp = nullptr;
     handoffs_.fetch_add(1, std::memory_order_relaxed);
     GORO_CHAOS_POINT("entersyscall.handoff");
-    s_.handoffp(pp, false);  // Go's handoffp
+    s_.handoffp(pp);  // Go's handoffp
   }
 
   // exitsyscall, goroutine side: take the old P back if nobody took it
@@ -382,7 +382,7 @@ class sysmon {
         continue;
       }
       if (pp->runq.empty() && s_.globq_.empty() &&
-          s_.nmspinning_.load(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
+          s_.spinning_.count(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
           now - pd.syscallwhen < syscall_retake_max)
         continue;
       auto expect = Sched::p_status::syscall;
@@ -390,7 +390,7 @@ class sysmon {
       GORO_CHAOS_POINT("sysmon.retake");
       ++n;
       handoffs_.fetch_add(1, std::memory_order_relaxed);
-      s_.handoffp(pp, false);  // Go's handoffp
+      s_.handoffp(pp);  // Go's handoffp
     }
     return n;
   }
@@ -410,7 +410,7 @@ class sysmon {
                     "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
                     "idlethreads=%u runqueue=%u [",
                     static_cast<long long>(ms), s_.active_ps(), s_.npidle_.load(std::memory_order_relaxed), threads,
-                    s_.nmspinning_.load(std::memory_order_relaxed), idlethreads, s_.globq_.size());
+                    s_.spinning_.count(std::memory_order_relaxed), idlethreads, s_.globq_.size());
       line += buf;
     }
     for (unsigned i = 0, n = s_.active_ps(); i < n; ++i) {
