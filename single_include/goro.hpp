@@ -3799,7 +3799,7 @@ struct main_return_sched {
     if (active) return false;
     std::lock_guard<std::mutex> lk(s.lock_);
     return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
-           s.nmspinning_.load(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
+           s.spinning_.count(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
            s.poller_.waiters() <= 0;
   }
 
@@ -4451,7 +4451,7 @@ struct netpoll_sched {
     // Unconditionally, as Go's injectglist ends: a P may have gone idle
     // after npidle_ was read above, with Gs now in pp's queue and nobody
     // spinning; wakep's fence pairs with that M's re-check (see wakep).
-    s.wakep(false);
+    s.wakep();
   }
 
   // Readies the Gs of other runtimes through their own scheduler (a
@@ -4511,7 +4511,7 @@ struct netpoll_sched {
       }
       s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
       GORO_CHAOS_POINT("netpoll.sleep_wakep");
-      if (n > (took_p ? 1 : 0)) s.wakep(false);
+      if (n > (took_p ? 1 : 0)) s.wakep();
     }
     return mm->park_note.is_woken();
   }
@@ -4949,7 +4949,7 @@ class stall_monitor {
   sample take() const noexcept {
     sample x;
     x.npidle = s_.npidle_.load(std::memory_order_acquire);
-    x.nmspinning = s_.nmspinning_.load(std::memory_order_acquire);
+    x.nmspinning = s_.spinning_.count(std::memory_order_acquire);
     x.globq = s_.globq_.size();
     x.queued = x.globq;
     x.np = s_.created_ps();
@@ -5034,7 +5034,7 @@ class stall_monitor {
     std::fprintf(f,
                  "  procs %u (P records %u), idle Ps %u, spinning Ms %u, global queue %u, queued in all %" PRIu64
                  ", live goroutines %zu\n",
-                 s_.active_ps(), s_.created_ps(), x.npidle, s_.nmspinning_.load(std::memory_order_relaxed),
+                 s_.active_ps(), s_.created_ps(), x.npidle, s_.spinning_.count(std::memory_order_relaxed),
                  s_.globq_.size(), x.queued, s_.live_goroutines());
     const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
     const std::int64_t now = nanotime();
@@ -5190,6 +5190,13 @@ struct signal_safe_writer {
   std::abort();
 }
 
+// A goroutine without a guard region (a custom stack allocator) switched
+// out: its canary words must be intact, or it ran past its stack.
+inline void check_stack_canary(const g* gp) noexcept {
+  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
+    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+}
+
 inline struct sigaction& previous_segv_action(int sig) noexcept {
   static struct sigaction prev_segv, prev_bus;
   return sig == SIGBUS ? prev_bus : prev_segv;
@@ -5297,6 +5304,106 @@ class thread_altstack {
 
 }  // namespace goro::detail
 // ---- end goro/detail/signals.hpp ----
+// ---- begin goro/detail/spinning.hpp ----
+// The spinning role (Go's nmspinning): how many Ms look for work without
+// running any. An M holds the role as a spin_token; the gate counts the
+// tokens out, at one increment site (take) and one decrement site
+// (release), so the count cannot drift whatever path an M leaves by.
+//
+// Why the count matters: a submitter (wakep, after publishing its G) starts
+// an M only if no M spins, since a spinner will find the G. So a spinner
+// must release its role *before* its last look at the run queues (the
+// "delicate dance": find_runnable, then work_after_going_idle), and wakep's
+// read of the count pairs with that release; the Dekker pair is written
+// down once, at wakep (sched_idle.hpp).
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+
+namespace goro::detail {
+
+class spin_gate;
+
+// One M's spinning role: held or not; moved along with a P to the M that
+// will spin on it (startm), and given back through spin_gate::release.
+class spin_token {
+ public:
+  spin_token() noexcept = default;
+  spin_token(spin_token&& o) noexcept : held_(std::exchange(o.held_, false)) {}
+  spin_token& operator=(spin_token&& o) noexcept {
+    if (this != &o) {
+      if (GORO_UNLIKELY(held_)) held_leaked();
+      held_ = std::exchange(o.held_, false);
+    }
+    return *this;
+  }
+  spin_token(const spin_token&) = delete;
+  spin_token& operator=(const spin_token&) = delete;
+  ~spin_token() {
+    if (GORO_UNLIKELY(held_)) held_leaked();
+  }
+  explicit operator bool() const noexcept { return held_; }
+
+ private:
+  friend class spin_gate;
+  // A held role dropped without release: the count would stay high for
+  // good and every later wakep would skip its wake-up.
+  [[noreturn]] static void held_leaked() noexcept;
+  bool held_ = false;
+};
+
+class spin_gate {
+ public:
+  // find_runnable: t's M spins from now on (no limit here: the caller
+  // decided; a no-op if it already spins).
+  void join(spin_token& t) noexcept { (void)take(t, false); }
+  // wakep, handoffp: the role, only if no M holds one (Go's CAS of
+  // nmspinning from 0 to 1): one spinner at a time is woken.
+  spin_token claim_if_none() noexcept {
+    spin_token t;
+    (void)take(t, true);
+    return t;
+  }
+  // The one decrement. Returns whether t held the role.
+  bool release(spin_token& t) noexcept {
+    if (!t.held_) return false;
+    t.held_ = false;
+    n_.fetch_sub(1, std::memory_order_seq_cst);
+    return true;
+  }
+  // How many Ms spin (seq_cst: wakep's side of the Dekker pair reads it).
+  std::uint32_t count(std::memory_order o = std::memory_order_seq_cst) const noexcept { return n_.load(o); }
+  // Times an M started spinning (runtime_stats::m_spins).
+  std::uint64_t starts() const noexcept { return starts_.load(std::memory_order_relaxed); }
+
+ private:
+  // The one increment.
+  bool take(spin_token& t, bool only_if_none) noexcept {
+    if (t.held_) return true;
+    if (only_if_none) {
+      std::uint32_t zero = 0;
+      if (n_.load(std::memory_order_relaxed) != 0 || !n_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
+        return false;
+    } else {
+      n_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    t.held_ = true;
+    starts_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  alignas(cache_line) std::atomic<std::uint32_t> n_{0};
+  std::atomic<std::uint64_t> starts_{0};
+};
+
+inline void spin_token::held_leaked() noexcept {
+  fatal("goro: internal error: an M's spinning role was dropped without being released");
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinning.hpp ----
 // ---- begin goro/detail/async_preempt.hpp ----
 // Asynchronous (signal) preemption, policy preemption::signal (Go's
 // preemptM / doSigPreempt / asyncPreempt, src/runtime/preempt.go and
@@ -5691,7 +5798,7 @@ class sysmon {
     mm->oldp = nullptr;
     handoffs_.fetch_add(1, std::memory_order_relaxed);
     GORO_CHAOS_POINT("entersyscall.handoff");
-    s_.handoffp(pp, false);  // Go's handoffp
+    s_.handoffp(pp);  // Go's handoffp
   }
 
   // exitsyscall, goroutine side: take the old P back if nobody took it
@@ -5899,7 +6006,7 @@ class sysmon {
         continue;
       }
       if (pp->runq.empty() && s_.globq_.empty() &&
-          s_.nmspinning_.load(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
+          s_.spinning_.count(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
           now - pd.syscallwhen < syscall_retake_max)
         continue;
       auto expect = Sched::p_status::syscall;
@@ -5907,7 +6014,7 @@ class sysmon {
       GORO_CHAOS_POINT("sysmon.retake");
       ++n;
       handoffs_.fetch_add(1, std::memory_order_relaxed);
-      s_.handoffp(pp, false);  // Go's handoffp
+      s_.handoffp(pp);  // Go's handoffp
     }
     return n;
   }
@@ -5927,7 +6034,7 @@ class sysmon {
                     "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
                     "idlethreads=%u runqueue=%u [",
                     static_cast<long long>(ms), s_.active_ps(), s_.npidle_.load(std::memory_order_relaxed), threads,
-                    s_.nmspinning_.load(std::memory_order_relaxed), idlethreads, s_.globq_.size());
+                    s_.spinning_.count(std::memory_order_relaxed), idlethreads, s_.globq_.size());
       line += buf;
     }
     for (unsigned i = 0, n = s_.active_ps(); i < n; ++i) {
@@ -7008,7 +7115,7 @@ class scheduler final : public sched_base {
   struct m : m_base {
     p* pp = nullptr;
     p* nextp = nullptr;  // handed over by startm before the wake-up
-    bool spinning = false;
+    spin_token spinning;  // holds the spinning role (spin_gate)
     bool run_caller = false;  // the thread inside run(): leaves when main finishes
     bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
     bool in_idle_list = false;
@@ -7084,14 +7191,8 @@ class scheduler final : public sched_base {
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
     if (pp) {
-      if constexpr (!lazy_stacks) attach_stack(pp, gp);  // may throw: nothing queued yet
-      if (pp->goid_next == pp->goid_end) {
-        pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
-        pp->goid_end = pp->goid_next + goid_batch;
-      }
-      gp->id = pp->goid_next++;
+      new_g_on_p(pp, gp);  // may throw: nothing queued yet
       if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
-      pp->spawns.inc();
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
@@ -7131,7 +7232,7 @@ class scheduler final : public sched_base {
       globq_.push_back(gp);
     }
     GORO_CHAOS_POINT("ready.wakep");
-    wakep(false);
+    wakep();
   }
 
   // addtimer: t goes on the current P's heap (the P whose M is most likely
@@ -7189,7 +7290,7 @@ class scheduler final : public sched_base {
     });
     s.unparks += unparks_.load(std::memory_order_relaxed);
     s.m_parks = m_parks_.load(std::memory_order_relaxed);
-    s.m_spins = m_spins_.load(std::memory_order_relaxed);
+    s.m_spins = spinning_.starts();
     s.threads = threads_created_.load(std::memory_order_relaxed);
     sysmon_.fill_stats(s);  // sysmon: preemptions, syscall_handoffs
     return s;
@@ -7273,14 +7374,17 @@ class scheduler final : public sched_base {
   // ---- the schedule loop, on g0 (sched_loop.hpp) ----
   void m_loop(m* mm, g* first = nullptr);
   g* find_runnable(m* mm, bool& inherit);
+  template <class TakeGlobal>
+  g* next_local(p* pp, bool& inherit, TakeGlobal&& take_global);
   g* steal_work(m* mm, p* pp);
   g* execute(m* mm, g* gp, bool inherit_time);
+  void begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept;
   void requeue_global(g* gp);
   void glob_put_batch(g** batch, std::uint32_t n) { globq_.push_back_batch(batch, n); }
   g* glob_get(p* pp, std::uint32_t max);
 
   // ---- idle Ps and Ms, wakep, the timer M (sched_idle.hpp) ----
-  int wakep(bool = false);
+  int wakep();
   bool work_after_going_idle() noexcept;
   void reset_spinning(m* mm);
   bool park_idle(m* mm);
@@ -7301,13 +7405,13 @@ class scheduler final : public sched_base {
 
   // ---- the M pool (sched_mpool.hpp) ----
   enum class wake_reason { got_p, again, leave };
-  int startm(p* pp, bool spinning);
+  int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
-  int newm(p* pp, bool spinning);
+  int newm(p* pp, spin_token& spinning);
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
   void leave(m* mm);
-  void handoffp(p* pp, bool spinning);
+  void handoffp(p* pp, spin_token spinning = {});
 
   // ---- lock_os_thread, async-pinned goroutines (sched_locked.hpp) ----
   bool startlockedm(m* mm, g* gp);
@@ -7324,6 +7428,7 @@ class scheduler final : public sched_base {
   g* gfget_global_or_new();
   void gfput_global(g* gp) noexcept;
   void new_g_block_locked();
+  void new_g_on_p(p* pp, g* gp);
   void start_main_here(p* pp, g* gp);
   void attach_stack(p* pp, g* gp);
   void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(stack_bytes)); }
@@ -7376,7 +7481,7 @@ class scheduler final : public sched_base {
   global_run_queue globq_;
   p* pidle_ = nullptr;
   alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};
-  alignas(cache_line) std::atomic<std::uint32_t> nmspinning_{0};
+  spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
   m* midle_ = nullptr;
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
   std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
@@ -7392,7 +7497,7 @@ class scheduler final : public sched_base {
 
   alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
   std::atomic<std::uint64_t> offp_spawns_{0};
-  std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, m_spins_{0}, threads_created_{0};
+  std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, threads_created_{0};
 
   allocator alloc_;
 
@@ -7471,16 +7576,7 @@ inline auto scheduler<Policy>::gosched(m_base* mb) noexcept -> void {
   // A G without a stack yet (lazy stacks) or wired to an M
   // (lockosthread): g0 starts it or hands it over (m_loop).
   if (next && next->stack.lo && next->lockedm.load(std::memory_order_relaxed) == nullptr) {
-    p* pp = mm->pp;
-    // execute(next, inherit), as g0 would do it.
-    if (!inherit) ++pp->schedtick;
-    next->status.store(g_status::running, std::memory_order_relaxed);
-    dump_resume_check(next);  // goroutine dump
-    pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
-    pp->sysmon_m.store(mm, std::memory_order_relaxed);
-    pp->sysmon_curg.store(next, std::memory_order_release);
-    clear_preempt(next);
-    mm->curg = next;
+    begin_slice(mm, mm->pp, next, inherit);  // execute(next, inherit), as g0 would do it
     mm->direct_prev = gp;
     switch_g_to_g(mm, gp, next);
     return;
@@ -7497,14 +7593,13 @@ template <class Policy>
 inline auto scheduler<Policy>::direct_switch_done(m_base* mb) noexcept -> void {
   m* mm = static_cast<m*>(mb);
   g* gp = std::exchange(mm->direct_prev, nullptr);
-  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
-    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+  check_stack_canary(gp);
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   globq_.push_back(gp);
   // Holding no lock from here on: the M may be preempted again.
   std::atomic_signal_fence(std::memory_order_seq_cst);
   mm->after = after_switch::none;
-  wakep(false);
+  wakep();
 }
 
 // The G gosched may switch to directly: none (nullptr) when g0 has work
@@ -7519,9 +7614,24 @@ inline auto scheduler<Policy>::yield_fast_next(m* mm, bool& inherit) noexcept ->
   if (tracing::enabled()) return nullptr;  // the tracer records every run slice in execute()
   if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
   if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
-  if (pp->schedtick % Policy::global_poll_interval == 0) {  // find_runnable's fairness rule
-    if (g* gp = globq_.pop_front()) {
-      pp->global_polls.inc(1);
+  // Not on g0: one G from the global queue, no batch.
+  return next_local(pp, inherit, [&] {
+    g* gp = globq_.pop_front();
+    if (gp) pp->global_polls.inc(1);
+    return gp;
+  });
+}
+
+// The pick-next rule (Go's schedule): every global_poll_interval ticks the
+// global queue first (take_global), so local ping-pong cannot starve it;
+// then runnext (inherit: it takes over the current time slice) and the
+// local ring. find_runnable, gosched's direct switch and an M with
+// async-pinned goroutines all pick by it.
+template <class Policy>
+template <class TakeGlobal>
+inline auto scheduler<Policy>::next_local(p* pp, bool& inherit, TakeGlobal&& take_global) -> g* {
+  if (pp->schedtick % Policy::global_poll_interval == 0) {
+    if (g* gp = take_global()) {
       inherit = false;
       return gp;
     }
@@ -7585,32 +7695,26 @@ template <class Policy>
 inline auto scheduler<Policy>::requeue_global(g* gp) -> void {
   globq_.push_back(gp);
   GORO_CHAOS_POINT("gosched.wakep");
-  wakep(false);
+  wakep();
 }
 
-// Runs gp on mm until it switches out; then carries out its request.
+// The start of a run slice (Go's execute), for execute and for gosched's
+// direct switch: a new slice unless gp inherits the current one (runnext),
+// then gp is published to sysmon. A request made for an earlier slice is
+// void (Go's execute clears gp.preempt), but an expired slice that gp
+// inherits stays expired: gp yields at its first safe point (slice_over,
+// see the park case in execute). pp is null only when gp resumes inside
+// goro::blocking after an on_g0 call (its request is kept for the end of
+// the call; it always inherits).
 template <class Policy>
-inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
-  p* pp = mm->pp;
-  if (!inherit_time) {
-    ++pp->schedtick;
-    pp->slice_over = false;
-  }
-  if (gp->stack.lo == nullptr) {
-    if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size));
-    else
-      attach_stack(pp, gp);
-  }
+inline auto scheduler<Policy>::begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept -> void {
   gp->status.store(g_status::running, std::memory_order_relaxed);
   dump_resume_check(gp);  // goroutine dump
-  // sysmon: publish the slice and the G; a request made for an earlier
-  // slice is void (Go's execute clears gp.preempt), but an expired slice
-  // that gp inherits stays expired: gp yields at its first safe point
-  // (slice_over, see the park case). pp is null only when gp resumes
-  // inside goro::blocking after an on_g0 call (its request is kept for
-  // the end of the call).
   if (pp) {
+    if (!inherit_time) {
+      ++pp->schedtick;
+      pp->slice_over = false;
+    }
     pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
     pp->sysmon_m.store(mm, std::memory_order_relaxed);     // async preemption (published by the release below)
     pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
@@ -7622,14 +7726,26 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
     }
   }
   mm->curg = gp;
+}
+
+// Runs gp on mm until it switches out; then carries out its request.
+template <class Policy>
+inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
+  p* pp = mm->pp;
+  if (gp->stack.lo == nullptr) {
+    if (lazy_stacks && gp->is_main)
+      init_stack(gp, allocate_stack(main_stack_size));
+    else
+      attach_stack(pp, gp);
+  }
+  begin_slice(mm, pp, gp, inherit_time);
   const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
   const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
   const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
   switch_to_g(mm, gp);
   gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
   mm->curg = nullptr;
-  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
-    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+  check_stack_canary(gp);
   if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start, trace_flow);
   pp = mm->pp;
   switch (mm->after) {
@@ -7739,20 +7855,8 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     if (pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
     // gomaxprocs: retired Ps keep their timers; every active P runs them.
     if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
-    // Fairness: every global_poll_interval ticks look at the global
-    // queue first, so local ping-pong cannot starve it.
-    if (pp->schedtick % Policy::global_poll_interval == 0) {
-      if (g* gp = glob_get(pp, 1)) {
-        inherit = false;
-        return gp;
-      }
-    }
     GORO_CHAOS_POINT("findrunnable.local");
-    auto r = pp->runq.get();
-    if (r.item) {
-      inherit = r.inherit_time;
-      return static_cast<g*>(r.item);
-    }
+    if (g* gp = next_local(pp, inherit, [&] { return glob_get(pp, 1); })) return gp;
     if (g* gp = glob_get(pp, 0)) {
       inherit = false;
       return gp;
@@ -7768,12 +7872,8 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     if (run_other_timers(pp)) continue;
     // Steal, if this M is spinning or few enough Ms are: spinning Ms
     // are limited to half the busy Ps so they cannot burn every CPU.
-    if (mm->spinning || 2 * nmspinning_.load(std::memory_order_relaxed) < busy_ps()) {
-      if (!mm->spinning) {
-        mm->spinning = true;
-        nmspinning_.fetch_add(1, std::memory_order_seq_cst);
-        m_spins_.fetch_add(1, std::memory_order_relaxed);
-      }
+    if (mm->spinning || 2 * spinning_.count(std::memory_order_relaxed) < busy_ps()) {
+      spinning_.join(mm->spinning);
       const auto spin_start = std::chrono::steady_clock::now();
       const auto deadline = spin_start + spin_duration;
       auto next_poll = spin_start + spin_poll_interval;
@@ -7837,8 +7937,7 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     // would wait for it forever while this P sleeps.
     if (mm->spinning) {
       GORO_CHAOS_POINT("findrunnable.drop_spinning");
-      mm->spinning = false;
-      nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+      spinning_.release(mm->spinning);
       GORO_CHAOS_POINT("findrunnable.dropped");
     }
     if (work_after_going_idle()) {
@@ -7849,8 +7948,7 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
       }
       if (again) {
         acquirep(mm, again);
-        mm->spinning = true;
-        nmspinning_.fetch_add(1, std::memory_order_seq_cst);
+        spinning_.join(mm->spinning);
         continue;
       }
     }
@@ -8023,7 +8121,7 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   GORO_CHAOS_POINT("wake_for_timer");
   std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
   if (until == 0) {
-    wakep(false);
+    wakep();
     return;
   }
   if (when >= until) return;
@@ -8047,10 +8145,9 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
 // chain one at a time instead of stampeding).
 template <class Policy>
 inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
-  mm->spinning = false;
-  nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+  spinning_.release(mm->spinning);
   GORO_CHAOS_POINT("reset_spinning.wakep");
-  wakep(false);
+  wakep();
 }
 
 // wakep: if a P is idle and nobody spins, start an M spinning on it.
@@ -8058,10 +8155,10 @@ inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
 // The submit-side barrier. Every path that makes a G runnable publishes
 // it first — runq.put's release store of runnext or tail (spawn, ready,
 // netpoll inject), a global-queue push (plain threads, overflow, netpoll,
-// yield) — and then calls wakep, which reads npidle_ and nmspinning_.
+// yield) — and then calls wakep, which reads npidle_ and the spinning count (spinning_).
 // Its pair is every M that gives up a P (find_runnable, handoffp): it
 // publishes the P idle (npidle_) and drops its spinning role
-// (nmspinning_), then work_after_going_idle fences and reads every run
+// (spinning_.release), then work_after_going_idle fences and reads every run
 // queue. Store-then-load on both sides (Dekker): without a StoreLoad
 // barrier on this side, x86 lets the loads below pass the publishing
 // store still in the store buffer, so the submitter sees the P busy or
@@ -8074,18 +8171,15 @@ inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
 // here, once, for every caller.
 //
 // Returns 0, or startm's errno when no M could be started (start_g
-// decides whether that fails the spawn). The bool is unused (callers
-// still pass the old may_throw flag).
+// decides whether that fails the spawn).
 template <class Policy>
-inline auto scheduler<Policy>::wakep(bool) -> int {
+inline auto scheduler<Policy>::wakep() -> int {
   GORO_CHAOS_POINT("wakep");
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
   if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
-  std::uint32_t zero = 0;
-  if (nmspinning_.load(std::memory_order_relaxed) != 0 ||
-      !nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
-    return 0;
+  spin_token spinning = spinning_.claim_if_none();
+  if (!spinning) return 0;
   GORO_CHAOS_POINT("wakep.claimed");
   p* pp;
   {
@@ -8093,20 +8187,19 @@ inline auto scheduler<Policy>::wakep(bool) -> int {
     pp = pidle_get();
   }
   if (!pp) {
-    nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    spinning_.release(spinning);
     return 0;
   }
-  m_spins_.fetch_add(1, std::memory_order_relaxed);
   GORO_CHAOS_POINT("wakep.startm");
-  return startm(pp, true);
+  return startm(pp, std::move(spinning));
 }
 
 // The idle side of wakep's Dekker pair (the pair is written down at
 // wakep). Called after a P was published idle (pidle_put's npidle_
-// increment) and, for a spinning M, after nmspinning_ was decremented:
+// increment) and, for a spinning M, after its spinning role was released:
 // fences, then reads every run queue and the global queue. Either this
 // sees the submitter's G, or the submitter's wakep (publish, fence, read
-// npidle_ and nmspinning_) sees the idle P and no spinner. The global
+// npidle_ and the spinning count (spinning_)) sees the idle P and no spinner. The global
 // queue is read under its lock as well, which also orders this against
 // a pusher that holds the lock without relying on its fence.
 template <class Policy>
@@ -8218,7 +8311,7 @@ inline auto scheduler<Policy>::retry_start_m() noexcept -> void {
 // startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
 // in which case pp is back on the idle list.
 template <class Policy>
-inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
+inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   m* mm;
   m* timer_m;  // netpoll
   {
@@ -8228,7 +8321,7 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
   }
   if (mm) {
     GORO_CHAOS_POINT("startm.wake");
-    mm->spinning = spinning;
+    mm->spinning = std::move(spinning);
     mm->nextp = pp;
     mm->park_note.wake();
     if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
@@ -8239,7 +8332,7 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
   struct newm_call {
     scheduler* self;
     p* pp;
-    bool spinning;
+    spin_token& spinning;
     int err;
   } call{this, pp, spinning, 0};
   on_g0(
@@ -8254,7 +8347,7 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
       std::lock_guard<std::mutex> lk(lock_);
       pidle_put(pp);
     }
-    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    spinning_.release(spinning);
     // Retried by sysmon, which does not sleep deeply while this is set.
     // Dekker with sysmon's deep_sleep: it publishes sleeping_, then reads
     // m_start_failed_; we publish m_start_failed_, then read sleeping_.
@@ -8265,11 +8358,11 @@ inline auto scheduler<Policy>::startm(p* pp, bool spinning) -> int {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::newm(p* pp, bool spinning) -> int {
+inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   m* mm = new (std::nothrow) m();
   if (!mm) return ENOMEM;
   mm->sched = this;
-  mm->spinning = spinning;
+  mm->spinning = std::move(spinning);
   mm->nextp = pp;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
   {
@@ -8393,12 +8486,11 @@ inline auto scheduler<Policy>::leave(m* mm) -> void {
     pp = std::exchange(mm->nextp, nullptr);
   else
     releasep(mm);
-  bool spinning = std::exchange(mm->spinning, false);
-  if (pp) {
-    handoffp(pp, spinning);
-  } else if (spinning) {
-    nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
-  }
+  spin_token spinning = std::move(mm->spinning);
+  if (pp)
+    handoffp(pp, std::move(spinning));
+  else
+    spinning_.release(spinning);
 }
 
 // handoffp (Go's handoffp): a P whose M leaves — for a locked thread, at
@@ -8407,24 +8499,23 @@ inline auto scheduler<Policy>::leave(m* mm) -> void {
 // spinning M (the busy Ps may have work to steal, and nobody else would
 // look for it until the next wakep); else to the idle list.
 template <class Policy>
-inline auto scheduler<Policy>::handoffp(p* pp, bool spinning) -> void {
+inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
   GORO_CHAOS_POINT("handoffp");
   if (exiting_.load(std::memory_order_acquire)) {
-    if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+    spinning_.release(spinning);
     std::lock_guard<std::mutex> lk(lock_);
     pidle_put(pp);
     return;
   }
   if (spinning || !pp->runq.empty() || !globq_.empty()) {
-    (void)startm(pp, spinning);  // on failure pp is back on the idle list
+    (void)startm(pp, std::move(spinning));  // on failure pp is back on the idle list
     return;
   }
-  std::uint32_t zero = 0;
-  if (nmspinning_.load(std::memory_order_seq_cst) + npidle_.load(std::memory_order_seq_cst) == 0 &&
-      nmspinning_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst)) {
-    m_spins_.fetch_add(1, std::memory_order_relaxed);
-    (void)startm(pp, true);
-    return;
+  if (npidle_.load(std::memory_order_seq_cst) == 0) {
+    if (spin_token t = spinning_.claim_if_none()) {
+      (void)startm(pp, std::move(t));
+      return;
+    }
   }
   {
     std::lock_guard<std::mutex> lk(lock_);
@@ -8433,7 +8524,7 @@ inline auto scheduler<Policy>::handoffp(p* pp, bool spinning) -> void {
   // The checks above can miss work published by a submitter that then
   // saw this P busy in its wakep: look again now that it is idle.
   GORO_CHAOS_POINT("handoffp.recheck");
-  if (work_after_going_idle()) wakep(false);
+  if (work_after_going_idle()) wakep();
 }
 
 }  // namespace goro::detail
@@ -8547,7 +8638,7 @@ template <class Policy>
 inline auto scheduler<Policy>::handoffp_locked_m(m* mm) -> void {
   p* pp = mm->pp;
   releasep(mm);
-  handoffp(pp, false);
+  handoffp(pp);
   if (std::int64_t when = pp->timers.earliest(); when != 0) wake_for_timer(when);
 }
 
@@ -8568,7 +8659,8 @@ inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
   // --async 1 hung). What they ready lands in pp's run queue, taken below.
   if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
   if (!mm->async_queued_turn && pp) {
-    g* gp = static_cast<g*>(pp->runq.get().item);
+    bool inherit_unused;  // a new slice: m_loop runs it with inherit false
+    g* gp = next_local(pp, inherit_unused, [&] { return glob_get(pp, 1); });
     if (!gp) gp = glob_get(pp, 0);
     if (gp) {
       mm->async_queued_turn = true;
@@ -8639,6 +8731,14 @@ inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
   gp->sched = this;
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   sysmon_.ensure_started();
+  new_g_on_p(pp, gp);
+}
+
+// A new G on P pp (newproc): its stack now with a custom allocator (may
+// throw: then nothing changed but the stack cache), an id from pp's batch
+// (Go hands out goids 16 at a time per P), and pp's spawn count.
+template <class Policy>
+inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
   if constexpr (!lazy_stacks) attach_stack(pp, gp);
   if (pp->goid_next == pp->goid_end) {
     pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
@@ -8898,7 +8998,7 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
   }
   if (n > old) {
     GORO_CHAOS_POINT("gomaxprocs.grow");
-    wakep(false);  // work queued anywhere gets the new Ps
+    wakep();  // work queued anywhere gets the new Ps
     return old;
   }
   while (!retired_ps_released(n)) {
@@ -8982,15 +9082,15 @@ template <class Policy>
 inline auto scheduler<Policy>::drop_retired_p(m* mm) -> void {
   p* pp = mm->pp;
   const bool had_work = !pp->runq.empty();
-  const bool spinning = std::exchange(mm->spinning, false);
+  spin_token spinning = std::move(mm->spinning);
   {
     std::lock_guard<std::mutex> lk(lock_);
     releasep(mm);
     pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
   }
-  if (spinning) nmspinning_.fetch_sub(1, std::memory_order_seq_cst);
+  const bool was_spinning = spinning_.release(spinning);
   GORO_CHAOS_POINT("drop_retired_p.wakep");
-  if (had_work || spinning) wakep(false);
+  if (had_work || was_spinning) wakep();
 }
 
 // resize's wait: true once no P of [n, nallp_) is held any more. Asks the
@@ -9009,7 +9109,7 @@ inline auto scheduler<Policy>::retired_ps_released(unsigned n) -> bool {
     auto st = pp->status.load(std::memory_order_acquire);
     if (st == p_status::syscall &&
         pp->status.compare_exchange_strong(st, p_status::running, std::memory_order_acq_rel)) {
-      handoffp(pp, false);
+      handoffp(pp);
     } else if (st != p_status::idle) {
       sysmon_.preemptone(pp);  // also a G back from its call on the fast path
     }
@@ -9119,7 +9219,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     {
       std::lock_guard<std::mutex> lk(lock_);
       idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
-             nmspinning_.load(std::memory_order_relaxed) == 0;
+             spinning_.count(std::memory_order_relaxed) == 0;
     }
     // No goroutine left: done, whatever timers remain (a ticker nobody
     // stopped). Otherwise a pending timer is pending work: sleeping
@@ -9151,7 +9251,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     }
     // netpoll: goroutines wait on I/O but no M watches the network (the
     // run() caller's M left): start one; it ends up blocked in epoll_wait.
-    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep(false);
+    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep();
     // Busy: look again in a millisecond (a P going idle wakes us sooner).
     // Only timers pending: look again when the next one is due.
     long long wait_ns = 1'000'000;
@@ -9284,7 +9384,7 @@ inline auto scheduler<Policy>::main_finished() noexcept -> void {
   }
   // It was watching the timers: have an M on an idle P take over (it
   // finds nothing to run and becomes the timer M).
-  if (was_timer_m) wakep(false);
+  if (was_timer_m) wakep();
 }
 
 // Goroutines blocked forever are released unrun, but the channels and

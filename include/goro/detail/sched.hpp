@@ -258,14 +258,8 @@ class scheduler final : public sched_base {
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
     if (pp) {
-      if constexpr (!lazy_stacks) attach_stack(pp, gp);  // may throw: nothing queued yet
-      if (pp->goid_next == pp->goid_end) {
-        pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
-        pp->goid_end = pp->goid_next + goid_batch;
-      }
-      gp->id = pp->goid_next++;
+      new_g_on_p(pp, gp);  // may throw: nothing queued yet
       if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
-      pp->spawns.inc();
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
@@ -447,8 +441,11 @@ class scheduler final : public sched_base {
   // ---- the schedule loop, on g0 (sched_loop.hpp) ----
   void m_loop(m* mm, g* first = nullptr);
   g* find_runnable(m* mm, bool& inherit);
+  template <class TakeGlobal>
+  g* next_local(p* pp, bool& inherit, TakeGlobal&& take_global);
   g* steal_work(m* mm, p* pp);
   g* execute(m* mm, g* gp, bool inherit_time);
+  void begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept;
   void requeue_global(g* gp);
   void glob_put_batch(g** batch, std::uint32_t n) { globq_.push_back_batch(batch, n); }
   g* glob_get(p* pp, std::uint32_t max);
@@ -498,6 +495,7 @@ class scheduler final : public sched_base {
   g* gfget_global_or_new();
   void gfput_global(g* gp) noexcept;
   void new_g_block_locked();
+  void new_g_on_p(p* pp, g* gp);
   void start_main_here(p* pp, g* gp);
   void attach_stack(p* pp, g* gp);
   void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(stack_bytes)); }

@@ -25,6 +25,14 @@ inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
   gp->sched = this;
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   sysmon_.ensure_started();
+  new_g_on_p(pp, gp);
+}
+
+// A new G on P pp (newproc): its stack now with a custom allocator (may
+// throw: then nothing changed but the stack cache), an id from pp's batch
+// (Go hands out goids 16 at a time per P), and pp's spawn count.
+template <class Policy>
+inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
   if constexpr (!lazy_stacks) attach_stack(pp, gp);
   if (pp->goid_next == pp->goid_end) {
     pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);

@@ -128,7 +128,8 @@ inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
   // --async 1 hung). What they ready lands in pp's run queue, taken below.
   if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
   if (!mm->async_queued_turn && pp) {
-    g* gp = static_cast<g*>(pp->runq.get().item);
+    bool inherit_unused;  // a new slice: m_loop runs it with inherit false
+    g* gp = next_local(pp, inherit_unused, [&] { return glob_get(pp, 1); });
     if (!gp) gp = glob_get(pp, 0);
     if (gp) {
       mm->async_queued_turn = true;

@@ -32,16 +32,7 @@ inline auto scheduler<Policy>::gosched(m_base* mb) noexcept -> void {
   // A G without a stack yet (lazy stacks) or wired to an M
   // (lockosthread): g0 starts it or hands it over (m_loop).
   if (next && next->stack.lo && next->lockedm.load(std::memory_order_relaxed) == nullptr) {
-    p* pp = mm->pp;
-    // execute(next, inherit), as g0 would do it.
-    if (!inherit) ++pp->schedtick;
-    next->status.store(g_status::running, std::memory_order_relaxed);
-    dump_resume_check(next);  // goroutine dump
-    pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
-    pp->sysmon_m.store(mm, std::memory_order_relaxed);
-    pp->sysmon_curg.store(next, std::memory_order_release);
-    clear_preempt(next);
-    mm->curg = next;
+    begin_slice(mm, mm->pp, next, inherit);  // execute(next, inherit), as g0 would do it
     mm->direct_prev = gp;
     switch_g_to_g(mm, gp, next);
     return;
@@ -58,8 +49,7 @@ template <class Policy>
 inline auto scheduler<Policy>::direct_switch_done(m_base* mb) noexcept -> void {
   m* mm = static_cast<m*>(mb);
   g* gp = std::exchange(mm->direct_prev, nullptr);
-  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
-    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+  check_stack_canary(gp);
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   globq_.push_back(gp);
   // Holding no lock from here on: the M may be preempted again.
@@ -80,9 +70,24 @@ inline auto scheduler<Policy>::yield_fast_next(m* mm, bool& inherit) noexcept ->
   if (tracing::enabled()) return nullptr;  // the tracer records every run slice in execute()
   if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
   if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
-  if (pp->schedtick % Policy::global_poll_interval == 0) {  // find_runnable's fairness rule
-    if (g* gp = globq_.pop_front()) {
-      pp->global_polls.inc(1);
+  // Not on g0: one G from the global queue, no batch.
+  return next_local(pp, inherit, [&] {
+    g* gp = globq_.pop_front();
+    if (gp) pp->global_polls.inc(1);
+    return gp;
+  });
+}
+
+// The pick-next rule (Go's schedule): every global_poll_interval ticks the
+// global queue first (take_global), so local ping-pong cannot starve it;
+// then runnext (inherit: it takes over the current time slice) and the
+// local ring. find_runnable, gosched's direct switch and an M with
+// async-pinned goroutines all pick by it.
+template <class Policy>
+template <class TakeGlobal>
+inline auto scheduler<Policy>::next_local(p* pp, bool& inherit, TakeGlobal&& take_global) -> g* {
+  if (pp->schedtick % Policy::global_poll_interval == 0) {
+    if (g* gp = take_global()) {
       inherit = false;
       return gp;
     }
@@ -149,29 +154,23 @@ inline auto scheduler<Policy>::requeue_global(g* gp) -> void {
   wakep();
 }
 
-// Runs gp on mm until it switches out; then carries out its request.
+// The start of a run slice (Go's execute), for execute and for gosched's
+// direct switch: a new slice unless gp inherits the current one (runnext),
+// then gp is published to sysmon. A request made for an earlier slice is
+// void (Go's execute clears gp.preempt), but an expired slice that gp
+// inherits stays expired: gp yields at its first safe point (slice_over,
+// see the park case in execute). pp is null only when gp resumes inside
+// goro::blocking after an on_g0 call (its request is kept for the end of
+// the call; it always inherits).
 template <class Policy>
-inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
-  p* pp = mm->pp;
-  if (!inherit_time) {
-    ++pp->schedtick;
-    pp->slice_over = false;
-  }
-  if (gp->stack.lo == nullptr) {
-    if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size));
-    else
-      attach_stack(pp, gp);
-  }
+inline auto scheduler<Policy>::begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept -> void {
   gp->status.store(g_status::running, std::memory_order_relaxed);
   dump_resume_check(gp);  // goroutine dump
-  // sysmon: publish the slice and the G; a request made for an earlier
-  // slice is void (Go's execute clears gp.preempt), but an expired slice
-  // that gp inherits stays expired: gp yields at its first safe point
-  // (slice_over, see the park case). pp is null only when gp resumes
-  // inside goro::blocking after an on_g0 call (its request is kept for
-  // the end of the call).
   if (pp) {
+    if (!inherit_time) {
+      ++pp->schedtick;
+      pp->slice_over = false;
+    }
     pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
     pp->sysmon_m.store(mm, std::memory_order_relaxed);     // async preemption (published by the release below)
     pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
@@ -183,14 +182,26 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
     }
   }
   mm->curg = gp;
+}
+
+// Runs gp on mm until it switches out; then carries out its request.
+template <class Policy>
+inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
+  p* pp = mm->pp;
+  if (gp->stack.lo == nullptr) {
+    if (lazy_stacks && gp->is_main)
+      init_stack(gp, allocate_stack(main_stack_size));
+    else
+      attach_stack(pp, gp);
+  }
+  begin_slice(mm, pp, gp, inherit_time);
   const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
   const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
   const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
   switch_to_g(mm, gp);
   gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
   mm->curg = nullptr;
-  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
-    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+  check_stack_canary(gp);
   if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start, trace_flow);
   pp = mm->pp;
   switch (mm->after) {
@@ -300,20 +311,8 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     if (pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
     // gomaxprocs: retired Ps keep their timers; every active P runs them.
     if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
-    // Fairness: every global_poll_interval ticks look at the global
-    // queue first, so local ping-pong cannot starve it.
-    if (pp->schedtick % Policy::global_poll_interval == 0) {
-      if (g* gp = glob_get(pp, 1)) {
-        inherit = false;
-        return gp;
-      }
-    }
     GORO_CHAOS_POINT("findrunnable.local");
-    auto r = pp->runq.get();
-    if (r.item) {
-      inherit = r.inherit_time;
-      return static_cast<g*>(r.item);
-    }
+    if (g* gp = next_local(pp, inherit, [&] { return glob_get(pp, 1); })) return gp;
     if (g* gp = glob_get(pp, 0)) {
       inherit = false;
       return gp;

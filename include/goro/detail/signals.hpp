@@ -97,6 +97,13 @@ struct signal_safe_writer {
   std::abort();
 }
 
+// A goroutine without a guard region (a custom stack allocator) switched
+// out: its canary words must be intact, or it ran past its stack.
+inline void check_stack_canary(const g* gp) noexcept {
+  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
+    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+}
+
 inline struct sigaction& previous_segv_action(int sig) noexcept {
   static struct sigaction prev_segv, prev_bus;
   return sig == SIGBUS ? prev_bus : prev_segv;
