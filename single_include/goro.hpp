@@ -8388,6 +8388,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
       std::lock_guard<std::mutex> lk(lock_);
       allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
     }
+    spinning = std::move(mm->spinning);  // back to startm, which releases it
     delete mm;
     return err;
   }
