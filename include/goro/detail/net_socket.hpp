@@ -128,29 +128,30 @@ inline netpoller* goroutine_poller() noexcept {
 
 // Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
 // direction readies the waiter, which then sees the passed deadline.
-// Setters are serialized by pd->lock; the timers' function takes no lock,
-// so del() (which waits for a running one) cannot deadlock with it.
+// Setters are serialized by pd->lock (rearm_timer, time.hpp); the timers'
+// function takes no lock, so del() (which waits for a running one) cannot
+// deadlock with it.
 inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
-  std::lock_guard<spinlock> lk(pd->lock);
   goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
-  timer_heap::del(&t);
-  pd->deadline(mode).store(d, std::memory_order_seq_cst);
-  if (d == 0) return;
-  if (d <= nanotime()) {  // already passed: wake the waiter now
-    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-    return;
-  }
-  t.when = d;
-  t.period = 0;
-  t.sync = true;
-  t.arg = pd;
-  t.seq = pd->seq.load(std::memory_order_seq_cst);
-  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                      };
-  add_timer_anywhere(&t);
+  rearm_timer(pd->lock, t, [&](bool) {
+    pd->deadline(mode).store(d, std::memory_order_seq_cst);
+    if (d == 0) return false;
+    if (d <= nanotime()) {  // already passed: wake the waiter now
+      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+      return false;
+    }
+    t.when = d;
+    t.period = 0;
+    t.sync = true;
+    t.arg = pd;
+    t.seq = pd->seq.load(std::memory_order_seq_cst);
+    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                        };
+    return true;
+  });
 }
 
 // Registers pd with the calling goroutine's poller if it is on none.
