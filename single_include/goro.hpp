@@ -1184,10 +1184,10 @@ struct alignas(64) g {
   // While parked on a channel or sync object's queue: takes this G's
   // waiter record(s) off it, for a runtime destroyed with the G blocked
   // forever (the objects may outlive the runtime; the records are on the
-  // G's stack). Set by the park site (park.hpp block_on, chan.hpp
-  // block_chan) before parking, cleared once it resumes. Also how the
-  // runtime wakes a parked goroutine to end it after main returned
-  // (main_return.hpp, with the G pinned): true if it took the G off its
+  // G's stack). Set by the park site (park.hpp block) before parking,
+  // cleared once it resumes. Also how the runtime wakes a parked goroutine
+  // to end it after main returned (main_return.hpp, with the G pinned):
+  // true if it took the G off its
   // wait (nobody else will ready it: the caller owns the wake-up), false
   // if a waker got there first. Sleep and I/O waits set one too (their
   // timer or poll descriptor); a wait on an object destroyed meanwhile
@@ -3209,12 +3209,14 @@ inline void extm_plain_op() noexcept {
 
 // A wake or spawn into a runtime from a thread that is not one of its Ms
 // (a plain thread, another runtime's M, a runtime's own helper thread).
-inline void extm_outside_op() noexcept {
-  if (current_m() == nullptr)
+// m: the caller's current_m().
+inline void extm_outside_op(const m_base* m) noexcept {
+  if (m == nullptr)
     extm_plain_op();
   else
     extm_epoch.fetch_add(1, std::memory_order_seq_cst);
 }
+inline void extm_outside_op() noexcept { extm_outside_op(current_m()); }
 
 // Marks the calling thread as one of a runtime's own (not an external M).
 inline void extm_mark_internal() noexcept { extm_internal = true; }
@@ -9893,12 +9895,11 @@ decltype(auto) blocking(long_call_t, F&& f) {
 //
 // A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
 // blocked receivers (recvq) and one of blocked senders (sendq), all under
-// one spinlock. A blocked party queues a chan_waiter (Go's sudog) that
-// lives on its own stack and parks (goroutine) or sleeps on a futex (plain
-// thread). The party that completes the communication does all the work
+// one spinlock. A blocked party queues a chan_waiter (Go's sudog) and
+// blocks through detail/park.hpp's protocol (which states why no wake-up
+// is lost). The party that completes the communication does all the work
 // under the lock -- it moves the value straight into the receiver's slot,
-// or out of the sender's -- then unlocks and only then wakes the waiter,
-// which goes to the waker's runnext and inherits its time slice.
+// or out of the sender's -- then unlocks and only then wakes the waiter.
 //
 // Invariants (DESIGN.md section 5), while the lock is not held:
 //   - at most one of recvq / sendq is non-empty (a select that waits to
@@ -9919,6 +9920,261 @@ decltype(auto) blocking(long_call_t, F&& f) {
 #include <type_traits>
 #include <utility>
 
+// ---- begin goro/detail/park.hpp ----
+// Blocking on a queue, for goroutines and plain threads alike: the one
+// waiter queue and block/wake protocol that channels (chan.hpp, select.hpp)
+// and the sync primitives (sema.hpp, timed_park.hpp, net's io_lock) share.
+//
+// A blocked party puts a waiter record, on its own stack, on a queue
+// guarded by the owner's lock, then blocks: a goroutine parks (its M runs
+// other goroutines), a plain thread sleeps on a futex word. A waker takes
+// the record off under the same lock, does its part of the hand-off there
+// (a value copied, a token or a lock handed over), releases the lock and
+// only then wakes the record's party (never ready a G while holding a lock;
+// DESIGN.md section 5).
+//
+// Why no wake-up is lost -- publish, then check, on both sides:
+//   - goroutine: the record is published (queued) under the lock, and the
+//     lock is released by g0 only after the goroutine is off its stack
+//     (park's unlock step). A waker, which needs the lock to find the
+//     record, therefore readies a G that has finished switching out: it
+//     cannot run on its stack twice.
+//   - plain thread: the waker stores the futex word (release), then calls
+//     futex_wake; the sleeper re-checks the word (acquire) before each
+//     futex_wait, which itself re-checks it against 0 atomically. Either the
+//     sleeper sees 1, or its futex_wait sees 1 and returns, or it is asleep
+//     when the wake arrives. The acquire load also carries the waker's
+//     writes under the lock (the handed-over value) to the sleeper.
+// After wake() the waker must not touch the record: its owner may have
+// returned.
+
+#include <atomic>
+#include <mutex>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+// A sync object's waiter record (sema, notify_list, io_lock). Channels use
+// chan_waiter (chan.hpp); both live on queues of type waitq.
+// The goroutine that a wait from here parks, or nullptr where the caller
+// waits as a thread: a plain thread, or a goroutine inside goro::blocking
+// (its M has no P to hand on; the calls that must not wait there raise
+// before queueing, inside_blocking.hpp, and net's io_lock waits as a
+// thread, as net's waits do).
+inline g* parking_g() noexcept {
+  m_base* m = current_m();
+  return m && !m->in_blocking ? m->curg : nullptr;
+}
+
+struct waiter {
+  g* gp = parking_g();  // nullptr: the caller sleeps on `woken`
+  std::atomic<std::uint32_t> woken{0};
+  waiter* next = nullptr;
+  waiter* prev = nullptr;
+  std::uint32_t ticket = 0;  // cond's notify list: the wait ticket (guarded by the queue's lock)
+  // g::unlink_wait once the queue is destroyed under it (see ~waitq).
+  static constexpr bool orphanable() noexcept { return true; }
+};
+
+// A FIFO of waiter records W (members gp, next, prev, and orphanable()),
+// doubly linked, guarded by its owner's lock. `first_` is atomic only so
+// that lock-free "would it block?" checks (chan's try_send / try_recv) may
+// read it; every write happens under the lock. A popped or removed record
+// has next == prev == nullptr; take_all() leaves its records linked through
+// next (the detached list), so remove() must not be called on them.
+template <class W>
+class waitq {
+ public:
+  waitq() = default;
+  waitq(const waitq&) = delete;
+  waitq& operator=(const waitq&) = delete;
+  // An object destroyed while goroutines still wait on it (they wait for
+  // good: nothing can reach the object to wake them). A runtime's shutdown
+  // must not unlink them from it later (g::unlink_wait, sched.hpp
+  // unlink_blocked): the memory is gone.
+  // main_return (main_return.hpp): such a goroutine can still be ended,
+  // with nothing left to unlink (orphaned_wait) -- unless its record is not
+  // orphanable() (a select, whose other channels it cannot reach safely).
+  // unlink_lock: the runtime may be calling its unlink_wait.
+  ~waitq() {
+    W* w = first_.load(std::memory_order_relaxed);
+    if (!w) return;
+    std::lock_guard<std::mutex> lk(unlink_lock());
+    for (; w; w = w->next)
+      if (w->gp) w->gp->unlink_wait = w->orphanable() ? &orphaned_wait : nullptr;
+  }
+
+  bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
+
+  void push_back(W* w) noexcept {
+    w->next = nullptr;
+    w->prev = last_;
+    if (last_)
+      last_->next = w;
+    else
+      first_.store(w, std::memory_order_relaxed);
+    last_ = w;
+  }
+  // Re-queues a waiter that was woken but lost the race again (Go's
+  // queueLifo): it keeps its place at the head.
+  void push_front(W* w) noexcept {
+    W* f = first_.load(std::memory_order_relaxed);
+    w->prev = nullptr;
+    w->next = f;
+    if (f)
+      f->prev = w;
+    else
+      last_ = w;
+    first_.store(w, std::memory_order_relaxed);
+  }
+  W* pop_front() noexcept {
+    W* w = first_.load(std::memory_order_relaxed);
+    if (!w) return nullptr;
+    W* y = w->next;
+    first_.store(y, std::memory_order_relaxed);
+    if (y)
+      y->prev = nullptr;
+    else
+      last_ = nullptr;
+    w->next = nullptr;
+    return w;
+  }
+  // Go's dequeueSudoG: removes w if it is still queued; true if it was.
+  // w must be queued here, popped or removed (not on a take_all() list).
+  bool remove(W* w) noexcept {
+    W* x = w->prev;
+    W* y = w->next;
+    if (x) {
+      x->next = y;
+      if (y)
+        y->prev = x;
+      else
+        last_ = x;
+    } else if (y) {
+      y->prev = nullptr;
+      first_.store(y, std::memory_order_relaxed);
+    } else if (first_.load(std::memory_order_relaxed) == w) {
+      first_.store(nullptr, std::memory_order_relaxed);
+      last_ = nullptr;
+    } else {
+      return false;
+    }
+    w->next = w->prev = nullptr;
+    return true;
+  }
+  // Unlinks and returns the first waiter with pred(w), or nullptr. Safe
+  // for any w (it searches): the unlink of a record that may sit on a
+  // take_all() list uses this with pred "is w".
+  template <class Pred>
+  W* remove_first_if(Pred pred) noexcept {
+    for (W* w = first_.load(std::memory_order_relaxed); w; w = w->next) {
+      if (!pred(w)) continue;
+      remove(w);
+      return w;
+    }
+    return nullptr;
+  }
+  // Detaches the whole queue as a nullptr-terminated list (through next).
+  W* take_all() noexcept {
+    W* w = first_.load(std::memory_order_relaxed);
+    first_.store(nullptr, std::memory_order_relaxed);
+    last_ = nullptr;
+    return w;
+  }
+
+ private:
+  std::atomic<W*> first_{nullptr};
+  W* last_ = nullptr;
+};
+
+using waiter_queue = waitq<waiter>;
+
+inline bool unlock_spinlock(void* l) noexcept {
+  static_cast<spinlock*>(l)->unlock();
+  return true;
+}
+
+// The protocol's blocking half. Blocks the caller (gp, or nullptr on a
+// plain thread; m is current_m(), read once by the caller: it is a
+// non-inlined call) until wake(gp, word). `unlock(arg)` releases the
+// lock(s) the caller holds with its record(s) queued: from g0 once the
+// goroutine is off its stack, or just before a thread sleeps.
+// `unlink(unlink_arg)` takes the caller's record(s) off their queues and
+// says whether it did (g::unlink_wait: a runtime destroyed while the
+// goroutine waits for good, or main_return ending it). `why`: what the
+// goroutine dump shows.
+inline void block(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
+                  bool (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
+  if (gp) {
+    gp->unlink_wait = unlink;
+    gp->unlink_arg = unlink_arg;
+    park(m, unlock, arg, why);
+    gp->unlink_wait = nullptr;
+  } else {
+    extm_outside_op(m);  // checkdead: a plain thread blocked on a goro object is a live external M
+    unlock(arg);
+    while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+  }
+}
+
+// The protocol's waking half: wakes the party that blocked with (gp,
+// word), after every lock is released. The woken goroutine goes to the
+// waker's runnext and inherits its time slice.
+inline void wake(g* gp, std::atomic<std::uint32_t>& word) noexcept {
+  if (gp) {
+    gp->sched->ready(gp);
+  } else {
+    word.store(1, std::memory_order_release);
+    futex_wake(&word, 1);  // harmless if the thread already returned
+  }
+}
+
+// Blocks the caller, already queued as `w` in `q` with `lock` held, until
+// wake(w). Releases `lock`. A runtime destroyed while the goroutine waits
+// here for good takes w off q (g::unlink_wait), then calls
+// unlinked(ctx) if given: the owner undoes its own count of waiters.
+// `why`: what the goroutine dump shows.
+inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, wait_reason why,
+                     void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
+  GORO_CHAOS_POINT("waiter.block");
+  struct queued {
+    waiter* w;
+    waiter_queue* q;
+    spinlock* lock;
+    void (*unlinked)(void*) noexcept;
+    void* ctx;
+  } at{&w, &q, &lock, unlinked, ctx};
+  block(
+      current_m(), w.gp, w.woken, unlock_spinlock, &lock,
+      [](void* a) noexcept {
+        auto* x = static_cast<queued*>(a);
+        x->lock->lock();
+        waiter* found = x->q->remove_first_if([x](const waiter* y) { return y == x->w; });
+        x->lock->unlock();
+        if (found && x->unlinked) x->unlinked(x->ctx);
+        return found != nullptr;
+      },
+      &at, why);
+}
+
+// Wakes a waiter detached from its queue. After this call w may be gone.
+inline void wake(waiter* w) noexcept {
+  GORO_CHAOS_POINT("waiter.wake");
+  wake(w->gp, w->woken);
+}
+
+// Wakes every waiter of a detached list (linked through next).
+inline void wake_list(waiter* w) noexcept {
+  while (w) {
+    waiter* next = w->next;  // read before the wake: w may be gone after it
+    wake(w);
+    w = next;
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/park.hpp ----
 
 namespace goro {
 
@@ -9950,60 +10206,23 @@ struct chan_waiter {
   select_state* sel = nullptr;          // non-null when part of a select
   bool success = false;                 // true: a value was passed; false: woken by close
   std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
+  // A select's other channels are out of reach once this one is destroyed
+  // under it (see ~waitq): no orphaned_wait for it.
+  bool orphanable() const noexcept { return sel == nullptr; }
+  // The futex word a plain thread sleeps on.
+  std::atomic<std::uint32_t>& word() noexcept { return sel ? sel->woken : woken; }
 };
 
-// FIFO of waiters (Go's waitq). `first_` is atomic only so that the
-// lock-free "would it block?" checks of try_send/try_recv may read it;
-// every write happens under the channel's lock.
-class chan_waitq {
+// Go's waitq: park.hpp's queue, plus the select-aware dequeue.
+class chan_waitq : public waitq<chan_waiter> {
  public:
-  chan_waitq() = default;
-  chan_waitq(const chan_waitq&) = delete;
-  chan_waitq& operator=(const chan_waitq&) = delete;
-  // A channel destroyed while goroutines still wait on it (for good: no
-  // handle is left to wake them): a runtime's shutdown must not unlink
-  // them from it later (g::unlink_wait, sched.hpp unlink_blocked). For a
-  // select that also skips its other channels' queues, as before unlinking
-  // existed.
-  //
-  // main_return (main_return.hpp): a goroutine left waiting on a destroyed
-  // channel can still be ended -- nothing is left to unlink (orphaned_wait)
-  // -- except in a select, whose other channels it cannot reach safely.
-  // unlink_lock: the runtime may be calling a waiter's unlink_wait.
-  ~chan_waitq() {
-    chan_waiter* w = first_.load(std::memory_order_relaxed);
-    if (!w) return;
-    std::lock_guard<std::mutex> lk(unlink_lock());
-    for (; w; w = w->next)
-      if (w->gp) w->gp->unlink_wait = w->sel ? nullptr : &orphaned_wait;
-  }
-
-  bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
-
-  void enqueue(chan_waiter* w) noexcept {
-    w->next = nullptr;
-    w->prev = last_;
-    if (last_)
-      last_->next = w;
-    else
-      first_.store(w, std::memory_order_relaxed);
-    last_ = w;
-  }
-
   // Go's dequeue: pops the first waiter that can still be taken. A waiter
   // of a select that another case already won is dropped (its select will
   // find it gone when it dequeues the rest). The winner is recorded.
   chan_waiter* dequeue() noexcept {
     for (;;) {
-      chan_waiter* w = first_.load(std::memory_order_relaxed);
+      chan_waiter* w = pop_front();
       if (!w) return nullptr;
-      chan_waiter* y = w->next;
-      first_.store(y, std::memory_order_relaxed);
-      if (y)
-        y->prev = nullptr;
-      else
-        last_ = nullptr;
-      w->next = nullptr;
       if (select_state* s = w->sel) {
         // acq_rel: orders this claim against the other channels' claims;
         // the winner's data reaches the selecting party through the wake.
@@ -10014,35 +10233,6 @@ class chan_waitq {
       return w;
     }
   }
-
-  // Go's dequeueSudoG: removes w if it is still queued (a select cleaning
-  // up its losing cases). A popped waiter has prev == next == nullptr.
-  // True if w was queued.
-  bool remove(chan_waiter* w) noexcept {
-    chan_waiter* x = w->prev;
-    chan_waiter* y = w->next;
-    if (x) {
-      x->next = y;
-      if (y)
-        y->prev = x;
-      else
-        last_ = x;
-    } else if (y) {
-      y->prev = nullptr;
-      first_.store(y, std::memory_order_relaxed);
-    } else if (first_.load(std::memory_order_relaxed) == w) {
-      first_.store(nullptr, std::memory_order_relaxed);
-      last_ = nullptr;
-    } else {
-      return false;
-    }
-    w->next = w->prev = nullptr;
-    return true;
-  }
-
- private:
-  std::atomic<chan_waiter*> first_{nullptr};
-  chan_waiter* last_ = nullptr;
 };
 
 // Result of one channel operation attempted under the lock.
@@ -10081,35 +10271,7 @@ static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
 // After this call w may be gone (its owner returned).
 inline void wake_chan_waiter(chan_waiter* w) noexcept {
   GORO_CHAOS_POINT("chan.wake");
-  if (g* gp = w->gp) {
-    gp->sched->ready(gp);
-  } else {
-    std::atomic<std::uint32_t>* word = w->sel ? &w->sel->woken : &w->woken;
-    word->store(1, std::memory_order_release);
-    futex_wake(word, 1);  // harmless if the thread already returned
-  }
-}
-
-// Blocks the caller until its futex word or park is released by a wake.
-// `m` is current_m() (read once by the caller: it is a non-inlined call),
-// `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
-// the caller holds: from g0 once the goroutine is off its stack, or just
-// before sleeping for a thread. `unlink(unlink_arg)` takes the caller's
-// waiters off their queues (g::unlink_wait: a runtime destroyed while the
-// goroutine waits for good). `why`: what the goroutine dump shows.
-inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
-                       bool (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
-  GORO_CHAOS_POINT("chan.block");
-  if (gp) {
-    gp->unlink_wait = unlink;
-    gp->unlink_arg = unlink_arg;
-    park(m, unlock, arg, why);
-    gp->unlink_wait = nullptr;
-  } else {
-    if (!m) extm_plain_op();  // checkdead: a plain thread blocked on a channel is a live external M
-    unlock(arg);
-    while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
-  }
+  wake(w->gp, w->word());
 }
 
 // The calling goroutine, with its M, or gp == nullptr on a plain thread.
@@ -10122,12 +10284,7 @@ inline caller current_caller() noexcept {
   return {m, m ? m->curg : nullptr};
 }
 
-inline bool unlock_spinlock(void* l) noexcept {
-  static_cast<spinlock*>(l)->unlock();
-  return true;
-}
-
-// One channel operation's waiter, for block_chan's unlink.
+// One channel operation's waiter, for block's unlink.
 struct queued_waiter {
   chan_core* c;
   chan_waitq* q;
@@ -10277,9 +10434,10 @@ struct hchan : chan_core {
     }
     w.gp = self.gp;
     w.elem = &v;
-    sendq.enqueue(&w);
+    sendq.push_back(&w);
     queued_waiter at{this, &sendq, &w};
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
+    GORO_CHAOS_POINT("chan.block");
+    block(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
     exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     if (!w.success) raise_send_closed();  // woken by close
   }
@@ -10302,10 +10460,10 @@ struct hchan : chan_core {
     }
     w.gp = self.gp;
     w.elem = &out;
-    recvq.enqueue(&w);
+    recvq.push_back(&w);
     queued_waiter at{this, &recvq, &w};
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at,
-               wait_reason::chan_receive);
+    GORO_CHAOS_POINT("chan.block");
+    block(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_receive);
     exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     // out was filled by the sender, or stays empty after close.
   }
@@ -10745,6 +10903,21 @@ inline void add_timer_anywhere(timer* t) {
     thread_timers::get().add(t);
 }
 
+// Re-arms t under `op`, the lock that serializes every stop / reset of t
+// (Go's timer.modify, done as deltimer + addtimer): takes t off its heap
+// -- which waits for a running sync function, so set() never races it --
+// then set(pending) fills t's new fields, or acts instead, and says whether
+// to queue t again. Returns whether t was pending. For goro::timer / ticker
+// (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
+// must not be taken by t's function (del would wait for it forever).
+template <class Set>
+bool rearm_timer(spinlock& op, timer& t, Set set) {
+  std::lock_guard<spinlock> lk(op);
+  const bool pending = timer_heap::del(&t);
+  if (set(pending)) add_timer_anywhere(&t);
+  return pending;
+}
+
 using time_chan = chan<std::chrono::steady_clock::time_point>;
 
 [[noreturn]] GORO_NOINLINE inline void raise_usage_moved_from(const char* call, const char* what) {
@@ -10789,22 +10962,25 @@ struct chan_timer {
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
   bool detach() noexcept {
-    std::lock_guard<spinlock> lk(op);
-    if (!timer_heap::del(&t)) return false;  // fired (or stopped): nothing left to run
-    self_owned = true;
-    t.sync = false;
-    t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
-    GORO_TRY { add_timer_anywhere(&t); }
+    bool requeued = false;
+    GORO_TRY {
+      requeued = rearm_timer(op, t, [this](bool pending) {
+        if (!pending) return false;  // fired (or stopped): nothing left to run
+        self_owned = true;
+        t.sync = false;
+        t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+        return true;
+      });
+    }
     GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-    return true;
+    return requeued;
   }
   bool reset(std::int64_t when, std::int64_t period) {
-    std::lock_guard<spinlock> lk(op);
-    bool active = timer_heap::del(&t);
-    t.when = when;
-    t.period = period;
-    add_timer_anywhere(&t);
-    return active;
+    return rearm_timer(op, t, [&](bool) {
+      t.when = when;
+      t.period = period;
+      return true;
+    });
   }
 };
 
@@ -11264,7 +11440,9 @@ inline std::pair<context, cancel_func> with_timeout(context parent, std::chrono:
 // sleep on a futex through the same code):
 //
 // - sema: a counting semaphore, Go's runtime semaphore (sema.go:
-//   semacquire1 / semrelease1), used by mutex, wait_group and semaphore.
+//   semacquire1 / semrelease1), used by mutex, rw_mutex, wait_group,
+//   semaphore and net's io_lock (a token handed to the oldest waiter is
+//   how mutex's starvation mode and io_lock hand over a lock).
 // - notify_list: Go's notifyList (sema.go: notifyListAdd / notifyListWait /
 //   notifyListNotifyOne / notifyListNotifyAll), used by cond.
 //
@@ -11283,157 +11461,6 @@ inline std::pair<context, cancel_func> with_timeout(context parent, std::chrono:
 #include <cstdint>
 #include <vector>
 
-// ---- begin goro/detail/park.hpp ----
-// One way to block, for goroutines and plain threads alike: a waiter
-// record on the blocked party's stack, queued under a sync object's
-// spinlock. A goroutine parks (its M runs other goroutines; the lock is
-// released by g0 once the goroutine is off its stack); a plain thread
-// sleeps on a futex in the record. Wakers detach waiters under the lock
-// and wake them after releasing it (never ready a G while holding a lock).
-// sema.hpp builds the sync primitives' semaphore and notify list on this.
-
-#include <atomic>
-#include <mutex>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-struct waiter {
-  g* gp = current_g();  // nullptr: a plain thread
-  std::atomic<std::uint32_t> woken{0};
-  waiter* next = nullptr;
-  std::uint32_t ticket = 0;  // cond's notify list: the wait ticket (guarded by the queue's lock)
-};
-
-// FIFO of waiters (guarded by the owner's spinlock).
-class waiter_queue {
- public:
-  waiter_queue() = default;
-  waiter_queue(const waiter_queue&) = delete;
-  waiter_queue& operator=(const waiter_queue&) = delete;
-  // An object destroyed while goroutines still wait on it (they wait for
-  // good: nothing can reach the object to wake them). A runtime's shutdown
-  // must not unlink them from it later (g::unlink_wait, sched.hpp
-  // unlink_blocked): the memory is gone.
-  // main_return (main_return.hpp): such a goroutine can still be ended,
-  // with nothing left to unlink (orphaned_wait); unlink_lock: the runtime
-  // may be calling its unlink_wait.
-  ~waiter_queue() {
-    if (!head_) return;
-    std::lock_guard<std::mutex> lk(unlink_lock());
-    for (waiter* w = head_; w; w = w->next)
-      if (w->gp) w->gp->unlink_wait = &orphaned_wait;
-  }
-  void push_back(waiter* w) noexcept {
-    w->next = nullptr;
-    if (tail_)
-      tail_->next = w;
-    else
-      head_ = w;
-    tail_ = w;
-  }
-  // Re-queues a waiter that was woken but lost the race again (Go's
-  // queueLifo): it keeps its place at the head.
-  void push_front(waiter* w) noexcept {
-    w->next = head_;
-    head_ = w;
-    if (!tail_) tail_ = w;
-  }
-  waiter* pop_front() noexcept {
-    waiter* w = head_;
-    if (w) {
-      head_ = w->next;
-      if (!head_) tail_ = nullptr;
-      w->next = nullptr;
-    }
-    return w;
-  }
-  // Unlinks and returns the first waiter with pred(w), or nullptr.
-  template <class Pred>
-  waiter* remove_first_if(Pred pred) noexcept {
-    waiter* prev = nullptr;
-    for (waiter* w = head_; w; prev = w, w = w->next) {
-      if (!pred(w)) continue;
-      (prev ? prev->next : head_) = w->next;
-      if (tail_ == w) tail_ = prev;
-      w->next = nullptr;
-      return w;
-    }
-    return nullptr;
-  }
-  // Detaches the whole queue as a nullptr-terminated list.
-  waiter* take_all() noexcept {
-    waiter* w = head_;
-    head_ = tail_ = nullptr;
-    return w;
-  }
-  bool empty() const noexcept { return head_ == nullptr; }
-
- private:
-  waiter* head_ = nullptr;
-  waiter* tail_ = nullptr;
-};
-
-// Blocks the caller, already queued as `w` in `q` with `lock` held, until
-// wake(w). Releases `lock`. A runtime destroyed while the goroutine waits
-// here for good takes w off q (g::unlink_wait), then calls
-// unlinked(ctx) if given: the owner undoes its own count of waiters.
-// `why`: what the goroutine dump shows.
-inline void block_on(waiter& w, waiter_queue& q, spinlock& lock, wait_reason why,
-                     void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
-  GORO_CHAOS_POINT("waiter.block");
-  if (g* gp = w.gp) {
-    struct queued {
-      waiter* w;
-      waiter_queue* q;
-      spinlock* lock;
-      void (*unlinked)(void*) noexcept;
-      void* ctx;
-    } at{&w, &q, &lock, unlinked, ctx};
-    gp->unlink_wait = [](void* a) noexcept {
-      auto* x = static_cast<queued*>(a);
-      x->lock->lock();
-      waiter* found = x->q->remove_first_if([x](const waiter* y) { return y == x->w; });
-      x->lock->unlock();
-      if (found && x->unlinked) x->unlinked(x->ctx);
-      return found != nullptr;
-    };
-    gp->unlink_arg = &at;
-    park(current_m(), [](void* l) {
-      static_cast<spinlock*>(l)->unlock();
-      return true;
-    }, &lock, why);
-    gp->unlink_wait = nullptr;
-  } else {
-    extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
-    lock.unlock();
-    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
-  }
-}
-
-// Wakes a waiter detached from its queue. After this call w may be gone.
-inline void wake(waiter* w) noexcept {
-  GORO_CHAOS_POINT("waiter.wake");
-  if (g* gp = w->gp) {
-    gp->sched->ready(gp);
-  } else {
-    w->woken.store(1, std::memory_order_release);
-    futex_wake(&w->woken, 1);  // harmless if the thread already returned
-  }
-}
-
-// Wakes every waiter of a detached list (linked through next).
-inline void wake_list(waiter* w) noexcept {
-  while (w) {
-    waiter* next = w->next;  // read before the wake: w may be gone after it
-    wake(w);
-    w = next;
-  }
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/park.hpp ----
 // ---- begin goro/detail/timed_park.hpp ----
 // Blocking with a deadline (the timed waits of wait_group, cond and
 // semaphore): park.hpp's block_on, plus a timer that takes the waiter off
@@ -11514,29 +11541,28 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
     c->lock->unlock();
     if (removed) wake(c->w);
   };
-  // A runtime destroyed while we wait (its timers dropped) takes w off
-  // its queue (g::unlink_wait, as block_on).
-  w.gp->unlink_wait = [](void* arg) noexcept {
-    auto* c = static_cast<timed*>(arg);
-    c->lock->lock();
-    const bool removed = c->unlink(c->owner, c->w);
-    c->lock->unlock();
-    if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
-    return removed;
-  };
-  w.gp->unlink_arg = &ctx;
   // Like sleep: the timer is queued only once we are off our stack (the
-  // park's unlock step, on g0), then the queue's lock is released.
-  park(
-      current_m(),
+  // park's unlock step, on g0), then the queue's lock is released. A
+  // runtime destroyed while we wait (its timers dropped) takes w off its
+  // queue (g::unlink_wait, as block_on).
+  block(
+      current_m(), w.gp, w.woken,
       [](void* arg) {
         auto* c = static_cast<timed*>(arg);
         current_m()->sched->add_timer(&c->t);
         c->lock->unlock();
         return true;
       },
-      &ctx);
-  w.gp->unlink_wait = nullptr;
+      &ctx,
+      [](void* arg) noexcept {
+        auto* c = static_cast<timed*>(arg);
+        c->lock->lock();
+        const bool removed = c->unlink(c->owner, c->w);
+        c->lock->unlock();
+        if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
+        return removed;
+      },
+      &ctx, wait_reason::other);
   timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
   return !ctx.timed_out;
 }
@@ -13163,15 +13189,16 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     w.elem = sc[k].elem;
     w.sel = &st;
     w.success = false;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
   }
-  struct queued {  // block_chan's unlink: every case's waiter off its queue
+  struct queued {  // block's unlink: every case's waiter off its queue
     select_case* sc;
     std::size_t n;
     chan_waiter* waiters;
     select_state* st;
   } at{sc, n, waiters, &st};
-  block_chan(
+  GORO_CHAOS_POINT("chan.block");
+  block(
       self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
       [](void* a) noexcept {
         auto* x = static_cast<queued*>(a);
@@ -13609,29 +13636,30 @@ inline netpoller* goroutine_poller() noexcept {
 
 // Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
 // direction readies the waiter, which then sees the passed deadline.
-// Setters are serialized by pd->lock; the timers' function takes no lock,
-// so del() (which waits for a running one) cannot deadlock with it.
+// Setters are serialized by pd->lock (rearm_timer, time.hpp); the timers'
+// function takes no lock, so del() (which waits for a running one) cannot
+// deadlock with it.
 inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
-  std::lock_guard<spinlock> lk(pd->lock);
   goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
-  timer_heap::del(&t);
-  pd->deadline(mode).store(d, std::memory_order_seq_cst);
-  if (d == 0) return;
-  if (d <= nanotime()) {  // already passed: wake the waiter now
-    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-    return;
-  }
-  t.when = d;
-  t.period = 0;
-  t.sync = true;
-  t.arg = pd;
-  t.seq = pd->seq.load(std::memory_order_seq_cst);
-  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                      };
-  add_timer_anywhere(&t);
+  rearm_timer(pd->lock, t, [&](bool) {
+    pd->deadline(mode).store(d, std::memory_order_seq_cst);
+    if (d == 0) return false;
+    if (d <= nanotime()) {  // already passed: wake the waiter now
+      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+      return false;
+    }
+    t.when = d;
+    t.period = 0;
+    t.sync = true;
+    t.arg = pd;
+    t.seq = pd->seq.load(std::memory_order_seq_cst);
+    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                        };
+    return true;
+  });
 }
 
 // Registers pd with the calling goroutine's poller if it is on none.
@@ -13717,10 +13745,20 @@ class ctx_watch {
 // One direction's lock of a socket (the read or the write half of Go's
 // fdMutex, internal/poll/fd_mutex.go): held for a whole read / write /
 // accept call, so concurrent readers (writers) take turns and one write()
-// is never interleaved with another's bytes. Waiters queue FIFO and the
-// lock is handed to the oldest directly. close() wakes every queued
-// waiter, whose lock() then returns false (Go's rwlock after
-// increfAndClose). Goroutines park; plain threads sleep on a futex.
+// is never interleaved with another's bytes.
+//
+// Word: bit 0 held, bit 1 closed, and above them the waiters counted in
+// (blocked or about to block on) sema_. Uncontended lock and unlock are one
+// CAS each. Contended, waiters queue FIFO on sema_, and unlock() hands the
+// lock to the oldest directly -- held stays set, one waiter is uncounted
+// and one token released: goro::mutex's starvation-mode hand-off (sync.hpp,
+// detail/sema.hpp), with no spinning and no barging, always. A token that
+// arrives before its waiter has queued is kept by sema_ for it.
+//
+// close() sets closed, uncounts every waiter and releases a token for each:
+// they wake, see closed and fail (Go's rwlock after increfAndClose); so does
+// a waiter handed the lock just before close(), which then leaves it held:
+// no later lock() wants it. The holder keeps it until unlock().
 class io_lock {
  public:
   // True: held. False: closed (now, or while queued).
@@ -13733,64 +13771,65 @@ class io_lock {
     std::uint32_t v = 0;
     if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
       return true;
-    lock_.lock();
-    v = word_.load(std::memory_order_relaxed);
-    for (;;) {
-      if (v & closed) {
-        lock_.unlock();
-        return false;
-      }
-      if (!(v & held)) {
-        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) {
-          lock_.unlock();
-          return true;
-        }
-      } else if ((v & waiting) ||
-                 word_.compare_exchange_weak(v, v | waiting, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-        break;  // held, and the holder's unlock() will take the slow path
-      }
-    }
-    waiter w;
-    w.ticket = 0;
-    if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
-    queue_.push_back(&w);
-    block_on(w, queue_, lock_, wait_reason::io_wait);
-    exit_if_killed(w.gp);  // main_return: taken off the queue to end (detail/goexit.hpp)
-    // unlock() handed us the lock (ticket 1) or close() woke us (0); either
-    // wrote the ticket under lock_ before waking us.
-    return w.ticket == 1;
+    return lock_slow(v);
   }
 
   void unlock() noexcept {
     std::uint32_t v = held;
     if (GORO_LIKELY(word_.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed))) return;
-    lock_.lock();
-    waiter* w = queue_.pop_front();
-    if (w) {
-      w->ticket = 1;  // handed over: `held` stays set
-      if (queue_.empty()) word_.fetch_and(~waiting, std::memory_order_release);
-    } else {
-      word_.fetch_and(~(held | waiting), std::memory_order_release);
+    for (;;) {
+      if ((v >> waiter_shift) != 0) {  // hand over: held stays set
+        if (word_.compare_exchange_weak(v, v - one_waiter, std::memory_order_release, std::memory_order_relaxed)) {
+          sema_.release();
+          return;
+        }
+      } else if (word_.compare_exchange_weak(v, v & ~held, std::memory_order_release, std::memory_order_relaxed)) {
+        return;
+      }
     }
-    lock_.unlock();
-    if (w) wake(w);
   }
 
   // Fails every queued and later lock(); the holder keeps it until unlock().
   void close() noexcept {
-    lock_.lock();
-    word_.fetch_or(closed, std::memory_order_acq_rel);
-    word_.fetch_and(~waiting, std::memory_order_relaxed);
-    waiter* all = queue_.take_all();  // their tickets are 0
-    lock_.unlock();
-    wake_list(all);
+    std::uint32_t v = word_.load(std::memory_order_relaxed);
+    while (!word_.compare_exchange_weak(v, (v | closed) & (held | closed), std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+    }
+    sema_.release(v >> waiter_shift);
   }
 
  private:
-  static constexpr std::uint32_t held = 1, waiting = 2, closed = 4;
-  std::atomic<std::uint32_t> word_{0};  // held | waiting | closed
-  spinlock lock_;                       // queue_, and the waiting / closed bits
-  waiter_queue queue_;
+  static constexpr std::uint32_t held = 1, closed = 2;
+  static constexpr unsigned waiter_shift = 2;
+  static constexpr std::uint32_t one_waiter = 1u << waiter_shift;
+
+  GORO_NOINLINE bool lock_slow(std::uint32_t v) {
+    for (;;) {
+      if (v & closed) return false;
+      if (!(v & held)) {  // no waiters either (unlock hands over while there are)
+        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+      } else if (word_.compare_exchange_weak(v, v + one_waiter, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    g* gp = parking_g();  // nullptr inside goro::blocking: wait as a thread (as net waits do)
+    sema_.acquire(false, &uncount_waiter, this, wait_reason::io_wait);
+    exit_if_killed(gp);  // main_return: taken off the queue (uncounted) to end (detail/goexit.hpp)
+    // Our token: unlock() handed us the lock, or close() woke us.
+    return !(word_.load(std::memory_order_acquire) & closed);
+  }
+
+  // A waiter taken off sema_'s queue without a token (main_return ending
+  // its goroutine): it no longer counts (as goro::mutex's uncount_waiter).
+  static void uncount_waiter(void* self) noexcept {
+    auto& st = static_cast<io_lock*>(self)->word_;
+    std::uint32_t v = st.load(std::memory_order_relaxed);
+    while ((v >> waiter_shift) != 0 && !st.compare_exchange_weak(v, v - one_waiter, std::memory_order_relaxed)) {
+    }
+  }
+
+  std::atomic<std::uint32_t> word_{0};  // held | closed | waiters << waiter_shift
+  sema sema_;                           // the queue; a token is the lock handed over (or close)
 };
 
 // An RAII hold of what Acquire (a bool member function of T) takes and

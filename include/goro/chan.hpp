@@ -2,12 +2,11 @@
 //
 // A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
 // blocked receivers (recvq) and one of blocked senders (sendq), all under
-// one spinlock. A blocked party queues a chan_waiter (Go's sudog) that
-// lives on its own stack and parks (goroutine) or sleeps on a futex (plain
-// thread). The party that completes the communication does all the work
+// one spinlock. A blocked party queues a chan_waiter (Go's sudog) and
+// blocks through detail/park.hpp's protocol (which states why no wake-up
+// is lost). The party that completes the communication does all the work
 // under the lock -- it moves the value straight into the receiver's slot,
-// or out of the sender's -- then unlocks and only then wakes the waiter,
-// which goes to the waker's runnext and inherits its time slice.
+// or out of the sender's -- then unlocks and only then wakes the waiter.
 //
 // Invariants (DESIGN.md section 5), while the lock is not held:
 //   - at most one of recvq / sendq is non-empty (a select that waits to
@@ -30,12 +29,11 @@
 #include <utility>
 
 #include "detail/config.hpp"
-#include "detail/extm.hpp"
-#include "detail/futex.hpp"
 #include "detail/g.hpp"
 #include "detail/goexit.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
+#include "detail/park.hpp"
 #include "detail/preempt.hpp"
 #include "detail/spinlock.hpp"
 #include "error.hpp"
@@ -70,60 +68,23 @@ struct chan_waiter {
   select_state* sel = nullptr;          // non-null when part of a select
   bool success = false;                 // true: a value was passed; false: woken by close
   std::atomic<std::uint32_t> woken{0};  // futex word of a plain thread (not in a select)
+  // A select's other channels are out of reach once this one is destroyed
+  // under it (see ~waitq): no orphaned_wait for it.
+  bool orphanable() const noexcept { return sel == nullptr; }
+  // The futex word a plain thread sleeps on.
+  std::atomic<std::uint32_t>& word() noexcept { return sel ? sel->woken : woken; }
 };
 
-// FIFO of waiters (Go's waitq). `first_` is atomic only so that the
-// lock-free "would it block?" checks of try_send/try_recv may read it;
-// every write happens under the channel's lock.
-class chan_waitq {
+// Go's waitq: park.hpp's queue, plus the select-aware dequeue.
+class chan_waitq : public waitq<chan_waiter> {
  public:
-  chan_waitq() = default;
-  chan_waitq(const chan_waitq&) = delete;
-  chan_waitq& operator=(const chan_waitq&) = delete;
-  // A channel destroyed while goroutines still wait on it (for good: no
-  // handle is left to wake them): a runtime's shutdown must not unlink
-  // them from it later (g::unlink_wait, sched.hpp unlink_blocked). For a
-  // select that also skips its other channels' queues, as before unlinking
-  // existed.
-  //
-  // main_return (main_return.hpp): a goroutine left waiting on a destroyed
-  // channel can still be ended -- nothing is left to unlink (orphaned_wait)
-  // -- except in a select, whose other channels it cannot reach safely.
-  // unlink_lock: the runtime may be calling a waiter's unlink_wait.
-  ~chan_waitq() {
-    chan_waiter* w = first_.load(std::memory_order_relaxed);
-    if (!w) return;
-    std::lock_guard<std::mutex> lk(unlink_lock());
-    for (; w; w = w->next)
-      if (w->gp) w->gp->unlink_wait = w->sel ? nullptr : &orphaned_wait;
-  }
-
-  bool empty() const noexcept { return first_.load(std::memory_order_relaxed) == nullptr; }
-
-  void enqueue(chan_waiter* w) noexcept {
-    w->next = nullptr;
-    w->prev = last_;
-    if (last_)
-      last_->next = w;
-    else
-      first_.store(w, std::memory_order_relaxed);
-    last_ = w;
-  }
-
   // Go's dequeue: pops the first waiter that can still be taken. A waiter
   // of a select that another case already won is dropped (its select will
   // find it gone when it dequeues the rest). The winner is recorded.
   chan_waiter* dequeue() noexcept {
     for (;;) {
-      chan_waiter* w = first_.load(std::memory_order_relaxed);
+      chan_waiter* w = pop_front();
       if (!w) return nullptr;
-      chan_waiter* y = w->next;
-      first_.store(y, std::memory_order_relaxed);
-      if (y)
-        y->prev = nullptr;
-      else
-        last_ = nullptr;
-      w->next = nullptr;
       if (select_state* s = w->sel) {
         // acq_rel: orders this claim against the other channels' claims;
         // the winner's data reaches the selecting party through the wake.
@@ -134,35 +95,6 @@ class chan_waitq {
       return w;
     }
   }
-
-  // Go's dequeueSudoG: removes w if it is still queued (a select cleaning
-  // up its losing cases). A popped waiter has prev == next == nullptr.
-  // True if w was queued.
-  bool remove(chan_waiter* w) noexcept {
-    chan_waiter* x = w->prev;
-    chan_waiter* y = w->next;
-    if (x) {
-      x->next = y;
-      if (y)
-        y->prev = x;
-      else
-        last_ = x;
-    } else if (y) {
-      y->prev = nullptr;
-      first_.store(y, std::memory_order_relaxed);
-    } else if (first_.load(std::memory_order_relaxed) == w) {
-      first_.store(nullptr, std::memory_order_relaxed);
-      last_ = nullptr;
-    } else {
-      return false;
-    }
-    w->next = w->prev = nullptr;
-    return true;
-  }
-
- private:
-  std::atomic<chan_waiter*> first_{nullptr};
-  chan_waiter* last_ = nullptr;
 };
 
 // Result of one channel operation attempted under the lock.
@@ -201,35 +133,7 @@ static_assert(sizeof(chan_core) == cache_line, "chan_core: one cache line");
 // After this call w may be gone (its owner returned).
 inline void wake_chan_waiter(chan_waiter* w) noexcept {
   GORO_CHAOS_POINT("chan.wake");
-  if (g* gp = w->gp) {
-    gp->sched->ready(gp);
-  } else {
-    std::atomic<std::uint32_t>* word = w->sel ? &w->sel->woken : &w->woken;
-    word->store(1, std::memory_order_release);
-    futex_wake(word, 1);  // harmless if the thread already returned
-  }
-}
-
-// Blocks the caller until its futex word or park is released by a wake.
-// `m` is current_m() (read once by the caller: it is a non-inlined call),
-// `gp` its goroutine or nullptr. `unlock(arg)` releases the channel lock(s)
-// the caller holds: from g0 once the goroutine is off its stack, or just
-// before sleeping for a thread. `unlink(unlink_arg)` takes the caller's
-// waiters off their queues (g::unlink_wait: a runtime destroyed while the
-// goroutine waits for good). `why`: what the goroutine dump shows.
-inline void block_chan(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
-                       bool (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
-  GORO_CHAOS_POINT("chan.block");
-  if (gp) {
-    gp->unlink_wait = unlink;
-    gp->unlink_arg = unlink_arg;
-    park(m, unlock, arg, why);
-    gp->unlink_wait = nullptr;
-  } else {
-    if (!m) extm_plain_op();  // checkdead: a plain thread blocked on a channel is a live external M
-    unlock(arg);
-    while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
-  }
+  wake(w->gp, w->word());
 }
 
 // The calling goroutine, with its M, or gp == nullptr on a plain thread.
@@ -242,12 +146,7 @@ inline caller current_caller() noexcept {
   return {m, m ? m->curg : nullptr};
 }
 
-inline bool unlock_spinlock(void* l) noexcept {
-  static_cast<spinlock*>(l)->unlock();
-  return true;
-}
-
-// One channel operation's waiter, for block_chan's unlink.
+// One channel operation's waiter, for block's unlink.
 struct queued_waiter {
   chan_core* c;
   chan_waitq* q;
@@ -397,9 +296,10 @@ struct hchan : chan_core {
     }
     w.gp = self.gp;
     w.elem = &v;
-    sendq.enqueue(&w);
+    sendq.push_back(&w);
     queued_waiter at{this, &sendq, &w};
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
+    GORO_CHAOS_POINT("chan.block");
+    block(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_send);
     exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     if (!w.success) raise_send_closed();  // woken by close
   }
@@ -422,10 +322,10 @@ struct hchan : chan_core {
     }
     w.gp = self.gp;
     w.elem = &out;
-    recvq.enqueue(&w);
+    recvq.push_back(&w);
     queued_waiter at{this, &recvq, &w};
-    block_chan(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at,
-               wait_reason::chan_receive);
+    GORO_CHAOS_POINT("chan.block");
+    block(self.m, self.gp, w.woken, unlock_spinlock, &lock, queued_waiter::unlink, &at, wait_reason::chan_receive);
     exit_if_killed(self.gp);  // main_return: taken off the queue to end (goexit.hpp)
     // out was filled by the sender, or stays empty after close.
   }

@@ -154,15 +154,16 @@ inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, s
     w.elem = sc[k].elem;
     w.sel = &st;
     w.success = false;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).enqueue(&w);
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
   }
-  struct queued {  // block_chan's unlink: every case's waiter off its queue
+  struct queued {  // block's unlink: every case's waiter off its queue
     select_case* sc;
     std::size_t n;
     chan_waiter* waiters;
     select_state* st;
   } at{sc, n, waiters, &st};
-  block_chan(
+  GORO_CHAOS_POINT("chan.block");
+  block(
       self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
       [](void* a) noexcept {
         auto* x = static_cast<queued*>(a);

@@ -135,6 +135,21 @@ inline void add_timer_anywhere(timer* t) {
     thread_timers::get().add(t);
 }
 
+// Re-arms t under `op`, the lock that serializes every stop / reset of t
+// (Go's timer.modify, done as deltimer + addtimer): takes t off its heap
+// -- which waits for a running sync function, so set() never races it --
+// then set(pending) fills t's new fields, or acts instead, and says whether
+// to queue t again. Returns whether t was pending. For goro::timer / ticker
+// (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
+// must not be taken by t's function (del would wait for it forever).
+template <class Set>
+bool rearm_timer(spinlock& op, timer& t, Set set) {
+  std::lock_guard<spinlock> lk(op);
+  const bool pending = timer_heap::del(&t);
+  if (set(pending)) add_timer_anywhere(&t);
+  return pending;
+}
+
 using time_chan = chan<std::chrono::steady_clock::time_point>;
 
 [[noreturn]] GORO_NOINLINE inline void raise_usage_moved_from(const char* call, const char* what) {
@@ -179,22 +194,25 @@ struct chan_timer {
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
   bool detach() noexcept {
-    std::lock_guard<spinlock> lk(op);
-    if (!timer_heap::del(&t)) return false;  // fired (or stopped): nothing left to run
-    self_owned = true;
-    t.sync = false;
-    t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
-    GORO_TRY { add_timer_anywhere(&t); }
+    bool requeued = false;
+    GORO_TRY {
+      requeued = rearm_timer(op, t, [this](bool pending) {
+        if (!pending) return false;  // fired (or stopped): nothing left to run
+        self_owned = true;
+        t.sync = false;
+        t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+        return true;
+      });
+    }
     GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-    return true;
+    return requeued;
   }
   bool reset(std::int64_t when, std::int64_t period) {
-    std::lock_guard<spinlock> lk(op);
-    bool active = timer_heap::del(&t);
-    t.when = when;
-    t.period = period;
-    add_timer_anywhere(&t);
-    return active;
+    return rearm_timer(op, t, [&](bool) {
+      t.when = when;
+      t.period = period;
+      return true;
+    });
   }
 };
 

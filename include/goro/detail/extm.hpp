@@ -103,12 +103,14 @@ inline void extm_plain_op() noexcept {
 
 // A wake or spawn into a runtime from a thread that is not one of its Ms
 // (a plain thread, another runtime's M, a runtime's own helper thread).
-inline void extm_outside_op() noexcept {
-  if (current_m() == nullptr)
+// m: the caller's current_m().
+inline void extm_outside_op(const m_base* m) noexcept {
+  if (m == nullptr)
     extm_plain_op();
   else
     extm_epoch.fetch_add(1, std::memory_order_seq_cst);
 }
+inline void extm_outside_op() noexcept { extm_outside_op(current_m()); }
 
 // Marks the calling thread as one of a runtime's own (not an external M).
 inline void extm_mark_internal() noexcept { extm_internal = true; }

@@ -108,10 +108,10 @@ struct alignas(64) g {
   // While parked on a channel or sync object's queue: takes this G's
   // waiter record(s) off it, for a runtime destroyed with the G blocked
   // forever (the objects may outlive the runtime; the records are on the
-  // G's stack). Set by the park site (park.hpp block_on, chan.hpp
-  // block_chan) before parking, cleared once it resumes. Also how the
-  // runtime wakes a parked goroutine to end it after main returned
-  // (main_return.hpp, with the G pinned): true if it took the G off its
+  // G's stack). Set by the park site (park.hpp block) before parking,
+  // cleared once it resumes. Also how the runtime wakes a parked goroutine
+  // to end it after main returned (main_return.hpp, with the G pinned):
+  // true if it took the G off its
   // wait (nobody else will ready it: the caller owns the wake-up), false
   // if a waker got there first. Sleep and I/O waits set one too (their
   // timer or poll descriptor); a wait on an object destroyed meanwhile

@@ -40,6 +40,7 @@
 #include "goexit.hpp"
 #include "park.hpp"
 #include "preempt.hpp"
+#include "sema.hpp"
 
 namespace goro::net {
 
@@ -128,29 +129,30 @@ inline netpoller* goroutine_poller() noexcept {
 
 // Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
 // direction readies the waiter, which then sees the passed deadline.
-// Setters are serialized by pd->lock; the timers' function takes no lock,
-// so del() (which waits for a running one) cannot deadlock with it.
+// Setters are serialized by pd->lock (rearm_timer, time.hpp); the timers'
+// function takes no lock, so del() (which waits for a running one) cannot
+// deadlock with it.
 inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
-  std::lock_guard<spinlock> lk(pd->lock);
   goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
-  timer_heap::del(&t);
-  pd->deadline(mode).store(d, std::memory_order_seq_cst);
-  if (d == 0) return;
-  if (d <= nanotime()) {  // already passed: wake the waiter now
-    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-    return;
-  }
-  t.when = d;
-  t.period = 0;
-  t.sync = true;
-  t.arg = pd;
-  t.seq = pd->seq.load(std::memory_order_seq_cst);
-  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                      };
-  add_timer_anywhere(&t);
+  rearm_timer(pd->lock, t, [&](bool) {
+    pd->deadline(mode).store(d, std::memory_order_seq_cst);
+    if (d == 0) return false;
+    if (d <= nanotime()) {  // already passed: wake the waiter now
+      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+      return false;
+    }
+    t.when = d;
+    t.period = 0;
+    t.sync = true;
+    t.arg = pd;
+    t.seq = pd->seq.load(std::memory_order_seq_cst);
+    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                        };
+    return true;
+  });
 }
 
 // Registers pd with the calling goroutine's poller if it is on none.
@@ -236,10 +238,20 @@ class ctx_watch {
 // One direction's lock of a socket (the read or the write half of Go's
 // fdMutex, internal/poll/fd_mutex.go): held for a whole read / write /
 // accept call, so concurrent readers (writers) take turns and one write()
-// is never interleaved with another's bytes. Waiters queue FIFO and the
-// lock is handed to the oldest directly. close() wakes every queued
-// waiter, whose lock() then returns false (Go's rwlock after
-// increfAndClose). Goroutines park; plain threads sleep on a futex.
+// is never interleaved with another's bytes.
+//
+// Word: bit 0 held, bit 1 closed, and above them the waiters counted in
+// (blocked or about to block on) sema_. Uncontended lock and unlock are one
+// CAS each. Contended, waiters queue FIFO on sema_, and unlock() hands the
+// lock to the oldest directly -- held stays set, one waiter is uncounted
+// and one token released: goro::mutex's starvation-mode hand-off (sync.hpp,
+// detail/sema.hpp), with no spinning and no barging, always. A token that
+// arrives before its waiter has queued is kept by sema_ for it.
+//
+// close() sets closed, uncounts every waiter and releases a token for each:
+// they wake, see closed and fail (Go's rwlock after increfAndClose); so does
+// a waiter handed the lock just before close(), which then leaves it held:
+// no later lock() wants it. The holder keeps it until unlock().
 class io_lock {
  public:
   // True: held. False: closed (now, or while queued).
@@ -252,64 +264,65 @@ class io_lock {
     std::uint32_t v = 0;
     if (GORO_LIKELY(word_.compare_exchange_strong(v, held, std::memory_order_acquire, std::memory_order_relaxed)))
       return true;
-    lock_.lock();
-    v = word_.load(std::memory_order_relaxed);
-    for (;;) {
-      if (v & closed) {
-        lock_.unlock();
-        return false;
-      }
-      if (!(v & held)) {
-        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) {
-          lock_.unlock();
-          return true;
-        }
-      } else if ((v & waiting) ||
-                 word_.compare_exchange_weak(v, v | waiting, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-        break;  // held, and the holder's unlock() will take the slow path
-      }
-    }
-    waiter w;
-    w.ticket = 0;
-    if (w.gp && inside_blocking(current_m())) w.gp = nullptr;  // goro::blocking: wait as a thread (as net waits do)
-    queue_.push_back(&w);
-    block_on(w, queue_, lock_, wait_reason::io_wait);
-    exit_if_killed(w.gp);  // main_return: taken off the queue to end (detail/goexit.hpp)
-    // unlock() handed us the lock (ticket 1) or close() woke us (0); either
-    // wrote the ticket under lock_ before waking us.
-    return w.ticket == 1;
+    return lock_slow(v);
   }
 
   void unlock() noexcept {
     std::uint32_t v = held;
     if (GORO_LIKELY(word_.compare_exchange_strong(v, 0, std::memory_order_release, std::memory_order_relaxed))) return;
-    lock_.lock();
-    waiter* w = queue_.pop_front();
-    if (w) {
-      w->ticket = 1;  // handed over: `held` stays set
-      if (queue_.empty()) word_.fetch_and(~waiting, std::memory_order_release);
-    } else {
-      word_.fetch_and(~(held | waiting), std::memory_order_release);
+    for (;;) {
+      if ((v >> waiter_shift) != 0) {  // hand over: held stays set
+        if (word_.compare_exchange_weak(v, v - one_waiter, std::memory_order_release, std::memory_order_relaxed)) {
+          sema_.release();
+          return;
+        }
+      } else if (word_.compare_exchange_weak(v, v & ~held, std::memory_order_release, std::memory_order_relaxed)) {
+        return;
+      }
     }
-    lock_.unlock();
-    if (w) wake(w);
   }
 
   // Fails every queued and later lock(); the holder keeps it until unlock().
   void close() noexcept {
-    lock_.lock();
-    word_.fetch_or(closed, std::memory_order_acq_rel);
-    word_.fetch_and(~waiting, std::memory_order_relaxed);
-    waiter* all = queue_.take_all();  // their tickets are 0
-    lock_.unlock();
-    wake_list(all);
+    std::uint32_t v = word_.load(std::memory_order_relaxed);
+    while (!word_.compare_exchange_weak(v, (v | closed) & (held | closed), std::memory_order_acq_rel,
+                                        std::memory_order_relaxed)) {
+    }
+    sema_.release(v >> waiter_shift);
   }
 
  private:
-  static constexpr std::uint32_t held = 1, waiting = 2, closed = 4;
-  std::atomic<std::uint32_t> word_{0};  // held | waiting | closed
-  spinlock lock_;                       // queue_, and the waiting / closed bits
-  waiter_queue queue_;
+  static constexpr std::uint32_t held = 1, closed = 2;
+  static constexpr unsigned waiter_shift = 2;
+  static constexpr std::uint32_t one_waiter = 1u << waiter_shift;
+
+  GORO_NOINLINE bool lock_slow(std::uint32_t v) {
+    for (;;) {
+      if (v & closed) return false;
+      if (!(v & held)) {  // no waiters either (unlock hands over while there are)
+        if (word_.compare_exchange_weak(v, v | held, std::memory_order_acquire, std::memory_order_relaxed)) return true;
+      } else if (word_.compare_exchange_weak(v, v + one_waiter, std::memory_order_relaxed, std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    g* gp = parking_g();  // nullptr inside goro::blocking: wait as a thread (as net waits do)
+    sema_.acquire(false, &uncount_waiter, this, wait_reason::io_wait);
+    exit_if_killed(gp);  // main_return: taken off the queue (uncounted) to end (detail/goexit.hpp)
+    // Our token: unlock() handed us the lock, or close() woke us.
+    return !(word_.load(std::memory_order_acquire) & closed);
+  }
+
+  // A waiter taken off sema_'s queue without a token (main_return ending
+  // its goroutine): it no longer counts (as goro::mutex's uncount_waiter).
+  static void uncount_waiter(void* self) noexcept {
+    auto& st = static_cast<io_lock*>(self)->word_;
+    std::uint32_t v = st.load(std::memory_order_relaxed);
+    while ((v >> waiter_shift) != 0 && !st.compare_exchange_weak(v, v - one_waiter, std::memory_order_relaxed)) {
+    }
+  }
+
+  std::atomic<std::uint32_t> word_{0};  // held | closed | waiters << waiter_shift
+  sema sema_;                           // the queue; a token is the lock handed over (or close)
 };
 
 // An RAII hold of what Acquire (a bool member function of T) takes and

@@ -3,7 +3,9 @@
 // sleep on a futex through the same code):
 //
 // - sema: a counting semaphore, Go's runtime semaphore (sema.go:
-//   semacquire1 / semrelease1), used by mutex, wait_group and semaphore.
+//   semacquire1 / semrelease1), used by mutex, rw_mutex, wait_group,
+//   semaphore and net's io_lock (a token handed to the oldest waiter is
+//   how mutex's starvation mode and io_lock hand over a lock).
 // - notify_list: Go's notifyList (sema.go: notifyListAdd / notifyListWait /
 //   notifyListNotifyOne / notifyListNotifyAll), used by cond.
 //

@@ -84,29 +84,28 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
     c->lock->unlock();
     if (removed) wake(c->w);
   };
-  // A runtime destroyed while we wait (its timers dropped) takes w off
-  // its queue (g::unlink_wait, as block_on).
-  w.gp->unlink_wait = [](void* arg) noexcept {
-    auto* c = static_cast<timed*>(arg);
-    c->lock->lock();
-    const bool removed = c->unlink(c->owner, c->w);
-    c->lock->unlock();
-    if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
-    return removed;
-  };
-  w.gp->unlink_arg = &ctx;
   // Like sleep: the timer is queued only once we are off our stack (the
-  // park's unlock step, on g0), then the queue's lock is released.
-  park(
-      current_m(),
+  // park's unlock step, on g0), then the queue's lock is released. A
+  // runtime destroyed while we wait (its timers dropped) takes w off its
+  // queue (g::unlink_wait, as block_on).
+  block(
+      current_m(), w.gp, w.woken,
       [](void* arg) {
         auto* c = static_cast<timed*>(arg);
         current_m()->sched->add_timer(&c->t);
         c->lock->unlock();
         return true;
       },
-      &ctx);
-  w.gp->unlink_wait = nullptr;
+      &ctx,
+      [](void* arg) noexcept {
+        auto* c = static_cast<timed*>(arg);
+        c->lock->lock();
+        const bool removed = c->unlink(c->owner, c->w);
+        c->lock->unlock();
+        if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
+        return removed;
+      },
+      &ctx, wait_reason::other);
   timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
   return !ctx.timed_out;
 }
