@@ -12,6 +12,10 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
 #include "test_util.hpp"
 
 using namespace std::chrono_literals;
@@ -519,6 +523,10 @@ TEST_CASE("runtime: FP control state is per goroutine and survives migration", "
         for (int k = 0; k < 2000; ++k) {
           goro::yield();  // resumes on whichever M runs it next
           if (std::fegetround() != FE_UPWARD) bad.fetch_add(1);
+#if defined(__x86_64__)
+          // fegetround reads the x87 control word; MXCSR has its own rounding bits
+          if ((_mm_getcsr() & 0x6000) != 0x4000) bad.fetch_add(1);
+#endif
         }
         std::fesetround(FE_TONEAREST);
         wg.done();
@@ -527,6 +535,9 @@ TEST_CASE("runtime: FP control state is per goroutine and survives migration", "
         for (int k = 0; k < 2000; ++k) {
           goro::yield();
           if (std::fegetround() != FE_TONEAREST) bad.fetch_add(1);
+#if defined(__x86_64__)
+          if ((_mm_getcsr() & 0x6000) != 0) bad.fetch_add(1);
+#endif
         }
         wg.done();
       });
@@ -535,6 +546,49 @@ TEST_CASE("runtime: FP control state is per goroutine and survives migration", "
     CHECK(bad.load() == 0);
   });
 }
+
+#if defined(__x86_64__)
+// The switch compares only MXCSR's control bits (6-15) and leaves the
+// sticky exception flags (0-5) alone: DAZ is bit 6, the lowest control
+// bit, so a mask off by one would lose it. Every goroutine also raises the
+// inexact flag between switches, so flags differ from side to side.
+TEST_CASE("runtime: MXCSR control bits (DAZ, FZ, rounding) are per goroutine", "[runtime][context]") {
+  constexpr unsigned control = 0xffc0;
+  constexpr unsigned custom = 0x0040 | 0x8000 | 0x2000;  // DAZ, FZ, round down
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] {
+    std::atomic<int> bad{0};
+    goro::wait_group wg;
+    const int n = goro_test::scale(8, 4);
+    wg.add(2 * n);
+    for (int i = 0; i < n; ++i) {
+      goro::go([&] {
+        const unsigned mine = (_mm_getcsr() & control) | custom;
+        _mm_setcsr(mine);
+        for (int k = 0; k < 2000; ++k) {
+          // sets the precision flag
+          volatile double x = 1.0;
+          x = x / 3.0;
+          goro::yield();  // resumes on whichever M runs it next
+          if ((_mm_getcsr() & control) != mine) bad.fetch_add(1);
+        }
+        _mm_setcsr(mine & ~custom);
+        wg.done();
+      });
+      goro::go([&] {
+        _mm_setcsr(_mm_getcsr() & control);  // flags clear
+        for (int k = 0; k < 2000; ++k) {
+          goro::yield();
+          if ((_mm_getcsr() & control) != 0x1f80) bad.fetch_add(1);
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+    CHECK(bad.load() == 0);
+  });
+}
+#endif
 
 TEST_CASE("runtime: an exception being handled survives a switch", "[runtime][context]") {
   goro::runtime rt{goro::options{2}};

@@ -27,7 +27,10 @@
  *   not BTI landing pads, so a `br` there would fault on BTI-guarded
  *   pages, while `ret` is exempt from BTI checks.
  *   goro_v0_1_switch_ret (x86-64: the variant that resumes with `ret`)
- *   is the same code here.
+ *   is the same code here. FPCR (control only: the flags are in FPSR,
+ *   which is caller-saved) is written only when the resumed side's
+ *   differs from the current one, still in x9: it is a system-register
+ *   write, which some cores serialize, and goroutines rarely change it.
  *
  * goro_v0_1_start: first resume address of a fresh context; x0 already
  *   holds `arg`; call the entry function in x19 (it never returns).
@@ -94,8 +97,11 @@ goro_v0_1_switch_ret:
     ldp d10, d11, [sp, #112]
     ldp d12, d13, [sp, #128]
     ldp d14, d15, [sp, #144]
-    ldr x9, [sp, #160]
-    msr fpcr, x9
+    ldr x10, [sp, #160]
+    cmp x9, x10
+    b.eq 1f
+    msr fpcr, x10
+1:
     add sp, sp, #176
     mov x0, x2
     ret x30

@@ -40,9 +40,11 @@ goro_v0_1_switch:
     movzwl 4(%rsp), %r9d
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    cmpl (%rsp), %r8d
-    jne 2f
-    cmpw 4(%rsp), %r9w
+    movl (%rsp), %r10d
+    xorl %r8d, %r10d
+    xorw 4(%rsp), %r9w
+    andl $-64, %r10d
+    orl %r9d, %r10d
     jne 2f
 1:
     addq $8, %rsp
@@ -56,6 +58,11 @@ goro_v0_1_switch:
     movq %rdx, %rax
     notrack jmpq *%rcx
 2:
+    andl $63, %r8d
+    movl (%rsp), %r10d
+    andl $-64, %r10d
+    orl %r10d, %r8d
+    movl %r8d, (%rsp)
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
@@ -76,9 +83,11 @@ goro_v0_1_switch_ret:
     movzwl 4(%rsp), %r9d
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    cmpl (%rsp), %r8d
-    jne 2f
-    cmpw 4(%rsp), %r9w
+    movl (%rsp), %r10d
+    xorl %r8d, %r10d
+    xorw 4(%rsp), %r9w
+    andl $-64, %r10d
+    orl %r9d, %r10d
     jne 2f
 1:
     addq $8, %rsp
@@ -91,6 +100,11 @@ goro_v0_1_switch_ret:
     movq %rdx, %rax
     ret
 2:
+    andl $63, %r8d
+    movl (%rsp), %r10d
+    andl $-64, %r10d
+    orl %r10d, %r8d
+    movl %r8d, (%rsp)
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
@@ -166,8 +180,11 @@ goro_v0_1_switch_ret:
     ldp d10, d11, [sp, #112]
     ldp d12, d13, [sp, #128]
     ldp d14, d15, [sp, #144]
-    ldr x9, [sp, #160]
-    msr fpcr, x9
+    ldr x10, [sp, #160]
+    cmp x9, x10
+    b.eq 1f
+    msr fpcr, x10
+1:
     add sp, sp, #176
     mov x0, x2
     ret x30
