@@ -81,8 +81,8 @@ inline auto scheduler<Policy>::yield_fast_next(m* mm, bool& inherit) noexcept ->
 // The pick-next rule (Go's schedule): every global_poll_interval ticks the
 // global queue first (take_global), so local ping-pong cannot starve it;
 // then runnext (inherit: it takes over the current time slice) and the
-// local ring. find_runnable, gosched's direct switch and an M with
-// async-pinned goroutines all pick by it.
+// local ring. gosched's direct switch and an M with async-pinned
+// goroutines pick by it; find_runnable writes the same rule out.
 template <class Policy>
 template <class TakeGlobal>
 inline auto scheduler<Policy>::next_local(p* pp, bool& inherit, TakeGlobal&& take_global) -> g* {
@@ -312,7 +312,19 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     // gomaxprocs: retired Ps keep their timers; every active P runs them.
     if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
     GORO_CHAOS_POINT("findrunnable.local");
-    if (g* gp = next_local(pp, inherit, [&] { return glob_get(pp, 1); })) return gp;
+    // next_local's rule, written out: through next_local this loop ran
+    // spawn ~8% slower at 2 procs (measured, alternating builds).
+    if (pp->schedtick % Policy::global_poll_interval == 0) {
+      if (g* gp = glob_get(pp, 1)) {
+        inherit = false;
+        return gp;
+      }
+    }
+    auto r = pp->runq.get();
+    if (r.item) {
+      inherit = r.inherit_time;
+      return static_cast<g*>(r.item);
+    }
     if (g* gp = glob_get(pp, 0)) {
       inherit = false;
       return gp;
