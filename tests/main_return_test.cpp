@@ -483,6 +483,17 @@ TEST_CASE("main returns: many goroutines blocked on one channel all end") {
         (void)c.recv();
       });
     wait_parked(static_cast<std::size_t>(n) + 1);
+    // Every one blocked in recv (wait_parked's 20 ms was not always enough
+    // under qemu on a loaded machine: one goroutine had not started, and a
+    // goroutine not started when main returns is discarded unrun).
+    REQUIRE(goro_test::eventually(
+        [&] {
+          std::size_t blocked = 0;
+          for (const auto& gi : goro::goroutines()) blocked += gi.wait_reason == "chan receive";
+          if (blocked < static_cast<std::size_t>(n)) goro::sleep_for(10ms);
+          return blocked == static_cast<std::size_t>(n);
+        },
+        std::chrono::milliseconds(20000)));
   });
   CHECK(unwound.load() == n);
 }
