@@ -661,7 +661,10 @@ inline double context_switch_bench(std::size_t n) {
 // stacks, stacks are packed without guards and overflow is caught by a
 // canary the scheduler checks at every switch. Stacks freed beyond a
 // bounded cache are returned to the kernel (MADV_DONTNEED), so a burst's
-// peak does not stay resident.
+// peak does not stay resident: lazily, as Go's scavenger does. They wait
+// (still reusable) until the runtime's sysmon sees the frees stop, or
+// until they have waited 100 ms, and are then released sorted, so the
+// neighbours a burst freed share one madvise call.
 
 #include <errno.h>
 #include <fcntl.h>
@@ -871,6 +874,15 @@ class default_stack_allocator {
         return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
       }
     }
+    // A stack waiting for release is still resident: reuse it (the most
+    // recently freed first).
+    if (!pending_.empty() && pending_.back().size == size) {
+      std::uintptr_t tagged = pending_.back().tagged;
+      pending_.pop_back();
+      npending_.store(pending_.size(), std::memory_order_relaxed);
+      guarded = (tagged & 1) != 0;
+      return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
+    }
     if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
     std::uintptr_t lo = cur_.next + cur_.skip;
     cur_.next += cur_.stride;
@@ -892,7 +904,8 @@ class default_stack_allocator {
     // A list is a stack: an entry's index never changes while it is there,
     // and only entries pushed at an index below the bound are pushed
     // unreleased, so at most `bound` of them are resident. The others wait
-    // in pending_ and are released in batches (one madvise for neighbours).
+    // in pending_ until scavenge() releases them (one madvise for
+    // neighbours), or, past max_pending, at once.
     const std::size_t bound = std::max(detail::min_resident_stacks, detail::resident_cache_bytes / s.size);
     if (fl->stacks.size() < bound || si == npos) {
       push(fl->stacks, tagged);
@@ -903,7 +916,17 @@ class default_stack_allocator {
       push(fl->stacks, tagged);
       return;
     }
-    if (pending_.size() >= release_batch) flush_pending(lk);
+    npending_.store(pending_.size(), std::memory_order_relaxed);
+    if (pending_.size() >= max_pending) flush_pending(lk);
+  }
+
+  // Stacks waiting for release (a hint: read without the lock).
+  std::size_t pending() const noexcept { return npending_.load(std::memory_order_relaxed); }
+
+  // Releases every stack waiting for it (sysmon, see scavenge_stacks).
+  void scavenge() noexcept {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!pending_.empty()) flush_pending(lk);
   }
 
  private:
@@ -928,7 +951,9 @@ class default_stack_allocator {
     std::size_t size;
     std::size_t slab;  // index in slabs_
   };
-  static constexpr std::size_t release_batch = 64;
+  // Past this many stacks waiting, the freeing thread releases them itself
+  // (sysmon may be late: a goroutine hogging its P, or none started).
+  static constexpr std::size_t max_pending = 1 << 16;
   static constexpr std::size_t npos = ~std::size_t{0};
 
   // Releases the pending stacks' pages and then makes them available. The
@@ -939,6 +964,7 @@ class default_stack_allocator {
   void flush_pending(std::unique_lock<std::mutex>& lk) noexcept {
     std::vector<pending_stack> batch;
     batch.swap(pending_);
+    npending_.store(0, std::memory_order_relaxed);
     std::sort(batch.begin(), batch.end(),
               [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
     struct range {
@@ -970,6 +996,7 @@ class default_stack_allocator {
     }
     batch.clear();
     if (pending_.empty()) pending_.swap(batch);  // keep the capacity
+    npending_.store(pending_.size(), std::memory_order_relaxed);
   }
 
   std::size_t find_slab(std::uintptr_t lo) const noexcept {
@@ -1041,6 +1068,7 @@ class default_stack_allocator {
   carve cur_;
   std::vector<free_list> free_;
   std::vector<pending_stack> pending_;  // freed past the resident bound, not yet released
+  std::atomic<std::size_t> npending_{0};  // pending_.size(), for sysmon's look without the lock
 };
 
 static_assert(stack_allocator<default_stack_allocator>);
@@ -5710,6 +5738,11 @@ inline constexpr std::int64_t sysmon_park_after_idle_ns = 1'000'000;
 // are spinning or idle, but no longer than this (Go: 10 ms): it keeps
 // sysmon from sleeping deeply.
 inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
+// Lazy stack release (stack.hpp): stacks freed past the resident cache are
+// released once no more have come for this long, or once they have waited
+// the longer time, whichever is first.
+inline constexpr std::int64_t stack_release_quiet_ns = 1'000'000;
+inline constexpr std::int64_t stack_release_max_wait_ns = 100'000'000;
 
 // GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
 inline long goro_debug_value(const char* key) noexcept {
@@ -5917,6 +5950,7 @@ class sysmon {
           continue;
         }
         all_idle_since = 0;
+        release_stacks(0, true);  // an idle runtime keeps no excess stacks resident
         parks_.fetch_add(1, std::memory_order_relaxed);
         if (!deep_sleep()) return;
         idle = 0;
@@ -5929,11 +5963,37 @@ class sysmon {
         schedtrace(now);
       }
       if (Sched::netpoll_ops::sysmon(s_, nanotime())) idle = 0;  // netpoll: nobody polled for 10 ms
+      release_stacks(nanotime(), false);
       if (retake(now) != 0)
         idle = 0;
       else
         ++idle;
     }
+  }
+
+  // Go's background scavenger, for stacks: releasing them while a burst of
+  // goroutines is still exiting would cost one madvise (and one TLB
+  // shoot-down) per stack, as they exit in no particular order; once the
+  // frees stop, most of a burst's neighbours are free together and share
+  // calls. Meanwhile the waiting stacks are reused first.
+  void release_stacks(std::int64_t now, bool force) noexcept {
+    const std::size_t n = s_.stacks_waiting_release();
+    if (n == 0) {
+      release_first_ = 0;
+      release_seen_ = 0;
+      return;
+    }
+    if (!force) {
+      if (release_first_ == 0) release_first_ = now;
+      if (n != release_seen_) {
+        release_seen_ = n;
+        release_changed_ = now;
+      }
+      if (now - release_changed_ < stack_release_quiet_ns && now - release_first_ < stack_release_max_wait_ns) return;
+    }
+    s_.release_waiting_stacks();
+    release_first_ = 0;
+    release_seen_ = 0;
   }
 
   bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.active_ps(); }
@@ -6069,6 +6129,8 @@ class sysmon {
   const long schedtrace_ms_;
   const steady::time_point start_;
   std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::int64_t release_first_ = 0, release_changed_ = 0;  // release_stacks (sysmon's thread)
+  std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
   std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
   pthread_t thread_{};
@@ -7454,6 +7516,14 @@ class scheduler final : public sched_base {
   void init_stack(g* gp, cached_stack c) noexcept;
   static std::size_t stack_color(const stack_memory& s) noexcept;
   void release_stack(p* pp, g* gp) noexcept;
+  // sysmon: the default allocator's stacks waiting for lazy release.
+  std::size_t stacks_waiting_release() const noexcept {
+    if constexpr (lazy_stacks) return alloc_.pending();
+    return 0;
+  }
+  void release_waiting_stacks() noexcept {
+    if constexpr (lazy_stacks) alloc_.scavenge();
+  }
   static void goroutine_main(void* arg);
   static void run_goroutine(g* gp, bool run = true) noexcept;
   [[noreturn]] static void uncaught_exception(g* gp, const char* what) noexcept;

@@ -10,7 +10,10 @@
 // stacks, stacks are packed without guards and overflow is caught by a
 // canary the scheduler checks at every switch. Stacks freed beyond a
 // bounded cache are returned to the kernel (MADV_DONTNEED), so a burst's
-// peak does not stay resident.
+// peak does not stay resident: lazily, as Go's scavenger does. They wait
+// (still reusable) until the runtime's sysmon sees the frees stop, or
+// until they have waited 100 ms, and are then released sorted, so the
+// neighbours a burst freed share one madvise call.
 #pragma once
 
 #include <errno.h>
@@ -136,6 +139,15 @@ class default_stack_allocator {
         return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
       }
     }
+    // A stack waiting for release is still resident: reuse it (the most
+    // recently freed first).
+    if (!pending_.empty() && pending_.back().size == size) {
+      std::uintptr_t tagged = pending_.back().tagged;
+      pending_.pop_back();
+      npending_.store(pending_.size(), std::memory_order_relaxed);
+      guarded = (tagged & 1) != 0;
+      return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
+    }
     if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
     std::uintptr_t lo = cur_.next + cur_.skip;
     cur_.next += cur_.stride;
@@ -157,7 +169,8 @@ class default_stack_allocator {
     // A list is a stack: an entry's index never changes while it is there,
     // and only entries pushed at an index below the bound are pushed
     // unreleased, so at most `bound` of them are resident. The others wait
-    // in pending_ and are released in batches (one madvise for neighbours).
+    // in pending_ until scavenge() releases them (one madvise for
+    // neighbours), or, past max_pending, at once.
     const std::size_t bound = std::max(detail::min_resident_stacks, detail::resident_cache_bytes / s.size);
     if (fl->stacks.size() < bound || si == npos) {
       push(fl->stacks, tagged);
@@ -168,7 +181,17 @@ class default_stack_allocator {
       push(fl->stacks, tagged);
       return;
     }
-    if (pending_.size() >= release_batch) flush_pending(lk);
+    npending_.store(pending_.size(), std::memory_order_relaxed);
+    if (pending_.size() >= max_pending) flush_pending(lk);
+  }
+
+  // Stacks waiting for release (a hint: read without the lock).
+  std::size_t pending() const noexcept { return npending_.load(std::memory_order_relaxed); }
+
+  // Releases every stack waiting for it (sysmon, see scavenge_stacks).
+  void scavenge() noexcept {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!pending_.empty()) flush_pending(lk);
   }
 
  private:
@@ -193,7 +216,9 @@ class default_stack_allocator {
     std::size_t size;
     std::size_t slab;  // index in slabs_
   };
-  static constexpr std::size_t release_batch = 64;
+  // Past this many stacks waiting, the freeing thread releases them itself
+  // (sysmon may be late: a goroutine hogging its P, or none started).
+  static constexpr std::size_t max_pending = 1 << 16;
   static constexpr std::size_t npos = ~std::size_t{0};
 
   // Releases the pending stacks' pages and then makes them available. The
@@ -204,6 +229,7 @@ class default_stack_allocator {
   void flush_pending(std::unique_lock<std::mutex>& lk) noexcept {
     std::vector<pending_stack> batch;
     batch.swap(pending_);
+    npending_.store(0, std::memory_order_relaxed);
     std::sort(batch.begin(), batch.end(),
               [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
     struct range {
@@ -235,6 +261,7 @@ class default_stack_allocator {
     }
     batch.clear();
     if (pending_.empty()) pending_.swap(batch);  // keep the capacity
+    npending_.store(pending_.size(), std::memory_order_relaxed);
   }
 
   std::size_t find_slab(std::uintptr_t lo) const noexcept {
@@ -306,6 +333,7 @@ class default_stack_allocator {
   carve cur_;
   std::vector<free_list> free_;
   std::vector<pending_stack> pending_;  // freed past the resident bound, not yet released
+  std::atomic<std::size_t> npending_{0};  // pending_.size(), for sysmon's look without the lock
 };
 
 static_assert(stack_allocator<default_stack_allocator>);

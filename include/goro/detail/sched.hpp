@@ -502,6 +502,14 @@ class scheduler final : public sched_base {
   void init_stack(g* gp, cached_stack c) noexcept;
   static std::size_t stack_color(const stack_memory& s) noexcept;
   void release_stack(p* pp, g* gp) noexcept;
+  // sysmon: the default allocator's stacks waiting for lazy release.
+  std::size_t stacks_waiting_release() const noexcept {
+    if constexpr (lazy_stacks) return alloc_.pending();
+    return 0;
+  }
+  void release_waiting_stacks() noexcept {
+    if constexpr (lazy_stacks) alloc_.scavenge();
+  }
   static void goroutine_main(void* arg);
   static void run_goroutine(g* gp, bool run = true) noexcept;
   [[noreturn]] static void uncaught_exception(g* gp, const char* what) noexcept;

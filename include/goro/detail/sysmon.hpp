@@ -67,6 +67,11 @@ inline constexpr std::int64_t sysmon_park_after_idle_ns = 1'000'000;
 // are spinning or idle, but no longer than this (Go: 10 ms): it keeps
 // sysmon from sleeping deeply.
 inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
+// Lazy stack release (stack.hpp): stacks freed past the resident cache are
+// released once no more have come for this long, or once they have waited
+// the longer time, whichever is first.
+inline constexpr std::int64_t stack_release_quiet_ns = 1'000'000;
+inline constexpr std::int64_t stack_release_max_wait_ns = 100'000'000;
 
 // GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
 inline long goro_debug_value(const char* key) noexcept {
@@ -274,6 +279,7 @@ class sysmon {
           continue;
         }
         all_idle_since = 0;
+        release_stacks(0, true);  // an idle runtime keeps no excess stacks resident
         parks_.fetch_add(1, std::memory_order_relaxed);
         if (!deep_sleep()) return;
         idle = 0;
@@ -286,11 +292,37 @@ class sysmon {
         schedtrace(now);
       }
       if (Sched::netpoll_ops::sysmon(s_, nanotime())) idle = 0;  // netpoll: nobody polled for 10 ms
+      release_stacks(nanotime(), false);
       if (retake(now) != 0)
         idle = 0;
       else
         ++idle;
     }
+  }
+
+  // Go's background scavenger, for stacks: releasing them while a burst of
+  // goroutines is still exiting would cost one madvise (and one TLB
+  // shoot-down) per stack, as they exit in no particular order; once the
+  // frees stop, most of a burst's neighbours are free together and share
+  // calls. Meanwhile the waiting stacks are reused first.
+  void release_stacks(std::int64_t now, bool force) noexcept {
+    const std::size_t n = s_.stacks_waiting_release();
+    if (n == 0) {
+      release_first_ = 0;
+      release_seen_ = 0;
+      return;
+    }
+    if (!force) {
+      if (release_first_ == 0) release_first_ = now;
+      if (n != release_seen_) {
+        release_seen_ = n;
+        release_changed_ = now;
+      }
+      if (now - release_changed_ < stack_release_quiet_ns && now - release_first_ < stack_release_max_wait_ns) return;
+    }
+    s_.release_waiting_stacks();
+    release_first_ = 0;
+    release_seen_ = 0;
   }
 
   bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.active_ps(); }
@@ -426,6 +458,8 @@ class sysmon {
   const long schedtrace_ms_;
   const steady::time_point start_;
   std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::int64_t release_first_ = 0, release_changed_ = 0;  // release_stacks (sysmon's thread)
+  std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
   std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
   pthread_t thread_{};
