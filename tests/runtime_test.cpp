@@ -200,18 +200,21 @@ TEST_CASE("runtime: num_goroutine counts live goroutines", "[runtime]") {
   goro::runtime rt{goro::options{2}};
   rt.run([&] {
     CHECK(goro::num_goroutine() == 1);
-    goro::wait_group release, started;
+    goro::wait_group release, started, finished;
     release.add(1);
     started.add(10);
+    finished.add(10);
     for (int i = 0; i < 10; ++i)
       goro::go([&] {
         started.done();
         release.wait();
+        finished.done();
       });
     started.wait();
     CHECK(goro::num_goroutine() == 11);
     CHECK(rt.num_goroutine() == 11);
     release.done();
+    finished.wait();  // release and started live in this frame: nobody may be inside their wait() once it ends
   });
 }
 
