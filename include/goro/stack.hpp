@@ -188,7 +188,7 @@ class default_stack_allocator {
   // Stacks waiting for release (a hint: read without the lock).
   std::size_t pending() const noexcept { return npending_.load(std::memory_order_relaxed); }
 
-  // Releases every stack waiting for it (sysmon, see scavenge_stacks).
+  // Releases every stack waiting for it (sysmon: release_stacks in sysmon.hpp).
   void scavenge() noexcept {
     std::unique_lock<std::mutex> lk(mu_);
     if (!pending_.empty()) flush_pending(lk);
