@@ -5,6 +5,12 @@ Starts from include/goro/goro.hpp and inlines every quoted include that
 resolves to a file under include/goro, once each, in first-use order.
 System includes are kept where they appear. Run with --check to fail
 (exit 1) when the checked-in amalgamation is stale.
+
+The runtime's out-of-line parts sit in `#if GORO_COMPILE_RUNTIME` blocks
+(detail/config.hpp, separate compilation). Such a block is moved to the
+end, into one `#if GORO_COMPILE_RUNTIME` section: were its headers
+inlined where first seen, a header both parts use would land inside the
+block and be missing from the translation units that leave the block out.
 """
 import pathlib
 import re
@@ -15,25 +21,51 @@ SRC = ROOT / "include" / "goro"
 OUT_DIR = ROOT / "single_include"
 OUT = OUT_DIR / "goro.hpp"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+IF = re.compile(r'^\s*#\s*if')
+ENDIF = re.compile(r'^\s*#\s*endif')
+RUNTIME_BLOCK = re.compile(r'^\s*#\s*if\s+GORO_COMPILE_RUNTIME\s*$')
 
 
-def inline(path, seen, out):
+def inline_lines(path, lines, seen, out, deferred):
+    """Appends `lines` of `path` to out, inlining its includes. With
+    `deferred` a list, GORO_COMPILE_RUNTIME blocks go there instead (with
+    the file they came from); with None they are inlined in place."""
+    block = None  # the lines of a runtime block being collected
+    depth = 0
+    for line in lines:
+        if block is not None:
+            if IF.match(line):
+                depth += 1
+            elif ENDIF.match(line):
+                depth -= 1
+                if depth == 0:
+                    deferred.append((path, block))
+                    block = None
+                    continue
+            block.append(line)
+            continue
+        if deferred is not None and RUNTIME_BLOCK.match(line):
+            block, depth = [], 1
+            continue
+        m = INCLUDE.match(line)
+        if m:
+            target = (path.parent / m.group(1))
+            if target.exists() and SRC in target.resolve().parents:
+                inline(target, seen, out, deferred)
+                continue
+        out.append(line)
+    assert block is None, f"{path}: unterminated #if GORO_COMPILE_RUNTIME"
+
+
+def inline(path, seen, out, deferred):
     path = path.resolve()
     if path in seen:
         return
     seen.add(path)
     rel = path.relative_to(ROOT / "include")
     out.append(f"// ---- begin {rel} ----")
-    for line in path.read_text().splitlines():
-        if line.strip() == "#pragma once":
-            continue
-        m = INCLUDE.match(line)
-        if m:
-            target = (path.parent / m.group(1))
-            if target.exists() and SRC in target.resolve().parents:
-                inline(target, seen, out)
-                continue
-        out.append(line)
+    lines = [l for l in path.read_text().splitlines() if l.strip() != "#pragma once"]
+    inline_lines(path, lines, seen, out, deferred)
     out.append(f"// ---- end {rel} ----")
 
 
@@ -44,7 +76,12 @@ def render():
         "// The context switch's assembly sources ship beside it in goro/arch/.",
         "#pragma once",
     ]
-    inline(SRC / "goro.hpp", set(), out)
+    seen, deferred = set(), []
+    inline(SRC / "goro.hpp", seen, out, deferred)
+    out.append("#if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)")
+    for path, lines in deferred:
+        inline_lines(path, lines, seen, out, None)
+    out.append("#endif  // GORO_COMPILE_RUNTIME")
     return "\n".join(out) + "\n"
 
 

@@ -93,6 +93,28 @@
 #define GORO_RETHROW ((void)0)
 #endif
 
+// Separate compilation (SPEC, "Build"; docs/build.md): with
+// GORO_SEPARATE_COMPILATION defined in every translation unit, the
+// runtime's out-of-line parts (the scheduler, sysmon, the goroutine dump,
+// the tracer) are compiled only in the one that also defines
+// GORO_IMPLEMENTATION; the others see their declarations. Without it the
+// library is header-only and every part is an inline definition.
+//   GORO_COMPILE_RUNTIME: this translation unit compiles those parts.
+//   GORO_DECL: what an out-of-line function's declaration and definition
+//   start with (inline when header-only, an ordinary external function
+//   otherwise).
+#if defined(GORO_SEPARATE_COMPILATION)
+#define GORO_DECL
+#if defined(GORO_IMPLEMENTATION)
+#define GORO_COMPILE_RUNTIME 1
+#else
+#define GORO_COMPILE_RUNTIME 0
+#endif
+#else
+#define GORO_DECL inline
+#define GORO_COMPILE_RUNTIME 1
+#endif
+
 #define GORO_NOINLINE __attribute__((noinline))
 #define GORO_ALWAYS_INLINE inline __attribute__((always_inline))
 #define GORO_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -1322,6 +1344,31 @@ void set_closure(g* gp, F&& f, A&&... args) {
 
 }  // namespace goro::detail
 // ---- end goro/detail/g.hpp ----
+// ---- begin goro/detail/runtime_stats.hpp ----
+// goro::runtime_stats: the counters basic_runtime::stats() returns.
+
+#include <cstdint>
+
+namespace goro {
+
+// Counters since the runtime started (snapshots; exact when quiescent).
+struct runtime_stats {
+  std::uint64_t spawns = 0;         // goroutines created
+  std::uint64_t exits = 0;          // goroutines finished
+  std::uint64_t steals = 0;         // successful steals from another P
+  std::uint64_t global_polls = 0;   // Gs taken from the global run queue
+  std::uint64_t preemptions = 0;    // goroutines preempted by sysmon (they yielded at a safe point)
+  std::uint64_t syscall_handoffs = 0;  // Ps handed to another M around goro::blocking calls
+  std::uint64_t parks = 0;          // goroutines parked (blocked)
+  std::uint64_t unparks = 0;        // goroutines readied
+  std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
+  std::uint64_t m_spins = 0;        // times an M started spinning
+  std::uint64_t threads = 0;        // OS threads (Ms) created
+  std::uint64_t sysmon_parks = 0;   // times sysmon slept until a P got busy (every P idle for 1 ms)
+};
+
+}  // namespace goro
+// ---- end goro/detail/runtime_stats.hpp ----
 // ---- begin goro/detail/sanitizer.hpp ----
 // AddressSanitizer and ThreadSanitizer fiber annotations (DESIGN.md section 7).
 // Everything here compiles to nothing without the sanitizers.
@@ -1429,6 +1476,10 @@ class sched_base {
   // first use.
   virtual netpoller* poller() noexcept { return nullptr; }
   virtual std::size_t live_goroutines() const noexcept = 0;
+  virtual runtime_stats stats() const noexcept = 0;
+  // run(): runs the main goroutine, whose closure set_main_closure(g, arg)
+  // sets up, with the calling thread as an M; returns when it has finished.
+  virtual void run_main(void (*set_main_closure)(g* gp, void* arg), void* arg) = 0;
   virtual unsigned procs() const noexcept = 0;
   // gomaxprocs(n): n Ps from now on (n > 0); returns the previous count.
   virtual unsigned resize_procs(unsigned n) = 0;
@@ -1921,31 +1972,6 @@ GORO_ALWAYS_INLINE void check_may_park(const char* call) {
 
 }  // namespace goro::detail
 // ---- end goro/detail/inside_blocking.hpp ----
-// ---- begin goro/detail/sched.hpp ----
-// The scheduler: Ps, Ms and the global state for one runtime, with Go's
-// algorithms (src/runtime/proc.go): schedule / findRunnable / execute,
-// runqput into runnext with time-slice inheritance, the fair global batch
-// get, stealing over a random coprime order, spinning Ms bounded by
-// nmspinning, wakep / startm / stopm / handoffp, and the "delicate dance"
-// before an M parks. Everything policy-dependent is a template parameter.
-
-#include <pthread.h>
-#include <sched.h>
-#include <time.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <exception>
-#include <memory>
-#include <mutex>
-#include <type_traits>
-#include <vector>
-
 // ---- begin goro/dump.hpp ----
 // Seeing inside: the goroutine dump (Go's runtime.Stack(buf, true)).
 //
@@ -1976,357 +2002,15 @@ GORO_ALWAYS_INLINE void check_may_park(const char* call) {
 // Also here: SIGQUIT prints the dump on stderr and exits with status 2
 // (unless the program had its own SIGQUIT handler, or GORO_DEBUG=sigquit=0),
 // and the check that every GORO_DEBUG key is understood.
+//
+// This header declares the public calls; detail/dump_impl.hpp holds the
+// runtime side (compiled once under GORO_SEPARATE_COMPILATION).
 
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
 #include <string>
 #include <vector>
 
-// ---- begin goro/detail/symbolize.hpp ----
-// Names for code addresses, for the goroutine dump: the function symbol
-// that contains a pc, read from the program's own ELF symbol tables
-// (.symtab of the executable and of each loaded object, found with
-// dl_iterate_phdr; .dynsym where an object was stripped), demangled with
-// abi::__cxa_demangle. No -rdynamic (dladdr sees only exported symbols)
-// and no libbacktrace. Tables are read once per object and kept for the
-// life of the process (a dump is rare; objects are mapped read-only).
-
-#include <cxxabi.h>
-#include <elf.h>
-#include <fcntl.h>
-#include <link.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <string>
-#include <vector>
-
-namespace goro::detail {
-
-struct symbol_info {
-  std::string name;         // demangled; empty when unknown
-  std::uintptr_t offset = 0;  // pc - the symbol's start
-  std::string object;       // the object's path (for unknown symbols)
-};
-
-class symbol_table {
-  struct sym {
-    std::uintptr_t addr;  // relative to the object's load bias
-    std::uintptr_t size;
-    const char* name;     // in the mapped file
-  };
-  struct object {
-    std::string path;
-    std::uintptr_t bias = 0;
-    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
-    std::vector<sym> syms;  // sorted by addr
-    bool read = false;
-  };
-
- public:
-  static symbol_table& instance() {
-    static symbol_table* t = new symbol_table;  // never destroyed: a dump may run during exit
-    return *t;
-  }
-
-  // The symbol containing pc (pc exactly: pass a return address minus one).
-  symbol_info lookup(std::uintptr_t pc) {
-    std::lock_guard<std::mutex> lk(lock_);
-    object* o = find_object(pc);
-    if (!o) {
-      refresh_objects();  // a dlopen since the last look
-      o = find_object(pc);
-    }
-    symbol_info r;
-    if (!o) return r;
-    r.object = o->path;
-    if (!o->read) read_symbols(*o);
-    const std::uintptr_t rel = pc - o->bias;
-    auto it = std::upper_bound(o->syms.begin(), o->syms.end(), rel,
-                               [](std::uintptr_t a, const sym& s) { return a < s.addr; });
-    if (it == o->syms.begin()) return r;
-    --it;
-    // Size 0 (hand-written assembly without .size): the nearest symbol below.
-    if (it->size != 0 && rel >= it->addr + it->size) return r;
-    r.offset = rel - it->addr;
-    r.name = demangle(it->name);
-    return r;
-  }
-
-  static std::string demangle(const char* mangled) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    if (status != 0 || !d) return mangled;
-    std::string s(d);
-    std::free(d);
-    return s;
-  }
-
- private:
-  object* find_object(std::uintptr_t pc) {
-    for (auto& o : objects_)
-      for (auto& s : o.segs)
-        if (pc >= s.first && pc < s.second) return &o;
-    return nullptr;
-  }
-
-  void refresh_objects() {
-    std::vector<object> found;
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, std::size_t, void* arg) {
-          auto* v = static_cast<std::vector<object>*>(arg);
-          object o;
-          o.path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
-          o.bias = info->dlpi_addr;
-          for (int i = 0; i < info->dlpi_phnum; ++i) {
-            const auto& ph = info->dlpi_phdr[i];
-            if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-              o.segs.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
-          }
-          if (!o.segs.empty()) v->push_back(std::move(o));
-          return 0;
-        },
-        &found);
-    for (auto& f : found) {
-      bool known = false;
-      for (auto& o : objects_) known = known || (o.bias == f.bias && o.path == f.path);
-      if (!known) objects_.push_back(std::move(f));
-    }
-  }
-
-  // Maps the object's file and collects its function symbols: .symtab,
-  // else .dynsym. Names point into the mapping, which is kept.
-  static void read_symbols(object& o) {
-    o.read = true;
-    int fd = ::open(o.path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st;
-    void* map = MAP_FAILED;
-    if (::fstat(fd, &st) == 0 && st.st_size > static_cast<off_t>(sizeof(ElfW(Ehdr))))
-      map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-    if (map == MAP_FAILED) return;
-    const auto size = static_cast<std::size_t>(st.st_size);
-    const auto* base = static_cast<const unsigned char*>(map);
-    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
-    auto bad = [&](std::size_t off, std::size_t len) { return off > size || len > size - off; };
-    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shentsize != sizeof(ElfW(Shdr)) || bad(eh->e_shoff, std::size_t{eh->e_shnum} * sizeof(ElfW(Shdr)))) {
-      ::munmap(map, size);
-      return;
-    }
-    const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
-    for (ElfW(Word) want : {ElfW(Word){SHT_SYMTAB}, ElfW(Word){SHT_DYNSYM}}) {
-      for (unsigned i = 0; i < eh->e_shnum; ++i) {
-        if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum) continue;
-        const ElfW(Shdr)& strs = sh[sh[i].sh_link];
-        if (bad(sh[i].sh_offset, sh[i].sh_size) || bad(strs.sh_offset, strs.sh_size) || strs.sh_size == 0) continue;
-        const auto* syms = reinterpret_cast<const ElfW(Sym)*>(base + sh[i].sh_offset);
-        const std::size_t n = sh[i].sh_size / sizeof(ElfW(Sym));
-        const char* names = reinterpret_cast<const char*>(base + strs.sh_offset);
-        for (std::size_t k = 0; k < n; ++k) {
-          const auto type = ELF64_ST_TYPE(syms[k].st_info);
-          if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[k].st_shndx == SHN_UNDEF || syms[k].st_value == 0 ||
-              syms[k].st_name >= strs.sh_size || names[strs.sh_size - 1] != '\0')
-            continue;
-          o.syms.push_back({static_cast<std::uintptr_t>(syms[k].st_value), static_cast<std::uintptr_t>(syms[k].st_size),
-                            names + syms[k].st_name});
-        }
-      }
-      if (!o.syms.empty()) break;
-    }
-    std::sort(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) {
-      return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;  // an alias of size 0 after the sized one
-    });
-    // Duplicates (aliases, local copies): keep the first of each address.
-    o.syms.erase(std::unique(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) { return a.addr == b.addr; }),
-                 o.syms.end());
-    if (o.syms.empty()) ::munmap(map, size);
-  }
-
-  std::mutex lock_;
-  std::vector<object> objects_;
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/symbolize.hpp ----
-// ---- begin goro/detail/unwind.hpp ----
-// Stacks for the goroutine dump, found without frame pointers: the C++
-// unwinder (libgcc's _Unwind_Backtrace, which reads the DWARF call frame
-// information every -O2 build carries in .eh_frame) walks a parked
-// goroutine's frames from its saved context.
-//
-// The walk starts on the dumping thread's own stack, in a trampoline,
-// goro_v0_1_unwind_from(frame, fn, arg), whose call frame information
-// does not describe its real caller: it says that the frame above it is
-// the one a switch saved at `frame` (the goroutine's saved stack pointer,
-// context.hpp's switch_frame): the canonical frame address is frame + the
-// frame's size, the return address is the saved resume address, and the
-// callee-saved registers are in their slots. So the unwinder, started in
-// fn, steps through the trampoline into the goroutine's stack and on to
-// its entry (goro_v0_1_start, which has no unwind info: the walk ends).
-// The goroutine is not resumed and its stack is only read; the caller
-// keeps it from running meanwhile (dump.hpp).
-
-#include <unwind.h>
-
-#include <cstddef>
-#include <cstdint>
-
-
-#if defined(__x86_64__)
-// DWARF expressions: DW_CFA_def_cfa_expression (0x0f) rbx + 64, then
-// DW_CFA_expression (0x10) reg, rbx + slot for rip (16), rbp, rbx, r12-r15
-// (DW_OP_breg3 = 0x73; offsets as SLEB128: 64 is 0xc0 0x00).
-asm(R"goro_asm(
-.ifndef goro_v0_1_unwind_from
-.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
-.weak goro_v0_1_unwind_from
-.hidden goro_v0_1_unwind_from
-.type goro_v0_1_unwind_from,%function
-.weak goro_v0_1_unwind_from_end
-.hidden goro_v0_1_unwind_from_end
-.p2align 4
-goro_v0_1_unwind_from:
-    .cfi_startproc
-    endbr64
-    pushq %rbx
-    .cfi_def_cfa_offset 16
-    .cfi_offset %rbx, -16
-    movq %rdi, %rbx
-    movq %rdx, %rdi
-    .cfi_escape 0x0f,0x03,0x73,0xc0,0x00
-    .cfi_escape 0x10,0x10,0x02,0x73,0x38
-    .cfi_escape 0x10,0x06,0x02,0x73,0x30
-    .cfi_escape 0x10,0x03,0x02,0x73,0x28
-    .cfi_escape 0x10,0x0c,0x02,0x73,0x20
-    .cfi_escape 0x10,0x0d,0x02,0x73,0x18
-    .cfi_escape 0x10,0x0e,0x02,0x73,0x10
-    .cfi_escape 0x10,0x0f,0x02,0x73,0x08
-    callq *%rsi
-    popq %rbx
-    ret
-    .cfi_endproc
-goro_v0_1_unwind_from_end:
-.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
-.popsection
-.endif
-)goro_asm");
-#elif defined(__aarch64__)
-// The same with x19 holding the frame (DW_OP_breg19 = 0x83): CFA = x19 +
-// 176; x30 (the return address column), x29 and x19-x28 from their slots.
-asm(R"goro_asm(
-.ifndef goro_v0_1_unwind_from
-.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
-.weak goro_v0_1_unwind_from
-.hidden goro_v0_1_unwind_from
-.type goro_v0_1_unwind_from,%function
-.weak goro_v0_1_unwind_from_end
-.hidden goro_v0_1_unwind_from_end
-.p2align 4
-goro_v0_1_unwind_from:
-    .cfi_startproc
-    hint #34
-    stp x29, x30, [sp, #-32]!
-    .cfi_def_cfa_offset 32
-    .cfi_offset 29, -32
-    .cfi_offset 30, -24
-    str x19, [sp, #16]
-    .cfi_offset 19, -16
-    mov x19, x0
-    mov x0, x2
-    .cfi_escape 0x0f,0x03,0x83,0xb0,0x01
-    .cfi_escape 0x10,0x1e,0x03,0x83,0xd8,0x00
-    .cfi_escape 0x10,0x1d,0x03,0x83,0xd0,0x00
-    .cfi_escape 0x10,0x13,0x02,0x83,0x00
-    .cfi_escape 0x10,0x14,0x02,0x83,0x08
-    .cfi_escape 0x10,0x15,0x02,0x83,0x10
-    .cfi_escape 0x10,0x16,0x02,0x83,0x18
-    .cfi_escape 0x10,0x17,0x02,0x83,0x20
-    .cfi_escape 0x10,0x18,0x02,0x83,0x28
-    .cfi_escape 0x10,0x19,0x02,0x83,0x30
-    .cfi_escape 0x10,0x1a,0x02,0x83,0x38
-    .cfi_escape 0x10,0x1b,0x03,0x83,0xc0,0x00
-    .cfi_escape 0x10,0x1c,0x03,0x83,0xc8,0x00
-    blr x1
-    ldr x19, [sp, #16]
-    ldp x29, x30, [sp], #32
-    ret
-    .cfi_endproc
-goro_v0_1_unwind_from_end:
-.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
-.popsection
-.endif
-)goro_asm");
-#endif
-
-extern "C" {
-__attribute__((visibility("hidden"))) void goro_v0_1_unwind_from(const void* frame, void (*fn)(void*), void* arg);
-__attribute__((visibility("hidden"))) extern const char goro_v0_1_unwind_from_end[];
-}
-
-namespace goro::detail {
-
-inline constexpr std::size_t max_dump_frames = 64;
-
-struct backtrace_buf {
-  std::uintptr_t pc[max_dump_frames];
-  std::size_t n = 0;
-};
-
-inline _Unwind_Reason_Code backtrace_step(_Unwind_Context* ctx, void* arg) noexcept {
-  auto* b = static_cast<backtrace_buf*>(arg);
-  const std::uintptr_t pc = _Unwind_GetIP(ctx);
-  if (pc == 0 || b->n == max_dump_frames) return _URC_END_OF_STACK;
-  b->pc[b->n++] = pc;
-  return _URC_NO_REASON;
-}
-
-GORO_NOINLINE inline void backtrace_here(void* arg) noexcept { _Unwind_Backtrace(&backtrace_step, arg); }
-
-// The return addresses of the frames of a goroutine switched out with its
-// saved stack pointer at sp, innermost first (its entry's frame last).
-// The goroutine must not run meanwhile.
-inline void backtrace_from(const void* sp, backtrace_buf& out) noexcept {
-  backtrace_buf all;
-  goro_v0_1_unwind_from(sp, &backtrace_here, &all);
-  // Drop backtrace_here and the trampoline.
-  const auto lo = reinterpret_cast<std::uintptr_t>(&goro_v0_1_unwind_from);
-  const auto hi = reinterpret_cast<std::uintptr_t>(goro_v0_1_unwind_from_end);
-  std::size_t i = 0;
-  while (i < all.n && !(all.pc[i] > lo && all.pc[i] <= hi)) ++i;
-  out.n = 0;
-  for (++i; i < all.n; ++i) out.pc[out.n++] = all.pc[i];
-}
-
-// The calling thread's own frames, innermost first (this one excluded).
-GORO_NOINLINE inline void backtrace_self(backtrace_buf& out) noexcept {
-  out.n = 0;
-  _Unwind_Backtrace(&backtrace_step, &out);
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/unwind.hpp ----
 
 namespace goro {
 
@@ -2339,334 +2023,13 @@ struct goroutine_info {
   std::string created_by;                   // the function that called go(); empty for main
 };
 
+// Every goroutine of every runtime in the process, as data (sorted by id).
+GORO_DECL std::vector<goroutine_info> goroutines();
+
+// Every goroutine of every runtime in the process, in Go's format.
+GORO_DECL std::string goroutine_dump();
+
 namespace detail {
-
-// Every runtime of the process, for the dump. Leaked on purpose: a dump may
-// run while static objects are being destroyed (SIGQUIT during exit).
-struct runtime_registry {
-  std::mutex lock;  // also serializes dumps (one pins at a time)
-  std::vector<sched_base*> runtimes;
-};
-inline runtime_registry& registry() {
-  static runtime_registry* r = new runtime_registry;
-  return *r;
-}
-inline void register_runtime(sched_base* s) {
-  runtime_registry& r = registry();
-  std::lock_guard<std::mutex> lk(r.lock);
-  r.runtimes.push_back(s);
-}
-inline void unregister_runtime(sched_base* s) noexcept {
-  runtime_registry& r = registry();
-  std::lock_guard<std::mutex> lk(r.lock);
-  r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
-}
-
-// A full memory barrier on every thread of the process (the asymmetric
-// half of the dump pin protocol). False if the kernel offers none: then
-// the dump reads no other goroutine's stack.
-inline bool process_wide_barrier() noexcept {
-  constexpr int cmd_global = 1, cmd_private_expedited = 8, cmd_register_private_expedited = 16;
-  static const bool registered = syscall(SYS_membarrier, cmd_register_private_expedited, 0, 0) == 0;
-  if (registered && syscall(SYS_membarrier, cmd_private_expedited, 0, 0) == 0) return true;
-  return syscall(SYS_membarrier, cmd_global, 0, 0) == 0;
-}
-
-inline std::string frame_text(std::uintptr_t pc, bool return_address) {
-  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
-  char off[32];
-  if (s.name.empty()) {
-    std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
-    return std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
-  }
-  std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
-  return s.name + off;
-}
-
-struct g_snapshot {
-  g* gp = nullptr;
-  sched_base* rt = nullptr;
-  std::uint64_t id = 0;
-  g_status status = g_status::idle;
-  wait_reason why = wait_reason::none;
-  std::int64_t since = 0;
-  int m_id = -1;
-  const void* created_pc = nullptr;
-  bool is_self = false;
-  bool pinned = false;
-  bool was_waiting = false;
-  backtrace_buf bt;
-};
-
-// The goroutines of `only` (nullptr: of every runtime), sorted by id.
-inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr) {
-  std::vector<g_snapshot> snaps;
-  g* self = current_g();
-  runtime_registry& reg = registry();
-  {
-    std::lock_guard<std::mutex> lk(reg.lock);
-    for (sched_base* rt : reg.runtimes) {
-      if (only && rt != only) continue;
-      struct ctx_t {
-        std::vector<g_snapshot>* out;
-        sched_base* rt;
-      } ctx{&snaps, rt};
-      rt->for_each_g(
-          [](g* gp, void* c) {
-            auto* x = static_cast<ctx_t*>(c);
-            g_snapshot s;
-            s.gp = gp;
-            s.rt = x->rt;
-            x->out->push_back(s);
-          },
-          &ctx);
-    }
-    // The calling goroutine must not be preempted asynchronously while it
-    // holds pins: its M could then pick a pinned goroutine and wait forever.
-    const std::uint32_t scope = self ? self->async_scope.exchange(0, std::memory_order_relaxed) : 0;
-    // Pin every live goroutine but the caller: a running one may park
-    // before the barrier, and then its stack is readable too.
-    for (auto& s : snaps) {
-      const g_status st = s.gp->status.load(std::memory_order_acquire);
-      if (s.gp == self || st == g_status::idle || st == g_status::dead) continue;
-      s.gp->dump_pin.store(true, std::memory_order_relaxed);
-      s.pinned = true;
-      s.was_waiting = st == g_status::waiting;
-      s.id = s.gp->id;
-    }
-    const bool barrier = process_wide_barrier();
-    for (auto& s : snaps) {
-      g* gp = s.gp;
-      s.status = gp->status.load(std::memory_order_acquire);
-      s.is_self = gp == self;
-      if (s.status == g_status::idle || s.status == g_status::dead) {
-        if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
-        continue;
-      }
-      // Readable stack: pinned, and waiting after the barrier (it cannot
-      // resume now); or waiting when pinned and readied since but not
-      // resumed (runnable, the same goroutine: not a record that exited
-      // and was reused, whose saved context would be stale).
-      const bool parked =
-          s.pinned && barrier &&
-          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && gp->id == s.id));
-      s.id = gp->id;
-      s.why = gp->waiting_on.load(std::memory_order_relaxed);
-      s.since = gp->wait_since.load(std::memory_order_relaxed);
-      if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
-        std::int64_t expect = 0;
-        s.since = coarse_nanotime();
-        if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
-      }
-      s.created_pc = gp->created_pc;
-      if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
-      // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
-      // of another goroutine's stack as races with that goroutine).
-      if (s.is_self) {
-        if (!GORO_TSAN) backtrace_self(s.bt);
-      } else if (parked && gp->sp && !GORO_TSAN) {
-        backtrace_from(gp->sp, s.bt);
-      }
-      if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
-    }
-    if (self) self->async_scope.store(scope, std::memory_order_relaxed);
-  }
-  // Naming (file reads, demangling) after every pin is released.
-  const std::int64_t now = coarse_nanotime();
-  std::vector<goroutine_info> out;
-  for (auto& s : snaps) {
-    if (s.status == g_status::idle || s.status == g_status::dead) continue;
-    goroutine_info gi;
-    gi.id = s.id;
-    switch (s.status) {
-      case g_status::waiting:
-        gi.state = "waiting";
-        gi.wait_reason = wait_reason_name(s.why == wait_reason::none ? wait_reason::other : s.why);
-        break;
-      case g_status::runnable:
-        gi.state = "runnable";
-        gi.wait_reason = "runnable";
-        break;
-      default:
-        gi.state = "running";
-        gi.wait_reason = s.why == wait_reason::blocking_call && !s.is_self ? "blocking call" : "running";
-        break;
-    }
-    if ((s.status == g_status::waiting || gi.wait_reason == "blocking call") && s.since != 0 && now > s.since)
-      gi.waiting_for = std::chrono::nanoseconds(now - s.since);
-    // Self: drop the dump's own frames (goro::...) above the caller's.
-    std::size_t first = 0;
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(frame_text(s.bt.pc[i], true));
-    if (s.is_self)
-      while (first < names.size() && names[first].rfind("goro::", 0) == 0) ++first;
-    for (std::size_t i = first; i < names.size(); ++i) {
-      if (names[i].rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
-      gi.frames.push_back(std::move(names[i]));
-    }
-    if (s.created_pc) {
-      symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
-      gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
-    }
-    if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
-    out.push_back(std::move(gi));
-    (void)s.m_id;
-  }
-  std::sort(out.begin(), out.end(), [](const goroutine_info& a, const goroutine_info& b) { return a.id < b.id; });
-  return out;
-}
-
-inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
-  std::string out;
-  for (const auto& gi : gs) {
-    if (!out.empty()) out += '\n';
-    out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
-    const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
-    if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
-    out += "]:\n";
-    for (const auto& f : gi.frames) out += f + '\n';
-    if (!gi.created_by.empty()) out += "created by " + gi.created_by + '\n';
-  }
-  return out;
-}
-
-// GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
-inline long debug_setting(const char* key, long dflt) noexcept {
-  const char* env = std::getenv("GORO_DEBUG");
-  if (!env) return dflt;
-  const std::size_t klen = std::strlen(key);
-  for (const char* p = env; *p;) {
-    const char* end = std::strchr(p, ',');
-    if (!end) end = p + std::strlen(p);
-    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
-      return std::strtol(p + klen + 1, nullptr, 10);
-    p = *end ? end + 1 : end;
-  }
-  return dflt;
-}
-
-// The GORO_DEBUG keys goro understands; others are reported on stderr (once).
-inline constexpr const char* goro_debug_keys[] = {"schedtrace", "sigquit"};
-
-inline void check_goro_debug() noexcept {
-  const char* env = std::getenv("GORO_DEBUG");
-  if (!env) return;
-  for (const char* p = env; *p;) {
-    const char* end = std::strchr(p, ',');
-    if (!end) end = p + std::strlen(p);
-    const char* eq = static_cast<const char*>(std::memchr(p, '=', static_cast<std::size_t>(end - p)));
-    const std::size_t klen = static_cast<std::size_t>((eq ? eq : end) - p);
-    bool known = false;
-    for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
-    if (end != p && (!known || !eq))
-      std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
-                   static_cast<int>(end - p), p);
-    p = *end ? end + 1 : end;
-  }
-}
-
-// The dump thread stamps the start of every wait not stamped yet (parking
-// stores 0 and reads no clock): about once a second, so a duration is
-// known to a second, the way Go's GC sets waitsince. O(G records) a round;
-// a record's stamp is set once per wait.
-inline void stamp_waits() {
-  const std::int64_t now = coarse_nanotime();
-  runtime_registry& reg = registry();
-  std::lock_guard<std::mutex> lk(reg.lock);
-  for (sched_base* rt : reg.runtimes)
-    rt->for_each_g(
-        [](g* gp, void* arg) {
-          const g_status st = gp->status.load(std::memory_order_relaxed);
-          if (st != g_status::waiting &&
-              !(st == g_status::running &&
-                gp->waiting_on.load(std::memory_order_relaxed) == wait_reason::blocking_call))
-            return;
-          std::int64_t expect = 0;
-          gp->wait_since.compare_exchange_strong(expect, *static_cast<const std::int64_t*>(arg),
-                                                 std::memory_order_relaxed);
-        },
-        const_cast<std::int64_t*>(&now));
-}
-
-// SIGQUIT: the handler only writes a byte to a pipe (async-signal-safe);
-// the dump thread, polling the pipe, takes the dump, prints it and exits 2.
-inline int& sigquit_pipe_write() {
-  static int fd = -1;
-  return fd;
-}
-
-inline void sigquit_handler(int) {
-  const int saved = errno;
-  const char c = 'q';
-  if (::write(sigquit_pipe_write(), &c, 1) < 0) {
-  }
-  errno = saved;
-}
-
-inline void* dump_thread(void* arg) {
-  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, 1000);
-    if (n > 0) break;  // only the SIGQUIT handler writes the pipe
-    stamp_waits();
-  }
-  std::string text = "SIGQUIT: quit\n\n" + format_goroutines(collect_goroutines());
-  for (std::size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  ::_exit(2);
-}
-
-// Process-wide, once, at the first runtime: the GORO_DEBUG check, the
-// dump thread and the SIGQUIT dump (kept off if the program has its own
-// SIGQUIT handler, or GORO_DEBUG=sigquit=0).
-inline void install_dump_handlers() noexcept {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    check_goro_debug();
-    bool sigquit = debug_setting("sigquit", 1) != 0;
-    struct sigaction old {};
-    if (sigquit && sigaction(SIGQUIT, nullptr, &old) != 0) sigquit = false;
-    // The program's own handler stays. An inherited SIG_IGN (a background
-    // job of a shell) does not: as in Go, SIGQUIT then still dumps.
-    if (sigquit && ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
-      sigquit = false;
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return;
-    // The thread blocks every signal: SIGQUIT goes to one that can take it.
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &prev);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 1 << 20);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
-    const bool started =
-        pthread_create(&t, &attr, &dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
-    if (!started) {
-      ::close(fds[0]);
-      ::close(fds[1]);
-      return;
-    }
-    if (!sigquit) return;
-    sigquit_pipe_write() = fds[1];
-    struct sigaction sa {};
-    sa.sa_handler = &sigquit_handler;
-    // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
-    // futex wait then returns EINTR, and futex_wait lets the handler run
-    // (futex.hpp); restarted, the handler would wait for the next wake-up.
-    sa.sa_flags = (GORO_TSAN ? 0 : SA_RESTART) | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGQUIT, &sa, nullptr);
-  });
-}
 
 // The pc of the calling code (the function go() is inlined into), for
 // "created by": no call, no frame pointer needed.
@@ -2683,14 +2046,8 @@ GORO_ALWAYS_INLINE const void* current_pc() noexcept {
 }
 
 }  // namespace detail
-
-// Every goroutine of every runtime in the process, as data (sorted by id).
-inline std::vector<goroutine_info> goroutines() { return detail::collect_goroutines(); }
-
-// Every goroutine of every runtime in the process, in Go's format.
-inline std::string goroutine_dump() { return detail::format_goroutines(detail::collect_goroutines()); }
-
 }  // namespace goro
+
 // ---- end goro/dump.hpp ----
 // ---- begin goro/policy.hpp ----
 // Compile-time scheduler policies. A policy is a struct with the fields of
@@ -2961,59 +2318,438 @@ using policy = typename detail::apply_options<default_policy, Options...>::type;
 
 }  // namespace goro
 // ---- end goro/policy.hpp ----
-// ---- begin goro/detail/cet.hpp ----
-// Intel CET shadow stacks (SHSTK) and goro's context switch.
-//
-// The switch resumes a goroutine with an indirect jump, returns across
-// stacks, and async preemption ends in an rt_sigreturn with a copied
-// frame: none of them keeps a shadow stack consistent, so goro cannot run
-// in a process whose shadow stack is enabled. It prevents that instead:
-//  - goro's CMake target (and meson dependency) compile every file that
-//    includes goro with -fcf-protection=branch on x86-64, so those objects
-//    are marked IBT only and the linker, which ANDs the SHSTK bit over all
-//    inputs, leaves it off the binary: the kernel and glibc then never
-//    enable a shadow stack (tests/cet checks the object's note with readelf).
-//    A note emitted by the embedded asm cannot do this: a linker ORs the
-//    notes of one object, and the compiler's own note claims SHSTK.
-//  - a runtime constructed in a process that has one anyway (goro's headers
-//    compiled by another build with -fcf-protection=full) fails with a
-//    usage_error saying so, rather than crashing at the first switch.
-// See docs/design.md, "Control-flow protection".
 
-#include <atomic>
-#include <cstdint>
+namespace goro {
 
-namespace goro::detail {
+// What happens to the goroutines still alive when the main goroutine
+// (run()'s f) returns (docs/api.md, "When main returns").
+enum class main_return {
+  // Go's "main returns, the program's goroutines end": each one unwinds at
+  // its current or next goro call as if it had called goro::exit()
+  // (destructors run); one not started yet is discarded; run() returns
+  // once they have ended. One that reaches no goro call for 1 s is
+  // reported on stderr with the goroutine dump, and waited for.
+  unwind,
+  // The runtime serves until every goroutine has finished (its destructor
+  // waits for them; run() returns when main does).
+  wait,
+};
 
-// Test hook: makes shadow_stack_active() report an enabled shadow stack.
-inline std::atomic<bool> cet_test_force_shstk{false};
+struct options {
+  unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
+  // While run() is active, throw deadlock_error from run() once every
+  // goroutine is blocked with nothing inside the runtime able to wake one
+  // (no timer, no I/O, no blocking() call) and nothing outside either: no
+  // plain thread that used a goro object is alive (a live external M), and
+  // nothing came from outside for a grace period of 250 ms (docs/api.md,
+  // "Deadlock detection"). Off: run() waits as long as it takes.
+  bool detect_deadlock = true;
+  // When main returns: end the other goroutines (unwind) or wait for them.
+  // Also what the destructor does with goroutines started by go() while no
+  // run() was active.
+  main_return on_main_return = main_return::unwind;
+};
 
-// Whether the calling thread runs with a shadow stack. rdsspq is a no-op
-// (the register keeps its zero) on CPUs without CET and while shadow stacks
-// are disabled, so this needs no kernel or glibc support to answer.
-inline bool shadow_stack_active() noexcept {
-  if (cet_test_force_shstk.load(std::memory_order_relaxed)) return true;
-#if defined(__x86_64__)
-  std::uint64_t ssp = 0;
-  asm volatile("rdsspq %0" : "+r"(ssp));
-  return ssp != 0;
-#else
-  return false;
-#endif
+namespace detail {
+
+// The scheduler of a basic_runtime<Policy> (detail/sched.hpp). Under
+// GORO_SEPARATE_COMPILATION it is compiled once: the implementation file
+// instantiates it for default_policy, and GORO_INSTANTIATE_RUNTIME(P) there
+// for any other policy P a program uses.
+template <class Policy>
+sched_base* new_scheduler(const options& o);
+
+// The calling goroutine's M, or a usage_error naming `call`.
+inline m_base* require_goroutine(const char* call) {
+  m_base* m = current_m();
+  if (GORO_UNLIKELY(!m || !m->curg)) raise_usage((std::string(call) + " called outside a goroutine").c_str());
+  return m;
 }
 
-}  // namespace goro::detail
-// ---- end goro/detail/cet.hpp ----
-// ---- begin goro/detail/deadcheck.hpp ----
-// checkdead's confirmation (sched.hpp arms it): a suspected deadlock is
-// reported only once it has lasted deadlock_grace_ns with no external
-// activity and no live external M (extm.hpp). The run() caller's M does the
-// waiting: it is stopped anyway (every M is, or nothing is suspected), and
-// it is the one that leaves and makes run() throw.
+// lockosthread: run_main wires main to the caller's thread until main's
+// closure starts (Go's runtime.main does the same during init); unwire it
+// here unless main locked itself meanwhile (it cannot have: nothing ran).
+inline void release_main_lock() noexcept {
+  m_base* m = current_m();
+  g* gp = m->curg;
+  if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
+  if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
+    gp->lockedm.store(nullptr, std::memory_order_relaxed);
+    m->lockedg = nullptr;
+  }
+}
+
+// newproc on `s`: a G record, the closure, then queue it. created_pc:
+// where go() was called (the goroutine dump's "created by").
+template <class F, class... A>
+void spawn(sched_base* s, const void* created_pc, F&& f, A&&... args) {
+  g* gp = s->alloc_g();
+  gp->created_pc = created_pc;
+  GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
+  GORO_CATCH_ALL {
+    s->free_g(gp);
+    GORO_RETHROW;
+  }
+  GORO_TRY { s->start_g(gp); }
+  GORO_CATCH_ALL {
+    gp->closure_op(gp, false);
+    s->free_g(gp);
+    GORO_RETHROW;
+  }
+}
+
+}  // namespace detail
+
+template <class Policy = default_policy>
+class basic_runtime {
+  static_assert(detail::check_policy<Policy>());
+
+ public:
+  using policy_type = Policy;
+
+  explicit basic_runtime(options o = {}) : sched_(detail::new_scheduler<Policy>(o)) {}
+
+  // With main_return::unwind, ends the goroutines still alive as run()
+  // does when main returns (goroutines started by go() with no run()
+  // active); with main_return::wait, waits for every goroutine to finish.
+  // Then goroutines that can never run again are reported ("goro: N
+  // goroutines blocked forever at shutdown") and released without running.
+  ~basic_runtime() = default;
+
+  basic_runtime(const basic_runtime&) = delete;
+  basic_runtime& operator=(const basic_runtime&) = delete;
+
+  // Runs f as the main goroutine, the calling thread serving as an M, and
+  // returns its result; an exception escaping f propagates out of run().
+  // Main starts on the calling thread (lock_os_thread() keeps it there).
+  // Throws deadlock_error when every goroutine is blocked for good (see
+  // options::detect_deadlock); main is then left blocked and released by
+  // the destructor. When main returns (or throws), the other goroutines
+  // end before run() returns, or are left running (options::on_main_return).
+  template <class F>
+  std::invoke_result_t<F> run(F&& f) {
+    using R = std::invoke_result_t<F>;
+    using stored = std::conditional_t<std::is_reference_v<R>, std::reference_wrapper<std::remove_reference_t<R>>, R>;
+    [[maybe_unused]] std::optional<std::conditional_t<std::is_void_v<R>, char, stored>> result;
+    std::exception_ptr error;
+    bool exited = true;
+    auto set_main = [&](detail::g* gp) {
+      detail::set_closure(gp, [&] {
+        detail::release_main_lock();  // lockosthread: see run_main
+#if GORO_EXCEPTIONS
+        try {
+#endif
+          if constexpr (std::is_void_v<R>)
+            std::invoke(std::forward<F>(f));
+          else
+            result.emplace(std::invoke(std::forward<F>(f)));
+          exited = false;
+#if GORO_EXCEPTIONS
+        } catch (const detail::goexit_unwind&) {
+        } catch (...) {
+          error = std::current_exception();
+          exited = false;
+        }
+#endif
+      });
+    };
+    sched_->run_main([](detail::g* gp, void* set) { (*static_cast<decltype(set_main)*>(set))(gp); }, &set_main);
+#if GORO_EXCEPTIONS
+    if (error) std::rethrow_exception(error);
+#endif
+    if constexpr (!std::is_void_v<R>) {
+      if (exited) detail::raise_usage("the main goroutine called exit() before returning a value from run()");
+      if constexpr (std::is_reference_v<R>)
+        return static_cast<R>(result->get());
+      else
+        return std::move(*result);
+    }
+  }
+
+  // Starts a goroutine from any thread (inside this runtime it runs next on
+  // the caller's P; from elsewhere it goes to the global run queue).
+  // Always inlined: the goroutine dump's "created by" is the caller.
+  template <class F, class... A>
+  GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
+    detail::spawn(sched_.get(), detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
+  }
+
+  // Returns the number of Ps; with n > 0, sets it to n (at most 4096) and
+  // returns the previous one. Works from any thread, at any time: when it
+  // shrinks the runtime it returns once the removed Ps' goroutines have
+  // moved to the remaining ones (see docs/api.md).
+  unsigned gomaxprocs(unsigned n = 0) { return n == 0 ? sched_->procs() : sched_->resize_procs(n); }
+
+  std::size_t num_goroutine() const noexcept { return sched_->live_goroutines(); }
+  runtime_stats stats() const noexcept { return sched_->stats(); }
+
+ private:
+  std::unique_ptr<detail::sched_base> sched_;
+};
+
+using runtime = basic_runtime<>;
+
+// runtime{o}.run(f): with main_return::unwind (the default) the other
+// goroutines end when f returns; with main_return::wait the runtime's
+// destructor (and so this call) waits for every goroutine.
+template <class F>
+std::invoke_result_t<F> run(F&& f, options o = {}) {
+  runtime rt{o};
+  return rt.run(std::forward<F>(f));
+}
+
+// ---- calls made from inside a goroutine, on its own runtime ----
+
+// Wires the calling goroutine to its current OS thread (Go's
+// LockOSThread): until as many unlock_os_thread() calls, it runs only on
+// this thread and the thread runs no other goroutine; when it blocks, the
+// thread sleeps. Calls nest. A goroutine that ends while locked takes its
+// thread with it (the thread exits instead of running other goroutines;
+// the run() caller's thread sits out until run() returns). In run()'s main
+// goroutine it keeps main on the thread that called run(). See
+// docs/lock_os_thread.md.
+inline void lock_os_thread() {
+  detail::m_base* m = detail::require_goroutine("lock_os_thread()");
+  detail::g* gp = m->curg;
+  if (GORO_UNLIKELY(gp->lock_count == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
+  ++gp->lock_count;
+  // Written by the goroutine on its own M; read by the M that dequeues it
+  // later, after the queue hand-off (which orders these stores).
+  gp->lockedm.store(m, std::memory_order_relaxed);
+  m->lockedg = gp;
+}
+
+// Undoes one lock_os_thread(); at zero the goroutine may run anywhere
+// again. A no-op if it is not locked (as in Go).
+inline void unlock_os_thread() {
+  detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
+  detail::g* gp = m->curg;
+  if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
+  gp->lockedm.store(nullptr, std::memory_order_relaxed);
+  if (m->lockedg == gp) m->lockedg = nullptr;
+}
+
+// A cheap cooperative preemption check for long loops: if sysmon asked the
+// calling goroutine to yield (it ran a whole time slice), it yields to the
+// global run queue. The fast path is one relaxed load of a process-wide
+// counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
+// outside goroutines and with preemption::none. A goro call: once main has
+// returned (main_return::unwind) the goroutine ends here (goexit_unwind).
+GORO_ALWAYS_INLINE void preempt_point() {
+  detail::call_point();
+}
+
+// A scope in which the calling goroutine may be preempted asynchronously
+// (policy preemption::signal): when its time slice runs out, sysmon sends
+// SIGURG to its thread and the goroutine yields wherever it is, even in a
+// loop without any runtime call (docs/preemption.md). Inside the scope the
+// goroutine promises to hold no lock and to call nothing that takes one —
+// no malloc/new, no std::mutex, no goro call other than preempt_point():
+// preempted while holding a lock, it could block the goroutine that runs
+// next on the same thread. Nestable. In the other modes, under TSan, and
+// outside a goroutine it does nothing (no error: code may be shared with
+// plain threads). The async-preempted goroutine resumes on the same thread.
+class async_preemptible {
+ public:
+  async_preemptible() noexcept : g_(detail::current_g()) {
+    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    // The scope's edges are compiler barriers: no lock or call is moved into it.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+  }
+  ~async_preemptible() {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
+  async_preemptible(const async_preemptible&) = delete;
+  async_preemptible& operator=(const async_preemptible&) = delete;
+
+ private:
+  detail::g* g_;
+};
+
+// Starts a goroutine on the calling goroutine's runtime; it runs next on
+// this P (the caller keeps running).
+// Always inlined: the goroutine dump's "created by" is the caller.
+template <class F, class... A>
+GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
+  detail::m_base* m = detail::require_goroutine("go()");
+  detail::spawn(m->sched, detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
+  preempt_point();  // a runtime call: honour a pending preemption request
+}
+
+// Gosched: puts the calling goroutine on the global run queue and runs
+// another.
+inline void yield() {
+  detail::m_base* m = detail::require_goroutine("yield()");
+  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("yield()");  // no P to give up
+  detail::call_point();  // main_return (detail/goexit.hpp), before and after
+  m = detail::current_m();  // call_point may have switched: TLS rule (DESIGN.md section 7)
+  m->sched->gosched(m);
+  detail::call_point();
+}
+
+// Goexit: unwinds the calling goroutine (destructors run) and ends it.
+// Without exceptions the goroutine ends at once and destructors of its
+// frames do not run.
+[[noreturn]] inline void exit() {
+  detail::m_base* m = detail::require_goroutine("exit()");
+#if !GORO_EXCEPTIONS
+  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("exit()");  // no P to switch on
+#endif
+  detail::end_goroutine(m->curg);  // unwinding: its destructors' goro calls behave normally
+}
+
+inline std::size_t num_goroutine() { return detail::require_goroutine("num_goroutine()")->sched->live_goroutines(); }
+
+// GOMAXPROCS: the number of Ps of the caller's runtime; n > 0 sets it
+// (returns the previous value), like basic_runtime::gomaxprocs.
+inline unsigned gomaxprocs(unsigned n = 0) {
+  detail::sched_base* s = detail::require_goroutine("gomaxprocs()")->sched;
+  return n == 0 ? s->procs() : s->resize_procs(n);
+}
+
+// CPUs this process may run on (works anywhere).
+GORO_DECL unsigned num_cpu() noexcept;
+
+namespace this_goroutine {
+// The calling goroutine's id (the main goroutine of the first run() is 1).
+inline std::uint64_t id() { return detail::require_goroutine("this_goroutine::id()")->curg->id; }
+// Whether the caller is a goroutine (works anywhere).
+inline bool inside() noexcept { return detail::current_g() != nullptr; }
+}  // namespace this_goroutine
+
+}  // namespace goro
+
+// Separate compilation: the implementation file compiles the scheduler of
+// every policy the program's runtimes use; default_policy's here, others
+// with GORO_INSTANTIATE_RUNTIME(Policy) after including goro.hpp.
+#define GORO_INSTANTIATE_RUNTIME(...) template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>(const ::goro::options&)
+
+// ---- end goro/runtime.hpp ----
+
+namespace goro {
+
+// Tag for goro::blocking(goro::long_call, f): hand the P off immediately
+// (Go's entersyscallblock).
+struct long_call_t {
+  explicit long_call_t() = default;
+};
+inline constexpr long_call_t long_call{};
+
+namespace detail {
+
+template <class F>
+decltype(auto) blocking_call(bool long_call, F&& f) {
+  m_base* m = current_m();
+  // An M holding async-preempted goroutines lets its P go as well: if it
+  // finds none when the call returns, it waits for one the way a locked M
+  // does (sched.hpp park_pinned).
+  if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
+  g* gp = m->curg;  // goroutine dump: "blocking call" while inside
+  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
+  gp->waiting_on.store(wait_reason::blocking_call, std::memory_order_relaxed);
+  m->sched->enter_syscall(long_call);
+  // exitsyscall on every way out, the exception path included; then a
+  // pending preemption request is honoured (a runtime call that can switch).
+  // main_return (detail/goexit.hpp): a goroutine whose runtime ended its
+  // goroutines meanwhile ends here, as f returns (not while an exception
+  // from f is propagating: that one goes on).
+  struct exit_syscall_guard {
+    g* gp;
+    int uncaught = std::uncaught_exceptions();
+    ~exit_syscall_guard() noexcept(false) {
+      gp->waiting_on.store(wait_reason::none, std::memory_order_relaxed);
+      current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
+      if (std::uncaught_exceptions() == uncaught)
+        call_point();
+      else
+        safe_point();
+    }
+  } guard{gp};
+  return std::invoke(std::forward<F>(f));
+}
+
+}  // namespace detail
+
+// Runs f(), which may block in the kernel, letting the scheduler give this
+// goroutine's P to another thread if it blocks for long. Returns f's
+// result (references too); f's exception propagates.
+template <class F>
+decltype(auto) blocking(F&& f) {
+  return detail::blocking_call(false, std::forward<F>(f));
+}
+
+// The same, handing the P off before calling f (for calls expected to
+// block for long: sleeping, waiting for a child process, ...).
+template <class F>
+decltype(auto) blocking(long_call_t, F&& f) {
+  return detail::blocking_call(true, std::forward<F>(f));
+}
+
+}  // namespace goro
+// ---- end goro/blocking.hpp ----
+// ---- begin goro/chan.hpp ----
+// goro::chan<T>: Go's channels (mirror src/runtime/chan.go).
+//
+// A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
+// blocked receivers (recvq) and one of blocked senders (sendq), all under
+// one spinlock. A blocked party queues a chan_waiter (Go's sudog) and
+// blocks through detail/park.hpp's protocol (which states why no wake-up
+// is lost). The party that completes the communication does all the work
+// under the lock -- it moves the value straight into the receiver's slot,
+// or out of the sender's -- then unlocks and only then wakes the waiter.
+//
+// Invariants (DESIGN.md section 5), while the lock is not held:
+//   - at most one of recvq / sendq is non-empty (a select that waits to
+//     send and to receive on the same channel is the only exception);
+//   - a buffered channel holding items has no receivers queued;
+//   - a buffered channel with free slots has no senders queued;
+//   - a closed channel has no waiters at all.
 
 #include <atomic>
+#include <climits>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
+#include <memory>
 #include <mutex>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+// ---- begin goro/detail/park.hpp ----
+// Blocking on a queue, for goroutines and plain threads alike: the one
+// waiter queue and block/wake protocol that channels (chan.hpp, select.hpp)
+// and the sync primitives (sema.hpp, timed_park.hpp, net's io_lock) share.
+//
+// A blocked party puts a waiter record, on its own stack, on a queue
+// guarded by the owner's lock, then blocks: a goroutine parks (its M runs
+// other goroutines), a plain thread sleeps on a futex word. A waker takes
+// the record off under the same lock, does its part of the hand-off there
+// (a value copied, a token or a lock handed over), releases the lock and
+// only then wakes the record's party (never ready a G while holding a lock;
+// DESIGN.md section 5).
+//
+// Why no wake-up is lost -- publish, then check, on both sides:
+//   - goroutine: the record is published (queued) under the lock, and the
+//     lock is released by g0 only after the goroutine is off its stack
+//     (park's unlock step). A waker, which needs the lock to find the
+//     record, therefore readies a G that has finished switching out: it
+//     cannot run on its stack twice.
+//   - plain thread: the waker stores the futex word (release), then calls
+//     futex_wake; the sleeper re-checks the word (acquire) before each
+//     futex_wait, which itself re-checks it against 0 atomically. Either the
+//     sleeper sees 1, or its futex_wait sees 1 and returns, or it is asleep
+//     when the wake arrives. The acquire load also carries the waker's
+//     writes under the lock (the handed-over value) to the sleeper.
+// After wake() the waker must not touch the record: its owner may have
+// returned.
+
+#include <atomic>
+#include <mutex>
+#include <cstdint>
 
 // ---- begin goro/detail/extm.hpp ----
 // External Ms: plain threads as deadlock detection sees them (SPEC,
@@ -3285,6772 +3021,6 @@ inline void extm_hold(bool hold) noexcept {
 
 }  // namespace goro::detail
 // ---- end goro/detail/extm.hpp ----
-// ---- begin goro/detail/timer_heap.hpp ----
-// Timers: the record a timer is made of, and the per-P heap that holds
-// them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
-// addtimer / deltimer / modtimer / runtimer, checkTimers in proc.go).
-//
-// Simpler than Go's status machine, same guarantees:
-//  - A timer is on at most one heap at a time. `where` names that heap and
-//    is only written with that heap's lock held. A heap never hands its
-//    timers to another heap: a timer stays where it was added until it
-//    fires or is deleted; other Ms *run* an idle P's expired timers instead
-//    of moving them (Go's stealWork runs other Ps' timers too).
-//  - Timer functions run on a scheduler context (g0) with no lock held;
-//    they must be short and never block (ready a G, a non-blocking send).
-//  - A timer that may be deleted or modified while it fires is `sync`: the
-//    runner counts it `running` (under the heap lock) before calling its
-//    function and uncounts it afterwards; del / mod wait for the count to
-//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
-//    changes). So once del() returns, the function is not running and will
-//    not run: the timer's owner may free what the function uses. A timer
-//    that is not `sync` (a sleeping goroutine's) is never touched by the
-//    runner after its function was called: the function may end the
-//    timer's lifetime (the woken goroutine returns and its frame is gone).
-//  - A sync timer's function may itself end its timer's life: del() called
-//    from inside it, directly or from a destructor it sets off (a context
-//    whose deadline timer drops the last reference to that context), does
-//    not wait for the call it is part of, releases that call's `running`
-//    count as its last touch of the timer, and the runner then touches the
-//    timer no more.
-
-#include <sched.h>
-
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <mutex>
-#include <vector>
-
-
-namespace goro::detail {
-
-// Nanoseconds on std::chrono::steady_clock; timers' `when`. 0 means "none",
-// so real instants are clamped to >= 1.
-inline std::int64_t nanotime() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// when = now + d, saturating (a huge duration is "never", not an overflow).
-inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
-  if (d <= 0) return now < 1 ? 1 : now;
-  std::int64_t w = now + d;
-  if (w < now) w = INT64_MAX;  // wrapped
-  return w < 1 ? 1 : w;
-}
-
-class timer_heap;
-struct timer;
-
-// The sync timer whose function runs on this thread (run_due), and whether
-// del() from inside that function already released its `running` count.
-struct running_timer_slot {
-  timer* t = nullptr;
-  bool released = false;
-};
-inline thread_local running_timer_slot tls_running_timer;
-
-struct timer {
-  // Called with (arg, seq, now) when the timer fires; no lock is held.
-  using func = void (*)(void* arg, std::uintptr_t seq, std::int64_t now);
-
-  // Fields guarded by the lock of the heap the timer is on (or owned by the
-  // timer's user while it is on none).
-  std::int64_t when = 0;    // fires at this nanotime()
-  std::int64_t period = 0;  // > 0: re-arms itself every period ns (ticker)
-  func f = nullptr;
-  func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
-  void* arg = nullptr;
-  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
-  std::uint32_t index = 0;  // position in the heap's array
-  bool sync = false;        // del/mod wait for a running f (see the top of this file)
-
-  std::atomic<timer_heap*> where{nullptr};
-  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
-};
-
-// A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
-// a 4-ary heap too: shallower than a binary one, and the four children of
-// a node share a cache line of the array.
-class timer_heap {
- public:
-  timer_heap() = default;
-  timer_heap(const timer_heap&) = delete;
-  timer_heap& operator=(const timer_heap&) = delete;
-
-  // The earliest `when` on this heap, 0 if empty. Read without the lock by
-  // anyone deciding whether to look closer (Go's timer0When); written with
-  // the lock held after every change to the top. seq_cst: see the
-  // scheduler's comment on how an M going to sleep and a timer being added
-  // each see the other.
-  std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
-  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
-
-  // addtimer: queues t (on no heap, not running) to fire at t->when.
-  // Returns true if t became this heap's earliest timer.
-  // The array may grow: a bad_alloc leaves the heap unchanged and unlocked.
-  bool add(timer* t) {
-    GORO_CHAOS_POINT("timer.add");
-    bool first;
-    {
-      std::lock_guard<spinlock> lk(lock_);
-      first = push_locked(t);
-    }
-    GORO_CHAOS_POINT("timer.added");
-    return first;
-  }
-
-  // runtimer loop: runs every timer due at `now`, the lock released around
-  // each function. Returns the earliest pending `when` afterwards (0: none).
-  std::int64_t run_due(std::int64_t now) noexcept {
-    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
-    lock_.lock();
-    while (!heap_.empty() && heap_[0]->when <= now) {
-      timer* t = heap_[0];
-      timer::func f = t->f;
-      void* arg = t->arg;
-      std::uintptr_t seq = t->seq;
-      bool sync = t->sync;
-      // `running` before `where`: del() reading where == nullptr without
-      // the lock (acquire) must then see running != 0 and wait.
-      // A count, not a flag: a periodic timer may be due again, and run by
-      // another M, before this call of its function returns.
-      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
-      if (t->period > 0) {
-        // Periodic: the next tick after now, skipping missed ones (a ticker
-        // drops ticks rather than bursting).
-        std::int64_t late = now - t->when;
-        std::int64_t next = t->when + t->period * (1 + late / t->period);
-        t->when = next < t->when ? INT64_MAX : next;
-        sift_down(0);
-      } else {
-        remove_at(0);
-        t->where.store(nullptr, std::memory_order_release);
-      }
-      publish_earliest();
-      lock_.unlock();
-      GORO_CHAOS_POINT("timer.run");
-      // After this call a non-sync t may be gone: touch it no more; nor a
-      // sync one whose function deleted it (see the top of this file).
-      const running_timer_slot outer = tls_running_timer;
-      tls_running_timer = {sync ? t : nullptr, false};
-      f(arg, seq, now);
-      const bool released = tls_running_timer.released;
-      tls_running_timer = outer;
-      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
-      lock_.lock();
-    }
-    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
-    lock_.unlock();
-    return next;
-  }
-
-  // Removes every timer (shutdown): later del() calls find them on no heap;
-  // those with a `drop` function get it called.
-  void clear() noexcept {
-    lock_.lock();
-    std::vector<timer*> all;
-    all.swap(heap_);
-    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
-    count_.store(0, std::memory_order_relaxed);
-    publish_earliest();
-    lock_.unlock();
-    for (timer* t : all)
-      if (t->drop) t->drop(t->arg, t->seq, 0);
-  }
-
-  // deltimer: takes t off whatever heap it is on. Returns true if it was
-  // pending (so it will now never fire), false if it had fired (or was
-  // never added). Waits for a sync timer's running function to finish.
-  static bool del(timer* t) noexcept {
-    // From inside t's own function that call is not waited for (it is the
-    // caller; other runs of a periodic t still are), and its count is
-    // released last: once it drops, t's owner may free t at any moment.
-    const bool self = t == tls_running_timer.t && !tls_running_timer.released;
-    const std::uint32_t own = self ? 1 : 0;
-    bool removed = false;
-    for (;;) {
-      timer_heap* h = t->where.load(std::memory_order_acquire);
-      if (!h) {
-        wait_running_at_most(t, own);
-        break;
-      }
-      h->lock_.lock();
-      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
-        h->lock_.unlock();
-        continue;
-      }
-      if (t->sync && t->running.load(std::memory_order_acquire) > own) {
-        // A periodic timer stays queued while its function runs.
-        h->lock_.unlock();
-        wait_running_at_most(t, own);
-        continue;
-      }
-      h->remove_at(t->index);
-      t->where.store(nullptr, std::memory_order_release);
-      h->publish_earliest();
-      h->lock_.unlock();
-      removed = true;
-      break;
-    }
-    if (self) {
-      tls_running_timer.released = true;
-      t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
-    }
-    return removed;
-  }
-
- private:
-  // Waits until at most `own` runs of t's function are in progress (own:
-  // 1 when called from inside it, see del).
-  static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
-    if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) > own) sched_yield();
-  }
-
-  bool push_locked(timer* t) {
-    t->index = static_cast<std::uint32_t>(heap_.size());
-    heap_.push_back(t);
-    t->where.store(this, std::memory_order_release);
-    sift_up(t->index);
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    bool first = heap_[0] == t;
-    if (first) publish_earliest();
-    return first;
-  }
-
-  void remove_at(std::uint32_t i) noexcept {
-    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
-    if (i != last) {
-      heap_[i] = heap_[last];
-      heap_[i]->index = i;
-    }
-    heap_.pop_back();
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    if (i < heap_.size()) {
-      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
-        sift_up(i);
-      else
-        sift_down(i);
-    }
-  }
-
-  void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
-
-  void place(std::uint32_t i, timer* t) noexcept {
-    heap_[i] = t;
-    t->index = i;
-  }
-
-  void sift_up(std::uint32_t i) noexcept {
-    timer* t = heap_[i];
-    while (i > 0) {
-      std::uint32_t parent = (i - 1) / 4;
-      if (heap_[parent]->when <= t->when) break;
-      place(i, heap_[parent]);
-      i = parent;
-    }
-    place(i, t);
-  }
-
-  void sift_down(std::uint32_t i) noexcept {
-    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
-    if (i >= n) return;
-    timer* t = heap_[i];
-    for (;;) {
-      std::uint32_t c = 4 * i + 1;
-      if (c >= n) break;
-      std::uint32_t best = c;
-      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
-        if (heap_[k]->when < heap_[best]->when) best = k;
-      if (t->when <= heap_[best]->when) break;
-      place(i, heap_[best]);
-      i = best;
-    }
-    place(i, t);
-  }
-
-  spinlock lock_;
-  std::vector<timer*> heap_;
-  std::atomic<std::int64_t> when0_{0};
-  std::atomic<std::size_t> count_{0};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/timer_heap.hpp ----
-
-namespace goro::detail {
-
-template <class S>
-struct deadcheck_sched {
-  // The run() caller's M's sleep in stopm / stoplockedm, its note cleared
-  // and it counted stopped (idle list or locked wait) by the caller under
-  // lock_. A plain park_note.sleep() unless a deadlock is suspected: then
-  // it sleeps to the end of the grace period, or until an external M
-  // exits, and confirms. Returns when mm was taken (its taker's wake
-  // consumed, as the plain sleep would), must leave, or confirmed the
-  // deadlock (then it took itself off: no wake is coming).
-  template <class M>
-  static void sleep(S& s, M* mm) {
-    for (;;) {
-      std::int64_t until;
-      {
-        std::lock_guard<std::mutex> lk(s.lock_);
-        if (!stopped(mm) || s.should_leave(mm)) break;
-        until = confirm_locked(s, mm);
-        if (!stopped(mm)) return;  // confirmed: mm took itself off
-      }
-      if (until == 0) break;
-      if (until == INT64_MAX) {
-        // Until an external M exits. Linking first, then reading extm_live:
-        // extm_drop decrements, then wakes the linked watchers under
-        // extm_watch_lock, so either it finds us linked or (the lock orders
-        // the two) we see its decrement and do not sleep.
-        extm_watcher w{&mm->park_note};
-        extm_watch(&w);
-        if (extm_live.load(std::memory_order_seq_cst) > (mm->extm_self ? 1u : 0u)) mm->park_note.sleep();
-        extm_unwatch(&w);  // no watcher wake after this
-      } else if (std::int64_t ns = until - nanotime(); ns > 0) {
-        (void)mm->park_note.sleep_for(ns);
-      }
-      std::lock_guard<std::mutex> lk(s.lock_);
-      if (!stopped(mm) || s.should_leave(mm)) break;
-      // Still stopped: a timeout, or a watcher's wake (the only waker that
-      // does not take mm first; shutdown's sets exiting_). Clearing under
-      // lock_ loses no taker's wake: a taker takes mm under lock_ first.
-      mm->park_note.clear();
-    }
-    mm->park_note.sleep();  // returns at once if already woken
-  }
-
- private:
-  template <class M>
-  static bool stopped(const M* mm) noexcept {
-    return mm->in_idle_list || mm->locked_wait;
-  }
-
-  // Under lock_, by the run() caller's M while stopped. Returns 0 when
-  // nothing is suspected (sleep plainly; the next M to stop re-arms),
-  // INT64_MAX while an external M is live (sleep until one exits), else
-  // the nanotime() at which to look again. Confirms (deadlock_, rm taken
-  // off) when the grace period passed with extm_epoch unchanged: the
-  // epoch read here is seq_cst, as is every bump, so an outside call that
-  // came before this read restarts the grace period, and one that comes
-  // after it came after the deadlock had lasted the whole period.
-  template <class M>
-  static std::int64_t confirm_locked(S& s, M* rm) {
-    if (s.deadcheck_at_ == 0) return 0;
-    if (!s.dead_locked()) {
-      s.deadcheck_at_ = 0;
-      return 0;
-    }
-    const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
-    const bool live = extm_live.load(std::memory_order_seq_cst) > (rm->extm_self ? 1u : 0u);
-    const std::int64_t now = nanotime();
-    if (epoch != s.deadcheck_epoch_ || live) {
-      s.deadcheck_epoch_ = epoch;
-      s.deadcheck_at_ = now + deadlock_grace_ns;
-    }
-    if (live) return INT64_MAX;
-    if (now < s.deadcheck_at_) return s.deadcheck_at_;
-    s.deadlock_.store(true, std::memory_order_seq_cst);
-    s.deadcheck_at_ = 0;
-    s.take_run_m_locked(rm);
-    return 0;
-  }
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/deadcheck.hpp ----
-// ---- begin goro/detail/main_return.hpp ----
-// The runtime's side of main_return::unwind (runtime.hpp options; the
-// goroutine's side is goexit.hpp): when the main goroutine returns (and
-// when a runtime is destroyed with goroutines started by go() while no
-// run() was active), every goroutine still alive is ended the C++ way.
-// main_return_sched owns the whole sequence; it runs on a thread of its
-// own started as main finishes (run() joins it before returning), or on
-// the destructor's thread:
-//
-// 1. The runtime's ending_goroutines flag is set and preempt_pending gets
-//    one more count, so every safe point takes its slow path, where
-//    call_point() sees the flag: a running goroutine unwinds at its next
-//    goro call, and a goroutine about to start is discarded unrun
-//    (sched.hpp goroutine_main: its functor is destroyed on its stack).
-// 2. Kill passes, repeated until no goroutine is left: each parked
-//    goroutine not ending yet is pinned (the goroutine dump's g::dump_pin
-//    protocol, under the dump registry's lock, with one process-wide
-//    barrier), and if it is still parked its g::unlink_wait takes it off
-//    its wait -- a channel or waiter queue, a select (claimed as a case's
-//    waker would), a sleep's timer, a poll descriptor. When that succeeds
-//    nobody else will ready it: it is marked `killed` and readied, and the
-//    park site's exit_if_killed() unwinds it. When a waker got there
-//    first, the goroutine runs and ends at its next goro call. A park that
-//    is not committed yet (its timer not queued) is found again by the
-//    next pass.
-// 3. A goroutine still alive 1 s later reached no goro call (a CPU loop,
-//    or a goro::blocking call that does not return): reported once on
-//    stderr with the goroutine dump, and waited for.
-// 4. Done when no goroutine is left, or when the rest can never run again
-//    (a main goroutine left blocked by a run() that threw deadlock_error
-//    is never woken: its run() frame is gone):
-//    parked while already unwinding (a destructor waiting for something
-//    nobody will do) or on a wait that cannot be undone (a select on a
-//    destroyed channel, an rw_mutex hand-over), with every P idle and no
-//    timer or I/O pending, unchanged for three passes. The runtime's
-//    shutdown reports those as blocked forever and releases them, as
-//    before.
-//
-// Then the flag is cleared: a later run() on the same runtime starts
-// fresh. With main_return::wait none of this happens.
-
-#include <pthread.h>
-#include <time.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cstdint>
-#include <cstdio>
-#include <mutex>
-#include <string>
-#include <vector>
-
-
-namespace goro::detail {
-
-// How long a goroutine may go without reaching a goro call after main
-// returned before it is reported.
-inline constexpr std::int64_t main_return_report_ns = 1'000'000'000;
-
-// S is scheduler<Policy> (this is its friend).
-template <class S>
-struct main_return_sched {
-  // The runtime's destructor (shutdown), or run() when no ender thread
-  // could be started: the whole sequence on the calling thread.
-  static void unwind_all(S& s) noexcept {
-    if (s.live_goroutines() == 0) return;
-    begin(s);
-    wait_all(s);
-  }
-
-  // Main just finished (sched.hpp main_finished, on the g0 of the M that
-  // ran it, before main_done_ is published): step 1 at once, and a thread
-  // of its own for the rest -- not the run() caller's, which may be busy
-  // running a goroutine that reaches no goro call (run() joins it:
-  // after_main). Without that thread, after_main does it all.
-  static void main_finished(S& s) noexcept {
-    if (s.live_goroutines() == 0) return;
-    begin(s);
-    s.ender_started_ = pthread_create(
-                           &s.ender_, nullptr,
-                           [](void* arg) -> void* {
-                             wait_all(*static_cast<S*>(arg));
-                             return nullptr;
-                           },
-                           &s) == 0;
-  }
-
-  // run(), once the caller's M has left (main finished).
-  static void after_main(S& s) noexcept {
-    if (s.ender_started_) {
-      pthread_join(s.ender_, nullptr);
-      s.ender_started_ = false;
-      return;
-    }
-    unwind_all(s);
-  }
-
- private:
-  static void begin(S& s) noexcept {
-    if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
-      preempt_pending.fetch_add(1, std::memory_order_seq_cst);  // every safe point takes its slow path
-  }
-
-  // Steps 2-4, then the flag is cleared.
-  static void wait_all(S& s) noexcept {
-    const std::int64_t start = nanotime();
-    bool reported = false;
-    int quiet = 0;
-    std::size_t last_live = 0;
-    long nap_ns = 100'000;
-    for (;;) {
-      const std::size_t woken = kill_pass(s);
-      const std::size_t live = s.live_goroutines();
-      if (live == 0) break;
-      if (woken == 0 && live == last_live && stuck(s)) {
-        if (++quiet >= 3) break;
-      } else {
-        quiet = 0;
-      }
-      last_live = live;
-      if (!reported && nanotime() - start >= main_return_report_ns) {
-        reported = true;
-        report(s, live);
-      }
-      timespec ts{0, nap_ns};
-      nanosleep(&ts, nullptr);
-      nap_ns = std::min<long>(nap_ns * 2, 10'000'000);
-    }
-    if (s.ending_goroutines.exchange(false, std::memory_order_seq_cst))
-      preempt_pending.fetch_sub(1, std::memory_order_seq_cst);
-  }
-
-  // One pass of step 2; returns how many goroutines it woke.
-  static std::size_t kill_pass(S& s) noexcept {
-    std::vector<g*> parked;
-    s.for_each_g(
-        [](g* gp, void* v) {
-          // Not a main goroutine: one still parked is left over from a run()
-          // that threw deadlock_error, and its run() frame is gone.
-          if (gp->status.load(std::memory_order_acquire) == g_status::waiting && !gp->is_main &&
-              gp->exiting.load(std::memory_order_relaxed) == exit_state::none)
-            static_cast<std::vector<g*>*>(v)->push_back(gp);
-        },
-        &parked);
-    if (parked.empty()) return 0;
-    std::vector<g*> owned;
-    {
-      runtime_registry& reg = registry();
-      std::lock_guard<std::mutex> lk(reg.lock);  // one pinner at a time (the goroutine dump too)
-      for (g* gp : parked) gp->dump_pin.store(true, std::memory_order_relaxed);
-      // Either an M resuming gp sees the pin and waits, or we see it
-      // running (dump.hpp owns this protocol).
-      const bool barrier = process_wide_barrier();
-      for (g* gp : parked) {
-        bool own = false;
-        if (barrier && gp->status.load(std::memory_order_acquire) == g_status::waiting &&
-            gp->exiting.load(std::memory_order_relaxed) == exit_state::none && !gp->no_kill) {
-          std::lock_guard<std::mutex> ul(unlink_lock());  // its queue is not being destroyed meanwhile
-          if (auto unlink = gp->unlink_wait) own = unlink(gp->unlink_arg);
-          if (own) gp->exiting.store(exit_state::killed, std::memory_order_relaxed);
-        }
-        gp->dump_pin.store(false, std::memory_order_release);
-        if (own) owned.push_back(gp);
-      }
-    }
-    for (g* gp : owned) gp->sched->ready(gp);
-    return owned.size();
-  }
-
-  // Whether nothing in the runtime can run a goroutine now or later: no
-  // goroutine running or runnable (one inside goro::blocking is running,
-  // its P possibly idle), every P idle, no timer, no I/O wait.
-  static bool stuck(S& s) noexcept {
-    bool active = false;
-    s.for_each_g(
-        [](g* gp, void* a) {
-          const g_status st = gp->status.load(std::memory_order_acquire);
-          if (st == g_status::running || st == g_status::runnable) *static_cast<bool*>(a) = true;
-        },
-        &active);
-    if (active) return false;
-    std::lock_guard<std::mutex> lk(s.lock_);
-    return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
-           s.spinning_.count(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
-           s.poller_.waiters() <= 0;
-  }
-
-  static void report(S& s, std::size_t live) noexcept {
-    std::string dump;
-#if GORO_EXCEPTIONS
-    try {
-      dump = format_goroutines(collect_goroutines(&s));
-    } catch (...) {
-    }
-#else
-    dump = format_goroutines(collect_goroutines(&s));
-#endif
-    std::fprintf(stderr,
-                 "goro: main returned; %zu goroutine%s reached no goro call within 1 s and %s waited for\n\n%s\n",
-                 live, live == 1 ? "" : "s", live == 1 ? "is" : "are", dump.c_str());
-    std::fflush(stderr);
-  }
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/main_return.hpp ----
-// ---- begin goro/detail/global_queue.hpp ----
-// The global run queue (Go's sched.runq): a FIFO of Gs in a ring of
-// pointers under its own spinlock (not the scheduler lock: Gosched queues
-// here at every call, and a futex mutex shared with the idle lists cost
-// yield a quarter of its time). Its size is also kept in an atomic so
-// find-runnable can skip the lock when it is empty.
-//
-// The ring never allocates on a push: the scheduler reserves room for
-// every G record it creates (reserve, where G records are allocated and
-// bad_alloc may be raised), and a G is in the queue at most once, so
-// pushes (from noexcept paths such as ready) always fit. A ring instead of
-// a list linked through the Gs: a batch get copies contiguous pointers
-// instead of chasing links through cold G records.
-//
-// Every member takes the queue's lock itself; callers may hold the
-// scheduler lock (lock order: scheduler lock, then this one; nothing is
-// locked while this one is held).
-
-#include <algorithm>
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <new>
-
-
-namespace goro::detail {
-
-class global_run_queue {
- public:
-  global_run_queue() = default;
-  global_run_queue(const global_run_queue&) = delete;
-  global_run_queue& operator=(const global_run_queue&) = delete;
-  ~global_run_queue() { delete[] buf_; }
-
-  void push_back(g* gp) noexcept {
-    GORO_CHAOS_POINT("globrunqput");
-    lock_.lock();
-    push_locked(gp);
-    lock_.unlock();
-    GORO_CHAOS_POINT("globrunqput.after");
-  }
-  void push_back_batch(g* const* batch, std::uint32_t n) noexcept {
-    lock_.lock();
-    for (std::uint32_t i = 0; i < n; ++i) push_locked(batch[i]);
-    lock_.unlock();
-    GORO_CHAOS_POINT("globrunqputbatch.after");
-  }
-  g* pop_front() noexcept {
-    g* gp = nullptr;
-    (void)pop_batch(&gp, [](std::uint32_t) { return 1u; });
-    return gp;
-  }
-  // Takes the first how_many(size) Gs (called under the lock with the
-  // exact size > 0; at least 1, at most size) into out; returns how many
-  // (0 if the queue was empty).
-  template <class HowMany>
-  std::uint32_t pop_batch(g** out, HowMany&& how_many) noexcept {
-    GORO_CHAOS_POINT("globrunqget");
-    lock_.lock();
-    const std::uint32_t size = size_.load(std::memory_order_relaxed);
-    if (size == 0) {
-      lock_.unlock();
-      return 0;
-    }
-    const std::uint32_t n = how_many(size);
-    const std::uint32_t cap = mask_ + 1;
-    const std::uint32_t first = std::min(n, cap - head_);  // up to the end of the ring
-    std::memcpy(out, buf_ + head_, first * sizeof(g*));
-    std::memcpy(out + first, buf_, (n - first) * sizeof(g*));
-    head_ = (head_ + n) & mask_;
-    size_.store(size - n, std::memory_order_release);
-    lock_.unlock();
-    return n;
-  }
-  // Takes gp out of the queue if it is still there (go() rolling back a
-  // spawn that no M could run); false if an M took it meanwhile. O(size).
-  bool remove(g* gp) noexcept {
-    lock_.lock();
-    const std::uint32_t size = size_.load(std::memory_order_relaxed);
-    std::uint32_t i = 0;
-    while (i < size && buf_[(head_ + i) & mask_] != gp) ++i;
-    const bool found = i < size;
-    if (found) {
-      for (; i + 1 < size; ++i) buf_[(head_ + i) & mask_] = buf_[(head_ + i + 1) & mask_];
-      size_.store(size - 1, std::memory_order_release);
-    }
-    lock_.unlock();
-    return found;
-  }
-  // Lock-free hint; exact under the queue's lock.
-  std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
-  bool empty() const noexcept { return size() == 0; }
-  // Read under the queue's lock: ordered against every push by the lock
-  // (a P that published itself idle, then finds this empty, is seen idle
-  // by the wakep of any push it missed; see find_runnable).
-  bool empty_synced() noexcept {
-    GORO_CHAOS_POINT("globrunq.empty_synced");
-    lock_.lock();
-    bool e = size_.load(std::memory_order_relaxed) == 0;
-    lock_.unlock();
-    return e;
-  }
-
-  // Makes room for n Gs in all (the number of G records in existence).
-  // May raise bad_alloc; nothing changes then.
-  void reserve(std::size_t n) {
-    std::size_t cap = buf_ ? std::size_t{mask_} + 1 : 0;
-    if (n <= cap) return;
-    std::size_t want = cap ? cap : 64;
-    while (want < n) want *= 2;
-    if (want > (std::size_t{1} << 31)) raise_bad_alloc();
-    g** nb = new (std::nothrow) g*[want];
-    if (!nb) raise_bad_alloc();
-    lock_.lock();
-    const std::uint32_t size = size_.load(std::memory_order_relaxed);
-    for (std::uint32_t i = 0; i < size; ++i) nb[i] = buf_[(head_ + i) & mask_];
-    g** old = buf_;
-    buf_ = nb;
-    head_ = 0;
-    mask_ = static_cast<std::uint32_t>(want - 1);
-    lock_.unlock();
-    delete[] old;
-  }
-
- private:
-  void push_locked(g* gp) noexcept {
-    const std::uint32_t size = size_.load(std::memory_order_relaxed);
-    if (GORO_UNLIKELY(buf_ == nullptr || size > mask_)) fatal("goro: internal error: global run queue overflow");
-    buf_[(head_ + size) & mask_] = gp;
-    size_.store(size + 1, std::memory_order_release);
-  }
-
-  spinlock lock_;
-  std::atomic<std::uint32_t> size_{0};
-  std::uint32_t head_ = 0;  // index of the first G
-  std::uint32_t mask_ = 0;  // capacity - 1 (capacity: a power of two)
-  g** buf_ = nullptr;
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/global_queue.hpp ----
-// ---- begin goro/detail/netpoll.hpp ----
-// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
-// epoll instance per runtime, created on first use, edge-triggered, with an
-// eventfd that breaks a blocking epoll_wait (netpollBreak).
-//
-// Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
-// two "semaphores", rg (read) and wg (write). Each holds one of
-//   pd_nil    nobody waits, no readiness recorded
-//   pd_ready  readiness arrived (an edge) and nobody consumed it yet
-//   pd_wait   a goroutine is about to park (between its CAS and the commit)
-//   a g*      that goroutine is parked, waiting for readiness
-// The waiter moves nil -> wait, parks, and on g0 (once off its stack)
-// commits wait -> G (netpollblockcommit); if that CAS fails, readiness or
-// an unblock came in between and the park is cancelled. Pollers and
-// closers move the state to ready (I/O) or nil (close, deadline) and
-// ready the G they took out (netpollunblock). Every transition is a CAS,
-// so exactly one party readies a given G.
-//
-// Descriptors are never freed: they come from a process-wide free list
-// (Go's pollcache), so a poller or timer holding a stale pointer reads
-// valid memory; a sequence number (bumped when a descriptor is recycled)
-// tags epoll events and deadline timers so stale ones are ignored. At
-// worst a stale event marks a descriptor ready spuriously, which every
-// caller tolerates (it retries the syscall and waits again on EAGAIN).
-
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <climits>
-#include <cstdint>
-#include <mutex>
-#include <new>
-#include <vector>
-
-
-namespace goro::detail {
-
-class netpoller;
-
-inline constexpr std::uintptr_t pd_nil = 0;
-inline constexpr std::uintptr_t pd_ready = 1;
-inline constexpr std::uintptr_t pd_wait = 2;
-
-// Why a wait ended without readiness (Go's netpollcheckerr).
-enum class pd_error { none, closing, timeout };
-
-struct poll_desc {
-  int fd = -1;
-  // rg / wg: see the top of this file. seq_cst throughout: the waiter's
-  // CAS nil -> wait followed by its read of closing / the deadline, and the
-  // closer's (setter's) store followed by its read of the semaphore, are a
-  // store-load pair on each side (Dekker): one of them must see the other.
-  std::atomic<std::uintptr_t> rg{pd_nil};
-  std::atomic<std::uintptr_t> wg{pd_nil};
-  std::atomic<bool> closing{false};
-  std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
-  std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
-  std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
-  spinlock lock;                           // registration and deadline setters
-  timer rt, wt;                            // deadline timers (sync: del waits for a running one)
-  poll_desc* prev = nullptr;               // owner's list / free list (their locks)
-  poll_desc* next = nullptr;
-
-  std::atomic<std::uintptr_t>& sema(char mode) noexcept { return mode == 'r' ? rg : wg; }
-  std::atomic<std::int64_t>& deadline(char mode) noexcept { return mode == 'r' ? rd : wd; }
-
-  pd_error check(char mode) noexcept {
-    if (closing.load(std::memory_order_seq_cst)) return pd_error::closing;
-    std::int64_t d = deadline(mode).load(std::memory_order_seq_cst);
-    if (d != 0 && nanotime() >= d) return pd_error::timeout;
-    return pd_error::none;
-  }
-};
-
-// Go's pollcache: descriptors allocated in blocks, recycled, never freed.
-class pd_cache {
- public:
-  static poll_desc* alloc(int fd) {
-    pd_cache& c = get();
-    poll_desc* pd;
-    {
-      std::lock_guard<std::mutex> lk(c.mu_);
-      if (!c.free_) {
-        constexpr int block = 64;
-        auto* b = new (std::nothrow) poll_desc[block];
-        if (!b) raise_bad_alloc();
-        c.blocks_.push_back(b);
-        for (int i = 0; i < block; ++i) {
-          b[i].next = c.free_;
-          c.free_ = &b[i];
-        }
-      }
-      pd = c.free_;
-      c.free_ = pd->next;
-    }
-    pd->next = pd->prev = nullptr;
-    pd->fd = fd;
-    pd->rg.store(pd_nil, std::memory_order_relaxed);
-    pd->wg.store(pd_nil, std::memory_order_relaxed);
-    pd->rd.store(0, std::memory_order_relaxed);
-    pd->wd.store(0, std::memory_order_relaxed);
-    pd->owner.store(nullptr, std::memory_order_relaxed);
-    pd->closing.store(false, std::memory_order_seq_cst);
-    return pd;
-  }
-  // pd must be unregistered, its timers deleted and nobody waiting on it.
-  static void free(poll_desc* pd) noexcept {
-    pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
-    pd->fd = -1;
-    pd_cache& c = get();
-    std::lock_guard<std::mutex> lk(c.mu_);
-    pd->next = c.free_;
-    c.free_ = pd;
-  }
-
- private:
-  static pd_cache& get() {
-    static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
-    return *c;
-  }
-  std::mutex mu_;
-  poll_desc* free_ = nullptr;
-  std::vector<poll_desc*> blocks_;
-};
-
-class netpoller {
- public:
-  // Readied goroutines returned by one poll at most (two per event).
-  static constexpr int max_batch = 128;
-
-  // on_init(arg) runs once the epoll instance exists (the scheduler wakes
-  // its timer M, which went to sleep on a futex before there was a poller,
-  // so that it sleeps in epoll_wait from now on).
-  using init_hook = void (*)(void*);
-  netpoller() = default;
-  netpoller(init_hook on_init, void* arg) noexcept : on_init_(on_init), on_init_arg_(arg) {}
-  netpoller(const netpoller&) = delete;
-  netpoller& operator=(const netpoller&) = delete;
-
-  // The runtime is gone (every M joined): descriptors still registered
-  // (sockets outliving their runtime) are detached; a goroutine of another
-  // runtime that waits on one registers it again with its own poller.
-  ~netpoller() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      for (poll_desc* pd = list_; pd;) {
-        poll_desc* next = pd->next;
-        pd->owner.store(nullptr, std::memory_order_seq_cst);
-        pd->prev = pd->next = nullptr;
-        pd = next;
-      }
-      list_ = nullptr;
-    }
-    int ep = epfd_.load(std::memory_order_acquire);
-    if (ep >= 0) {
-      ::close(ep);
-      ::close(evfd_);
-    }
-  }
-
-  bool inited() const noexcept { return epfd_.load(std::memory_order_acquire) >= 0; }
-  // Goroutines parked on this poller's descriptors (Go's netpollWaiters).
-  // May dip below zero for a moment (an unblock can beat the commit's
-  // increment).
-  std::int32_t waiters() const noexcept { return waiters_.load(std::memory_order_seq_cst); }
-  void add_waiter() noexcept { waiters_.fetch_add(1, std::memory_order_seq_cst); }
-  void remove_waiter() noexcept { waiters_.fetch_sub(1, std::memory_order_seq_cst); }
-
-  // One poller at a time (Go: sched.lastpoll swapped to 0). An M blocked in
-  // epoll_wait holds it, so non-blocking pollers skip while it sleeps.
-  bool try_lock() noexcept { return !polling_.exchange(true, std::memory_order_acquire); }
-  void unlock() noexcept { polling_.store(false, std::memory_order_release); }
-  bool locked() const noexcept { return polling_.load(std::memory_order_relaxed); }
-  std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
-
-  // netpollinit, once.
-  void init() {
-    if (inited()) return;
-    init_locked();
-    if (on_init_) on_init_(on_init_arg_);
-  }
-
- private:
-  void init_locked() {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (inited()) return;
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0) raise_system(errno, "epoll_create1");
-    int ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (ev < 0) {
-      int e = errno;
-      ::close(ep);
-      raise_system(e, "eventfd");
-    }
-    // Level-triggered: it stays readable until the blocking poller reads it
-    // (a non-blocking poll leaves it for the sleeper it was meant to wake).
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.u64 = 0;  // no descriptor has address 0
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
-      int err = errno;
-      ::close(ep);
-      ::close(ev);
-      raise_system(err, "epoll_ctl(eventfd)");
-    }
-    evfd_ = ev;
-    last_poll_.store(nanotime(), std::memory_order_relaxed);
-    epfd_.store(ep, std::memory_order_release);
-  }
-
- public:
-  // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
-  // reports the fd's current readiness at once, so registering after a
-  // syscall returned EAGAIN loses no edge.
-  void open(poll_desc* pd) {
-    if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
-  }
-  // The same, returning the errno instead (EPERM: a regular file).
-  int try_open(poll_desc* pd) {
-    init();
-    epoll_event e{};
-    e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    e.data.u64 = tag(pd);
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      pd->prev = nullptr;
-      pd->next = list_;
-      if (list_) list_->prev = pd;
-      list_ = pd;
-    }
-    pd->owner.store(this, std::memory_order_seq_cst);
-    if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
-      int err = errno;
-      unlink(pd);  // no EPOLL_CTL_DEL: on EEXIST the registration is someone else's
-      return err;
-    }
-    return 0;
-  }
-
-  // pollClose: unregisters pd (before its fd is closed).
-  void close(poll_desc* pd) noexcept {
-    epoll_event e{};
-    epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
-    unlink(pd);
-  }
-
- private:
-  void unlink(poll_desc* pd) noexcept {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
-    (pd->prev ? pd->prev->next : list_) = pd->next;
-    if (pd->next) pd->next->prev = pd->prev;
-    pd->prev = pd->next = nullptr;
-    pd->owner.store(nullptr, std::memory_order_seq_cst);
-  }
-
- public:
-  // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
-  // event or brk()), stores the goroutines made runnable in out (room for
-  // max_batch) and returns their number. The caller holds try_lock().
-  int poll(long long timeout_ns, g** out) noexcept {
-    int ep = epfd_.load(std::memory_order_acquire);
-    if (ep < 0) return 0;
-    if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
-    epoll_event evs[max_batch / 2];
-    int n = wait(ep, evs, max_batch / 2, timeout_ns);
-    last_poll_.store(nanotime(), std::memory_order_relaxed);
-    int k = 0;
-    for (int i = 0; i < n; ++i) {
-      std::uint64_t d = evs[i].data.u64;
-      if (d == 0) {
-        if (timeout_ns != 0) {  // only the sleeper consumes a break
-          std::uint64_t v;
-          [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
-          wake_sig_.store(false, std::memory_order_seq_cst);
-        }
-        continue;
-      }
-      auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
-      if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
-      std::uint32_t ev = evs[i].events;
-      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-        if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
-      if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-        if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
-    }
-    return k;
-  }
-
-  // epoll_wait with a timeout in ns (< 0: none). epoll_wait's is in ms, so
-  // a timer 200 us away would sleep 1 ms; epoll_pwait2 (Linux 5.11) takes
-  // a timespec. Called as a raw syscall (glibc >= 2.35 only declares it);
-  // the first ENOSYS (older kernel, qemu-user) switches to epoll_wait,
-  // rounding up (never early).
-  static int wait(int ep, epoll_event* evs, int max, long long timeout_ns) noexcept {
-#ifdef __NR_epoll_pwait2
-    static std::atomic<bool> no_pwait2{false};
-    if (timeout_ns > 0 && !no_pwait2.load(std::memory_order_relaxed)) {
-      timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-      long r = ::syscall(__NR_epoll_pwait2, ep, evs, max, &ts, nullptr, 0);
-      if (r >= 0 || errno != ENOSYS) return static_cast<int>(r);
-      no_pwait2.store(true, std::memory_order_relaxed);
-    }
-#endif
-    int ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
-    return epoll_wait(ep, evs, max, ms);
-  }
-
-  // netpollBreak: wakes the M blocked in poll(); one write per sleep.
-  void brk() noexcept {
-    if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
-  }
-
-  // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
-  // pd_ready (ioready) or pd_nil. Returns the parked G to ready, if any.
-  static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept {
-    auto& s = pd->sema(mode);
-    std::uintptr_t old = s.load(std::memory_order_seq_cst);
-    for (;;) {
-      if (old == pd_ready) return nullptr;
-      if (old == pd_nil && !ioready) return nullptr;
-      std::uintptr_t nw = ioready ? pd_ready : pd_nil;
-      if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
-    }
-    if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
-    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
-    return reinterpret_cast<g*>(old);
-  }
-
-  // Deadline timers' functions (the timer's seq is pd's seq when armed).
-  static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
-    if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
-    if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
-  }
-
- private:
-  static constexpr unsigned ptr_bits = 48;
-  static constexpr std::uint64_t ptr_mask = (std::uint64_t{1} << ptr_bits) - 1;
-  static constexpr std::uint32_t seq_mask = 0xffff;
-  static std::uint64_t tag(poll_desc* pd) noexcept {
-    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(pd)) |
-           (static_cast<std::uint64_t>(pd->seq.load(std::memory_order_relaxed) & seq_mask) << ptr_bits);
-  }
-
-  init_hook on_init_ = nullptr;
-  void* on_init_arg_ = nullptr;
-  std::atomic<int> epfd_{-1};
-  int evfd_ = -1;
-  std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
-  std::atomic<bool> polling_{false};
-  std::atomic<std::int32_t> waiters_{0};
-  std::atomic<std::int64_t> last_poll_{0};
-  std::mutex mu_;  // init, list_
-  poll_desc* list_ = nullptr;
-};
-
-// netpollblock: the calling goroutine waits for readiness on pd in `mode`.
-// True: I/O is ready; false: woken by a close or a deadline (or spuriously).
-inline bool pd_block(poll_desc* pd, char mode) {
-  auto& s = pd->sema(mode);
-  for (;;) {
-    std::uintptr_t v = pd_ready;
-    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
-    if (v == pd_nil) {
-      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
-      continue;
-    }
-    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
-  }
-  // Re-check after announcing the wait: a close or deadline that came
-  // before our CAS is seen here (see poll_desc's memory-order note).
-  if (pd->check(mode) == pd_error::none) {
-    struct commit_args {
-      std::atomic<std::uintptr_t>* s;
-      g* gp;
-      poll_desc* pd;
-      char mode;
-    } a{&s, current_g(), pd, mode};
-    // main_return (main_return.hpp): the runtime ending this goroutine
-    // takes it out of the semaphore as a close would (unblock), unless
-    // readiness got there first.
-    a.gp->unlink_wait = [](void* arg) noexcept {
-      auto* c = static_cast<commit_args*>(arg);
-      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
-    };
-    a.gp->unlink_arg = &a;
-    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
-    // before the CAS: once it succeeds the G may be readied, run and
-    // return (its frame, holding `a`, is then gone).
-    park(
-        current_m(),
-        [](void* arg) {
-          auto* c = static_cast<commit_args*>(arg);
-          auto* sp = c->s;
-          auto* gp = c->gp;
-          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
-          std::uintptr_t expect = pd_wait;
-          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
-            return false;  // readiness / unblock came first: resume at once
-          if (np) np->add_waiter();
-          return true;
-        },
-        &a, wait_reason::io_wait);
-    current_g()->unlink_wait = nullptr;
-  }
-  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
-  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
-  return old == pd_ready;
-}
-
-// poll_runtime_pollWait: waits until ready, closing or past the deadline.
-inline pd_error pd_wait_g(poll_desc* pd, char mode) {
-  call_point();  // main_return (goexit.hpp)
-  pd_error e = pd->check(mode);
-  if (e != pd_error::none) return e;
-  while (!pd_block(pd, mode)) {
-    exit_if_killed(current_g());  // main_return (goexit.hpp)
-    e = pd->check(mode);
-    if (e != pd_error::none) return e;
-  }
-  return pd_error::none;
-}
-
-// The scheduler's side of the poller, kept out of sched.hpp: S is
-// scheduler<Policy> (this is its friend), M and P its M and P records.
-template <class S>
-struct netpoll_sched {
-  using M = typename S::m;
-  using P = typename S::p;
-
-  // The poller now exists: the timer M (if any) sleeps on its futex; wake
-  // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
-  // it off the idle list; with no timer M it calls wakep, harmless).
-  static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
-
-  // find_runnable's poll (Go: netpoll(0) in findRunnable): only when some
-  // goroutine waits on I/O and no other M polls. Returns one G to run now;
-  // the others are injected.
-  static g* ready(S& s, M* mm) {
-    GORO_CHAOS_POINT("netpoll.ready");
-    if (s.poller_.waiters() <= 0 || !s.poller_.try_lock()) return nullptr;
-    g* gs[netpoller::max_batch];
-    int n = s.poller_.poll(0, gs);
-    s.poller_.unlock();
-    n = keep_own(s, gs, n);
-    if (n == 0) return nullptr;
-    gs[0]->status.store(g_status::runnable, std::memory_order_relaxed);
-    mm->pp->unparks.inc();
-    inject(s, mm->pp, gs + 1, n - 1);
-    return gs[0];
-  }
-
-  // injectglist: one G per idle P goes to the global queue (an M is woken
-  // for them: wakep, and spinners chain), the rest to pp's run queue (all
-  // to the global queue without a P). Gs of another runtime (a descriptor
-  // registered here, waited on from there) go back to their own.
-  static void inject(S& s, P* pp, g** gs, int n) {
-    n = keep_own(s, gs, n);
-    if (n <= 0) return;
-    GORO_CHAOS_POINT("netpoll.inject");
-    int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
-    if (to_global > 0) {
-      std::lock_guard<std::mutex> lk(s.lock_);
-      for (int i = 0; i < to_global; ++i) {
-        gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
-        s.globq_.push_back(gs[i]);
-      }
-    }
-    // Not gs[0..to_global) from here on: once queued, another M may run
-    // (and finish, and recycle) them.
-    for (int i = to_global; i < n; ++i) {
-      gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
-      pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
-    }
-    s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-    GORO_CHAOS_POINT("netpoll.inject_wakep");
-    // Unconditionally, as Go's injectglist ends: a P may have gone idle
-    // after npidle_ was read above, with Gs now in pp's queue and nobody
-    // spinning; wakep's fence pairs with that M's re-check (see wakep).
-    s.wakep();
-  }
-
-  // Readies the Gs of other runtimes through their own scheduler (a
-  // descriptor registered here, waited on from there: rare) and packs
-  // this runtime's to the front. Returns how many are this runtime's.
-  static int keep_own(S& s, g** gs, int n) {
-    int k = 0;
-    for (int i = 0; i < n; ++i) {
-      if (gs[i]->sched == &s)
-        gs[k++] = gs[i];
-      else
-        gs[i]->sched->ready(gs[i]);
-    }
-    return k;
-  }
-
-  // The timer M's sleep (stopm): in epoll_wait until `until` (INT64_MAX:
-  // no timer) once the poller exists, else on its note. Returns whether
-  // the note was woken (see stopm). Only the timer M sleeps here, so a
-  // waker that takes the timer M off the idle list wakes its note, then
-  // breaks the poll (brk); the note is looked at before epoll_wait, and a
-  // break that comes after that leaves the eventfd readable, so no wake-up
-  // is lost. (The waker must not read the M after waking it: the run()
-  // caller's M may leave and be freed at once.) Readied Gs go to the
-  // global queue; this M takes an idle P for them itself (as Go's
-  // findRunnable does after netpoll) by handing itself the P as a waker
-  // would.
-  static bool sleep(S& s, M* mm, std::int64_t until, std::int64_t now) {
-    GORO_CHAOS_POINT("netpoll.sleep");
-    long long ns = until == INT64_MAX ? -1 : (until - now > 0 ? until - now : 0);
-    if (!s.poller_.inited() || !s.poller_.try_lock()) {
-      // Another M is polling for a moment: look again soon.
-      if (s.poller_.inited() && (ns < 0 || ns > 1'000'000)) ns = 1'000'000;
-      return mm->park_note.sleep_for(ns < 0 ? INT64_MAX / 2 : ns);
-    }
-    g* gs[netpoller::max_batch];
-    int n = 0;
-    if (!mm->park_note.is_woken()) n = s.poller_.poll(ns, gs);
-    s.poller_.unlock();
-    n = keep_own(s, gs, n);
-    if (n > 0) {
-      bool took_p = false;
-      {
-        std::lock_guard<std::mutex> lk(s.lock_);
-        for (int i = 0; i < n; ++i) {
-          gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
-          s.globq_.push_back(gs[i]);
-        }
-        if (mm->in_idle_list && !s.should_leave(mm)) {
-          if (P* pp = s.pidle_get()) {
-            s.m_idle_remove(mm);
-            mm->nextp = pp;
-            mm->park_note.wake();
-            took_p = true;
-          }
-        }
-      }
-      s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
-      GORO_CHAOS_POINT("netpoll.sleep_wakep");
-      if (n > (took_p ? 1 : 0)) s.wakep();
-    }
-    return mm->park_note.is_woken();
-  }
-
-  // sysmon's poll (Go: sysmon polls if nobody did for 10 ms): readied Gs
-  // go to the global queue. Returns true if it readied any.
-  static bool sysmon(S& s, std::int64_t now) {
-    if (s.poller_.waiters() <= 0 || now - s.poller_.last_poll() < 10'000'000 || !s.poller_.try_lock()) return false;
-    g* gs[netpoller::max_batch];
-    int n = s.poller_.poll(0, gs);
-    s.poller_.unlock();
-    inject(s, nullptr, gs, n);
-    return n > 0;
-  }
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/netpoll.hpp ----
-// ---- begin goro/detail/os_thread.hpp ----
-// Creating the runtime's own OS threads (Ms, sysmon), with a fault
-// injection point for tests: built with GORO_TESTING defined, the next
-// testing::fail_thread_creations creations fail with EAGAIN, as
-// pthread_create does at RLIMIT_NPROC or a cgroup's pids limit. Without
-// GORO_TESTING it is pthread_create.
-
-#include <pthread.h>
-
-#include <cerrno>
-
-#ifdef GORO_TESTING
-#include <atomic>
-#endif
-
-namespace goro::detail {
-
-#ifdef GORO_TESTING
-namespace testing {
-inline std::atomic<int> fail_thread_creations{0};
-}  // namespace testing
-#endif
-
-// pthread_create(t, attr, fn, arg): 0 or an errno.
-inline int create_os_thread(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) noexcept {
-#ifdef GORO_TESTING
-  for (int n = testing::fail_thread_creations.load(); n > 0;)
-    if (testing::fail_thread_creations.compare_exchange_weak(n, n - 1)) return EAGAIN;
-#endif
-  return pthread_create(t, attr, fn, arg);
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/os_thread.hpp ----
-// ---- begin goro/detail/random.hpp ----
-// Cheap per-M pseudo-random numbers and Go's random coprime enumeration
-// (randomOrder in src/runtime/proc.go), used to visit steal victims.
-
-#include <cstdint>
-#include <numeric>
-#include <vector>
-
-namespace goro::detail {
-
-// wyrand: fast, good enough for scheduling decisions; one state per M.
-class fast_rand {
- public:
-  explicit fast_rand(std::uint64_t seed = 0x9e3779b97f4a7c15ull) noexcept : state_(seed) {}
-  std::uint32_t next() noexcept {
-    state_ += 0xa0761d6478bd642full;
-    __uint128_t m = static_cast<__uint128_t>(state_) * (state_ ^ 0xe7037ed1a0b428dbull);
-    return static_cast<std::uint32_t>(static_cast<std::uint64_t>(m >> 64) ^ static_cast<std::uint64_t>(m));
-  }
-  // Uniform in [0, n) (Lemire's multiply-shift; n > 0).
-  std::uint32_t below(std::uint32_t n) noexcept {
-    return static_cast<std::uint32_t>((std::uint64_t{next()} * n) >> 32);
-  }
-
- private:
-  std::uint64_t state_;
-};
-
-// Enumerates 0..count-1 in a random order: start at r % count and step by a
-// random increment coprime with count, so every position is visited once.
-class coprime_order {
- public:
-  coprime_order() = default;
-  explicit coprime_order(std::uint32_t count) { reset(count); }
-
-  void reset(std::uint32_t count) {
-    count_ = count;
-    coprimes_.clear();
-    for (std::uint32_t i = 1; i <= count; ++i)
-      if (std::gcd(i, count) == 1) coprimes_.push_back(i);
-  }
-  std::uint32_t count() const noexcept { return count_; }
-
-  class enumerator {
-   public:
-    bool done() const noexcept { return i_ == count_; }
-    void next() noexcept {
-      ++i_;
-      pos_ = (pos_ + inc_) % count_;
-    }
-    std::uint32_t position() const noexcept { return pos_; }
-
-   private:
-    friend class coprime_order;
-    enumerator(std::uint32_t count, std::uint32_t pos, std::uint32_t inc) noexcept
-        : count_(count), pos_(pos), inc_(inc) {}
-    std::uint32_t i_ = 0, count_, pos_, inc_;
-  };
-
-  enumerator start(std::uint32_t r) const noexcept {
-    return enumerator(count_, r % count_, coprimes_[(r / count_) % coprimes_.size()]);
-  }
-
- private:
-  std::uint32_t count_ = 0;
-  std::vector<std::uint32_t> coprimes_;
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/random.hpp ----
-// ---- begin goro/detail/run_queue.hpp ----
-// The per-P local run queue: a bounded lock-free ring plus the runnext slot.
-// Mirrors Go's runqput / runqputslow / runqget / runqgrab / runqsteal
-// (src/runtime/proc.go).
-//
-// Invariants:
-// - Only the owner (the M holding the P) pushes, and only the owner stores
-//   `tail_`. Consumers (the owner's get, thieves' grab) claim slots by CAS
-//   on `head_`; a slot is read before the CAS that claims it, and the CAS
-//   fails if anyone else claimed it meanwhile, so a stale read is discarded.
-// - The owner may write slot t only while t - head < Capacity, i.e. after
-//   every consumer that could still read it has moved `head_` past it.
-// - `runnext_` is a single slot taken by CAS by anyone; only the owner puts
-//   into it. A G taken from runnext inherits the current time slice.
-
-#include <array>
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-struct run_queue_get_result {
-  void* item;
-  bool inherit_time;  // came from runnext: runs in the current time slice
-};
-
-// T is the element pointee (the scheduler uses `g`); elements are T*.
-// Steals take ceil(n * StealNum / StealDen) of the n queued elements.
-template <class T, std::uint32_t Capacity, std::uint32_t StealNum = 1, std::uint32_t StealDen = 2>
-class local_run_queue {
-  static_assert(Capacity >= 2 && (Capacity & (Capacity - 1)) == 0, "capacity must be a power of two >= 2");
-  static_assert(StealNum > 0 && StealNum <= StealDen, "steal fraction must be in (0, 1]");
-
- public:
-  static constexpr std::uint32_t capacity = Capacity;
-
-  // How many of `n` queued elements one steal takes: ceil(n * fraction),
-  // computed as Go's `n - n/2` generalised to n - floor(n * (1 - fraction)).
-  static constexpr std::uint32_t steal_count(std::uint32_t n) noexcept {
-    return n - static_cast<std::uint32_t>((std::uint64_t{n} * (StealDen - StealNum)) / StealDen);
-  }
-
-  // runqput: owner only. With `next`, g goes into runnext and the previous
-  // runnext (if any) is kicked to the tail. When the ring is full, half of
-  // it plus the element go to `to_global(T** batch, uint32_t n)` in one batch
-  // (runqputslow), so the global queue takes the overflow in one lock.
-  template <class ToGlobal>
-  void put(T* g, bool next, ToGlobal&& to_global) {
-    if (next && GORO_CHAOS_IF(8)) next = false;  // chaos: the ring instead of runnext
-    GORO_CHAOS_POINT("runqput");
-    if (next) {
-      T* old = runnext_.load(std::memory_order_relaxed);
-      GORO_CHAOS_POINT("runqput.runnext");
-      if (old == nullptr) {
-        // Thieves only take a non-null runnext, and only the owner puts:
-        // an empty runnext stays empty until this store, so no locked
-        // exchange is needed (the common case: ready() after a get).
-        runnext_.store(g, std::memory_order_release);
-        return;
-      }
-      while (!runnext_.compare_exchange_weak(old, g, std::memory_order_acq_rel, std::memory_order_relaxed)) {
-      }
-      if (old == nullptr) return;
-      g = old;  // kick the old runnext to the regular queue
-    }
-    for (;;) {
-      std::uint32_t h = head_.load(std::memory_order_acquire);  // synchronize with consumers
-      std::uint32_t t = tail_.load(std::memory_order_relaxed);
-      if (t - h < Capacity) {
-        slots_[t % Capacity].store(g, std::memory_order_relaxed);
-        GORO_CHAOS_POINT("runqput.publish");
-        tail_.store(t + 1, std::memory_order_release);  // publish the slot to consumers
-        return;
-      }
-      if (put_slow(g, h, t, to_global)) return;
-      // A consumer moved head meanwhile: the ring has room again; retry.
-    }
-  }
-
-  // Puts a batch (owner only), overflowing to the global queue as put() does.
-  template <class ToGlobal>
-  void put_batch(T* const* items, std::uint32_t n, ToGlobal&& to_global) {
-    for (std::uint32_t i = 0; i < n; ++i) put(items[i], false, to_global);
-  }
-
-  // runqget: owner only. runnext first, then the ring head.
-  run_queue_get_result get() noexcept {
-    T* next = runnext_.load(std::memory_order_relaxed);
-    GORO_CHAOS_POINT("runqget.runnext");
-    // Only the owner puts into runnext, so a failed CAS means a thief took
-    // it and runnext is now empty: no need to retry.
-    if (next != nullptr &&
-        runnext_.compare_exchange_strong(next, nullptr, std::memory_order_acq_rel, std::memory_order_relaxed))
-      return {next, true};
-    for (;;) {
-      std::uint32_t h = head_.load(std::memory_order_acquire);
-      std::uint32_t t = tail_.load(std::memory_order_relaxed);
-      if (t == h) return {nullptr, false};
-      T* g = slots_[h % Capacity].load(std::memory_order_relaxed);
-      GORO_CHAOS_POINT("runqget.claim");
-      if (head_.compare_exchange_weak(h, h + 1, std::memory_order_release, std::memory_order_relaxed))
-        return {g, false};
-    }
-  }
-
-  // runqsteal: called by the thief on its own (empty) queue; steals from
-  // `victim` into this ring and returns one of the stolen elements to run
-  // (or nullptr). runnext is stolen only when `steal_runnext`;
-  // `before_runnext_steal()` runs first (Go sleeps ~3 us there when the
-  // victim is running: it is probably about to run its runnext itself).
-  template <class BeforeRunnextSteal>
-  T* steal_from(local_run_queue& victim, bool steal_runnext, BeforeRunnextSteal&& before_runnext_steal) {
-    if (!steal_runnext && GORO_CHAOS_IF(16)) steal_runnext = true;  // chaos: take runnext on an early pass
-    GORO_CHAOS_POINT("runqsteal");
-    std::uint32_t t = tail_.load(std::memory_order_relaxed);
-    std::uint32_t n = victim.grab(slots_.data(), t, steal_runnext, before_runnext_steal);
-    if (n == 0) return nullptr;
-    --n;
-    T* g = slots_[(t + n) % Capacity].load(std::memory_order_relaxed);
-    if (n == 0) return g;
-    tail_.store(t + n, std::memory_order_release);  // publish the rest
-    return g;
-  }
-
-  T* steal_from(local_run_queue& victim, bool steal_runnext) {
-    return steal_from(victim, steal_runnext, [] {});
-  }
-
-  // runqempty: never reports empty spuriously. put(next=true) briefly
-  // leaves both runnext and the ring looking empty-ish while it kicks the
-  // old runnext; re-reading tail after runnext detects that window.
-  bool empty() const noexcept {
-    for (;;) {
-      std::uint32_t h = head_.load(std::memory_order_acquire);
-      std::uint32_t t = tail_.load(std::memory_order_acquire);
-      T* next = runnext_.load(std::memory_order_acquire);
-      if (t == tail_.load(std::memory_order_acquire)) return h == t && next == nullptr;
-    }
-  }
-
-  // Number of elements in the ring plus runnext (a snapshot; exact only
-  // when nobody else touches the queue).
-  std::uint32_t size() const noexcept {
-    std::uint32_t h = head_.load(std::memory_order_acquire);
-    std::uint32_t t = tail_.load(std::memory_order_acquire);
-    std::uint32_t n = t - h;
-    if (n > Capacity) n = Capacity;
-    return n + (runnext_.load(std::memory_order_acquire) != nullptr ? 1 : 0);
-  }
-
-  // Removes everything (owner only, or with the world stopped), passing each
-  // element to f. Used when a P is destroyed or handed its work elsewhere.
-  template <class F>
-  void drain(F&& f) {
-    if (T* next = runnext_.exchange(nullptr, std::memory_order_acq_rel)) f(next);
-    for (;;) {
-      auto r = get();
-      if (r.item == nullptr) return;
-      f(static_cast<T*>(r.item));
-    }
-  }
-
- private:
-  // runqgrab: copies ceil(n * fraction) elements starting at head into
-  // `out[out_head ...]` (a ring of the same capacity) and claims them with
-  // one CAS. Returns how many were taken.
-  template <class BeforeRunnextSteal>
-  std::uint32_t grab(std::atomic<T*>* out, std::uint32_t out_head, bool steal_runnext,
-                     BeforeRunnextSteal& before_runnext_steal) {
-    for (;;) {
-      std::uint32_t h = head_.load(std::memory_order_acquire);
-      std::uint32_t t = tail_.load(std::memory_order_acquire);  // synchronize with the owner's publish
-      std::uint32_t queued = t - h;
-      if (queued > Capacity) continue;  // inconsistent h and t: the owner and a consumer moved; retry
-      std::uint32_t n = steal_count(queued);
-      if (n == 0) {
-        if (!steal_runnext) return 0;
-        T* next = runnext_.load(std::memory_order_acquire);
-        if (next == nullptr) return 0;
-        before_runnext_steal();
-        GORO_CHAOS_POINT("runqgrab.runnext");
-        if (!runnext_.compare_exchange_strong(next, nullptr, std::memory_order_acq_rel, std::memory_order_relaxed))
-          continue;
-        out[out_head % Capacity].store(next, std::memory_order_relaxed);
-        return 1;
-      }
-      for (std::uint32_t i = 0; i < n; ++i)
-        out[(out_head + i) % Capacity].store(slots_[(h + i) % Capacity].load(std::memory_order_relaxed),
-                                             std::memory_order_relaxed);
-      GORO_CHAOS_POINT("runqgrab.claim");
-      // acq_rel: claims the copied slots and lets the owner reuse them.
-      if (head_.compare_exchange_strong(h, h + n, std::memory_order_acq_rel, std::memory_order_relaxed)) return n;
-    }
-  }
-
-  // runqputslow: moves half the full ring plus g to the global queue.
-  template <class ToGlobal>
-  bool put_slow(T* g, std::uint32_t h, std::uint32_t t, ToGlobal& to_global) {
-    constexpr std::uint32_t half = Capacity / 2;
-    (void)t;
-    // The batch lives in the queue (owner-only scratch), not on the stack:
-    // put() runs on goroutine stacks, which may be as small as 2 KiB.
-    auto& batch = overflow_;
-    for (std::uint32_t i = 0; i < half; ++i) batch[i] = slots_[(h + i) % Capacity].load(std::memory_order_relaxed);
-    GORO_CHAOS_POINT("runqputslow");
-    if (!head_.compare_exchange_strong(h, h + half, std::memory_order_release, std::memory_order_relaxed))
-      return false;
-    batch[half] = g;
-    to_global(batch.data(), half + 1);
-    return true;
-  }
-
-  alignas(cache_line) std::atomic<std::uint32_t> head_{0};
-  alignas(cache_line) std::atomic<std::uint32_t> tail_{0};
-  std::atomic<T*> runnext_{nullptr};
-  std::array<std::atomic<T*>, Capacity> slots_{};
-  std::array<T*, Capacity / 2 + 1> overflow_{};  // put_slow's batch (owner only)
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/run_queue.hpp ----
-// ---- begin goro/detail/stall_monitor.hpp ----
-// The stall monitor: a debugging thread per runtime that turns a lost
-// wake-up into a loud failure instead of a slow or hung program. On in
-// chaos builds (-DGORO_CHAOS, see chaos.hpp and docs/testing.md) and with
-// -DGORO_STALL_MONITOR; compiled out otherwise (an empty member).
-//
-// Every 5 ms it samples the scheduler without locks (atomics only) and
-// aborts, printing the scheduler's state, when for longer than the limit
-//  - a P sits idle, and no M spins, while queued work goes unserved: a
-//    run queue stays non-empty while its P schedules nothing, the global
-//    queue stays non-empty while no P takes from it or steals, or the same
-//    timer stays overdue: nobody was woken for it (default 100 ms,
-//    GORO_STALL_IDLE_MS);
-//  - work is queued but no P makes progress: no schedule, park, unpark,
-//    spawn or exit anywhere (default 2000 ms, GORO_STALL_PROGRESS_MS).
-// GORO_STALL_MONITOR=0 in the environment turns it off at run time.
-//
-// A queue that is non-empty at every sample is not enough: a ping-pong pair
-// keeps its P's runnext full all the time while that P serves it, and an
-// idle P's spinning M may rightly leave it alone. What counts is that the
-// same work waited the whole window with nobody serving it.
-
-#if defined(GORO_CHAOS) && !defined(GORO_STALL_MONITOR)
-#define GORO_STALL_MONITOR 1
-#endif
-
-#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
-#include <pthread.h>
-#include <time.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cinttypes>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-
-#endif
-
-namespace goro::detail {
-
-#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
-
-template <class Sched>
-class stall_monitor {
- public:
-  explicit stall_monitor(Sched& s) noexcept : s_(s) {
-    if (const char* e = std::getenv("GORO_STALL_MONITOR"); e && std::strcmp(e, "0") == 0) return;
-    idle_limit_ms_ = env_ms("GORO_STALL_IDLE_MS", 100);
-    progress_limit_ms_ = env_ms("GORO_STALL_PROGRESS_MS", 2000);
-    pid_ = getpid();
-    started_ = pthread_create(&thread_, nullptr, &stall_monitor::main, this) == 0;
-  }
-  stall_monitor(const stall_monitor&) = delete;
-  stall_monitor& operator=(const stall_monitor&) = delete;
-  ~stall_monitor() {
-    if (!started_) return;
-    stop_.store(true, std::memory_order_relaxed);
-    if (getpid() == pid_) pthread_join(thread_, nullptr);  // a forked child has no such thread
-  }
-
- private:
-  static std::int64_t env_ms(const char* name, std::int64_t dflt) noexcept {
-    const char* e = std::getenv(name);
-    return e ? std::strtoll(e, nullptr, 10) : dflt;
-  }
-
-  static void* main(void* self) {
-    static_cast<stall_monitor*>(self)->loop();
-    return nullptr;
-  }
-
-  static constexpr unsigned max_watched = 64;  // Ps watched one by one (more: the global view only)
-
-  struct sample {
-    std::uint32_t npidle = 0;
-    std::uint32_t nmspinning = 0;
-    std::uint64_t queued = 0;        // Gs in the global queue and every run queue
-    std::int64_t earliest = 0;       // the earliest timer's when (0: none)
-    std::int64_t overdue = 0;        // ns past it (0: not due)
-    std::uint64_t progress = 0;      // every P's scheduling counters, summed
-    std::uint64_t global_taken = 0;  // Gs taken from the global queue or stolen, summed
-    std::uint32_t globq = 0;
-    std::uint32_t np = 0;
-    std::uint32_t runq[max_watched] = {};
-    std::uint64_t served[max_watched] = {};  // one P's scheduling counters
-  };
-
-  sample take() const noexcept {
-    sample x;
-    x.npidle = s_.npidle_.load(std::memory_order_acquire);
-    x.nmspinning = s_.spinning_.count(std::memory_order_acquire);
-    x.globq = s_.globq_.size();
-    x.queued = x.globq;
-    x.np = s_.created_ps();
-    for (unsigned i = 0; i < x.np; ++i) {
-      const auto* pp = s_.allp_[i];
-      const std::uint32_t q = pp->runq.size();
-      const std::uint64_t served = pp->sysmon_schedtick.load(std::memory_order_relaxed) + pp->spawns.get() +
-                                   pp->exits.get() + pp->parks.get() + pp->unparks.get() + pp->steals.get() +
-                                   pp->global_polls.get();
-      x.queued += q;
-      x.progress += served;
-      x.global_taken += pp->global_polls.get() + pp->steals.get();
-      if (i < max_watched) {
-        x.runq[i] = q;
-        x.served[i] = served;
-      }
-    }
-    x.progress += s_.unparks_.load(std::memory_order_relaxed) + s_.offp_spawns_.load(std::memory_order_relaxed);
-    x.earliest = s_.earliest_timer();
-    if (x.earliest != 0) {
-      std::int64_t now = nanotime();
-      if (x.earliest < now) x.overdue = now - x.earliest;
-    }
-    return x;
-  }
-
-  // Work that nobody serves since `from` while a P is idle and no M spins
-  // (a spinning M, or one being started for an idle P, is on its way: the
-  // OS may just be slow to run it on a loaded machine): a run queue
-  // that stayed non-empty while its P scheduled nothing (a P that keeps
-  // scheduling serves its own queue: a ping-pong pair keeps its runnext
-  // full, legitimately), the global queue non-empty while no P took from it
-  // or stole, or the same timer overdue all along.
-  static bool unserved(const sample& from, const sample& x) noexcept {
-    if (x.npidle == 0 || x.nmspinning != 0) return false;
-    for (unsigned i = 0; i < x.np && i < max_watched && i < from.np; ++i)
-      if (x.runq[i] > 0 && from.runq[i] > 0 && x.served[i] == from.served[i]) return true;
-    if (x.np > max_watched && x.queued > 0 && x.progress == from.progress) return true;
-    if (x.globq > 0 && from.globq > 0 && x.global_taken == from.global_taken) return true;
-    return x.overdue > 0 && x.earliest == from.earliest;
-  }
-
-  void loop() noexcept {
-    std::int64_t idle_since = 0, stuck_since = 0;
-    sample window;  // the sample that opened the idle window
-    std::uint64_t last_progress = ~std::uint64_t{0};
-    while (!stop_.load(std::memory_order_relaxed)) {
-      timespec ts{0, 5'000'000};
-      nanosleep(&ts, nullptr);
-      if (s_.exiting_.load(std::memory_order_acquire)) continue;
-      const sample x = take();
-      const std::int64_t now = nanotime();
-      // A P idle while a G or a due timer waits for one, and nobody serves it.
-      if (idle_since != 0 && unserved(window, x)) {
-        if (now - idle_since > idle_limit_ms_ * 1'000'000)
-          fail(x, "a P stayed idle while queued work or a due timer went unserved", now - idle_since);
-      } else if (x.npidle > 0 && x.nmspinning == 0 && (x.queued > 0 || x.overdue > 0)) {
-        idle_since = now;  // open a window: this sample is its reference
-        window = x;
-      } else {
-        idle_since = 0;
-      }
-      // Work queued, and nothing moves anywhere.
-      if (x.queued > 0 && x.progress == last_progress) {
-        if (stuck_since == 0) stuck_since = now;
-        if (now - stuck_since > progress_limit_ms_ * 1'000'000)
-          fail(x, "work was queued but no P made progress", now - stuck_since);
-      } else {
-        stuck_since = 0;
-      }
-      last_progress = x.progress;
-    }
-  }
-
-  [[noreturn]] void fail(const sample& x, const char* what, std::int64_t for_ns) const noexcept {
-    FILE* f = stderr;
-    std::fprintf(f, "goro: stall monitor: %s for %" PRId64 " ms\n", what, for_ns / 1'000'000);
-#if defined(GORO_CHAOS)
-    std::fprintf(f, "  chaos seed %" PRIu64 "%s\n", chaos::settings().seed,
-                 chaos::settings().enabled ? "" : " (injection off)");
-#endif
-    std::fprintf(f,
-                 "  procs %u (P records %u), idle Ps %u, spinning Ms %u, global queue %u, queued in all %" PRIu64
-                 ", live goroutines %zu\n",
-                 s_.active_ps(), s_.created_ps(), x.npidle, s_.spinning_.count(std::memory_order_relaxed),
-                 s_.globq_.size(), x.queued, s_.live_goroutines());
-    const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
-    const std::int64_t now = nanotime();
-    std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M: %s %" PRId64 " us; poller waiters %d\n",
-                 x.overdue / 1000, until == 0 ? "none," : "sleeps until now +",
-                 until == 0 ? std::int64_t{0} : (until - now) / 1000, static_cast<int>(s_.poller_.waiters()));
-    for (unsigned i = 0, n = s_.created_ps(); i < n; ++i) {
-      const auto* pp = s_.allp_[i];
-      const auto st = pp->status.load(std::memory_order_relaxed);
-      const char* name = st == Sched::p_status::idle      ? "idle"
-                         : st == Sched::p_status::running ? "running"
-                                                          : "in goro::blocking";
-      const auto* gp = pp->sysmon_curg.load(std::memory_order_acquire);  // execute: sysmon_m, then this (release)
-      const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
-      std::fprintf(f,
-                   "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64 " on M%d, parks %" PRIu64
-                   ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
-                   pp->id, pp->id >= s_.active_ps() ? " (retired)" : "", name, pp->runq.size(),
-                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, mm ? mm->id : -1,
-                   static_cast<std::uint64_t>(pp->parks.get()), static_cast<std::uint64_t>(pp->unparks.get()),
-                   pp->timers.size(), pp->timers.earliest() ? (pp->timers.earliest() - now) / 1000 : 0);
-    }
-    // The idle-M count is under the scheduler lock; a stuck lock is a
-    // finding too, so do not wait for it long.
-    bool locked = false;
-    for (int i = 0; i < 100 && !(locked = s_.lock_.try_lock()); ++i) {
-      timespec ts{0, 1'000'000};
-      nanosleep(&ts, nullptr);
-    }
-    if (locked) {
-      std::fprintf(f, "  idle Ms %zu, Ms %zu, Ms asleep with a locked goroutine %zu\n", s_.nmidle_, s_.allm_.size(),
-                   s_.nmlocked_wait_);
-      s_.lock_.unlock();
-    } else {
-      std::fprintf(f, "  the scheduler lock stayed held for 100 ms\n");
-    }
-    std::fflush(f);
-    std::abort();
-  }
-
-  Sched& s_;
-  std::int64_t idle_limit_ms_ = 100, progress_limit_ms_ = 2000;
-  pid_t pid_ = 0;
-  pthread_t thread_{};
-  bool started_ = false;
-  std::atomic<bool> stop_{false};
-};
-
-#else
-
-template <class Sched>
-class stall_monitor {
- public:
-  explicit stall_monitor(Sched&) noexcept {}
-};
-
-#endif
-
-}  // namespace goro::detail
-// ---- end goro/detail/stall_monitor.hpp ----
-// ---- begin goro/detail/signals.hpp ----
-// Stack overflow reporting: a SIGSEGV/SIGBUS handler running on a per-M
-// alternate signal stack classifies faults by the current goroutine's
-// stack bounds, and a canary at the bottom of every stack is checked each
-// time a goroutine switches out (for stacks packed without guard regions).
-
-#include <signal.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cstddef>
-#include <cstdint>
-#include <cstdlib>
-#include <mutex>
-#include <new>
-#include <sched.h>
-
-
-namespace goro::detail {
-
-inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
-inline constexpr std::size_t altstack_size = 64 * 1024;
-
-// The canary: the lowest canary_words words of a stack without a guard
-// region (small packed stacks, stacks from custom allocators, and larger
-// default stacks past the mprotect budget where MADV_GUARD_INSTALL is
-// missing), written when a goroutine gets the stack and checked each time it
-// switches out. Several non-zero words, so an overflow that spares the
-// lowest word, or stores zeros, is still seen. It costs a larger unguarded
-// stack one more resident page (its lowest); guarded stacks have none.
-inline constexpr int canary_words = 4;
-inline constexpr std::uint64_t canary_word(int i) noexcept {
-  return stack_canary ^ (0x0101010101010101ull * static_cast<std::uint64_t>(i + 1));
-}
-inline void write_canary(const stack_memory& s) noexcept {
-  auto* w = static_cast<volatile std::uint64_t*>(s.lo);
-  for (int i = 0; i < canary_words; ++i) w[i] = canary_word(i);
-}
-inline bool canary_intact(const stack_memory& s) noexcept {
-  auto* w = static_cast<const volatile std::uint64_t*>(s.lo);
-  bool ok = true;
-  for (int i = 0; i < canary_words; ++i) ok &= w[i] == canary_word(i);
-  return ok;
-}
-
-// Async-signal-safe formatting into a fixed buffer.
-struct signal_safe_writer {
-  char buf[256];
-  std::size_t n = 0;
-  void str(const char* s) noexcept {
-    while (*s && n < sizeof buf) buf[n++] = *s++;
-  }
-  void dec(std::uint64_t v) noexcept {
-    char t[24];
-    int i = 0;
-    do t[i++] = static_cast<char>('0' + v % 10);
-    while ((v /= 10) && i < 24);
-    while (i && n < sizeof buf) buf[n++] = t[--i];
-  }
-  void hex(std::uintptr_t v) noexcept {
-    str("0x");
-    char t[20];
-    int i = 0;
-    do t[i++] = "0123456789abcdef"[v & 15];
-    while ((v >>= 4) && i < 20);
-    while (i && n < sizeof buf) buf[n++] = t[--i];
-  }
-  void flush() noexcept {
-    ssize_t r = ::write(2, buf, n);
-    (void)r;
-  }
-};
-
-// Prints `goro: goroutine N stack overflow: fault address A, stack [lo, hi) size S`
-// and aborts.
-[[noreturn]] inline void report_stack_overflow(const g* gp, std::uintptr_t fault) noexcept {
-  signal_safe_writer w;
-  auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
-  w.str("goro: goroutine ");
-  w.dec(gp->id);
-  w.str(" stack overflow: fault address ");
-  w.hex(fault);
-  w.str(", stack [");
-  w.hex(lo);
-  w.str(", ");
-  w.hex(lo + gp->stack.size);
-  w.str(") size ");
-  w.dec(gp->stack.size);
-  w.str("\n");
-  w.flush();
-  // Reset SIGABRT to its default so a user handler cannot resume us.
-  signal(SIGABRT, SIG_DFL);
-  std::abort();
-}
-
-// A goroutine without a guard region (a custom stack allocator) switched
-// out: its canary words must be intact, or it ran past its stack.
-inline void check_stack_canary(const g* gp) noexcept {
-  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
-    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
-}
-
-inline struct sigaction& previous_segv_action(int sig) noexcept {
-  static struct sigaction prev_segv, prev_bus;
-  return sig == SIGBUS ? prev_bus : prev_segv;
-}
-
-inline void fault_handler(int sig, siginfo_t* info, void* uctx) noexcept {
-  m_base* m = tls_current_m;  // direct read: we are on this thread, not switching
-  if (m && m->curg && m->curg->stack.lo) {
-    const g* gp = m->curg;
-    auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
-    auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
-    // A fault in the guard region below the stack (or anywhere up to a
-    // guard's size below it: large frames jump over pages) is an overflow.
-    if (addr < lo + sizeof(std::uint64_t) && addr + guard_size >= lo) report_stack_overflow(gp, addr);
-  }
-  // Not ours: hand over to whatever was installed before.
-  struct sigaction& prev = previous_segv_action(sig);
-  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
-    prev.sa_sigaction(sig, info, uctx);
-    return;
-  }
-  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
-    prev.sa_handler(sig);
-    return;
-  }
-  // Default action: restore it; returning re-executes the faulting
-  // instruction, which now kills the process with the right signal.
-  signal(sig, SIG_DFL);
-}
-
-// Resolves, once, the lazily bound library functions the runtime calls on
-// goroutine stacks. The dynamic linker's first-call resolver saves the
-// whole vector register file on the caller's stack (about 3 KiB with
-// AVX-512), which alone would overflow a 2 KiB goroutine stack.
-inline void resolve_runtime_symbols() noexcept {
-#if GORO_EXCEPTIONS
-  (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
-#endif
-  std::atomic<std::uint32_t> word{0};
-  futex_wake(&word, 1);
-  std::mutex mu;
-  mu.lock();
-  mu.unlock();
-  sched_yield();
-  void* volatile p = operator new(16);
-  operator delete(p);
-#if defined(__cpp_sized_deallocation)
-  void* volatile q = operator new(16);
-  operator delete(q, 16);
-#endif
-}
-
-// Process-wide set-up, once: the fault handler and symbol resolution.
-inline void install_fault_handler() noexcept {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    resolve_runtime_symbols();
-    for (int sig : {SIGSEGV, SIGBUS}) {
-      struct sigaction sa {};
-      sa.sa_sigaction = &fault_handler;
-      sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-      sigemptyset(&sa.sa_mask);
-      sigaction(sig, &sa, &previous_segv_action(sig));
-    }
-  });
-}
-
-// An alternate signal stack for the calling thread (so the fault handler
-// can run when the goroutine's stack is exhausted). Restores the previous
-// one on destruction.
-class thread_altstack {
- public:
-  thread_altstack() noexcept {
-    stack_t old{};
-    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= static_cast<std::size_t>(MINSIGSTKSZ)) {
-      return;  // the thread already has one (e.g. set up by the application); keep it
-    }
-    mem_ = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem_ == MAP_FAILED) {
-      mem_ = nullptr;
-      return;
-    }
-    stack_t st{};
-    st.ss_sp = mem_;
-    st.ss_size = altstack_size;
-    st.ss_flags = 0;
-    if (sigaltstack(&st, nullptr) != 0) {
-      munmap(mem_, altstack_size);
-      mem_ = nullptr;
-    }
-  }
-  ~thread_altstack() {
-    if (!mem_) return;
-    stack_t st{};
-    st.ss_flags = SS_DISABLE;
-    sigaltstack(&st, nullptr);
-    munmap(mem_, altstack_size);
-  }
-  thread_altstack(const thread_altstack&) = delete;
-  thread_altstack& operator=(const thread_altstack&) = delete;
-
- private:
-  void* mem_ = nullptr;
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/signals.hpp ----
-// ---- begin goro/detail/spinning.hpp ----
-// The spinning role (Go's nmspinning): how many Ms look for work without
-// running any. An M holds the role as a spin_token; the gate counts the
-// tokens out, at one increment site (take) and one decrement site
-// (release), so the count cannot drift whatever path an M leaves by.
-//
-// Why the count matters: a submitter (wakep, after publishing its G) starts
-// an M only if no M spins, since a spinner will find the G. So a spinner
-// must release its role *before* its last look at the run queues (the
-// "delicate dance": find_runnable, then work_after_going_idle), and wakep's
-// read of the count pairs with that release; the Dekker pair is written
-// down once, at wakep (sched_idle.hpp).
-
-#include <atomic>
-#include <cstdint>
-#include <utility>
-
-
-namespace goro::detail {
-
-class spin_gate;
-
-// One M's spinning role: held or not; moved along with a P to the M that
-// will spin on it (startm), and given back through spin_gate::release.
-class spin_token {
- public:
-  spin_token() noexcept = default;
-  spin_token(spin_token&& o) noexcept : held_(std::exchange(o.held_, false)) {}
-  spin_token& operator=(spin_token&& o) noexcept {
-    if (this != &o) {
-      if (GORO_UNLIKELY(held_)) held_leaked();
-      held_ = std::exchange(o.held_, false);
-    }
-    return *this;
-  }
-  spin_token(const spin_token&) = delete;
-  spin_token& operator=(const spin_token&) = delete;
-  ~spin_token() {
-    if (GORO_UNLIKELY(held_)) held_leaked();
-  }
-  explicit operator bool() const noexcept { return held_; }
-
- private:
-  friend class spin_gate;
-  // A held role dropped without release: the count would stay high for
-  // good and every later wakep would skip its wake-up.
-  [[noreturn]] static void held_leaked() noexcept;
-  bool held_ = false;
-};
-
-class spin_gate {
- public:
-  // find_runnable: t's M spins from now on (no limit here: the caller
-  // decided; a no-op if it already spins).
-  void join(spin_token& t) noexcept { (void)take(t, false); }
-  // wakep, handoffp: the role, only if no M holds one (Go's CAS of
-  // nmspinning from 0 to 1): one spinner at a time is woken.
-  spin_token claim_if_none() noexcept {
-    spin_token t;
-    (void)take(t, true);
-    return t;
-  }
-  // The one decrement. Returns whether t held the role.
-  bool release(spin_token& t) noexcept {
-    if (!t.held_) return false;
-    t.held_ = false;
-    n_.fetch_sub(1, std::memory_order_seq_cst);
-    return true;
-  }
-  // How many Ms spin (seq_cst: wakep's side of the Dekker pair reads it).
-  std::uint32_t count(std::memory_order o = std::memory_order_seq_cst) const noexcept { return n_.load(o); }
-  // Times an M started spinning (runtime_stats::m_spins).
-  std::uint64_t starts() const noexcept { return starts_.load(std::memory_order_relaxed); }
-
- private:
-  // The one increment.
-  bool take(spin_token& t, bool only_if_none) noexcept {
-    if (t.held_) return true;
-    if (only_if_none) {
-      std::uint32_t zero = 0;
-      if (n_.load(std::memory_order_relaxed) != 0 || !n_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
-        return false;
-    } else {
-      n_.fetch_add(1, std::memory_order_seq_cst);
-    }
-    t.held_ = true;
-    starts_.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-
-  alignas(cache_line) std::atomic<std::uint32_t> n_{0};
-  std::atomic<std::uint64_t> starts_{0};
-};
-
-inline void spin_token::held_leaked() noexcept {
-  fatal("goro: internal error: an M's spinning role was dropped without being released");
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinning.hpp ----
-// ---- begin goro/detail/async_preempt.hpp ----
-// Asynchronous (signal) preemption, policy preemption::signal (Go's
-// preemptM / doSigPreempt / asyncPreempt, src/runtime/preempt.go and
-// signal_*.go; our own code, a different return path).
-//
-// sysmon, after setting a goroutine's cooperative preempt flag, sends
-// SIGURG to the thread running it when the goroutine is inside a
-// goro::async_preemptible scope (g::async_scope > 0). The handler runs on
-// the M's sigaltstack and never switches there (a switch inside a handler
-// leaves SIGURG blocked and carries this thread's sigaltstack to whichever
-// thread resumes the goroutine). Instead, like Go's pushCall, it makes the
-// interrupted goroutine "call" a trampoline when the handler returns:
-//
-//   1. it copies the whole signal frame the kernel built (ucontext; on
-//      x86-64 also the xsave area the ucontext points at; on AArch64 the
-//      fpsimd record is inside the ucontext) onto the goroutine's own
-//      stack, below the interrupted sp (and below the x86-64 red zone);
-//   2. it points the live context at goro_v0_1_async_preempt (the .S
-//      files) with sp at that copy and the yield function in a register;
-//   3. it returns: the kernel resumes the goroutine in the trampoline,
-//      with the handler's mask and altstack already restored.
-//
-// The trampoline calls async_preempt_yield (an ordinary cooperative
-// switch to g0), and when the goroutine is resumed it issues rt_sigreturn
-// on the copy: the kernel restores every register — general, flags/NZCV,
-// the full vector state (xsave incl. AVX/AVX-512 upper halves; q0-q31,
-// FPSR, FPCR) — and the signal mask, and the interrupted instruction runs
-// on. Go instead saves registers in the trampoline and returns with a
-// `ret`/`JMP (R27)`; AArch64 C code leaves no register free for that jump
-// (Go reserves R27), so goro returns through the kernel on both ISAs, one
-// code path that restores state exactly.
-//
-// The rt_sigreturn also restores the sigaltstack recorded in the frame:
-// that is this thread's own, because an async-preempted goroutine resumes
-// on the same M (its code may also keep TLS addresses in registers). The
-// scheduler guarantees it: see m_base::async_pinned (sched.hpp m_loop).
-//
-// When the handler does nothing (not ours, not safe), it passes the
-// signal on to the SIGURG handler installed before goro's, if any.
-
-#include <pthread.h>
-#include <signal.h>
-#include <ucontext.h>
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <mutex>
-
-
-extern "C" {
-// The trampoline and the end of goro's assembly (context_*.S): a pc in
-// [goro_v0_1_switch, goro_v0_1_asm_end) is never preempted.
-__attribute__((visibility("hidden"))) void goro_v0_1_async_preempt();
-__attribute__((visibility("hidden"))) void goro_v0_1_asm_end();
-}
-
-namespace goro::detail {
-
-#if GORO_TSAN
-// ThreadSanitizer cannot follow a goroutine that leaves a signal handler
-// through a rewritten context (its signal bookkeeping and fiber switch
-// would disagree): signal mode stays cooperative under TSan.
-inline constexpr bool async_preempt_supported = false;
-#else
-inline constexpr bool async_preempt_supported = true;
-#endif
-
-// Stack left free below the frame copy for the yield path (the trampoline,
-// async_preempt_yield, switch_to_g0, sanitizer hooks). A goroutine with
-// less room is not preempted asynchronously (it stays cooperative).
-inline constexpr std::size_t async_preempt_stack_margin = 4096;
-
-// Goroutine side, called by the trampoline on the goroutine's stack, on
-// the thread it was interrupted on, outside any signal handler: a plain
-// cooperative switch. m->after is set first so that a SIGURG arriving
-// from here on sees a switch in progress and leaves it alone.
-inline void async_preempt_yield(m_base* m) noexcept {
-  g* gp = m->curg;
-  m->after = after_switch::async_preempt;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  clear_preempt(gp);
-  switch_to_g0(m, gp);
-  // Resumed on this same M (async_pinned), back to the trampoline.
-}
-
-// Word-wise copy that the compiler cannot turn into a memcpy call (ASan's
-// interceptor would check the goroutine stack below sp, whose shadow may
-// hold stale poison from earlier deeper frames).
-__attribute__((no_sanitize("address"))) inline void async_copy(std::uintptr_t dst, const void* src, std::size_t n) noexcept {
-  auto* d = reinterpret_cast<volatile unsigned char*>(dst);
-  const auto* s = static_cast<const volatile unsigned char*>(src);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    *reinterpret_cast<volatile std::uint64_t*>(d + i) = *reinterpret_cast<const volatile std::uint64_t*>(s + i);
-  for (; i < n; ++i) d[i] = s[i];
-}
-
-// The handler's decision and the context rewrite; true when injected.
-__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontext_t* uc) noexcept {
-  m_base* m = tls_current_m;  // direct read: this thread, no switch in between
-  if (!m || !m->async_signal) return false;  // not an M of a signal-mode runtime
-  g* gp = m->curg;
-  // A goroutine (not g0), not in goro::blocking (no P), not already
-  // switching (m->after is set before any switch and cleared by g0),
-  // inside an async_preemptible scope, with a request outstanding.
-  if (!gp || !gp->stack.lo || m->in_blocking || m->after != after_switch::none) return false;
-  if (gp->async_scope.load(std::memory_order_relaxed) == 0 || !gp->preempt.load(std::memory_order_relaxed))
-    return false;
-  const auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
-  const auto hi = lo + gp->stack.size;
-#if defined(__x86_64__)
-  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
-#else
-  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
-  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
-#endif
-  // Never inside the switch or the trampoline.
-  if (pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
-      pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end))
-    return false;
-  // The interrupted sp must be on gp's stack (it is not while g0 runs the
-  // scheduler with curg already set, nor on some other stack).
-  if (sp <= lo || sp > hi) return false;
-#if defined(__x86_64__)
-  // The xsave area: its size is in the software bytes the kernel stores
-  // in the fxsave area's reserved tail (struct _fpx_sw_bytes, offset 464).
-  const auto* fp = reinterpret_cast<const unsigned char*>(uc->uc_mcontext.fpregs);
-  if (!fp) return false;
-  std::uint32_t magic1 = 0, extended = 0;
-  std::memcpy(&magic1, fp + 464, 4);
-  std::memcpy(&extended, fp + 468, 4);
-  std::size_t fp_size = magic1 == 0x46505853u ? extended : 512;  // FP_XSTATE_MAGIC1
-  if (fp_size < 512 || fp_size > 64 * 1024) return false;
-  // Kernel ucontext: everything up to the first 8 bytes of uc_sigmask
-  // (glibc's ucontext_t adds a larger sigset and more after it).
-  constexpr std::size_t uc_size = offsetof(ucontext_t, uc_sigmask) + 8;
-  const std::uintptr_t top = sp - 128;                       // skip the red zone
-  const std::uintptr_t fp_dst = (top - fp_size) & ~std::uintptr_t{63};  // xrstor needs 64-byte alignment
-  const std::uintptr_t uc_dst = (fp_dst - uc_size) & ~std::uintptr_t{15};  // rsp at the trampoline: 16-aligned
-  if (uc_dst < lo + async_preempt_stack_margin) return false;
-  async_copy(fp_dst, fp, fp_size);
-  async_copy(uc_dst, uc, uc_size);
-  auto* copy = reinterpret_cast<ucontext_t*>(uc_dst);
-  copy->uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(fp_dst);
-  uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(uc_dst);
-  uc->uc_mcontext.gregs[REG_RIP] = reinterpret_cast<greg_t>(&goro_v0_1_async_preempt);
-  uc->uc_mcontext.gregs[REG_RAX] = reinterpret_cast<greg_t>(&async_preempt_yield);
-  uc->uc_mcontext.gregs[REG_RDI] = reinterpret_cast<greg_t>(m);
-#elif defined(__aarch64__)
-  // A frame whose state spills out of the ucontext (extra_context, large
-  // SVE state) is not copied: leave that preemption to the next request.
-  {
-    const unsigned char* rec = uc->uc_mcontext.__reserved;
-    std::size_t off = 0;
-    while (off + 8 <= sizeof uc->uc_mcontext.__reserved) {
-      std::uint32_t magic, size;
-      std::memcpy(&magic, rec + off, 4);
-      std::memcpy(&size, rec + off + 4, 4);
-      if (magic == 0) break;
-      if (magic == 0x45585401u || size < 8) return false;  // EXTRA_MAGIC, or a malformed record
-      off += size;
-    }
-  }
-  // rt_sigreturn reads struct rt_sigframe { siginfo_t info; ucontext uc; }
-  // at sp (16-aligned); AArch64 has no red zone.
-  static_assert(sizeof(siginfo_t) == 128);
-  constexpr std::size_t uc_size = sizeof(ucontext_t);
-  const std::uintptr_t uc_dst = ((sp & ~std::uintptr_t{15}) - uc_size) & ~std::uintptr_t{15};
-  const std::uintptr_t frame = uc_dst - sizeof(siginfo_t);
-  if (frame < lo + async_preempt_stack_margin) return false;
-  async_copy(uc_dst, uc, uc_size);
-  uc->uc_mcontext.sp = frame;
-  uc->uc_mcontext.pc = reinterpret_cast<std::uintptr_t>(&goro_v0_1_async_preempt);
-  uc->uc_mcontext.regs[0] = reinterpret_cast<std::uintptr_t>(m);
-  uc->uc_mcontext.regs[1] = reinterpret_cast<std::uintptr_t>(&async_preempt_yield);
-  uc->uc_mcontext.pstate &= ~std::uint64_t{0xc00};  // BTYPE: the trampoline is entered by no branch
-#endif
-  return true;
-}
-
-inline struct sigaction& previous_urg_action() noexcept {
-  static struct sigaction prev;
-  return prev;
-}
-
-inline void urg_handler(int sig, siginfo_t* info, void* ctx) noexcept {
-  if (async_preempt_inject(static_cast<ucontext_t*>(ctx))) return;
-  // Not a preemption we can take: the application's SIGURG handler, if any.
-  struct sigaction& prev = previous_urg_action();
-  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
-    prev.sa_sigaction(sig, info, ctx);
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
-    prev.sa_handler(sig);
-  }
-  // SIGURG's default action is to ignore it.
-}
-
-// Once per process, by the first signal-mode runtime.
-inline void install_async_preempt_handler() noexcept {
-  if constexpr (async_preempt_supported) {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      struct sigaction sa {};
-      sa.sa_sigaction = &urg_handler;
-      sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-      sigemptyset(&sa.sa_mask);
-      sigaction(SIGURG, &sa, &previous_urg_action());
-    });
-  }
-}
-
-// sysmon side (preemptM), after request_preempt(gp): signal the thread
-// running gp if gp is inside an async_preemptible scope. mm may be stale
-// (gp moved on): the handler then finds nothing to do. Ms' threads live
-// until the runtime shuts down, after sysmon has stopped.
-inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
-  if constexpr (async_preempt_supported) {
-    if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)
-      pthread_kill(mm->os_thread, SIGURG);
-  }
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/async_preempt.hpp ----
-// ---- begin goro/detail/sysmon.hpp ----
-// sysmon: the runtime's monitor thread, and the scheduler's half of
-// goro::blocking (Go's sysmon / retake / preemptone, entersyscall /
-// entersyscallblock / exitsyscall / exitsyscallfast / exitsyscall0, and
-// schedtrace, all in src/runtime/proc.go).
-//
-// sysmon runs on its own OS thread without a P, so it can act while every
-// P is busy: it never runs goroutines. Each round it
-//   - preempts: a P whose schedtick has not moved for Policy::time_slice
-//     (measured with Policy::preemption_clock) gets its running G's
-//     preempt flag set (cooperative: honoured at the G's next safe point);
-//   - retakes Ps from blocking calls: a P whose syscalltick has not moved
-//     for one sysmon round is handed to another M (handoffp), unless it has
-//     no work, somebody else is spinning or idle, and the call is younger
-//     than 10 ms (then taking it would only cost a thread wake-up);
-//   - prints the SCHED line every GORO_DEBUG=schedtrace=MS milliseconds.
-// It sleeps 20 us between rounds, doubling after 50 rounds in a row that
-// retook nothing, up to 10 ms; when every P has been idle at each of its
-// rounds for 1 ms it parks on a note until a P leaves the idle list
-// (pidle_get calls on_p_busy), so an idle runtime costs no CPU. (Parking
-// at the first idle round instead made a server that idles for a few
-// microseconds between bursts wake sysmon, by futex, thousands of times
-// a second; Go's sysmon is woken only by syscall exits.)
-//
-// A P in a blocking call has status `syscall` and no owner: whoever CASes
-// it from `syscall` first owns it — the M coming back from the call (fast
-// path, it keeps running) or sysmon (which hands it on). This is the only
-// way a P changes hands without the scheduler lock.
-
-#include <pthread.h>
-#include <time.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <string>
-#include <utility>
-#include <vector>
-
-
-namespace goro::detail {
-
-// sysmon's sleep between rounds: starts at sysmon_min_delay, doubles once
-// sysmon_idle_rounds rounds in a row did nothing, up to sysmon_max_delay
-// (Go: 20 us, 50, 10 ms).
-inline constexpr std::chrono::microseconds sysmon_min_delay{20};
-inline constexpr std::chrono::microseconds sysmon_max_delay{10'000};
-inline constexpr std::uint32_t sysmon_idle_rounds = 50;
-// How long every P must have looked idle, at each round, before sysmon
-// parks until one gets busy.
-inline constexpr std::int64_t sysmon_park_after_idle_ns = 1'000'000;
-// A P in a blocking call with nothing queued is left alone while others
-// are spinning or idle, but no longer than this (Go: 10 ms): it keeps
-// sysmon from sleeping deeply.
-inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
-// Lazy stack release (stack.hpp): stacks freed past the resident cache are
-// released once no more have come for this long, or once they have waited
-// the longer time, whichever is first.
-inline constexpr std::int64_t stack_release_quiet_ns = 1'000'000;
-inline constexpr std::int64_t stack_release_max_wait_ns = 100'000'000;
-
-// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
-inline long goro_debug_value(const char* key) noexcept {
-  const char* env = std::getenv("GORO_DEBUG");
-  if (!env) return 0;
-  std::size_t klen = std::strlen(key);
-  for (const char* p = env; *p;) {
-    const char* end = std::strchr(p, ',');
-    if (!end) end = p + std::strlen(p);
-    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
-      return std::strtol(p + klen + 1, nullptr, 10);
-    p = *end ? end + 1 : end;
-  }
-  return 0;
-}
-
-// Sched is scheduler<Policy>; sysmon is its friend and reads its Ps, idle
-// lists and counters directly.
-template <class Policy, class Sched>
-class sysmon {
-  using clock = typename Policy::preemption_clock;
-  using steady = std::chrono::steady_clock;
-
-  // What sysmon last saw of a P (Go's sysmontick); only sysmon touches it.
-  struct p_ticks {
-    bool running_seen = false;  // schedtick/schedwhen describe the current busy stretch
-    std::uint32_t schedtick = 0;
-    typename clock::time_point schedwhen{};
-    std::uint32_t syscalltick = 0;
-    steady::time_point syscallwhen{};
-  };
-
- public:
-  explicit sysmon(Sched& s) noexcept : s_(s), schedtrace_ms_(goro_debug_value("schedtrace")), start_(steady::now()) {}
-  sysmon(const sysmon&) = delete;
-  sysmon& operator=(const sysmon&) = delete;
-  ~sysmon() { stop(); }
-
-  // Starts the thread the first time the runtime gets work (the first
-  // spawn: run() or go() from outside; never from a goroutine, which
-  // exists only after a first spawn). Without a thread the runtime still
-  // works, without preemption or hand-offs.
-  void ensure_started() noexcept {
-    if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
-    std::uint32_t zero = 0;
-    if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
-    ticks_.assign(s_.created_ps(), p_ticks{});
-    int err = create_os_thread(
-        &thread_, nullptr,
-        [](void* self) -> void* {
-          extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
-          static_cast<sysmon*>(self)->loop();
-          return nullptr;
-        },
-        this);
-    has_thread_ = err == 0;
-    if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
-  }
-
-  // Stops and joins the thread (runtime shutdown, after every goroutine finished).
-  void stop() noexcept {
-    if (!has_thread_) return;
-    stopping_.store(true, std::memory_order_seq_cst);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
-    note_.wake();
-    pthread_join(thread_, nullptr);
-    has_thread_ = false;
-  }
-
-  // A P left the idle list (pidle_get, after its seq_cst npidle decrement):
-  // wake sysmon if it sleeps deeply. Dekker with deep_sleep(): either this
-  // sees sleeping_ or sysmon sees npidle < nprocs.
-  void on_p_busy() noexcept {
-    if (GORO_UNLIKELY(sleeping_.load(std::memory_order_seq_cst)) && sleeping_.exchange(false, std::memory_order_seq_cst))
-      note_.wake();
-  }
-
-  void count_preemption() noexcept { preemptions_.fetch_add(1, std::memory_order_relaxed); }
-
-  template <class Stats>
-  void fill_stats(Stats& st) const noexcept {
-    st.preemptions = preemptions_.load(std::memory_order_relaxed);
-    st.syscall_handoffs = handoffs_.load(std::memory_order_relaxed);
-    st.sysmon_parks = parks_.load(std::memory_order_relaxed);
-  }
-
-  // ---- goro::blocking: the scheduler side ----
-
-  // entersyscall: the M keeps pp but lets go of it: pp's status becomes
-  // `syscall` with no owner, so sysmon may take it if the call lasts.
-  // entersyscallblock (long_call): hand pp off at once.
-  void enter_syscall(typename Sched::m* mm, bool long_call) noexcept {
-    auto* pp = mm->pp;
-    pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    mm->in_blocking = true;
-    s_.releasep(mm);
-    if (!long_call) {
-      mm->oldp = pp;
-      // Release: everything this M did with pp happens before the owner
-      // that CASes it away from `syscall` (sysmon, or this M coming back)
-      // uses it.
-      pp->status.store(Sched::p_status::syscall, std::memory_order_release);
-      return;
-    }
-    mm->oldp = nullptr;
-    handoffs_.fetch_add(1, std::memory_order_relaxed);
-    GORO_CHAOS_POINT("entersyscall.handoff");
-    s_.handoffp(pp);  // Go's handoffp
-  }
-
-  // exitsyscall, goroutine side: take the old P back if nobody took it
-  // (fast path), else an idle P; else switch to g0, which queues the G on
-  // the global queue and stops this M (exitsyscall0).
-  void exit_syscall(typename Sched::m* mm) noexcept {
-    auto* pp = std::exchange(mm->oldp, nullptr);
-    mm->in_blocking = false;
-    if (pp) {
-      auto expect = Sched::p_status::syscall;
-      if (pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) {
-        s_.acquirep(mm, pp);
-        pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-        return;
-      }
-    }
-    // exitsyscallfast_pidle
-    {
-      std::lock_guard<std::mutex> lk(s_.lock_);
-      pp = s_.pidle_get();
-    }
-    if (pp) {
-      s_.acquirep(mm, pp);
-      return;
-    }
-    mm->after = after_switch::exitsyscall;
-    switch_to_g0(mm, mm->curg);
-    // Resumed by some M that has a P (execute of a runnable G).
-  }
-
-  // exitsyscall0, on g0 after exit_syscall switched out: an idle P if one
-  // appeared (resume gp at once), else gp goes to the global queue and
-  // the M stops. Both under one lock hold, so a P going idle later sees
-  // gp in the global queue (find_runnable checks it under the same lock
-  // before pidle_put).
-  bool exit_syscall0(typename Sched::m* mm, g* gp) noexcept {
-    typename Sched::p* pp;
-    {
-      std::lock_guard<std::mutex> lk(s_.lock_);
-      pp = s_.pidle_get();
-      if (!pp) {
-        gp->status.store(g_status::runnable, std::memory_order_relaxed);
-        s_.globq_.push_back(gp);
-      }
-    }
-    if (!pp) return false;
-    s_.acquirep(mm, pp);
-    return true;
-  }
-
-  // preemptone: ask pp's running G to yield (sysmon, and gomaxprocs'
-  // shrink). The G read may be stale (the P moved on meanwhile): the
-  // request then lands on a G that clears it in execute() before it runs
-  // again, or that was just started (harmless, as in Go). G records are never freed while the runtime lives; the
-  // acquire pairs with execute's release store, so the G record's
-  // construction (on whichever thread spawned it) happens before our write.
-  void preemptone(typename Sched::p* pp) noexcept {
-    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
-      request_preempt(gp);
-      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
-        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
-    }
-  }
-
- private:
-  void loop() noexcept {
-    std::uint32_t idle = 0;
-    auto delay = sysmon_min_delay;
-    auto last_trace = steady::now();
-    std::int64_t all_idle_since = 0;  // the first round of a run that saw every P idle
-    for (;;) {
-      if (idle == 0) {
-        delay = sysmon_min_delay;
-      } else if (idle > sysmon_idle_rounds) {
-        delay = std::min(delay * 2, sysmon_max_delay);
-      }
-      // A timer due on a busy P: wake for it (see retake), never sooner than
-      // the shortest delay.
-      auto nap = delay;
-      if (next_busy_timer_ != 0) {
-        std::int64_t until_ns = next_busy_timer_ - nanotime();
-        auto until = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::nanoseconds(until_ns));
-        if (until < nap) nap = std::max(until, sysmon_min_delay);
-      }
-      if (!sleep(nap)) return;
-      // An M could not be started (no thread to be had): try again each
-      // round until one is, so queued work is not left waiting for a wakep.
-      const bool retry_m = s_.m_start_failed_.load(std::memory_order_seq_cst);
-      if (retry_m) s_.retry_start_m();
-      // Every P idle (for 1 ms: see the top) and nothing to print: sleep
-      // until a P gets busy. With no P busy there is nothing to retake.
-      if (schedtrace_ms_ <= 0 && !retry_m && all_idle()) {
-        std::int64_t t = nanotime();
-        if (all_idle_since == 0) all_idle_since = t;
-        if (t - all_idle_since < sysmon_park_after_idle_ns) {
-          ++idle;
-          continue;
-        }
-        all_idle_since = 0;
-        release_stacks(0, true);  // an idle runtime keeps no excess stacks resident
-        parks_.fetch_add(1, std::memory_order_relaxed);
-        if (!deep_sleep()) return;
-        idle = 0;
-        continue;
-      }
-      all_idle_since = 0;
-      auto now = steady::now();
-      if (schedtrace_ms_ > 0 && now - last_trace >= std::chrono::milliseconds(schedtrace_ms_)) {
-        last_trace = now;
-        schedtrace(now);
-      }
-      if (Sched::netpoll_ops::sysmon(s_, nanotime())) idle = 0;  // netpoll: nobody polled for 10 ms
-      release_stacks(nanotime(), false);
-      if (retake(now) != 0)
-        idle = 0;
-      else
-        ++idle;
-    }
-  }
-
-  // Go's background scavenger, for stacks: releasing them while a burst of
-  // goroutines is still exiting would cost one madvise (and one TLB
-  // shoot-down) per stack, as they exit in no particular order; once the
-  // frees stop, most of a burst's neighbours are free together and share
-  // calls. Meanwhile the waiting stacks are reused first.
-  void release_stacks(std::int64_t now, bool force) noexcept {
-    const std::size_t n = s_.stacks_waiting_release();
-    if (n == 0) {
-      release_first_ = 0;
-      release_seen_ = 0;
-      return;
-    }
-    if (!force) {
-      if (release_first_ == 0) release_first_ = now;
-      if (n != release_seen_) {
-        release_seen_ = n;
-        release_changed_ = now;
-      }
-      if (now - release_changed_ < stack_release_quiet_ns && now - release_first_ < stack_release_max_wait_ns) return;
-    }
-    s_.release_waiting_stacks();
-    release_first_ = 0;
-    release_seen_ = 0;
-  }
-
-  bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.active_ps(); }
-
-  // Sleeps up to d; false when sysmon must stop. The note is cleared before
-  // stopping_ is read; the seq_cst fences here and in stop() make sure that
-  // either this load sees stopping_ or stop()'s wake() sees the cleared
-  // note (and so wakes the futex).
-  bool sleep(std::chrono::microseconds d) noexcept {
-    note_.clear();
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (stopping_.load(std::memory_order_seq_cst)) return false;
-    note_.sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-    return !stopping_.load(std::memory_order_seq_cst);
-  }
-
-  bool deep_sleep() noexcept {
-    note_.clear();
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    sleeping_.store(true, std::memory_order_seq_cst);
-    if (!stopping_.load(std::memory_order_seq_cst) && all_idle() && !s_.m_start_failed_.load(std::memory_order_seq_cst))
-      note_.sleep();
-    sleeping_.store(false, std::memory_order_relaxed);
-    return !stopping_.load(std::memory_order_seq_cst);
-  }
-
-  // retake: preempt long-running Gs, take Ps from long blocking calls.
-  // Returns the number of Ps taken from blocking calls.
-  std::uint32_t retake(steady::time_point now) noexcept {
-    std::uint32_t n = 0;
-    [[maybe_unused]] auto pnow = clock::now();
-    if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
-    [[maybe_unused]] const std::int64_t tnow = nanotime();
-    next_busy_timer_ = 0;
-    for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held
-      auto* pp = s_.allp_[i];
-      p_ticks& pd = ticks_[i];
-      auto st = pp->status.load(std::memory_order_acquire);
-      bool sysretake = false;  // the slice is over while in a blocking call: retake now
-      if constexpr (Policy::preempt != preemption::none) {
-        // A slice is timed from the first round that sees the P running
-        // with a given schedtick. The tick does not move for a G taken from
-        // runnext (it inherits the slice), nor across an idle stretch: a P
-        // seen idle starts afresh, so idle time never counts as running.
-        // A P in a blocking call counts as running (Go's retake: _Prunning
-        // || _Psyscall): a goroutine looping on short blocking calls keeps
-        // its schedtick across them (exit_syscall's fast path) and would
-        // otherwise restart its slice whenever sysmon saw it inside a call
-        // -- and starve the P's other goroutines and timers (GCFairness,
-        // tests/fairness_test.cpp).
-        if (st == Sched::p_status::running || st == Sched::p_status::syscall) {
-          std::uint32_t t = pp->sysmon_schedtick.load(std::memory_order_relaxed);
-          if (!pd.running_seen || pd.schedtick != t) {
-            pd.running_seen = true;
-            pd.schedtick = t;
-            pd.schedwhen = pnow;
-          } else if (pnow - pd.schedwhen >= Policy::time_slice) {
-            preemptone(pp);  // in a call: the G yields when it returns (blocking's preempt_point)
-            sysretake = true;
-          }
-        } else {
-          pd.running_seen = false;
-        }
-        // Timers due on a running P: that P runs them only when it next
-        // schedules, which its goroutine may put off for a whole slice
-        // (and 4 hogs per P make a 1 ms ticker late by tens of ms). Ask the
-        // goroutine to yield now. goro's rule, not Go's (Go lets due timers
-        // wait for the slice): with it a ticker's lag under CPU hogs is
-        // sysmon's wake-up latency, and the loop above wakes sysmon for the
-        // next timer of a busy P. After a request for a timer already due
-        // it looks again 1 ms later (its next timer is not known yet; and
-        // a goroutine that never reaches a safe point must not keep sysmon
-        // at its shortest delay).
-        if (st == Sched::p_status::running) {
-          if (std::int64_t w = pp->timers.earliest(); w != 0) {
-            if (w <= tnow) {
-              preemptone(pp);
-              w = tnow + 1'000'000;
-            }
-            if (next_busy_timer_ == 0 || w < next_busy_timer_) next_busy_timer_ = w;
-          }
-        }
-      }
-      if (st != Sched::p_status::syscall) continue;
-      std::uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
-      if (!sysretake && pd.syscalltick != t) {  // a new call since the last round: give it one round
-        pd.syscalltick = t;
-        pd.syscallwhen = now;
-        continue;
-      }
-      if (pp->runq.empty() && s_.globq_.empty() &&
-          s_.spinning_.count(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
-          now - pd.syscallwhen < syscall_retake_max)
-        continue;
-      auto expect = Sched::p_status::syscall;
-      if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
-      GORO_CHAOS_POINT("sysmon.retake");
-      ++n;
-      handoffs_.fetch_add(1, std::memory_order_relaxed);
-      s_.handoffp(pp);  // Go's handoffp
-    }
-    return n;
-  }
-
-  // schedtrace: Go's SCHED line, from a snapshot taken under the lock.
-  void schedtrace(steady::time_point now) {
-    std::string line;
-    line.reserve(128);
-    char buf[160];
-    {
-      std::lock_guard<std::mutex> lk(s_.lock_);
-      unsigned idlethreads = 0;
-      for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
-      std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
-      std::snprintf(buf, sizeof buf,
-                    "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
-                    "idlethreads=%u runqueue=%u [",
-                    static_cast<long long>(ms), s_.active_ps(), s_.npidle_.load(std::memory_order_relaxed), threads,
-                    s_.spinning_.count(std::memory_order_relaxed), idlethreads, s_.globq_.size());
-      line += buf;
-    }
-    for (unsigned i = 0, n = s_.active_ps(); i < n; ++i) {
-      std::snprintf(buf, sizeof buf, i ? " %u" : "%u", s_.allp_[i]->runq.size());
-      line += buf;
-    }
-    line += "]\n";
-    std::fputs(line.c_str(), stderr);
-    std::fflush(stderr);
-  }
-
-  Sched& s_;
-  const long schedtrace_ms_;
-  const steady::time_point start_;
-  std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
-  std::int64_t release_first_ = 0, release_changed_ = 0;  // release_stacks (sysmon's thread)
-  std::size_t release_seen_ = 0;
-  std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
-  std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
-  pthread_t thread_{};
-  bool has_thread_ = false;
-  note note_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy
-  std::atomic<std::uint64_t> preemptions_{0};
-  std::atomic<std::uint64_t> parks_{0};  // deep sleeps (stats().sysmon_parks)
-  std::atomic<std::uint64_t> handoffs_{0};
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/sysmon.hpp ----
-// ---- begin goro/detail/debug_info.hpp ----
-// What a debugger needs to find the goroutines of a stopped process or a
-// core file (tools/goro-gdb.py): one global symbol, goro_v0_1_debug, with
-// C linkage and a self-describing layout, so the gdb script needs no debug
-// information for goro's own types and survives changes of the G record:
-//
-//   goro_v0_1_debug.magic / version   what follows (version 1: this struct)
-//   .g_size, .off_*                   the G record's size and field offsets
-//   .frame_size                       the switch frame's size (context.hpp)
-//   .wait_reasons, .n_wait_reasons    the names of wait_reason's values
-//   .blocks                           every block of G records of every
-//                                     runtime alive (a singly linked list)
-//
-// A runtime adds each block of G records as it allocates it and removes
-// its blocks before freeing them (sched.hpp). The list is changed under
-// its own lock, off every hot path (once per 32 spawned records).
-//
-// The header also registers the gdb script in .debug_gdb_scripts
-// (gdb_script.hpp), so gdb offers to load it with the program.
-
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-
-// ---- begin goro/detail/gdb_script.hpp ----
-// Generated by scripts/embed_asm.py from tools/goro-gdb.py; do not edit.
-// Registers goro's gdb extension in the .debug_gdb_scripts section (an
-// inline script: gdb offers to load it with the program; `set auto-load
-// safe-path` decides). Mergeable strings: one copy however many
-// translation units include this.
-
-#if !defined(GORO_NO_GDB_SCRIPT)
-asm(R"goro_gdb(
-.pushsection .debug_gdb_scripts, "MS",%progbits,1
-.byte 4
-.ascii "gdb.inlined-script.goro-gdb.py\n"
-.ascii "# goro's gdb extension: goroutines in a live process or a core file.\n"
-.ascii "#\n"
-.ascii "#   (gdb) source tools/goro-gdb.py     (or let gdb auto-load it: programs\n"
-.ascii "#                                        built with goro carry it in their\n"
-.ascii "#                                        .debug_gdb_scripts section)\n"
-.ascii "#   (gdb) info goroutines              id, state, wait reason, innermost user frame\n"
-.ascii "#   (gdb) goroutine 7 bt               goroutine 7's backtrace (any bt options)\n"
-.ascii "#   (gdb) goroutine 7 bt full\n"
-.ascii "#   (gdb) goroutine all bt             every goroutine's backtrace\n"
-.ascii "#\n"
-.ascii "# The goroutines are found through the runtime's debugger anchor, the global\n"
-.ascii "# symbol goro_v0_1_debug (include/goro/detail/debug_info.hpp): the G\n"
-.ascii "# record's layout and every block of G records; no debug information for\n"
-.ascii "# goro's own types is needed (the program's frames need -g for file:line).\n"
-.ascii "#\n"
-.ascii "# A parked goroutine's registers are in the switch frame at its saved stack\n"
-.ascii "# pointer (include/goro/detail/context.hpp). The backtrace comes from a\n"
-.ascii "# Python unwinder that claims the selected thread's innermost frame and says\n"
-.ascii "# that its caller is the goroutine's resume point, with the goroutine's\n"
-.ascii "# saved stack pointer and callee-saved registers; gdb's own DWARF unwinder\n"
-.ascii "# does the rest. No register of the process is written, so this works the\n"
-.ascii "# same on a live process and on a core file. A running goroutine's\n"
-.ascii "# backtrace is that of the thread whose stack pointer lies in its stack.\n"
-.ascii "#\n"
-.ascii "# gdb 9 or newer (Python unwinders with PendingFrame.level()).\n"
-.ascii "\n"
-.ascii "import struct\n"
-.ascii "\n"
-.ascii "import gdb\n"
-.ascii "from gdb.unwinder import Unwinder\n"
-.ascii "\n"
-.ascii "_MAGIC = 0x676F726F\n"
-.ascii "_STATUS = {0: \"idle\", 1: \"runnable\", 2: \"running\", 3: \"waiting\", 4: \"dead\"}\n"
-.ascii "# Callee-saved registers in the switch frame: (gdb name, offset), the\n"
-.ascii "# resume address's offset, and the frame's size (see arch/*.S).\n"
-.ascii "_X86_64 = {\n"
-.ascii "    \"regs\": [(\"r15\", 8), (\"r14\", 16), (\"r13\", 24), (\"r12\", 32), (\"rbx\", 40), (\"rbp\", 48)],\n"
-.ascii "    \"resume\": 56,\n"
-.ascii "    \"pc\": \"rip\",\n"
-.ascii "    \"sp\": \"rsp\",\n"
-.ascii "    \"extra_pc\": [],\n"
-.ascii "}\n"
-.ascii "_AARCH64 = {\n"
-.ascii "    \"regs\": [(\"x%d\" % (19 + i), 8 * i) for i in range(11)],  # x19-x29\n"
-.ascii "    \"resume\": 88,\n"
-.ascii "    \"pc\": \"pc\",\n"
-.ascii "    \"sp\": \"sp\",\n"
-.ascii "    \"extra_pc\": [\"x30\"],  # the link register holds the resume address too\n"
-.ascii "}\n"
-.ascii "# Frames of the runtime and the standard library, skipped when looking for\n"
-.ascii "# a goroutine's innermost user frame.\n"
-.ascii "_RUNTIME_PREFIXES = (\"goro::\", \"goro_v0_1_\", \"std::\", \"__\", \"void goro::\", \"void std::\")\n"
-.ascii "_SYSTEM_LIBS = (\"/libc.so\", \"/libc-\", \"/libstdc++.so\", \"/libgcc_s.so\", \"/libpthread\", \"/ld-linux\", \"/libm.so\")\n"
-.ascii "_BOTTOM = \"goro_v0_1_start\"  # a goroutine's entry: the bottom of its stack\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "class GoroError(Exception):\n"
-.ascii "    pass\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _read(addr, size):\n"
-.ascii "    return gdb.selected_inferior().read_memory(addr, size).tobytes()\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _u64(addr):\n"
-.ascii "    return struct.unpack(\"<Q\", _read(addr, 8))[0]\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _cstring(addr, limit=256):\n"
-.ascii "    data = _read(addr, limit)\n"
-.ascii "    return data.split(b\"\\0\", 1)[0].decode(\"utf-8\", \"replace\")\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _arch():\n"
-.ascii "    name = gdb.selected_inferior().architecture().name() if hasattr(\n"
-.ascii "        gdb.selected_inferior(), \"architecture\") else gdb.newest_frame().architecture().name()\n"
-.ascii "    if \"x86-64\" in name:\n"
-.ascii "        return _X86_64\n"
-.ascii "    if \"aarch64\" in name:\n"
-.ascii "        return _AARCH64\n"
-.ascii "    raise GoroError(\"goro: unsupported architecture %s (x86-64 and AArch64 are supported)\" % name)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "class Goroutine:\n"
-.ascii "    def __init__(self, **kw):\n"
-.ascii "        self.__dict__.update(kw)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _anchor():\n"
-.ascii "    try:\n"
-.ascii "        addr = int(gdb.parse_and_eval(\"(unsigned long)&goro_v0_1_debug\"))\n"
-.ascii "    except gdb.error:\n"
-.ascii "        raise GoroError(\"goro: no goroutine runtime in this program (symbol goro_v0_1_debug not found)\")\n"
-.ascii "    head = _read(addr, 72)\n"
-.ascii "    fields = struct.unpack(\"<14I\", head[:56])\n"
-.ascii "    if fields[0] != _MAGIC:\n"
-.ascii "        raise GoroError(\"goro: goro_v0_1_debug has a bad magic number\")\n"
-.ascii "    if fields[1] != 1:\n"
-.ascii "        raise GoroError(\"goro: debugger anchor version %d; this script knows version 1\" % fields[1])\n"
-.ascii "    names_ptr, blocks = struct.unpack(\"<QQ\", head[56:72])\n"
-.ascii "    keys = (\"magic\", \"version\", \"g_size\", \"off_sp\", \"off_status\", \"off_id\", \"off_waiting_on\",\n"
-.ascii "            \"off_wait_since\", \"off_created_pc\", \"off_stack_lo\", \"off_stack_size\", \"off_is_main\",\n"
-.ascii "            \"frame_size\", \"n_wait_reasons\")\n"
-.ascii "    a = dict(zip(keys, fields))\n"
-.ascii "    a[\"wait_reasons\"] = [_cstring(_u64(names_ptr + 8 * i)) for i in range(a[\"n_wait_reasons\"])]\n"
-.ascii "    a[\"blocks\"] = blocks\n"
-.ascii "    return a\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def goroutines():\n"
-.ascii "    \"\"\"Every live goroutine of every runtime, sorted by id.\"\"\"\n"
-.ascii "    a = _anchor()\n"
-.ascii "    out = []\n"
-.ascii "    block = a[\"blocks\"]\n"
-.ascii "    seen = 0\n"
-.ascii "    while block:\n"
-.ascii "        seen += 1\n"
-.ascii "        if seen > 1 << 20:\n"
-.ascii "            raise GoroError(\"goro: the list of G blocks does not end (memory corrupted?)\")\n"
-.ascii "        nxt, gs, count, runtime = struct.unpack(\"<QQQQ\", _read(block, 32))\n"
-.ascii "        data = _read(gs, count * a[\"g_size\"])\n"
-.ascii "        for i in range(count):\n"
-.ascii "            base = i * a[\"g_size\"]\n"
-.ascii "\n"
-.ascii "            def field(off, fmt, base=base):\n"
-.ascii "                return struct.unpack_from(fmt, data, base + off)[0]\n"
-.ascii "\n"
-.ascii "            status = _STATUS.get(field(a[\"off_status\"], \"<I\"), \"?\")\n"
-.ascii "            if status in (\"idle\", \"dead\"):\n"
-.ascii "                continue\n"
-.ascii "            why = field(a[\"off_waiting_on\"], \"<B\")\n"
-.ascii "            reason = a[\"wait_reasons\"][why] if why < len(a[\"wait_reasons\"]) else \"waiting\"\n"
-.ascii "            if status == \"waiting\" and not reason:\n"
-.ascii "                reason = \"waiting\"\n"
-.ascii "            out.append(Goroutine(\n"
-.ascii "                id=field(a[\"off_id\"], \"<Q\"), status=status, reason=reason, addr=gs + base,\n"
-.ascii "                sp=field(a[\"off_sp\"], \"<Q\"), created_pc=field(a[\"off_created_pc\"], \"<Q\"),\n"
-.ascii "                stack_lo=field(a[\"off_stack_lo\"], \"<Q\"), stack_size=field(a[\"off_stack_size\"], \"<Q\"),\n"
-.ascii "                is_main=bool(field(a[\"off_is_main\"], \"<B\")), runtime=runtime,\n"
-.ascii "                frame_size=a[\"frame_size\"]))\n"
-.ascii "        block = nxt\n"
-.ascii "    out.sort(key=lambda g: g.id)\n"
-.ascii "    return out\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _thread_of(g):\n"
-.ascii "    \"\"\"The gdb thread running goroutine g (its stack pointer lies in g's stack), or None.\"\"\"\n"
-.ascii "    if not g.stack_lo:\n"
-.ascii "        return None\n"
-.ascii "    lo, hi = g.stack_lo, g.stack_lo + g.stack_size\n"
-.ascii "    for t in gdb.selected_inferior().threads():\n"
-.ascii "        try:\n"
-.ascii "            sp = int(_frame0_sp(t))\n"
-.ascii "        except gdb.error:\n"
-.ascii "            continue\n"
-.ascii "        if lo <= sp < hi:\n"
-.ascii "            return t\n"
-.ascii "    return None\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _frame0_sp(thread):\n"
-.ascii "    cur = gdb.selected_thread()\n"
-.ascii "    try:\n"
-.ascii "        thread.switch()\n"
-.ascii "        return gdb.parse_and_eval(\"(unsigned long)$sp\")\n"
-.ascii "    finally:\n"
-.ascii "        cur.switch()\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "class _FrameId:\n"
-.ascii "    def __init__(self, sp, pc):\n"
-.ascii "        self.sp = sp\n"
-.ascii "        self.pc = pc\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "class _GoroutineUnwinder(Unwinder):\n"
-.ascii "    \"\"\"While `target` is set: the innermost frame's caller is the goroutine's\n"
-.ascii "    resume point (the first frame sniffed after the cache is flushed).\"\"\"\n"
-.ascii "\n"
-.ascii "    def __init__(self):\n"
-.ascii "        super().__init__(\"goro-goroutine\")\n"
-.ascii "        self.target = None\n"
-.ascii "        self.claimed = None\n"
-.ascii "\n"
-.ascii "    def __call__(self, pending):\n"
-.ascii "        g = self.target\n"
-.ascii "        if g is None:\n"
-.ascii "            return None\n"
-.ascii "        pc = int(pending.read_register(self.arch[\"pc\"]))\n"
-.ascii "        sp = int(pending.read_register(self.arch[\"sp\"]))\n"
-.ascii "        if self.claimed is None:\n"
-.ascii "            self.claimed = (sp, pc)\n"
-.ascii "        elif self.claimed != (sp, pc):\n"
-.ascii "            return None\n"
-.ascii "        arch = self.arch\n"
-.ascii "        ptr_t = gdb.lookup_type(\"unsigned long\")\n"
-.ascii "        frame = _read(g.sp, g.frame_size)\n"
-.ascii "        # The frame id's stack address: the switch frame itself, inner to\n"
-.ascii "        # the goroutine's frames (gdb stops at a caller \"inner\" to its callee).\n"
-.ascii "        info = pending.create_unwind_info(_FrameId(gdb.Value(g.sp).cast(ptr_t), gdb.Value(pc).cast(ptr_t)))\n"
-.ascii "        resume = struct.unpack_from(\"<Q\", frame, arch[\"resume\"])[0]\n"
-.ascii "        pc_t = pending.read_register(arch[\"pc\"]).type\n"
-.ascii "        sp_t = pending.read_register(arch[\"sp\"]).type\n"
-.ascii "        info.add_saved_register(arch[\"pc\"], gdb.Value(resume).cast(pc_t))\n"
-.ascii "        info.add_saved_register(arch[\"sp\"], gdb.Value(g.sp + g.frame_size).cast(sp_t))\n"
-.ascii "        for name in arch[\"extra_pc\"]:\n"
-.ascii "            info.add_saved_register(name, gdb.Value(resume).cast(pending.read_register(name).type))\n"
-.ascii "        for name, off in arch[\"regs\"]:\n"
-.ascii "            val = struct.unpack_from(\"<Q\", frame, off)[0]\n"
-.ascii "            info.add_saved_register(name, gdb.Value(val).cast(pending.read_register(name).type))\n"
-.ascii "        return info\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "_unwinder = _GoroutineUnwinder()\n"
-.ascii "gdb.unwinder.register_unwinder(None, _unwinder, replace=True)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "class _Switched:\n"
-.ascii "    \"\"\"Context: gdb's frames show goroutine g's stack (parked g), or the\n"
-.ascii "    thread running it (running g).\"\"\"\n"
-.ascii "\n"
-.ascii "    def __init__(self, g):\n"
-.ascii "        self.g = g\n"
-.ascii "        self.thread = None\n"
-.ascii "        self.prev_thread = None\n"
-.ascii "\n"
-.ascii "    def __enter__(self):\n"
-.ascii "        g = self.g\n"
-.ascii "        if g.status == \"running\":\n"
-.ascii "            self.thread = _thread_of(g)\n"
-.ascii "            if self.thread is None:\n"
-.ascii "                raise GoroError(\"goroutine %d is running, on no thread gdb knows\" % g.id)\n"
-.ascii "            self.prev_thread = gdb.selected_thread()\n"
-.ascii "            self.thread.switch()\n"
-.ascii "            return self\n"
-.ascii "        if not g.sp:\n"
-.ascii "            raise GoroError(\"goroutine %d has no saved context yet\" % g.id)\n"
-.ascii "        _unwinder.arch = _arch()\n"
-.ascii "        _unwinder.target = g\n"
-.ascii "        _unwinder.claimed = None\n"
-.ascii "        gdb.invalidate_cached_frames()\n"
-.ascii "        return self\n"
-.ascii "\n"
-.ascii "    def __exit__(self, *exc):\n"
-.ascii "        if self.prev_thread is not None:\n"
-.ascii "            self.prev_thread.switch()\n"
-.ascii "        _unwinder.target = None\n"
-.ascii "        _unwinder.claimed = None\n"
-.ascii "        gdb.invalidate_cached_frames()\n"
-.ascii "        return False\n"
-.ascii "\n"
-.ascii "    def first_level(self):\n"
-.ascii "        \"\"\"The level of the goroutine's innermost frame in gdb's frame list.\"\"\"\n"
-.ascii "        if self.thread is not None:\n"
-.ascii "            return 0\n"
-.ascii "        f = gdb.newest_frame()\n"
-.ascii "        level = 0\n"
-.ascii "        want_sp = self.g.sp + self.g.frame_size\n"
-.ascii "        while f is not None and level < 64:\n"
-.ascii "            older = f.older()\n"
-.ascii "            if older is None:\n"
-.ascii "                break\n"
-.ascii "            if _frame_sp(older) == want_sp and f.unwind_stop_reason() == gdb.FRAME_UNWIND_NO_REASON \\\n"
-.ascii "                    and (_unwinder.claimed is not None and int(f.pc()) == _unwinder.claimed[1]):\n"
-.ascii "                return level + 1\n"
-.ascii "            f = older\n"
-.ascii "            level += 1\n"
-.ascii "        raise GoroError(\"goro: could not unwind goroutine %d\" % self.g.id)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _frame_sp(f):\n"
-.ascii "    try:\n"
-.ascii "        return int(f.read_register(_unwinder.arch[\"sp\"]))\n"
-.ascii "    except (gdb.error, AttributeError):\n"
-.ascii "        return None\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _describe(f):\n"
-.ascii "    name = f.name() or \"??\"\n"
-.ascii "    sal = f.find_sal()\n"
-.ascii "    where = \"\"\n"
-.ascii "    if sal is not None and sal.symtab is not None:\n"
-.ascii "        where = \" at %s:%d\" % (sal.symtab.filename, sal.line)\n"
-.ascii "    return \"%s%s\" % (name, where)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _is_runtime(f):\n"
-.ascii "    name = f.name()\n"
-.ascii "    if name is None or name.startswith(_RUNTIME_PREFIXES):\n"
-.ascii "        return True\n"
-.ascii "    lib = gdb.solib_name(f.pc())  # None: the program itself\n"
-.ascii "    return lib is not None and any(s in lib for s in _SYSTEM_LIBS)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def user_frame(g):\n"
-.ascii "    \"\"\"'function at file:line' of goroutine g's innermost frame outside goro and std.\"\"\"\n"
-.ascii "    with _Switched(g) as sw:\n"
-.ascii "        f = gdb.newest_frame()\n"
-.ascii "        for _ in range(sw.first_level()):\n"
-.ascii "            f = f.older()\n"
-.ascii "        first = None\n"
-.ascii "        for _ in range(64):\n"
-.ascii "            if f is None:\n"
-.ascii "                break\n"
-.ascii "            name = f.name()\n"
-.ascii "            if name == _BOTTOM:\n"
-.ascii "                break\n"
-.ascii "            if first is None:\n"
-.ascii "                first = f\n"
-.ascii "            if not _is_runtime(f):\n"
-.ascii "                return _describe(f)\n"
-.ascii "            f = f.older()\n"
-.ascii "        return _describe(first) if first is not None else \"??\"\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _created_by(g):\n"
-.ascii "    \"\"\"The function that called go() (the one go() was inlined into), with\n"
-.ascii "    file:line when the pc's line lies in that function's file.\"\"\"\n"
-.ascii "    if not g.created_pc:\n"
-.ascii "        return None\n"
-.ascii "    pc = g.created_pc\n"
-.ascii "    fn = None\n"
-.ascii "    try:\n"
-.ascii "        block = gdb.block_for_pc(pc)\n"
-.ascii "        while block is not None and not block.is_static and not block.is_global:\n"
-.ascii "            if block.function is not None:\n"
-.ascii "                fn = block.function  # the outermost wins: go() itself is inlined\n"
-.ascii "            block = block.superblock\n"
-.ascii "    except RuntimeError:\n"
-.ascii "        fn = None\n"
-.ascii "    if fn is None:\n"
-.ascii "        text = gdb.execute(\"info symbol %#x\" % pc, to_string=True).strip()\n"
-.ascii "        return text.split(\" in section \")[0] if not text.startswith(\"No symbol\") else \"%#x\" % pc\n"
-.ascii "    name = fn.print_name\n"
-.ascii "    sal = gdb.find_pc_line(pc)\n"
-.ascii "    if sal.symtab is not None and fn.symtab is not None and sal.symtab.filename == fn.symtab.filename:\n"
-.ascii "        name += \" at %s:%d\" % (sal.symtab.filename, sal.line)\n"
-.ascii "    return name\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _state_text(g):\n"
-.ascii "    if g.status == \"running\":\n"
-.ascii "        t = _thread_of(g)\n"
-.ascii "        return \"running\" + (\", thread %d\" % t.num if t is not None else \"\")\n"
-.ascii "    if g.status == \"runnable\":\n"
-.ascii "        return \"runnable\"\n"
-.ascii "    return g.reason\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _renumber(text, first):\n"
-.ascii "    \"\"\"bt output without frames above `first` and below the goroutine's\n"
-.ascii "    entry, renumbered from #0.\"\"\"\n"
-.ascii "    blocks, cur = [], None\n"
-.ascii "    for line in text.splitlines():\n"
-.ascii "        if line.startswith(\"#\"):\n"
-.ascii "            cur = [line]\n"
-.ascii "            blocks.append(cur)\n"
-.ascii "        elif cur is not None:\n"
-.ascii "            cur.append(line)\n"
-.ascii "        else:\n"
-.ascii "            blocks.append([line])\n"
-.ascii "    out = []\n"
-.ascii "    for b in blocks:\n"
-.ascii "        head = b[0]\n"
-.ascii "        if not head.startswith(\"#\"):\n"
-.ascii "            out.extend(b)\n"
-.ascii "            continue\n"
-.ascii "        num, rest = head[1:].split(\" \", 1)\n"
-.ascii "        level = int(num)\n"
-.ascii "        if level < first:\n"
-.ascii "            continue\n"
-.ascii "        if (\" %s \" % _BOTTOM) in head or head.rstrip().endswith(\" \" + _BOTTOM + \" ()\"):\n"
-.ascii "            break\n"
-.ascii "        out.append(\"#%-2d %s\" % (level - first, rest.lstrip()))  # gdb's own layout\n"
-.ascii "        out.extend(b[1:])\n"
-.ascii "    return \"\\n\".join(out)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def _find(gid):\n"
-.ascii "    for g in goroutines():\n"
-.ascii "        if g.id == gid:\n"
-.ascii "            return g\n"
-.ascii "    raise GoroError(\"goroutine %d not found (info goroutines lists them)\" % gid)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "def goroutine_bt(g, args=\"\"):\n"
-.ascii "    \"\"\"goroutine g's backtrace, as gdb's bt prints it.\"\"\"\n"
-.ascii "    with _Switched(g) as sw:\n"
-.ascii "        first = sw.first_level()\n"
-.ascii "        # bt N counts from gdb's frame 0: add the frames above the goroutine's.\n"
-.ascii "        words = [str(int(w) + first) if w.isdigit() and int(w) > 0 else w for w in args.split()]\n"
-.ascii "        text = gdb.execute(\" \".join([\"bt\"] + words), to_string=True)\n"
-.ascii "        return _renumber(text, first)\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "class InfoGoroutines(gdb.Command):\n"
-.ascii "    \"\"\"List the goroutines: id, state or wait reason, innermost user frame.\n"
-.ascii "\n"
-.ascii "Usage: info goroutines\"\"\"\n"
-.ascii "\n"
-.ascii "    def __init__(self):\n"
-.ascii "        super().__init__(\"info goroutines\", gdb.COMMAND_STACK)\n"
-.ascii "\n"
-.ascii "    def invoke(self, arg, from_tty):\n"
-.ascii "        try:\n"
-.ascii "            gs = goroutines()\n"
-.ascii "            rows = []\n"
-.ascii "            for g in gs:\n"
-.ascii "                try:\n"
-.ascii "                    frame = user_frame(g) if g.status != \"runnable\" or g.sp else \"(not started)\"\n"
-.ascii "                except (GoroError, gdb.error) as e:\n"
-.ascii "                    frame = \"(%s)\" % e\n"
-.ascii "                rows.append((\"%d\" % g.id, g.status, _state_text(g) if g.status != \"waiting\" else g.reason,\n"
-.ascii "                             frame))\n"
-.ascii "            w_id = max([2] + [len(r[0]) for r in rows])\n"
-.ascii "            w_st = max([5] + [len(r[1]) for r in rows])\n"
-.ascii "            w_wr = max([11] + [len(r[2]) for r in rows])\n"
-.ascii "            gdb.write(\"  %-*s  %-*s  %-*s  %s\\n\" % (w_id, \"Id\", w_st, \"State\", w_wr, \"Wait reason\", \"Frame\"))\n"
-.ascii "            for r in rows:\n"
-.ascii "                gdb.write(\"  %-*s  %-*s  %-*s  %s\\n\" % (w_id, r[0], w_st, r[1], w_wr, r[2], r[3]))\n"
-.ascii "        except GoroError as e:\n"
-.ascii "            raise gdb.GdbError(str(e))\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "class GoroutineCommand(gdb.Command):\n"
-.ascii "    \"\"\"Run a backtrace command in a goroutine's context.\n"
-.ascii "\n"
-.ascii "Usage: goroutine ID bt [bt options]\n"
-.ascii "       goroutine all bt [bt options]\n"
-.ascii "ID is a goroutine id as `info goroutines` lists it.\"\"\"\n"
-.ascii "\n"
-.ascii "    def __init__(self):\n"
-.ascii "        super().__init__(\"goroutine\", gdb.COMMAND_STACK)\n"
-.ascii "\n"
-.ascii "    def invoke(self, arg, from_tty):\n"
-.ascii "        argv = arg.split(None, 1)\n"
-.ascii "        if not argv:\n"
-.ascii "            raise gdb.GdbError(\"usage: goroutine ID|all bt [options]\")\n"
-.ascii "        cmd = argv[1] if len(argv) > 1 else \"bt\"\n"
-.ascii "        words = cmd.split(None, 1)\n"
-.ascii "        if words[0] not in (\"bt\", \"backtrace\", \"where\"):\n"
-.ascii "            raise gdb.GdbError(\"goroutine: only bt is supported (got %r)\" % words[0])\n"
-.ascii "        bt_args = words[1] if len(words) > 1 else \"\"\n"
-.ascii "        try:\n"
-.ascii "            if argv[0] == \"all\":\n"
-.ascii "                targets = goroutines()\n"
-.ascii "            else:\n"
-.ascii "                try:\n"
-.ascii "                    targets = [_find(int(argv[0], 0))]\n"
-.ascii "                except ValueError:\n"
-.ascii "                    raise gdb.GdbError(\"goroutine: %r is not a goroutine id\" % argv[0])\n"
-.ascii "            for i, g in enumerate(targets):\n"
-.ascii "                if len(targets) > 1 and i:\n"
-.ascii "                    gdb.write(\"\\n\")\n"
-.ascii "                gdb.write(\"goroutine %d [%s]:\\n\" % (g.id, _state_text(g)))\n"
-.ascii "                try:\n"
-.ascii "                    gdb.write(goroutine_bt(g, bt_args) + \"\\n\")\n"
-.ascii "                except (GoroError, gdb.error) as e:\n"
-.ascii "                    gdb.write(\"(%s)\\n\" % e)\n"
-.ascii "                created = _created_by(g)\n"
-.ascii "                if created:\n"
-.ascii "                    gdb.write(\"created by %s\\n\" % created)\n"
-.ascii "        except GoroError as e:\n"
-.ascii "            raise gdb.GdbError(str(e))\n"
-.ascii "\n"
-.ascii "\n"
-.ascii "InfoGoroutines()\n"
-.ascii "GoroutineCommand()\n"
-.byte 0
-.popsection
-)goro_gdb");
-#endif
-// ---- end goro/detail/gdb_script.hpp ----
-
-extern "C" {
-struct goro_v0_1_debug_block {
-  goro_v0_1_debug_block* next;
-  void* gs;              // the first G record of the block
-  std::uint64_t count;   // records in the block
-  const void* runtime;   // the sched_base that owns it
-};
-
-struct goro_v0_1_debug_info {
-  std::uint32_t magic;  // 0x676f726f ("goro")
-  std::uint32_t version;
-  std::uint32_t g_size;
-  std::uint32_t off_sp, off_status, off_id, off_waiting_on, off_wait_since, off_created_pc;
-  std::uint32_t off_stack_lo, off_stack_size, off_is_main;
-  std::uint32_t frame_size;  // switch_frame
-  std::uint32_t n_wait_reasons;
-  const char* const* wait_reasons;
-  goro_v0_1_debug_block* volatile blocks;
-};
-}
-
-namespace goro::detail {
-
-inline std::mutex& debug_blocks_lock() {
-  static std::mutex* m = new std::mutex;  // leaked: runtimes may end during static destruction
-  return *m;
-}
-
-}  // namespace goro::detail
-
-extern "C" {
-// Default visibility: one anchor per process even when several shared
-// objects use goro (the dynamic linker binds them all to the first).
-[[gnu::used, gnu::visibility("default")]] inline goro_v0_1_debug_info goro_v0_1_debug = {
-    0x676f726fu,
-    1,
-    sizeof(goro::detail::g),
-    offsetof(goro::detail::g, sp),
-    offsetof(goro::detail::g, status),
-    offsetof(goro::detail::g, id),
-    offsetof(goro::detail::g, waiting_on),
-    offsetof(goro::detail::g, wait_since),
-    offsetof(goro::detail::g, created_pc),
-    offsetof(goro::detail::g, stack) + offsetof(goro::stack_memory, lo),
-    offsetof(goro::detail::g, stack) + offsetof(goro::stack_memory, size),
-    offsetof(goro::detail::g, is_main),
-    sizeof(goro::detail::switch_frame),
-    sizeof(goro::detail::wait_reason_names) / sizeof(goro::detail::wait_reason_names[0]),
-    goro::detail::wait_reason_names,
-    nullptr,
-};
-}
-
-namespace goro::detail {
-
-// Adds a block of `count` G records of runtime rt (may raise bad_alloc;
-// nothing changes then).
-inline void debug_add_block(g* gs, std::size_t count, const void* rt) {
-  auto* b = new goro_v0_1_debug_block{nullptr, gs, count, rt};
-  std::lock_guard<std::mutex> lk(debug_blocks_lock());
-  b->next = goro_v0_1_debug.blocks;
-  std::atomic_signal_fence(std::memory_order_seq_cst);  // filled in before it is linked
-  goro_v0_1_debug.blocks = b;
-}
-
-// Removes every block of runtime rt.
-inline void debug_remove_blocks(const void* rt) noexcept {
-  std::lock_guard<std::mutex> lk(debug_blocks_lock());
-  for (goro_v0_1_debug_block* volatile* link = &goro_v0_1_debug.blocks; *link;) {
-    goro_v0_1_debug_block* b = *link;
-    if (b->runtime == rt) {
-      *link = b->next;
-      delete b;
-    } else {
-      link = &b->next;
-    }
-  }
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/debug_info.hpp ----
-// ---- begin goro/detail/trace.hpp ----
-// The execution tracer's recording side (goro::trace, trace.hpp, is the
-// public half): scheduler events go into per-thread buffers, which are
-// written to the trace file as Chrome trace events (JSON) when full, every
-// flush_period by the trace's flusher thread, and at trace::stop(). Go's
-// runtime/trace plays the same role (traceEvent, traceFlush); the format
-// here is the one chrome://tracing and Perfetto read: the bare JSON array
-// form, which they also load without its closing `]`, so the file of a
-// program killed or hung mid-trace is loadable. Each write appends whole
-// events only (one write(2) of complete events), and track names are
-// written when a track first appears, not at the end.
-//
-// Cost while no trace runs: one relaxed load and a not-taken branch at each
-// event site (tracing::enabled()). While one runs: a clock read and an
-// uncontended spinlock per event, and a write to the file every
-// buffer_events events per thread or every flush_period.
-
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <cstdio>
-#include <memory>
-#include <mutex>
-#include <set>
-#include <string>
-#include <thread>
-#include <utility>
-#include <vector>
-
-
-namespace goro::detail::tracing {
-
-enum class kind : std::uint8_t {
-  run,      // a goroutine ran on a P and an M from ts for dur; `end`: how it stopped
-  steal,    // this P took goroutines from P `arg`'s queue
-  preempt,  // goroutine g was preempted (arg 1: by signal)
-  block,    // goroutine g blocked (parked)
-  wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
-  syscall,  // goroutine g was in goro::blocking on an M from ts for dur
-  create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
-};
-
-struct event {
-  std::int64_t ts = 0;   // now()
-  std::int64_t dur = 0;  // run, syscall
-  std::uint64_t g = 0;   // goroutine id
-  std::uint32_t rt = 0;  // runtime number (one trace covers every runtime in the process)
-  std::int32_t p = -1;   // P id, -1: none
-  std::int32_t m = -1;   // M id, -1: not an M of the runtime
-  kind k = kind::run;
-  std::uint64_t arg = 0;  // steal: the victim P; preempt: by signal; create: the parent G; run: 1 if `flow` is a creation
-  const char* end = "";  // run: how the slice ended (a string literal)
-  // Flow arrows: wake and create start flow `flow` (ph "s"); a run slice
-  // with a flow ends it (ph "f", bound to the slice). 0: none.
-  std::uint64_t flow = 0;
-};
-
-// Flow ids: one per wake-up or creation; odd for a creation.
-inline std::atomic<std::uint64_t> next_flow{1};
-inline std::uint64_t new_flow(bool create) noexcept {
-  return next_flow.fetch_add(1, std::memory_order_relaxed) * 2 + (create ? 1 : 0);
-}
-
-inline std::atomic<bool> on{false};
-// Event time stamps: steady_clock nanoseconds (the timers' nanotime).
-inline std::int64_t now() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-inline bool enabled() noexcept { return on.load(std::memory_order_relaxed); }
-
-// Runtime numbers, for the trace's process tracks.
-inline std::atomic<std::uint32_t> next_runtime_number{0};
-
-inline constexpr std::size_t buffer_events = 4096;
-inline constexpr std::chrono::milliseconds flush_period{100};
-
-struct buffer {
-  spinlock lock;
-  std::vector<event> events;
-  std::uint64_t session = 0;  // events from an earlier trace are dropped
-};
-
-// The trace being written, and every thread's buffer (a thread that exits
-// leaves its buffer here: it is flushed at stop and then reused).
-struct state {
-  std::mutex ctl;  // start / stop (held across stop's join of the flusher)
-  std::mutex mu;   // the file, `text`, the track sets and `buffers`
-  int fd = -1;     // the trace file; -1: no trace
-  int write_err = 0;  // the first write error (reported at stop)
-  bool first = true;       // no event written yet (commas)
-  std::int64_t epoch = 0;  // now() at start: ts 0
-  std::string text;        // formatted events not written yet (whole events only)
-  // The current trace (0: none yet), bumped by each start. Written under
-  // mu; read without it by record().
-  std::atomic<std::uint64_t> session{0};
-  std::vector<std::shared_ptr<buffer>> buffers;
-  std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
-  std::set<std::uint32_t> runtimes;                                     // runtimes seen
-  // The flusher: every flush_period, every buffer's events to the file.
-  std::thread flusher;
-  std::condition_variable flusher_cv;
-  bool flusher_stop = false;  // under mu
-
-  // Appends events to the file (mu held). A write error is remembered and
-  // reported at stop.
-  void write_locked(const std::vector<event>& evs) {
-    if (fd < 0) return;
-    for (const event& e : evs) write_event_locked(e);
-    write_text_locked();
-  }
-
-  // One write(2) of whole events (mu held).
-  void write_text_locked() {
-    for (std::size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        if (write_err == 0) write_err = n < 0 ? errno : EIO;
-        break;
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    text.clear();
-  }
-
-  // Every buffer's events of this session to the file (mu held).
-  void drain_locked() {
-    const std::uint64_t cur = session.load(std::memory_order_relaxed);
-    std::vector<event> evs;
-    for (auto& b : buffers) {
-      evs.clear();
-      {
-        std::lock_guard<spinlock> bl(b->lock);
-        if (b->session == cur) evs.swap(b->events);
-      }
-      write_locked(evs);
-    }
-  }
-
-  void flusher_loop() {
-    std::unique_lock<std::mutex> lk(mu);
-    while (!flusher_stop) {
-      flusher_cv.wait_for(lk, flush_period);
-      if (!flusher_stop) drain_locked();
-    }
-  }
-
-  // printf into `text`.
-  template <class... A>
-  void emit(const char* fmt, A... a) {
-    char buf[512];
-    const int n = std::snprintf(buf, sizeof buf, fmt, a...);
-    if (n > 0) text.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
-  }
-  void sep() {
-    text += first ? "\n" : ",\n";
-    first = false;
-  }
-
-  // Track names, written when a track first shows up (so a trace cut
-  // short still has them).
-  void meta(const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
-    sep();
-    if (tid)
-      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid, *tid, name);
-    else
-      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
-  }
-  void runtime_seen(std::uint32_t rt) {
-    if (!runtimes.insert(rt).second) return;
-    char name[64];
-    std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
-    meta("process_name", 2 * rt + 1, nullptr, name);
-    std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
-    meta("process_name", 2 * rt + 2, nullptr, name);
-  }
-  void p_track_seen(std::uint32_t rt, std::int32_t id) {
-    if (!p_tracks.emplace(rt, id).second) return;
-    runtime_seen(rt);
-    char name[32];
-    std::snprintf(name, sizeof name, "P%d", id);
-    meta("thread_name", 2 * rt + 1, &id, name);
-  }
-  void m_track_seen(std::uint32_t rt, std::int32_t id) {
-    if (!m_tracks.emplace(rt, id).second) return;
-    runtime_seen(rt);
-    char name[32];
-    if (id < 0)
-      std::snprintf(name, sizeof name, "other threads");
-    else
-      std::snprintf(name, sizeof name, "M%d", id);
-    meta("thread_name", 2 * rt + 2, &id, name);
-  }
-
-  void write_event_locked(const event& e) {
-    const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
-    const double dur = static_cast<double>(e.dur) / 1000.0;
-    const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
-    const std::int32_t ptid = e.p, mtid = e.m;
-    if (e.p >= 0) p_track_seen(e.rt, e.p);
-    if (e.m >= 0) m_track_seen(e.rt, e.m);
-    const auto g = static_cast<unsigned long long>(e.g);
-    const auto flow = static_cast<unsigned long long>(e.flow);
-    switch (e.k) {
-      case kind::run: {
-        const char* why = e.end;
-        if (ptid >= 0) {
-          sep();
-          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-               g, ts, dur, ps, ptid, g, mtid, why);
-        }
-        if (mtid >= 0) {
-          sep();
-          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
-               g, ts, dur, ms, mtid, g, ptid, why);
-        }
-        if (flow != 0 && (ptid >= 0 || mtid >= 0)) {  // the arrow's head: this slice
-          sep();
-          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,"
-               "\"tid\":%d}",
-               (flow & 1) ? "go" : "wake", flow, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : mtid);
-        }
-        break;
-      }
-      case kind::syscall:
-        sep();
-        emit("{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
-             "\"tid\":%d,\"args\":{\"g\":%llu}}",
-             g, ts, dur, ms, mtid, g);
-        break;
-      case kind::steal:
-        sep();
-        emit("{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-             "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
-             ts, ps, ptid, static_cast<unsigned>(e.arg), g, mtid);
-        break;
-      case kind::preempt:
-      case kind::block:
-      case kind::wake:
-      case kind::create: {
-        const char* name = e.k == kind::preempt ? "preempt"
-                           : e.k == kind::block ? "block"
-                           : e.k == kind::wake  ? "wake"
-                                                : "go";
-        // An event of a thread outside the runtime goes on the Ms process,
-        // track -1 ("other threads").
-        if (ptid < 0) m_track_seen(e.rt, -1);
-        const unsigned pid = ptid >= 0 ? ps : ms;
-        const std::int32_t tid = ptid >= 0 ? ptid : -1;
-        sep();
-        if (e.k == kind::create)
-          emit("{\"name\":\"go G%llu\",\"cat\":\"go\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"parent\":%llu,\"m\":%d}}",
-               g, ts, pid, tid, g, static_cast<unsigned long long>(e.arg), mtid);
-        else
-          emit("{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"m\":%d%s}}",
-               name, g, name, ts, pid, tid, g, mtid, e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
-        if (flow != 0) {  // the arrow's tail: the waker's (creator's) slice
-          sep();
-          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,\"tid\":%d}",
-               e.k == kind::create ? "go" : "wake", flow, ts, pid, tid);
-        }
-        break;
-      }
-    }
-  }
-};
-
-// Leaked: a trace never stopped keeps its flusher thread running to the
-// end of the process (a std::thread destroyed joinable would terminate).
-inline state& global_state() {
-  static state* s = new state;
-  return *s;
-}
-
-// This thread's buffer, registered once.
-inline buffer& this_thread_buffer() {
-  thread_local std::shared_ptr<buffer> mine;
-  if (!mine) {
-    auto b = std::make_shared<buffer>();
-    state& s = global_state();
-    std::lock_guard<std::mutex> lk(s.mu);
-    s.buffers.push_back(b);
-    mine = std::move(b);
-  }
-  return *mine;
-}
-
-// Records one event (any thread). Called only when enabled() was true.
-// A full buffer is written to the file right away only off goroutine
-// stacks (g0 or a plain thread: formatting needs stack); a goroutine's
-// events wait for its M's next event on g0 (every run slice is recorded
-// there).
-GORO_NOINLINE inline void record(const event& e, bool may_write) noexcept {
-  GORO_TRY {
-    state& s = global_state();
-    buffer& b = this_thread_buffer();
-    std::vector<event> full;
-    std::uint64_t session;
-    {
-      std::lock_guard<spinlock> lk(b.lock);
-      session = s.session.load(std::memory_order_acquire);
-      if (b.session != session) {  // left over from an earlier trace
-        b.events.clear();
-        b.session = session;
-      }
-      if (b.events.capacity() == 0) b.events.reserve(buffer_events);
-      b.events.push_back(e);
-      if (may_write && b.events.size() >= buffer_events) full.swap(b.events);
-    }
-    if (!full.empty()) {
-      std::lock_guard<std::mutex> lk(s.mu);
-      if (s.session.load(std::memory_order_relaxed) == session) s.write_locked(full);  // no-op once stopped
-    }
-  }
-  GORO_CATCH_ALL {
-    // Out of memory while tracing: the event is lost, the program goes on.
-  }
-}
-
-}  // namespace goro::detail::tracing
-// ---- end goro/detail/trace.hpp ----
-
-namespace goro {
-
-// Counters since the runtime started (snapshots; exact when quiescent).
-struct runtime_stats {
-  std::uint64_t spawns = 0;         // goroutines created
-  std::uint64_t exits = 0;          // goroutines finished
-  std::uint64_t steals = 0;         // successful steals from another P
-  std::uint64_t global_polls = 0;   // Gs taken from the global run queue
-  std::uint64_t preemptions = 0;    // goroutines preempted by sysmon (they yielded at a safe point)
-  std::uint64_t syscall_handoffs = 0;  // Ps handed to another M around goro::blocking calls
-  std::uint64_t parks = 0;          // goroutines parked (blocked)
-  std::uint64_t unparks = 0;        // goroutines readied
-  std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
-  std::uint64_t m_spins = 0;        // times an M started spinning
-  std::uint64_t threads = 0;        // OS threads (Ms) created
-  std::uint64_t sysmon_parks = 0;   // times sysmon slept until a P got busy (every P idle for 1 ms)
-};
-
-namespace detail {
-
-// An owner-written counter others may read: a relaxed load+store instead
-// of a locked read-modify-write on the hot path.
-struct owned_counter {
-  std::atomic<std::uint64_t> v{0};
-  void inc(std::uint64_t n = 1) noexcept { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-  std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
-};
-
-// How long an M with nothing to do keeps looking (stealing, polling the
-// global queue) before it gives up its P and parks. Bounded in time: long
-// enough to bridge the gap between bursts of work without a futex round
-// trip, short enough that an idle runtime costs no CPU.
-inline constexpr std::chrono::nanoseconds spin_duration{30'000};
-// How often a spinning M polls the network (a non-blocking epoll_wait,
-// only while goroutines wait on I/O and no other M polls).
-inline constexpr std::chrono::nanoseconds spin_poll_interval{5'000};
-// Free Gs kept per P before half move to the global list (Go: 64 / 32).
-inline constexpr std::uint32_t p_gfree_max = 64;
-inline constexpr std::uint32_t gfree_batch = 32;
-// Stacks cached per P before half go back to the allocator.
-inline constexpr std::uint32_t p_stack_cache_max = 32;
-inline constexpr std::uint32_t stack_refill = 16;
-// The most Ps a runtime may have (options::maxprocs, GORO_MAXPROCS,
-// gomaxprocs(n)); the table of P records has this many slots.
-inline constexpr unsigned max_procs = 4096;
-// Goroutine ids are handed to Ps in batches (Go: 16).
-inline constexpr std::uint64_t goid_batch = 16;
-// Go sleeps ~3 us before stealing a running P's runnext: its owner is
-// probably about to run it.
-inline constexpr long runnext_steal_grace_us = 3;
-
-inline unsigned online_cpus() noexcept {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return static_cast<unsigned>(n);
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<unsigned>(n) : 1u;
-}
-
-template <class Policy>
-class scheduler final : public sched_base {
-  static_assert(check_policy<Policy>());
-  using steal_ratio = typename Policy::steal_fraction;
-  using run_queue = local_run_queue<g, static_cast<std::uint32_t>(Policy::local_queue_capacity),
-                                    static_cast<std::uint32_t>(steal_ratio::num),
-                                    static_cast<std::uint32_t>(steal_ratio::den)>;
-  using allocator = typename Policy::stack_allocator;
-  // With the default allocator stacks are virtual memory that never runs out
-  // in practice, so a goroutine gets its stack when it first runs. A custom
-  // allocator may be a finite pool: then the stack is taken at spawn, so
-  // exhaustion is reported by the go() call that needed it.
-  static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
-  static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
-  // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
-  static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
-  // With the default allocator, run()'s main goroutine gets at least 256 KiB
-  // whatever the policy: it usually does the program's heavier work
-  // (I/O, formatting), which tiny goroutine stacks cannot hold.
-  static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
-
-  enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
-
-  struct cached_stack {
-    stack_memory mem;
-    bool guarded;
-  };
-
-  cached_stack allocate_stack(std::size_t size);  // sched_galloc.hpp
-
-  struct m;
-
-  struct alignas(cache_line) p {
-    std::uint32_t id = 0;
-    std::atomic<p_status> status{p_status::idle};
-    m* owner = nullptr;
-    std::uint32_t schedtick = 0;
-    // The running slice is over: a G parked with its preemption request
-    // pending; the G that inherits the slice (runnext) gets the request.
-    bool slice_over = false;
-    p* link = nullptr;  // idle list
-    run_queue runq;
-    // Free G records (no stacks), most recently freed last. An array, not
-    // a list through the records: taking one reads no record (the next
-    // one's address is known, so it is prefetched), and moving a batch
-    // to or from the global list touches none (they are usually in another
-    // core's cache: spawned here, run and freed by a thief).
-    g* gfree[p_gfree_max];
-    std::uint32_t ngfree = 0;
-    cached_stack stack_cache[p_stack_cache_max];
-    std::uint32_t nstack = 0;
-    std::uint64_t goid_next = 0, goid_end = 0;
-    owned_counter spawns, exits, steals, global_polls, parks, unparks;
-    timer_heap timers;  // this P's timers (own lock: other Ms add and run them)
-    // sysmon (sysmon.hpp): what it reads of a P from its own thread.
-    std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
-    std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
-    std::atomic<m_base*> sysmon_m{nullptr};          // async preemption: the M that ran it (SIGURG target)
-    std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
-    // gomaxprocs: on no list and owned by nobody (lock_): a fresh record,
-    // or one given up by its last M after a shrink. Cleared when the P
-    // becomes active (activate_locked).
-    bool retired = true;
-  };
-
-  struct m : m_base {
-    p* pp = nullptr;
-    p* nextp = nullptr;  // handed over by startm before the wake-up
-    spin_token spinning;  // holds the spinning role (spin_gate)
-    bool run_caller = false;  // the thread inside run(): leaves when main finishes
-    bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
-    bool in_idle_list = false;
-    note park_note;
-    m* link = nullptr;  // idle list
-    fast_rand rng;
-    pthread_t thread{};
-    bool has_thread = false;
-    p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
-    // lockosthread: sleeping in stoplockedm (outside the idle list; counted
-    // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
-    bool locked_wait = false;
-    bool exit_thread = false;  // lockosthread: a G exited while locked to this M
-    // gosched (yield): the G that switched straight to curg, queued by curg
-    // once running (direct_switch_done); or a G gosched took from the run
-    // queues but could not switch to directly: g0 runs it next (m_loop).
-    g* direct_prev = nullptr;
-    g* yield_next = nullptr;
-    bool yield_next_inherit = false;
-    g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
-    std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
-    std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
-  };
-
- public:
-  explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
-      : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
-    if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
-    if (shadow_stack_active())  // see cet.hpp
-      raise_usage(
-          "runtime: CET shadow stacks are enabled in this process and goro's context switch does not "
-          "keep them; compile the files that include goro with -fcf-protection=branch (goro's CMake "
-          "target does) or run with GLIBC_TUNABLES=glibc.cpu.x86_shstk=off");
-    install_fault_handler();
-    if constexpr (async_signal) install_async_preempt_handler();  // async preemption
-    std::lock_guard<std::mutex> lk(lock_);
-    create_ps_locked(make_ps(0, nprocs_.load(std::memory_order_relaxed)));
-    activate_locked(0, nprocs_.load(std::memory_order_relaxed));
-    install_dump_handlers();  // goroutine dump: SIGQUIT, GORO_DEBUG check
-    register_runtime(this);
-  }
-
-  scheduler(const scheduler&) = delete;
-  scheduler& operator=(const scheduler&) = delete;
-
-  ~scheduler() override {
-    shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
-  }
-
-  // ---- sched_base ----
-
-  g* alloc_g() override {
-    m* mm = this_m();
-    if (mm && mm->pp) return gfget(mm->pp);
-    return gfget_global_or_new();
-  }
-
-  void free_g(g* gp) noexcept override {
-    m* mm = this_m();
-    if (mm && mm->pp)
-      gfput(mm->pp, gp);
-    else
-      gfput_global(gp);
-  }
-
-  // newproc: the new G goes into the current P's runnext (it runs next,
-  // and the spawner's locality is kept), or to the global queue when
-  // spawned from a thread that is not one of this runtime's Ms.
-  void start_g(g* gp) override {
-    m* mm = this_m();
-    p* pp = mm ? mm->pp : nullptr;
-    gp->sched = this;
-    gp->status.store(g_status::runnable, std::memory_order_relaxed);
-    sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
-    if (pp) {
-      new_g_on_p(pp, gp);  // may throw: nothing queued yet
-      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
-      pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
-    } else {
-      if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
-      if constexpr (!lazy_stacks) attach_stack_global(gp);
-      gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
-      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
-      offp_spawns_.fetch_add(1, std::memory_order_relaxed);
-      globq_.push_back(gp);
-    }
-    GORO_CHAOS_POINT("newproc.wakep");
-    const int err = wakep();
-    // go() from outside with no M at all, and none could be started:
-    // nothing would ever run gp. Undo the spawn, unless an M started by a
-    // concurrent go() took gp meanwhile (then it runs: a success). With
-    // some M alive, the work runs on it, and the start is retried
-    // (m_start_failed_, sysmon).
-    if (GORO_UNLIKELY(err != 0) && !pp && threads_alive_.load() == 0 && run_m_.load() == nullptr &&
-        globq_.remove(gp)) {
-      offp_spawns_.fetch_sub(1, std::memory_order_relaxed);
-      raise_system(err, "go(): cannot create an OS thread (M)");
-    }
-  }
-
-  // ready: waiting -> runnable, into the current P's runnext (the woken G
-  // runs next and inherits the waker's time slice), or the global queue
-  // from outside.
-  void ready(g* gp) noexcept override {
-    gp->status.store(g_status::runnable, std::memory_order_relaxed);
-    m* mm = this_m();
-    if (GORO_UNLIKELY(tracing::enabled())) trace_wake(mm, gp);
-    if (mm && mm->pp) {
-      mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
-      mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
-    } else {
-      if (!mm) extm_outside_op();  // checkdead: a wake from outside is external activity
-      unparks_.fetch_add(1, std::memory_order_relaxed);
-      globq_.push_back(gp);
-    }
-    GORO_CHAOS_POINT("ready.wakep");
-    wakep();
-  }
-
-  // addtimer: t goes on the current P's heap (the P whose M is most likely
-  // to be awake when it fires), or, from a thread that is not one of this
-  // runtime's Ms, on a P picked round-robin. Then wake_for_timer.
-  void add_timer(timer* t) override {
-    m* mm = this_m();
-    p* pp = mm ? mm->pp : nullptr;
-    if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % active_ps()];  // a retired P's timers still run
-    const std::int64_t when = t->when;  // t may fire (and be gone) once queued
-    pp->timers.add(t);
-    GORO_CHAOS_POINT("addtimer.wake");
-    wake_for_timer(when);
-  }
-
-  std::size_t live_goroutines() const noexcept override {
-    std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
-    for_each_p([&](const p* pp) {
-      created += pp->spawns.get();
-      done += pp->exits.get();
-    });
-    return created > done ? static_cast<std::size_t>(created - done) : 0;
-  }
-
-  unsigned procs() const noexcept override { return active_ps(); }
-  unsigned resize_procs(unsigned n) override { return resize(n); }
-
-  netpoller* poller() noexcept override { return &poller_; }  // netpoll
-
-  // goroutine dump (dump.hpp)
-  void for_each_g(void (*fn)(g*, void*), void* ctx) override {
-    std::lock_guard<std::mutex> lk(gfree_lock_);
-    for (auto& block : g_blocks_)
-      for (std::uint32_t i = 0; i < gfree_batch; ++i) fn(&block[i], ctx);
-  }
-  int running_m(const g* gp) const noexcept override {
-    int id = -1;
-    for_each_p([&](const p* pp) {
-      if (pp->sysmon_curg.load(std::memory_order_acquire) == gp)
-        if (m_base* mb = pp->sysmon_m.load(std::memory_order_relaxed)) id = static_cast<m*>(mb)->id;
-    });
-    return id;
-  }
-
-  runtime_stats stats() const noexcept {
-    runtime_stats s;
-    s.spawns = offp_spawns_.load(std::memory_order_relaxed);
-    for_each_p([&](const p* pp) {
-      s.spawns += pp->spawns.get();
-      s.exits += pp->exits.get();
-      s.steals += pp->steals.get();
-      s.global_polls += pp->global_polls.get();
-      s.parks += pp->parks.get();
-      s.unparks += pp->unparks.get();
-    });
-    s.unparks += unparks_.load(std::memory_order_relaxed);
-    s.m_parks = m_parks_.load(std::memory_order_relaxed);
-    s.m_spins = spinning_.starts();
-    s.threads = threads_created_.load(std::memory_order_relaxed);
-    sysmon_.fill_stats(s);  // sysmon: preemptions, syscall_handoffs
-    return s;
-  }
-
-  unsigned resize(unsigned n);  // gomaxprocs(n) (sched_resize.hpp)
-
-  // main_return (main_return.hpp): end the goroutines still alive when
-  // main returns, and at shutdown (options::on_main_return == unwind).
-  void set_unwind_on_main_return(bool on) noexcept { unwind_on_main_return_ = on; }
-
-  // run(): the calling thread serves as an M while `main` runs; then
-  // shutdown (sched_lifecycle.hpp).
-  template <class SetClosure>
-  void run_main(SetClosure&& set_main_closure);
-  void shutdown() noexcept;
-
-  std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
-
-  // ---- sysmon: goro::blocking (sysmon.hpp) ----
-  void enter_syscall(bool long_call) noexcept override {
-    m* mm = this_m();
-    if (GORO_UNLIKELY(tracing::enabled())) mm->trace_blocking_since = tracing::now();
-    sysmon_.enter_syscall(mm, long_call);
-  }
-  void exit_syscall() noexcept override {
-    m* mm = this_m();
-    // Recorded before exit_syscall, which may move the goroutine to another M.
-    if (GORO_UNLIKELY(mm->trace_blocking_since != 0)) {
-      const std::int64_t t0 = std::exchange(mm->trace_blocking_since, 0);
-      if (tracing::enabled())
-        tracing::record({t0, tracing::now() - t0, mm->curg ? mm->curg->id : 0, trace_rt_, -1, mm->id,
-                         tracing::kind::syscall, 0},
-                        false);
-    }
-    sysmon_.exit_syscall(mm);
-  }
-
-  // goro::yield (Go's Gosched, sched_loop.hpp)
-  void gosched(m_base* mb) noexcept override;
-  void direct_switch_done(m_base* mb) noexcept override;
-  g* yield_fast_next(m* mm, bool& inherit) noexcept;
-
- private:
-  m* this_m() const noexcept {
-    m_base* b = current_m();
-    return (b && b->sched == this) ? static_cast<m*>(b) : nullptr;
-  }
-  bool should_leave(m* mm) const noexcept {
-    return exiting_.load(std::memory_order_acquire) ||
-           (mm->run_caller && (main_done_.load(std::memory_order_acquire) ||
-                               deadlock_.load(std::memory_order_acquire)));  // checkdead
-  }
-  void acquirep(m* mm, p* pp) noexcept {
-    mm->pp = pp;
-    pp->owner = mm;
-    pp->status.store(p_status::running, std::memory_order_relaxed);
-  }
-  void releasep(m* mm) noexcept {
-    mm->pp->owner = nullptr;
-    mm->pp = nullptr;
-  }
-  unsigned active_ps() const noexcept { return nprocs_.load(std::memory_order_acquire); }
-  unsigned created_ps() const noexcept { return nallp_.load(std::memory_order_acquire); }
-  // Active Ps not on the idle list (0 while a shrink is half seen).
-  unsigned busy_ps() const noexcept {
-    unsigned a = active_ps(), idle = npidle_.load(std::memory_order_relaxed);
-    return a > idle ? a - idle : 0;
-  }
-  // Every P record, active or retired.
-  template <class F>
-  void for_each_p(F&& f) const {
-    for (unsigned i = 0, n = created_ps(); i < n; ++i) f(allp_[i]);
-  }
-  // A G goes on running (execute with inherit_time) with its pending
-  // request, if any: execute must not clear it.
-  static void keep_request(p* pp, g* gp) noexcept {
-    if (pp && gp->preempt.load(std::memory_order_relaxed)) pp->slice_over = true;
-  }
-
-  // ---- the schedule loop, on g0 (sched_loop.hpp) ----
-  void m_loop(m* mm, g* first = nullptr);
-  g* find_runnable(m* mm, bool& inherit);
-  template <class TakeGlobal>
-  g* next_local(p* pp, bool& inherit, TakeGlobal&& take_global);
-  g* steal_work(m* mm, p* pp);
-  g* execute(m* mm, g* gp, bool inherit_time);
-  void begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept;
-  void requeue_global(g* gp);
-  void glob_put_batch(g** batch, std::uint32_t n) { globq_.push_back_batch(batch, n); }
-  g* glob_get(p* pp, std::uint32_t max);
-
-  // ---- idle Ps and Ms, wakep, the timer M (sched_idle.hpp) ----
-  int wakep();
-  bool work_after_going_idle() noexcept;
-  void reset_spinning(m* mm);
-  bool park_idle(m* mm);
-  void wake_for_timer(std::int64_t when);
-  std::int64_t earliest_timer() const noexcept;
-  bool run_other_timers(p* pp) noexcept;
-  // gomaxprocs: the due timers of retired Ps (they are not moved: a timer
-  // stays on the heap it was added to, see timer_heap.hpp).
-  bool run_retired_timers() noexcept { return run_timers_of(active_ps(), created_ps(), nullptr); }
-  bool run_timers_of(unsigned from, unsigned to, p* skip) noexcept;
-  // The idle lists: the scheduler lock (lock_) held.
-  void pidle_put(p* pp) noexcept;
-  p* pidle_get() noexcept;
-  void m_idle_put(m* mm) noexcept;
-  m* m_idle_get() noexcept;
-  void clear_timer_m() noexcept;
-  void m_idle_remove(m* target) noexcept;
-
-  // ---- the M pool (sched_mpool.hpp) ----
-  enum class wake_reason { got_p, again, leave };
-  int startm(p* pp, spin_token spinning);
-  void retry_start_m() noexcept;
-  int newm(p* pp, spin_token& spinning);
-  void m_thread_main(m* mm);
-  wake_reason stopm(m* mm, std::int64_t until = 0);
-  void leave(m* mm);
-  void handoffp(p* pp, spin_token spinning = {});
-
-  // ---- lock_os_thread, async-pinned goroutines (sched_locked.hpp) ----
-  bool startlockedm(m* mm, g* gp);
-  bool stoplockedm(m* mm);
-  bool drop_locked_thread(m* mm);
-  void handoffp_locked_m(m* mm);
-  g* next_with_pinned(m* mm);
-  void park_pinned(m* mm);
-  static void unwire_token(m* mm, g* gp) noexcept;
-
-  // ---- G records, stacks, ids; goroutine entry and exit (sched_galloc.hpp) ----
-  g* gfget(p* pp);
-  void gfput(p* pp, g* gp) noexcept;
-  g* gfget_global_or_new();
-  void gfput_global(g* gp) noexcept;
-  void new_g_block_locked();
-  void new_g_on_p(p* pp, g* gp);
-  void start_main_here(p* pp, g* gp);
-  void attach_stack(p* pp, g* gp);
-  void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(stack_bytes)); }
-  void init_stack(g* gp, cached_stack c) noexcept;
-  static std::size_t stack_color(const stack_memory& s) noexcept;
-  void release_stack(p* pp, g* gp) noexcept;
-  // sysmon: the default allocator's stacks waiting for lazy release.
-  std::size_t stacks_waiting_release() const noexcept {
-    if constexpr (lazy_stacks) return alloc_.pending();
-    return 0;
-  }
-  void release_waiting_stacks() noexcept {
-    if constexpr (lazy_stacks) alloc_.scavenge();
-  }
-  static void goroutine_main(void* arg);
-  static void run_goroutine(g* gp, bool run = true) noexcept;
-  [[noreturn]] static void uncaught_exception(g* gp, const char* what) noexcept;
-  void goexit0(p* pp, g* gp) noexcept;
-
-  // ---- gomaxprocs: P records (sched_resize.hpp) ----
-  static std::vector<std::unique_ptr<p>> make_ps(unsigned from, unsigned to);
-  void create_ps_locked(std::vector<std::unique_ptr<p>> ps);
-  void activate_locked(unsigned from, unsigned to) noexcept;
-  void retire_locked(p* pp) noexcept;
-  void drop_retired_p(m* mm);
-  bool retired_ps_released(unsigned n);
-
-  // ---- run, main finishing, checkdead, freeing (sched_lifecycle.hpp) ----
-  void main_finished() noexcept;
-  void checkdead(m* self) noexcept;
-  bool dead_locked() noexcept;
-  bool take_run_m_locked(m* rm) noexcept;
-  void unlink_blocked() noexcept;
-  void release_memory() noexcept;
-
-  // ---- execution-tracer events (sched_trace.hpp) ----
-  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0, std::uint64_t flow) noexcept;
-  GORO_NOINLINE void trace_wake(m* mm, g* gp) noexcept;
-  GORO_NOINLINE void trace_create(m* mm, g* gp) noexcept;
-
-  // ---- state ----
-  // gomaxprocs: Ps [0, nprocs_) are active. Records [nprocs_, nallp_) are
-  // retired by a shrink (kept, for their counters, timers and a later
-  // growth). allp_ has max_procs slots; a slot is written once, under
-  // lock_, before nallp_ (release) covers it, so readers index it without
-  // the lock. nprocs_ changes only under lock_ (with the idle list).
-  std::atomic<unsigned> nprocs_;
-  std::atomic<unsigned> nallp_{0};
-  std::unique_ptr<p*[]> allp_;
-  std::vector<std::unique_ptr<p>> p_records_;  // owns allp_'s records (lock_)
-  // Steal order over [0, nallp_); replaced when nallp_ grows. Old orders are
-  // kept (a stealer may still hold one) until the runtime ends.
-  std::atomic<const coprime_order*> steal_order_{nullptr};
-  std::vector<std::unique_ptr<coprime_order>> steal_orders_;  // lock_
-
-  std::mutex resize_lock_;  // gomaxprocs: one resize at a time (taken before lock_)
-  std::mutex lock_;  // sched.lock: idle P and M lists, allm (not the global queue: it has its own)
-  global_run_queue globq_;
-  p* pidle_ = nullptr;
-  alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};
-  spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
-  m* midle_ = nullptr;
-  m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
-  std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
-  std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
-  std::vector<m*> allm_;
-  const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
-  std::atomic<int> threads_alive_{0};
-  std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
-
-  std::mutex gfree_lock_;  // global free G list and G blocks
-  std::vector<g*> gfree_;  // free G records, most recently freed last
-  std::vector<std::unique_ptr<g[]>> g_blocks_;
-
-  alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
-  std::atomic<std::uint64_t> offp_spawns_{0};
-  std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, threads_created_{0};
-
-  allocator alloc_;
-
-  std::atomic<bool> run_active_{false};
-  std::atomic<bool> main_done_{false};
-  std::atomic<m*> run_m_{nullptr};
-  std::atomic<bool> exiting_{false};
-  bool shut_down_ = false;
-  std::size_t blocked_at_shutdown_ = 0;
-  note shutdown_note_;
-  std::atomic<bool> shutdown_waiting_{false};
-
-  // checkdead / lockosthread (counts under lock_)
-  const bool detect_deadlock_;
-  std::size_t nmidle_ = 0;         // Ms on the idle list
-  std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
-  std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
-  std::atomic<bool> deadlock_{false};
-  std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
-  std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began
-
-  // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
-  friend class sysmon<Policy, scheduler>;
-  sysmon<Policy, scheduler> sysmon_{*this};
-
-  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
-  using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
-  friend netpoll_ops;
-  using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
-  friend deadcheck_ops;
-  using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
-  friend main_return_ops;
-  bool unwind_on_main_return_ = true;
-  pthread_t ender_{};           // main_return: the thread ending the goroutines after main returned
-  bool ender_started_ = false;  // written before main_done_, read by run_main after it
-  // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
-  friend class stall_monitor<scheduler>;
-  [[no_unique_address]] stall_monitor<scheduler> stall_monitor_{*this};
-};
-
-}  // namespace detail
-}  // namespace goro
-
-// The scheduler's member functions, by concern (see docs/design.md's map).
-// ---- begin goro/detail/sched_loop.hpp ----
-// The schedule loop (Go's schedule / findRunnable / execute / Gosched),
-// one M at a time on its g0: pick the next G (find_runnable: timers, the
-// global queue's turn, runnext and the local ring, the global batch, the
-// network, stealing, then idling), run it (execute), carry out what it
-// asked for when it switched out. yield (gosched) takes the same next G and
-// may switch to it directly. Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// Gosched = goschedImpl + schedule + execute. Go runs all of it on g0
-// (mcall): two switches per yield. Here, when the next G is at hand and
-// nothing else needs g0, the yielding G does schedule's and execute's
-// work itself and switches straight to the next G, which then queues the
-// yielder (direct_switch_done): the yielder is published only once it is
-// off its stack, exactly as if g0 had done it. The next G is the one
-// find_runnable would pick (the global queue's turn every
-// global_poll_interval ticks, then runnext, then the local ring), and the
-// yielder goes to the tail of the global queue: the same order as the
-// slow path. Everything else goes through g0 (yield_fast_next says when).
-template <class Policy>
-inline auto scheduler<Policy>::gosched(m_base* mb) noexcept -> void {
-  m* mm = static_cast<m*>(mb);
-  g* gp = mm->curg;
-  // async preemption: a switch is in progress from here on (the SIGURG
-  // handler leaves the M alone, and curg changes below).
-  mm->after = after_switch::yield;
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  bool inherit = false;
-  g* next = yield_fast_next(mm, inherit);
-  // A G without a stack yet (lazy stacks) or wired to an M
-  // (lockosthread): g0 starts it or hands it over (m_loop).
-  if (next && next->stack.lo && next->lockedm.load(std::memory_order_relaxed) == nullptr) {
-    begin_slice(mm, mm->pp, next, inherit);  // execute(next, inherit), as g0 would do it
-    mm->direct_prev = gp;
-    switch_g_to_g(mm, gp, next);
-    return;
-  }
-  mm->yield_next = next;  // nullptr: g0 looks for work (find_runnable)
-  mm->yield_next_inherit = inherit;
-  switch_to_g0(mm, gp);
-}
-
-// The second half of gosched's direct switch, run by the G switched to,
-// on its own stack: the yielder is off its stack now; check it as
-// execute() does and queue it (goschedImpl).
-template <class Policy>
-inline auto scheduler<Policy>::direct_switch_done(m_base* mb) noexcept -> void {
-  m* mm = static_cast<m*>(mb);
-  g* gp = std::exchange(mm->direct_prev, nullptr);
-  check_stack_canary(gp);
-  gp->status.store(g_status::runnable, std::memory_order_relaxed);
-  globq_.push_back(gp);
-  // Holding no lock from here on: the M may be preempted again.
-  std::atomic_signal_fence(std::memory_order_seq_cst);
-  mm->after = after_switch::none;
-  wakep();
-}
-
-// The G gosched may switch to directly: none (nullptr) when g0 has work
-// to do first — the M or its P is in a special state (goro::blocking,
-// lockosthread, async-pinned Gs, a retired P, leaving), a timer is due
-// (find_runnable runs it first), or the local queue is empty (the global
-// queue's batch get and stealing run on g0, whose stack holds the batch).
-template <class Policy>
-inline auto scheduler<Policy>::yield_fast_next(m* mm, bool& inherit) noexcept -> g* {
-  p* pp = mm->pp;
-  if (!pp || mm->in_blocking || mm->lockedg || mm->async_pinned || should_leave(mm)) return nullptr;
-  if (tracing::enabled()) return nullptr;  // the tracer records every run slice in execute()
-  if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
-  if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
-  // Not on g0: one G from the global queue, no batch.
-  return next_local(pp, inherit, [&] {
-    g* gp = globq_.pop_front();
-    if (gp) pp->global_polls.inc(1);
-    return gp;
-  });
-}
-
-// The pick-next rule (Go's schedule): every global_poll_interval ticks the
-// global queue first (take_global), so local ping-pong cannot starve it;
-// then runnext (inherit: it takes over the current time slice) and the
-// local ring. gosched's direct switch and an M with async-pinned
-// goroutines pick by it; find_runnable writes the same rule out.
-template <class Policy>
-template <class TakeGlobal>
-inline auto scheduler<Policy>::next_local(p* pp, bool& inherit, TakeGlobal&& take_global) -> g* {
-  if (pp->schedtick % Policy::global_poll_interval == 0) {
-    if (g* gp = take_global()) {
-      inherit = false;
-      return gp;
-    }
-  }
-  auto r = pp->runq.get();
-  inherit = r.inherit_time;
-  return static_cast<g*>(r.item);
-}
-
-// `first`: a G to run at once (run()'s main goroutine, see run_main).
-//
-// lockosthread (Go's schedule): an M with a locked G runs nothing else:
-// once that G stops running it hands its P away and sleeps until the G
-// is runnable and some M hands it a P back (stoplockedm). An M that picks
-// a G locked to another M hands its P to that M (startlockedm) and goes
-// back to looking for work without a P.
-template <class Policy>
-inline auto scheduler<Policy>::m_loop(m* mm, g* first) -> void {
-  for (;;) {
-    bool inherit = false;
-    g* gp;
-    if (first) {  // lockosthread
-      gp = std::exchange(first, nullptr);
-    } else if (mm->lockedg) {  // lockosthread
-      if (!stoplockedm(mm)) {
-        leave(mm);
-        return;
-      }
-      gp = mm->lockedg;
-      if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);              // async preemption
-    } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
-      park_pinned(mm);
-      continue;
-    } else {
-      if (mm->yield_next) {  // gosched took it from the run queues
-        gp = std::exchange(mm->yield_next, nullptr);
-        inherit = mm->yield_next_inherit;
-      } else {
-        gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
-        if (!gp) return;
-      }
-      GORO_CHAOS_POINT("schedule.found");
-      if (mm->spinning) reset_spinning(mm);
-      if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
-        // With pinned Gs, mm then waits for a P itself (park_pinned).
-        if (startlockedm(mm, gp)) continue;
-      }
-    }
-    for (;;) {
-      gp = execute(mm, gp, inherit);  // returns a G to resume at once, if any
-      if (!gp) break;
-      inherit = true;
-    }
-    if (GORO_UNLIKELY(mm->exit_thread) && !drop_locked_thread(mm)) return;  // lockosthread
-  }
-}
-
-// Gosched's tail (Go's goschedImpl): gp to the global queue, and wake an
-// M for it if a P is idle.
-template <class Policy>
-inline auto scheduler<Policy>::requeue_global(g* gp) -> void {
-  globq_.push_back(gp);
-  GORO_CHAOS_POINT("gosched.wakep");
-  wakep();
-}
-
-// The start of a run slice (Go's execute), for execute and for gosched's
-// direct switch: a new slice unless gp inherits the current one (runnext),
-// then gp is published to sysmon. A request made for an earlier slice is
-// void (Go's execute clears gp.preempt), but an expired slice that gp
-// inherits stays expired: gp yields at its first safe point (slice_over,
-// see the park case in execute). pp is null only when gp resumes inside
-// goro::blocking after an on_g0 call (its request is kept for the end of
-// the call; it always inherits).
-template <class Policy>
-inline auto scheduler<Policy>::begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept -> void {
-  gp->status.store(g_status::running, std::memory_order_relaxed);
-  dump_resume_check(gp);  // goroutine dump
-  if (pp) {
-    if (!inherit_time) {
-      ++pp->schedtick;
-      pp->slice_over = false;
-    }
-    pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
-    pp->sysmon_m.store(mm, std::memory_order_relaxed);     // async preemption (published by the release below)
-    pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
-    if (GORO_UNLIKELY(pp->slice_over)) {
-      pp->slice_over = false;
-      request_preempt(gp);
-    } else {
-      clear_preempt(gp);
-    }
-  }
-  mm->curg = gp;
-}
-
-// Runs gp on mm until it switches out; then carries out its request.
-template <class Policy>
-inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
-  p* pp = mm->pp;
-  if (gp->stack.lo == nullptr) {
-    if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size));
-    else
-      attach_stack(pp, gp);
-  }
-  begin_slice(mm, pp, gp, inherit_time);
-  const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
-  const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
-  const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
-  switch_to_g(mm, gp);
-  gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
-  mm->curg = nullptr;
-  check_stack_canary(gp);
-  if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start, trace_flow);
-  pp = mm->pp;
-  switch (mm->after) {
-    case after_switch::preempt:  // sysmon: counted, then as yield
-      sysmon_.count_preemption();
-      [[fallthrough]];
-    case after_switch::yield:
-      gp->status.store(g_status::runnable, std::memory_order_relaxed);
-      requeue_global(gp);
-      break;
-    case after_switch::park: {
-      pp->parks.inc();
-      // Parked with its slice's preemption request pending (it came
-      // after gp's last safe point): the slice is over for whoever
-      // inherits it. Dropping the request let a pair of goroutines
-      // waking each other through runnext keep the P for good (Go's
-      // PingPongHog, tests/preempt_test.cpp).
-      if (GORO_UNLIKELY(clear_preempt(gp))) pp->slice_over = true;
-      // tracer: read now, gp may be readied, run and gone once unlocked
-      const std::uint64_t id = trace_start != 0 ? gp->id : 0;
-      gp->status.store(g_status::waiting, std::memory_order_release);
-      auto unlock = mm->park_unlock;
-      void* arg = mm->park_arg;
-      mm->park_unlock = nullptr;
-      mm->after = after_switch::none;
-      GORO_CHAOS_POINT("park.unlock");
-      if (unlock && !unlock(arg)) {
-        gp->status.store(g_status::running, std::memory_order_relaxed);
-        return gp;  // resumed with inherit_time: slice_over gives its request back
-      }
-      if (GORO_UNLIKELY(trace_start != 0) && tracing::enabled())
-        tracing::record(
-            {tracing::now(), 0, id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id, tracing::kind::block, 0},
-            true);
-      break;
-    }
-    case after_switch::exit:
-      if (GORO_UNLIKELY(gp->lockedm.load(std::memory_order_relaxed) == mm)) {  // lockosthread
-        gp->lockedm.store(nullptr, std::memory_order_relaxed);
-        mm->lockedg = nullptr;
-        mm->exit_thread = true;  // m_loop: drop_locked_thread
-      }
-      gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
-      goexit0(pp, gp);
-      break;
-    case after_switch::call:
-      mm->after = after_switch::none;
-      mm->g0_call(mm->g0_arg);
-      keep_request(pp, gp);
-      return gp;                       // resume it on this M (it never left the running state)
-    case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
-      sysmon_.count_preemption();
-      gp->status.store(g_status::runnable, std::memory_order_relaxed);
-      if (gp->lockedm.load(std::memory_order_relaxed) == mm) {
-        // Wired to this M already (lock_os_thread, or main on the run()
-        // caller's M): queued like any preempted G; whoever picks it hands
-        // its P back to this M (startlockedm), which resumes it here.
-        requeue_global(gp);
-        break;
-      }
-      gp->link = nullptr;
-      if (mm->async_pinned_tail)
-        mm->async_pinned_tail->link = gp;
-      else
-        mm->async_pinned = gp;
-      mm->async_pinned_tail = gp;
-      break;
-    case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
-      mm->after = after_switch::none;
-      if (sysmon_.exit_syscall0(mm, gp)) {
-        keep_request(mm->pp, gp);  // the slice ended during the call: yield at the call's end
-        return gp;
-      }
-      break;
-    case after_switch::none:
-      fatal("goro: internal error: goroutine switched out without a request");
-  }
-  mm->after = after_switch::none;
-  return nullptr;
-}
-
-// findRunnable: blocks until it finds a G for mm (with mm->pp set), or
-// returns nullptr when mm must leave (run() finished / shutdown).
-template <class Policy>
-inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
-  for (;;) {
-    if (should_leave(mm)) {
-      leave(mm);
-      return nullptr;
-    }
-    p* pp = mm->pp;
-    if (pp == nullptr) {  // no P (run() found none, or woken for a timer): wait for one
-      if (!park_idle(mm)) {
-        leave(mm);
-        return nullptr;
-      }
-      continue;
-    }
-    // gomaxprocs: this P was retired by a shrink; give it up (its queue
-    // goes to the global queue) and look for an active one.
-    if (GORO_UNLIKELY(pp->id >= active_ps())) {
-      drop_retired_p(mm);
-      continue;
-    }
-    // checkTimers: this P's due timers run first; what they ready lands
-    // in this P's run queue.
-    if (pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
-    // gomaxprocs: retired Ps keep their timers; every active P runs them.
-    if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
-    GORO_CHAOS_POINT("findrunnable.local");
-    // next_local's rule, written out: through next_local this loop ran
-    // spawn ~8% slower at 2 procs (measured, alternating builds).
-    if (pp->schedtick % Policy::global_poll_interval == 0) {
-      if (g* gp = glob_get(pp, 1)) {
-        inherit = false;
-        return gp;
-      }
-    }
-    auto r = pp->runq.get();
-    if (r.item) {
-      inherit = r.inherit_time;
-      return static_cast<g*>(r.item);
-    }
-    if (g* gp = glob_get(pp, 0)) {
-      inherit = false;
-      return gp;
-    }
-    // netpoll: goroutines whose I/O is ready (non-blocking, one poller at a time).
-    if (g* gp = netpoll_ops::ready(*this, mm)) {
-      inherit = false;
-      return gp;
-    }
-    // Other Ps' due timers (Go's stealWork runs them too): an idle P's
-    // timers have nobody else to run them. Whatever they ready comes to
-    // this P: look again.
-    if (run_other_timers(pp)) continue;
-    // Steal, if this M is spinning or few enough Ms are: spinning Ms
-    // are limited to half the busy Ps so they cannot burn every CPU.
-    if (mm->spinning || 2 * spinning_.count(std::memory_order_relaxed) < busy_ps()) {
-      spinning_.join(mm->spinning);
-      const auto spin_start = std::chrono::steady_clock::now();
-      const auto deadline = spin_start + spin_duration;
-      auto next_poll = spin_start + spin_poll_interval;
-      for (;;) {
-        GORO_CHAOS_POINT("findrunnable.spin");
-        if (g* gp = steal_work(mm, pp)) {
-          inherit = false;
-          return gp;
-        }
-        if (g* gp = glob_get(pp, 0)) {
-          inherit = false;
-          return gp;
-        }
-        auto now = std::chrono::steady_clock::now();
-        if (now >= next_poll) {  // I/O that became ready meanwhile (else seen only once this M parks)
-          next_poll = now + spin_poll_interval;
-          if (g* gp = netpoll_ops::ready(*this, mm)) {
-            inherit = false;
-            return gp;
-          }
-        }
-        if (should_leave(mm) || now >= deadline) break;
-        if (GORO_CHAOS_IF(512)) break;  // chaos: a shorter spin
-        cpu_relax();
-      }
-    }
-    GORO_CHAOS_POINT("findrunnable.giveup");
-    // Nothing to do: give up the P. The global queue is checked again
-    // after the P is on the idle list (pidle_put's seq_cst npidle_ first,
-    // then the queue's lock), so a G queued by a thread outside the
-    // runtime is seen either here or by its pusher's wakep. Pushes made
-    // under lock_ (exit_syscall0, netpoll) are ordered by lock_ itself.
-    if (g* gp = glob_get(pp, 0)) {
-      inherit = false;
-      return gp;
-    }
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      releasep(mm);
-      pidle_put(pp);
-      if (!globq_.empty_synced()) {
-        // pp is still the head of the idle list (lock_ held) — unless a
-        // gomaxprocs shrink retired it: then take any idle P, and if
-        // there is none, the busy Ps will find the G.
-        if (p* again = pidle_get()) {
-          acquirep(mm, again);
-          continue;
-        }
-      }
-    }
-    // The delicate dance: a spinning M must drop nmspinning *before*
-    // re-checking every source of work. Otherwise work submitted after
-    // the check but before the decrement would see nmspinning > 0, skip
-    // wakep, and be left with nobody to run it. (Timers are re-checked
-    // by park_idle, after this decrement, for the same reason.)
-    //
-    // A non-spinning M re-checks too (Go's findrunnable does not): its P
-    // went idle after a submitter's wakep may have read npidle_ == 0, and
-    // with cooperative preemption the submitter's P may never schedule
-    // again (a goroutine spinning in plain C++ code): the G it queued
-    // would wait for it forever while this P sleeps.
-    if (mm->spinning) {
-      GORO_CHAOS_POINT("findrunnable.drop_spinning");
-      spinning_.release(mm->spinning);
-      GORO_CHAOS_POINT("findrunnable.dropped");
-    }
-    if (work_after_going_idle()) {
-      p* again;
-      {
-        std::lock_guard<std::mutex> lk(lock_);
-        again = pidle_get();
-      }
-      if (again) {
-        acquirep(mm, again);
-        spinning_.join(mm->spinning);
-        continue;
-      }
-    }
-    GORO_CHAOS_POINT("findrunnable.park");
-    if (!park_idle(mm)) {
-      leave(mm);
-      return nullptr;
-    }
-  }
-}
-
-// stealWork: four passes over all Ps in a random coprime order; runnext
-// is only stolen on the last pass.
-template <class Policy>
-inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
-  constexpr int steal_tries = 4;
-  // Over every P record (gomaxprocs: a retired P may still hold work;
-  // idle ones are skipped).
-  const coprime_order* order = steal_order_.load(std::memory_order_acquire);
-  for (int i = 0; i < steal_tries; ++i) {
-    bool last = i == steal_tries - 1;
-    for (auto e = order->start(mm->rng.next()); !e.done(); e.next()) {
-      p* victim = allp_[e.position()];
-      GORO_CHAOS_POINT("stealwork.victim");
-      if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
-      g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
-        if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
-          timespec ts{0, runnext_steal_grace_us * 1000};
-          nanosleep(&ts, nullptr);
-        }
-      });
-      if (gp) {
-        pp->steals.inc();
-        if (GORO_UNLIKELY(tracing::enabled()))
-          tracing::record({tracing::now(), 0, gp->id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
-                           tracing::kind::steal, victim->id},
-                          true);
-        return gp;
-      }
-    }
-  }
-  return nullptr;
-}
-
-// globrunqget: takes a fair share — size/nprocs + 1, at most `max` (when
-// > 0) and at most half a local queue — returns one and queues the rest
-// on pp. Runs on g0 (the batch is on its stack).
-template <class Policy>
-inline auto scheduler<Policy>::glob_get(p* pp, std::uint32_t max) -> g* {
-  if (globq_.empty()) return nullptr;
-  g* batch[run_queue::capacity / 2 + 1];  // + 1: no false -Warray-bounds when the queue holds 2
-  std::uint32_t n = globq_.pop_batch(batch, [&](std::uint32_t size) {
-    std::uint32_t k = std::min(size, size / active_ps() + 1);
-    if (max > 0 && k > max) k = max;
-    return std::min<std::uint32_t>(k, run_queue::capacity / 2);
-  });
-  if (n == 0) return nullptr;
-  pp->global_polls.inc(n);
-  // Overflow (impossible at half capacity unless the local queue was
-  // already half full) goes back to the global queue.
-  for (std::uint32_t i = 1; i < n; ++i)
-    pp->runq.put(batch[i], false, [this](g** b, std::uint32_t k) { glob_put_batch(b, k); });
-  return batch[0];
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_loop.hpp ----
-// ---- begin goro/detail/sched_idle.hpp ----
-// Idle Ps and Ms and the park/wake protocol (Go's "Worker thread
-// parking/unparking"): the idle lists (scheduler lock held), wakep and the
-// idle side of its Dekker pair (work_after_going_idle), the spinning role,
-// and the timer M that sleeps until the next timer (park_idle,
-// wake_for_timer). Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// Runs the due timers of every P but pp. Returns true if it ran any.
-// Reads the clock only if some P has a timer at all.
-template <class Policy>
-inline auto scheduler<Policy>::run_other_timers(p* pp) noexcept -> bool {
-  return run_timers_of(0, created_ps(), pp);
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::run_timers_of(unsigned from, unsigned to, p* skip) noexcept -> bool {
-  bool ran = false;
-  std::int64_t now = 0;
-  for (unsigned i = from; i < to; ++i) {
-    p* other = allp_[i];
-    if (other == skip) continue;
-    std::int64_t w = other->timers.earliest();
-    if (w == 0) continue;
-    if (now == 0) now = nanotime();
-    if (w <= now) {
-      other->timers.run_due(now);
-      ran = true;
-    }
-  }
-  return ran;
-}
-
-// The earliest pending timer over all Ps (Go's timeSleepUntil); 0: none.
-template <class Policy>
-inline auto scheduler<Policy>::earliest_timer() const noexcept -> std::int64_t {
-  std::int64_t next = 0;
-  for_each_p([&](const p* pp) {
-    std::int64_t w = pp->timers.earliest();
-    if (w != 0 && (next == 0 || w < next)) next = w;
-  });
-  return next;
-}
-
-// An M without a P and without work goes to sleep here, for no longer
-// than until the next timer (Go: findRunnable's `stop` path, blocking in
-// netpoll until pollUntil). Returns with a P (true: go look for work
-// again), without one (true: look again, e.g. a timer was added), or
-// false: mm must leave.
-//
-// Only one idle M at a time sleeps with a timeout — the "timer M",
-// timer_m_, waking at timer_m_until_ (Go allows one M blocked in netpoll);
-// the others sleep until handed a P. An M whose next timer is earlier
-// than the timer M's takes the role over.
-//
-// Why no timer is missed: a timer is published (its heap's earliest(),
-// seq_cst) before its adder reads timer_m_until_ (seq_cst) in
-// wake_for_timer; an M about to sleep publishes timer_m_until_ (seq_cst)
-// before it reads every heap's earliest() again. So either the adder sees
-// the sleeper's deadline and wakes it if the new timer is earlier, or the
-// sleeper sees the new timer and does not sleep past it. With no timer M
-// at all the adder calls wakep, which pairs with the delicate dance
-// (nmspinning) and npidle the same way.
-template <class Policy>
-inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
-  std::int64_t next = earliest_timer();
-  if (next != 0 && next <= nanotime()) {
-    // A timer is due: take a P and run it.
-    p* pp;
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      pp = pidle_get();
-    }
-    if (pp) {
-      acquirep(mm, pp);
-      return true;
-    }
-    // Every P is running: their Ms run due timers when they next
-    // schedule, and look at the next timer before they sleep.
-    next = 0;
-  }
-  GORO_CHAOS_POINT("park_idle.stopm");
-  switch (stopm(mm, next)) {
-    case wake_reason::leave:
-      return false;
-    case wake_reason::got_p:
-    case wake_reason::again:
-      return true;
-  }
-  return true;
-}
-
-// wakeNetPoller: a timer at `when` was just queued. If the timer M would
-// sleep past it, wake the timer M (it will sleep again, shorter); with no
-// timer M, make sure some M will look at the timers (wakep: an idle P
-// gets a spinning M, which finds nothing to run and becomes the timer M;
-// with no idle P or a spinner already about, an M passes through
-// park_idle anyway).
-template <class Policy>
-inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
-  GORO_CHAOS_POINT("wake_for_timer");
-  std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
-  if (until == 0) {
-    wakep();
-    return;
-  }
-  if (when >= until) return;
-  m* sleeper = nullptr;
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    if (timer_m_ && when < timer_m_until_.load(std::memory_order_relaxed)) {
-      sleeper = timer_m_;
-      m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
-    }
-  }
-  if (sleeper) {
-    GORO_CHAOS_POINT("wake_for_timer.wake");
-    sleeper->park_note.wake();
-    poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
-  }
-}
-
-// A spinning M found work: stop spinning, and if it was the last spinner
-// wake another M, so the next burst of work finds a spinner (spinners
-// chain one at a time instead of stampeding).
-template <class Policy>
-inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
-  spinning_.release(mm->spinning);
-  GORO_CHAOS_POINT("reset_spinning.wakep");
-  wakep();
-}
-
-// wakep: if a P is idle and nobody spins, start an M spinning on it.
-//
-// The submit-side barrier. Every path that makes a G runnable publishes
-// it first — runq.put's release store of runnext or tail (spawn, ready,
-// netpoll inject), a global-queue push (plain threads, overflow, netpoll,
-// yield) — and then calls wakep, which reads npidle_ and the spinning count (spinning_).
-// Its pair is every M that gives up a P (find_runnable, handoffp): it
-// publishes the P idle (npidle_) and drops its spinning role
-// (spinning_.release), then work_after_going_idle fences and reads every run
-// queue. Store-then-load on both sides (Dekker): without a StoreLoad
-// barrier on this side, x86 lets the loads below pass the publishing
-// store still in the store buffer, so the submitter sees the P busy or
-// an M spinning while the M sees the queues empty, and nobody runs the
-// G until its submitter's P schedules again — never, with cooperative
-// preemption, if the submitter spins in plain code (tests/wakeup_test.cpp,
-// the chaos soak's spawn-then-spin). With a seq_cst fence on both sides
-// at least one sees the other's write. Go gets this fence from runqput's
-// runnext CAS; a release store is cheaper there, so the fence lives
-// here, once, for every caller.
-//
-// Returns 0, or startm's errno when no M could be started (start_g
-// decides whether that fails the spawn).
-template <class Policy>
-inline auto scheduler<Policy>::wakep() -> int {
-  GORO_CHAOS_POINT("wakep");
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
-  if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
-  spin_token spinning = spinning_.claim_if_none();
-  if (!spinning) return 0;
-  GORO_CHAOS_POINT("wakep.claimed");
-  p* pp;
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    pp = pidle_get();
-  }
-  if (!pp) {
-    spinning_.release(spinning);
-    return 0;
-  }
-  GORO_CHAOS_POINT("wakep.startm");
-  return startm(pp, std::move(spinning));
-}
-
-// The idle side of wakep's Dekker pair (the pair is written down at
-// wakep). Called after a P was published idle (pidle_put's npidle_
-// increment) and, for a spinning M, after its spinning role was released:
-// fences, then reads every run queue and the global queue. Either this
-// sees the submitter's G, or the submitter's wakep (publish, fence, read
-// npidle_ and the spinning count (spinning_)) sees the idle P and no spinner. The global
-// queue is read under its lock as well, which also orders this against
-// a pusher that holds the lock without relying on its fence.
-template <class Policy>
-inline auto scheduler<Policy>::work_after_going_idle() noexcept -> bool {
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  GORO_CHAOS_POINT("findrunnable.recheck");
-  for (unsigned i = 0, n = created_ps(); i < n; ++i)  // gomaxprocs: a retired P may still hold work
-    if (!allp_[i]->runq.empty()) return true;
-  return !globq_.empty_synced();
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::pidle_put(p* pp) noexcept -> void {
-  if (GORO_UNLIKELY(pp->id >= nprocs_.load(std::memory_order_relaxed))) {  // gomaxprocs: retired
-    retire_locked(pp);
-    return;
-  }
-  pp->status.store(p_status::idle, std::memory_order_relaxed);
-  pp->link = pidle_;
-  pidle_ = pp;
-  npidle_.fetch_add(1, std::memory_order_seq_cst);
-  if (shutdown_waiting_.load(std::memory_order_relaxed)) shutdown_note_.wake();
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::pidle_get() noexcept -> p* {
-  p* pp = pidle_;
-  if (!pp) return nullptr;
-  pidle_ = pp->link;
-  pp->link = nullptr;
-  pp->status.store(p_status::running, std::memory_order_relaxed);
-  npidle_.fetch_sub(1, std::memory_order_seq_cst);
-  sysmon_.on_p_busy();  // sysmon: leave its deep sleep
-  return pp;
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::m_idle_put(m* mm) noexcept -> void {
-  mm->link = midle_;
-  midle_ = mm;
-  mm->in_idle_list = true;
-  ++nmidle_;  // checkdead
-}
-
-// Prefers an M other than the timer M: the timer M keeps watching the
-// timers (Go's startm never takes the M blocked in netpoll). Taken when
-// it is the only idle M, its role ends; it comes back through park_idle
-// when it runs out of work, and so does every other M (none is parked).
-template <class Policy>
-inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
-  m* mm = midle_;
-  if (!mm) return nullptr;
-  if (mm == timer_m_ && mm->link) {
-    m* next = mm->link;
-    mm->link = next->link;
-    next->link = nullptr;
-    next->in_idle_list = false;
-    --nmidle_;  // checkdead
-    return next;
-  }
-  midle_ = mm->link;
-  mm->link = nullptr;
-  mm->in_idle_list = false;
-  --nmidle_;  // checkdead
-  if (mm == timer_m_) clear_timer_m();
-  return mm;
-}
-
-// The timer M is always on the idle list: whoever takes it off ends its
-// role (the M will come back through park_idle and look at the timers).
-template <class Policy>
-inline auto scheduler<Policy>::clear_timer_m() noexcept -> void {
-  timer_m_ = nullptr;
-  timer_m_until_.store(0, std::memory_order_seq_cst);
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::m_idle_remove(m* target) noexcept -> void {
-  for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
-    if (*pm == target) {
-      *pm = target->link;
-      target->link = nullptr;
-      target->in_idle_list = false;
-      --nmidle_;  // checkdead
-      if (target == timer_m_) clear_timer_m();
-      return;
-    }
-  }
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_idle.hpp ----
-// ---- begin goro/detail/sched_mpool.hpp ----
-// The M pool (Go's startm / newm / mstart / stopm / handoffp): starting an
-// M on a P, creating threads, parking an M without a P, and handing a P on
-// when its M leaves. Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// sysmon: some startm found no idle M and could not create one (a
-// transient EAGAIN: RLIMIT_NPROC, a pids cgroup). Work may be queued
-// with no M to run it: look again, as wakep (Go's newm throws instead).
-template <class Policy>
-inline auto scheduler<Policy>::retry_start_m() noexcept -> void {
-  if (m_start_failed_.exchange(false, std::memory_order_seq_cst)) (void)wakep();  // fails: sets it again
-}
-
-// startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
-// in which case pp is back on the idle list.
-template <class Policy>
-inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
-  m* mm;
-  m* timer_m;  // netpoll
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    timer_m = timer_m_;  // netpoll
-    mm = m_idle_get();
-  }
-  if (mm) {
-    GORO_CHAOS_POINT("startm.wake");
-    mm->spinning = std::move(spinning);
-    mm->nextp = pp;
-    mm->park_note.wake();
-    if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
-    return 0;
-  }
-  // Thread creation is deep (pthread_create): run it on g0, not on a
-  // possibly tiny goroutine stack.
-  struct newm_call {
-    scheduler* self;
-    p* pp;
-    spin_token& spinning;
-    int err;
-  } call{this, pp, spinning, 0};
-  on_g0(
-      [](void* a) {
-        auto* c = static_cast<newm_call*>(a);
-        c->err = c->self->newm(c->pp, c->spinning);
-      },
-      &call);
-  int err = call.err;
-  if (err != 0) {
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      pidle_put(pp);
-    }
-    spinning_.release(spinning);
-    // Retried by sysmon, which does not sleep deeply while this is set.
-    // Dekker with sysmon's deep_sleep: it publishes sleeping_, then reads
-    // m_start_failed_; we publish m_start_failed_, then read sleeping_.
-    m_start_failed_.store(true, std::memory_order_seq_cst);
-    sysmon_.on_p_busy();
-  }
-  return err;
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
-  m* mm = new (std::nothrow) m();
-  if (!mm) return ENOMEM;
-  mm->sched = this;
-  mm->spinning = std::move(spinning);
-  mm->nextp = pp;
-  mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    allm_.push_back(mm);  // checkdead: counted before it can go idle
-    mm->id = static_cast<std::int32_t>(allm_.size());
-  }
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  threads_alive_.fetch_add(1);
-  int err = create_os_thread(
-      &mm->thread, &attr,
-      [](void* arg) -> void* {
-        auto* self = static_cast<m*>(arg);
-        static_cast<scheduler*>(self->sched)->m_thread_main(self);
-        return nullptr;
-      },
-      mm);
-  pthread_attr_destroy(&attr);
-  if (err != 0) {
-    threads_alive_.fetch_sub(1);
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
-    }
-    spinning = std::move(mm->spinning);  // back to startm, which releases it
-    delete mm;
-    return err;
-  }
-  threads_created_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lk(lock_);
-  mm->has_thread = true;
-  return 0;
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::m_thread_main(m* mm) -> void {
-  thread_altstack altstack;
-  set_current_m(mm);
-  mm->os_thread = pthread_self();  // async preemption
-  mm->async_signal = async_signal;
-  mm->g0_tsan_fiber = tsan_current_fiber();
-  if (mm->nextp) {
-    acquirep(mm, mm->nextp);
-    mm->nextp = nullptr;
-  }
-  m_loop(mm);
-  set_current_m(nullptr);
-  threads_alive_.fetch_sub(1);
-}
-
-// stopm: parks mm (no P) until startm hands it a P (got_p), until it must
-// leave (leave), or, when `until` != 0, no later than that nanotime() if
-// it becomes the timer M (again; also when a timer waker took it off the
-// idle list). See park_idle for the protocol.
-//
-// Who may wake mm: whoever takes it off the idle list (under lock_) owns
-// its wake-up — startm (with nextp), main_finished, wake_for_timer — plus
-// shutdown, which wakes every M. So after a timed-out sleep mm looks
-// whether it is still on the list: if so it removes itself and looks for
-// work; if not, a wake is on its way and it waits for it.
-template <class Policy>
-inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
-  // netpoll: goroutines wait on I/O: become the M blocked in epoll_wait
-  // (no timeout unless a timer is pending).
-  if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
-  bool timed = false;
-  GORO_CHAOS_POINT("stopm.publish");
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    if (should_leave(mm)) return wake_reason::leave;
-    mm->park_note.clear();
-    m_idle_put(mm);
-    if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.load(std::memory_order_relaxed))) {
-      timer_m_ = mm;
-      timer_m_until_.store(until, std::memory_order_seq_cst);
-      timed = true;
-    }
-    checkdead(mm);
-  }
-  m_parks_.fetch_add(1, std::memory_order_relaxed);
-  GORO_CHAOS_POINT("stopm.published");
-  if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
-  bool woken = true;
-  if (timed) {
-    // The second half of the handshake with wake_for_timer: a timer
-    // published before our deadline was would not wake us.
-    std::int64_t next = earliest_timer();
-    std::int64_t now = nanotime();
-    if (next != 0 && next < until)
-      woken = false;  // look again at once
-    else
-      woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
-    if (!woken) {
-      std::lock_guard<std::mutex> lk(lock_);
-      if (mm->in_idle_list) {
-        m_idle_remove(mm);
-        return wake_reason::again;
-      }
-      // Taken off the list meanwhile: its taker's wake is on the way.
-    }
-  }
-  GORO_CHAOS_POINT("stopm.sleep");
-  if (mm->run_caller)
-    deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
-  else
-    mm->park_note.sleep();  // returns at once if already woken
-  if (mm->nextp) {
-    acquirep(mm, mm->nextp);
-    mm->nextp = nullptr;
-    return wake_reason::got_p;
-  }
-  if (should_leave(mm)) return wake_reason::leave;
-  return wake_reason::again;  // taken off the list without a P: look again
-}
-
-// mm leaves the scheduler: hand its P (and its spinning role) on.
-template <class Policy>
-inline auto scheduler<Policy>::leave(m* mm) -> void {
-  p* pp = mm->pp;
-  if (!pp)
-    pp = std::exchange(mm->nextp, nullptr);
-  else
-    releasep(mm);
-  spin_token spinning = std::move(mm->spinning);
-  if (pp)
-    handoffp(pp, std::move(spinning));
-  else
-    spinning_.release(spinning);
-}
-
-// handoffp (Go's handoffp): a P whose M leaves — for a locked thread, at
-// exit, or stuck in a blocking call (sysmon's retake) — goes to another
-// M if there is work for it; else, if no M spins and no P idles, to a
-// spinning M (the busy Ps may have work to steal, and nobody else would
-// look for it until the next wakep); else to the idle list.
-template <class Policy>
-inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
-  GORO_CHAOS_POINT("handoffp");
-  if (exiting_.load(std::memory_order_acquire)) {
-    spinning_.release(spinning);
-    std::lock_guard<std::mutex> lk(lock_);
-    pidle_put(pp);
-    return;
-  }
-  if (spinning || !pp->runq.empty() || !globq_.empty()) {
-    (void)startm(pp, std::move(spinning));  // on failure pp is back on the idle list
-    return;
-  }
-  if (npidle_.load(std::memory_order_seq_cst) == 0) {
-    if (spin_token t = spinning_.claim_if_none()) {
-      (void)startm(pp, std::move(t));
-      return;
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    pidle_put(pp);
-  }
-  // The checks above can miss work published by a submitter that then
-  // saw this P busy in its wakep: look again now that it is idle.
-  GORO_CHAOS_POINT("handoffp.recheck");
-  if (work_after_going_idle()) wakep();
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_mpool.hpp ----
-// ---- begin goro/detail/sched_locked.hpp ----
-// Goroutines wired to one M: lock_os_thread hand-offs (Go's startlockedm /
-// stoplockedm, and a thread that exits with its locked G), and goroutines
-// pinned to their M by async preemption, which wait for a P the same way.
-// Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// startlockedm: mm picked gp, which is wired to another M: hand mm's P
-// to that M, which runs gp. Returns false if gp was unwired meanwhile
-// (its M left: see stoplockedm); mm then runs it itself.
-//
-// Under lock_, so that the locked M cannot leave (and be freed) between
-// our read of gp->lockedm and the hand-off. The locked M may still be on
-// its way to stoplockedm, holding its old P: it gives that one away first
-// and then finds nextp.
-template <class Policy>
-inline auto scheduler<Policy>::startlockedm(m* mm, g* gp) -> bool {
-  std::lock_guard<std::mutex> lk(lock_);
-  m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
-  if (!lm || lm == mm) return false;
-  p* pp = mm->pp;
-  releasep(mm);
-  lm->nextp = pp;
-  if (lm->locked_wait) {
-    lm->locked_wait = false;
-    --nmlocked_wait_;
-  }
-  lm->park_note.wake();  // under lock_: lm cannot be freed before we return
-  return true;
-}
-
-// stoplockedm: mm's locked G stopped running (it parked, yielded or was
-// preempted, or left goro::blocking without a P): give mm's P away and
-// sleep until a P is handed back with the G (startlockedm). Returns false
-// when mm must leave instead (shutdown, or the run() caller's M once main
-// finished or deadlocked): then the G is unwired, under the same lock
-// hold, so no startlockedm can hand this M a P any more.
-//
-// Also the "wedged" state of the run() caller's M after a goroutine exited
-// locked to it (drop_locked_thread): no lockedg, it sleeps until it must
-// leave.
-//
-// Wake-ups: every waker changes state (nextp, deadlock_, main_done_,
-// exiting_) before its wake; the note is cleared before the state is read
-// under lock_, so either the read sees the change or the wake comes after
-// the clear.
-template <class Policy>
-inline auto scheduler<Policy>::stoplockedm(m* mm) -> bool {
-  if (mm->pp) handoffp_locked_m(mm);
-  for (;;) {
-    mm->park_note.clear();
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      if (mm->nextp) {
-        acquirep(mm, std::exchange(mm->nextp, nullptr));
-        return true;
-      }
-      if (should_leave(mm)) {
-        if (mm->locked_wait) {
-          mm->locked_wait = false;
-          --nmlocked_wait_;
-        }
-        if (g* gp = std::exchange(mm->lockedg, nullptr)) gp->lockedm.store(nullptr, std::memory_order_relaxed);
-        return false;
-      }
-      if (!mm->locked_wait) {
-        mm->locked_wait = true;
-        ++nmlocked_wait_;
-        checkdead(mm);
-      }
-    }
-    if (mm->run_caller)
-      deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
-    else
-      mm->park_note.sleep();
-  }
-}
-
-// goexit0 with a locked G (Go: "the thread may have tainted state"): the
-// thread does not go back to the pool. A thread M hands its P on and its
-// thread exits (returns false: leave m_loop). The run() caller's thread
-// cannot exit: once main finished it leaves run() as usual; before that
-// it is wedged (sleeps, without a P) until it must leave (Go keeps a
-// wedged m0 the same way).
-template <class Policy>
-inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
-  mm->exit_thread = false;
-  if (mm->run_caller) {
-    if (!should_leave(mm)) (void)stoplockedm(mm);  // no lockedg: returns only when mm must leave
-    leave(mm);
-    return false;
-  }
-  handoffp_locked_m(mm);
-  std::lock_guard<std::mutex> lk(lock_);
-  ++nmexited_;  // it stays in allm_ (joined by shutdown)
-  checkdead(mm);
-  return false;
-}
-
-// handoffp(releasep()) for an M that will not look for work itself: if
-// the P goes idle with timers, make sure some M watches them (the end of
-// Go's handoffp: wakeNetPoller). Otherwise a locked G's own sleep timer,
-// left on this P, could have no M to fire it.
-template <class Policy>
-inline auto scheduler<Policy>::handoffp_locked_m(m* mm) -> void {
-  p* pp = mm->pp;
-  releasep(mm);
-  handoffp(pp);
-  if (std::int64_t when = pp->timers.earliest(); when != 0) wake_for_timer(when);
-}
-
-// async preemption: mm holds goroutines preempted by SIGURG, which only
-// mm may resume (their code may keep this thread's TLS addresses in
-// registers, and their rt_sigreturn restores this thread's sigaltstack).
-// Alternate: one G from the run queues (local, then global) if there is
-// one, then the oldest pinned G. mm keeps its P meanwhile; find_runnable
-// (timers, stealing, idling, leaving) waits until no pinned G is left.
-// When mm loses its P (a goro::blocking call, or a hand-off to a locked
-// M) it waits for one in park_pinned.
-template <class Policy>
-inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
-  p* pp = mm->pp;
-  // checkTimers, as find_runnable does first: while hogs keep being
-  // async-preempted this M never gets to find_runnable, and the P's
-  // timers (a ticker, a sleeper) would never fire (benchmarks/tail_latency
-  // --async 1 hung). What they ready lands in pp's run queue, taken below.
-  if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
-  if (!mm->async_queued_turn && pp) {
-    bool inherit_unused;  // a new slice: m_loop runs it with inherit false
-    g* gp = next_local(pp, inherit_unused, [&] { return glob_get(pp, 1); });
-    if (!gp) gp = glob_get(pp, 0);
-    if (gp) {
-      mm->async_queued_turn = true;
-      return gp;
-    }
-  }
-  mm->async_queued_turn = false;
-  g* gp = mm->async_pinned;
-  mm->async_pinned = gp->link;
-  if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
-  gp->link = nullptr;
-  return gp;
-}
-
-// async preemption: mm holds pinned Gs but no P. It waits for one the way
-// a locked M does (Go's stoplockedm / startlockedm): its oldest pinned G
-// goes to the global queue wired to mm for the time being (the token), so
-// whichever M picks it hands its P to mm, which resumes it here and runs
-// its other pinned Gs. A token is never unwired by stoplockedm's leave
-// path: only shutdown (no goroutine left) or the run() caller's M (which
-// never pins, see m_base::keeps_main) leave there.
-template <class Policy>
-inline auto scheduler<Policy>::park_pinned(m* mm) -> void {
-  g* gp = mm->async_pinned;
-  mm->async_pinned = gp->link;
-  if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
-  gp->link = nullptr;
-  mm->async_token = gp;
-  gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
-  mm->lockedg = gp;
-  requeue_global(gp);
-}
-
-// The token came back with a P: an ordinary pinned G again.
-template <class Policy>
-inline auto scheduler<Policy>::unwire_token(m* mm, g* gp) noexcept -> void {
-  mm->async_token = nullptr;
-  mm->lockedg = nullptr;
-  gp->lockedm.store(nullptr, std::memory_order_relaxed);
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_locked.hpp ----
-// ---- begin goro/detail/sched_galloc.hpp ----
-// G records, stacks and ids (Go's gfget / gfput, stackalloc), and a
-// goroutine's first and last steps: goroutine_main (the first frame on
-// every stack) and goexit0. Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// A stack from the allocator; the default one also says whether it has a guard region.
-template <class Policy>
-inline auto scheduler<Policy>::allocate_stack(std::size_t size) -> cached_stack {
-  cached_stack c{{}, false};
-  if constexpr (lazy_stacks)
-    c.mem = alloc_.allocate(size, c.guarded);
-  else
-    c.mem = alloc_.allocate(size);
-  return c;
-}
-
-// start_g's bookkeeping for run()'s main goroutine when this thread has a
-// P: it runs here at once instead of being queued (lockosthread: main
-// starts on the run() caller's thread).
-template <class Policy>
-inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
-  gp->sched = this;
-  gp->status.store(g_status::runnable, std::memory_order_relaxed);
-  sysmon_.ensure_started();
-  new_g_on_p(pp, gp);
-}
-
-// A new G on P pp (newproc): its stack now with a custom allocator (may
-// throw: then nothing changed but the stack cache), an id from pp's batch
-// (Go hands out goids 16 at a time per P), and pp's spawn count.
-template <class Policy>
-inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
-  if constexpr (!lazy_stacks) attach_stack(pp, gp);
-  if (pp->goid_next == pp->goid_end) {
-    pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
-    pp->goid_end = pp->goid_next + goid_batch;
-  }
-  gp->id = pp->goid_next++;
-  pp->spawns.inc();
-}
-
-// gfget / gfput (Go's gfget / gfput): a P keeps up to p_gfree_max free
-// G records; it refills gfree_batch at a time from the global list and
-// gives half back when full.
-template <class Policy>
-inline auto scheduler<Policy>::gfget(p* pp) -> g* {
-  if (pp->ngfree == 0) {
-    std::lock_guard<std::mutex> lk(gfree_lock_);
-    if (gfree_.empty()) new_g_block_locked();
-    const std::size_t n = std::min<std::size_t>(gfree_batch, gfree_.size());
-    std::copy(gfree_.end() - static_cast<std::ptrdiff_t>(n), gfree_.end(), pp->gfree);
-    gfree_.resize(gfree_.size() - n);
-    pp->ngfree = static_cast<std::uint32_t>(n);
-  }
-  g* gp = pp->gfree[--pp->ngfree];
-  // The next spawn's record: fetch it (for writing) while this one runs.
-  if (pp->ngfree) prefetch_for_write(pp->gfree[pp->ngfree - 1]);
-  return gp;
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::gfput(p* pp, g* gp) noexcept -> void {
-  gp->status.store(g_status::idle, std::memory_order_relaxed);
-  if (pp->ngfree == p_gfree_max) {
-    // The older half to the global list (capacity reserved: no
-    // allocation); the recently freed, cache-hot half stays.
-    constexpr std::uint32_t half = p_gfree_max / 2;
-    {
-      std::lock_guard<std::mutex> lk(gfree_lock_);
-      gfree_.insert(gfree_.end(), pp->gfree, pp->gfree + half);
-    }
-    std::copy(pp->gfree + half, pp->gfree + p_gfree_max, pp->gfree);
-    pp->ngfree -= half;
-  }
-  pp->gfree[pp->ngfree++] = gp;
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::gfget_global_or_new() -> g* {
-  std::lock_guard<std::mutex> lk(gfree_lock_);
-  if (gfree_.empty()) new_g_block_locked();
-  g* gp = gfree_.back();
-  gfree_.pop_back();
-  return gp;
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::gfput_global(g* gp) noexcept -> void {
-  gp->status.store(g_status::idle, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lk(gfree_lock_);
-  gfree_.push_back(gp);  // capacity reserved: no allocation
-}
-
-// Allocates gfree_batch G records in one block onto the global free list
-// (gfree_lock_ held). The list and the global run queue get room for
-// every record first, so their pushes never allocate. May raise
-// bad_alloc; nothing changes then.
-template <class Policy>
-inline auto scheduler<Policy>::new_g_block_locked() -> void {
-  const std::size_t total = (g_blocks_.size() + 1) * gfree_batch;
-  globq_.reserve(total);
-  gfree_.reserve(total);
-  g_blocks_.reserve(g_blocks_.size() + 1);
-  auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
-  if (!block) raise_bad_alloc();
-  debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
-  for (std::uint32_t i = gfree_batch; i-- > 0;) {
-    block[i].sched = this;
-    gfree_.push_back(&block[i]);
-  }
-  g_blocks_.push_back(std::move(block));
-}
-
-// Gives gp a stack from pp's cache (refilled from the allocator in a
-// batch: the most recently freed stacks are cache-hot).
-template <class Policy>
-inline auto scheduler<Policy>::attach_stack(p* pp, g* gp) -> void {
-  if (pp->nstack == 0) {
-    std::uint32_t want = lazy_stacks ? stack_refill : 1;
-    while (pp->nstack < want) {
-      cached_stack c;
-      if (pp->nstack == 0) {
-        c = allocate_stack(stack_bytes);  // may throw bad_alloc
-      } else {
-        GORO_TRY { c = allocate_stack(stack_bytes); }
-        GORO_CATCH_ALL { break; }
-      }
-      pp->stack_cache[pp->nstack++] = c;
-    }
-  }
-  init_stack(gp, pp->stack_cache[--pp->nstack]);
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::init_stack(g* gp, cached_stack c) noexcept -> void {
-  stack_memory s = c.mem;
-  asan_unpoison(s.lo, s.size);
-  gp->stack = s;
-  gp->stack_canary = !c.guarded;
-  if (gp->stack_canary) write_canary(s);
-  gp->sp = make_context(s.lo, s.size - stack_color(s), &goroutine_main);
-  if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
-}
-
-// Stack colouring: stacks are page-aligned (and usually 64 KiB + guard
-// apart), so without an offset every goroutine's top frames would sit at
-// the same offset within a page, all in one L1/L2 cache set, and a run
-// queue of a thousand goroutines would miss the cache at every switch. The
-// initial frame starts a pseudo-random number of cache lines below the top
-// (at most 1/16 of the stack, at most 2 KiB: more would often push a
-// parked goroutine's few hundred bytes of frames into a second page).
-template <class Policy>
-inline auto scheduler<Policy>::stack_color(const stack_memory& s) noexcept -> std::size_t {
-  const std::size_t lines = std::min<std::size_t>(s.size / 16, 2048) / 64;
-  if (lines <= 1) return 0;
-  const std::uint64_t k = reinterpret_cast<std::uintptr_t>(s.lo) >> 12;
-  return static_cast<std::size_t>((k * 0x9e3779b97f4a7c15ull) >> 58) % lines * 64;
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::release_stack(p* pp, g* gp) noexcept -> void {
-  stack_memory s = gp->stack;
-  gp->stack = {};
-  gp->sp = nullptr;
-  if (s.size != stack_bytes) {  // the main goroutine's larger stack
-    asan_unpoison(s.lo, s.size);
-    alloc_.deallocate(s);
-    return;
-  }
-  pp->stack_cache[pp->nstack++] = {s, !gp->stack_canary};
-  if (pp->nstack == p_stack_cache_max) {
-    while (pp->nstack > p_stack_cache_max / 2) {
-      stack_memory x = pp->stack_cache[--pp->nstack].mem;
-      asan_unpoison(x.lo, x.size);
-      alloc_.deallocate(x);
-    }
-  }
-}
-
-// goexit0: gp finished; recycle its stack and record.
-template <class Policy>
-inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
-  bool was_main = gp->is_main;
-  gp->status.store(g_status::dead, std::memory_order_relaxed);
-  gp->is_main = false;
-  clear_preempt(gp);
-  release_stack(pp, gp);
-  gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
-  gp->eh_uncaught = 0;
-  gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
-  gp->no_kill = false;
-  pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
-  gfput(pp, gp);
-  if (was_main) main_finished();
-}
-
-// Entry of every goroutine (first frame on its stack).
-// `arg` is what the switch passed (see goroutine_resumed).
-template <class Policy>
-inline auto scheduler<Policy>::goroutine_main(void* arg) -> void {
-  g* gp = (arg ? static_cast<m_base*>(arg) : current_m())->curg;
-  goroutine_resumed(gp, arg);
-  // main_return: a goroutine that starts once its runtime ends its
-  // goroutines is discarded (its functor destroyed here, unrun).
-  const bool discard = GORO_UNLIKELY(gp->sched->ending_goroutines.load(std::memory_order_relaxed)) && !gp->is_main;
-  if (discard) gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
-  run_goroutine(gp, !discard);
-  m_base* mm = current_m();
-  mm->after = after_switch::exit;
-  switch_to_g0(mm, gp);
-  fatal("goro: internal error: a finished goroutine was resumed");
-}
-
-// Runs gp's closure. An exception escaping a goroutine other than main
-// (main's closure catches its own, for run() to rethrow) is fatal.
-template <class Policy>
-inline auto scheduler<Policy>::run_goroutine(g* gp, bool run) noexcept -> void {
-#if GORO_EXCEPTIONS
-  try {
-    gp->closure_op(gp, run);
-  } catch (const goexit_unwind&) {
-  } catch (const std::exception& e) {
-    uncaught_exception(gp, e.what());
-  } catch (...) {
-    uncaught_exception(gp, "unknown exception (not derived from std::exception)");
-  }
-#else
-  gp->closure_op(gp, run);
-#endif
-}
-
-template <class Policy>
-[[noreturn]] inline auto scheduler<Policy>::uncaught_exception(g* gp, const char* what) noexcept -> void {
-  std::fprintf(stderr, "goro: goroutine %llu: uncaught exception: %s\n", static_cast<unsigned long long>(gp->id), what);
-  std::fflush(stderr);
-  std::abort();
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_galloc.hpp ----
-// ---- begin goro/detail/sched_resize.hpp ----
-// gomaxprocs(n) (Go's procresize without stopping the world): P records
-// are created, activated and retired. Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// Go's GOMAXPROCS(n) (stopTheWorld, procresize, startTheWorld), without
-// stopping the Ps that stay: returns the previous count once there are
-// n Ps. Growing creates P records (or reactivates retired ones) and puts
-// them on the idle list. Shrinking marks Ps [n, old) retired: idle ones
-// leave the idle list at once; a busy one is given up by its M at its
-// next scheduling point (its local queue goes to the global queue), so
-// its running goroutine is asked to yield, and one in goro::blocking is
-// taken from its call (as sysmon's retake does). Waits until every
-// retired P is given up (yielding, inside a goroutine; the caller's own
-// P may be one of them). A retired P keeps its timers, which every
-// active P runs. A goroutine that never reaches a safe point
-// (preemption::cooperative with no preempt_point()) on a retired P
-// delays the return, as it would delay Go's stop-the-world.
-template <class Policy>
-inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
-  if (n == 0) return active_ps();
-  if (n > max_procs) raise_usage("gomaxprocs(n): n must be at most 4096");
-  unsigned old;
-  {
-    std::lock_guard<std::mutex> rl(resize_lock_);
-    auto fresh = make_ps(created_ps(), n);  // may throw bad_alloc: nothing changed yet
-    std::lock_guard<std::mutex> lk(lock_);
-    create_ps_locked(std::move(fresh));
-    old = nprocs_.load(std::memory_order_relaxed);
-    if (n == old) return old;
-    nprocs_.store(n, std::memory_order_seq_cst);
-    if (n > old) {
-      activate_locked(old, n);
-    } else {
-      for (p** link = &pidle_; *link;) {
-        p* pp = *link;
-        if (pp->id < n) {
-          link = &pp->link;
-          continue;
-        }
-        *link = pp->link;
-        pp->link = nullptr;
-        npidle_.fetch_sub(1, std::memory_order_seq_cst);
-        retire_locked(pp);
-      }
-    }
-  }
-  if (n > old) {
-    GORO_CHAOS_POINT("gomaxprocs.grow");
-    wakep();  // work queued anywhere gets the new Ps
-    return old;
-  }
-  while (!retired_ps_released(n)) {
-    GORO_CHAOS_POINT("gomaxprocs.shrink_wait");
-    m* mm = this_m();
-    if (mm && mm->curg && mm->pp) {
-      // Yield (Gosched): the others run meanwhile, and if this goroutine's
-      // own P is retired, its M gives it up now (gosched goes through g0
-      // on a retired P).
-      gosched(mm);
-    } else {
-      timespec ts{0, 20'000};
-      nanosleep(&ts, nullptr);
-    }
-  }
-  return old;
-}
-
-// New P records with ids [from, to) (none if to <= from).
-template <class Policy>
-inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vector<std::unique_ptr<p>> {
-  std::vector<std::unique_ptr<p>> ps;
-  for (unsigned i = from; i < to; ++i) {
-    ps.push_back(std::make_unique<p>());
-    ps.back()->id = i;
-  }
-  return ps;
-}
-
-// Publishes new P records (lock_ held): their slots, then nallp_, then a
-// steal order covering them.
-template <class Policy>
-inline auto scheduler<Policy>::create_ps_locked(std::vector<std::unique_ptr<p>> ps) -> void {
-  if (ps.empty()) return;
-  unsigned to = ps.back()->id + 1;
-  auto order = std::make_unique<coprime_order>(to);
-  steal_orders_.reserve(steal_orders_.size() + 1);
-  p_records_.reserve(p_records_.size() + ps.size());  // no throw past this point
-  for (auto& rec : ps) {
-    allp_[rec->id] = rec.get();
-    p_records_.push_back(std::move(rec));
-  }
-  nallp_.store(to, std::memory_order_release);
-  steal_order_.store(order.get(), std::memory_order_release);
-  steal_orders_.push_back(std::move(order));
-}
-
-// Ps [from, to) are active (nprocs_ covers them): fresh and retired ones
-// go on the idle list; one not retired is still held by its M (or in a
-// blocking call) and simply stays (lock_ held).
-template <class Policy>
-inline auto scheduler<Policy>::activate_locked(unsigned from, unsigned to) noexcept -> void {
-  for (unsigned i = to; i-- > from;) {  // P `from` on top of the idle list
-    p* pp = allp_[i];
-    if (!pp->retired) continue;
-    pp->retired = false;
-    pidle_put(pp);
-  }
-}
-
-// A retired P (id >= nprocs_) loses its owner (lock_ held): its queued
-// goroutines go to the global queue (the caller wakes an M for them) and
-// its free G records to the global list; it then sits on no list until a
-// growth reactivates it (Go's p.destroy, minus freeing the record).
-template <class Policy>
-inline auto scheduler<Policy>::retire_locked(p* pp) noexcept -> void {
-  pp->status.store(p_status::idle, std::memory_order_relaxed);
-  pp->retired = true;
-  pp->runq.drain([this](g* gp) { globq_.push_back(gp); });
-  if (pp->ngfree) {
-    std::lock_guard<std::mutex> lk(gfree_lock_);
-    gfree_.insert(gfree_.end(), pp->gfree, pp->gfree + pp->ngfree);  // capacity reserved: no allocation
-    pp->ngfree = 0;
-  }
-  if (shutdown_waiting_.load(std::memory_order_relaxed)) shutdown_note_.wake();
-}
-
-// mm's P was retired by a shrink: give it up (find_runnable then looks
-// for an active P).
-template <class Policy>
-inline auto scheduler<Policy>::drop_retired_p(m* mm) -> void {
-  p* pp = mm->pp;
-  const bool had_work = !pp->runq.empty();
-  spin_token spinning = std::move(mm->spinning);
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    releasep(mm);
-    pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
-  }
-  const bool was_spinning = spinning_.release(spinning);
-  GORO_CHAOS_POINT("drop_retired_p.wakep");
-  if (had_work || was_spinning) wakep();
-}
-
-// resize's wait: true once no P of [n, nallp_) is held any more. Asks the
-// goroutine running on each held one to yield, and takes one in a
-// blocking call from it (retake), so it is retired now.
-template <class Policy>
-inline auto scheduler<Policy>::retired_ps_released(unsigned n) -> bool {
-  bool released = true;
-  for (unsigned i = n, c = created_ps(); i < c; ++i) {
-    p* pp = allp_[i];
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      if (pp->retired || pp->id < nprocs_.load(std::memory_order_relaxed)) continue;  // done, or active again
-    }
-    released = false;
-    auto st = pp->status.load(std::memory_order_acquire);
-    if (st == p_status::syscall &&
-        pp->status.compare_exchange_strong(st, p_status::running, std::memory_order_acq_rel)) {
-      handoffp(pp);
-    } else if (st != p_status::idle) {
-      sysmon_.preemptone(pp);  // also a G back from its call on the fast path
-    }
-  }
-  return released;
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_resize.hpp ----
-// ---- begin goro/detail/sched_lifecycle.hpp ----
-// A runtime's life: run() with the calling thread as an M, main finishing,
-// checkdead (every M stopped: arm the deadlock confirmation), shutdown
-// (wait for the goroutines, report those blocked forever, stop the Ms) and
-// freeing the records. Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// Runs `body` (which must set up the main goroutine's closure) as the
-// main goroutine; returns when it has finished.
-template <class Policy>
-template <class SetClosure>
-inline auto scheduler<Policy>::run_main(SetClosure&& set_main_closure) -> void {
-  if (current_m() != nullptr) raise_usage("run() called from inside a goroutine or an M (it would block the M)");
-  if (run_active_.exchange(true, std::memory_order_acq_rel)) raise_usage("run() is already active on this runtime");
-  struct clear_active {
-    std::atomic<bool>& f;
-    ~clear_active() { f.store(false, std::memory_order_release); }
-  } clear{run_active_};
-
-  g* main_g = gfget_global_or_new();
-  GORO_TRY { set_main_closure(main_g); }
-  GORO_CATCH_ALL {
-    gfput_global(main_g);
-    GORO_RETHROW;
-  }
-  main_g->is_main = true;
-  main_g->created_pc = nullptr;  // goroutine dump: main has no creator
-  main_done_.store(false, std::memory_order_relaxed);
-  deadlock_.store(false, std::memory_order_relaxed);  // checkdead
-
-  auto mm = std::make_unique<m>();
-  mm->run_caller = true;
-  mm->extm_self = extm_counted_here();  // checkdead
-  mm->sched = this;
-  mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
-  run_m_.store(mm.get(), std::memory_order_release);
-  thread_altstack altstack;
-  thread_eh_scope caller_eh;  // the caller's exception state is not main's
-  set_current_m(mm.get());
-  mm->os_thread = pthread_self();  // async preemption
-  mm->async_signal = async_signal;
-  mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
-  mm->g0_tsan_fiber = tsan_current_fiber();
-
-  p* pp;
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    pp = pidle_get();
-  }
-  // lockosthread: main is wired to this thread until its closure starts
-  // (Go's runtime.main locks the main goroutine to m0 during init), and
-  // released there unless it called lock_os_thread() itself. With a P it
-  // runs here at once; without one it waits in the global queue and the
-  // M that picks it hands its P to this M (startlockedm).
-  main_g->lockedm.store(mm.get(), std::memory_order_relaxed);
-  mm->lockedg = main_g;
-  if (pp) {
-    acquirep(mm.get(), pp);
-    start_main_here(pp, main_g);  // lockosthread: not queued (a spinning M could steal it from runnext)
-  } else {
-    // Every P is busy with goroutines started before run(): queue main
-    // globally; this M waits for a P like any idle M.
-    start_g(main_g);
-  }
-  m_loop(mm.get(), pp ? main_g : nullptr);
-
-  set_current_m(nullptr);
-  {
-    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
-    run_m_.store(nullptr, std::memory_order_release);
-    deadcheck_at_ = 0;  // checkdead
-  }
-  // checkdead: main is blocked forever; it is left so, and released by
-  // the destructor (shutdown) like any goroutine blocked forever.
-  const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
-  // main_return: main returned (or threw): the others end before run() returns.
-  if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
-  if (deadlocked)
-    raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
-                          format_goroutines(collect_goroutines(this)));  // goroutine dump
-}
-
-// Waits for every goroutine, then stops the Ms. Goroutines that can never
-// run again (all Ps idle, nothing queued) are reported and released.
-template <class Policy>
-inline auto scheduler<Policy>::shutdown() noexcept -> void {
-  if (shut_down_) return;
-  shut_down_ = true;
-  if (current_m() != nullptr && current_m()->sched == this)
-    fatal("goro: runtime destroyed from inside one of its own goroutines");
-  // main_return: goroutines started by go() while no run() was active
-  // (or left by one) end as when main returns.
-  if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
-  for (;;) {
-    bool idle;
-    {
-      std::lock_guard<std::mutex> lk(lock_);
-      idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
-             spinning_.count(std::memory_order_relaxed) == 0;
-    }
-    // No goroutine left: done, whatever timers remain (a ticker nobody
-    // stopped). Otherwise a pending timer is pending work: sleeping
-    // goroutines are not blocked forever (Go's checkdead says the same).
-    if (idle && live_goroutines() == 0) break;
-    std::int64_t next_timer = idle ? earliest_timer() : 0;
-    // netpoll: a goroutine waiting on an open fd can be woken by the network.
-    const bool io_wait = poller_.waiters() > 0;
-    if (idle && next_timer == 0 && !io_wait) {
-      std::size_t live = live_goroutines();
-      if (live == 0) break;
-      // Re-check after a moment: a thread outside the runtime may be
-      // about to ready one of them.
-      shutdown_note_.clear();
-      shutdown_waiting_.store(true, std::memory_order_seq_cst);
-      shutdown_note_.sleep_for(10'000'000);
-      shutdown_waiting_.store(false, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(lock_);
-      if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
-          earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
-        // goroutine dump: which ones, and where they wait
-        const std::string dump = format_goroutines(collect_goroutines(this));
-        std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n\n%s", live, live == 1 ? "" : "s",
-                     dump.c_str());
-        blocked_at_shutdown_ = live;
-        break;
-      }
-      continue;
-    }
-    // netpoll: goroutines wait on I/O but no M watches the network (the
-    // run() caller's M left): start one; it ends up blocked in epoll_wait.
-    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep();
-    // Busy: look again in a millisecond (a P going idle wakes us sooner).
-    // Only timers pending: look again when the next one is due.
-    long long wait_ns = 1'000'000;
-    if (next_timer != 0) {
-      std::int64_t until_due = next_timer - nanotime();
-      wait_ns = std::clamp<long long>(until_due, 1'000'000, 100'000'000);
-    }
-    shutdown_note_.clear();
-    shutdown_waiting_.store(true, std::memory_order_seq_cst);
-    shutdown_note_.sleep_for(wait_ns);
-    shutdown_waiting_.store(false, std::memory_order_relaxed);
-  }
-  sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
-  // Stop the Ms: every one is parked (or about to be) in the idle list.
-  exiting_.store(true, std::memory_order_seq_cst);
-  std::vector<m*> ms;
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    ms = allm_;
-  }
-  for (m* mm : ms) mm->park_note.wake();
-  poller_.brk();  // netpoll: the M blocked in epoll_wait
-  for (m* mm : ms) {
-    if (mm->has_thread) pthread_join(mm->thread, nullptr);
-    delete mm;
-  }
-  unlink_blocked();
-  // Timers still queued (a ticker nobody stopped, with no goroutine left)
-  // are detached: deleting them later finds them on no heap.
-  for_each_p([](p* pp) { pp->timers.clear(); });
-  // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
-  // goroutine_dump() on another runtime) reads our G records and Ps under
-  // the registry's lock; once unregistered, none can reach them.
-  unregister_runtime(this);
-  release_memory();
-}
-
-// checkdead (Go's checkdead): called with lock_ held each time an M stops
-// — joins the idle list (stopm), sleeps in stoplockedm, or exits. While
-// run() is active (and detection is on): if every M is stopped, every P
-// idle, the global queue empty, no timer pending and nobody waiting on
-// I/O (dead_locked), no goroutine can be readied from inside the runtime.
-// Only a thread outside it can still: a plain thread (an external M,
-// extm.hpp) or another runtime. So this only arms the confirmation: the
-// run() caller's M (woken here to sleep timed, unless it is the one
-// stopping) sets deadlock_ once it has lasted a grace period with no
-// external activity and no live external M (deadcheck.hpp), leaves, and
-// run_main throws deadlock_error.
-//
-// Why nothing inside the runtime is missed: an M leaves the idle list /
-// locked wait only under lock_ (m_idle_get, m_idle_remove, startlockedm),
-// and a G is made runnable only by a running M (which is not stopped), by
-// a timer (still pending on a heap, seq_cst earliest()), by the poller
-// (its waiters), or from outside (external activity). A G queued from
-// outside before this check is in globq_, read under the same lock. An M
-// being created is in allm_ (newm adds it before pthread_create) and not
-// idle; a G in goro::blocking keeps its M out of the idle list.
-//
-// The grace period runs from the last M's stop: an armed check gets a new
-// deadline (the run() caller's M, armed, is stopped in its confirming
-// sleep or on its way there, and looks again at the old one).
-template <class Policy>
-inline auto scheduler<Policy>::checkdead(m* self) noexcept -> void {
-  if (!dead_locked()) return;
-  const bool armed = deadcheck_at_ != 0;
-  deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
-  deadcheck_at_ = nanotime() + deadlock_grace_ns;
-  if (armed) return;
-  m* rm = run_m_.load(std::memory_order_relaxed);
-  if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
-}
-
-// Whether no goroutine can be readied from inside the runtime (lock_ held).
-template <class Policy>
-inline auto scheduler<Policy>::dead_locked() noexcept -> bool {
-  if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return false;
-  if (!run_m_.load(std::memory_order_relaxed) || deadlock_.load(std::memory_order_relaxed)) return false;
-  const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
-  if (nmidle_ + nmlocked_wait_ < mcount) return false;
-  if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return false;
-  if (poller_.waiters() > 0) return false;  // netpoll: the network may ready them
-  return earliest_timer() == 0;
-}
-
-// Takes the run() caller's M off the idle list or out of its locked wait
-// (lock_ held); true if it was there: the caller owns its wake-up.
-template <class Policy>
-inline auto scheduler<Policy>::take_run_m_locked(m* rm) noexcept -> bool {
-  if (rm->in_idle_list) {
-    m_idle_remove(rm);
-    return true;
-  }
-  if (rm->locked_wait) {
-    rm->locked_wait = false;
-    --nmlocked_wait_;
-    return true;
-  }
-  return false;
-}
-
-// The main goroutine finished: the run() caller's M must leave at its
-// next scheduling point; wake it if it is parked.
-//
-// The run() caller may see main_done_ and return (destroying its M) at any
-// moment after the store, so run_m_ is read under lock_, which run_main
-// holds to clear it before the M is destroyed; an M found in the idle list
-// is parked and cannot go away until the wake-up below.
-template <class Policy>
-inline auto scheduler<Policy>::main_finished() noexcept -> void {
-  // main_return: the other goroutines start ending now (the ender thread
-  // is published to run_main by the store below).
-  if (unwind_on_main_return_) main_return_ops::main_finished(*this);
-  main_done_.store(true, std::memory_order_seq_cst);
-  m* rm = nullptr;
-  bool was_timer_m = false;
-  {
-    std::lock_guard<std::mutex> lk(lock_);
-    m* r = run_m_.load(std::memory_order_relaxed);
-    if (r && r != this_m() && r->in_idle_list) {
-      was_timer_m = r == timer_m_;
-      m_idle_remove(r);
-      rm = r;
-    } else if (r && r != this_m() && take_run_m_locked(r)) {  // lockosthread: in stoplockedm
-      rm = r;
-    }
-  }
-  if (rm) {
-    rm->park_note.wake();
-    if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
-  }
-  // It was watching the timers: have an M on an idle P take over (it
-  // finds nothing to run and becomes the timer M).
-  if (was_timer_m) wakep();
-}
-
-// Goroutines blocked forever are released unrun, but the channels and
-// sync objects they wait on may outlive the runtime: take their waiter
-// records (on the goroutines' stacks) off those queues first, so that a
-// later operation finds no record of a freed goroutine. Every M has
-// stopped: nothing else touches these Gs.
-template <class Policy>
-inline auto scheduler<Policy>::unlink_blocked() noexcept -> void {
-  for (auto& block : g_blocks_) {
-    for (std::uint32_t i = 0; i < gfree_batch; ++i) {
-      g* gp = &block[i];
-      if (gp->status.load(std::memory_order_relaxed) != g_status::waiting || !gp->unlink_wait) continue;
-      (void)gp->unlink_wait(gp->unlink_arg);
-      gp->unlink_wait = nullptr;
-    }
-  }
-}
-
-template <class Policy>
-inline auto scheduler<Policy>::release_memory() noexcept -> void {
-  for_each_p([this](p* pp) {
-    while (pp->nstack) {
-      stack_memory s = pp->stack_cache[--pp->nstack].mem;
-      asan_unpoison(s.lo, s.size);
-      alloc_.deallocate(s);
-    }
-  });
-  for (auto& block : g_blocks_) {
-    for (std::uint32_t i = 0; i < gfree_batch; ++i) {
-      g* gp = &block[i];
-      if (gp->stack.lo) {  // blocked forever: release its stack unrun
-        asan_unpoison(gp->stack.lo, gp->stack.size);
-        alloc_.deallocate(gp->stack);
-        gp->stack = {};
-      }
-      tsan_destroy_fiber(gp->tsan_fiber);
-      gp->tsan_fiber = nullptr;
-    }
-  }
-  // Unregistered (shutdown): no dump walks the records any more; the
-  // lock orders this with a for_each_g that started before.
-  debug_remove_blocks(this);  // debugger: before the records go
-  decltype(g_blocks_) blocks;
-  {
-    std::lock_guard<std::mutex> lk(gfree_lock_);
-    blocks.swap(g_blocks_);
-  }
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_lifecycle.hpp ----
-// ---- begin goro/detail/sched_trace.hpp ----
-// The scheduler's execution-tracer events (trace.hpp): run slices,
-// wake-ups and creations. Part of scheduler<Policy> (sched.hpp).
-// Included at the end of sched.hpp only.
-
-namespace goro::detail {
-
-// A run slice of gp that began at t0 on P trace_p has ended (on g0,
-// before mm->after is carried out); a preemption is also an instant event.
-// `flow`: the wake-up or creation arrow that ends at this slice (0: none).
-template <class Policy>
-GORO_NOINLINE auto scheduler<Policy>::trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0,
-                                                std::uint64_t flow) noexcept -> void {
-  if (!tracing::enabled()) return;
-  const char* why = "other";
-  switch (mm->after) {
-    case after_switch::yield:
-      why = "yield";
-      break;
-    case after_switch::preempt:
-      why = "preempted";
-      break;
-    case after_switch::park:
-      why = "blocked";
-      break;
-    case after_switch::exit:
-      why = "exit";
-      break;
-    case after_switch::call:
-      why = "runtime call";
-      break;
-    case after_switch::async_preempt:
-      why = "preempted (signal)";
-      break;
-    case after_switch::exitsyscall:
-      why = "blocking call, no P";
-      break;
-    case after_switch::none:
-      break;
-  }
-  const std::int64_t t1 = tracing::now();
-  tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
-  if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
-    tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
-                     mm->after == after_switch::async_preempt ? 1u : 0u},
-                    true);
-}
-
-// ready(gp) by mm (nullptr: a thread outside this runtime). Formatting
-// waits when called on a goroutine's stack (see tracing::record).
-// A flow arrow goes from here to gp's next run slice (gp->trace_flow,
-// read by the M that runs it: the run queue orders the two).
-template <class Policy>
-GORO_NOINLINE auto scheduler<Policy>::trace_wake(m* mm, g* gp) noexcept -> void {
-  const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
-  gp->trace_flow = tracing::new_flow(false);
-  tracing::record(
-      {tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0, "", gp->trace_flow},
-      current_g() == nullptr);
-}
-
-// newproc of gp (its id set, not queued yet) by mm's goroutine, or by a
-// thread outside the runtime (mm nullptr): a "go" marker and an arrow to
-// gp's first run slice.
-template <class Policy>
-GORO_NOINLINE auto scheduler<Policy>::trace_create(m* mm, g* gp) noexcept -> void {
-  const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
-  const std::uint64_t parent = mm && mm->curg ? mm->curg->id : 0;
-  gp->trace_flow = tracing::new_flow(true);
-  tracing::record(
-      {tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::create, parent, "", gp->trace_flow},
-      current_g() == nullptr);
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/sched_trace.hpp ----
-// ---- end goro/detail/sched.hpp ----
-
-namespace goro {
-
-// What happens to the goroutines still alive when the main goroutine
-// (run()'s f) returns (docs/api.md, "When main returns").
-enum class main_return {
-  // Go's "main returns, the program's goroutines end": each one unwinds at
-  // its current or next goro call as if it had called goro::exit()
-  // (destructors run); one not started yet is discarded; run() returns
-  // once they have ended. One that reaches no goro call for 1 s is
-  // reported on stderr with the goroutine dump, and waited for.
-  unwind,
-  // The runtime serves until every goroutine has finished (its destructor
-  // waits for them; run() returns when main does).
-  wait,
-};
-
-struct options {
-  unsigned maxprocs = 0;  // 0: env GORO_MAXPROCS, else the CPUs this process may use
-  // While run() is active, throw deadlock_error from run() once every
-  // goroutine is blocked with nothing inside the runtime able to wake one
-  // (no timer, no I/O, no blocking() call) and nothing outside either: no
-  // plain thread that used a goro object is alive (a live external M), and
-  // nothing came from outside for a grace period of 250 ms (docs/api.md,
-  // "Deadlock detection"). Off: run() waits as long as it takes.
-  bool detect_deadlock = true;
-  // When main returns: end the other goroutines (unwind) or wait for them.
-  // Also what the destructor does with goroutines started by go() while no
-  // run() was active.
-  main_return on_main_return = main_return::unwind;
-};
-
-namespace detail {
-
-inline unsigned resolve_maxprocs(unsigned requested) {
-  if (requested > 0) return requested;
-  if (const char* env = std::getenv("GORO_MAXPROCS"); env && *env) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long v = std::strtoul(env, &end, 10);
-    if (errno != 0 || *end != '\0' || v == 0 || v > 4096 || env[0] == '-')
-      raise_usage((std::string("GORO_MAXPROCS must be an integer between 1 and 4096, got \"") + env + "\"").c_str());
-    return static_cast<unsigned>(v);
-  }
-  return online_cpus();
-}
-
-// The calling goroutine's M, or a usage_error naming `call`.
-inline m_base* require_goroutine(const char* call) {
-  m_base* m = current_m();
-  if (GORO_UNLIKELY(!m || !m->curg)) raise_usage((std::string(call) + " called outside a goroutine").c_str());
-  return m;
-}
-
-// lockosthread: run_main wires main to the caller's thread until main's
-// closure starts (Go's runtime.main does the same during init); unwire it
-// here unless main locked itself meanwhile (it cannot have: nothing ran).
-inline void release_main_lock() noexcept {
-  m_base* m = current_m();
-  g* gp = m->curg;
-  if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
-  if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
-    gp->lockedm.store(nullptr, std::memory_order_relaxed);
-    m->lockedg = nullptr;
-  }
-}
-
-// newproc on `s`: a G record, the closure, then queue it. created_pc:
-// where go() was called (the goroutine dump's "created by").
-template <class F, class... A>
-void spawn(sched_base* s, const void* created_pc, F&& f, A&&... args) {
-  g* gp = s->alloc_g();
-  gp->created_pc = created_pc;
-  GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
-  GORO_CATCH_ALL {
-    s->free_g(gp);
-    GORO_RETHROW;
-  }
-  GORO_TRY { s->start_g(gp); }
-  GORO_CATCH_ALL {
-    gp->closure_op(gp, false);
-    s->free_g(gp);
-    GORO_RETHROW;
-  }
-}
-
-}  // namespace detail
-
-template <class Policy = default_policy>
-class basic_runtime {
-  static_assert(detail::check_policy<Policy>());
-
- public:
-  using policy_type = Policy;
-
-  explicit basic_runtime(options o = {})
-      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {
-    sched_->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
-  }
-
-  // With main_return::unwind, ends the goroutines still alive as run()
-  // does when main returns (goroutines started by go() with no run()
-  // active); with main_return::wait, waits for every goroutine to finish.
-  // Then goroutines that can never run again are reported ("goro: N
-  // goroutines blocked forever at shutdown") and released without running.
-  ~basic_runtime() = default;
-
-  basic_runtime(const basic_runtime&) = delete;
-  basic_runtime& operator=(const basic_runtime&) = delete;
-
-  // Runs f as the main goroutine, the calling thread serving as an M, and
-  // returns its result; an exception escaping f propagates out of run().
-  // Main starts on the calling thread (lock_os_thread() keeps it there).
-  // Throws deadlock_error when every goroutine is blocked for good (see
-  // options::detect_deadlock); main is then left blocked and released by
-  // the destructor. When main returns (or throws), the other goroutines
-  // end before run() returns, or are left running (options::on_main_return).
-  template <class F>
-  std::invoke_result_t<F> run(F&& f) {
-    using R = std::invoke_result_t<F>;
-    using stored = std::conditional_t<std::is_reference_v<R>, std::reference_wrapper<std::remove_reference_t<R>>, R>;
-    [[maybe_unused]] std::optional<std::conditional_t<std::is_void_v<R>, char, stored>> result;
-    std::exception_ptr error;
-    bool exited = true;
-    sched_->run_main([&](detail::g* gp) {
-      detail::set_closure(gp, [&] {
-        detail::release_main_lock();  // lockosthread: see run_main
-#if GORO_EXCEPTIONS
-        try {
-#endif
-          if constexpr (std::is_void_v<R>)
-            std::invoke(std::forward<F>(f));
-          else
-            result.emplace(std::invoke(std::forward<F>(f)));
-          exited = false;
-#if GORO_EXCEPTIONS
-        } catch (const detail::goexit_unwind&) {
-        } catch (...) {
-          error = std::current_exception();
-          exited = false;
-        }
-#endif
-      });
-    });
-#if GORO_EXCEPTIONS
-    if (error) std::rethrow_exception(error);
-#endif
-    if constexpr (!std::is_void_v<R>) {
-      if (exited) detail::raise_usage("the main goroutine called exit() before returning a value from run()");
-      if constexpr (std::is_reference_v<R>)
-        return static_cast<R>(result->get());
-      else
-        return std::move(*result);
-    }
-  }
-
-  // Starts a goroutine from any thread (inside this runtime it runs next on
-  // the caller's P; from elsewhere it goes to the global run queue).
-  // Always inlined: the goroutine dump's "created by" is the caller.
-  template <class F, class... A>
-  GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
-    detail::spawn(sched_.get(), detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
-  }
-
-  // Returns the number of Ps; with n > 0, sets it to n (at most 4096) and
-  // returns the previous one. Works from any thread, at any time: when it
-  // shrinks the runtime it returns once the removed Ps' goroutines have
-  // moved to the remaining ones (see docs/api.md).
-  unsigned gomaxprocs(unsigned n = 0) { return n == 0 ? sched_->procs() : sched_->resize(n); }
-
-  std::size_t num_goroutine() const noexcept { return sched_->live_goroutines(); }
-  runtime_stats stats() const noexcept { return sched_->stats(); }
-
- private:
-  std::unique_ptr<detail::scheduler<Policy>> sched_;
-};
-
-using runtime = basic_runtime<>;
-
-// runtime{o}.run(f): with main_return::unwind (the default) the other
-// goroutines end when f returns; with main_return::wait the runtime's
-// destructor (and so this call) waits for every goroutine.
-template <class F>
-std::invoke_result_t<F> run(F&& f, options o = {}) {
-  runtime rt{o};
-  return rt.run(std::forward<F>(f));
-}
-
-// ---- calls made from inside a goroutine, on its own runtime ----
-
-// Wires the calling goroutine to its current OS thread (Go's
-// LockOSThread): until as many unlock_os_thread() calls, it runs only on
-// this thread and the thread runs no other goroutine; when it blocks, the
-// thread sleeps. Calls nest. A goroutine that ends while locked takes its
-// thread with it (the thread exits instead of running other goroutines;
-// the run() caller's thread sits out until run() returns). In run()'s main
-// goroutine it keeps main on the thread that called run(). See
-// docs/lock_os_thread.md.
-inline void lock_os_thread() {
-  detail::m_base* m = detail::require_goroutine("lock_os_thread()");
-  detail::g* gp = m->curg;
-  if (GORO_UNLIKELY(gp->lock_count == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
-  ++gp->lock_count;
-  // Written by the goroutine on its own M; read by the M that dequeues it
-  // later, after the queue hand-off (which orders these stores).
-  gp->lockedm.store(m, std::memory_order_relaxed);
-  m->lockedg = gp;
-}
-
-// Undoes one lock_os_thread(); at zero the goroutine may run anywhere
-// again. A no-op if it is not locked (as in Go).
-inline void unlock_os_thread() {
-  detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
-  detail::g* gp = m->curg;
-  if (gp->lock_count == 0 || --gp->lock_count != 0) return;
-  if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
-  gp->lockedm.store(nullptr, std::memory_order_relaxed);
-  if (m->lockedg == gp) m->lockedg = nullptr;
-}
-
-// A cheap cooperative preemption check for long loops: if sysmon asked the
-// calling goroutine to yield (it ran a whole time slice), it yields to the
-// global run queue. The fast path is one relaxed load of a process-wide
-// counter and a branch (no TLS access, see detail/preempt.hpp); a no-op
-// outside goroutines and with preemption::none. A goro call: once main has
-// returned (main_return::unwind) the goroutine ends here (goexit_unwind).
-GORO_ALWAYS_INLINE void preempt_point() {
-  detail::call_point();
-}
-
-// A scope in which the calling goroutine may be preempted asynchronously
-// (policy preemption::signal): when its time slice runs out, sysmon sends
-// SIGURG to its thread and the goroutine yields wherever it is, even in a
-// loop without any runtime call (docs/preemption.md). Inside the scope the
-// goroutine promises to hold no lock and to call nothing that takes one —
-// no malloc/new, no std::mutex, no goro call other than preempt_point():
-// preempted while holding a lock, it could block the goroutine that runs
-// next on the same thread. Nestable. In the other modes, under TSan, and
-// outside a goroutine it does nothing (no error: code may be shared with
-// plain threads). The async-preempted goroutine resumes on the same thread.
-class async_preemptible {
- public:
-  async_preemptible() noexcept : g_(detail::current_g()) {
-    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    // The scope's edges are compiler barriers: no lock or call is moved into it.
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-  }
-  ~async_preemptible() {
-    std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (g_) g_->async_scope.store(g_->async_scope.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-  }
-  async_preemptible(const async_preemptible&) = delete;
-  async_preemptible& operator=(const async_preemptible&) = delete;
-
- private:
-  detail::g* g_;
-};
-
-// Starts a goroutine on the calling goroutine's runtime; it runs next on
-// this P (the caller keeps running).
-// Always inlined: the goroutine dump's "created by" is the caller.
-template <class F, class... A>
-GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
-  detail::m_base* m = detail::require_goroutine("go()");
-  detail::spawn(m->sched, detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
-  preempt_point();  // a runtime call: honour a pending preemption request
-}
-
-// Gosched: puts the calling goroutine on the global run queue and runs
-// another.
-inline void yield() {
-  detail::m_base* m = detail::require_goroutine("yield()");
-  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("yield()");  // no P to give up
-  detail::call_point();  // main_return (detail/goexit.hpp), before and after
-  m = detail::current_m();  // call_point may have switched: TLS rule (DESIGN.md section 7)
-  m->sched->gosched(m);
-  detail::call_point();
-}
-
-// Goexit: unwinds the calling goroutine (destructors run) and ends it.
-// Without exceptions the goroutine ends at once and destructors of its
-// frames do not run.
-[[noreturn]] inline void exit() {
-  detail::m_base* m = detail::require_goroutine("exit()");
-#if !GORO_EXCEPTIONS
-  if (GORO_UNLIKELY(m->in_blocking)) detail::raise_inside_blocking("exit()");  // no P to switch on
-#endif
-  detail::end_goroutine(m->curg);  // unwinding: its destructors' goro calls behave normally
-}
-
-inline std::size_t num_goroutine() { return detail::require_goroutine("num_goroutine()")->sched->live_goroutines(); }
-
-// GOMAXPROCS: the number of Ps of the caller's runtime; n > 0 sets it
-// (returns the previous value), like basic_runtime::gomaxprocs.
-inline unsigned gomaxprocs(unsigned n = 0) {
-  detail::sched_base* s = detail::require_goroutine("gomaxprocs()")->sched;
-  return n == 0 ? s->procs() : s->resize_procs(n);
-}
-
-// CPUs this process may run on (works anywhere).
-inline unsigned num_cpu() noexcept { return detail::online_cpus(); }
-
-namespace this_goroutine {
-// The calling goroutine's id (the main goroutine of the first run() is 1).
-inline std::uint64_t id() { return detail::require_goroutine("this_goroutine::id()")->curg->id; }
-// Whether the caller is a goroutine (works anywhere).
-inline bool inside() noexcept { return detail::current_g() != nullptr; }
-}  // namespace this_goroutine
-
-}  // namespace goro
-// ---- end goro/runtime.hpp ----
-
-namespace goro {
-
-// Tag for goro::blocking(goro::long_call, f): hand the P off immediately
-// (Go's entersyscallblock).
-struct long_call_t {
-  explicit long_call_t() = default;
-};
-inline constexpr long_call_t long_call{};
-
-namespace detail {
-
-template <class F>
-decltype(auto) blocking_call(bool long_call, F&& f) {
-  m_base* m = current_m();
-  // An M holding async-preempted goroutines lets its P go as well: if it
-  // finds none when the call returns, it waits for one the way a locked M
-  // does (sched.hpp park_pinned).
-  if (!m || !m->curg || m->in_blocking) return std::invoke(std::forward<F>(f));
-  g* gp = m->curg;  // goroutine dump: "blocking call" while inside
-  gp->wait_since.store(0, std::memory_order_relaxed);  // stamped later (dump.hpp)
-  gp->waiting_on.store(wait_reason::blocking_call, std::memory_order_relaxed);
-  m->sched->enter_syscall(long_call);
-  // exitsyscall on every way out, the exception path included; then a
-  // pending preemption request is honoured (a runtime call that can switch).
-  // main_return (detail/goexit.hpp): a goroutine whose runtime ended its
-  // goroutines meanwhile ends here, as f returns (not while an exception
-  // from f is propagating: that one goes on).
-  struct exit_syscall_guard {
-    g* gp;
-    int uncaught = std::uncaught_exceptions();
-    ~exit_syscall_guard() noexcept(false) {
-      gp->waiting_on.store(wait_reason::none, std::memory_order_relaxed);
-      current_m()->sched->exit_syscall();  // re-read: TLS rule (DESIGN.md section 7)
-      if (std::uncaught_exceptions() == uncaught)
-        call_point();
-      else
-        safe_point();
-    }
-  } guard{gp};
-  return std::invoke(std::forward<F>(f));
-}
-
-}  // namespace detail
-
-// Runs f(), which may block in the kernel, letting the scheduler give this
-// goroutine's P to another thread if it blocks for long. Returns f's
-// result (references too); f's exception propagates.
-template <class F>
-decltype(auto) blocking(F&& f) {
-  return detail::blocking_call(false, std::forward<F>(f));
-}
-
-// The same, handing the P off before calling f (for calls expected to
-// block for long: sleeping, waiting for a child process, ...).
-template <class F>
-decltype(auto) blocking(long_call_t, F&& f) {
-  return detail::blocking_call(true, std::forward<F>(f));
-}
-
-}  // namespace goro
-// ---- end goro/blocking.hpp ----
-// ---- begin goro/chan.hpp ----
-// goro::chan<T>: Go's channels (mirror src/runtime/chan.go).
-//
-// A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
-// blocked receivers (recvq) and one of blocked senders (sendq), all under
-// one spinlock. A blocked party queues a chan_waiter (Go's sudog) and
-// blocks through detail/park.hpp's protocol (which states why no wake-up
-// is lost). The party that completes the communication does all the work
-// under the lock -- it moves the value straight into the receiver's slot,
-// or out of the sender's -- then unlocks and only then wakes the waiter.
-//
-// Invariants (DESIGN.md section 5), while the lock is not held:
-//   - at most one of recvq / sendq is non-empty (a select that waits to
-//     send and to receive on the same channel is the only exception);
-//   - a buffered channel holding items has no receivers queued;
-//   - a buffered channel with free slots has no senders queued;
-//   - a closed channel has no waiters at all.
-
-#include <atomic>
-#include <climits>
-#include <cstddef>
-#include <cstdint>
-#include <iterator>
-#include <memory>
-#include <mutex>
-#include <new>
-#include <optional>
-#include <type_traits>
-#include <utility>
-
-// ---- begin goro/detail/park.hpp ----
-// Blocking on a queue, for goroutines and plain threads alike: the one
-// waiter queue and block/wake protocol that channels (chan.hpp, select.hpp)
-// and the sync primitives (sema.hpp, timed_park.hpp, net's io_lock) share.
-//
-// A blocked party puts a waiter record, on its own stack, on a queue
-// guarded by the owner's lock, then blocks: a goroutine parks (its M runs
-// other goroutines), a plain thread sleeps on a futex word. A waker takes
-// the record off under the same lock, does its part of the hand-off there
-// (a value copied, a token or a lock handed over), releases the lock and
-// only then wakes the record's party (never ready a G while holding a lock;
-// DESIGN.md section 5).
-//
-// Why no wake-up is lost -- publish, then check, on both sides:
-//   - goroutine: the record is published (queued) under the lock, and the
-//     lock is released by g0 only after the goroutine is off its stack
-//     (park's unlock step). A waker, which needs the lock to find the
-//     record, therefore readies a G that has finished switching out: it
-//     cannot run on its stack twice.
-//   - plain thread: the waker stores the futex word (release), then calls
-//     futex_wake; the sleeper re-checks the word (acquire) before each
-//     futex_wait, which itself re-checks it against 0 atomically. Either the
-//     sleeper sees 1, or its futex_wait sees 1 and returns, or it is asleep
-//     when the wake arrives. The acquire load also carries the waker's
-//     writes under the lock (the handed-over value) to the sleeper.
-// After wake() the waker must not touch the record: its owner may have
-// returned.
-
-#include <atomic>
-#include <mutex>
-#include <cstdint>
-
 
 namespace goro::detail {
 
@@ -10875,6 +3845,300 @@ class recv_chan {
 #include <variant>
 #include <vector>
 
+// ---- begin goro/detail/timer_heap.hpp ----
+// Timers: the record a timer is made of, and the per-P heap that holds
+// them (Go's per-P timer heap, src/runtime/time.go of Go 1.14-1.22:
+// addtimer / deltimer / modtimer / runtimer, checkTimers in proc.go).
+//
+// Simpler than Go's status machine, same guarantees:
+//  - A timer is on at most one heap at a time. `where` names that heap and
+//    is only written with that heap's lock held. A heap never hands its
+//    timers to another heap: a timer stays where it was added until it
+//    fires or is deleted; other Ms *run* an idle P's expired timers instead
+//    of moving them (Go's stealWork runs other Ps' timers too).
+//  - Timer functions run on a scheduler context (g0) with no lock held;
+//    they must be short and never block (ready a G, a non-blocking send).
+//  - A timer that may be deleted or modified while it fires is `sync`: the
+//    runner counts it `running` (under the heap lock) before calling its
+//    function and uncounts it afterwards; del / mod wait for the count to
+//    drop to zero (Go's timerRunning: deltimer and modtimer osyield until it
+//    changes). So once del() returns, the function is not running and will
+//    not run: the timer's owner may free what the function uses. A timer
+//    that is not `sync` (a sleeping goroutine's) is never touched by the
+//    runner after its function was called: the function may end the
+//    timer's lifetime (the woken goroutine returns and its frame is gone).
+//  - A sync timer's function may itself end its timer's life: del() called
+//    from inside it, directly or from a destructor it sets off (a context
+//    whose deadline timer drops the last reference to that context), does
+//    not wait for the call it is part of, releases that call's `running`
+//    count as its last touch of the timer, and the runner then touches the
+//    timer no more.
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+
+namespace goro::detail {
+
+// Nanoseconds on std::chrono::steady_clock; timers' `when`. 0 means "none",
+// so real instants are clamped to >= 1.
+inline std::int64_t nanotime() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// when = now + d, saturating (a huge duration is "never", not an overflow).
+inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
+  if (d <= 0) return now < 1 ? 1 : now;
+  std::int64_t w = now + d;
+  if (w < now) w = INT64_MAX;  // wrapped
+  return w < 1 ? 1 : w;
+}
+
+class timer_heap;
+struct timer;
+
+// The sync timer whose function runs on this thread (run_due), and whether
+// del() from inside that function already released its `running` count.
+struct running_timer_slot {
+  timer* t = nullptr;
+  bool released = false;
+};
+inline thread_local running_timer_slot tls_running_timer;
+
+struct timer {
+  // Called with (arg, seq, now) when the timer fires; no lock is held.
+  using func = void (*)(void* arg, std::uintptr_t seq, std::int64_t now);
+
+  // Fields guarded by the lock of the heap the timer is on (or owned by the
+  // timer's user while it is on none).
+  std::int64_t when = 0;    // fires at this nanotime()
+  std::int64_t period = 0;  // > 0: re-arms itself every period ns (ticker)
+  func f = nullptr;
+  func drop = nullptr;  // if set, called instead when the runtime ends with t unfired (frees a one-shot)
+  void* arg = nullptr;
+  std::uintptr_t seq = 0;   // passed to f; the owner's generation counter, say
+  std::uint32_t index = 0;  // position in the heap's array
+  bool sync = false;        // del/mod wait for a running f (see the top of this file)
+
+  std::atomic<timer_heap*> where{nullptr};
+  std::atomic<std::uint32_t> running{0};  // calls of f in progress (sync timers only)
+};
+
+// A 4-ary min-heap of timers ordered by `when`, with its own lock. Go uses
+// a 4-ary heap too: shallower than a binary one, and the four children of
+// a node share a cache line of the array.
+class timer_heap {
+ public:
+  timer_heap() = default;
+  timer_heap(const timer_heap&) = delete;
+  timer_heap& operator=(const timer_heap&) = delete;
+
+  // The earliest `when` on this heap, 0 if empty. Read without the lock by
+  // anyone deciding whether to look closer (Go's timer0When); written with
+  // the lock held after every change to the top. seq_cst: see the
+  // scheduler's comment on how an M going to sleep and a timer being added
+  // each see the other.
+  std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
+  std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+
+  // addtimer: queues t (on no heap, not running) to fire at t->when.
+  // Returns true if t became this heap's earliest timer.
+  // The array may grow: a bad_alloc leaves the heap unchanged and unlocked.
+  bool add(timer* t) {
+    GORO_CHAOS_POINT("timer.add");
+    bool first;
+    {
+      std::lock_guard<spinlock> lk(lock_);
+      first = push_locked(t);
+    }
+    GORO_CHAOS_POINT("timer.added");
+    return first;
+  }
+
+  // runtimer loop: runs every timer due at `now`, the lock released around
+  // each function. Returns the earliest pending `when` afterwards (0: none).
+  std::int64_t run_due(std::int64_t now) noexcept {
+    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
+    lock_.lock();
+    while (!heap_.empty() && heap_[0]->when <= now) {
+      timer* t = heap_[0];
+      timer::func f = t->f;
+      void* arg = t->arg;
+      std::uintptr_t seq = t->seq;
+      bool sync = t->sync;
+      // `running` before `where`: del() reading where == nullptr without
+      // the lock (acquire) must then see running != 0 and wait.
+      // A count, not a flag: a periodic timer may be due again, and run by
+      // another M, before this call of its function returns.
+      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
+      if (t->period > 0) {
+        // Periodic: the next tick after now, skipping missed ones (a ticker
+        // drops ticks rather than bursting).
+        std::int64_t late = now - t->when;
+        std::int64_t next = t->when + t->period * (1 + late / t->period);
+        t->when = next < t->when ? INT64_MAX : next;
+        sift_down(0);
+      } else {
+        remove_at(0);
+        t->where.store(nullptr, std::memory_order_release);
+      }
+      publish_earliest();
+      lock_.unlock();
+      GORO_CHAOS_POINT("timer.run");
+      // After this call a non-sync t may be gone: touch it no more; nor a
+      // sync one whose function deleted it (see the top of this file).
+      const running_timer_slot outer = tls_running_timer;
+      tls_running_timer = {sync ? t : nullptr, false};
+      f(arg, seq, now);
+      const bool released = tls_running_timer.released;
+      tls_running_timer = outer;
+      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
+      lock_.lock();
+    }
+    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
+    lock_.unlock();
+    return next;
+  }
+
+  // Removes every timer (shutdown): later del() calls find them on no heap;
+  // those with a `drop` function get it called.
+  void clear() noexcept {
+    lock_.lock();
+    std::vector<timer*> all;
+    all.swap(heap_);
+    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
+    count_.store(0, std::memory_order_relaxed);
+    publish_earliest();
+    lock_.unlock();
+    for (timer* t : all)
+      if (t->drop) t->drop(t->arg, t->seq, 0);
+  }
+
+  // deltimer: takes t off whatever heap it is on. Returns true if it was
+  // pending (so it will now never fire), false if it had fired (or was
+  // never added). Waits for a sync timer's running function to finish.
+  static bool del(timer* t) noexcept {
+    // From inside t's own function that call is not waited for (it is the
+    // caller; other runs of a periodic t still are), and its count is
+    // released last: once it drops, t's owner may free t at any moment.
+    const bool self = t == tls_running_timer.t && !tls_running_timer.released;
+    const std::uint32_t own = self ? 1 : 0;
+    bool removed = false;
+    for (;;) {
+      timer_heap* h = t->where.load(std::memory_order_acquire);
+      if (!h) {
+        wait_running_at_most(t, own);
+        break;
+      }
+      h->lock_.lock();
+      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
+        h->lock_.unlock();
+        continue;
+      }
+      if (t->sync && t->running.load(std::memory_order_acquire) > own) {
+        // A periodic timer stays queued while its function runs.
+        h->lock_.unlock();
+        wait_running_at_most(t, own);
+        continue;
+      }
+      h->remove_at(t->index);
+      t->where.store(nullptr, std::memory_order_release);
+      h->publish_earliest();
+      h->lock_.unlock();
+      removed = true;
+      break;
+    }
+    if (self) {
+      tls_running_timer.released = true;
+      t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
+    }
+    return removed;
+  }
+
+ private:
+  // Waits until at most `own` runs of t's function are in progress (own:
+  // 1 when called from inside it, see del).
+  static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
+    if (!t->sync) return;
+    while (t->running.load(std::memory_order_acquire) > own) sched_yield();
+  }
+
+  bool push_locked(timer* t) {
+    t->index = static_cast<std::uint32_t>(heap_.size());
+    heap_.push_back(t);
+    t->where.store(this, std::memory_order_release);
+    sift_up(t->index);
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    bool first = heap_[0] == t;
+    if (first) publish_earliest();
+    return first;
+  }
+
+  void remove_at(std::uint32_t i) noexcept {
+    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
+    if (i != last) {
+      heap_[i] = heap_[last];
+      heap_[i]->index = i;
+    }
+    heap_.pop_back();
+    count_.store(heap_.size(), std::memory_order_relaxed);
+    if (i < heap_.size()) {
+      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
+        sift_up(i);
+      else
+        sift_down(i);
+    }
+  }
+
+  void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
+
+  void place(std::uint32_t i, timer* t) noexcept {
+    heap_[i] = t;
+    t->index = i;
+  }
+
+  void sift_up(std::uint32_t i) noexcept {
+    timer* t = heap_[i];
+    while (i > 0) {
+      std::uint32_t parent = (i - 1) / 4;
+      if (heap_[parent]->when <= t->when) break;
+      place(i, heap_[parent]);
+      i = parent;
+    }
+    place(i, t);
+  }
+
+  void sift_down(std::uint32_t i) noexcept {
+    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
+    if (i >= n) return;
+    timer* t = heap_[i];
+    for (;;) {
+      std::uint32_t c = 4 * i + 1;
+      if (c >= n) break;
+      std::uint32_t best = c;
+      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
+        if (heap_[k]->when < heap_[best]->when) best = k;
+      if (t->when <= heap_[best]->when) break;
+      place(i, heap_[best]);
+      i = best;
+    }
+    place(i, t);
+  }
+
+  spinlock lock_;
+  std::vector<timer*> heap_;
+  std::atomic<std::int64_t> when0_{0};
+  std::atomic<std::size_t> count_{0};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/timer_heap.hpp ----
 // ---- begin goro/time.hpp ----
 // Time: sleeping, and (with channels) after / timer / ticker, on the
 // runtime's per-P timer heaps (detail/timer_heap.hpp; scheduling in
@@ -13166,6 +6430,76 @@ inline std::vector<address> lookup_host(std::string_view name) {
 #include <type_traits>
 #include <utility>
 
+// ---- begin goro/detail/random.hpp ----
+// Cheap per-M pseudo-random numbers and Go's random coprime enumeration
+// (randomOrder in src/runtime/proc.go), used to visit steal victims.
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+namespace goro::detail {
+
+// wyrand: fast, good enough for scheduling decisions; one state per M.
+class fast_rand {
+ public:
+  explicit fast_rand(std::uint64_t seed = 0x9e3779b97f4a7c15ull) noexcept : state_(seed) {}
+  std::uint32_t next() noexcept {
+    state_ += 0xa0761d6478bd642full;
+    __uint128_t m = static_cast<__uint128_t>(state_) * (state_ ^ 0xe7037ed1a0b428dbull);
+    return static_cast<std::uint32_t>(static_cast<std::uint64_t>(m >> 64) ^ static_cast<std::uint64_t>(m));
+  }
+  // Uniform in [0, n) (Lemire's multiply-shift; n > 0).
+  std::uint32_t below(std::uint32_t n) noexcept {
+    return static_cast<std::uint32_t>((std::uint64_t{next()} * n) >> 32);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+// Enumerates 0..count-1 in a random order: start at r % count and step by a
+// random increment coprime with count, so every position is visited once.
+class coprime_order {
+ public:
+  coprime_order() = default;
+  explicit coprime_order(std::uint32_t count) { reset(count); }
+
+  void reset(std::uint32_t count) {
+    count_ = count;
+    coprimes_.clear();
+    for (std::uint32_t i = 1; i <= count; ++i)
+      if (std::gcd(i, count) == 1) coprimes_.push_back(i);
+  }
+  std::uint32_t count() const noexcept { return count_; }
+
+  class enumerator {
+   public:
+    bool done() const noexcept { return i_ == count_; }
+    void next() noexcept {
+      ++i_;
+      pos_ = (pos_ + inc_) % count_;
+    }
+    std::uint32_t position() const noexcept { return pos_; }
+
+   private:
+    friend class coprime_order;
+    enumerator(std::uint32_t count, std::uint32_t pos, std::uint32_t inc) noexcept
+        : count_(count), pos_(pos), inc_(inc) {}
+    std::uint32_t i_ = 0, count_, pos_, inc_;
+  };
+
+  enumerator start(std::uint32_t r) const noexcept {
+    return enumerator(count_, r % count_, coprimes_[(r / count_) % coprimes_.size()]);
+  }
+
+ private:
+  std::uint32_t count_ = 0;
+  std::vector<std::uint32_t> coprimes_;
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/random.hpp ----
 
 namespace goro {
 
@@ -13647,6 +6981,572 @@ inline std::size_t select(std::span<select_case> cases) {
 
 }  // namespace goro
 // ---- end goro/select.hpp ----
+// ---- begin goro/detail/netpoll.hpp ----
+// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
+// epoll instance per runtime, created on first use, edge-triggered, with an
+// eventfd that breaks a blocking epoll_wait (netpollBreak).
+//
+// Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
+// two "semaphores", rg (read) and wg (write). Each holds one of
+//   pd_nil    nobody waits, no readiness recorded
+//   pd_ready  readiness arrived (an edge) and nobody consumed it yet
+//   pd_wait   a goroutine is about to park (between its CAS and the commit)
+//   a g*      that goroutine is parked, waiting for readiness
+// The waiter moves nil -> wait, parks, and on g0 (once off its stack)
+// commits wait -> G (netpollblockcommit); if that CAS fails, readiness or
+// an unblock came in between and the park is cancelled. Pollers and
+// closers move the state to ready (I/O) or nil (close, deadline) and
+// ready the G they took out (netpollunblock). Every transition is a CAS,
+// so exactly one party readies a given G.
+//
+// Descriptors are never freed: they come from a process-wide free list
+// (Go's pollcache), so a poller or timer holding a stale pointer reads
+// valid memory; a sequence number (bumped when a descriptor is recycled)
+// tags epoll events and deadline timers so stale ones are ignored. At
+// worst a stale event marks a descriptor ready spuriously, which every
+// caller tolerates (it retries the syscall and waits again on EAGAIN).
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <vector>
+
+
+namespace goro::detail {
+
+class netpoller;
+
+inline constexpr std::uintptr_t pd_nil = 0;
+inline constexpr std::uintptr_t pd_ready = 1;
+inline constexpr std::uintptr_t pd_wait = 2;
+
+// Why a wait ended without readiness (Go's netpollcheckerr).
+enum class pd_error { none, closing, timeout };
+
+struct poll_desc {
+  int fd = -1;
+  // rg / wg: see the top of this file. seq_cst throughout: the waiter's
+  // CAS nil -> wait followed by its read of closing / the deadline, and the
+  // closer's (setter's) store followed by its read of the semaphore, are a
+  // store-load pair on each side (Dekker): one of them must see the other.
+  std::atomic<std::uintptr_t> rg{pd_nil};
+  std::atomic<std::uintptr_t> wg{pd_nil};
+  std::atomic<bool> closing{false};
+  std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
+  std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
+  std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
+  spinlock lock;                           // registration and deadline setters
+  timer rt, wt;                            // deadline timers (sync: del waits for a running one)
+  poll_desc* prev = nullptr;               // owner's list / free list (their locks)
+  poll_desc* next = nullptr;
+
+  std::atomic<std::uintptr_t>& sema(char mode) noexcept { return mode == 'r' ? rg : wg; }
+  std::atomic<std::int64_t>& deadline(char mode) noexcept { return mode == 'r' ? rd : wd; }
+
+  pd_error check(char mode) noexcept {
+    if (closing.load(std::memory_order_seq_cst)) return pd_error::closing;
+    std::int64_t d = deadline(mode).load(std::memory_order_seq_cst);
+    if (d != 0 && nanotime() >= d) return pd_error::timeout;
+    return pd_error::none;
+  }
+};
+
+// Go's pollcache: descriptors allocated in blocks, recycled, never freed.
+class pd_cache {
+ public:
+  static poll_desc* alloc(int fd) {
+    pd_cache& c = get();
+    poll_desc* pd;
+    {
+      std::lock_guard<std::mutex> lk(c.mu_);
+      if (!c.free_) {
+        constexpr int block = 64;
+        auto* b = new (std::nothrow) poll_desc[block];
+        if (!b) raise_bad_alloc();
+        c.blocks_.push_back(b);
+        for (int i = 0; i < block; ++i) {
+          b[i].next = c.free_;
+          c.free_ = &b[i];
+        }
+      }
+      pd = c.free_;
+      c.free_ = pd->next;
+    }
+    pd->next = pd->prev = nullptr;
+    pd->fd = fd;
+    pd->rg.store(pd_nil, std::memory_order_relaxed);
+    pd->wg.store(pd_nil, std::memory_order_relaxed);
+    pd->rd.store(0, std::memory_order_relaxed);
+    pd->wd.store(0, std::memory_order_relaxed);
+    pd->owner.store(nullptr, std::memory_order_relaxed);
+    pd->closing.store(false, std::memory_order_seq_cst);
+    return pd;
+  }
+  // pd must be unregistered, its timers deleted and nobody waiting on it.
+  static void free(poll_desc* pd) noexcept {
+    pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
+    pd->fd = -1;
+    pd_cache& c = get();
+    std::lock_guard<std::mutex> lk(c.mu_);
+    pd->next = c.free_;
+    c.free_ = pd;
+  }
+
+ private:
+  static pd_cache& get() {
+    static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
+    return *c;
+  }
+  std::mutex mu_;
+  poll_desc* free_ = nullptr;
+  std::vector<poll_desc*> blocks_;
+};
+
+class netpoller {
+ public:
+  // Readied goroutines returned by one poll at most (two per event).
+  static constexpr int max_batch = 128;
+
+  // on_init(arg) runs once the epoll instance exists (the scheduler wakes
+  // its timer M, which went to sleep on a futex before there was a poller,
+  // so that it sleeps in epoll_wait from now on).
+  using init_hook = void (*)(void*);
+  netpoller() = default;
+  netpoller(init_hook on_init, void* arg) noexcept : on_init_(on_init), on_init_arg_(arg) {}
+  netpoller(const netpoller&) = delete;
+  netpoller& operator=(const netpoller&) = delete;
+
+  // The runtime is gone (every M joined): descriptors still registered
+  // (sockets outliving their runtime) are detached; a goroutine of another
+  // runtime that waits on one registers it again with its own poller.
+  ~netpoller() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      for (poll_desc* pd = list_; pd;) {
+        poll_desc* next = pd->next;
+        pd->owner.store(nullptr, std::memory_order_seq_cst);
+        pd->prev = pd->next = nullptr;
+        pd = next;
+      }
+      list_ = nullptr;
+    }
+    int ep = epfd_.load(std::memory_order_acquire);
+    if (ep >= 0) {
+      ::close(ep);
+      ::close(evfd_);
+    }
+  }
+
+  bool inited() const noexcept { return epfd_.load(std::memory_order_acquire) >= 0; }
+  // Goroutines parked on this poller's descriptors (Go's netpollWaiters).
+  // May dip below zero for a moment (an unblock can beat the commit's
+  // increment).
+  std::int32_t waiters() const noexcept { return waiters_.load(std::memory_order_seq_cst); }
+  void add_waiter() noexcept { waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  void remove_waiter() noexcept { waiters_.fetch_sub(1, std::memory_order_seq_cst); }
+
+  // One poller at a time (Go: sched.lastpoll swapped to 0). An M blocked in
+  // epoll_wait holds it, so non-blocking pollers skip while it sleeps.
+  bool try_lock() noexcept { return !polling_.exchange(true, std::memory_order_acquire); }
+  void unlock() noexcept { polling_.store(false, std::memory_order_release); }
+  bool locked() const noexcept { return polling_.load(std::memory_order_relaxed); }
+  std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
+
+  // netpollinit, once.
+  void init() {
+    if (inited()) return;
+    init_locked();
+    if (on_init_) on_init_(on_init_arg_);
+  }
+
+ private:
+  void init_locked() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (inited()) return;
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) raise_system(errno, "epoll_create1");
+    int ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ev < 0) {
+      int e = errno;
+      ::close(ep);
+      raise_system(e, "eventfd");
+    }
+    // Level-triggered: it stays readable until the blocking poller reads it
+    // (a non-blocking poll leaves it for the sleeper it was meant to wake).
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.u64 = 0;  // no descriptor has address 0
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
+      int err = errno;
+      ::close(ep);
+      ::close(ev);
+      raise_system(err, "epoll_ctl(eventfd)");
+    }
+    evfd_ = ev;
+    last_poll_.store(nanotime(), std::memory_order_relaxed);
+    epfd_.store(ep, std::memory_order_release);
+  }
+
+ public:
+  // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
+  // reports the fd's current readiness at once, so registering after a
+  // syscall returned EAGAIN loses no edge.
+  void open(poll_desc* pd) {
+    if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
+  }
+  // The same, returning the errno instead (EPERM: a regular file).
+  int try_open(poll_desc* pd) {
+    init();
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    e.data.u64 = tag(pd);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      pd->prev = nullptr;
+      pd->next = list_;
+      if (list_) list_->prev = pd;
+      list_ = pd;
+    }
+    pd->owner.store(this, std::memory_order_seq_cst);
+    if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
+      int err = errno;
+      unlink(pd);  // no EPOLL_CTL_DEL: on EEXIST the registration is someone else's
+      return err;
+    }
+    return 0;
+  }
+
+  // pollClose: unregisters pd (before its fd is closed).
+  void close(poll_desc* pd) noexcept {
+    epoll_event e{};
+    epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    unlink(pd);
+  }
+
+ private:
+  void unlink(poll_desc* pd) noexcept {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
+    (pd->prev ? pd->prev->next : list_) = pd->next;
+    if (pd->next) pd->next->prev = pd->prev;
+    pd->prev = pd->next = nullptr;
+    pd->owner.store(nullptr, std::memory_order_seq_cst);
+  }
+
+ public:
+  // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
+  // event or brk()), stores the goroutines made runnable in out (room for
+  // max_batch) and returns their number. The caller holds try_lock().
+  int poll(long long timeout_ns, g** out) noexcept {
+    int ep = epfd_.load(std::memory_order_acquire);
+    if (ep < 0) return 0;
+    if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
+    epoll_event evs[max_batch / 2];
+    int n = wait(ep, evs, max_batch / 2, timeout_ns);
+    last_poll_.store(nanotime(), std::memory_order_relaxed);
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      std::uint64_t d = evs[i].data.u64;
+      if (d == 0) {
+        if (timeout_ns != 0) {  // only the sleeper consumes a break
+          std::uint64_t v;
+          [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
+          wake_sig_.store(false, std::memory_order_seq_cst);
+        }
+        continue;
+      }
+      auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
+      if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
+      std::uint32_t ev = evs[i].events;
+      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
+      if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+        if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
+    }
+    return k;
+  }
+
+  // epoll_wait with a timeout in ns (< 0: none). epoll_wait's is in ms, so
+  // a timer 200 us away would sleep 1 ms; epoll_pwait2 (Linux 5.11) takes
+  // a timespec. Called as a raw syscall (glibc >= 2.35 only declares it);
+  // the first ENOSYS (older kernel, qemu-user) switches to epoll_wait,
+  // rounding up (never early).
+  static int wait(int ep, epoll_event* evs, int max, long long timeout_ns) noexcept {
+#ifdef __NR_epoll_pwait2
+    static std::atomic<bool> no_pwait2{false};
+    if (timeout_ns > 0 && !no_pwait2.load(std::memory_order_relaxed)) {
+      timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+      long r = ::syscall(__NR_epoll_pwait2, ep, evs, max, &ts, nullptr, 0);
+      if (r >= 0 || errno != ENOSYS) return static_cast<int>(r);
+      no_pwait2.store(true, std::memory_order_relaxed);
+    }
+#endif
+    int ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+    return epoll_wait(ep, evs, max, ms);
+  }
+
+  // netpollBreak: wakes the M blocked in poll(); one write per sleep.
+  void brk() noexcept {
+    if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
+  }
+
+  // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
+  // pd_ready (ioready) or pd_nil. Returns the parked G to ready, if any.
+  static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept {
+    auto& s = pd->sema(mode);
+    std::uintptr_t old = s.load(std::memory_order_seq_cst);
+    for (;;) {
+      if (old == pd_ready) return nullptr;
+      if (old == pd_nil && !ioready) return nullptr;
+      std::uintptr_t nw = ioready ? pd_ready : pd_nil;
+      if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
+    }
+    if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
+    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
+    return reinterpret_cast<g*>(old);
+  }
+
+  // Deadline timers' functions (the timer's seq is pd's seq when armed).
+  static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
+    if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
+    if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
+  }
+
+ private:
+  static constexpr unsigned ptr_bits = 48;
+  static constexpr std::uint64_t ptr_mask = (std::uint64_t{1} << ptr_bits) - 1;
+  static constexpr std::uint32_t seq_mask = 0xffff;
+  static std::uint64_t tag(poll_desc* pd) noexcept {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(pd)) |
+           (static_cast<std::uint64_t>(pd->seq.load(std::memory_order_relaxed) & seq_mask) << ptr_bits);
+  }
+
+  init_hook on_init_ = nullptr;
+  void* on_init_arg_ = nullptr;
+  std::atomic<int> epfd_{-1};
+  int evfd_ = -1;
+  std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
+  std::atomic<bool> polling_{false};
+  std::atomic<std::int32_t> waiters_{0};
+  std::atomic<std::int64_t> last_poll_{0};
+  std::mutex mu_;  // init, list_
+  poll_desc* list_ = nullptr;
+};
+
+// netpollblock: the calling goroutine waits for readiness on pd in `mode`.
+// True: I/O is ready; false: woken by a close or a deadline (or spuriously).
+inline bool pd_block(poll_desc* pd, char mode) {
+  auto& s = pd->sema(mode);
+  for (;;) {
+    std::uintptr_t v = pd_ready;
+    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
+    if (v == pd_nil) {
+      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
+      continue;
+    }
+    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
+  }
+  // Re-check after announcing the wait: a close or deadline that came
+  // before our CAS is seen here (see poll_desc's memory-order note).
+  if (pd->check(mode) == pd_error::none) {
+    struct commit_args {
+      std::atomic<std::uintptr_t>* s;
+      g* gp;
+      poll_desc* pd;
+      char mode;
+    } a{&s, current_g(), pd, mode};
+    // main_return (main_return.hpp): the runtime ending this goroutine
+    // takes it out of the semaphore as a close would (unblock), unless
+    // readiness got there first.
+    a.gp->unlink_wait = [](void* arg) noexcept {
+      auto* c = static_cast<commit_args*>(arg);
+      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
+    };
+    a.gp->unlink_arg = &a;
+    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
+    // before the CAS: once it succeeds the G may be readied, run and
+    // return (its frame, holding `a`, is then gone).
+    park(
+        current_m(),
+        [](void* arg) {
+          auto* c = static_cast<commit_args*>(arg);
+          auto* sp = c->s;
+          auto* gp = c->gp;
+          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
+          std::uintptr_t expect = pd_wait;
+          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
+            return false;  // readiness / unblock came first: resume at once
+          if (np) np->add_waiter();
+          return true;
+        },
+        &a, wait_reason::io_wait);
+    current_g()->unlink_wait = nullptr;
+  }
+  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
+  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
+  return old == pd_ready;
+}
+
+// poll_runtime_pollWait: waits until ready, closing or past the deadline.
+inline pd_error pd_wait_g(poll_desc* pd, char mode) {
+  call_point();  // main_return (goexit.hpp)
+  pd_error e = pd->check(mode);
+  if (e != pd_error::none) return e;
+  while (!pd_block(pd, mode)) {
+    exit_if_killed(current_g());  // main_return (goexit.hpp)
+    e = pd->check(mode);
+    if (e != pd_error::none) return e;
+  }
+  return pd_error::none;
+}
+
+// The scheduler's side of the poller, kept out of sched.hpp: S is
+// scheduler<Policy> (this is its friend), M and P its M and P records.
+template <class S>
+struct netpoll_sched {
+  using M = typename S::m;
+  using P = typename S::p;
+
+  // The poller now exists: the timer M (if any) sleeps on its futex; wake
+  // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
+  // it off the idle list; with no timer M it calls wakep, harmless).
+  static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
+
+  // find_runnable's poll (Go: netpoll(0) in findRunnable): only when some
+  // goroutine waits on I/O and no other M polls. Returns one G to run now;
+  // the others are injected.
+  static g* ready(S& s, M* mm) {
+    GORO_CHAOS_POINT("netpoll.ready");
+    if (s.poller_.waiters() <= 0 || !s.poller_.try_lock()) return nullptr;
+    g* gs[netpoller::max_batch];
+    int n = s.poller_.poll(0, gs);
+    s.poller_.unlock();
+    n = keep_own(s, gs, n);
+    if (n == 0) return nullptr;
+    gs[0]->status.store(g_status::runnable, std::memory_order_relaxed);
+    mm->pp->unparks.inc();
+    inject(s, mm->pp, gs + 1, n - 1);
+    return gs[0];
+  }
+
+  // injectglist: one G per idle P goes to the global queue (an M is woken
+  // for them: wakep, and spinners chain), the rest to pp's run queue (all
+  // to the global queue without a P). Gs of another runtime (a descriptor
+  // registered here, waited on from there) go back to their own.
+  static void inject(S& s, P* pp, g** gs, int n) {
+    n = keep_own(s, gs, n);
+    if (n <= 0) return;
+    GORO_CHAOS_POINT("netpoll.inject");
+    int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
+    if (to_global > 0) {
+      std::lock_guard<std::mutex> lk(s.lock_);
+      for (int i = 0; i < to_global; ++i) {
+        gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+        s.globq_.push_back(gs[i]);
+      }
+    }
+    // Not gs[0..to_global) from here on: once queued, another M may run
+    // (and finish, and recycle) them.
+    for (int i = to_global; i < n; ++i) {
+      gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+      pp->runq.put(gs[i], false, [&s](g** batch, std::uint32_t k) { s.glob_put_batch(batch, k); });
+    }
+    s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+    GORO_CHAOS_POINT("netpoll.inject_wakep");
+    // Unconditionally, as Go's injectglist ends: a P may have gone idle
+    // after npidle_ was read above, with Gs now in pp's queue and nobody
+    // spinning; wakep's fence pairs with that M's re-check (see wakep).
+    s.wakep();
+  }
+
+  // Readies the Gs of other runtimes through their own scheduler (a
+  // descriptor registered here, waited on from there: rare) and packs
+  // this runtime's to the front. Returns how many are this runtime's.
+  static int keep_own(S& s, g** gs, int n) {
+    int k = 0;
+    for (int i = 0; i < n; ++i) {
+      if (gs[i]->sched == &s)
+        gs[k++] = gs[i];
+      else
+        gs[i]->sched->ready(gs[i]);
+    }
+    return k;
+  }
+
+  // The timer M's sleep (stopm): in epoll_wait until `until` (INT64_MAX:
+  // no timer) once the poller exists, else on its note. Returns whether
+  // the note was woken (see stopm). Only the timer M sleeps here, so a
+  // waker that takes the timer M off the idle list wakes its note, then
+  // breaks the poll (brk); the note is looked at before epoll_wait, and a
+  // break that comes after that leaves the eventfd readable, so no wake-up
+  // is lost. (The waker must not read the M after waking it: the run()
+  // caller's M may leave and be freed at once.) Readied Gs go to the
+  // global queue; this M takes an idle P for them itself (as Go's
+  // findRunnable does after netpoll) by handing itself the P as a waker
+  // would.
+  static bool sleep(S& s, M* mm, std::int64_t until, std::int64_t now) {
+    GORO_CHAOS_POINT("netpoll.sleep");
+    long long ns = until == INT64_MAX ? -1 : (until - now > 0 ? until - now : 0);
+    if (!s.poller_.inited() || !s.poller_.try_lock()) {
+      // Another M is polling for a moment: look again soon.
+      if (s.poller_.inited() && (ns < 0 || ns > 1'000'000)) ns = 1'000'000;
+      return mm->park_note.sleep_for(ns < 0 ? INT64_MAX / 2 : ns);
+    }
+    g* gs[netpoller::max_batch];
+    int n = 0;
+    if (!mm->park_note.is_woken()) n = s.poller_.poll(ns, gs);
+    s.poller_.unlock();
+    n = keep_own(s, gs, n);
+    if (n > 0) {
+      bool took_p = false;
+      {
+        std::lock_guard<std::mutex> lk(s.lock_);
+        for (int i = 0; i < n; ++i) {
+          gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
+          s.globq_.push_back(gs[i]);
+        }
+        if (mm->in_idle_list && !s.should_leave(mm)) {
+          if (P* pp = s.pidle_get()) {
+            s.m_idle_remove(mm);
+            mm->nextp = pp;
+            mm->park_note.wake();
+            took_p = true;
+          }
+        }
+      }
+      s.unparks_.fetch_add(static_cast<std::uint64_t>(n), std::memory_order_relaxed);
+      GORO_CHAOS_POINT("netpoll.sleep_wakep");
+      if (n > (took_p ? 1 : 0)) s.wakep();
+    }
+    return mm->park_note.is_woken();
+  }
+
+  // sysmon's poll (Go: sysmon polls if nobody did for 10 ms): readied Gs
+  // go to the global queue. Returns true if it readied any.
+  static bool sysmon(S& s, std::int64_t now) {
+    if (s.poller_.waiters() <= 0 || now - s.poller_.last_poll() < 10'000'000 || !s.poller_.try_lock()) return false;
+    g* gs[netpoller::max_batch];
+    int n = s.poller_.poll(0, gs);
+    s.poller_.unlock();
+    inject(s, nullptr, gs, n);
+    return n > 0;
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/netpoll.hpp ----
 
 namespace goro::net {
 
@@ -14944,6 +8844,6251 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
 // until stop (Go: the same).
 
+#include <signal.h>
+
+#include <initializer_list>
+
+
+namespace goro::signal {
+
+// Go's signal.Notify: relays `signals` (every relayable signal if the list
+// is empty) to c from now on, adding to what c already receives. A nil
+// channel, or a signal that cannot be relayed (see the top of this file),
+// is a usage_error naming it; nothing is registered then.
+GORO_DECL void notify(chan<int> c, std::initializer_list<int> signals);
+
+// Go's signal.Stop: c receives no more signals. For each signal no other
+// channel is notified of, the disposition it had before the first notify
+// returns (the default action, the program's own handler, or goro's
+// SIGQUIT dump). A channel that was never notified: nothing happens. When
+// stop returns, no more signals are sent to c.
+GORO_DECL void stop(chan<int> c);
+
+}  // namespace goro::signal
+
+// ---- end goro/signal.hpp ----
+// ---- begin goro/trace.hpp ----
+// goro::trace: an execution trace of every goroutine runtime in the
+// process, written as Chrome trace events (JSON) that chrome://tracing and
+// https://ui.perfetto.dev open. Each runtime shows as two processes: its Ps
+// (a track per P: the goroutines that ran on it, steals, preemptions,
+// blocks, wake-ups) and its Ms (a track per OS thread: the goroutines it
+// ran and its goro::blocking calls). See docs/debugging.md.
+//
+//   goro::trace::start("trace.json");
+//   ... run goroutines ...
+//   goro::trace::stop();
+
+#include <string>
+
+
+namespace goro::trace {
+
+// Starts tracing into the file at `path` (created or truncated at once).
+// One trace at a time: usage_error if one is running; std::system_error if
+// the file cannot be created.
+GORO_DECL void start(const std::string& path);
+
+// Stops tracing, writes what the buffers hold and closes the file.
+// usage_error if no trace is running; std::system_error if writing failed.
+GORO_DECL void stop();
+
+// Whether a trace is running.
+GORO_DECL bool running() noexcept;
+
+}  // namespace goro::trace
+
+// ---- end goro/trace.hpp ----
+// ---- end goro/goro.hpp ----
+#if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)
+// ---- begin goro/detail/dump_impl.hpp ----
+// The goroutine dump's runtime side (dump.hpp has the public calls and
+// the protocol): the registry of runtimes, collecting and formatting the
+// goroutines, GORO_DEBUG, and the SIGQUIT handler.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// ---- begin goro/detail/symbolize.hpp ----
+// Names for code addresses, for the goroutine dump: the function symbol
+// that contains a pc, read from the program's own ELF symbol tables
+// (.symtab of the executable and of each loaded object, found with
+// dl_iterate_phdr; .dynsym where an object was stripped), demangled with
+// abi::__cxa_demangle. No -rdynamic (dladdr sees only exported symbols)
+// and no libbacktrace. Tables are read once per object and kept for the
+// life of the process (a dump is rare; objects are mapped read-only).
+
+#include <cxxabi.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace goro::detail {
+
+struct symbol_info {
+  std::string name;         // demangled; empty when unknown
+  std::uintptr_t offset = 0;  // pc - the symbol's start
+  std::string object;       // the object's path (for unknown symbols)
+};
+
+class symbol_table {
+  struct sym {
+    std::uintptr_t addr;  // relative to the object's load bias
+    std::uintptr_t size;
+    const char* name;     // in the mapped file
+  };
+  struct object {
+    std::string path;
+    std::uintptr_t bias = 0;
+    std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
+    std::vector<sym> syms;  // sorted by addr
+    bool read = false;
+  };
+
+ public:
+  static symbol_table& instance() {
+    static symbol_table* t = new symbol_table;  // never destroyed: a dump may run during exit
+    return *t;
+  }
+
+  // The symbol containing pc (pc exactly: pass a return address minus one).
+  symbol_info lookup(std::uintptr_t pc) {
+    std::lock_guard<std::mutex> lk(lock_);
+    object* o = find_object(pc);
+    if (!o) {
+      refresh_objects();  // a dlopen since the last look
+      o = find_object(pc);
+    }
+    symbol_info r;
+    if (!o) return r;
+    r.object = o->path;
+    if (!o->read) read_symbols(*o);
+    const std::uintptr_t rel = pc - o->bias;
+    auto it = std::upper_bound(o->syms.begin(), o->syms.end(), rel,
+                               [](std::uintptr_t a, const sym& s) { return a < s.addr; });
+    if (it == o->syms.begin()) return r;
+    --it;
+    // Size 0 (hand-written assembly without .size): the nearest symbol below.
+    if (it->size != 0 && rel >= it->addr + it->size) return r;
+    r.offset = rel - it->addr;
+    r.name = demangle(it->name);
+    return r;
+  }
+
+  static std::string demangle(const char* mangled) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    if (status != 0 || !d) return mangled;
+    std::string s(d);
+    std::free(d);
+    return s;
+  }
+
+ private:
+  object* find_object(std::uintptr_t pc) {
+    for (auto& o : objects_)
+      for (auto& s : o.segs)
+        if (pc >= s.first && pc < s.second) return &o;
+    return nullptr;
+  }
+
+  void refresh_objects() {
+    std::vector<object> found;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* arg) {
+          auto* v = static_cast<std::vector<object>*>(arg);
+          object o;
+          o.path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
+          o.bias = info->dlpi_addr;
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const auto& ph = info->dlpi_phdr[i];
+            if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+              o.segs.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+          }
+          if (!o.segs.empty()) v->push_back(std::move(o));
+          return 0;
+        },
+        &found);
+    for (auto& f : found) {
+      bool known = false;
+      for (auto& o : objects_) known = known || (o.bias == f.bias && o.path == f.path);
+      if (!known) objects_.push_back(std::move(f));
+    }
+  }
+
+  // Maps the object's file and collects its function symbols: .symtab,
+  // else .dynsym. Names point into the mapping, which is kept.
+  static void read_symbols(object& o) {
+    o.read = true;
+    int fd = ::open(o.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    struct stat st;
+    void* map = MAP_FAILED;
+    if (::fstat(fd, &st) == 0 && st.st_size > static_cast<off_t>(sizeof(ElfW(Ehdr))))
+      map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (map == MAP_FAILED) return;
+    const auto size = static_cast<std::size_t>(st.st_size);
+    const auto* base = static_cast<const unsigned char*>(map);
+    const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(base);
+    auto bad = [&](std::size_t off, std::size_t len) { return off > size || len > size - off; };
+    if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(ElfW(Shdr)) || bad(eh->e_shoff, std::size_t{eh->e_shnum} * sizeof(ElfW(Shdr)))) {
+      ::munmap(map, size);
+      return;
+    }
+    const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
+    for (ElfW(Word) want : {ElfW(Word){SHT_SYMTAB}, ElfW(Word){SHT_DYNSYM}}) {
+      for (unsigned i = 0; i < eh->e_shnum; ++i) {
+        if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum) continue;
+        const ElfW(Shdr)& strs = sh[sh[i].sh_link];
+        if (bad(sh[i].sh_offset, sh[i].sh_size) || bad(strs.sh_offset, strs.sh_size) || strs.sh_size == 0) continue;
+        const auto* syms = reinterpret_cast<const ElfW(Sym)*>(base + sh[i].sh_offset);
+        const std::size_t n = sh[i].sh_size / sizeof(ElfW(Sym));
+        const char* names = reinterpret_cast<const char*>(base + strs.sh_offset);
+        for (std::size_t k = 0; k < n; ++k) {
+          const auto type = ELF64_ST_TYPE(syms[k].st_info);
+          if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[k].st_shndx == SHN_UNDEF || syms[k].st_value == 0 ||
+              syms[k].st_name >= strs.sh_size || names[strs.sh_size - 1] != '\0')
+            continue;
+          o.syms.push_back({static_cast<std::uintptr_t>(syms[k].st_value), static_cast<std::uintptr_t>(syms[k].st_size),
+                            names + syms[k].st_name});
+        }
+      }
+      if (!o.syms.empty()) break;
+    }
+    std::sort(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) {
+      return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;  // an alias of size 0 after the sized one
+    });
+    // Duplicates (aliases, local copies): keep the first of each address.
+    o.syms.erase(std::unique(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) { return a.addr == b.addr; }),
+                 o.syms.end());
+    if (o.syms.empty()) ::munmap(map, size);
+  }
+
+  std::mutex lock_;
+  std::vector<object> objects_;
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/symbolize.hpp ----
+// ---- begin goro/detail/unwind.hpp ----
+// Stacks for the goroutine dump, found without frame pointers: the C++
+// unwinder (libgcc's _Unwind_Backtrace, which reads the DWARF call frame
+// information every -O2 build carries in .eh_frame) walks a parked
+// goroutine's frames from its saved context.
+//
+// The walk starts on the dumping thread's own stack, in a trampoline,
+// goro_v0_1_unwind_from(frame, fn, arg), whose call frame information
+// does not describe its real caller: it says that the frame above it is
+// the one a switch saved at `frame` (the goroutine's saved stack pointer,
+// context.hpp's switch_frame): the canonical frame address is frame + the
+// frame's size, the return address is the saved resume address, and the
+// callee-saved registers are in their slots. So the unwinder, started in
+// fn, steps through the trampoline into the goroutine's stack and on to
+// its entry (goro_v0_1_start, which has no unwind info: the walk ends).
+// The goroutine is not resumed and its stack is only read; the caller
+// keeps it from running meanwhile (dump.hpp).
+
+#include <unwind.h>
+
+#include <cstddef>
+#include <cstdint>
+
+
+#if defined(__x86_64__)
+// DWARF expressions: DW_CFA_def_cfa_expression (0x0f) rbx + 64, then
+// DW_CFA_expression (0x10) reg, rbx + slot for rip (16), rbp, rbx, r12-r15
+// (DW_OP_breg3 = 0x73; offsets as SLEB128: 64 is 0xc0 0x00).
+asm(R"goro_asm(
+.ifndef goro_v0_1_unwind_from
+.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
+.weak goro_v0_1_unwind_from
+.hidden goro_v0_1_unwind_from
+.type goro_v0_1_unwind_from,%function
+.weak goro_v0_1_unwind_from_end
+.hidden goro_v0_1_unwind_from_end
+.p2align 4
+goro_v0_1_unwind_from:
+    .cfi_startproc
+    endbr64
+    pushq %rbx
+    .cfi_def_cfa_offset 16
+    .cfi_offset %rbx, -16
+    movq %rdi, %rbx
+    movq %rdx, %rdi
+    .cfi_escape 0x0f,0x03,0x73,0xc0,0x00
+    .cfi_escape 0x10,0x10,0x02,0x73,0x38
+    .cfi_escape 0x10,0x06,0x02,0x73,0x30
+    .cfi_escape 0x10,0x03,0x02,0x73,0x28
+    .cfi_escape 0x10,0x0c,0x02,0x73,0x20
+    .cfi_escape 0x10,0x0d,0x02,0x73,0x18
+    .cfi_escape 0x10,0x0e,0x02,0x73,0x10
+    .cfi_escape 0x10,0x0f,0x02,0x73,0x08
+    callq *%rsi
+    popq %rbx
+    ret
+    .cfi_endproc
+goro_v0_1_unwind_from_end:
+.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
+.popsection
+.endif
+)goro_asm");
+#elif defined(__aarch64__)
+// The same with x19 holding the frame (DW_OP_breg19 = 0x83): CFA = x19 +
+// 176; x30 (the return address column), x29 and x19-x28 from their slots.
+asm(R"goro_asm(
+.ifndef goro_v0_1_unwind_from
+.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
+.weak goro_v0_1_unwind_from
+.hidden goro_v0_1_unwind_from
+.type goro_v0_1_unwind_from,%function
+.weak goro_v0_1_unwind_from_end
+.hidden goro_v0_1_unwind_from_end
+.p2align 4
+goro_v0_1_unwind_from:
+    .cfi_startproc
+    hint #34
+    stp x29, x30, [sp, #-32]!
+    .cfi_def_cfa_offset 32
+    .cfi_offset 29, -32
+    .cfi_offset 30, -24
+    str x19, [sp, #16]
+    .cfi_offset 19, -16
+    mov x19, x0
+    mov x0, x2
+    .cfi_escape 0x0f,0x03,0x83,0xb0,0x01
+    .cfi_escape 0x10,0x1e,0x03,0x83,0xd8,0x00
+    .cfi_escape 0x10,0x1d,0x03,0x83,0xd0,0x00
+    .cfi_escape 0x10,0x13,0x02,0x83,0x00
+    .cfi_escape 0x10,0x14,0x02,0x83,0x08
+    .cfi_escape 0x10,0x15,0x02,0x83,0x10
+    .cfi_escape 0x10,0x16,0x02,0x83,0x18
+    .cfi_escape 0x10,0x17,0x02,0x83,0x20
+    .cfi_escape 0x10,0x18,0x02,0x83,0x28
+    .cfi_escape 0x10,0x19,0x02,0x83,0x30
+    .cfi_escape 0x10,0x1a,0x02,0x83,0x38
+    .cfi_escape 0x10,0x1b,0x03,0x83,0xc0,0x00
+    .cfi_escape 0x10,0x1c,0x03,0x83,0xc8,0x00
+    blr x1
+    ldr x19, [sp, #16]
+    ldp x29, x30, [sp], #32
+    ret
+    .cfi_endproc
+goro_v0_1_unwind_from_end:
+.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
+.popsection
+.endif
+)goro_asm");
+#endif
+
+extern "C" {
+__attribute__((visibility("hidden"))) void goro_v0_1_unwind_from(const void* frame, void (*fn)(void*), void* arg);
+__attribute__((visibility("hidden"))) extern const char goro_v0_1_unwind_from_end[];
+}
+
+namespace goro::detail {
+
+inline constexpr std::size_t max_dump_frames = 64;
+
+struct backtrace_buf {
+  std::uintptr_t pc[max_dump_frames];
+  std::size_t n = 0;
+};
+
+inline _Unwind_Reason_Code backtrace_step(_Unwind_Context* ctx, void* arg) noexcept {
+  auto* b = static_cast<backtrace_buf*>(arg);
+  const std::uintptr_t pc = _Unwind_GetIP(ctx);
+  if (pc == 0 || b->n == max_dump_frames) return _URC_END_OF_STACK;
+  b->pc[b->n++] = pc;
+  return _URC_NO_REASON;
+}
+
+GORO_NOINLINE inline void backtrace_here(void* arg) noexcept { _Unwind_Backtrace(&backtrace_step, arg); }
+
+// The return addresses of the frames of a goroutine switched out with its
+// saved stack pointer at sp, innermost first (its entry's frame last).
+// The goroutine must not run meanwhile.
+inline void backtrace_from(const void* sp, backtrace_buf& out) noexcept {
+  backtrace_buf all;
+  goro_v0_1_unwind_from(sp, &backtrace_here, &all);
+  // Drop backtrace_here and the trampoline.
+  const auto lo = reinterpret_cast<std::uintptr_t>(&goro_v0_1_unwind_from);
+  const auto hi = reinterpret_cast<std::uintptr_t>(goro_v0_1_unwind_from_end);
+  std::size_t i = 0;
+  while (i < all.n && !(all.pc[i] > lo && all.pc[i] <= hi)) ++i;
+  out.n = 0;
+  for (++i; i < all.n; ++i) out.pc[out.n++] = all.pc[i];
+}
+
+// The calling thread's own frames, innermost first (this one excluded).
+GORO_NOINLINE inline void backtrace_self(backtrace_buf& out) noexcept {
+  out.n = 0;
+  _Unwind_Backtrace(&backtrace_step, &out);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/unwind.hpp ----
+
+namespace goro {
+namespace detail {
+
+// Every runtime of the process, for the dump. Leaked on purpose: a dump may
+// run while static objects are being destroyed (SIGQUIT during exit).
+struct runtime_registry {
+  std::mutex lock;  // also serializes dumps (one pins at a time)
+  std::vector<sched_base*> runtimes;
+};
+inline runtime_registry& registry() {
+  static runtime_registry* r = new runtime_registry;
+  return *r;
+}
+inline void register_runtime(sched_base* s) {
+  runtime_registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.lock);
+  r.runtimes.push_back(s);
+}
+inline void unregister_runtime(sched_base* s) noexcept {
+  runtime_registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.lock);
+  r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
+}
+
+// A full memory barrier on every thread of the process (the asymmetric
+// half of the dump pin protocol). False if the kernel offers none: then
+// the dump reads no other goroutine's stack.
+inline bool process_wide_barrier() noexcept {
+  constexpr int cmd_global = 1, cmd_private_expedited = 8, cmd_register_private_expedited = 16;
+  static const bool registered = syscall(SYS_membarrier, cmd_register_private_expedited, 0, 0) == 0;
+  if (registered && syscall(SYS_membarrier, cmd_private_expedited, 0, 0) == 0) return true;
+  return syscall(SYS_membarrier, cmd_global, 0, 0) == 0;
+}
+
+inline std::string frame_text(std::uintptr_t pc, bool return_address) {
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+  char off[32];
+  if (s.name.empty()) {
+    std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
+    return std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
+  }
+  std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
+  return s.name + off;
+}
+
+struct g_snapshot {
+  g* gp = nullptr;
+  sched_base* rt = nullptr;
+  std::uint64_t id = 0;
+  g_status status = g_status::idle;
+  wait_reason why = wait_reason::none;
+  std::int64_t since = 0;
+  int m_id = -1;
+  const void* created_pc = nullptr;
+  bool is_self = false;
+  bool pinned = false;
+  bool was_waiting = false;
+  backtrace_buf bt;
+};
+
+// The goroutines of `only` (nullptr: of every runtime), sorted by id.
+inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr) {
+  std::vector<g_snapshot> snaps;
+  g* self = current_g();
+  runtime_registry& reg = registry();
+  {
+    std::lock_guard<std::mutex> lk(reg.lock);
+    for (sched_base* rt : reg.runtimes) {
+      if (only && rt != only) continue;
+      struct ctx_t {
+        std::vector<g_snapshot>* out;
+        sched_base* rt;
+      } ctx{&snaps, rt};
+      rt->for_each_g(
+          [](g* gp, void* c) {
+            auto* x = static_cast<ctx_t*>(c);
+            g_snapshot s;
+            s.gp = gp;
+            s.rt = x->rt;
+            x->out->push_back(s);
+          },
+          &ctx);
+    }
+    // The calling goroutine must not be preempted asynchronously while it
+    // holds pins: its M could then pick a pinned goroutine and wait forever.
+    const std::uint32_t scope = self ? self->async_scope.exchange(0, std::memory_order_relaxed) : 0;
+    // Pin every live goroutine but the caller: a running one may park
+    // before the barrier, and then its stack is readable too.
+    for (auto& s : snaps) {
+      const g_status st = s.gp->status.load(std::memory_order_acquire);
+      if (s.gp == self || st == g_status::idle || st == g_status::dead) continue;
+      s.gp->dump_pin.store(true, std::memory_order_relaxed);
+      s.pinned = true;
+      s.was_waiting = st == g_status::waiting;
+      s.id = s.gp->id;
+    }
+    const bool barrier = process_wide_barrier();
+    for (auto& s : snaps) {
+      g* gp = s.gp;
+      s.status = gp->status.load(std::memory_order_acquire);
+      s.is_self = gp == self;
+      if (s.status == g_status::idle || s.status == g_status::dead) {
+        if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
+        continue;
+      }
+      // Readable stack: pinned, and waiting after the barrier (it cannot
+      // resume now); or waiting when pinned and readied since but not
+      // resumed (runnable, the same goroutine: not a record that exited
+      // and was reused, whose saved context would be stale).
+      const bool parked =
+          s.pinned && barrier &&
+          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && gp->id == s.id));
+      s.id = gp->id;
+      s.why = gp->waiting_on.load(std::memory_order_relaxed);
+      s.since = gp->wait_since.load(std::memory_order_relaxed);
+      if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
+        std::int64_t expect = 0;
+        s.since = coarse_nanotime();
+        if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
+      }
+      s.created_pc = gp->created_pc;
+      if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
+      // of another goroutine's stack as races with that goroutine).
+      if (s.is_self) {
+        if (!GORO_TSAN) backtrace_self(s.bt);
+      } else if (parked && gp->sp && !GORO_TSAN) {
+        backtrace_from(gp->sp, s.bt);
+      }
+      if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
+    }
+    if (self) self->async_scope.store(scope, std::memory_order_relaxed);
+  }
+  // Naming (file reads, demangling) after every pin is released.
+  const std::int64_t now = coarse_nanotime();
+  std::vector<goroutine_info> out;
+  for (auto& s : snaps) {
+    if (s.status == g_status::idle || s.status == g_status::dead) continue;
+    goroutine_info gi;
+    gi.id = s.id;
+    switch (s.status) {
+      case g_status::waiting:
+        gi.state = "waiting";
+        gi.wait_reason = wait_reason_name(s.why == wait_reason::none ? wait_reason::other : s.why);
+        break;
+      case g_status::runnable:
+        gi.state = "runnable";
+        gi.wait_reason = "runnable";
+        break;
+      default:
+        gi.state = "running";
+        gi.wait_reason = s.why == wait_reason::blocking_call && !s.is_self ? "blocking call" : "running";
+        break;
+    }
+    if ((s.status == g_status::waiting || gi.wait_reason == "blocking call") && s.since != 0 && now > s.since)
+      gi.waiting_for = std::chrono::nanoseconds(now - s.since);
+    // Self: drop the dump's own frames (goro::...) above the caller's.
+    std::size_t first = 0;
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(frame_text(s.bt.pc[i], true));
+    if (s.is_self)
+      while (first < names.size() && names[first].rfind("goro::", 0) == 0) ++first;
+    for (std::size_t i = first; i < names.size(); ++i) {
+      if (names[i].rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
+      gi.frames.push_back(std::move(names[i]));
+    }
+    if (s.created_pc) {
+      symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
+      gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
+    }
+    if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
+    out.push_back(std::move(gi));
+    (void)s.m_id;
+  }
+  std::sort(out.begin(), out.end(), [](const goroutine_info& a, const goroutine_info& b) { return a.id < b.id; });
+  return out;
+}
+
+inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
+  std::string out;
+  for (const auto& gi : gs) {
+    if (!out.empty()) out += '\n';
+    out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
+    const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
+    if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
+    out += "]:\n";
+    for (const auto& f : gi.frames) out += f + '\n';
+    if (!gi.created_by.empty()) out += "created by " + gi.created_by + '\n';
+  }
+  return out;
+}
+
+// GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
+inline long debug_setting(const char* key, long dflt) noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return dflt;
+  const std::size_t klen = std::strlen(key);
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
+      return std::strtol(p + klen + 1, nullptr, 10);
+    p = *end ? end + 1 : end;
+  }
+  return dflt;
+}
+
+// The GORO_DEBUG keys goro understands; others are reported on stderr (once).
+inline constexpr const char* goro_debug_keys[] = {"schedtrace", "sigquit"};
+
+inline void check_goro_debug() noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return;
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    const char* eq = static_cast<const char*>(std::memchr(p, '=', static_cast<std::size_t>(end - p)));
+    const std::size_t klen = static_cast<std::size_t>((eq ? eq : end) - p);
+    bool known = false;
+    for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
+    if (end != p && (!known || !eq))
+      std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
+                   static_cast<int>(end - p), p);
+    p = *end ? end + 1 : end;
+  }
+}
+
+// The dump thread stamps the start of every wait not stamped yet (parking
+// stores 0 and reads no clock): about once a second, so a duration is
+// known to a second, the way Go's GC sets waitsince. O(G records) a round;
+// a record's stamp is set once per wait.
+inline void stamp_waits() {
+  const std::int64_t now = coarse_nanotime();
+  runtime_registry& reg = registry();
+  std::lock_guard<std::mutex> lk(reg.lock);
+  for (sched_base* rt : reg.runtimes)
+    rt->for_each_g(
+        [](g* gp, void* arg) {
+          const g_status st = gp->status.load(std::memory_order_relaxed);
+          if (st != g_status::waiting &&
+              !(st == g_status::running &&
+                gp->waiting_on.load(std::memory_order_relaxed) == wait_reason::blocking_call))
+            return;
+          std::int64_t expect = 0;
+          gp->wait_since.compare_exchange_strong(expect, *static_cast<const std::int64_t*>(arg),
+                                                 std::memory_order_relaxed);
+        },
+        const_cast<std::int64_t*>(&now));
+}
+
+// SIGQUIT: the handler only writes a byte to a pipe (async-signal-safe);
+// the dump thread, polling the pipe, takes the dump, prints it and exits 2.
+inline int& sigquit_pipe_write() {
+  static int fd = -1;
+  return fd;
+}
+
+inline void sigquit_handler(int) {
+  const int saved = errno;
+  const char c = 'q';
+  if (::write(sigquit_pipe_write(), &c, 1) < 0) {
+  }
+  errno = saved;
+}
+
+inline void* dump_thread(void* arg) {
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, 1000);
+    if (n > 0) break;  // only the SIGQUIT handler writes the pipe
+    stamp_waits();
+  }
+  std::string text = "SIGQUIT: quit\n\n" + format_goroutines(collect_goroutines());
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::_exit(2);
+}
+
+// Process-wide, once, at the first runtime: the GORO_DEBUG check, the
+// dump thread and the SIGQUIT dump (kept off if the program has its own
+// SIGQUIT handler, or GORO_DEBUG=sigquit=0).
+inline void install_dump_handlers() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    check_goro_debug();
+    bool sigquit = debug_setting("sigquit", 1) != 0;
+    struct sigaction old {};
+    if (sigquit && sigaction(SIGQUIT, nullptr, &old) != 0) sigquit = false;
+    // The program's own handler stays. An inherited SIG_IGN (a background
+    // job of a shell) does not: as in Go, SIGQUIT then still dumps.
+    if (sigquit && ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
+      sigquit = false;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    // The thread blocks every signal: SIGQUIT goes to one that can take it.
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &prev);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 20);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    const bool started =
+        pthread_create(&t, &attr, &dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+    if (!started) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return;
+    }
+    if (!sigquit) return;
+    sigquit_pipe_write() = fds[1];
+    struct sigaction sa {};
+    sa.sa_handler = &sigquit_handler;
+    // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
+    // futex wait then returns EINTR, and futex_wait lets the handler run
+    // (futex.hpp); restarted, the handler would wait for the next wake-up.
+    sa.sa_flags = (GORO_TSAN ? 0 : SA_RESTART) | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGQUIT, &sa, nullptr);
+  });
+}
+
+}  // namespace detail
+
+GORO_DECL std::vector<goroutine_info> goroutines() { return detail::collect_goroutines(); }
+
+GORO_DECL std::string goroutine_dump() { return detail::format_goroutines(detail::collect_goroutines()); }
+
+}  // namespace goro
+// ---- end goro/detail/dump_impl.hpp ----
+// ---- begin goro/detail/sched.hpp ----
+// The scheduler: Ps, Ms and the global state for one runtime, with Go's
+// algorithms (src/runtime/proc.go): schedule / findRunnable / execute,
+// runqput into runnext with time-slice inheritance, the fair global batch
+// get, stealing over a random coprime order, spinning Ms bounded by
+// nmspinning, wakep / startm / stopm / handoffp, and the "delicate dance"
+// before an M parks. Everything policy-dependent is a template parameter.
+
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+// ---- begin goro/detail/cet.hpp ----
+// Intel CET shadow stacks (SHSTK) and goro's context switch.
+//
+// The switch resumes a goroutine with an indirect jump, returns across
+// stacks, and async preemption ends in an rt_sigreturn with a copied
+// frame: none of them keeps a shadow stack consistent, so goro cannot run
+// in a process whose shadow stack is enabled. It prevents that instead:
+//  - goro's CMake target (and meson dependency) compile every file that
+//    includes goro with -fcf-protection=branch on x86-64, so those objects
+//    are marked IBT only and the linker, which ANDs the SHSTK bit over all
+//    inputs, leaves it off the binary: the kernel and glibc then never
+//    enable a shadow stack (tests/cet checks the object's note with readelf).
+//    A note emitted by the embedded asm cannot do this: a linker ORs the
+//    notes of one object, and the compiler's own note claims SHSTK.
+//  - a runtime constructed in a process that has one anyway (goro's headers
+//    compiled by another build with -fcf-protection=full) fails with a
+//    usage_error saying so, rather than crashing at the first switch.
+// See docs/design.md, "Control-flow protection".
+
+#include <atomic>
+#include <cstdint>
+
+namespace goro::detail {
+
+// Test hook: makes shadow_stack_active() report an enabled shadow stack.
+inline std::atomic<bool> cet_test_force_shstk{false};
+
+// Whether the calling thread runs with a shadow stack. rdsspq is a no-op
+// (the register keeps its zero) on CPUs without CET and while shadow stacks
+// are disabled, so this needs no kernel or glibc support to answer.
+inline bool shadow_stack_active() noexcept {
+  if (cet_test_force_shstk.load(std::memory_order_relaxed)) return true;
+#if defined(__x86_64__)
+  std::uint64_t ssp = 0;
+  asm volatile("rdsspq %0" : "+r"(ssp));
+  return ssp != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/cet.hpp ----
+// ---- begin goro/detail/deadcheck.hpp ----
+// checkdead's confirmation (sched.hpp arms it): a suspected deadlock is
+// reported only once it has lasted deadlock_grace_ns with no external
+// activity and no live external M (extm.hpp). The run() caller's M does the
+// waiting: it is stopped anyway (every M is, or nothing is suspected), and
+// it is the one that leaves and makes run() throw.
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+
+namespace goro::detail {
+
+template <class S>
+struct deadcheck_sched {
+  // The run() caller's M's sleep in stopm / stoplockedm, its note cleared
+  // and it counted stopped (idle list or locked wait) by the caller under
+  // lock_. A plain park_note.sleep() unless a deadlock is suspected: then
+  // it sleeps to the end of the grace period, or until an external M
+  // exits, and confirms. Returns when mm was taken (its taker's wake
+  // consumed, as the plain sleep would), must leave, or confirmed the
+  // deadlock (then it took itself off: no wake is coming).
+  template <class M>
+  static void sleep(S& s, M* mm) {
+    for (;;) {
+      std::int64_t until;
+      {
+        std::lock_guard<std::mutex> lk(s.lock_);
+        if (!stopped(mm) || s.should_leave(mm)) break;
+        until = confirm_locked(s, mm);
+        if (!stopped(mm)) return;  // confirmed: mm took itself off
+      }
+      if (until == 0) break;
+      if (until == INT64_MAX) {
+        // Until an external M exits. Linking first, then reading extm_live:
+        // extm_drop decrements, then wakes the linked watchers under
+        // extm_watch_lock, so either it finds us linked or (the lock orders
+        // the two) we see its decrement and do not sleep.
+        extm_watcher w{&mm->park_note};
+        extm_watch(&w);
+        if (extm_live.load(std::memory_order_seq_cst) > (mm->extm_self ? 1u : 0u)) mm->park_note.sleep();
+        extm_unwatch(&w);  // no watcher wake after this
+      } else if (std::int64_t ns = until - nanotime(); ns > 0) {
+        (void)mm->park_note.sleep_for(ns);
+      }
+      std::lock_guard<std::mutex> lk(s.lock_);
+      if (!stopped(mm) || s.should_leave(mm)) break;
+      // Still stopped: a timeout, or a watcher's wake (the only waker that
+      // does not take mm first; shutdown's sets exiting_). Clearing under
+      // lock_ loses no taker's wake: a taker takes mm under lock_ first.
+      mm->park_note.clear();
+    }
+    mm->park_note.sleep();  // returns at once if already woken
+  }
+
+ private:
+  template <class M>
+  static bool stopped(const M* mm) noexcept {
+    return mm->in_idle_list || mm->locked_wait;
+  }
+
+  // Under lock_, by the run() caller's M while stopped. Returns 0 when
+  // nothing is suspected (sleep plainly; the next M to stop re-arms),
+  // INT64_MAX while an external M is live (sleep until one exits), else
+  // the nanotime() at which to look again. Confirms (deadlock_, rm taken
+  // off) when the grace period passed with extm_epoch unchanged: the
+  // epoch read here is seq_cst, as is every bump, so an outside call that
+  // came before this read restarts the grace period, and one that comes
+  // after it came after the deadlock had lasted the whole period.
+  template <class M>
+  static std::int64_t confirm_locked(S& s, M* rm) {
+    if (s.deadcheck_at_ == 0) return 0;
+    if (!s.dead_locked()) {
+      s.deadcheck_at_ = 0;
+      return 0;
+    }
+    const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
+    const bool live = extm_live.load(std::memory_order_seq_cst) > (rm->extm_self ? 1u : 0u);
+    const std::int64_t now = nanotime();
+    if (epoch != s.deadcheck_epoch_ || live) {
+      s.deadcheck_epoch_ = epoch;
+      s.deadcheck_at_ = now + deadlock_grace_ns;
+    }
+    if (live) return INT64_MAX;
+    if (now < s.deadcheck_at_) return s.deadcheck_at_;
+    s.deadlock_.store(true, std::memory_order_seq_cst);
+    s.deadcheck_at_ = 0;
+    s.take_run_m_locked(rm);
+    return 0;
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/deadcheck.hpp ----
+// ---- begin goro/detail/main_return.hpp ----
+// The runtime's side of main_return::unwind (runtime.hpp options; the
+// goroutine's side is goexit.hpp): when the main goroutine returns (and
+// when a runtime is destroyed with goroutines started by go() while no
+// run() was active), every goroutine still alive is ended the C++ way.
+// main_return_sched owns the whole sequence; it runs on a thread of its
+// own started as main finishes (run() joins it before returning), or on
+// the destructor's thread:
+//
+// 1. The runtime's ending_goroutines flag is set and preempt_pending gets
+//    one more count, so every safe point takes its slow path, where
+//    call_point() sees the flag: a running goroutine unwinds at its next
+//    goro call, and a goroutine about to start is discarded unrun
+//    (sched.hpp goroutine_main: its functor is destroyed on its stack).
+// 2. Kill passes, repeated until no goroutine is left: each parked
+//    goroutine not ending yet is pinned (the goroutine dump's g::dump_pin
+//    protocol, under the dump registry's lock, with one process-wide
+//    barrier), and if it is still parked its g::unlink_wait takes it off
+//    its wait -- a channel or waiter queue, a select (claimed as a case's
+//    waker would), a sleep's timer, a poll descriptor. When that succeeds
+//    nobody else will ready it: it is marked `killed` and readied, and the
+//    park site's exit_if_killed() unwinds it. When a waker got there
+//    first, the goroutine runs and ends at its next goro call. A park that
+//    is not committed yet (its timer not queued) is found again by the
+//    next pass.
+// 3. A goroutine still alive 1 s later reached no goro call (a CPU loop,
+//    or a goro::blocking call that does not return): reported once on
+//    stderr with the goroutine dump, and waited for.
+// 4. Done when no goroutine is left, or when the rest can never run again
+//    (a main goroutine left blocked by a run() that threw deadlock_error
+//    is never woken: its run() frame is gone):
+//    parked while already unwinding (a destructor waiting for something
+//    nobody will do) or on a wait that cannot be undone (a select on a
+//    destroyed channel, an rw_mutex hand-over), with every P idle and no
+//    timer or I/O pending, unchanged for three passes. The runtime's
+//    shutdown reports those as blocked forever and releases them, as
+//    before.
+//
+// Then the flag is cleared: a later run() on the same runtime starts
+// fresh. With main_return::wait none of this happens.
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace goro::detail {
+
+// How long a goroutine may go without reaching a goro call after main
+// returned before it is reported.
+inline constexpr std::int64_t main_return_report_ns = 1'000'000'000;
+
+// S is scheduler<Policy> (this is its friend).
+template <class S>
+struct main_return_sched {
+  // The runtime's destructor (shutdown), or run() when no ender thread
+  // could be started: the whole sequence on the calling thread.
+  static void unwind_all(S& s) noexcept {
+    if (s.live_goroutines() == 0) return;
+    begin(s);
+    wait_all(s);
+  }
+
+  // Main just finished (sched.hpp main_finished, on the g0 of the M that
+  // ran it, before main_done_ is published): step 1 at once, and a thread
+  // of its own for the rest -- not the run() caller's, which may be busy
+  // running a goroutine that reaches no goro call (run() joins it:
+  // after_main). Without that thread, after_main does it all.
+  static void main_finished(S& s) noexcept {
+    if (s.live_goroutines() == 0) return;
+    begin(s);
+    s.ender_started_ = pthread_create(
+                           &s.ender_, nullptr,
+                           [](void* arg) -> void* {
+                             wait_all(*static_cast<S*>(arg));
+                             return nullptr;
+                           },
+                           &s) == 0;
+  }
+
+  // run(), once the caller's M has left (main finished).
+  static void after_main(S& s) noexcept {
+    if (s.ender_started_) {
+      pthread_join(s.ender_, nullptr);
+      s.ender_started_ = false;
+      return;
+    }
+    unwind_all(s);
+  }
+
+ private:
+  static void begin(S& s) noexcept {
+    if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
+      preempt_pending.fetch_add(1, std::memory_order_seq_cst);  // every safe point takes its slow path
+  }
+
+  // Steps 2-4, then the flag is cleared.
+  static void wait_all(S& s) noexcept {
+    const std::int64_t start = nanotime();
+    bool reported = false;
+    int quiet = 0;
+    std::size_t last_live = 0;
+    long nap_ns = 100'000;
+    for (;;) {
+      const std::size_t woken = kill_pass(s);
+      const std::size_t live = s.live_goroutines();
+      if (live == 0) break;
+      if (woken == 0 && live == last_live && stuck(s)) {
+        if (++quiet >= 3) break;
+      } else {
+        quiet = 0;
+      }
+      last_live = live;
+      if (!reported && nanotime() - start >= main_return_report_ns) {
+        reported = true;
+        report(s, live);
+      }
+      timespec ts{0, nap_ns};
+      nanosleep(&ts, nullptr);
+      nap_ns = std::min<long>(nap_ns * 2, 10'000'000);
+    }
+    if (s.ending_goroutines.exchange(false, std::memory_order_seq_cst))
+      preempt_pending.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  // One pass of step 2; returns how many goroutines it woke.
+  static std::size_t kill_pass(S& s) noexcept {
+    std::vector<g*> parked;
+    s.for_each_g(
+        [](g* gp, void* v) {
+          // Not a main goroutine: one still parked is left over from a run()
+          // that threw deadlock_error, and its run() frame is gone.
+          if (gp->status.load(std::memory_order_acquire) == g_status::waiting && !gp->is_main &&
+              gp->exiting.load(std::memory_order_relaxed) == exit_state::none)
+            static_cast<std::vector<g*>*>(v)->push_back(gp);
+        },
+        &parked);
+    if (parked.empty()) return 0;
+    std::vector<g*> owned;
+    {
+      runtime_registry& reg = registry();
+      std::lock_guard<std::mutex> lk(reg.lock);  // one pinner at a time (the goroutine dump too)
+      for (g* gp : parked) gp->dump_pin.store(true, std::memory_order_relaxed);
+      // Either an M resuming gp sees the pin and waits, or we see it
+      // running (dump.hpp owns this protocol).
+      const bool barrier = process_wide_barrier();
+      for (g* gp : parked) {
+        bool own = false;
+        if (barrier && gp->status.load(std::memory_order_acquire) == g_status::waiting &&
+            gp->exiting.load(std::memory_order_relaxed) == exit_state::none && !gp->no_kill) {
+          std::lock_guard<std::mutex> ul(unlink_lock());  // its queue is not being destroyed meanwhile
+          if (auto unlink = gp->unlink_wait) own = unlink(gp->unlink_arg);
+          if (own) gp->exiting.store(exit_state::killed, std::memory_order_relaxed);
+        }
+        gp->dump_pin.store(false, std::memory_order_release);
+        if (own) owned.push_back(gp);
+      }
+    }
+    for (g* gp : owned) gp->sched->ready(gp);
+    return owned.size();
+  }
+
+  // Whether nothing in the runtime can run a goroutine now or later: no
+  // goroutine running or runnable (one inside goro::blocking is running,
+  // its P possibly idle), every P idle, no timer, no I/O wait.
+  static bool stuck(S& s) noexcept {
+    bool active = false;
+    s.for_each_g(
+        [](g* gp, void* a) {
+          const g_status st = gp->status.load(std::memory_order_acquire);
+          if (st == g_status::running || st == g_status::runnable) *static_cast<bool*>(a) = true;
+        },
+        &active);
+    if (active) return false;
+    std::lock_guard<std::mutex> lk(s.lock_);
+    return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
+           s.spinning_.count(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
+           s.poller_.waiters() <= 0;
+  }
+
+  static void report(S& s, std::size_t live) noexcept {
+    std::string dump;
+#if GORO_EXCEPTIONS
+    try {
+      dump = format_goroutines(collect_goroutines(&s));
+    } catch (...) {
+    }
+#else
+    dump = format_goroutines(collect_goroutines(&s));
+#endif
+    std::fprintf(stderr,
+                 "goro: main returned; %zu goroutine%s reached no goro call within 1 s and %s waited for\n\n%s\n",
+                 live, live == 1 ? "" : "s", live == 1 ? "is" : "are", dump.c_str());
+    std::fflush(stderr);
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/main_return.hpp ----
+// ---- begin goro/detail/global_queue.hpp ----
+// The global run queue (Go's sched.runq): a FIFO of Gs in a ring of
+// pointers under its own spinlock (not the scheduler lock: Gosched queues
+// here at every call, and a futex mutex shared with the idle lists cost
+// yield a quarter of its time). Its size is also kept in an atomic so
+// find-runnable can skip the lock when it is empty.
+//
+// The ring never allocates on a push: the scheduler reserves room for
+// every G record it creates (reserve, where G records are allocated and
+// bad_alloc may be raised), and a G is in the queue at most once, so
+// pushes (from noexcept paths such as ready) always fit. A ring instead of
+// a list linked through the Gs: a batch get copies contiguous pointers
+// instead of chasing links through cold G records.
+//
+// Every member takes the queue's lock itself; callers may hold the
+// scheduler lock (lock order: scheduler lock, then this one; nothing is
+// locked while this one is held).
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+
+namespace goro::detail {
+
+class global_run_queue {
+ public:
+  global_run_queue() = default;
+  global_run_queue(const global_run_queue&) = delete;
+  global_run_queue& operator=(const global_run_queue&) = delete;
+  ~global_run_queue() { delete[] buf_; }
+
+  void push_back(g* gp) noexcept {
+    GORO_CHAOS_POINT("globrunqput");
+    lock_.lock();
+    push_locked(gp);
+    lock_.unlock();
+    GORO_CHAOS_POINT("globrunqput.after");
+  }
+  void push_back_batch(g* const* batch, std::uint32_t n) noexcept {
+    lock_.lock();
+    for (std::uint32_t i = 0; i < n; ++i) push_locked(batch[i]);
+    lock_.unlock();
+    GORO_CHAOS_POINT("globrunqputbatch.after");
+  }
+  g* pop_front() noexcept {
+    g* gp = nullptr;
+    (void)pop_batch(&gp, [](std::uint32_t) { return 1u; });
+    return gp;
+  }
+  // Takes the first how_many(size) Gs (called under the lock with the
+  // exact size > 0; at least 1, at most size) into out; returns how many
+  // (0 if the queue was empty).
+  template <class HowMany>
+  std::uint32_t pop_batch(g** out, HowMany&& how_many) noexcept {
+    GORO_CHAOS_POINT("globrunqget");
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    if (size == 0) {
+      lock_.unlock();
+      return 0;
+    }
+    const std::uint32_t n = how_many(size);
+    const std::uint32_t cap = mask_ + 1;
+    const std::uint32_t first = std::min(n, cap - head_);  // up to the end of the ring
+    std::memcpy(out, buf_ + head_, first * sizeof(g*));
+    std::memcpy(out + first, buf_, (n - first) * sizeof(g*));
+    head_ = (head_ + n) & mask_;
+    size_.store(size - n, std::memory_order_release);
+    lock_.unlock();
+    return n;
+  }
+  // Takes gp out of the queue if it is still there (go() rolling back a
+  // spawn that no M could run); false if an M took it meanwhile. O(size).
+  bool remove(g* gp) noexcept {
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    std::uint32_t i = 0;
+    while (i < size && buf_[(head_ + i) & mask_] != gp) ++i;
+    const bool found = i < size;
+    if (found) {
+      for (; i + 1 < size; ++i) buf_[(head_ + i) & mask_] = buf_[(head_ + i + 1) & mask_];
+      size_.store(size - 1, std::memory_order_release);
+    }
+    lock_.unlock();
+    return found;
+  }
+  // Lock-free hint; exact under the queue's lock.
+  std::uint32_t size() const noexcept { return size_.load(std::memory_order_acquire); }
+  bool empty() const noexcept { return size() == 0; }
+  // Read under the queue's lock: ordered against every push by the lock
+  // (a P that published itself idle, then finds this empty, is seen idle
+  // by the wakep of any push it missed; see find_runnable).
+  bool empty_synced() noexcept {
+    GORO_CHAOS_POINT("globrunq.empty_synced");
+    lock_.lock();
+    bool e = size_.load(std::memory_order_relaxed) == 0;
+    lock_.unlock();
+    return e;
+  }
+
+  // Makes room for n Gs in all (the number of G records in existence).
+  // May raise bad_alloc; nothing changes then.
+  void reserve(std::size_t n) {
+    std::size_t cap = buf_ ? std::size_t{mask_} + 1 : 0;
+    if (n <= cap) return;
+    std::size_t want = cap ? cap : 64;
+    while (want < n) want *= 2;
+    if (want > (std::size_t{1} << 31)) raise_bad_alloc();
+    g** nb = new (std::nothrow) g*[want];
+    if (!nb) raise_bad_alloc();
+    lock_.lock();
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    for (std::uint32_t i = 0; i < size; ++i) nb[i] = buf_[(head_ + i) & mask_];
+    g** old = buf_;
+    buf_ = nb;
+    head_ = 0;
+    mask_ = static_cast<std::uint32_t>(want - 1);
+    lock_.unlock();
+    delete[] old;
+  }
+
+ private:
+  void push_locked(g* gp) noexcept {
+    const std::uint32_t size = size_.load(std::memory_order_relaxed);
+    if (GORO_UNLIKELY(buf_ == nullptr || size > mask_)) fatal("goro: internal error: global run queue overflow");
+    buf_[(head_ + size) & mask_] = gp;
+    size_.store(size + 1, std::memory_order_release);
+  }
+
+  spinlock lock_;
+  std::atomic<std::uint32_t> size_{0};
+  std::uint32_t head_ = 0;  // index of the first G
+  std::uint32_t mask_ = 0;  // capacity - 1 (capacity: a power of two)
+  g** buf_ = nullptr;
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/global_queue.hpp ----
+// ---- begin goro/detail/os_thread.hpp ----
+// Creating the runtime's own OS threads (Ms, sysmon), with a fault
+// injection point for tests: built with GORO_TESTING defined, the next
+// testing::fail_thread_creations creations fail with EAGAIN, as
+// pthread_create does at RLIMIT_NPROC or a cgroup's pids limit. Without
+// GORO_TESTING it is pthread_create.
+
+#include <pthread.h>
+
+#include <cerrno>
+
+#ifdef GORO_TESTING
+#include <atomic>
+#endif
+
+namespace goro::detail {
+
+#ifdef GORO_TESTING
+namespace testing {
+inline std::atomic<int> fail_thread_creations{0};
+}  // namespace testing
+#endif
+
+// pthread_create(t, attr, fn, arg): 0 or an errno.
+inline int create_os_thread(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) noexcept {
+#ifdef GORO_TESTING
+  for (int n = testing::fail_thread_creations.load(); n > 0;)
+    if (testing::fail_thread_creations.compare_exchange_weak(n, n - 1)) return EAGAIN;
+#endif
+  return pthread_create(t, attr, fn, arg);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/os_thread.hpp ----
+// ---- begin goro/detail/run_queue.hpp ----
+// The per-P local run queue: a bounded lock-free ring plus the runnext slot.
+// Mirrors Go's runqput / runqputslow / runqget / runqgrab / runqsteal
+// (src/runtime/proc.go).
+//
+// Invariants:
+// - Only the owner (the M holding the P) pushes, and only the owner stores
+//   `tail_`. Consumers (the owner's get, thieves' grab) claim slots by CAS
+//   on `head_`; a slot is read before the CAS that claims it, and the CAS
+//   fails if anyone else claimed it meanwhile, so a stale read is discarded.
+// - The owner may write slot t only while t - head < Capacity, i.e. after
+//   every consumer that could still read it has moved `head_` past it.
+// - `runnext_` is a single slot taken by CAS by anyone; only the owner puts
+//   into it. A G taken from runnext inherits the current time slice.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+struct run_queue_get_result {
+  void* item;
+  bool inherit_time;  // came from runnext: runs in the current time slice
+};
+
+// T is the element pointee (the scheduler uses `g`); elements are T*.
+// Steals take ceil(n * StealNum / StealDen) of the n queued elements.
+template <class T, std::uint32_t Capacity, std::uint32_t StealNum = 1, std::uint32_t StealDen = 2>
+class local_run_queue {
+  static_assert(Capacity >= 2 && (Capacity & (Capacity - 1)) == 0, "capacity must be a power of two >= 2");
+  static_assert(StealNum > 0 && StealNum <= StealDen, "steal fraction must be in (0, 1]");
+
+ public:
+  static constexpr std::uint32_t capacity = Capacity;
+
+  // How many of `n` queued elements one steal takes: ceil(n * fraction),
+  // computed as Go's `n - n/2` generalised to n - floor(n * (1 - fraction)).
+  static constexpr std::uint32_t steal_count(std::uint32_t n) noexcept {
+    return n - static_cast<std::uint32_t>((std::uint64_t{n} * (StealDen - StealNum)) / StealDen);
+  }
+
+  // runqput: owner only. With `next`, g goes into runnext and the previous
+  // runnext (if any) is kicked to the tail. When the ring is full, half of
+  // it plus the element go to `to_global(T** batch, uint32_t n)` in one batch
+  // (runqputslow), so the global queue takes the overflow in one lock.
+  template <class ToGlobal>
+  void put(T* g, bool next, ToGlobal&& to_global) {
+    if (next && GORO_CHAOS_IF(8)) next = false;  // chaos: the ring instead of runnext
+    GORO_CHAOS_POINT("runqput");
+    if (next) {
+      T* old = runnext_.load(std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqput.runnext");
+      if (old == nullptr) {
+        // Thieves only take a non-null runnext, and only the owner puts:
+        // an empty runnext stays empty until this store, so no locked
+        // exchange is needed (the common case: ready() after a get).
+        runnext_.store(g, std::memory_order_release);
+        return;
+      }
+      while (!runnext_.compare_exchange_weak(old, g, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+      }
+      if (old == nullptr) return;
+      g = old;  // kick the old runnext to the regular queue
+    }
+    for (;;) {
+      std::uint32_t h = head_.load(std::memory_order_acquire);  // synchronize with consumers
+      std::uint32_t t = tail_.load(std::memory_order_relaxed);
+      if (t - h < Capacity) {
+        slots_[t % Capacity].store(g, std::memory_order_relaxed);
+        GORO_CHAOS_POINT("runqput.publish");
+        tail_.store(t + 1, std::memory_order_release);  // publish the slot to consumers
+        return;
+      }
+      if (put_slow(g, h, t, to_global)) return;
+      // A consumer moved head meanwhile: the ring has room again; retry.
+    }
+  }
+
+  // Puts a batch (owner only), overflowing to the global queue as put() does.
+  template <class ToGlobal>
+  void put_batch(T* const* items, std::uint32_t n, ToGlobal&& to_global) {
+    for (std::uint32_t i = 0; i < n; ++i) put(items[i], false, to_global);
+  }
+
+  // runqget: owner only. runnext first, then the ring head.
+  run_queue_get_result get() noexcept {
+    T* next = runnext_.load(std::memory_order_relaxed);
+    GORO_CHAOS_POINT("runqget.runnext");
+    // Only the owner puts into runnext, so a failed CAS means a thief took
+    // it and runnext is now empty: no need to retry.
+    if (next != nullptr &&
+        runnext_.compare_exchange_strong(next, nullptr, std::memory_order_acq_rel, std::memory_order_relaxed))
+      return {next, true};
+    for (;;) {
+      std::uint32_t h = head_.load(std::memory_order_acquire);
+      std::uint32_t t = tail_.load(std::memory_order_relaxed);
+      if (t == h) return {nullptr, false};
+      T* g = slots_[h % Capacity].load(std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqget.claim");
+      if (head_.compare_exchange_weak(h, h + 1, std::memory_order_release, std::memory_order_relaxed))
+        return {g, false};
+    }
+  }
+
+  // runqsteal: called by the thief on its own (empty) queue; steals from
+  // `victim` into this ring and returns one of the stolen elements to run
+  // (or nullptr). runnext is stolen only when `steal_runnext`;
+  // `before_runnext_steal()` runs first (Go sleeps ~3 us there when the
+  // victim is running: it is probably about to run its runnext itself).
+  template <class BeforeRunnextSteal>
+  T* steal_from(local_run_queue& victim, bool steal_runnext, BeforeRunnextSteal&& before_runnext_steal) {
+    if (!steal_runnext && GORO_CHAOS_IF(16)) steal_runnext = true;  // chaos: take runnext on an early pass
+    GORO_CHAOS_POINT("runqsteal");
+    std::uint32_t t = tail_.load(std::memory_order_relaxed);
+    std::uint32_t n = victim.grab(slots_.data(), t, steal_runnext, before_runnext_steal);
+    if (n == 0) return nullptr;
+    --n;
+    T* g = slots_[(t + n) % Capacity].load(std::memory_order_relaxed);
+    if (n == 0) return g;
+    tail_.store(t + n, std::memory_order_release);  // publish the rest
+    return g;
+  }
+
+  T* steal_from(local_run_queue& victim, bool steal_runnext) {
+    return steal_from(victim, steal_runnext, [] {});
+  }
+
+  // runqempty: never reports empty spuriously. put(next=true) briefly
+  // leaves both runnext and the ring looking empty-ish while it kicks the
+  // old runnext; re-reading tail after runnext detects that window.
+  bool empty() const noexcept {
+    for (;;) {
+      std::uint32_t h = head_.load(std::memory_order_acquire);
+      std::uint32_t t = tail_.load(std::memory_order_acquire);
+      T* next = runnext_.load(std::memory_order_acquire);
+      if (t == tail_.load(std::memory_order_acquire)) return h == t && next == nullptr;
+    }
+  }
+
+  // Number of elements in the ring plus runnext (a snapshot; exact only
+  // when nobody else touches the queue).
+  std::uint32_t size() const noexcept {
+    std::uint32_t h = head_.load(std::memory_order_acquire);
+    std::uint32_t t = tail_.load(std::memory_order_acquire);
+    std::uint32_t n = t - h;
+    if (n > Capacity) n = Capacity;
+    return n + (runnext_.load(std::memory_order_acquire) != nullptr ? 1 : 0);
+  }
+
+  // Removes everything (owner only, or with the world stopped), passing each
+  // element to f. Used when a P is destroyed or handed its work elsewhere.
+  template <class F>
+  void drain(F&& f) {
+    if (T* next = runnext_.exchange(nullptr, std::memory_order_acq_rel)) f(next);
+    for (;;) {
+      auto r = get();
+      if (r.item == nullptr) return;
+      f(static_cast<T*>(r.item));
+    }
+  }
+
+ private:
+  // runqgrab: copies ceil(n * fraction) elements starting at head into
+  // `out[out_head ...]` (a ring of the same capacity) and claims them with
+  // one CAS. Returns how many were taken.
+  template <class BeforeRunnextSteal>
+  std::uint32_t grab(std::atomic<T*>* out, std::uint32_t out_head, bool steal_runnext,
+                     BeforeRunnextSteal& before_runnext_steal) {
+    for (;;) {
+      std::uint32_t h = head_.load(std::memory_order_acquire);
+      std::uint32_t t = tail_.load(std::memory_order_acquire);  // synchronize with the owner's publish
+      std::uint32_t queued = t - h;
+      if (queued > Capacity) continue;  // inconsistent h and t: the owner and a consumer moved; retry
+      std::uint32_t n = steal_count(queued);
+      if (n == 0) {
+        if (!steal_runnext) return 0;
+        T* next = runnext_.load(std::memory_order_acquire);
+        if (next == nullptr) return 0;
+        before_runnext_steal();
+        GORO_CHAOS_POINT("runqgrab.runnext");
+        if (!runnext_.compare_exchange_strong(next, nullptr, std::memory_order_acq_rel, std::memory_order_relaxed))
+          continue;
+        out[out_head % Capacity].store(next, std::memory_order_relaxed);
+        return 1;
+      }
+      for (std::uint32_t i = 0; i < n; ++i)
+        out[(out_head + i) % Capacity].store(slots_[(h + i) % Capacity].load(std::memory_order_relaxed),
+                                             std::memory_order_relaxed);
+      GORO_CHAOS_POINT("runqgrab.claim");
+      // acq_rel: claims the copied slots and lets the owner reuse them.
+      if (head_.compare_exchange_strong(h, h + n, std::memory_order_acq_rel, std::memory_order_relaxed)) return n;
+    }
+  }
+
+  // runqputslow: moves half the full ring plus g to the global queue.
+  template <class ToGlobal>
+  bool put_slow(T* g, std::uint32_t h, std::uint32_t t, ToGlobal& to_global) {
+    constexpr std::uint32_t half = Capacity / 2;
+    (void)t;
+    // The batch lives in the queue (owner-only scratch), not on the stack:
+    // put() runs on goroutine stacks, which may be as small as 2 KiB.
+    auto& batch = overflow_;
+    for (std::uint32_t i = 0; i < half; ++i) batch[i] = slots_[(h + i) % Capacity].load(std::memory_order_relaxed);
+    GORO_CHAOS_POINT("runqputslow");
+    if (!head_.compare_exchange_strong(h, h + half, std::memory_order_release, std::memory_order_relaxed))
+      return false;
+    batch[half] = g;
+    to_global(batch.data(), half + 1);
+    return true;
+  }
+
+  alignas(cache_line) std::atomic<std::uint32_t> head_{0};
+  alignas(cache_line) std::atomic<std::uint32_t> tail_{0};
+  std::atomic<T*> runnext_{nullptr};
+  std::array<std::atomic<T*>, Capacity> slots_{};
+  std::array<T*, Capacity / 2 + 1> overflow_{};  // put_slow's batch (owner only)
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/run_queue.hpp ----
+// ---- begin goro/detail/stall_monitor.hpp ----
+// The stall monitor: a debugging thread per runtime that turns a lost
+// wake-up into a loud failure instead of a slow or hung program. On in
+// chaos builds (-DGORO_CHAOS, see chaos.hpp and docs/testing.md) and with
+// -DGORO_STALL_MONITOR; compiled out otherwise (an empty member).
+//
+// Every 5 ms it samples the scheduler without locks (atomics only) and
+// aborts, printing the scheduler's state, when for longer than the limit
+//  - a P sits idle, and no M spins, while queued work goes unserved: a
+//    run queue stays non-empty while its P schedules nothing, the global
+//    queue stays non-empty while no P takes from it or steals, or the same
+//    timer stays overdue: nobody was woken for it (default 100 ms,
+//    GORO_STALL_IDLE_MS);
+//  - work is queued but no P makes progress: no schedule, park, unpark,
+//    spawn or exit anywhere (default 2000 ms, GORO_STALL_PROGRESS_MS).
+// GORO_STALL_MONITOR=0 in the environment turns it off at run time.
+//
+// A queue that is non-empty at every sample is not enough: a ping-pong pair
+// keeps its P's runnext full all the time while that P serves it, and an
+// idle P's spinning M may rightly leave it alone. What counts is that the
+// same work waited the whole window with nobody serving it.
+
+#if defined(GORO_CHAOS) && !defined(GORO_STALL_MONITOR)
+#define GORO_STALL_MONITOR 1
+#endif
+
+#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#endif
+
+namespace goro::detail {
+
+#if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
+
+template <class Sched>
+class stall_monitor {
+ public:
+  explicit stall_monitor(Sched& s) noexcept : s_(s) {
+    if (const char* e = std::getenv("GORO_STALL_MONITOR"); e && std::strcmp(e, "0") == 0) return;
+    idle_limit_ms_ = env_ms("GORO_STALL_IDLE_MS", 100);
+    progress_limit_ms_ = env_ms("GORO_STALL_PROGRESS_MS", 2000);
+    pid_ = getpid();
+    started_ = pthread_create(&thread_, nullptr, &stall_monitor::main, this) == 0;
+  }
+  stall_monitor(const stall_monitor&) = delete;
+  stall_monitor& operator=(const stall_monitor&) = delete;
+  ~stall_monitor() {
+    if (!started_) return;
+    stop_.store(true, std::memory_order_relaxed);
+    if (getpid() == pid_) pthread_join(thread_, nullptr);  // a forked child has no such thread
+  }
+
+ private:
+  static std::int64_t env_ms(const char* name, std::int64_t dflt) noexcept {
+    const char* e = std::getenv(name);
+    return e ? std::strtoll(e, nullptr, 10) : dflt;
+  }
+
+  static void* main(void* self) {
+    static_cast<stall_monitor*>(self)->loop();
+    return nullptr;
+  }
+
+  static constexpr unsigned max_watched = 64;  // Ps watched one by one (more: the global view only)
+
+  struct sample {
+    std::uint32_t npidle = 0;
+    std::uint32_t nmspinning = 0;
+    std::uint64_t queued = 0;        // Gs in the global queue and every run queue
+    std::int64_t earliest = 0;       // the earliest timer's when (0: none)
+    std::int64_t overdue = 0;        // ns past it (0: not due)
+    std::uint64_t progress = 0;      // every P's scheduling counters, summed
+    std::uint64_t global_taken = 0;  // Gs taken from the global queue or stolen, summed
+    std::uint32_t globq = 0;
+    std::uint32_t np = 0;
+    std::uint32_t runq[max_watched] = {};
+    std::uint64_t served[max_watched] = {};  // one P's scheduling counters
+  };
+
+  sample take() const noexcept {
+    sample x;
+    x.npidle = s_.npidle_.load(std::memory_order_acquire);
+    x.nmspinning = s_.spinning_.count(std::memory_order_acquire);
+    x.globq = s_.globq_.size();
+    x.queued = x.globq;
+    x.np = s_.created_ps();
+    for (unsigned i = 0; i < x.np; ++i) {
+      const auto* pp = s_.allp_[i];
+      const std::uint32_t q = pp->runq.size();
+      const std::uint64_t served = pp->sysmon_schedtick.load(std::memory_order_relaxed) + pp->spawns.get() +
+                                   pp->exits.get() + pp->parks.get() + pp->unparks.get() + pp->steals.get() +
+                                   pp->global_polls.get();
+      x.queued += q;
+      x.progress += served;
+      x.global_taken += pp->global_polls.get() + pp->steals.get();
+      if (i < max_watched) {
+        x.runq[i] = q;
+        x.served[i] = served;
+      }
+    }
+    x.progress += s_.unparks_.load(std::memory_order_relaxed) + s_.offp_spawns_.load(std::memory_order_relaxed);
+    x.earliest = s_.earliest_timer();
+    if (x.earliest != 0) {
+      std::int64_t now = nanotime();
+      if (x.earliest < now) x.overdue = now - x.earliest;
+    }
+    return x;
+  }
+
+  // Work that nobody serves since `from` while a P is idle and no M spins
+  // (a spinning M, or one being started for an idle P, is on its way: the
+  // OS may just be slow to run it on a loaded machine): a run queue
+  // that stayed non-empty while its P scheduled nothing (a P that keeps
+  // scheduling serves its own queue: a ping-pong pair keeps its runnext
+  // full, legitimately), the global queue non-empty while no P took from it
+  // or stole, or the same timer overdue all along.
+  static bool unserved(const sample& from, const sample& x) noexcept {
+    if (x.npidle == 0 || x.nmspinning != 0) return false;
+    for (unsigned i = 0; i < x.np && i < max_watched && i < from.np; ++i)
+      if (x.runq[i] > 0 && from.runq[i] > 0 && x.served[i] == from.served[i]) return true;
+    if (x.np > max_watched && x.queued > 0 && x.progress == from.progress) return true;
+    if (x.globq > 0 && from.globq > 0 && x.global_taken == from.global_taken) return true;
+    return x.overdue > 0 && x.earliest == from.earliest;
+  }
+
+  void loop() noexcept {
+    std::int64_t idle_since = 0, stuck_since = 0;
+    sample window;  // the sample that opened the idle window
+    std::uint64_t last_progress = ~std::uint64_t{0};
+    while (!stop_.load(std::memory_order_relaxed)) {
+      timespec ts{0, 5'000'000};
+      nanosleep(&ts, nullptr);
+      if (s_.exiting_.load(std::memory_order_acquire)) continue;
+      const sample x = take();
+      const std::int64_t now = nanotime();
+      // A P idle while a G or a due timer waits for one, and nobody serves it.
+      if (idle_since != 0 && unserved(window, x)) {
+        if (now - idle_since > idle_limit_ms_ * 1'000'000)
+          fail(x, "a P stayed idle while queued work or a due timer went unserved", now - idle_since);
+      } else if (x.npidle > 0 && x.nmspinning == 0 && (x.queued > 0 || x.overdue > 0)) {
+        idle_since = now;  // open a window: this sample is its reference
+        window = x;
+      } else {
+        idle_since = 0;
+      }
+      // Work queued, and nothing moves anywhere.
+      if (x.queued > 0 && x.progress == last_progress) {
+        if (stuck_since == 0) stuck_since = now;
+        if (now - stuck_since > progress_limit_ms_ * 1'000'000)
+          fail(x, "work was queued but no P made progress", now - stuck_since);
+      } else {
+        stuck_since = 0;
+      }
+      last_progress = x.progress;
+    }
+  }
+
+  [[noreturn]] void fail(const sample& x, const char* what, std::int64_t for_ns) const noexcept {
+    FILE* f = stderr;
+    std::fprintf(f, "goro: stall monitor: %s for %" PRId64 " ms\n", what, for_ns / 1'000'000);
+#if defined(GORO_CHAOS)
+    std::fprintf(f, "  chaos seed %" PRIu64 "%s\n", chaos::settings().seed,
+                 chaos::settings().enabled ? "" : " (injection off)");
+#endif
+    std::fprintf(f,
+                 "  procs %u (P records %u), idle Ps %u, spinning Ms %u, global queue %u, queued in all %" PRIu64
+                 ", live goroutines %zu\n",
+                 s_.active_ps(), s_.created_ps(), x.npidle, s_.spinning_.count(std::memory_order_relaxed),
+                 s_.globq_.size(), x.queued, s_.live_goroutines());
+    const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
+    const std::int64_t now = nanotime();
+    std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M: %s %" PRId64 " us; poller waiters %d\n",
+                 x.overdue / 1000, until == 0 ? "none," : "sleeps until now +",
+                 until == 0 ? std::int64_t{0} : (until - now) / 1000, static_cast<int>(s_.poller_.waiters()));
+    for (unsigned i = 0, n = s_.created_ps(); i < n; ++i) {
+      const auto* pp = s_.allp_[i];
+      const auto st = pp->status.load(std::memory_order_relaxed);
+      const char* name = st == Sched::p_status::idle      ? "idle"
+                         : st == Sched::p_status::running ? "running"
+                                                          : "in goro::blocking";
+      const auto* gp = pp->sysmon_curg.load(std::memory_order_acquire);  // execute: sysmon_m, then this (release)
+      const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
+      std::fprintf(f,
+                   "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64 " on M%d, parks %" PRIu64
+                   ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
+                   pp->id, pp->id >= s_.active_ps() ? " (retired)" : "", name, pp->runq.size(),
+                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, mm ? mm->id : -1,
+                   static_cast<std::uint64_t>(pp->parks.get()), static_cast<std::uint64_t>(pp->unparks.get()),
+                   pp->timers.size(), pp->timers.earliest() ? (pp->timers.earliest() - now) / 1000 : 0);
+    }
+    // The idle-M count is under the scheduler lock; a stuck lock is a
+    // finding too, so do not wait for it long.
+    bool locked = false;
+    for (int i = 0; i < 100 && !(locked = s_.lock_.try_lock()); ++i) {
+      timespec ts{0, 1'000'000};
+      nanosleep(&ts, nullptr);
+    }
+    if (locked) {
+      std::fprintf(f, "  idle Ms %zu, Ms %zu, Ms asleep with a locked goroutine %zu\n", s_.nmidle_, s_.allm_.size(),
+                   s_.nmlocked_wait_);
+      s_.lock_.unlock();
+    } else {
+      std::fprintf(f, "  the scheduler lock stayed held for 100 ms\n");
+    }
+    std::fflush(f);
+    std::abort();
+  }
+
+  Sched& s_;
+  std::int64_t idle_limit_ms_ = 100, progress_limit_ms_ = 2000;
+  pid_t pid_ = 0;
+  pthread_t thread_{};
+  bool started_ = false;
+  std::atomic<bool> stop_{false};
+};
+
+#else
+
+template <class Sched>
+class stall_monitor {
+ public:
+  explicit stall_monitor(Sched&) noexcept {}
+};
+
+#endif
+
+}  // namespace goro::detail
+// ---- end goro/detail/stall_monitor.hpp ----
+// ---- begin goro/detail/signals.hpp ----
+// Stack overflow reporting: a SIGSEGV/SIGBUS handler running on a per-M
+// alternate signal stack classifies faults by the current goroutine's
+// stack bounds, and a canary at the bottom of every stack is checked each
+// time a goroutine switches out (for stacks packed without guard regions).
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <sched.h>
+
+
+namespace goro::detail {
+
+inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
+inline constexpr std::size_t altstack_size = 64 * 1024;
+
+// The canary: the lowest canary_words words of a stack without a guard
+// region (small packed stacks, stacks from custom allocators, and larger
+// default stacks past the mprotect budget where MADV_GUARD_INSTALL is
+// missing), written when a goroutine gets the stack and checked each time it
+// switches out. Several non-zero words, so an overflow that spares the
+// lowest word, or stores zeros, is still seen. It costs a larger unguarded
+// stack one more resident page (its lowest); guarded stacks have none.
+inline constexpr int canary_words = 4;
+inline constexpr std::uint64_t canary_word(int i) noexcept {
+  return stack_canary ^ (0x0101010101010101ull * static_cast<std::uint64_t>(i + 1));
+}
+inline void write_canary(const stack_memory& s) noexcept {
+  auto* w = static_cast<volatile std::uint64_t*>(s.lo);
+  for (int i = 0; i < canary_words; ++i) w[i] = canary_word(i);
+}
+inline bool canary_intact(const stack_memory& s) noexcept {
+  auto* w = static_cast<const volatile std::uint64_t*>(s.lo);
+  bool ok = true;
+  for (int i = 0; i < canary_words; ++i) ok &= w[i] == canary_word(i);
+  return ok;
+}
+
+// Async-signal-safe formatting into a fixed buffer.
+struct signal_safe_writer {
+  char buf[256];
+  std::size_t n = 0;
+  void str(const char* s) noexcept {
+    while (*s && n < sizeof buf) buf[n++] = *s++;
+  }
+  void dec(std::uint64_t v) noexcept {
+    char t[24];
+    int i = 0;
+    do t[i++] = static_cast<char>('0' + v % 10);
+    while ((v /= 10) && i < 24);
+    while (i && n < sizeof buf) buf[n++] = t[--i];
+  }
+  void hex(std::uintptr_t v) noexcept {
+    str("0x");
+    char t[20];
+    int i = 0;
+    do t[i++] = "0123456789abcdef"[v & 15];
+    while ((v >>= 4) && i < 20);
+    while (i && n < sizeof buf) buf[n++] = t[--i];
+  }
+  void flush() noexcept {
+    ssize_t r = ::write(2, buf, n);
+    (void)r;
+  }
+};
+
+// Prints `goro: goroutine N stack overflow: fault address A, stack [lo, hi) size S`
+// and aborts.
+[[noreturn]] inline void report_stack_overflow(const g* gp, std::uintptr_t fault) noexcept {
+  signal_safe_writer w;
+  auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
+  w.str("goro: goroutine ");
+  w.dec(gp->id);
+  w.str(" stack overflow: fault address ");
+  w.hex(fault);
+  w.str(", stack [");
+  w.hex(lo);
+  w.str(", ");
+  w.hex(lo + gp->stack.size);
+  w.str(") size ");
+  w.dec(gp->stack.size);
+  w.str("\n");
+  w.flush();
+  // Reset SIGABRT to its default so a user handler cannot resume us.
+  ::signal(SIGABRT, SIG_DFL);
+  std::abort();
+}
+
+// A goroutine without a guard region (a custom stack allocator) switched
+// out: its canary words must be intact, or it ran past its stack.
+inline void check_stack_canary(const g* gp) noexcept {
+  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
+    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+}
+
+inline struct sigaction& previous_segv_action(int sig) noexcept {
+  static struct sigaction prev_segv, prev_bus;
+  return sig == SIGBUS ? prev_bus : prev_segv;
+}
+
+inline void fault_handler(int sig, siginfo_t* info, void* uctx) noexcept {
+  m_base* m = tls_current_m;  // direct read: we are on this thread, not switching
+  if (m && m->curg && m->curg->stack.lo) {
+    const g* gp = m->curg;
+    auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
+    auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
+    // A fault in the guard region below the stack (or anywhere up to a
+    // guard's size below it: large frames jump over pages) is an overflow.
+    if (addr < lo + sizeof(std::uint64_t) && addr + guard_size >= lo) report_stack_overflow(gp, addr);
+  }
+  // Not ours: hand over to whatever was installed before.
+  struct sigaction& prev = previous_segv_action(sig);
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, uctx);
+    return;
+  }
+  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
+    prev.sa_handler(sig);
+    return;
+  }
+  // Default action: restore it; returning re-executes the faulting
+  // instruction, which now kills the process with the right signal.
+  ::signal(sig, SIG_DFL);
+}
+
+// Resolves, once, the lazily bound library functions the runtime calls on
+// goroutine stacks. The dynamic linker's first-call resolver saves the
+// whole vector register file on the caller's stack (about 3 KiB with
+// AVX-512), which alone would overflow a 2 KiB goroutine stack.
+inline void resolve_runtime_symbols() noexcept {
+#if GORO_EXCEPTIONS
+  (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
+#endif
+  std::atomic<std::uint32_t> word{0};
+  futex_wake(&word, 1);
+  std::mutex mu;
+  mu.lock();
+  mu.unlock();
+  sched_yield();
+  void* volatile p = operator new(16);
+  operator delete(p);
+#if defined(__cpp_sized_deallocation)
+  void* volatile q = operator new(16);
+  operator delete(q, 16);
+#endif
+}
+
+// Process-wide set-up, once: the fault handler and symbol resolution.
+inline void install_fault_handler() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    resolve_runtime_symbols();
+    for (int sig : {SIGSEGV, SIGBUS}) {
+      struct sigaction sa {};
+      sa.sa_sigaction = &fault_handler;
+      sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+      sigemptyset(&sa.sa_mask);
+      sigaction(sig, &sa, &previous_segv_action(sig));
+    }
+  });
+}
+
+// An alternate signal stack for the calling thread (so the fault handler
+// can run when the goroutine's stack is exhausted). Restores the previous
+// one on destruction.
+class thread_altstack {
+ public:
+  thread_altstack() noexcept {
+    stack_t old{};
+    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= static_cast<std::size_t>(MINSIGSTKSZ)) {
+      return;  // the thread already has one (e.g. set up by the application); keep it
+    }
+    mem_ = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem_ == MAP_FAILED) {
+      mem_ = nullptr;
+      return;
+    }
+    stack_t st{};
+    st.ss_sp = mem_;
+    st.ss_size = altstack_size;
+    st.ss_flags = 0;
+    if (sigaltstack(&st, nullptr) != 0) {
+      munmap(mem_, altstack_size);
+      mem_ = nullptr;
+    }
+  }
+  ~thread_altstack() {
+    if (!mem_) return;
+    stack_t st{};
+    st.ss_flags = SS_DISABLE;
+    sigaltstack(&st, nullptr);
+    munmap(mem_, altstack_size);
+  }
+  thread_altstack(const thread_altstack&) = delete;
+  thread_altstack& operator=(const thread_altstack&) = delete;
+
+ private:
+  void* mem_ = nullptr;
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/signals.hpp ----
+// ---- begin goro/detail/spinning.hpp ----
+// The spinning role (Go's nmspinning): how many Ms look for work without
+// running any. An M holds the role as a spin_token; the gate counts the
+// tokens out, at one increment site (take) and one decrement site
+// (release), so the count cannot drift whatever path an M leaves by.
+//
+// Why the count matters: a submitter (wakep, after publishing its G) starts
+// an M only if no M spins, since a spinner will find the G. So a spinner
+// must release its role *before* its last look at the run queues (the
+// "delicate dance": find_runnable, then work_after_going_idle), and wakep's
+// read of the count pairs with that release; the Dekker pair is written
+// down once, at wakep (sched_idle.hpp).
+
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+
+namespace goro::detail {
+
+class spin_gate;
+
+// One M's spinning role: held or not; moved along with a P to the M that
+// will spin on it (startm), and given back through spin_gate::release.
+class spin_token {
+ public:
+  spin_token() noexcept = default;
+  spin_token(spin_token&& o) noexcept : held_(std::exchange(o.held_, false)) {}
+  spin_token& operator=(spin_token&& o) noexcept {
+    if (this != &o) {
+      if (GORO_UNLIKELY(held_)) held_leaked();
+      held_ = std::exchange(o.held_, false);
+    }
+    return *this;
+  }
+  spin_token(const spin_token&) = delete;
+  spin_token& operator=(const spin_token&) = delete;
+  ~spin_token() {
+    if (GORO_UNLIKELY(held_)) held_leaked();
+  }
+  explicit operator bool() const noexcept { return held_; }
+
+ private:
+  friend class spin_gate;
+  // A held role dropped without release: the count would stay high for
+  // good and every later wakep would skip its wake-up.
+  [[noreturn]] static void held_leaked() noexcept;
+  bool held_ = false;
+};
+
+class spin_gate {
+ public:
+  // find_runnable: t's M spins from now on (no limit here: the caller
+  // decided; a no-op if it already spins).
+  void join(spin_token& t) noexcept { (void)take(t, false); }
+  // wakep, handoffp: the role, only if no M holds one (Go's CAS of
+  // nmspinning from 0 to 1): one spinner at a time is woken.
+  spin_token claim_if_none() noexcept {
+    spin_token t;
+    (void)take(t, true);
+    return t;
+  }
+  // The one decrement. Returns whether t held the role.
+  bool release(spin_token& t) noexcept {
+    if (!t.held_) return false;
+    t.held_ = false;
+    n_.fetch_sub(1, std::memory_order_seq_cst);
+    return true;
+  }
+  // How many Ms spin (seq_cst: wakep's side of the Dekker pair reads it).
+  std::uint32_t count(std::memory_order o = std::memory_order_seq_cst) const noexcept { return n_.load(o); }
+  // Times an M started spinning (runtime_stats::m_spins).
+  std::uint64_t starts() const noexcept { return starts_.load(std::memory_order_relaxed); }
+
+ private:
+  // The one increment.
+  bool take(spin_token& t, bool only_if_none) noexcept {
+    if (t.held_) return true;
+    if (only_if_none) {
+      std::uint32_t zero = 0;
+      if (n_.load(std::memory_order_relaxed) != 0 || !n_.compare_exchange_strong(zero, 1, std::memory_order_seq_cst))
+        return false;
+    } else {
+      n_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    t.held_ = true;
+    starts_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  alignas(cache_line) std::atomic<std::uint32_t> n_{0};
+  std::atomic<std::uint64_t> starts_{0};
+};
+
+inline void spin_token::held_leaked() noexcept {
+  fatal("goro: internal error: an M's spinning role was dropped without being released");
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinning.hpp ----
+// ---- begin goro/detail/async_preempt.hpp ----
+// Asynchronous (signal) preemption, policy preemption::signal (Go's
+// preemptM / doSigPreempt / asyncPreempt, src/runtime/preempt.go and
+// signal_*.go; our own code, a different return path).
+//
+// sysmon, after setting a goroutine's cooperative preempt flag, sends
+// SIGURG to the thread running it when the goroutine is inside a
+// goro::async_preemptible scope (g::async_scope > 0). The handler runs on
+// the M's sigaltstack and never switches there (a switch inside a handler
+// leaves SIGURG blocked and carries this thread's sigaltstack to whichever
+// thread resumes the goroutine). Instead, like Go's pushCall, it makes the
+// interrupted goroutine "call" a trampoline when the handler returns:
+//
+//   1. it copies the whole signal frame the kernel built (ucontext; on
+//      x86-64 also the xsave area the ucontext points at; on AArch64 the
+//      fpsimd record is inside the ucontext) onto the goroutine's own
+//      stack, below the interrupted sp (and below the x86-64 red zone);
+//   2. it points the live context at goro_v0_1_async_preempt (the .S
+//      files) with sp at that copy and the yield function in a register;
+//   3. it returns: the kernel resumes the goroutine in the trampoline,
+//      with the handler's mask and altstack already restored.
+//
+// The trampoline calls async_preempt_yield (an ordinary cooperative
+// switch to g0), and when the goroutine is resumed it issues rt_sigreturn
+// on the copy: the kernel restores every register — general, flags/NZCV,
+// the full vector state (xsave incl. AVX/AVX-512 upper halves; q0-q31,
+// FPSR, FPCR) — and the signal mask, and the interrupted instruction runs
+// on. Go instead saves registers in the trampoline and returns with a
+// `ret`/`JMP (R27)`; AArch64 C code leaves no register free for that jump
+// (Go reserves R27), so goro returns through the kernel on both ISAs, one
+// code path that restores state exactly.
+//
+// The rt_sigreturn also restores the sigaltstack recorded in the frame:
+// that is this thread's own, because an async-preempted goroutine resumes
+// on the same M (its code may also keep TLS addresses in registers). The
+// scheduler guarantees it: see m_base::async_pinned (sched.hpp m_loop).
+//
+// When the handler does nothing (not ours, not safe), it passes the
+// signal on to the SIGURG handler installed before goro's, if any.
+
+#include <pthread.h>
+#include <signal.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+
+
+extern "C" {
+// The trampoline and the end of goro's assembly (context_*.S): a pc in
+// [goro_v0_1_switch, goro_v0_1_asm_end) is never preempted.
+__attribute__((visibility("hidden"))) void goro_v0_1_async_preempt();
+__attribute__((visibility("hidden"))) void goro_v0_1_asm_end();
+}
+
+namespace goro::detail {
+
+#if GORO_TSAN
+// ThreadSanitizer cannot follow a goroutine that leaves a signal handler
+// through a rewritten context (its signal bookkeeping and fiber switch
+// would disagree): signal mode stays cooperative under TSan.
+inline constexpr bool async_preempt_supported = false;
+#else
+inline constexpr bool async_preempt_supported = true;
+#endif
+
+// Stack left free below the frame copy for the yield path (the trampoline,
+// async_preempt_yield, switch_to_g0, sanitizer hooks). A goroutine with
+// less room is not preempted asynchronously (it stays cooperative).
+inline constexpr std::size_t async_preempt_stack_margin = 4096;
+
+// Goroutine side, called by the trampoline on the goroutine's stack, on
+// the thread it was interrupted on, outside any signal handler: a plain
+// cooperative switch. m->after is set first so that a SIGURG arriving
+// from here on sees a switch in progress and leaves it alone.
+inline void async_preempt_yield(m_base* m) noexcept {
+  g* gp = m->curg;
+  m->after = after_switch::async_preempt;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  clear_preempt(gp);
+  switch_to_g0(m, gp);
+  // Resumed on this same M (async_pinned), back to the trampoline.
+}
+
+// Word-wise copy that the compiler cannot turn into a memcpy call (ASan's
+// interceptor would check the goroutine stack below sp, whose shadow may
+// hold stale poison from earlier deeper frames).
+__attribute__((no_sanitize("address"))) inline void async_copy(std::uintptr_t dst, const void* src, std::size_t n) noexcept {
+  auto* d = reinterpret_cast<volatile unsigned char*>(dst);
+  const auto* s = static_cast<const volatile unsigned char*>(src);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    *reinterpret_cast<volatile std::uint64_t*>(d + i) = *reinterpret_cast<const volatile std::uint64_t*>(s + i);
+  for (; i < n; ++i) d[i] = s[i];
+}
+
+// The handler's decision and the context rewrite; true when injected.
+__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontext_t* uc) noexcept {
+  m_base* m = tls_current_m;  // direct read: this thread, no switch in between
+  if (!m || !m->async_signal) return false;  // not an M of a signal-mode runtime
+  g* gp = m->curg;
+  // A goroutine (not g0), not in goro::blocking (no P), not already
+  // switching (m->after is set before any switch and cleared by g0),
+  // inside an async_preemptible scope, with a request outstanding.
+  if (!gp || !gp->stack.lo || m->in_blocking || m->after != after_switch::none) return false;
+  if (gp->async_scope.load(std::memory_order_relaxed) == 0 || !gp->preempt.load(std::memory_order_relaxed))
+    return false;
+  const auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
+  const auto hi = lo + gp->stack.size;
+#if defined(__x86_64__)
+  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#else
+  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
+  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
+#endif
+  // Never inside the switch or the trampoline.
+  if (pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
+      pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end))
+    return false;
+  // The interrupted sp must be on gp's stack (it is not while g0 runs the
+  // scheduler with curg already set, nor on some other stack).
+  if (sp <= lo || sp > hi) return false;
+#if defined(__x86_64__)
+  // The xsave area: its size is in the software bytes the kernel stores
+  // in the fxsave area's reserved tail (struct _fpx_sw_bytes, offset 464).
+  const auto* fp = reinterpret_cast<const unsigned char*>(uc->uc_mcontext.fpregs);
+  if (!fp) return false;
+  std::uint32_t magic1 = 0, extended = 0;
+  std::memcpy(&magic1, fp + 464, 4);
+  std::memcpy(&extended, fp + 468, 4);
+  std::size_t fp_size = magic1 == 0x46505853u ? extended : 512;  // FP_XSTATE_MAGIC1
+  if (fp_size < 512 || fp_size > 64 * 1024) return false;
+  // Kernel ucontext: everything up to the first 8 bytes of uc_sigmask
+  // (glibc's ucontext_t adds a larger sigset and more after it).
+  constexpr std::size_t uc_size = offsetof(ucontext_t, uc_sigmask) + 8;
+  const std::uintptr_t top = sp - 128;                       // skip the red zone
+  const std::uintptr_t fp_dst = (top - fp_size) & ~std::uintptr_t{63};  // xrstor needs 64-byte alignment
+  const std::uintptr_t uc_dst = (fp_dst - uc_size) & ~std::uintptr_t{15};  // rsp at the trampoline: 16-aligned
+  if (uc_dst < lo + async_preempt_stack_margin) return false;
+  async_copy(fp_dst, fp, fp_size);
+  async_copy(uc_dst, uc, uc_size);
+  auto* copy = reinterpret_cast<ucontext_t*>(uc_dst);
+  copy->uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(fp_dst);
+  uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(uc_dst);
+  uc->uc_mcontext.gregs[REG_RIP] = reinterpret_cast<greg_t>(&goro_v0_1_async_preempt);
+  uc->uc_mcontext.gregs[REG_RAX] = reinterpret_cast<greg_t>(&async_preempt_yield);
+  uc->uc_mcontext.gregs[REG_RDI] = reinterpret_cast<greg_t>(m);
+#elif defined(__aarch64__)
+  // A frame whose state spills out of the ucontext (extra_context, large
+  // SVE state) is not copied: leave that preemption to the next request.
+  {
+    const unsigned char* rec = uc->uc_mcontext.__reserved;
+    std::size_t off = 0;
+    while (off + 8 <= sizeof uc->uc_mcontext.__reserved) {
+      std::uint32_t magic, size;
+      std::memcpy(&magic, rec + off, 4);
+      std::memcpy(&size, rec + off + 4, 4);
+      if (magic == 0) break;
+      if (magic == 0x45585401u || size < 8) return false;  // EXTRA_MAGIC, or a malformed record
+      off += size;
+    }
+  }
+  // rt_sigreturn reads struct rt_sigframe { siginfo_t info; ucontext uc; }
+  // at sp (16-aligned); AArch64 has no red zone.
+  static_assert(sizeof(siginfo_t) == 128);
+  constexpr std::size_t uc_size = sizeof(ucontext_t);
+  const std::uintptr_t uc_dst = ((sp & ~std::uintptr_t{15}) - uc_size) & ~std::uintptr_t{15};
+  const std::uintptr_t frame = uc_dst - sizeof(siginfo_t);
+  if (frame < lo + async_preempt_stack_margin) return false;
+  async_copy(uc_dst, uc, uc_size);
+  uc->uc_mcontext.sp = frame;
+  uc->uc_mcontext.pc = reinterpret_cast<std::uintptr_t>(&goro_v0_1_async_preempt);
+  uc->uc_mcontext.regs[0] = reinterpret_cast<std::uintptr_t>(m);
+  uc->uc_mcontext.regs[1] = reinterpret_cast<std::uintptr_t>(&async_preempt_yield);
+  uc->uc_mcontext.pstate &= ~std::uint64_t{0xc00};  // BTYPE: the trampoline is entered by no branch
+#endif
+  return true;
+}
+
+inline struct sigaction& previous_urg_action() noexcept {
+  static struct sigaction prev;
+  return prev;
+}
+
+inline void urg_handler(int sig, siginfo_t* info, void* ctx) noexcept {
+  if (async_preempt_inject(static_cast<ucontext_t*>(ctx))) return;
+  // Not a preemption we can take: the application's SIGURG handler, if any.
+  struct sigaction& prev = previous_urg_action();
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, ctx);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
+    prev.sa_handler(sig);
+  }
+  // SIGURG's default action is to ignore it.
+}
+
+// Once per process, by the first signal-mode runtime.
+inline void install_async_preempt_handler() noexcept {
+  if constexpr (async_preempt_supported) {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      struct sigaction sa {};
+      sa.sa_sigaction = &urg_handler;
+      sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      sigaction(SIGURG, &sa, &previous_urg_action());
+    });
+  }
+}
+
+// sysmon side (preemptM), after request_preempt(gp): signal the thread
+// running gp if gp is inside an async_preemptible scope. mm may be stale
+// (gp moved on): the handler then finds nothing to do. Ms' threads live
+// until the runtime shuts down, after sysmon has stopped.
+inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
+  if constexpr (async_preempt_supported) {
+    if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)
+      pthread_kill(mm->os_thread, SIGURG);
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/async_preempt.hpp ----
+// ---- begin goro/detail/sysmon.hpp ----
+// sysmon: the runtime's monitor thread, and the scheduler's half of
+// goro::blocking (Go's sysmon / retake / preemptone, entersyscall /
+// entersyscallblock / exitsyscall / exitsyscallfast / exitsyscall0, and
+// schedtrace, all in src/runtime/proc.go).
+//
+// sysmon runs on its own OS thread without a P, so it can act while every
+// P is busy: it never runs goroutines. Each round it
+//   - preempts: a P whose schedtick has not moved for Policy::time_slice
+//     (measured with Policy::preemption_clock) gets its running G's
+//     preempt flag set (cooperative: honoured at the G's next safe point);
+//   - retakes Ps from blocking calls: a P whose syscalltick has not moved
+//     for one sysmon round is handed to another M (handoffp), unless it has
+//     no work, somebody else is spinning or idle, and the call is younger
+//     than 10 ms (then taking it would only cost a thread wake-up);
+//   - prints the SCHED line every GORO_DEBUG=schedtrace=MS milliseconds.
+// It sleeps 20 us between rounds, doubling after 50 rounds in a row that
+// retook nothing, up to 10 ms; when every P has been idle at each of its
+// rounds for 1 ms it parks on a note until a P leaves the idle list
+// (pidle_get calls on_p_busy), so an idle runtime costs no CPU. (Parking
+// at the first idle round instead made a server that idles for a few
+// microseconds between bursts wake sysmon, by futex, thousands of times
+// a second; Go's sysmon is woken only by syscall exits.)
+//
+// A P in a blocking call has status `syscall` and no owner: whoever CASes
+// it from `syscall` first owns it — the M coming back from the call (fast
+// path, it keeps running) or sysmon (which hands it on). This is the only
+// way a P changes hands without the scheduler lock.
+
+#include <pthread.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace goro::detail {
+
+// sysmon's sleep between rounds: starts at sysmon_min_delay, doubles once
+// sysmon_idle_rounds rounds in a row did nothing, up to sysmon_max_delay
+// (Go: 20 us, 50, 10 ms).
+inline constexpr std::chrono::microseconds sysmon_min_delay{20};
+inline constexpr std::chrono::microseconds sysmon_max_delay{10'000};
+inline constexpr std::uint32_t sysmon_idle_rounds = 50;
+// How long every P must have looked idle, at each round, before sysmon
+// parks until one gets busy.
+inline constexpr std::int64_t sysmon_park_after_idle_ns = 1'000'000;
+// A P in a blocking call with nothing queued is left alone while others
+// are spinning or idle, but no longer than this (Go: 10 ms): it keeps
+// sysmon from sleeping deeply.
+inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
+// Lazy stack release (stack.hpp): stacks freed past the resident cache are
+// released once no more have come for this long, or once they have waited
+// the longer time, whichever is first.
+inline constexpr std::int64_t stack_release_quiet_ns = 1'000'000;
+inline constexpr std::int64_t stack_release_max_wait_ns = 100'000'000;
+
+// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
+inline long goro_debug_value(const char* key) noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return 0;
+  std::size_t klen = std::strlen(key);
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
+      return std::strtol(p + klen + 1, nullptr, 10);
+    p = *end ? end + 1 : end;
+  }
+  return 0;
+}
+
+// Sched is scheduler<Policy>; sysmon is its friend and reads its Ps, idle
+// lists and counters directly.
+template <class Policy, class Sched>
+class sysmon {
+  using clock = typename Policy::preemption_clock;
+  using steady = std::chrono::steady_clock;
+
+  // What sysmon last saw of a P (Go's sysmontick); only sysmon touches it.
+  struct p_ticks {
+    bool running_seen = false;  // schedtick/schedwhen describe the current busy stretch
+    std::uint32_t schedtick = 0;
+    typename clock::time_point schedwhen{};
+    std::uint32_t syscalltick = 0;
+    steady::time_point syscallwhen{};
+  };
+
+ public:
+  explicit sysmon(Sched& s) noexcept : s_(s), schedtrace_ms_(goro_debug_value("schedtrace")), start_(steady::now()) {}
+  sysmon(const sysmon&) = delete;
+  sysmon& operator=(const sysmon&) = delete;
+  ~sysmon() { stop(); }
+
+  // Starts the thread the first time the runtime gets work (the first
+  // spawn: run() or go() from outside; never from a goroutine, which
+  // exists only after a first spawn). Without a thread the runtime still
+  // works, without preemption or hand-offs.
+  void ensure_started() noexcept {
+    if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
+    std::uint32_t zero = 0;
+    if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
+    ticks_.assign(s_.created_ps(), p_ticks{});
+    int err = create_os_thread(
+        &thread_, nullptr,
+        [](void* self) -> void* {
+          extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
+          static_cast<sysmon*>(self)->loop();
+          return nullptr;
+        },
+        this);
+    has_thread_ = err == 0;
+    if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
+  }
+
+  // Stops and joins the thread (runtime shutdown, after every goroutine finished).
+  void stop() noexcept {
+    if (!has_thread_) return;
+    stopping_.store(true, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
+    note_.wake();
+    pthread_join(thread_, nullptr);
+    has_thread_ = false;
+  }
+
+  // A P left the idle list (pidle_get, after its seq_cst npidle decrement):
+  // wake sysmon if it sleeps deeply. Dekker with deep_sleep(): either this
+  // sees sleeping_ or sysmon sees npidle < nprocs.
+  void on_p_busy() noexcept {
+    if (GORO_UNLIKELY(sleeping_.load(std::memory_order_seq_cst)) && sleeping_.exchange(false, std::memory_order_seq_cst))
+      note_.wake();
+  }
+
+  void count_preemption() noexcept { preemptions_.fetch_add(1, std::memory_order_relaxed); }
+
+  template <class Stats>
+  void fill_stats(Stats& st) const noexcept {
+    st.preemptions = preemptions_.load(std::memory_order_relaxed);
+    st.syscall_handoffs = handoffs_.load(std::memory_order_relaxed);
+    st.sysmon_parks = parks_.load(std::memory_order_relaxed);
+  }
+
+  // ---- goro::blocking: the scheduler side ----
+
+  // entersyscall: the M keeps pp but lets go of it: pp's status becomes
+  // `syscall` with no owner, so sysmon may take it if the call lasts.
+  // entersyscallblock (long_call): hand pp off at once.
+  void enter_syscall(typename Sched::m* mm, bool long_call) noexcept {
+    auto* pp = mm->pp;
+    pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    mm->in_blocking = true;
+    s_.releasep(mm);
+    if (!long_call) {
+      mm->oldp = pp;
+      // Release: everything this M did with pp happens before the owner
+      // that CASes it away from `syscall` (sysmon, or this M coming back)
+      // uses it.
+      pp->status.store(Sched::p_status::syscall, std::memory_order_release);
+      return;
+    }
+    mm->oldp = nullptr;
+    handoffs_.fetch_add(1, std::memory_order_relaxed);
+    GORO_CHAOS_POINT("entersyscall.handoff");
+    s_.handoffp(pp);  // Go's handoffp
+  }
+
+  // exitsyscall, goroutine side: take the old P back if nobody took it
+  // (fast path), else an idle P; else switch to g0, which queues the G on
+  // the global queue and stops this M (exitsyscall0).
+  void exit_syscall(typename Sched::m* mm) noexcept {
+    auto* pp = std::exchange(mm->oldp, nullptr);
+    mm->in_blocking = false;
+    if (pp) {
+      auto expect = Sched::p_status::syscall;
+      if (pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) {
+        s_.acquirep(mm, pp);
+        pp->syscalltick.store(pp->syscalltick.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return;
+      }
+    }
+    // exitsyscallfast_pidle
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      pp = s_.pidle_get();
+    }
+    if (pp) {
+      s_.acquirep(mm, pp);
+      return;
+    }
+    mm->after = after_switch::exitsyscall;
+    switch_to_g0(mm, mm->curg);
+    // Resumed by some M that has a P (execute of a runnable G).
+  }
+
+  // exitsyscall0, on g0 after exit_syscall switched out: an idle P if one
+  // appeared (resume gp at once), else gp goes to the global queue and
+  // the M stops. Both under one lock hold, so a P going idle later sees
+  // gp in the global queue (find_runnable checks it under the same lock
+  // before pidle_put).
+  bool exit_syscall0(typename Sched::m* mm, g* gp) noexcept {
+    typename Sched::p* pp;
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      pp = s_.pidle_get();
+      if (!pp) {
+        gp->status.store(g_status::runnable, std::memory_order_relaxed);
+        s_.globq_.push_back(gp);
+      }
+    }
+    if (!pp) return false;
+    s_.acquirep(mm, pp);
+    return true;
+  }
+
+  // preemptone: ask pp's running G to yield (sysmon, and gomaxprocs'
+  // shrink). The G read may be stale (the P moved on meanwhile): the
+  // request then lands on a G that clears it in execute() before it runs
+  // again, or that was just started (harmless, as in Go). G records are never freed while the runtime lives; the
+  // acquire pairs with execute's release store, so the G record's
+  // construction (on whichever thread spawned it) happens before our write.
+  void preemptone(typename Sched::p* pp) noexcept {
+    if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
+      request_preempt(gp);
+      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
+        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
+    }
+  }
+
+ private:
+  void loop() noexcept {
+    std::uint32_t idle = 0;
+    auto delay = sysmon_min_delay;
+    auto last_trace = steady::now();
+    std::int64_t all_idle_since = 0;  // the first round of a run that saw every P idle
+    for (;;) {
+      if (idle == 0) {
+        delay = sysmon_min_delay;
+      } else if (idle > sysmon_idle_rounds) {
+        delay = std::min(delay * 2, sysmon_max_delay);
+      }
+      // A timer due on a busy P: wake for it (see retake), never sooner than
+      // the shortest delay.
+      auto nap = delay;
+      if (next_busy_timer_ != 0) {
+        std::int64_t until_ns = next_busy_timer_ - nanotime();
+        auto until = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::nanoseconds(until_ns));
+        if (until < nap) nap = std::max(until, sysmon_min_delay);
+      }
+      if (!sleep(nap)) return;
+      // An M could not be started (no thread to be had): try again each
+      // round until one is, so queued work is not left waiting for a wakep.
+      const bool retry_m = s_.m_start_failed_.load(std::memory_order_seq_cst);
+      if (retry_m) s_.retry_start_m();
+      // Every P idle (for 1 ms: see the top) and nothing to print: sleep
+      // until a P gets busy. With no P busy there is nothing to retake.
+      if (schedtrace_ms_ <= 0 && !retry_m && all_idle()) {
+        std::int64_t t = nanotime();
+        if (all_idle_since == 0) all_idle_since = t;
+        if (t - all_idle_since < sysmon_park_after_idle_ns) {
+          ++idle;
+          continue;
+        }
+        all_idle_since = 0;
+        release_stacks(0, true);  // an idle runtime keeps no excess stacks resident
+        parks_.fetch_add(1, std::memory_order_relaxed);
+        if (!deep_sleep()) return;
+        idle = 0;
+        continue;
+      }
+      all_idle_since = 0;
+      auto now = steady::now();
+      if (schedtrace_ms_ > 0 && now - last_trace >= std::chrono::milliseconds(schedtrace_ms_)) {
+        last_trace = now;
+        schedtrace(now);
+      }
+      if (Sched::netpoll_ops::sysmon(s_, nanotime())) idle = 0;  // netpoll: nobody polled for 10 ms
+      release_stacks(nanotime(), false);
+      if (retake(now) != 0)
+        idle = 0;
+      else
+        ++idle;
+    }
+  }
+
+  // Go's background scavenger, for stacks: releasing them while a burst of
+  // goroutines is still exiting would cost one madvise (and one TLB
+  // shoot-down) per stack, as they exit in no particular order; once the
+  // frees stop, most of a burst's neighbours are free together and share
+  // calls. Meanwhile the waiting stacks are reused first.
+  void release_stacks(std::int64_t now, bool force) noexcept {
+    const std::size_t n = s_.stacks_waiting_release();
+    if (n == 0) {
+      release_first_ = 0;
+      release_seen_ = 0;
+      return;
+    }
+    if (!force) {
+      if (release_first_ == 0) release_first_ = now;
+      if (n != release_seen_) {
+        release_seen_ = n;
+        release_changed_ = now;
+      }
+      if (now - release_changed_ < stack_release_quiet_ns && now - release_first_ < stack_release_max_wait_ns) return;
+    }
+    s_.release_waiting_stacks();
+    release_first_ = 0;
+    release_seen_ = 0;
+  }
+
+  bool all_idle() const noexcept { return s_.npidle_.load(std::memory_order_seq_cst) == s_.active_ps(); }
+
+  // Sleeps up to d; false when sysmon must stop. The note is cleared before
+  // stopping_ is read; the seq_cst fences here and in stop() make sure that
+  // either this load sees stopping_ or stop()'s wake() sees the cleared
+  // note (and so wakes the futex).
+  bool sleep(std::chrono::microseconds d) noexcept {
+    note_.clear();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (stopping_.load(std::memory_order_seq_cst)) return false;
+    note_.sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    return !stopping_.load(std::memory_order_seq_cst);
+  }
+
+  bool deep_sleep() noexcept {
+    note_.clear();
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (!stopping_.load(std::memory_order_seq_cst) && all_idle() && !s_.m_start_failed_.load(std::memory_order_seq_cst))
+      note_.sleep();
+    sleeping_.store(false, std::memory_order_relaxed);
+    return !stopping_.load(std::memory_order_seq_cst);
+  }
+
+  // retake: preempt long-running Gs, take Ps from long blocking calls.
+  // Returns the number of Ps taken from blocking calls.
+  std::uint32_t retake(steady::time_point now) noexcept {
+    std::uint32_t n = 0;
+    [[maybe_unused]] auto pnow = clock::now();
+    if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
+    [[maybe_unused]] const std::int64_t tnow = nanotime();
+    next_busy_timer_ = 0;
+    for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held
+      auto* pp = s_.allp_[i];
+      p_ticks& pd = ticks_[i];
+      auto st = pp->status.load(std::memory_order_acquire);
+      bool sysretake = false;  // the slice is over while in a blocking call: retake now
+      if constexpr (Policy::preempt != preemption::none) {
+        // A slice is timed from the first round that sees the P running
+        // with a given schedtick. The tick does not move for a G taken from
+        // runnext (it inherits the slice), nor across an idle stretch: a P
+        // seen idle starts afresh, so idle time never counts as running.
+        // A P in a blocking call counts as running (Go's retake: _Prunning
+        // || _Psyscall): a goroutine looping on short blocking calls keeps
+        // its schedtick across them (exit_syscall's fast path) and would
+        // otherwise restart its slice whenever sysmon saw it inside a call
+        // -- and starve the P's other goroutines and timers (GCFairness,
+        // tests/fairness_test.cpp).
+        if (st == Sched::p_status::running || st == Sched::p_status::syscall) {
+          std::uint32_t t = pp->sysmon_schedtick.load(std::memory_order_relaxed);
+          if (!pd.running_seen || pd.schedtick != t) {
+            pd.running_seen = true;
+            pd.schedtick = t;
+            pd.schedwhen = pnow;
+          } else if (pnow - pd.schedwhen >= Policy::time_slice) {
+            preemptone(pp);  // in a call: the G yields when it returns (blocking's preempt_point)
+            sysretake = true;
+          }
+        } else {
+          pd.running_seen = false;
+        }
+        // Timers due on a running P: that P runs them only when it next
+        // schedules, which its goroutine may put off for a whole slice
+        // (and 4 hogs per P make a 1 ms ticker late by tens of ms). Ask the
+        // goroutine to yield now. goro's rule, not Go's (Go lets due timers
+        // wait for the slice): with it a ticker's lag under CPU hogs is
+        // sysmon's wake-up latency, and the loop above wakes sysmon for the
+        // next timer of a busy P. After a request for a timer already due
+        // it looks again 1 ms later (its next timer is not known yet; and
+        // a goroutine that never reaches a safe point must not keep sysmon
+        // at its shortest delay).
+        if (st == Sched::p_status::running) {
+          if (std::int64_t w = pp->timers.earliest(); w != 0) {
+            if (w <= tnow) {
+              preemptone(pp);
+              w = tnow + 1'000'000;
+            }
+            if (next_busy_timer_ == 0 || w < next_busy_timer_) next_busy_timer_ = w;
+          }
+        }
+      }
+      if (st != Sched::p_status::syscall) continue;
+      std::uint32_t t = pp->syscalltick.load(std::memory_order_relaxed);
+      if (!sysretake && pd.syscalltick != t) {  // a new call since the last round: give it one round
+        pd.syscalltick = t;
+        pd.syscallwhen = now;
+        continue;
+      }
+      if (pp->runq.empty() && s_.globq_.empty() &&
+          s_.spinning_.count(std::memory_order_relaxed) + s_.npidle_.load(std::memory_order_relaxed) > 0 &&
+          now - pd.syscallwhen < syscall_retake_max)
+        continue;
+      auto expect = Sched::p_status::syscall;
+      if (!pp->status.compare_exchange_strong(expect, Sched::p_status::running, std::memory_order_acq_rel)) continue;
+      GORO_CHAOS_POINT("sysmon.retake");
+      ++n;
+      handoffs_.fetch_add(1, std::memory_order_relaxed);
+      s_.handoffp(pp);  // Go's handoffp
+    }
+    return n;
+  }
+
+  // schedtrace: Go's SCHED line, from a snapshot taken under the lock.
+  void schedtrace(steady::time_point now) {
+    std::string line;
+    line.reserve(128);
+    char buf[160];
+    {
+      std::lock_guard<std::mutex> lk(s_.lock_);
+      unsigned idlethreads = 0;
+      for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
+      std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
+      std::snprintf(buf, sizeof buf,
+                    "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
+                    "idlethreads=%u runqueue=%u [",
+                    static_cast<long long>(ms), s_.active_ps(), s_.npidle_.load(std::memory_order_relaxed), threads,
+                    s_.spinning_.count(std::memory_order_relaxed), idlethreads, s_.globq_.size());
+      line += buf;
+    }
+    for (unsigned i = 0, n = s_.active_ps(); i < n; ++i) {
+      std::snprintf(buf, sizeof buf, i ? " %u" : "%u", s_.allp_[i]->runq.size());
+      line += buf;
+    }
+    line += "]\n";
+    std::fputs(line.c_str(), stderr);
+    std::fflush(stderr);
+  }
+
+  Sched& s_;
+  const long schedtrace_ms_;
+  const steady::time_point start_;
+  std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::int64_t release_first_ = 0, release_changed_ = 0;  // release_stacks (sysmon's thread)
+  std::size_t release_seen_ = 0;
+  std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
+  std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
+  pthread_t thread_{};
+  bool has_thread_ = false;
+  note note_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy
+  std::atomic<std::uint64_t> preemptions_{0};
+  std::atomic<std::uint64_t> parks_{0};  // deep sleeps (stats().sysmon_parks)
+  std::atomic<std::uint64_t> handoffs_{0};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/sysmon.hpp ----
+// ---- begin goro/detail/debug_info.hpp ----
+// What a debugger needs to find the goroutines of a stopped process or a
+// core file (tools/goro-gdb.py): one global symbol, goro_v0_1_debug, with
+// C linkage and a self-describing layout, so the gdb script needs no debug
+// information for goro's own types and survives changes of the G record:
+//
+//   goro_v0_1_debug.magic / version   what follows (version 1: this struct)
+//   .g_size, .off_*                   the G record's size and field offsets
+//   .frame_size                       the switch frame's size (context.hpp)
+//   .wait_reasons, .n_wait_reasons    the names of wait_reason's values
+//   .blocks                           every block of G records of every
+//                                     runtime alive (a singly linked list)
+//
+// A runtime adds each block of G records as it allocates it and removes
+// its blocks before freeing them (sched.hpp). The list is changed under
+// its own lock, off every hot path (once per 32 spawned records).
+//
+// The header also registers the gdb script in .debug_gdb_scripts
+// (gdb_script.hpp), so gdb offers to load it with the program.
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+// ---- begin goro/detail/gdb_script.hpp ----
+// Generated by scripts/embed_asm.py from tools/goro-gdb.py; do not edit.
+// Registers goro's gdb extension in the .debug_gdb_scripts section (an
+// inline script: gdb offers to load it with the program; `set auto-load
+// safe-path` decides). Mergeable strings: one copy however many
+// translation units include this.
+
+#if !defined(GORO_NO_GDB_SCRIPT)
+asm(R"goro_gdb(
+.pushsection .debug_gdb_scripts, "MS",%progbits,1
+.byte 4
+.ascii "gdb.inlined-script.goro-gdb.py\n"
+.ascii "# goro's gdb extension: goroutines in a live process or a core file.\n"
+.ascii "#\n"
+.ascii "#   (gdb) source tools/goro-gdb.py     (or let gdb auto-load it: programs\n"
+.ascii "#                                        built with goro carry it in their\n"
+.ascii "#                                        .debug_gdb_scripts section)\n"
+.ascii "#   (gdb) info goroutines              id, state, wait reason, innermost user frame\n"
+.ascii "#   (gdb) goroutine 7 bt               goroutine 7's backtrace (any bt options)\n"
+.ascii "#   (gdb) goroutine 7 bt full\n"
+.ascii "#   (gdb) goroutine all bt             every goroutine's backtrace\n"
+.ascii "#\n"
+.ascii "# The goroutines are found through the runtime's debugger anchor, the global\n"
+.ascii "# symbol goro_v0_1_debug (include/goro/detail/debug_info.hpp): the G\n"
+.ascii "# record's layout and every block of G records; no debug information for\n"
+.ascii "# goro's own types is needed (the program's frames need -g for file:line).\n"
+.ascii "#\n"
+.ascii "# A parked goroutine's registers are in the switch frame at its saved stack\n"
+.ascii "# pointer (include/goro/detail/context.hpp). The backtrace comes from a\n"
+.ascii "# Python unwinder that claims the selected thread's innermost frame and says\n"
+.ascii "# that its caller is the goroutine's resume point, with the goroutine's\n"
+.ascii "# saved stack pointer and callee-saved registers; gdb's own DWARF unwinder\n"
+.ascii "# does the rest. No register of the process is written, so this works the\n"
+.ascii "# same on a live process and on a core file. A running goroutine's\n"
+.ascii "# backtrace is that of the thread whose stack pointer lies in its stack.\n"
+.ascii "#\n"
+.ascii "# gdb 9 or newer (Python unwinders with PendingFrame.level()).\n"
+.ascii "\n"
+.ascii "import struct\n"
+.ascii "\n"
+.ascii "import gdb\n"
+.ascii "from gdb.unwinder import Unwinder\n"
+.ascii "\n"
+.ascii "_MAGIC = 0x676F726F\n"
+.ascii "_STATUS = {0: \"idle\", 1: \"runnable\", 2: \"running\", 3: \"waiting\", 4: \"dead\"}\n"
+.ascii "# Callee-saved registers in the switch frame: (gdb name, offset), the\n"
+.ascii "# resume address's offset, and the frame's size (see arch/*.S).\n"
+.ascii "_X86_64 = {\n"
+.ascii "    \"regs\": [(\"r15\", 8), (\"r14\", 16), (\"r13\", 24), (\"r12\", 32), (\"rbx\", 40), (\"rbp\", 48)],\n"
+.ascii "    \"resume\": 56,\n"
+.ascii "    \"pc\": \"rip\",\n"
+.ascii "    \"sp\": \"rsp\",\n"
+.ascii "    \"extra_pc\": [],\n"
+.ascii "}\n"
+.ascii "_AARCH64 = {\n"
+.ascii "    \"regs\": [(\"x%d\" % (19 + i), 8 * i) for i in range(11)],  # x19-x29\n"
+.ascii "    \"resume\": 88,\n"
+.ascii "    \"pc\": \"pc\",\n"
+.ascii "    \"sp\": \"sp\",\n"
+.ascii "    \"extra_pc\": [\"x30\"],  # the link register holds the resume address too\n"
+.ascii "}\n"
+.ascii "# Frames of the runtime and the standard library, skipped when looking for\n"
+.ascii "# a goroutine's innermost user frame.\n"
+.ascii "_RUNTIME_PREFIXES = (\"goro::\", \"goro_v0_1_\", \"std::\", \"__\", \"void goro::\", \"void std::\")\n"
+.ascii "_SYSTEM_LIBS = (\"/libc.so\", \"/libc-\", \"/libstdc++.so\", \"/libgcc_s.so\", \"/libpthread\", \"/ld-linux\", \"/libm.so\")\n"
+.ascii "_BOTTOM = \"goro_v0_1_start\"  # a goroutine's entry: the bottom of its stack\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class GoroError(Exception):\n"
+.ascii "    pass\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _read(addr, size):\n"
+.ascii "    return gdb.selected_inferior().read_memory(addr, size).tobytes()\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _u64(addr):\n"
+.ascii "    return struct.unpack(\"<Q\", _read(addr, 8))[0]\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _cstring(addr, limit=256):\n"
+.ascii "    data = _read(addr, limit)\n"
+.ascii "    return data.split(b\"\\0\", 1)[0].decode(\"utf-8\", \"replace\")\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _arch():\n"
+.ascii "    name = gdb.selected_inferior().architecture().name() if hasattr(\n"
+.ascii "        gdb.selected_inferior(), \"architecture\") else gdb.newest_frame().architecture().name()\n"
+.ascii "    if \"x86-64\" in name:\n"
+.ascii "        return _X86_64\n"
+.ascii "    if \"aarch64\" in name:\n"
+.ascii "        return _AARCH64\n"
+.ascii "    raise GoroError(\"goro: unsupported architecture %s (x86-64 and AArch64 are supported)\" % name)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class Goroutine:\n"
+.ascii "    def __init__(self, **kw):\n"
+.ascii "        self.__dict__.update(kw)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _anchor():\n"
+.ascii "    try:\n"
+.ascii "        addr = int(gdb.parse_and_eval(\"(unsigned long)&goro_v0_1_debug\"))\n"
+.ascii "    except gdb.error:\n"
+.ascii "        raise GoroError(\"goro: no goroutine runtime in this program (symbol goro_v0_1_debug not found)\")\n"
+.ascii "    head = _read(addr, 72)\n"
+.ascii "    fields = struct.unpack(\"<14I\", head[:56])\n"
+.ascii "    if fields[0] != _MAGIC:\n"
+.ascii "        raise GoroError(\"goro: goro_v0_1_debug has a bad magic number\")\n"
+.ascii "    if fields[1] != 1:\n"
+.ascii "        raise GoroError(\"goro: debugger anchor version %d; this script knows version 1\" % fields[1])\n"
+.ascii "    names_ptr, blocks = struct.unpack(\"<QQ\", head[56:72])\n"
+.ascii "    keys = (\"magic\", \"version\", \"g_size\", \"off_sp\", \"off_status\", \"off_id\", \"off_waiting_on\",\n"
+.ascii "            \"off_wait_since\", \"off_created_pc\", \"off_stack_lo\", \"off_stack_size\", \"off_is_main\",\n"
+.ascii "            \"frame_size\", \"n_wait_reasons\")\n"
+.ascii "    a = dict(zip(keys, fields))\n"
+.ascii "    a[\"wait_reasons\"] = [_cstring(_u64(names_ptr + 8 * i)) for i in range(a[\"n_wait_reasons\"])]\n"
+.ascii "    a[\"blocks\"] = blocks\n"
+.ascii "    return a\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def goroutines():\n"
+.ascii "    \"\"\"Every live goroutine of every runtime, sorted by id.\"\"\"\n"
+.ascii "    a = _anchor()\n"
+.ascii "    out = []\n"
+.ascii "    block = a[\"blocks\"]\n"
+.ascii "    seen = 0\n"
+.ascii "    while block:\n"
+.ascii "        seen += 1\n"
+.ascii "        if seen > 1 << 20:\n"
+.ascii "            raise GoroError(\"goro: the list of G blocks does not end (memory corrupted?)\")\n"
+.ascii "        nxt, gs, count, runtime = struct.unpack(\"<QQQQ\", _read(block, 32))\n"
+.ascii "        data = _read(gs, count * a[\"g_size\"])\n"
+.ascii "        for i in range(count):\n"
+.ascii "            base = i * a[\"g_size\"]\n"
+.ascii "\n"
+.ascii "            def field(off, fmt, base=base):\n"
+.ascii "                return struct.unpack_from(fmt, data, base + off)[0]\n"
+.ascii "\n"
+.ascii "            status = _STATUS.get(field(a[\"off_status\"], \"<I\"), \"?\")\n"
+.ascii "            if status in (\"idle\", \"dead\"):\n"
+.ascii "                continue\n"
+.ascii "            why = field(a[\"off_waiting_on\"], \"<B\")\n"
+.ascii "            reason = a[\"wait_reasons\"][why] if why < len(a[\"wait_reasons\"]) else \"waiting\"\n"
+.ascii "            if status == \"waiting\" and not reason:\n"
+.ascii "                reason = \"waiting\"\n"
+.ascii "            out.append(Goroutine(\n"
+.ascii "                id=field(a[\"off_id\"], \"<Q\"), status=status, reason=reason, addr=gs + base,\n"
+.ascii "                sp=field(a[\"off_sp\"], \"<Q\"), created_pc=field(a[\"off_created_pc\"], \"<Q\"),\n"
+.ascii "                stack_lo=field(a[\"off_stack_lo\"], \"<Q\"), stack_size=field(a[\"off_stack_size\"], \"<Q\"),\n"
+.ascii "                is_main=bool(field(a[\"off_is_main\"], \"<B\")), runtime=runtime,\n"
+.ascii "                frame_size=a[\"frame_size\"]))\n"
+.ascii "        block = nxt\n"
+.ascii "    out.sort(key=lambda g: g.id)\n"
+.ascii "    return out\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _thread_of(g):\n"
+.ascii "    \"\"\"The gdb thread running goroutine g (its stack pointer lies in g's stack), or None.\"\"\"\n"
+.ascii "    if not g.stack_lo:\n"
+.ascii "        return None\n"
+.ascii "    lo, hi = g.stack_lo, g.stack_lo + g.stack_size\n"
+.ascii "    for t in gdb.selected_inferior().threads():\n"
+.ascii "        try:\n"
+.ascii "            sp = int(_frame0_sp(t))\n"
+.ascii "        except gdb.error:\n"
+.ascii "            continue\n"
+.ascii "        if lo <= sp < hi:\n"
+.ascii "            return t\n"
+.ascii "    return None\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _frame0_sp(thread):\n"
+.ascii "    cur = gdb.selected_thread()\n"
+.ascii "    try:\n"
+.ascii "        thread.switch()\n"
+.ascii "        return gdb.parse_and_eval(\"(unsigned long)$sp\")\n"
+.ascii "    finally:\n"
+.ascii "        cur.switch()\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class _FrameId:\n"
+.ascii "    def __init__(self, sp, pc):\n"
+.ascii "        self.sp = sp\n"
+.ascii "        self.pc = pc\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class _GoroutineUnwinder(Unwinder):\n"
+.ascii "    \"\"\"While `target` is set: the innermost frame's caller is the goroutine's\n"
+.ascii "    resume point (the first frame sniffed after the cache is flushed).\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self):\n"
+.ascii "        super().__init__(\"goro-goroutine\")\n"
+.ascii "        self.target = None\n"
+.ascii "        self.claimed = None\n"
+.ascii "\n"
+.ascii "    def __call__(self, pending):\n"
+.ascii "        g = self.target\n"
+.ascii "        if g is None:\n"
+.ascii "            return None\n"
+.ascii "        pc = int(pending.read_register(self.arch[\"pc\"]))\n"
+.ascii "        sp = int(pending.read_register(self.arch[\"sp\"]))\n"
+.ascii "        if self.claimed is None:\n"
+.ascii "            self.claimed = (sp, pc)\n"
+.ascii "        elif self.claimed != (sp, pc):\n"
+.ascii "            return None\n"
+.ascii "        arch = self.arch\n"
+.ascii "        ptr_t = gdb.lookup_type(\"unsigned long\")\n"
+.ascii "        frame = _read(g.sp, g.frame_size)\n"
+.ascii "        # The frame id's stack address: the switch frame itself, inner to\n"
+.ascii "        # the goroutine's frames (gdb stops at a caller \"inner\" to its callee).\n"
+.ascii "        info = pending.create_unwind_info(_FrameId(gdb.Value(g.sp).cast(ptr_t), gdb.Value(pc).cast(ptr_t)))\n"
+.ascii "        resume = struct.unpack_from(\"<Q\", frame, arch[\"resume\"])[0]\n"
+.ascii "        pc_t = pending.read_register(arch[\"pc\"]).type\n"
+.ascii "        sp_t = pending.read_register(arch[\"sp\"]).type\n"
+.ascii "        info.add_saved_register(arch[\"pc\"], gdb.Value(resume).cast(pc_t))\n"
+.ascii "        info.add_saved_register(arch[\"sp\"], gdb.Value(g.sp + g.frame_size).cast(sp_t))\n"
+.ascii "        for name in arch[\"extra_pc\"]:\n"
+.ascii "            info.add_saved_register(name, gdb.Value(resume).cast(pending.read_register(name).type))\n"
+.ascii "        for name, off in arch[\"regs\"]:\n"
+.ascii "            val = struct.unpack_from(\"<Q\", frame, off)[0]\n"
+.ascii "            info.add_saved_register(name, gdb.Value(val).cast(pending.read_register(name).type))\n"
+.ascii "        return info\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "_unwinder = _GoroutineUnwinder()\n"
+.ascii "gdb.unwinder.register_unwinder(None, _unwinder, replace=True)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class _Switched:\n"
+.ascii "    \"\"\"Context: gdb's frames show goroutine g's stack (parked g), or the\n"
+.ascii "    thread running it (running g).\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self, g):\n"
+.ascii "        self.g = g\n"
+.ascii "        self.thread = None\n"
+.ascii "        self.prev_thread = None\n"
+.ascii "\n"
+.ascii "    def __enter__(self):\n"
+.ascii "        g = self.g\n"
+.ascii "        if g.status == \"running\":\n"
+.ascii "            self.thread = _thread_of(g)\n"
+.ascii "            if self.thread is None:\n"
+.ascii "                raise GoroError(\"goroutine %d is running, on no thread gdb knows\" % g.id)\n"
+.ascii "            self.prev_thread = gdb.selected_thread()\n"
+.ascii "            self.thread.switch()\n"
+.ascii "            return self\n"
+.ascii "        if not g.sp:\n"
+.ascii "            raise GoroError(\"goroutine %d has no saved context yet\" % g.id)\n"
+.ascii "        _unwinder.arch = _arch()\n"
+.ascii "        _unwinder.target = g\n"
+.ascii "        _unwinder.claimed = None\n"
+.ascii "        gdb.invalidate_cached_frames()\n"
+.ascii "        return self\n"
+.ascii "\n"
+.ascii "    def __exit__(self, *exc):\n"
+.ascii "        if self.prev_thread is not None:\n"
+.ascii "            self.prev_thread.switch()\n"
+.ascii "        _unwinder.target = None\n"
+.ascii "        _unwinder.claimed = None\n"
+.ascii "        gdb.invalidate_cached_frames()\n"
+.ascii "        return False\n"
+.ascii "\n"
+.ascii "    def first_level(self):\n"
+.ascii "        \"\"\"The level of the goroutine's innermost frame in gdb's frame list.\"\"\"\n"
+.ascii "        if self.thread is not None:\n"
+.ascii "            return 0\n"
+.ascii "        f = gdb.newest_frame()\n"
+.ascii "        level = 0\n"
+.ascii "        want_sp = self.g.sp + self.g.frame_size\n"
+.ascii "        while f is not None and level < 64:\n"
+.ascii "            older = f.older()\n"
+.ascii "            if older is None:\n"
+.ascii "                break\n"
+.ascii "            if _frame_sp(older) == want_sp and f.unwind_stop_reason() == gdb.FRAME_UNWIND_NO_REASON \\\n"
+.ascii "                    and (_unwinder.claimed is not None and int(f.pc()) == _unwinder.claimed[1]):\n"
+.ascii "                return level + 1\n"
+.ascii "            f = older\n"
+.ascii "            level += 1\n"
+.ascii "        raise GoroError(\"goro: could not unwind goroutine %d\" % self.g.id)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _frame_sp(f):\n"
+.ascii "    try:\n"
+.ascii "        return int(f.read_register(_unwinder.arch[\"sp\"]))\n"
+.ascii "    except (gdb.error, AttributeError):\n"
+.ascii "        return None\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _describe(f):\n"
+.ascii "    name = f.name() or \"??\"\n"
+.ascii "    sal = f.find_sal()\n"
+.ascii "    where = \"\"\n"
+.ascii "    if sal is not None and sal.symtab is not None:\n"
+.ascii "        where = \" at %s:%d\" % (sal.symtab.filename, sal.line)\n"
+.ascii "    return \"%s%s\" % (name, where)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _is_runtime(f):\n"
+.ascii "    name = f.name()\n"
+.ascii "    if name is None or name.startswith(_RUNTIME_PREFIXES):\n"
+.ascii "        return True\n"
+.ascii "    lib = gdb.solib_name(f.pc())  # None: the program itself\n"
+.ascii "    return lib is not None and any(s in lib for s in _SYSTEM_LIBS)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def user_frame(g):\n"
+.ascii "    \"\"\"'function at file:line' of goroutine g's innermost frame outside goro and std.\"\"\"\n"
+.ascii "    with _Switched(g) as sw:\n"
+.ascii "        f = gdb.newest_frame()\n"
+.ascii "        for _ in range(sw.first_level()):\n"
+.ascii "            f = f.older()\n"
+.ascii "        first = None\n"
+.ascii "        for _ in range(64):\n"
+.ascii "            if f is None:\n"
+.ascii "                break\n"
+.ascii "            name = f.name()\n"
+.ascii "            if name == _BOTTOM:\n"
+.ascii "                break\n"
+.ascii "            if first is None:\n"
+.ascii "                first = f\n"
+.ascii "            if not _is_runtime(f):\n"
+.ascii "                return _describe(f)\n"
+.ascii "            f = f.older()\n"
+.ascii "        return _describe(first) if first is not None else \"??\"\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _created_by(g):\n"
+.ascii "    \"\"\"The function that called go() (the one go() was inlined into), with\n"
+.ascii "    file:line when the pc's line lies in that function's file.\"\"\"\n"
+.ascii "    if not g.created_pc:\n"
+.ascii "        return None\n"
+.ascii "    pc = g.created_pc\n"
+.ascii "    fn = None\n"
+.ascii "    try:\n"
+.ascii "        block = gdb.block_for_pc(pc)\n"
+.ascii "        while block is not None and not block.is_static and not block.is_global:\n"
+.ascii "            if block.function is not None:\n"
+.ascii "                fn = block.function  # the outermost wins: go() itself is inlined\n"
+.ascii "            block = block.superblock\n"
+.ascii "    except RuntimeError:\n"
+.ascii "        fn = None\n"
+.ascii "    if fn is None:\n"
+.ascii "        text = gdb.execute(\"info symbol %#x\" % pc, to_string=True).strip()\n"
+.ascii "        return text.split(\" in section \")[0] if not text.startswith(\"No symbol\") else \"%#x\" % pc\n"
+.ascii "    name = fn.print_name\n"
+.ascii "    sal = gdb.find_pc_line(pc)\n"
+.ascii "    if sal.symtab is not None and fn.symtab is not None and sal.symtab.filename == fn.symtab.filename:\n"
+.ascii "        name += \" at %s:%d\" % (sal.symtab.filename, sal.line)\n"
+.ascii "    return name\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _state_text(g):\n"
+.ascii "    if g.status == \"running\":\n"
+.ascii "        t = _thread_of(g)\n"
+.ascii "        return \"running\" + (\", thread %d\" % t.num if t is not None else \"\")\n"
+.ascii "    if g.status == \"runnable\":\n"
+.ascii "        return \"runnable\"\n"
+.ascii "    return g.reason\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _renumber(text, first):\n"
+.ascii "    \"\"\"bt output without frames above `first` and below the goroutine's\n"
+.ascii "    entry, renumbered from #0.\"\"\"\n"
+.ascii "    blocks, cur = [], None\n"
+.ascii "    for line in text.splitlines():\n"
+.ascii "        if line.startswith(\"#\"):\n"
+.ascii "            cur = [line]\n"
+.ascii "            blocks.append(cur)\n"
+.ascii "        elif cur is not None:\n"
+.ascii "            cur.append(line)\n"
+.ascii "        else:\n"
+.ascii "            blocks.append([line])\n"
+.ascii "    out = []\n"
+.ascii "    for b in blocks:\n"
+.ascii "        head = b[0]\n"
+.ascii "        if not head.startswith(\"#\"):\n"
+.ascii "            out.extend(b)\n"
+.ascii "            continue\n"
+.ascii "        num, rest = head[1:].split(\" \", 1)\n"
+.ascii "        level = int(num)\n"
+.ascii "        if level < first:\n"
+.ascii "            continue\n"
+.ascii "        if (\" %s \" % _BOTTOM) in head or head.rstrip().endswith(\" \" + _BOTTOM + \" ()\"):\n"
+.ascii "            break\n"
+.ascii "        out.append(\"#%-2d %s\" % (level - first, rest.lstrip()))  # gdb's own layout\n"
+.ascii "        out.extend(b[1:])\n"
+.ascii "    return \"\\n\".join(out)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def _find(gid):\n"
+.ascii "    for g in goroutines():\n"
+.ascii "        if g.id == gid:\n"
+.ascii "            return g\n"
+.ascii "    raise GoroError(\"goroutine %d not found (info goroutines lists them)\" % gid)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "def goroutine_bt(g, args=\"\"):\n"
+.ascii "    \"\"\"goroutine g's backtrace, as gdb's bt prints it.\"\"\"\n"
+.ascii "    with _Switched(g) as sw:\n"
+.ascii "        first = sw.first_level()\n"
+.ascii "        # bt N counts from gdb's frame 0: add the frames above the goroutine's.\n"
+.ascii "        words = [str(int(w) + first) if w.isdigit() and int(w) > 0 else w for w in args.split()]\n"
+.ascii "        text = gdb.execute(\" \".join([\"bt\"] + words), to_string=True)\n"
+.ascii "        return _renumber(text, first)\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class InfoGoroutines(gdb.Command):\n"
+.ascii "    \"\"\"List the goroutines: id, state or wait reason, innermost user frame.\n"
+.ascii "\n"
+.ascii "Usage: info goroutines\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self):\n"
+.ascii "        super().__init__(\"info goroutines\", gdb.COMMAND_STACK)\n"
+.ascii "\n"
+.ascii "    def invoke(self, arg, from_tty):\n"
+.ascii "        try:\n"
+.ascii "            gs = goroutines()\n"
+.ascii "            rows = []\n"
+.ascii "            for g in gs:\n"
+.ascii "                try:\n"
+.ascii "                    frame = user_frame(g) if g.status != \"runnable\" or g.sp else \"(not started)\"\n"
+.ascii "                except (GoroError, gdb.error) as e:\n"
+.ascii "                    frame = \"(%s)\" % e\n"
+.ascii "                rows.append((\"%d\" % g.id, g.status, _state_text(g) if g.status != \"waiting\" else g.reason,\n"
+.ascii "                             frame))\n"
+.ascii "            w_id = max([2] + [len(r[0]) for r in rows])\n"
+.ascii "            w_st = max([5] + [len(r[1]) for r in rows])\n"
+.ascii "            w_wr = max([11] + [len(r[2]) for r in rows])\n"
+.ascii "            gdb.write(\"  %-*s  %-*s  %-*s  %s\\n\" % (w_id, \"Id\", w_st, \"State\", w_wr, \"Wait reason\", \"Frame\"))\n"
+.ascii "            for r in rows:\n"
+.ascii "                gdb.write(\"  %-*s  %-*s  %-*s  %s\\n\" % (w_id, r[0], w_st, r[1], w_wr, r[2], r[3]))\n"
+.ascii "        except GoroError as e:\n"
+.ascii "            raise gdb.GdbError(str(e))\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "class GoroutineCommand(gdb.Command):\n"
+.ascii "    \"\"\"Run a backtrace command in a goroutine's context.\n"
+.ascii "\n"
+.ascii "Usage: goroutine ID bt [bt options]\n"
+.ascii "       goroutine all bt [bt options]\n"
+.ascii "ID is a goroutine id as `info goroutines` lists it.\"\"\"\n"
+.ascii "\n"
+.ascii "    def __init__(self):\n"
+.ascii "        super().__init__(\"goroutine\", gdb.COMMAND_STACK)\n"
+.ascii "\n"
+.ascii "    def invoke(self, arg, from_tty):\n"
+.ascii "        argv = arg.split(None, 1)\n"
+.ascii "        if not argv:\n"
+.ascii "            raise gdb.GdbError(\"usage: goroutine ID|all bt [options]\")\n"
+.ascii "        cmd = argv[1] if len(argv) > 1 else \"bt\"\n"
+.ascii "        words = cmd.split(None, 1)\n"
+.ascii "        if words[0] not in (\"bt\", \"backtrace\", \"where\"):\n"
+.ascii "            raise gdb.GdbError(\"goroutine: only bt is supported (got %r)\" % words[0])\n"
+.ascii "        bt_args = words[1] if len(words) > 1 else \"\"\n"
+.ascii "        try:\n"
+.ascii "            if argv[0] == \"all\":\n"
+.ascii "                targets = goroutines()\n"
+.ascii "            else:\n"
+.ascii "                try:\n"
+.ascii "                    targets = [_find(int(argv[0], 0))]\n"
+.ascii "                except ValueError:\n"
+.ascii "                    raise gdb.GdbError(\"goroutine: %r is not a goroutine id\" % argv[0])\n"
+.ascii "            for i, g in enumerate(targets):\n"
+.ascii "                if len(targets) > 1 and i:\n"
+.ascii "                    gdb.write(\"\\n\")\n"
+.ascii "                gdb.write(\"goroutine %d [%s]:\\n\" % (g.id, _state_text(g)))\n"
+.ascii "                try:\n"
+.ascii "                    gdb.write(goroutine_bt(g, bt_args) + \"\\n\")\n"
+.ascii "                except (GoroError, gdb.error) as e:\n"
+.ascii "                    gdb.write(\"(%s)\\n\" % e)\n"
+.ascii "                created = _created_by(g)\n"
+.ascii "                if created:\n"
+.ascii "                    gdb.write(\"created by %s\\n\" % created)\n"
+.ascii "        except GoroError as e:\n"
+.ascii "            raise gdb.GdbError(str(e))\n"
+.ascii "\n"
+.ascii "\n"
+.ascii "InfoGoroutines()\n"
+.ascii "GoroutineCommand()\n"
+.byte 0
+.popsection
+)goro_gdb");
+#endif
+// ---- end goro/detail/gdb_script.hpp ----
+
+extern "C" {
+struct goro_v0_1_debug_block {
+  goro_v0_1_debug_block* next;
+  void* gs;              // the first G record of the block
+  std::uint64_t count;   // records in the block
+  const void* runtime;   // the sched_base that owns it
+};
+
+struct goro_v0_1_debug_info {
+  std::uint32_t magic;  // 0x676f726f ("goro")
+  std::uint32_t version;
+  std::uint32_t g_size;
+  std::uint32_t off_sp, off_status, off_id, off_waiting_on, off_wait_since, off_created_pc;
+  std::uint32_t off_stack_lo, off_stack_size, off_is_main;
+  std::uint32_t frame_size;  // switch_frame
+  std::uint32_t n_wait_reasons;
+  const char* const* wait_reasons;
+  goro_v0_1_debug_block* volatile blocks;
+};
+}
+
+namespace goro::detail {
+
+inline std::mutex& debug_blocks_lock() {
+  static std::mutex* m = new std::mutex;  // leaked: runtimes may end during static destruction
+  return *m;
+}
+
+}  // namespace goro::detail
+
+extern "C" {
+// Default visibility: one anchor per process even when several shared
+// objects use goro (the dynamic linker binds them all to the first).
+[[gnu::used, gnu::visibility("default")]] inline goro_v0_1_debug_info goro_v0_1_debug = {
+    0x676f726fu,
+    1,
+    sizeof(goro::detail::g),
+    offsetof(goro::detail::g, sp),
+    offsetof(goro::detail::g, status),
+    offsetof(goro::detail::g, id),
+    offsetof(goro::detail::g, waiting_on),
+    offsetof(goro::detail::g, wait_since),
+    offsetof(goro::detail::g, created_pc),
+    offsetof(goro::detail::g, stack) + offsetof(goro::stack_memory, lo),
+    offsetof(goro::detail::g, stack) + offsetof(goro::stack_memory, size),
+    offsetof(goro::detail::g, is_main),
+    sizeof(goro::detail::switch_frame),
+    sizeof(goro::detail::wait_reason_names) / sizeof(goro::detail::wait_reason_names[0]),
+    goro::detail::wait_reason_names,
+    nullptr,
+};
+}
+
+namespace goro::detail {
+
+// Adds a block of `count` G records of runtime rt (may raise bad_alloc;
+// nothing changes then).
+inline void debug_add_block(g* gs, std::size_t count, const void* rt) {
+  auto* b = new goro_v0_1_debug_block{nullptr, gs, count, rt};
+  std::lock_guard<std::mutex> lk(debug_blocks_lock());
+  b->next = goro_v0_1_debug.blocks;
+  std::atomic_signal_fence(std::memory_order_seq_cst);  // filled in before it is linked
+  goro_v0_1_debug.blocks = b;
+}
+
+// Removes every block of runtime rt.
+inline void debug_remove_blocks(const void* rt) noexcept {
+  std::lock_guard<std::mutex> lk(debug_blocks_lock());
+  for (goro_v0_1_debug_block* volatile* link = &goro_v0_1_debug.blocks; *link;) {
+    goro_v0_1_debug_block* b = *link;
+    if (b->runtime == rt) {
+      *link = b->next;
+      delete b;
+    } else {
+      link = &b->next;
+    }
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/debug_info.hpp ----
+// ---- begin goro/detail/trace.hpp ----
+// The execution tracer's recording side (goro::trace, trace.hpp, is the
+// public half): scheduler events go into per-thread buffers, which are
+// written to the trace file as Chrome trace events (JSON) when full, every
+// flush_period by the trace's flusher thread, and at trace::stop(). Go's
+// runtime/trace plays the same role (traceEvent, traceFlush); the format
+// here is the one chrome://tracing and Perfetto read: the bare JSON array
+// form, which they also load without its closing `]`, so the file of a
+// program killed or hung mid-trace is loadable. Each write appends whole
+// events only (one write(2) of complete events), and track names are
+// written when a track first appears, not at the end.
+//
+// Cost while no trace runs: one relaxed load and a not-taken branch at each
+// event site (tracing::enabled()). While one runs: a clock read and an
+// uncontended spinlock per event, and a write to the file every
+// buffer_events events per thread or every flush_period.
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+
+namespace goro::detail::tracing {
+
+enum class kind : std::uint8_t {
+  run,      // a goroutine ran on a P and an M from ts for dur; `end`: how it stopped
+  steal,    // this P took goroutines from P `arg`'s queue
+  preempt,  // goroutine g was preempted (arg 1: by signal)
+  block,    // goroutine g blocked (parked)
+  wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
+  syscall,  // goroutine g was in goro::blocking on an M from ts for dur
+  create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
+};
+
+struct event {
+  std::int64_t ts = 0;   // now()
+  std::int64_t dur = 0;  // run, syscall
+  std::uint64_t g = 0;   // goroutine id
+  std::uint32_t rt = 0;  // runtime number (one trace covers every runtime in the process)
+  std::int32_t p = -1;   // P id, -1: none
+  std::int32_t m = -1;   // M id, -1: not an M of the runtime
+  kind k = kind::run;
+  std::uint64_t arg = 0;  // steal: the victim P; preempt: by signal; create: the parent G; run: 1 if `flow` is a creation
+  const char* end = "";  // run: how the slice ended (a string literal)
+  // Flow arrows: wake and create start flow `flow` (ph "s"); a run slice
+  // with a flow ends it (ph "f", bound to the slice). 0: none.
+  std::uint64_t flow = 0;
+};
+
+// Flow ids: one per wake-up or creation; odd for a creation.
+inline std::atomic<std::uint64_t> next_flow{1};
+inline std::uint64_t new_flow(bool create) noexcept {
+  return next_flow.fetch_add(1, std::memory_order_relaxed) * 2 + (create ? 1 : 0);
+}
+
+inline std::atomic<bool> on{false};
+// Event time stamps: steady_clock nanoseconds (the timers' nanotime).
+inline std::int64_t now() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+inline bool enabled() noexcept { return on.load(std::memory_order_relaxed); }
+
+// Runtime numbers, for the trace's process tracks.
+inline std::atomic<std::uint32_t> next_runtime_number{0};
+
+inline constexpr std::size_t buffer_events = 4096;
+inline constexpr std::chrono::milliseconds flush_period{100};
+
+struct buffer {
+  spinlock lock;
+  std::vector<event> events;
+  std::uint64_t session = 0;  // events from an earlier trace are dropped
+};
+
+// The trace being written, and every thread's buffer (a thread that exits
+// leaves its buffer here: it is flushed at stop and then reused).
+struct state {
+  std::mutex ctl;  // start / stop (held across stop's join of the flusher)
+  std::mutex mu;   // the file, `text`, the track sets and `buffers`
+  int fd = -1;     // the trace file; -1: no trace
+  int write_err = 0;  // the first write error (reported at stop)
+  bool first = true;       // no event written yet (commas)
+  std::int64_t epoch = 0;  // now() at start: ts 0
+  std::string text;        // formatted events not written yet (whole events only)
+  // The current trace (0: none yet), bumped by each start. Written under
+  // mu; read without it by record().
+  std::atomic<std::uint64_t> session{0};
+  std::vector<std::shared_ptr<buffer>> buffers;
+  std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
+  std::set<std::uint32_t> runtimes;                                     // runtimes seen
+  // The flusher: every flush_period, every buffer's events to the file.
+  std::thread flusher;
+  std::condition_variable flusher_cv;
+  bool flusher_stop = false;  // under mu
+
+  // Appends events to the file (mu held). A write error is remembered and
+  // reported at stop.
+  void write_locked(const std::vector<event>& evs) {
+    if (fd < 0) return;
+    for (const event& e : evs) write_event_locked(e);
+    write_text_locked();
+  }
+
+  // One write(2) of whole events (mu held).
+  void write_text_locked() {
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (write_err == 0) write_err = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    text.clear();
+  }
+
+  // Every buffer's events of this session to the file (mu held).
+  void drain_locked() {
+    const std::uint64_t cur = session.load(std::memory_order_relaxed);
+    std::vector<event> evs;
+    for (auto& b : buffers) {
+      evs.clear();
+      {
+        std::lock_guard<spinlock> bl(b->lock);
+        if (b->session == cur) evs.swap(b->events);
+      }
+      write_locked(evs);
+    }
+  }
+
+  void flusher_loop() {
+    std::unique_lock<std::mutex> lk(mu);
+    while (!flusher_stop) {
+      flusher_cv.wait_for(lk, flush_period);
+      if (!flusher_stop) drain_locked();
+    }
+  }
+
+  // printf into `text`.
+  template <class... A>
+  void emit(const char* fmt, A... a) {
+    char buf[512];
+    const int n = std::snprintf(buf, sizeof buf, fmt, a...);
+    if (n > 0) text.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
+  }
+  void sep() {
+    text += first ? "\n" : ",\n";
+    first = false;
+  }
+
+  // Track names, written when a track first shows up (so a trace cut
+  // short still has them).
+  void meta(const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
+    sep();
+    if (tid)
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid, *tid, name);
+    else
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
+  }
+  void runtime_seen(std::uint32_t rt) {
+    if (!runtimes.insert(rt).second) return;
+    char name[64];
+    std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
+    meta("process_name", 2 * rt + 1, nullptr, name);
+    std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
+    meta("process_name", 2 * rt + 2, nullptr, name);
+  }
+  void p_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!p_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    std::snprintf(name, sizeof name, "P%d", id);
+    meta("thread_name", 2 * rt + 1, &id, name);
+  }
+  void m_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!m_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    if (id < 0)
+      std::snprintf(name, sizeof name, "other threads");
+    else
+      std::snprintf(name, sizeof name, "M%d", id);
+    meta("thread_name", 2 * rt + 2, &id, name);
+  }
+
+  void write_event_locked(const event& e) {
+    const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
+    const double dur = static_cast<double>(e.dur) / 1000.0;
+    const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
+    const std::int32_t ptid = e.p, mtid = e.m;
+    if (e.p >= 0) p_track_seen(e.rt, e.p);
+    if (e.m >= 0) m_track_seen(e.rt, e.m);
+    const auto g = static_cast<unsigned long long>(e.g);
+    const auto flow = static_cast<unsigned long long>(e.flow);
+    switch (e.k) {
+      case kind::run: {
+        const char* why = e.end;
+        if (ptid >= 0) {
+          sep();
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ps, ptid, g, mtid, why);
+        }
+        if (mtid >= 0) {
+          sep();
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ms, mtid, g, ptid, why);
+        }
+        if (flow != 0 && (ptid >= 0 || mtid >= 0)) {  // the arrow's head: this slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,"
+               "\"tid\":%d}",
+               (flow & 1) ? "go" : "wake", flow, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : mtid);
+        }
+        break;
+      }
+      case kind::syscall:
+        sep();
+        emit("{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
+             "\"tid\":%d,\"args\":{\"g\":%llu}}",
+             g, ts, dur, ms, mtid, g);
+        break;
+      case kind::steal:
+        sep();
+        emit("{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+             "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
+             ts, ps, ptid, static_cast<unsigned>(e.arg), g, mtid);
+        break;
+      case kind::preempt:
+      case kind::block:
+      case kind::wake:
+      case kind::create: {
+        const char* name = e.k == kind::preempt ? "preempt"
+                           : e.k == kind::block ? "block"
+                           : e.k == kind::wake  ? "wake"
+                                                : "go";
+        // An event of a thread outside the runtime goes on the Ms process,
+        // track -1 ("other threads").
+        if (ptid < 0) m_track_seen(e.rt, -1);
+        const unsigned pid = ptid >= 0 ? ps : ms;
+        const std::int32_t tid = ptid >= 0 ? ptid : -1;
+        sep();
+        if (e.k == kind::create)
+          emit("{\"name\":\"go G%llu\",\"cat\":\"go\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"parent\":%llu,\"m\":%d}}",
+               g, ts, pid, tid, g, static_cast<unsigned long long>(e.arg), mtid);
+        else
+          emit("{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d%s}}",
+               name, g, name, ts, pid, tid, g, mtid, e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
+        if (flow != 0) {  // the arrow's tail: the waker's (creator's) slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,\"tid\":%d}",
+               e.k == kind::create ? "go" : "wake", flow, ts, pid, tid);
+        }
+        break;
+      }
+    }
+  }
+};
+
+// Leaked: a trace never stopped keeps its flusher thread running to the
+// end of the process (a std::thread destroyed joinable would terminate).
+inline state& global_state() {
+  static state* s = new state;
+  return *s;
+}
+
+// This thread's buffer, registered once.
+inline buffer& this_thread_buffer() {
+  thread_local std::shared_ptr<buffer> mine;
+  if (!mine) {
+    auto b = std::make_shared<buffer>();
+    state& s = global_state();
+    std::lock_guard<std::mutex> lk(s.mu);
+    s.buffers.push_back(b);
+    mine = std::move(b);
+  }
+  return *mine;
+}
+
+// Records one event (any thread). Called only when enabled() was true.
+// A full buffer is written to the file right away only off goroutine
+// stacks (g0 or a plain thread: formatting needs stack); a goroutine's
+// events wait for its M's next event on g0 (every run slice is recorded
+// there).
+GORO_NOINLINE inline void record(const event& e, bool may_write) noexcept {
+  GORO_TRY {
+    state& s = global_state();
+    buffer& b = this_thread_buffer();
+    std::vector<event> full;
+    std::uint64_t session;
+    {
+      std::lock_guard<spinlock> lk(b.lock);
+      session = s.session.load(std::memory_order_acquire);
+      if (b.session != session) {  // left over from an earlier trace
+        b.events.clear();
+        b.session = session;
+      }
+      if (b.events.capacity() == 0) b.events.reserve(buffer_events);
+      b.events.push_back(e);
+      if (may_write && b.events.size() >= buffer_events) full.swap(b.events);
+    }
+    if (!full.empty()) {
+      std::lock_guard<std::mutex> lk(s.mu);
+      if (s.session.load(std::memory_order_relaxed) == session) s.write_locked(full);  // no-op once stopped
+    }
+  }
+  GORO_CATCH_ALL {
+    // Out of memory while tracing: the event is lost, the program goes on.
+  }
+}
+
+}  // namespace goro::detail::tracing
+// ---- end goro/detail/trace.hpp ----
+
+namespace goro::detail {
+
+// An owner-written counter others may read: a relaxed load+store instead
+// of a locked read-modify-write on the hot path.
+struct owned_counter {
+  std::atomic<std::uint64_t> v{0};
+  void inc(std::uint64_t n = 1) noexcept { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  std::uint64_t get() const noexcept { return v.load(std::memory_order_relaxed); }
+};
+
+// How long an M with nothing to do keeps looking (stealing, polling the
+// global queue) before it gives up its P and parks. Bounded in time: long
+// enough to bridge the gap between bursts of work without a futex round
+// trip, short enough that an idle runtime costs no CPU.
+inline constexpr std::chrono::nanoseconds spin_duration{30'000};
+// How often a spinning M polls the network (a non-blocking epoll_wait,
+// only while goroutines wait on I/O and no other M polls).
+inline constexpr std::chrono::nanoseconds spin_poll_interval{5'000};
+// Free Gs kept per P before half move to the global list (Go: 64 / 32).
+inline constexpr std::uint32_t p_gfree_max = 64;
+inline constexpr std::uint32_t gfree_batch = 32;
+// Stacks cached per P before half go back to the allocator.
+inline constexpr std::uint32_t p_stack_cache_max = 32;
+inline constexpr std::uint32_t stack_refill = 16;
+// The most Ps a runtime may have (options::maxprocs, GORO_MAXPROCS,
+// gomaxprocs(n)); the table of P records has this many slots.
+inline constexpr unsigned max_procs = 4096;
+// Goroutine ids are handed to Ps in batches (Go: 16).
+inline constexpr std::uint64_t goid_batch = 16;
+// Go sleeps ~3 us before stealing a running P's runnext: its owner is
+// probably about to run it.
+inline constexpr long runnext_steal_grace_us = 3;
+
+inline unsigned online_cpus() noexcept {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<unsigned>(n) : 1u;
+}
+
+template <class Policy>
+class scheduler final : public sched_base {
+  static_assert(check_policy<Policy>());
+  using steal_ratio = typename Policy::steal_fraction;
+  using run_queue = local_run_queue<g, static_cast<std::uint32_t>(Policy::local_queue_capacity),
+                                    static_cast<std::uint32_t>(steal_ratio::num),
+                                    static_cast<std::uint32_t>(steal_ratio::den)>;
+  using allocator = typename Policy::stack_allocator;
+  // With the default allocator stacks are virtual memory that never runs out
+  // in practice, so a goroutine gets its stack when it first runs. A custom
+  // allocator may be a finite pool: then the stack is taken at spawn, so
+  // exhaustion is reported by the go() call that needed it.
+  static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
+  static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
+  // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
+  static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
+  // With the default allocator, run()'s main goroutine gets at least 256 KiB
+  // whatever the policy: it usually does the program's heavier work
+  // (I/O, formatting), which tiny goroutine stacks cannot hold.
+  static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
+
+  enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
+
+  struct cached_stack {
+    stack_memory mem;
+    bool guarded;
+  };
+
+  cached_stack allocate_stack(std::size_t size);  // sched_galloc.hpp
+
+  struct m;
+
+  struct alignas(cache_line) p {
+    std::uint32_t id = 0;
+    std::atomic<p_status> status{p_status::idle};
+    m* owner = nullptr;
+    std::uint32_t schedtick = 0;
+    // The running slice is over: a G parked with its preemption request
+    // pending; the G that inherits the slice (runnext) gets the request.
+    bool slice_over = false;
+    p* link = nullptr;  // idle list
+    run_queue runq;
+    // Free G records (no stacks), most recently freed last. An array, not
+    // a list through the records: taking one reads no record (the next
+    // one's address is known, so it is prefetched), and moving a batch
+    // to or from the global list touches none (they are usually in another
+    // core's cache: spawned here, run and freed by a thief).
+    g* gfree[p_gfree_max];
+    std::uint32_t ngfree = 0;
+    cached_stack stack_cache[p_stack_cache_max];
+    std::uint32_t nstack = 0;
+    std::uint64_t goid_next = 0, goid_end = 0;
+    owned_counter spawns, exits, steals, global_polls, parks, unparks;
+    timer_heap timers;  // this P's timers (own lock: other Ms add and run them)
+    // sysmon (sysmon.hpp): what it reads of a P from its own thread.
+    std::atomic<std::uint32_t> sysmon_schedtick{0};  // schedtick, published by execute
+    std::atomic<g*> sysmon_curg{nullptr};            // the G execute last ran (may be stale)
+    std::atomic<m_base*> sysmon_m{nullptr};          // async preemption: the M that ran it (SIGURG target)
+    std::atomic<std::uint32_t> syscalltick{0};       // +1 at each enter/exit of goro::blocking
+    // gomaxprocs: on no list and owned by nobody (lock_): a fresh record,
+    // or one given up by its last M after a shrink. Cleared when the P
+    // becomes active (activate_locked).
+    bool retired = true;
+  };
+
+  struct m : m_base {
+    p* pp = nullptr;
+    p* nextp = nullptr;  // handed over by startm before the wake-up
+    spin_token spinning;  // holds the spinning role (spin_gate)
+    bool run_caller = false;  // the thread inside run(): leaves when main finishes
+    bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
+    bool in_idle_list = false;
+    note park_note;
+    m* link = nullptr;  // idle list
+    fast_rand rng;
+    pthread_t thread{};
+    bool has_thread = false;
+    p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
+    // lockosthread: sleeping in stoplockedm (outside the idle list; counted
+    // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
+    bool locked_wait = false;
+    bool exit_thread = false;  // lockosthread: a G exited while locked to this M
+    // gosched (yield): the G that switched straight to curg, queued by curg
+    // once running (direct_switch_done); or a G gosched took from the run
+    // queues but could not switch to directly: g0 runs it next (m_loop).
+    g* direct_prev = nullptr;
+    g* yield_next = nullptr;
+    bool yield_next_inherit = false;
+    g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
+    std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
+    std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
+  };
+
+ public:
+  explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
+      : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
+    if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
+    if (shadow_stack_active())  // see cet.hpp
+      raise_usage(
+          "runtime: CET shadow stacks are enabled in this process and goro's context switch does not "
+          "keep them; compile the files that include goro with -fcf-protection=branch (goro's CMake "
+          "target does) or run with GLIBC_TUNABLES=glibc.cpu.x86_shstk=off");
+    install_fault_handler();
+    if constexpr (async_signal) install_async_preempt_handler();  // async preemption
+    std::lock_guard<std::mutex> lk(lock_);
+    create_ps_locked(make_ps(0, nprocs_.load(std::memory_order_relaxed)));
+    activate_locked(0, nprocs_.load(std::memory_order_relaxed));
+    install_dump_handlers();  // goroutine dump: SIGQUIT, GORO_DEBUG check
+    register_runtime(this);
+  }
+
+  scheduler(const scheduler&) = delete;
+  scheduler& operator=(const scheduler&) = delete;
+
+  ~scheduler() override {
+    shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
+  }
+
+  // ---- sched_base ----
+
+  g* alloc_g() override {
+    m* mm = this_m();
+    if (mm && mm->pp) return gfget(mm->pp);
+    return gfget_global_or_new();
+  }
+
+  void free_g(g* gp) noexcept override {
+    m* mm = this_m();
+    if (mm && mm->pp)
+      gfput(mm->pp, gp);
+    else
+      gfput_global(gp);
+  }
+
+  // newproc: the new G goes into the current P's runnext (it runs next,
+  // and the spawner's locality is kept), or to the global queue when
+  // spawned from a thread that is not one of this runtime's Ms.
+  void start_g(g* gp) override {
+    m* mm = this_m();
+    p* pp = mm ? mm->pp : nullptr;
+    gp->sched = this;
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
+    if (pp) {
+      new_g_on_p(pp, gp);  // may throw: nothing queued yet
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
+      pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
+    } else {
+      if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
+      if constexpr (!lazy_stacks) attach_stack_global(gp);
+      gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+      if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
+      offp_spawns_.fetch_add(1, std::memory_order_relaxed);
+      globq_.push_back(gp);
+    }
+    GORO_CHAOS_POINT("newproc.wakep");
+    const int err = wakep();
+    // go() from outside with no M at all, and none could be started:
+    // nothing would ever run gp. Undo the spawn, unless an M started by a
+    // concurrent go() took gp meanwhile (then it runs: a success). With
+    // some M alive, the work runs on it, and the start is retried
+    // (m_start_failed_, sysmon).
+    if (GORO_UNLIKELY(err != 0) && !pp && threads_alive_.load() == 0 && run_m_.load() == nullptr &&
+        globq_.remove(gp)) {
+      offp_spawns_.fetch_sub(1, std::memory_order_relaxed);
+      raise_system(err, "go(): cannot create an OS thread (M)");
+    }
+  }
+
+  // ready: waiting -> runnable, into the current P's runnext (the woken G
+  // runs next and inherits the waker's time slice), or the global queue
+  // from outside.
+  void ready(g* gp) noexcept override {
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    m* mm = this_m();
+    if (GORO_UNLIKELY(tracing::enabled())) trace_wake(mm, gp);
+    if (mm && mm->pp) {
+      mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
+      mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
+    } else {
+      if (!mm) extm_outside_op();  // checkdead: a wake from outside is external activity
+      unparks_.fetch_add(1, std::memory_order_relaxed);
+      globq_.push_back(gp);
+    }
+    GORO_CHAOS_POINT("ready.wakep");
+    wakep();
+  }
+
+  // addtimer: t goes on the current P's heap (the P whose M is most likely
+  // to be awake when it fires), or, from a thread that is not one of this
+  // runtime's Ms, on a P picked round-robin. Then wake_for_timer.
+  void add_timer(timer* t) override {
+    m* mm = this_m();
+    p* pp = mm ? mm->pp : nullptr;
+    if (!pp) pp = allp_[timer_rr_.fetch_add(1, std::memory_order_relaxed) % active_ps()];  // a retired P's timers still run
+    const std::int64_t when = t->when;  // t may fire (and be gone) once queued
+    pp->timers.add(t);
+    GORO_CHAOS_POINT("addtimer.wake");
+    wake_for_timer(when);
+  }
+
+  std::size_t live_goroutines() const noexcept override {
+    std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
+    for_each_p([&](const p* pp) {
+      created += pp->spawns.get();
+      done += pp->exits.get();
+    });
+    return created > done ? static_cast<std::size_t>(created - done) : 0;
+  }
+
+  unsigned procs() const noexcept override { return active_ps(); }
+  unsigned resize_procs(unsigned n) override { return resize(n); }
+
+  netpoller* poller() noexcept override { return &poller_; }  // netpoll
+
+  // goroutine dump (dump.hpp)
+  void for_each_g(void (*fn)(g*, void*), void* ctx) override {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    for (auto& block : g_blocks_)
+      for (std::uint32_t i = 0; i < gfree_batch; ++i) fn(&block[i], ctx);
+  }
+  int running_m(const g* gp) const noexcept override {
+    int id = -1;
+    for_each_p([&](const p* pp) {
+      if (pp->sysmon_curg.load(std::memory_order_acquire) == gp)
+        if (m_base* mb = pp->sysmon_m.load(std::memory_order_relaxed)) id = static_cast<m*>(mb)->id;
+    });
+    return id;
+  }
+
+  runtime_stats stats() const noexcept override {
+    runtime_stats s;
+    s.spawns = offp_spawns_.load(std::memory_order_relaxed);
+    for_each_p([&](const p* pp) {
+      s.spawns += pp->spawns.get();
+      s.exits += pp->exits.get();
+      s.steals += pp->steals.get();
+      s.global_polls += pp->global_polls.get();
+      s.parks += pp->parks.get();
+      s.unparks += pp->unparks.get();
+    });
+    s.unparks += unparks_.load(std::memory_order_relaxed);
+    s.m_parks = m_parks_.load(std::memory_order_relaxed);
+    s.m_spins = spinning_.starts();
+    s.threads = threads_created_.load(std::memory_order_relaxed);
+    sysmon_.fill_stats(s);  // sysmon: preemptions, syscall_handoffs
+    return s;
+  }
+
+  unsigned resize(unsigned n);  // gomaxprocs(n) (sched_resize.hpp)
+
+  // main_return (main_return.hpp): end the goroutines still alive when
+  // main returns, and at shutdown (options::on_main_return == unwind).
+  void set_unwind_on_main_return(bool on) noexcept { unwind_on_main_return_ = on; }
+
+  // run(): the calling thread serves as an M while `main` runs; then
+  // shutdown (sched_lifecycle.hpp).
+  void run_main(void (*set_main_closure)(g*, void*), void* arg) override;
+  void shutdown() noexcept;
+
+  std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
+
+  // ---- sysmon: goro::blocking (sysmon.hpp) ----
+  void enter_syscall(bool long_call) noexcept override {
+    m* mm = this_m();
+    if (GORO_UNLIKELY(tracing::enabled())) mm->trace_blocking_since = tracing::now();
+    sysmon_.enter_syscall(mm, long_call);
+  }
+  void exit_syscall() noexcept override {
+    m* mm = this_m();
+    // Recorded before exit_syscall, which may move the goroutine to another M.
+    if (GORO_UNLIKELY(mm->trace_blocking_since != 0)) {
+      const std::int64_t t0 = std::exchange(mm->trace_blocking_since, 0);
+      if (tracing::enabled())
+        tracing::record({t0, tracing::now() - t0, mm->curg ? mm->curg->id : 0, trace_rt_, -1, mm->id,
+                         tracing::kind::syscall, 0},
+                        false);
+    }
+    sysmon_.exit_syscall(mm);
+  }
+
+  // goro::yield (Go's Gosched, sched_loop.hpp)
+  void gosched(m_base* mb) noexcept override;
+  void direct_switch_done(m_base* mb) noexcept override;
+  g* yield_fast_next(m* mm, bool& inherit) noexcept;
+
+ private:
+  m* this_m() const noexcept {
+    m_base* b = current_m();
+    return (b && b->sched == this) ? static_cast<m*>(b) : nullptr;
+  }
+  bool should_leave(m* mm) const noexcept {
+    return exiting_.load(std::memory_order_acquire) ||
+           (mm->run_caller && (main_done_.load(std::memory_order_acquire) ||
+                               deadlock_.load(std::memory_order_acquire)));  // checkdead
+  }
+  void acquirep(m* mm, p* pp) noexcept {
+    mm->pp = pp;
+    pp->owner = mm;
+    pp->status.store(p_status::running, std::memory_order_relaxed);
+  }
+  void releasep(m* mm) noexcept {
+    mm->pp->owner = nullptr;
+    mm->pp = nullptr;
+  }
+  unsigned active_ps() const noexcept { return nprocs_.load(std::memory_order_acquire); }
+  unsigned created_ps() const noexcept { return nallp_.load(std::memory_order_acquire); }
+  // Active Ps not on the idle list (0 while a shrink is half seen).
+  unsigned busy_ps() const noexcept {
+    unsigned a = active_ps(), idle = npidle_.load(std::memory_order_relaxed);
+    return a > idle ? a - idle : 0;
+  }
+  // Every P record, active or retired.
+  template <class F>
+  void for_each_p(F&& f) const {
+    for (unsigned i = 0, n = created_ps(); i < n; ++i) f(allp_[i]);
+  }
+  // A G goes on running (execute with inherit_time) with its pending
+  // request, if any: execute must not clear it.
+  static void keep_request(p* pp, g* gp) noexcept {
+    if (pp && gp->preempt.load(std::memory_order_relaxed)) pp->slice_over = true;
+  }
+
+  // ---- the schedule loop, on g0 (sched_loop.hpp) ----
+  void m_loop(m* mm, g* first = nullptr);
+  g* find_runnable(m* mm, bool& inherit);
+  template <class TakeGlobal>
+  g* next_local(p* pp, bool& inherit, TakeGlobal&& take_global);
+  g* steal_work(m* mm, p* pp);
+  g* execute(m* mm, g* gp, bool inherit_time);
+  void begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept;
+  void requeue_global(g* gp);
+  void glob_put_batch(g** batch, std::uint32_t n) { globq_.push_back_batch(batch, n); }
+  g* glob_get(p* pp, std::uint32_t max);
+
+  // ---- idle Ps and Ms, wakep, the timer M (sched_idle.hpp) ----
+  int wakep();
+  bool work_after_going_idle() noexcept;
+  void reset_spinning(m* mm);
+  bool park_idle(m* mm);
+  void wake_for_timer(std::int64_t when);
+  std::int64_t earliest_timer() const noexcept;
+  bool run_other_timers(p* pp) noexcept;
+  // gomaxprocs: the due timers of retired Ps (they are not moved: a timer
+  // stays on the heap it was added to, see timer_heap.hpp).
+  bool run_retired_timers() noexcept { return run_timers_of(active_ps(), created_ps(), nullptr); }
+  bool run_timers_of(unsigned from, unsigned to, p* skip) noexcept;
+  // The idle lists: the scheduler lock (lock_) held.
+  void pidle_put(p* pp) noexcept;
+  p* pidle_get() noexcept;
+  void m_idle_put(m* mm) noexcept;
+  m* m_idle_get() noexcept;
+  void clear_timer_m() noexcept;
+  void m_idle_remove(m* target) noexcept;
+
+  // ---- the M pool (sched_mpool.hpp) ----
+  enum class wake_reason { got_p, again, leave };
+  int startm(p* pp, spin_token spinning);
+  void retry_start_m() noexcept;
+  int newm(p* pp, spin_token& spinning);
+  void m_thread_main(m* mm);
+  wake_reason stopm(m* mm, std::int64_t until = 0);
+  void leave(m* mm);
+  void handoffp(p* pp, spin_token spinning = {});
+
+  // ---- lock_os_thread, async-pinned goroutines (sched_locked.hpp) ----
+  bool startlockedm(m* mm, g* gp);
+  bool stoplockedm(m* mm);
+  bool drop_locked_thread(m* mm);
+  void handoffp_locked_m(m* mm);
+  g* next_with_pinned(m* mm);
+  void park_pinned(m* mm);
+  static void unwire_token(m* mm, g* gp) noexcept;
+
+  // ---- G records, stacks, ids; goroutine entry and exit (sched_galloc.hpp) ----
+  g* gfget(p* pp);
+  void gfput(p* pp, g* gp) noexcept;
+  g* gfget_global_or_new();
+  void gfput_global(g* gp) noexcept;
+  void new_g_block_locked();
+  void new_g_on_p(p* pp, g* gp);
+  void start_main_here(p* pp, g* gp);
+  void attach_stack(p* pp, g* gp);
+  void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(stack_bytes)); }
+  void init_stack(g* gp, cached_stack c) noexcept;
+  static std::size_t stack_color(const stack_memory& s) noexcept;
+  void release_stack(p* pp, g* gp) noexcept;
+  // sysmon: the default allocator's stacks waiting for lazy release.
+  std::size_t stacks_waiting_release() const noexcept {
+    if constexpr (lazy_stacks) return alloc_.pending();
+    return 0;
+  }
+  void release_waiting_stacks() noexcept {
+    if constexpr (lazy_stacks) alloc_.scavenge();
+  }
+  static void goroutine_main(void* arg);
+  static void run_goroutine(g* gp, bool run = true) noexcept;
+  [[noreturn]] static void uncaught_exception(g* gp, const char* what) noexcept;
+  void goexit0(p* pp, g* gp) noexcept;
+
+  // ---- gomaxprocs: P records (sched_resize.hpp) ----
+  static std::vector<std::unique_ptr<p>> make_ps(unsigned from, unsigned to);
+  void create_ps_locked(std::vector<std::unique_ptr<p>> ps);
+  void activate_locked(unsigned from, unsigned to) noexcept;
+  void retire_locked(p* pp) noexcept;
+  void drop_retired_p(m* mm);
+  bool retired_ps_released(unsigned n);
+
+  // ---- run, main finishing, checkdead, freeing (sched_lifecycle.hpp) ----
+  void main_finished() noexcept;
+  void checkdead(m* self) noexcept;
+  bool dead_locked() noexcept;
+  bool take_run_m_locked(m* rm) noexcept;
+  void unlink_blocked() noexcept;
+  void release_memory() noexcept;
+
+  // ---- execution-tracer events (sched_trace.hpp) ----
+  GORO_NOINLINE void trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0, std::uint64_t flow) noexcept;
+  GORO_NOINLINE void trace_wake(m* mm, g* gp) noexcept;
+  GORO_NOINLINE void trace_create(m* mm, g* gp) noexcept;
+
+  // ---- state ----
+  // gomaxprocs: Ps [0, nprocs_) are active. Records [nprocs_, nallp_) are
+  // retired by a shrink (kept, for their counters, timers and a later
+  // growth). allp_ has max_procs slots; a slot is written once, under
+  // lock_, before nallp_ (release) covers it, so readers index it without
+  // the lock. nprocs_ changes only under lock_ (with the idle list).
+  std::atomic<unsigned> nprocs_;
+  std::atomic<unsigned> nallp_{0};
+  std::unique_ptr<p*[]> allp_;
+  std::vector<std::unique_ptr<p>> p_records_;  // owns allp_'s records (lock_)
+  // Steal order over [0, nallp_); replaced when nallp_ grows. Old orders are
+  // kept (a stealer may still hold one) until the runtime ends.
+  std::atomic<const coprime_order*> steal_order_{nullptr};
+  std::vector<std::unique_ptr<coprime_order>> steal_orders_;  // lock_
+
+  std::mutex resize_lock_;  // gomaxprocs: one resize at a time (taken before lock_)
+  std::mutex lock_;  // sched.lock: idle P and M lists, allm (not the global queue: it has its own)
+  global_run_queue globq_;
+  p* pidle_ = nullptr;
+  alignas(cache_line) std::atomic<std::uint32_t> npidle_{0};
+  spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
+  m* midle_ = nullptr;
+  m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
+  std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
+  std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
+  std::vector<m*> allm_;
+  const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
+  std::atomic<int> threads_alive_{0};
+  std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
+
+  std::mutex gfree_lock_;  // global free G list and G blocks
+  std::vector<g*> gfree_;  // free G records, most recently freed last
+  std::vector<std::unique_ptr<g[]>> g_blocks_;
+
+  alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
+  std::atomic<std::uint64_t> offp_spawns_{0};
+  std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, threads_created_{0};
+
+  allocator alloc_;
+
+  std::atomic<bool> run_active_{false};
+  std::atomic<bool> main_done_{false};
+  std::atomic<m*> run_m_{nullptr};
+  std::atomic<bool> exiting_{false};
+  bool shut_down_ = false;
+  std::size_t blocked_at_shutdown_ = 0;
+  note shutdown_note_;
+  std::atomic<bool> shutdown_waiting_{false};
+
+  // checkdead / lockosthread (counts under lock_)
+  const bool detect_deadlock_;
+  std::size_t nmidle_ = 0;         // Ms on the idle list
+  std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
+  std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
+  std::atomic<bool> deadlock_{false};
+  std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
+  std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began
+
+  // sysmon (sysmon.hpp): its thread, preemption and blocking-call hand-offs.
+  friend class sysmon<Policy, scheduler>;
+  sysmon<Policy, scheduler> sysmon_{*this};
+
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
+  using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
+  friend netpoll_ops;
+  using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
+  friend deadcheck_ops;
+  using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
+  friend main_return_ops;
+  bool unwind_on_main_return_ = true;
+  pthread_t ender_{};           // main_return: the thread ending the goroutines after main returned
+  bool ender_started_ = false;  // written before main_done_, read by run_main after it
+  // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
+  friend class stall_monitor<scheduler>;
+  [[no_unique_address]] stall_monitor<scheduler> stall_monitor_{*this};
+};
+
+}  // namespace goro::detail
+
+// The scheduler's member functions, by concern (see docs/design.md's map).
+// ---- begin goro/detail/sched_loop.hpp ----
+// The schedule loop (Go's schedule / findRunnable / execute / Gosched),
+// one M at a time on its g0: pick the next G (find_runnable: timers, the
+// global queue's turn, runnext and the local ring, the global batch, the
+// network, stealing, then idling), run it (execute), carry out what it
+// asked for when it switched out. yield (gosched) takes the same next G and
+// may switch to it directly. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// Gosched = goschedImpl + schedule + execute. Go runs all of it on g0
+// (mcall): two switches per yield. Here, when the next G is at hand and
+// nothing else needs g0, the yielding G does schedule's and execute's
+// work itself and switches straight to the next G, which then queues the
+// yielder (direct_switch_done): the yielder is published only once it is
+// off its stack, exactly as if g0 had done it. The next G is the one
+// find_runnable would pick (the global queue's turn every
+// global_poll_interval ticks, then runnext, then the local ring), and the
+// yielder goes to the tail of the global queue: the same order as the
+// slow path. Everything else goes through g0 (yield_fast_next says when).
+template <class Policy>
+inline auto scheduler<Policy>::gosched(m_base* mb) noexcept -> void {
+  m* mm = static_cast<m*>(mb);
+  g* gp = mm->curg;
+  // async preemption: a switch is in progress from here on (the SIGURG
+  // handler leaves the M alone, and curg changes below).
+  mm->after = after_switch::yield;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  bool inherit = false;
+  g* next = yield_fast_next(mm, inherit);
+  // A G without a stack yet (lazy stacks) or wired to an M
+  // (lockosthread): g0 starts it or hands it over (m_loop).
+  if (next && next->stack.lo && next->lockedm.load(std::memory_order_relaxed) == nullptr) {
+    begin_slice(mm, mm->pp, next, inherit);  // execute(next, inherit), as g0 would do it
+    mm->direct_prev = gp;
+    switch_g_to_g(mm, gp, next);
+    return;
+  }
+  mm->yield_next = next;  // nullptr: g0 looks for work (find_runnable)
+  mm->yield_next_inherit = inherit;
+  switch_to_g0(mm, gp);
+}
+
+// The second half of gosched's direct switch, run by the G switched to,
+// on its own stack: the yielder is off its stack now; check it as
+// execute() does and queue it (goschedImpl).
+template <class Policy>
+inline auto scheduler<Policy>::direct_switch_done(m_base* mb) noexcept -> void {
+  m* mm = static_cast<m*>(mb);
+  g* gp = std::exchange(mm->direct_prev, nullptr);
+  check_stack_canary(gp);
+  gp->status.store(g_status::runnable, std::memory_order_relaxed);
+  globq_.push_back(gp);
+  // Holding no lock from here on: the M may be preempted again.
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  mm->after = after_switch::none;
+  wakep();
+}
+
+// The G gosched may switch to directly: none (nullptr) when g0 has work
+// to do first — the M or its P is in a special state (goro::blocking,
+// lockosthread, async-pinned Gs, a retired P, leaving), a timer is due
+// (find_runnable runs it first), or the local queue is empty (the global
+// queue's batch get and stealing run on g0, whose stack holds the batch).
+template <class Policy>
+inline auto scheduler<Policy>::yield_fast_next(m* mm, bool& inherit) noexcept -> g* {
+  p* pp = mm->pp;
+  if (!pp || mm->in_blocking || mm->lockedg || mm->async_pinned || should_leave(mm)) return nullptr;
+  if (tracing::enabled()) return nullptr;  // the tracer records every run slice in execute()
+  if (pp->id >= active_ps() || created_ps() != active_ps()) return nullptr;  // gomaxprocs
+  if (std::int64_t when = pp->timers.earliest(); when != 0 && when <= nanotime()) return nullptr;
+  // Not on g0: one G from the global queue, no batch.
+  return next_local(pp, inherit, [&] {
+    g* gp = globq_.pop_front();
+    if (gp) pp->global_polls.inc(1);
+    return gp;
+  });
+}
+
+// The pick-next rule (Go's schedule): every global_poll_interval ticks the
+// global queue first (take_global), so local ping-pong cannot starve it;
+// then runnext (inherit: it takes over the current time slice) and the
+// local ring. gosched's direct switch and an M with async-pinned
+// goroutines pick by it; find_runnable writes the same rule out.
+template <class Policy>
+template <class TakeGlobal>
+inline auto scheduler<Policy>::next_local(p* pp, bool& inherit, TakeGlobal&& take_global) -> g* {
+  if (pp->schedtick % Policy::global_poll_interval == 0) {
+    if (g* gp = take_global()) {
+      inherit = false;
+      return gp;
+    }
+  }
+  auto r = pp->runq.get();
+  inherit = r.inherit_time;
+  return static_cast<g*>(r.item);
+}
+
+// `first`: a G to run at once (run()'s main goroutine, see run_main).
+//
+// lockosthread (Go's schedule): an M with a locked G runs nothing else:
+// once that G stops running it hands its P away and sleeps until the G
+// is runnable and some M hands it a P back (stoplockedm). An M that picks
+// a G locked to another M hands its P to that M (startlockedm) and goes
+// back to looking for work without a P.
+template <class Policy>
+inline auto scheduler<Policy>::m_loop(m* mm, g* first) -> void {
+  for (;;) {
+    bool inherit = false;
+    g* gp;
+    if (first) {  // lockosthread
+      gp = std::exchange(first, nullptr);
+    } else if (mm->lockedg) {  // lockosthread
+      if (!stoplockedm(mm)) {
+        leave(mm);
+        return;
+      }
+      gp = mm->lockedg;
+      if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);              // async preemption
+    } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
+      park_pinned(mm);
+      continue;
+    } else {
+      if (mm->yield_next) {  // gosched took it from the run queues
+        gp = std::exchange(mm->yield_next, nullptr);
+        inherit = mm->yield_next_inherit;
+      } else {
+        gp = mm->async_pinned ? next_with_pinned(mm) : find_runnable(mm, inherit);  // async preemption
+        if (!gp) return;
+      }
+      GORO_CHAOS_POINT("schedule.found");
+      if (mm->spinning) reset_spinning(mm);
+      if (m_base* lm = gp->lockedm.load(std::memory_order_relaxed); lm && lm != mm) {  // lockosthread
+        // With pinned Gs, mm then waits for a P itself (park_pinned).
+        if (startlockedm(mm, gp)) continue;
+      }
+    }
+    for (;;) {
+      gp = execute(mm, gp, inherit);  // returns a G to resume at once, if any
+      if (!gp) break;
+      inherit = true;
+    }
+    if (GORO_UNLIKELY(mm->exit_thread) && !drop_locked_thread(mm)) return;  // lockosthread
+  }
+}
+
+// Gosched's tail (Go's goschedImpl): gp to the global queue, and wake an
+// M for it if a P is idle.
+template <class Policy>
+inline auto scheduler<Policy>::requeue_global(g* gp) -> void {
+  globq_.push_back(gp);
+  GORO_CHAOS_POINT("gosched.wakep");
+  wakep();
+}
+
+// The start of a run slice (Go's execute), for execute and for gosched's
+// direct switch: a new slice unless gp inherits the current one (runnext),
+// then gp is published to sysmon. A request made for an earlier slice is
+// void (Go's execute clears gp.preempt), but an expired slice that gp
+// inherits stays expired: gp yields at its first safe point (slice_over,
+// see the park case in execute). pp is null only when gp resumes inside
+// goro::blocking after an on_g0 call (its request is kept for the end of
+// the call; it always inherits).
+template <class Policy>
+inline auto scheduler<Policy>::begin_slice(m* mm, p* pp, g* gp, bool inherit_time) noexcept -> void {
+  gp->status.store(g_status::running, std::memory_order_relaxed);
+  dump_resume_check(gp);  // goroutine dump
+  if (pp) {
+    if (!inherit_time) {
+      ++pp->schedtick;
+      pp->slice_over = false;
+    }
+    pp->sysmon_schedtick.store(pp->schedtick, std::memory_order_relaxed);
+    pp->sysmon_m.store(mm, std::memory_order_relaxed);     // async preemption (published by the release below)
+    pp->sysmon_curg.store(gp, std::memory_order_release);  // sysmon's request_preempt writes *gp
+    if (GORO_UNLIKELY(pp->slice_over)) {
+      pp->slice_over = false;
+      request_preempt(gp);
+    } else {
+      clear_preempt(gp);
+    }
+  }
+  mm->curg = gp;
+}
+
+// Runs gp on mm until it switches out; then carries out its request.
+template <class Policy>
+inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
+  p* pp = mm->pp;
+  if (gp->stack.lo == nullptr) {
+    if (lazy_stacks && gp->is_main)
+      init_stack(gp, allocate_stack(main_stack_size));
+    else
+      attach_stack(pp, gp);
+  }
+  begin_slice(mm, pp, gp, inherit_time);
+  const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
+  const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
+  const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
+  switch_to_g(mm, gp);
+  gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
+  mm->curg = nullptr;
+  check_stack_canary(gp);
+  if (GORO_UNLIKELY(trace_start != 0)) trace_run(mm, gp, trace_p, trace_start, trace_flow);
+  pp = mm->pp;
+  switch (mm->after) {
+    case after_switch::preempt:  // sysmon: counted, then as yield
+      sysmon_.count_preemption();
+      [[fallthrough]];
+    case after_switch::yield:
+      gp->status.store(g_status::runnable, std::memory_order_relaxed);
+      requeue_global(gp);
+      break;
+    case after_switch::park: {
+      pp->parks.inc();
+      // Parked with its slice's preemption request pending (it came
+      // after gp's last safe point): the slice is over for whoever
+      // inherits it. Dropping the request let a pair of goroutines
+      // waking each other through runnext keep the P for good (Go's
+      // PingPongHog, tests/preempt_test.cpp).
+      if (GORO_UNLIKELY(clear_preempt(gp))) pp->slice_over = true;
+      // tracer: read now, gp may be readied, run and gone once unlocked
+      const std::uint64_t id = trace_start != 0 ? gp->id : 0;
+      gp->status.store(g_status::waiting, std::memory_order_release);
+      auto unlock = mm->park_unlock;
+      void* arg = mm->park_arg;
+      mm->park_unlock = nullptr;
+      mm->after = after_switch::none;
+      GORO_CHAOS_POINT("park.unlock");
+      if (unlock && !unlock(arg)) {
+        gp->status.store(g_status::running, std::memory_order_relaxed);
+        return gp;  // resumed with inherit_time: slice_over gives its request back
+      }
+      if (GORO_UNLIKELY(trace_start != 0) && tracing::enabled())
+        tracing::record(
+            {tracing::now(), 0, id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id, tracing::kind::block, 0},
+            true);
+      break;
+    }
+    case after_switch::exit:
+      if (GORO_UNLIKELY(gp->lockedm.load(std::memory_order_relaxed) == mm)) {  // lockosthread
+        gp->lockedm.store(nullptr, std::memory_order_relaxed);
+        mm->lockedg = nullptr;
+        mm->exit_thread = true;  // m_loop: drop_locked_thread
+      }
+      gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
+      goexit0(pp, gp);
+      break;
+    case after_switch::call:
+      mm->after = after_switch::none;
+      mm->g0_call(mm->g0_arg);
+      keep_request(pp, gp);
+      return gp;                       // resume it on this M (it never left the running state)
+    case after_switch::async_preempt:  // async preemption: counted; pinned to this M, in no queue
+      sysmon_.count_preemption();
+      gp->status.store(g_status::runnable, std::memory_order_relaxed);
+      if (gp->lockedm.load(std::memory_order_relaxed) == mm) {
+        // Wired to this M already (lock_os_thread, or main on the run()
+        // caller's M): queued like any preempted G; whoever picks it hands
+        // its P back to this M (startlockedm), which resumes it here.
+        requeue_global(gp);
+        break;
+      }
+      gp->link = nullptr;
+      if (mm->async_pinned_tail)
+        mm->async_pinned_tail->link = gp;
+      else
+        mm->async_pinned = gp;
+      mm->async_pinned_tail = gp;
+      break;
+    case after_switch::exitsyscall:  // sysmon: goro::blocking found no P
+      mm->after = after_switch::none;
+      if (sysmon_.exit_syscall0(mm, gp)) {
+        keep_request(mm->pp, gp);  // the slice ended during the call: yield at the call's end
+        return gp;
+      }
+      break;
+    case after_switch::none:
+      fatal("goro: internal error: goroutine switched out without a request");
+  }
+  mm->after = after_switch::none;
+  return nullptr;
+}
+
+// findRunnable: blocks until it finds a G for mm (with mm->pp set), or
+// returns nullptr when mm must leave (run() finished / shutdown).
+template <class Policy>
+inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
+  for (;;) {
+    if (should_leave(mm)) {
+      leave(mm);
+      return nullptr;
+    }
+    p* pp = mm->pp;
+    if (pp == nullptr) {  // no P (run() found none, or woken for a timer): wait for one
+      if (!park_idle(mm)) {
+        leave(mm);
+        return nullptr;
+      }
+      continue;
+    }
+    // gomaxprocs: this P was retired by a shrink; give it up (its queue
+    // goes to the global queue) and look for an active one.
+    if (GORO_UNLIKELY(pp->id >= active_ps())) {
+      drop_retired_p(mm);
+      continue;
+    }
+    // checkTimers: this P's due timers run first; what they ready lands
+    // in this P's run queue.
+    if (pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
+    // gomaxprocs: retired Ps keep their timers; every active P runs them.
+    if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
+    GORO_CHAOS_POINT("findrunnable.local");
+    // next_local's rule, written out: through next_local this loop ran
+    // spawn ~8% slower at 2 procs (measured, alternating builds).
+    if (pp->schedtick % Policy::global_poll_interval == 0) {
+      if (g* gp = glob_get(pp, 1)) {
+        inherit = false;
+        return gp;
+      }
+    }
+    auto r = pp->runq.get();
+    if (r.item) {
+      inherit = r.inherit_time;
+      return static_cast<g*>(r.item);
+    }
+    if (g* gp = glob_get(pp, 0)) {
+      inherit = false;
+      return gp;
+    }
+    // netpoll: goroutines whose I/O is ready (non-blocking, one poller at a time).
+    if (g* gp = netpoll_ops::ready(*this, mm)) {
+      inherit = false;
+      return gp;
+    }
+    // Other Ps' due timers (Go's stealWork runs them too): an idle P's
+    // timers have nobody else to run them. Whatever they ready comes to
+    // this P: look again.
+    if (run_other_timers(pp)) continue;
+    // Steal, if this M is spinning or few enough Ms are: spinning Ms
+    // are limited to half the busy Ps so they cannot burn every CPU.
+    if (mm->spinning || 2 * spinning_.count(std::memory_order_relaxed) < busy_ps()) {
+      spinning_.join(mm->spinning);
+      const auto spin_start = std::chrono::steady_clock::now();
+      const auto deadline = spin_start + spin_duration;
+      auto next_poll = spin_start + spin_poll_interval;
+      for (;;) {
+        GORO_CHAOS_POINT("findrunnable.spin");
+        if (g* gp = steal_work(mm, pp)) {
+          inherit = false;
+          return gp;
+        }
+        if (g* gp = glob_get(pp, 0)) {
+          inherit = false;
+          return gp;
+        }
+        auto now = std::chrono::steady_clock::now();
+        if (now >= next_poll) {  // I/O that became ready meanwhile (else seen only once this M parks)
+          next_poll = now + spin_poll_interval;
+          if (g* gp = netpoll_ops::ready(*this, mm)) {
+            inherit = false;
+            return gp;
+          }
+        }
+        if (should_leave(mm) || now >= deadline) break;
+        if (GORO_CHAOS_IF(512)) break;  // chaos: a shorter spin
+        cpu_relax();
+      }
+    }
+    GORO_CHAOS_POINT("findrunnable.giveup");
+    // Nothing to do: give up the P. The global queue is checked again
+    // after the P is on the idle list (pidle_put's seq_cst npidle_ first,
+    // then the queue's lock), so a G queued by a thread outside the
+    // runtime is seen either here or by its pusher's wakep. Pushes made
+    // under lock_ (exit_syscall0, netpoll) are ordered by lock_ itself.
+    if (g* gp = glob_get(pp, 0)) {
+      inherit = false;
+      return gp;
+    }
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      releasep(mm);
+      pidle_put(pp);
+      if (!globq_.empty_synced()) {
+        // pp is still the head of the idle list (lock_ held) — unless a
+        // gomaxprocs shrink retired it: then take any idle P, and if
+        // there is none, the busy Ps will find the G.
+        if (p* again = pidle_get()) {
+          acquirep(mm, again);
+          continue;
+        }
+      }
+    }
+    // The delicate dance: a spinning M must drop nmspinning *before*
+    // re-checking every source of work. Otherwise work submitted after
+    // the check but before the decrement would see nmspinning > 0, skip
+    // wakep, and be left with nobody to run it. (Timers are re-checked
+    // by park_idle, after this decrement, for the same reason.)
+    //
+    // A non-spinning M re-checks too (Go's findrunnable does not): its P
+    // went idle after a submitter's wakep may have read npidle_ == 0, and
+    // with cooperative preemption the submitter's P may never schedule
+    // again (a goroutine spinning in plain C++ code): the G it queued
+    // would wait for it forever while this P sleeps.
+    if (mm->spinning) {
+      GORO_CHAOS_POINT("findrunnable.drop_spinning");
+      spinning_.release(mm->spinning);
+      GORO_CHAOS_POINT("findrunnable.dropped");
+    }
+    if (work_after_going_idle()) {
+      p* again;
+      {
+        std::lock_guard<std::mutex> lk(lock_);
+        again = pidle_get();
+      }
+      if (again) {
+        acquirep(mm, again);
+        spinning_.join(mm->spinning);
+        continue;
+      }
+    }
+    GORO_CHAOS_POINT("findrunnable.park");
+    if (!park_idle(mm)) {
+      leave(mm);
+      return nullptr;
+    }
+  }
+}
+
+// stealWork: four passes over all Ps in a random coprime order; runnext
+// is only stolen on the last pass.
+template <class Policy>
+inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
+  constexpr int steal_tries = 4;
+  // Over every P record (gomaxprocs: a retired P may still hold work;
+  // idle ones are skipped).
+  const coprime_order* order = steal_order_.load(std::memory_order_acquire);
+  for (int i = 0; i < steal_tries; ++i) {
+    bool last = i == steal_tries - 1;
+    for (auto e = order->start(mm->rng.next()); !e.done(); e.next()) {
+      p* victim = allp_[e.position()];
+      GORO_CHAOS_POINT("stealwork.victim");
+      if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
+      g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
+        if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
+          timespec ts{0, runnext_steal_grace_us * 1000};
+          nanosleep(&ts, nullptr);
+        }
+      });
+      if (gp) {
+        pp->steals.inc();
+        if (GORO_UNLIKELY(tracing::enabled()))
+          tracing::record({tracing::now(), 0, gp->id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
+                           tracing::kind::steal, victim->id},
+                          true);
+        return gp;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// globrunqget: takes a fair share — size/nprocs + 1, at most `max` (when
+// > 0) and at most half a local queue — returns one and queues the rest
+// on pp. Runs on g0 (the batch is on its stack).
+template <class Policy>
+inline auto scheduler<Policy>::glob_get(p* pp, std::uint32_t max) -> g* {
+  if (globq_.empty()) return nullptr;
+  g* batch[run_queue::capacity / 2 + 1];  // + 1: no false -Warray-bounds when the queue holds 2
+  std::uint32_t n = globq_.pop_batch(batch, [&](std::uint32_t size) {
+    std::uint32_t k = std::min(size, size / active_ps() + 1);
+    if (max > 0 && k > max) k = max;
+    return std::min<std::uint32_t>(k, run_queue::capacity / 2);
+  });
+  if (n == 0) return nullptr;
+  pp->global_polls.inc(n);
+  // Overflow (impossible at half capacity unless the local queue was
+  // already half full) goes back to the global queue.
+  for (std::uint32_t i = 1; i < n; ++i)
+    pp->runq.put(batch[i], false, [this](g** b, std::uint32_t k) { glob_put_batch(b, k); });
+  return batch[0];
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_loop.hpp ----
+// ---- begin goro/detail/sched_idle.hpp ----
+// Idle Ps and Ms and the park/wake protocol (Go's "Worker thread
+// parking/unparking"): the idle lists (scheduler lock held), wakep and the
+// idle side of its Dekker pair (work_after_going_idle), the spinning role,
+// and the timer M that sleeps until the next timer (park_idle,
+// wake_for_timer). Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// Runs the due timers of every P but pp. Returns true if it ran any.
+// Reads the clock only if some P has a timer at all.
+template <class Policy>
+inline auto scheduler<Policy>::run_other_timers(p* pp) noexcept -> bool {
+  return run_timers_of(0, created_ps(), pp);
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::run_timers_of(unsigned from, unsigned to, p* skip) noexcept -> bool {
+  bool ran = false;
+  std::int64_t now = 0;
+  for (unsigned i = from; i < to; ++i) {
+    p* other = allp_[i];
+    if (other == skip) continue;
+    std::int64_t w = other->timers.earliest();
+    if (w == 0) continue;
+    if (now == 0) now = nanotime();
+    if (w <= now) {
+      other->timers.run_due(now);
+      ran = true;
+    }
+  }
+  return ran;
+}
+
+// The earliest pending timer over all Ps (Go's timeSleepUntil); 0: none.
+template <class Policy>
+inline auto scheduler<Policy>::earliest_timer() const noexcept -> std::int64_t {
+  std::int64_t next = 0;
+  for_each_p([&](const p* pp) {
+    std::int64_t w = pp->timers.earliest();
+    if (w != 0 && (next == 0 || w < next)) next = w;
+  });
+  return next;
+}
+
+// An M without a P and without work goes to sleep here, for no longer
+// than until the next timer (Go: findRunnable's `stop` path, blocking in
+// netpoll until pollUntil). Returns with a P (true: go look for work
+// again), without one (true: look again, e.g. a timer was added), or
+// false: mm must leave.
+//
+// Only one idle M at a time sleeps with a timeout — the "timer M",
+// timer_m_, waking at timer_m_until_ (Go allows one M blocked in netpoll);
+// the others sleep until handed a P. An M whose next timer is earlier
+// than the timer M's takes the role over.
+//
+// Why no timer is missed: a timer is published (its heap's earliest(),
+// seq_cst) before its adder reads timer_m_until_ (seq_cst) in
+// wake_for_timer; an M about to sleep publishes timer_m_until_ (seq_cst)
+// before it reads every heap's earliest() again. So either the adder sees
+// the sleeper's deadline and wakes it if the new timer is earlier, or the
+// sleeper sees the new timer and does not sleep past it. With no timer M
+// at all the adder calls wakep, which pairs with the delicate dance
+// (nmspinning) and npidle the same way.
+template <class Policy>
+inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
+  std::int64_t next = earliest_timer();
+  if (next != 0 && next <= nanotime()) {
+    // A timer is due: take a P and run it.
+    p* pp;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      pp = pidle_get();
+    }
+    if (pp) {
+      acquirep(mm, pp);
+      return true;
+    }
+    // Every P is running: their Ms run due timers when they next
+    // schedule, and look at the next timer before they sleep.
+    next = 0;
+  }
+  GORO_CHAOS_POINT("park_idle.stopm");
+  switch (stopm(mm, next)) {
+    case wake_reason::leave:
+      return false;
+    case wake_reason::got_p:
+    case wake_reason::again:
+      return true;
+  }
+  return true;
+}
+
+// wakeNetPoller: a timer at `when` was just queued. If the timer M would
+// sleep past it, wake the timer M (it will sleep again, shorter); with no
+// timer M, make sure some M will look at the timers (wakep: an idle P
+// gets a spinning M, which finds nothing to run and becomes the timer M;
+// with no idle P or a spinner already about, an M passes through
+// park_idle anyway).
+template <class Policy>
+inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
+  GORO_CHAOS_POINT("wake_for_timer");
+  std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
+  if (until == 0) {
+    wakep();
+    return;
+  }
+  if (when >= until) return;
+  m* sleeper = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    if (timer_m_ && when < timer_m_until_.load(std::memory_order_relaxed)) {
+      sleeper = timer_m_;
+      m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
+    }
+  }
+  if (sleeper) {
+    GORO_CHAOS_POINT("wake_for_timer.wake");
+    sleeper->park_note.wake();
+    poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+  }
+}
+
+// A spinning M found work: stop spinning, and if it was the last spinner
+// wake another M, so the next burst of work finds a spinner (spinners
+// chain one at a time instead of stampeding).
+template <class Policy>
+inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
+  spinning_.release(mm->spinning);
+  GORO_CHAOS_POINT("reset_spinning.wakep");
+  wakep();
+}
+
+// wakep: if a P is idle and nobody spins, start an M spinning on it.
+//
+// The submit-side barrier. Every path that makes a G runnable publishes
+// it first — runq.put's release store of runnext or tail (spawn, ready,
+// netpoll inject), a global-queue push (plain threads, overflow, netpoll,
+// yield) — and then calls wakep, which reads npidle_ and the spinning count (spinning_).
+// Its pair is every M that gives up a P (find_runnable, handoffp): it
+// publishes the P idle (npidle_) and drops its spinning role
+// (spinning_.release), then work_after_going_idle fences and reads every run
+// queue. Store-then-load on both sides (Dekker): without a StoreLoad
+// barrier on this side, x86 lets the loads below pass the publishing
+// store still in the store buffer, so the submitter sees the P busy or
+// an M spinning while the M sees the queues empty, and nobody runs the
+// G until its submitter's P schedules again — never, with cooperative
+// preemption, if the submitter spins in plain code (tests/wakeup_test.cpp,
+// the chaos soak's spawn-then-spin). With a seq_cst fence on both sides
+// at least one sees the other's write. Go gets this fence from runqput's
+// runnext CAS; a release store is cheaper there, so the fence lives
+// here, once, for every caller.
+//
+// Returns 0, or startm's errno when no M could be started (start_g
+// decides whether that fails the spawn).
+template <class Policy>
+inline auto scheduler<Policy>::wakep() -> int {
+  GORO_CHAOS_POINT("wakep");
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
+  if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
+  spin_token spinning = spinning_.claim_if_none();
+  if (!spinning) return 0;
+  GORO_CHAOS_POINT("wakep.claimed");
+  p* pp;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    pp = pidle_get();
+  }
+  if (!pp) {
+    spinning_.release(spinning);
+    return 0;
+  }
+  GORO_CHAOS_POINT("wakep.startm");
+  return startm(pp, std::move(spinning));
+}
+
+// The idle side of wakep's Dekker pair (the pair is written down at
+// wakep). Called after a P was published idle (pidle_put's npidle_
+// increment) and, for a spinning M, after its spinning role was released:
+// fences, then reads every run queue and the global queue. Either this
+// sees the submitter's G, or the submitter's wakep (publish, fence, read
+// npidle_ and the spinning count (spinning_)) sees the idle P and no spinner. The global
+// queue is read under its lock as well, which also orders this against
+// a pusher that holds the lock without relying on its fence.
+template <class Policy>
+inline auto scheduler<Policy>::work_after_going_idle() noexcept -> bool {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  GORO_CHAOS_POINT("findrunnable.recheck");
+  for (unsigned i = 0, n = created_ps(); i < n; ++i)  // gomaxprocs: a retired P may still hold work
+    if (!allp_[i]->runq.empty()) return true;
+  return !globq_.empty_synced();
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::pidle_put(p* pp) noexcept -> void {
+  if (GORO_UNLIKELY(pp->id >= nprocs_.load(std::memory_order_relaxed))) {  // gomaxprocs: retired
+    retire_locked(pp);
+    return;
+  }
+  pp->status.store(p_status::idle, std::memory_order_relaxed);
+  pp->link = pidle_;
+  pidle_ = pp;
+  npidle_.fetch_add(1, std::memory_order_seq_cst);
+  if (shutdown_waiting_.load(std::memory_order_relaxed)) shutdown_note_.wake();
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::pidle_get() noexcept -> p* {
+  p* pp = pidle_;
+  if (!pp) return nullptr;
+  pidle_ = pp->link;
+  pp->link = nullptr;
+  pp->status.store(p_status::running, std::memory_order_relaxed);
+  npidle_.fetch_sub(1, std::memory_order_seq_cst);
+  sysmon_.on_p_busy();  // sysmon: leave its deep sleep
+  return pp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::m_idle_put(m* mm) noexcept -> void {
+  mm->link = midle_;
+  midle_ = mm;
+  mm->in_idle_list = true;
+  ++nmidle_;  // checkdead
+}
+
+// Prefers an M other than the timer M: the timer M keeps watching the
+// timers (Go's startm never takes the M blocked in netpoll). Taken when
+// it is the only idle M, its role ends; it comes back through park_idle
+// when it runs out of work, and so does every other M (none is parked).
+template <class Policy>
+inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
+  m* mm = midle_;
+  if (!mm) return nullptr;
+  if (mm == timer_m_ && mm->link) {
+    m* next = mm->link;
+    mm->link = next->link;
+    next->link = nullptr;
+    next->in_idle_list = false;
+    --nmidle_;  // checkdead
+    return next;
+  }
+  midle_ = mm->link;
+  mm->link = nullptr;
+  mm->in_idle_list = false;
+  --nmidle_;  // checkdead
+  if (mm == timer_m_) clear_timer_m();
+  return mm;
+}
+
+// The timer M is always on the idle list: whoever takes it off ends its
+// role (the M will come back through park_idle and look at the timers).
+template <class Policy>
+inline auto scheduler<Policy>::clear_timer_m() noexcept -> void {
+  timer_m_ = nullptr;
+  timer_m_until_.store(0, std::memory_order_seq_cst);
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::m_idle_remove(m* target) noexcept -> void {
+  for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
+    if (*pm == target) {
+      *pm = target->link;
+      target->link = nullptr;
+      target->in_idle_list = false;
+      --nmidle_;  // checkdead
+      if (target == timer_m_) clear_timer_m();
+      return;
+    }
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_idle.hpp ----
+// ---- begin goro/detail/sched_mpool.hpp ----
+// The M pool (Go's startm / newm / mstart / stopm / handoffp): starting an
+// M on a P, creating threads, parking an M without a P, and handing a P on
+// when its M leaves. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// sysmon: some startm found no idle M and could not create one (a
+// transient EAGAIN: RLIMIT_NPROC, a pids cgroup). Work may be queued
+// with no M to run it: look again, as wakep (Go's newm throws instead).
+template <class Policy>
+inline auto scheduler<Policy>::retry_start_m() noexcept -> void {
+  if (m_start_failed_.exchange(false, std::memory_order_seq_cst)) (void)wakep();  // fails: sets it again
+}
+
+// startm: runs pp on an idle M (or a new one). Returns 0 or an errno,
+// in which case pp is back on the idle list.
+template <class Policy>
+inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
+  m* mm;
+  m* timer_m;  // netpoll
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    timer_m = timer_m_;  // netpoll
+    mm = m_idle_get();
+  }
+  if (mm) {
+    GORO_CHAOS_POINT("startm.wake");
+    mm->spinning = std::move(spinning);
+    mm->nextp = pp;
+    mm->park_note.wake();
+    if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    return 0;
+  }
+  // Thread creation is deep (pthread_create): run it on g0, not on a
+  // possibly tiny goroutine stack.
+  struct newm_call {
+    scheduler* self;
+    p* pp;
+    spin_token& spinning;
+    int err;
+  } call{this, pp, spinning, 0};
+  on_g0(
+      [](void* a) {
+        auto* c = static_cast<newm_call*>(a);
+        c->err = c->self->newm(c->pp, c->spinning);
+      },
+      &call);
+  int err = call.err;
+  if (err != 0) {
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      pidle_put(pp);
+    }
+    spinning_.release(spinning);
+    // Retried by sysmon, which does not sleep deeply while this is set.
+    // Dekker with sysmon's deep_sleep: it publishes sleeping_, then reads
+    // m_start_failed_; we publish m_start_failed_, then read sleeping_.
+    m_start_failed_.store(true, std::memory_order_seq_cst);
+    sysmon_.on_p_busy();
+  }
+  return err;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
+  m* mm = new (std::nothrow) m();
+  if (!mm) return ENOMEM;
+  mm->sched = this;
+  mm->spinning = std::move(spinning);
+  mm->nextp = pp;
+  mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    allm_.push_back(mm);  // checkdead: counted before it can go idle
+    mm->id = static_cast<std::int32_t>(allm_.size());
+  }
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  threads_alive_.fetch_add(1);
+  int err = create_os_thread(
+      &mm->thread, &attr,
+      [](void* arg) -> void* {
+        auto* self = static_cast<m*>(arg);
+        static_cast<scheduler*>(self->sched)->m_thread_main(self);
+        return nullptr;
+      },
+      mm);
+  pthread_attr_destroy(&attr);
+  if (err != 0) {
+    threads_alive_.fetch_sub(1);
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
+    }
+    spinning = std::move(mm->spinning);  // back to startm, which releases it
+    delete mm;
+    return err;
+  }
+  threads_created_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(lock_);
+  mm->has_thread = true;
+  return 0;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::m_thread_main(m* mm) -> void {
+  thread_altstack altstack;
+  set_current_m(mm);
+  mm->os_thread = pthread_self();  // async preemption
+  mm->async_signal = async_signal;
+  mm->g0_tsan_fiber = tsan_current_fiber();
+  if (mm->nextp) {
+    acquirep(mm, mm->nextp);
+    mm->nextp = nullptr;
+  }
+  m_loop(mm);
+  set_current_m(nullptr);
+  threads_alive_.fetch_sub(1);
+}
+
+// stopm: parks mm (no P) until startm hands it a P (got_p), until it must
+// leave (leave), or, when `until` != 0, no later than that nanotime() if
+// it becomes the timer M (again; also when a timer waker took it off the
+// idle list). See park_idle for the protocol.
+//
+// Who may wake mm: whoever takes it off the idle list (under lock_) owns
+// its wake-up — startm (with nextp), main_finished, wake_for_timer — plus
+// shutdown, which wakes every M. So after a timed-out sleep mm looks
+// whether it is still on the list: if so it removes itself and looks for
+// work; if not, a wake is on its way and it waits for it.
+template <class Policy>
+inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
+  // netpoll: goroutines wait on I/O: become the M blocked in epoll_wait
+  // (no timeout unless a timer is pending).
+  if (until == 0 && poller_.waiters() > 0) until = INT64_MAX;
+  bool timed = false;
+  GORO_CHAOS_POINT("stopm.publish");
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    if (should_leave(mm)) return wake_reason::leave;
+    mm->park_note.clear();
+    m_idle_put(mm);
+    if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.load(std::memory_order_relaxed))) {
+      timer_m_ = mm;
+      timer_m_until_.store(until, std::memory_order_seq_cst);
+      timed = true;
+    }
+    checkdead(mm);
+  }
+  m_parks_.fetch_add(1, std::memory_order_relaxed);
+  GORO_CHAOS_POINT("stopm.published");
+  if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
+  bool woken = true;
+  if (timed) {
+    // The second half of the handshake with wake_for_timer: a timer
+    // published before our deadline was would not wake us.
+    std::int64_t next = earliest_timer();
+    std::int64_t now = nanotime();
+    if (next != 0 && next < until)
+      woken = false;  // look again at once
+    else
+      woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
+    if (!woken) {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (mm->in_idle_list) {
+        m_idle_remove(mm);
+        return wake_reason::again;
+      }
+      // Taken off the list meanwhile: its taker's wake is on the way.
+    }
+  }
+  GORO_CHAOS_POINT("stopm.sleep");
+  if (mm->run_caller)
+    deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
+  else
+    mm->park_note.sleep();  // returns at once if already woken
+  if (mm->nextp) {
+    acquirep(mm, mm->nextp);
+    mm->nextp = nullptr;
+    return wake_reason::got_p;
+  }
+  if (should_leave(mm)) return wake_reason::leave;
+  return wake_reason::again;  // taken off the list without a P: look again
+}
+
+// mm leaves the scheduler: hand its P (and its spinning role) on.
+template <class Policy>
+inline auto scheduler<Policy>::leave(m* mm) -> void {
+  p* pp = mm->pp;
+  if (!pp)
+    pp = std::exchange(mm->nextp, nullptr);
+  else
+    releasep(mm);
+  spin_token spinning = std::move(mm->spinning);
+  if (pp)
+    handoffp(pp, std::move(spinning));
+  else
+    spinning_.release(spinning);
+}
+
+// handoffp (Go's handoffp): a P whose M leaves — for a locked thread, at
+// exit, or stuck in a blocking call (sysmon's retake) — goes to another
+// M if there is work for it; else, if no M spins and no P idles, to a
+// spinning M (the busy Ps may have work to steal, and nobody else would
+// look for it until the next wakep); else to the idle list.
+template <class Policy>
+inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
+  GORO_CHAOS_POINT("handoffp");
+  if (exiting_.load(std::memory_order_acquire)) {
+    spinning_.release(spinning);
+    std::lock_guard<std::mutex> lk(lock_);
+    pidle_put(pp);
+    return;
+  }
+  if (spinning || !pp->runq.empty() || !globq_.empty()) {
+    (void)startm(pp, std::move(spinning));  // on failure pp is back on the idle list
+    return;
+  }
+  if (npidle_.load(std::memory_order_seq_cst) == 0) {
+    if (spin_token t = spinning_.claim_if_none()) {
+      (void)startm(pp, std::move(t));
+      return;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    pidle_put(pp);
+  }
+  // The checks above can miss work published by a submitter that then
+  // saw this P busy in its wakep: look again now that it is idle.
+  GORO_CHAOS_POINT("handoffp.recheck");
+  if (work_after_going_idle()) wakep();
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_mpool.hpp ----
+// ---- begin goro/detail/sched_locked.hpp ----
+// Goroutines wired to one M: lock_os_thread hand-offs (Go's startlockedm /
+// stoplockedm, and a thread that exits with its locked G), and goroutines
+// pinned to their M by async preemption, which wait for a P the same way.
+// Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// startlockedm: mm picked gp, which is wired to another M: hand mm's P
+// to that M, which runs gp. Returns false if gp was unwired meanwhile
+// (its M left: see stoplockedm); mm then runs it itself.
+//
+// Under lock_, so that the locked M cannot leave (and be freed) between
+// our read of gp->lockedm and the hand-off. The locked M may still be on
+// its way to stoplockedm, holding its old P: it gives that one away first
+// and then finds nextp.
+template <class Policy>
+inline auto scheduler<Policy>::startlockedm(m* mm, g* gp) -> bool {
+  std::lock_guard<std::mutex> lk(lock_);
+  m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
+  if (!lm || lm == mm) return false;
+  p* pp = mm->pp;
+  releasep(mm);
+  lm->nextp = pp;
+  if (lm->locked_wait) {
+    lm->locked_wait = false;
+    --nmlocked_wait_;
+  }
+  lm->park_note.wake();  // under lock_: lm cannot be freed before we return
+  return true;
+}
+
+// stoplockedm: mm's locked G stopped running (it parked, yielded or was
+// preempted, or left goro::blocking without a P): give mm's P away and
+// sleep until a P is handed back with the G (startlockedm). Returns false
+// when mm must leave instead (shutdown, or the run() caller's M once main
+// finished or deadlocked): then the G is unwired, under the same lock
+// hold, so no startlockedm can hand this M a P any more.
+//
+// Also the "wedged" state of the run() caller's M after a goroutine exited
+// locked to it (drop_locked_thread): no lockedg, it sleeps until it must
+// leave.
+//
+// Wake-ups: every waker changes state (nextp, deadlock_, main_done_,
+// exiting_) before its wake; the note is cleared before the state is read
+// under lock_, so either the read sees the change or the wake comes after
+// the clear.
+template <class Policy>
+inline auto scheduler<Policy>::stoplockedm(m* mm) -> bool {
+  if (mm->pp) handoffp_locked_m(mm);
+  for (;;) {
+    mm->park_note.clear();
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (mm->nextp) {
+        acquirep(mm, std::exchange(mm->nextp, nullptr));
+        return true;
+      }
+      if (should_leave(mm)) {
+        if (mm->locked_wait) {
+          mm->locked_wait = false;
+          --nmlocked_wait_;
+        }
+        if (g* gp = std::exchange(mm->lockedg, nullptr)) gp->lockedm.store(nullptr, std::memory_order_relaxed);
+        return false;
+      }
+      if (!mm->locked_wait) {
+        mm->locked_wait = true;
+        ++nmlocked_wait_;
+        checkdead(mm);
+      }
+    }
+    if (mm->run_caller)
+      deadcheck_ops::sleep(*this, mm);  // checkdead: confirms a suspected deadlock
+    else
+      mm->park_note.sleep();
+  }
+}
+
+// goexit0 with a locked G (Go: "the thread may have tainted state"): the
+// thread does not go back to the pool. A thread M hands its P on and its
+// thread exits (returns false: leave m_loop). The run() caller's thread
+// cannot exit: once main finished it leaves run() as usual; before that
+// it is wedged (sleeps, without a P) until it must leave (Go keeps a
+// wedged m0 the same way).
+template <class Policy>
+inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
+  mm->exit_thread = false;
+  if (mm->run_caller) {
+    if (!should_leave(mm)) (void)stoplockedm(mm);  // no lockedg: returns only when mm must leave
+    leave(mm);
+    return false;
+  }
+  handoffp_locked_m(mm);
+  std::lock_guard<std::mutex> lk(lock_);
+  ++nmexited_;  // it stays in allm_ (joined by shutdown)
+  checkdead(mm);
+  return false;
+}
+
+// handoffp(releasep()) for an M that will not look for work itself: if
+// the P goes idle with timers, make sure some M watches them (the end of
+// Go's handoffp: wakeNetPoller). Otherwise a locked G's own sleep timer,
+// left on this P, could have no M to fire it.
+template <class Policy>
+inline auto scheduler<Policy>::handoffp_locked_m(m* mm) -> void {
+  p* pp = mm->pp;
+  releasep(mm);
+  handoffp(pp);
+  if (std::int64_t when = pp->timers.earliest(); when != 0) wake_for_timer(when);
+}
+
+// async preemption: mm holds goroutines preempted by SIGURG, which only
+// mm may resume (their code may keep this thread's TLS addresses in
+// registers, and their rt_sigreturn restores this thread's sigaltstack).
+// Alternate: one G from the run queues (local, then global) if there is
+// one, then the oldest pinned G. mm keeps its P meanwhile; find_runnable
+// (timers, stealing, idling, leaving) waits until no pinned G is left.
+// When mm loses its P (a goro::blocking call, or a hand-off to a locked
+// M) it waits for one in park_pinned.
+template <class Policy>
+inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
+  p* pp = mm->pp;
+  // checkTimers, as find_runnable does first: while hogs keep being
+  // async-preempted this M never gets to find_runnable, and the P's
+  // timers (a ticker, a sleeper) would never fire (benchmarks/tail_latency
+  // --async 1 hung). What they ready lands in pp's run queue, taken below.
+  if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
+  if (!mm->async_queued_turn && pp) {
+    bool inherit_unused;  // a new slice: m_loop runs it with inherit false
+    g* gp = next_local(pp, inherit_unused, [&] { return glob_get(pp, 1); });
+    if (!gp) gp = glob_get(pp, 0);
+    if (gp) {
+      mm->async_queued_turn = true;
+      return gp;
+    }
+  }
+  mm->async_queued_turn = false;
+  g* gp = mm->async_pinned;
+  mm->async_pinned = gp->link;
+  if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
+  gp->link = nullptr;
+  return gp;
+}
+
+// async preemption: mm holds pinned Gs but no P. It waits for one the way
+// a locked M does (Go's stoplockedm / startlockedm): its oldest pinned G
+// goes to the global queue wired to mm for the time being (the token), so
+// whichever M picks it hands its P to mm, which resumes it here and runs
+// its other pinned Gs. A token is never unwired by stoplockedm's leave
+// path: only shutdown (no goroutine left) or the run() caller's M (which
+// never pins, see m_base::keeps_main) leave there.
+template <class Policy>
+inline auto scheduler<Policy>::park_pinned(m* mm) -> void {
+  g* gp = mm->async_pinned;
+  mm->async_pinned = gp->link;
+  if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
+  gp->link = nullptr;
+  mm->async_token = gp;
+  gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
+  mm->lockedg = gp;
+  requeue_global(gp);
+}
+
+// The token came back with a P: an ordinary pinned G again.
+template <class Policy>
+inline auto scheduler<Policy>::unwire_token(m* mm, g* gp) noexcept -> void {
+  mm->async_token = nullptr;
+  mm->lockedg = nullptr;
+  gp->lockedm.store(nullptr, std::memory_order_relaxed);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_locked.hpp ----
+// ---- begin goro/detail/sched_galloc.hpp ----
+// G records, stacks and ids (Go's gfget / gfput, stackalloc), and a
+// goroutine's first and last steps: goroutine_main (the first frame on
+// every stack) and goexit0. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// A stack from the allocator; the default one also says whether it has a guard region.
+template <class Policy>
+inline auto scheduler<Policy>::allocate_stack(std::size_t size) -> cached_stack {
+  cached_stack c{{}, false};
+  if constexpr (lazy_stacks)
+    c.mem = alloc_.allocate(size, c.guarded);
+  else
+    c.mem = alloc_.allocate(size);
+  return c;
+}
+
+// start_g's bookkeeping for run()'s main goroutine when this thread has a
+// P: it runs here at once instead of being queued (lockosthread: main
+// starts on the run() caller's thread).
+template <class Policy>
+inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
+  gp->sched = this;
+  gp->status.store(g_status::runnable, std::memory_order_relaxed);
+  sysmon_.ensure_started();
+  new_g_on_p(pp, gp);
+}
+
+// A new G on P pp (newproc): its stack now with a custom allocator (may
+// throw: then nothing changed but the stack cache), an id from pp's batch
+// (Go hands out goids 16 at a time per P), and pp's spawn count.
+template <class Policy>
+inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
+  if constexpr (!lazy_stacks) attach_stack(pp, gp);
+  if (pp->goid_next == pp->goid_end) {
+    pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
+    pp->goid_end = pp->goid_next + goid_batch;
+  }
+  gp->id = pp->goid_next++;
+  pp->spawns.inc();
+}
+
+// gfget / gfput (Go's gfget / gfput): a P keeps up to p_gfree_max free
+// G records; it refills gfree_batch at a time from the global list and
+// gives half back when full.
+template <class Policy>
+inline auto scheduler<Policy>::gfget(p* pp) -> g* {
+  if (pp->ngfree == 0) {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    if (gfree_.empty()) new_g_block_locked();
+    const std::size_t n = std::min<std::size_t>(gfree_batch, gfree_.size());
+    std::copy(gfree_.end() - static_cast<std::ptrdiff_t>(n), gfree_.end(), pp->gfree);
+    gfree_.resize(gfree_.size() - n);
+    pp->ngfree = static_cast<std::uint32_t>(n);
+  }
+  g* gp = pp->gfree[--pp->ngfree];
+  // The next spawn's record: fetch it (for writing) while this one runs.
+  if (pp->ngfree) prefetch_for_write(pp->gfree[pp->ngfree - 1]);
+  return gp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::gfput(p* pp, g* gp) noexcept -> void {
+  gp->status.store(g_status::idle, std::memory_order_relaxed);
+  if (pp->ngfree == p_gfree_max) {
+    // The older half to the global list (capacity reserved: no
+    // allocation); the recently freed, cache-hot half stays.
+    constexpr std::uint32_t half = p_gfree_max / 2;
+    {
+      std::lock_guard<std::mutex> lk(gfree_lock_);
+      gfree_.insert(gfree_.end(), pp->gfree, pp->gfree + half);
+    }
+    std::copy(pp->gfree + half, pp->gfree + p_gfree_max, pp->gfree);
+    pp->ngfree -= half;
+  }
+  pp->gfree[pp->ngfree++] = gp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::gfget_global_or_new() -> g* {
+  std::lock_guard<std::mutex> lk(gfree_lock_);
+  if (gfree_.empty()) new_g_block_locked();
+  g* gp = gfree_.back();
+  gfree_.pop_back();
+  return gp;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::gfput_global(g* gp) noexcept -> void {
+  gp->status.store(g_status::idle, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(gfree_lock_);
+  gfree_.push_back(gp);  // capacity reserved: no allocation
+}
+
+// Allocates gfree_batch G records in one block onto the global free list
+// (gfree_lock_ held). The list and the global run queue get room for
+// every record first, so their pushes never allocate. May raise
+// bad_alloc; nothing changes then.
+template <class Policy>
+inline auto scheduler<Policy>::new_g_block_locked() -> void {
+  const std::size_t total = (g_blocks_.size() + 1) * gfree_batch;
+  globq_.reserve(total);
+  gfree_.reserve(total);
+  g_blocks_.reserve(g_blocks_.size() + 1);
+  auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
+  if (!block) raise_bad_alloc();
+  debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
+  for (std::uint32_t i = gfree_batch; i-- > 0;) {
+    block[i].sched = this;
+    gfree_.push_back(&block[i]);
+  }
+  g_blocks_.push_back(std::move(block));
+}
+
+// Gives gp a stack from pp's cache (refilled from the allocator in a
+// batch: the most recently freed stacks are cache-hot).
+template <class Policy>
+inline auto scheduler<Policy>::attach_stack(p* pp, g* gp) -> void {
+  if (pp->nstack == 0) {
+    std::uint32_t want = lazy_stacks ? stack_refill : 1;
+    while (pp->nstack < want) {
+      cached_stack c;
+      if (pp->nstack == 0) {
+        c = allocate_stack(stack_bytes);  // may throw bad_alloc
+      } else {
+        GORO_TRY { c = allocate_stack(stack_bytes); }
+        GORO_CATCH_ALL { break; }
+      }
+      pp->stack_cache[pp->nstack++] = c;
+    }
+  }
+  init_stack(gp, pp->stack_cache[--pp->nstack]);
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::init_stack(g* gp, cached_stack c) noexcept -> void {
+  stack_memory s = c.mem;
+  asan_unpoison(s.lo, s.size);
+  gp->stack = s;
+  gp->stack_canary = !c.guarded;
+  if (gp->stack_canary) write_canary(s);
+  gp->sp = make_context(s.lo, s.size - stack_color(s), &goroutine_main);
+  if (!gp->tsan_fiber) gp->tsan_fiber = tsan_create_fiber();
+}
+
+// Stack colouring: stacks are page-aligned (and usually 64 KiB + guard
+// apart), so without an offset every goroutine's top frames would sit at
+// the same offset within a page, all in one L1/L2 cache set, and a run
+// queue of a thousand goroutines would miss the cache at every switch. The
+// initial frame starts a pseudo-random number of cache lines below the top
+// (at most 1/16 of the stack, at most 2 KiB: more would often push a
+// parked goroutine's few hundred bytes of frames into a second page).
+template <class Policy>
+inline auto scheduler<Policy>::stack_color(const stack_memory& s) noexcept -> std::size_t {
+  const std::size_t lines = std::min<std::size_t>(s.size / 16, 2048) / 64;
+  if (lines <= 1) return 0;
+  const std::uint64_t k = reinterpret_cast<std::uintptr_t>(s.lo) >> 12;
+  return static_cast<std::size_t>((k * 0x9e3779b97f4a7c15ull) >> 58) % lines * 64;
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::release_stack(p* pp, g* gp) noexcept -> void {
+  stack_memory s = gp->stack;
+  gp->stack = {};
+  gp->sp = nullptr;
+  if (s.size != stack_bytes) {  // the main goroutine's larger stack
+    asan_unpoison(s.lo, s.size);
+    alloc_.deallocate(s);
+    return;
+  }
+  pp->stack_cache[pp->nstack++] = {s, !gp->stack_canary};
+  if (pp->nstack == p_stack_cache_max) {
+    while (pp->nstack > p_stack_cache_max / 2) {
+      stack_memory x = pp->stack_cache[--pp->nstack].mem;
+      asan_unpoison(x.lo, x.size);
+      alloc_.deallocate(x);
+    }
+  }
+}
+
+// goexit0: gp finished; recycle its stack and record.
+template <class Policy>
+inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
+  bool was_main = gp->is_main;
+  gp->status.store(g_status::dead, std::memory_order_relaxed);
+  gp->is_main = false;
+  clear_preempt(gp);
+  release_stack(pp, gp);
+  gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
+  gp->eh_uncaught = 0;
+  gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
+  gp->no_kill = false;
+  pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
+  gfput(pp, gp);
+  if (was_main) main_finished();
+}
+
+// Entry of every goroutine (first frame on its stack).
+// `arg` is what the switch passed (see goroutine_resumed).
+template <class Policy>
+inline auto scheduler<Policy>::goroutine_main(void* arg) -> void {
+  g* gp = (arg ? static_cast<m_base*>(arg) : current_m())->curg;
+  goroutine_resumed(gp, arg);
+  // main_return: a goroutine that starts once its runtime ends its
+  // goroutines is discarded (its functor destroyed here, unrun).
+  const bool discard = GORO_UNLIKELY(gp->sched->ending_goroutines.load(std::memory_order_relaxed)) && !gp->is_main;
+  if (discard) gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
+  run_goroutine(gp, !discard);
+  m_base* mm = current_m();
+  mm->after = after_switch::exit;
+  switch_to_g0(mm, gp);
+  fatal("goro: internal error: a finished goroutine was resumed");
+}
+
+// Runs gp's closure. An exception escaping a goroutine other than main
+// (main's closure catches its own, for run() to rethrow) is fatal.
+template <class Policy>
+inline auto scheduler<Policy>::run_goroutine(g* gp, bool run) noexcept -> void {
+#if GORO_EXCEPTIONS
+  try {
+    gp->closure_op(gp, run);
+  } catch (const goexit_unwind&) {
+  } catch (const std::exception& e) {
+    uncaught_exception(gp, e.what());
+  } catch (...) {
+    uncaught_exception(gp, "unknown exception (not derived from std::exception)");
+  }
+#else
+  gp->closure_op(gp, run);
+#endif
+}
+
+template <class Policy>
+[[noreturn]] inline auto scheduler<Policy>::uncaught_exception(g* gp, const char* what) noexcept -> void {
+  std::fprintf(stderr, "goro: goroutine %llu: uncaught exception: %s\n", static_cast<unsigned long long>(gp->id), what);
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_galloc.hpp ----
+// ---- begin goro/detail/sched_resize.hpp ----
+// gomaxprocs(n) (Go's procresize without stopping the world): P records
+// are created, activated and retired. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// Go's GOMAXPROCS(n) (stopTheWorld, procresize, startTheWorld), without
+// stopping the Ps that stay: returns the previous count once there are
+// n Ps. Growing creates P records (or reactivates retired ones) and puts
+// them on the idle list. Shrinking marks Ps [n, old) retired: idle ones
+// leave the idle list at once; a busy one is given up by its M at its
+// next scheduling point (its local queue goes to the global queue), so
+// its running goroutine is asked to yield, and one in goro::blocking is
+// taken from its call (as sysmon's retake does). Waits until every
+// retired P is given up (yielding, inside a goroutine; the caller's own
+// P may be one of them). A retired P keeps its timers, which every
+// active P runs. A goroutine that never reaches a safe point
+// (preemption::cooperative with no preempt_point()) on a retired P
+// delays the return, as it would delay Go's stop-the-world.
+template <class Policy>
+inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
+  if (n == 0) return active_ps();
+  if (n > max_procs) raise_usage("gomaxprocs(n): n must be at most 4096");
+  unsigned old;
+  {
+    std::lock_guard<std::mutex> rl(resize_lock_);
+    auto fresh = make_ps(created_ps(), n);  // may throw bad_alloc: nothing changed yet
+    std::lock_guard<std::mutex> lk(lock_);
+    create_ps_locked(std::move(fresh));
+    old = nprocs_.load(std::memory_order_relaxed);
+    if (n == old) return old;
+    nprocs_.store(n, std::memory_order_seq_cst);
+    if (n > old) {
+      activate_locked(old, n);
+    } else {
+      for (p** link = &pidle_; *link;) {
+        p* pp = *link;
+        if (pp->id < n) {
+          link = &pp->link;
+          continue;
+        }
+        *link = pp->link;
+        pp->link = nullptr;
+        npidle_.fetch_sub(1, std::memory_order_seq_cst);
+        retire_locked(pp);
+      }
+    }
+  }
+  if (n > old) {
+    GORO_CHAOS_POINT("gomaxprocs.grow");
+    wakep();  // work queued anywhere gets the new Ps
+    return old;
+  }
+  while (!retired_ps_released(n)) {
+    GORO_CHAOS_POINT("gomaxprocs.shrink_wait");
+    m* mm = this_m();
+    if (mm && mm->curg && mm->pp) {
+      // Yield (Gosched): the others run meanwhile, and if this goroutine's
+      // own P is retired, its M gives it up now (gosched goes through g0
+      // on a retired P).
+      gosched(mm);
+    } else {
+      timespec ts{0, 20'000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+  return old;
+}
+
+// New P records with ids [from, to) (none if to <= from).
+template <class Policy>
+inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vector<std::unique_ptr<p>> {
+  std::vector<std::unique_ptr<p>> ps;
+  for (unsigned i = from; i < to; ++i) {
+    ps.push_back(std::make_unique<p>());
+    ps.back()->id = i;
+  }
+  return ps;
+}
+
+// Publishes new P records (lock_ held): their slots, then nallp_, then a
+// steal order covering them.
+template <class Policy>
+inline auto scheduler<Policy>::create_ps_locked(std::vector<std::unique_ptr<p>> ps) -> void {
+  if (ps.empty()) return;
+  unsigned to = ps.back()->id + 1;
+  auto order = std::make_unique<coprime_order>(to);
+  steal_orders_.reserve(steal_orders_.size() + 1);
+  p_records_.reserve(p_records_.size() + ps.size());  // no throw past this point
+  for (auto& rec : ps) {
+    allp_[rec->id] = rec.get();
+    p_records_.push_back(std::move(rec));
+  }
+  nallp_.store(to, std::memory_order_release);
+  steal_order_.store(order.get(), std::memory_order_release);
+  steal_orders_.push_back(std::move(order));
+}
+
+// Ps [from, to) are active (nprocs_ covers them): fresh and retired ones
+// go on the idle list; one not retired is still held by its M (or in a
+// blocking call) and simply stays (lock_ held).
+template <class Policy>
+inline auto scheduler<Policy>::activate_locked(unsigned from, unsigned to) noexcept -> void {
+  for (unsigned i = to; i-- > from;) {  // P `from` on top of the idle list
+    p* pp = allp_[i];
+    if (!pp->retired) continue;
+    pp->retired = false;
+    pidle_put(pp);
+  }
+}
+
+// A retired P (id >= nprocs_) loses its owner (lock_ held): its queued
+// goroutines go to the global queue (the caller wakes an M for them) and
+// its free G records to the global list; it then sits on no list until a
+// growth reactivates it (Go's p.destroy, minus freeing the record).
+template <class Policy>
+inline auto scheduler<Policy>::retire_locked(p* pp) noexcept -> void {
+  pp->status.store(p_status::idle, std::memory_order_relaxed);
+  pp->retired = true;
+  pp->runq.drain([this](g* gp) { globq_.push_back(gp); });
+  if (pp->ngfree) {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    gfree_.insert(gfree_.end(), pp->gfree, pp->gfree + pp->ngfree);  // capacity reserved: no allocation
+    pp->ngfree = 0;
+  }
+  if (shutdown_waiting_.load(std::memory_order_relaxed)) shutdown_note_.wake();
+}
+
+// mm's P was retired by a shrink: give it up (find_runnable then looks
+// for an active P).
+template <class Policy>
+inline auto scheduler<Policy>::drop_retired_p(m* mm) -> void {
+  p* pp = mm->pp;
+  const bool had_work = !pp->runq.empty();
+  spin_token spinning = std::move(mm->spinning);
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    releasep(mm);
+    pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
+  }
+  const bool was_spinning = spinning_.release(spinning);
+  GORO_CHAOS_POINT("drop_retired_p.wakep");
+  if (had_work || was_spinning) wakep();
+}
+
+// resize's wait: true once no P of [n, nallp_) is held any more. Asks the
+// goroutine running on each held one to yield, and takes one in a
+// blocking call from it (retake), so it is retired now.
+template <class Policy>
+inline auto scheduler<Policy>::retired_ps_released(unsigned n) -> bool {
+  bool released = true;
+  for (unsigned i = n, c = created_ps(); i < c; ++i) {
+    p* pp = allp_[i];
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      if (pp->retired || pp->id < nprocs_.load(std::memory_order_relaxed)) continue;  // done, or active again
+    }
+    released = false;
+    auto st = pp->status.load(std::memory_order_acquire);
+    if (st == p_status::syscall &&
+        pp->status.compare_exchange_strong(st, p_status::running, std::memory_order_acq_rel)) {
+      handoffp(pp);
+    } else if (st != p_status::idle) {
+      sysmon_.preemptone(pp);  // also a G back from its call on the fast path
+    }
+  }
+  return released;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_resize.hpp ----
+// ---- begin goro/detail/sched_lifecycle.hpp ----
+// A runtime's life: run() with the calling thread as an M, main finishing,
+// checkdead (every M stopped: arm the deadlock confirmation), shutdown
+// (wait for the goroutines, report those blocked forever, stop the Ms) and
+// freeing the records. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// Runs the main goroutine, whose closure set_main_closure(g, arg) sets up;
+// returns when it has finished.
+template <class Policy>
+inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), void* arg) -> void {
+  if (current_m() != nullptr) raise_usage("run() called from inside a goroutine or an M (it would block the M)");
+  if (run_active_.exchange(true, std::memory_order_acq_rel)) raise_usage("run() is already active on this runtime");
+  struct clear_active {
+    std::atomic<bool>& f;
+    ~clear_active() { f.store(false, std::memory_order_release); }
+  } clear{run_active_};
+
+  g* main_g = gfget_global_or_new();
+  GORO_TRY { set_main_closure(main_g, arg); }
+  GORO_CATCH_ALL {
+    gfput_global(main_g);
+    GORO_RETHROW;
+  }
+  main_g->is_main = true;
+  main_g->created_pc = nullptr;  // goroutine dump: main has no creator
+  main_done_.store(false, std::memory_order_relaxed);
+  deadlock_.store(false, std::memory_order_relaxed);  // checkdead
+
+  auto mm = std::make_unique<m>();
+  mm->run_caller = true;
+  mm->extm_self = extm_counted_here();  // checkdead
+  mm->sched = this;
+  mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
+  run_m_.store(mm.get(), std::memory_order_release);
+  thread_altstack altstack;
+  thread_eh_scope caller_eh;  // the caller's exception state is not main's
+  set_current_m(mm.get());
+  mm->os_thread = pthread_self();  // async preemption
+  mm->async_signal = async_signal;
+  mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
+  mm->g0_tsan_fiber = tsan_current_fiber();
+
+  p* pp;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    pp = pidle_get();
+  }
+  // lockosthread: main is wired to this thread until its closure starts
+  // (Go's runtime.main locks the main goroutine to m0 during init), and
+  // released there unless it called lock_os_thread() itself. With a P it
+  // runs here at once; without one it waits in the global queue and the
+  // M that picks it hands its P to this M (startlockedm).
+  main_g->lockedm.store(mm.get(), std::memory_order_relaxed);
+  mm->lockedg = main_g;
+  if (pp) {
+    acquirep(mm.get(), pp);
+    start_main_here(pp, main_g);  // lockosthread: not queued (a spinning M could steal it from runnext)
+  } else {
+    // Every P is busy with goroutines started before run(): queue main
+    // globally; this M waits for a P like any idle M.
+    start_g(main_g);
+  }
+  m_loop(mm.get(), pp ? main_g : nullptr);
+
+  set_current_m(nullptr);
+  {
+    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+    run_m_.store(nullptr, std::memory_order_release);
+    deadcheck_at_ = 0;  // checkdead
+  }
+  // checkdead: main is blocked forever; it is left so, and released by
+  // the destructor (shutdown) like any goroutine blocked forever.
+  const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
+  // main_return: main returned (or threw): the others end before run() returns.
+  if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
+  if (deadlocked)
+    raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
+                          format_goroutines(collect_goroutines(this)));  // goroutine dump
+}
+
+// Waits for every goroutine, then stops the Ms. Goroutines that can never
+// run again (all Ps idle, nothing queued) are reported and released.
+template <class Policy>
+inline auto scheduler<Policy>::shutdown() noexcept -> void {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (current_m() != nullptr && current_m()->sched == this)
+    fatal("goro: runtime destroyed from inside one of its own goroutines");
+  // main_return: goroutines started by go() while no run() was active
+  // (or left by one) end as when main returns.
+  if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
+  for (;;) {
+    bool idle;
+    {
+      std::lock_guard<std::mutex> lk(lock_);
+      idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
+             spinning_.count(std::memory_order_relaxed) == 0;
+    }
+    // No goroutine left: done, whatever timers remain (a ticker nobody
+    // stopped). Otherwise a pending timer is pending work: sleeping
+    // goroutines are not blocked forever (Go's checkdead says the same).
+    if (idle && live_goroutines() == 0) break;
+    std::int64_t next_timer = idle ? earliest_timer() : 0;
+    // netpoll: a goroutine waiting on an open fd can be woken by the network.
+    const bool io_wait = poller_.waiters() > 0;
+    if (idle && next_timer == 0 && !io_wait) {
+      std::size_t live = live_goroutines();
+      if (live == 0) break;
+      // Re-check after a moment: a thread outside the runtime may be
+      // about to ready one of them.
+      shutdown_note_.clear();
+      shutdown_waiting_.store(true, std::memory_order_seq_cst);
+      shutdown_note_.sleep_for(10'000'000);
+      shutdown_waiting_.store(false, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lk(lock_);
+      if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
+          earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
+        // goroutine dump: which ones, and where they wait
+        const std::string dump = format_goroutines(collect_goroutines(this));
+        std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n\n%s", live, live == 1 ? "" : "s",
+                     dump.c_str());
+        blocked_at_shutdown_ = live;
+        break;
+      }
+      continue;
+    }
+    // netpoll: goroutines wait on I/O but no M watches the network (the
+    // run() caller's M left): start one; it ends up blocked in epoll_wait.
+    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep();
+    // Busy: look again in a millisecond (a P going idle wakes us sooner).
+    // Only timers pending: look again when the next one is due.
+    long long wait_ns = 1'000'000;
+    if (next_timer != 0) {
+      std::int64_t until_due = next_timer - nanotime();
+      wait_ns = std::clamp<long long>(until_due, 1'000'000, 100'000'000);
+    }
+    shutdown_note_.clear();
+    shutdown_waiting_.store(true, std::memory_order_seq_cst);
+    shutdown_note_.sleep_for(wait_ns);
+    shutdown_waiting_.store(false, std::memory_order_relaxed);
+  }
+  sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
+  // Stop the Ms: every one is parked (or about to be) in the idle list.
+  exiting_.store(true, std::memory_order_seq_cst);
+  std::vector<m*> ms;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    ms = allm_;
+  }
+  for (m* mm : ms) mm->park_note.wake();
+  poller_.brk();  // netpoll: the M blocked in epoll_wait
+  for (m* mm : ms) {
+    if (mm->has_thread) pthread_join(mm->thread, nullptr);
+    delete mm;
+  }
+  unlink_blocked();
+  // Timers still queued (a ticker nobody stopped, with no goroutine left)
+  // are detached: deleting them later finds them on no heap.
+  for_each_p([](p* pp) { pp->timers.clear(); });
+  // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
+  // goroutine_dump() on another runtime) reads our G records and Ps under
+  // the registry's lock; once unregistered, none can reach them.
+  unregister_runtime(this);
+  release_memory();
+}
+
+// checkdead (Go's checkdead): called with lock_ held each time an M stops
+// — joins the idle list (stopm), sleeps in stoplockedm, or exits. While
+// run() is active (and detection is on): if every M is stopped, every P
+// idle, the global queue empty, no timer pending and nobody waiting on
+// I/O (dead_locked), no goroutine can be readied from inside the runtime.
+// Only a thread outside it can still: a plain thread (an external M,
+// extm.hpp) or another runtime. So this only arms the confirmation: the
+// run() caller's M (woken here to sleep timed, unless it is the one
+// stopping) sets deadlock_ once it has lasted a grace period with no
+// external activity and no live external M (deadcheck.hpp), leaves, and
+// run_main throws deadlock_error.
+//
+// Why nothing inside the runtime is missed: an M leaves the idle list /
+// locked wait only under lock_ (m_idle_get, m_idle_remove, startlockedm),
+// and a G is made runnable only by a running M (which is not stopped), by
+// a timer (still pending on a heap, seq_cst earliest()), by the poller
+// (its waiters), or from outside (external activity). A G queued from
+// outside before this check is in globq_, read under the same lock. An M
+// being created is in allm_ (newm adds it before pthread_create) and not
+// idle; a G in goro::blocking keeps its M out of the idle list.
+//
+// The grace period runs from the last M's stop: an armed check gets a new
+// deadline (the run() caller's M, armed, is stopped in its confirming
+// sleep or on its way there, and looks again at the old one).
+template <class Policy>
+inline auto scheduler<Policy>::checkdead(m* self) noexcept -> void {
+  if (!dead_locked()) return;
+  const bool armed = deadcheck_at_ != 0;
+  deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
+  deadcheck_at_ = nanotime() + deadlock_grace_ns;
+  if (armed) return;
+  m* rm = run_m_.load(std::memory_order_relaxed);
+  if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+}
+
+// Whether no goroutine can be readied from inside the runtime (lock_ held).
+template <class Policy>
+inline auto scheduler<Policy>::dead_locked() noexcept -> bool {
+  if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return false;
+  if (!run_m_.load(std::memory_order_relaxed) || deadlock_.load(std::memory_order_relaxed)) return false;
+  const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
+  if (nmidle_ + nmlocked_wait_ < mcount) return false;
+  if (npidle_.load(std::memory_order_relaxed) != active_ps() || !globq_.empty_synced()) return false;
+  if (poller_.waiters() > 0) return false;  // netpoll: the network may ready them
+  return earliest_timer() == 0;
+}
+
+// Takes the run() caller's M off the idle list or out of its locked wait
+// (lock_ held); true if it was there: the caller owns its wake-up.
+template <class Policy>
+inline auto scheduler<Policy>::take_run_m_locked(m* rm) noexcept -> bool {
+  if (rm->in_idle_list) {
+    m_idle_remove(rm);
+    return true;
+  }
+  if (rm->locked_wait) {
+    rm->locked_wait = false;
+    --nmlocked_wait_;
+    return true;
+  }
+  return false;
+}
+
+// The main goroutine finished: the run() caller's M must leave at its
+// next scheduling point; wake it if it is parked.
+//
+// The run() caller may see main_done_ and return (destroying its M) at any
+// moment after the store, so run_m_ is read under lock_, which run_main
+// holds to clear it before the M is destroyed; an M found in the idle list
+// is parked and cannot go away until the wake-up below.
+template <class Policy>
+inline auto scheduler<Policy>::main_finished() noexcept -> void {
+  // main_return: the other goroutines start ending now (the ender thread
+  // is published to run_main by the store below).
+  if (unwind_on_main_return_) main_return_ops::main_finished(*this);
+  main_done_.store(true, std::memory_order_seq_cst);
+  m* rm = nullptr;
+  bool was_timer_m = false;
+  {
+    std::lock_guard<std::mutex> lk(lock_);
+    m* r = run_m_.load(std::memory_order_relaxed);
+    if (r && r != this_m() && r->in_idle_list) {
+      was_timer_m = r == timer_m_;
+      m_idle_remove(r);
+      rm = r;
+    } else if (r && r != this_m() && take_run_m_locked(r)) {  // lockosthread: in stoplockedm
+      rm = r;
+    }
+  }
+  if (rm) {
+    rm->park_note.wake();
+    if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+  }
+  // It was watching the timers: have an M on an idle P take over (it
+  // finds nothing to run and becomes the timer M).
+  if (was_timer_m) wakep();
+}
+
+// Goroutines blocked forever are released unrun, but the channels and
+// sync objects they wait on may outlive the runtime: take their waiter
+// records (on the goroutines' stacks) off those queues first, so that a
+// later operation finds no record of a freed goroutine. Every M has
+// stopped: nothing else touches these Gs.
+template <class Policy>
+inline auto scheduler<Policy>::unlink_blocked() noexcept -> void {
+  for (auto& block : g_blocks_) {
+    for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+      g* gp = &block[i];
+      if (gp->status.load(std::memory_order_relaxed) != g_status::waiting || !gp->unlink_wait) continue;
+      (void)gp->unlink_wait(gp->unlink_arg);
+      gp->unlink_wait = nullptr;
+    }
+  }
+}
+
+template <class Policy>
+inline auto scheduler<Policy>::release_memory() noexcept -> void {
+  for_each_p([this](p* pp) {
+    while (pp->nstack) {
+      stack_memory s = pp->stack_cache[--pp->nstack].mem;
+      asan_unpoison(s.lo, s.size);
+      alloc_.deallocate(s);
+    }
+  });
+  for (auto& block : g_blocks_) {
+    for (std::uint32_t i = 0; i < gfree_batch; ++i) {
+      g* gp = &block[i];
+      if (gp->stack.lo) {  // blocked forever: release its stack unrun
+        asan_unpoison(gp->stack.lo, gp->stack.size);
+        alloc_.deallocate(gp->stack);
+        gp->stack = {};
+      }
+      tsan_destroy_fiber(gp->tsan_fiber);
+      gp->tsan_fiber = nullptr;
+    }
+  }
+  // Unregistered (shutdown): no dump walks the records any more; the
+  // lock orders this with a for_each_g that started before.
+  debug_remove_blocks(this);  // debugger: before the records go
+  decltype(g_blocks_) blocks;
+  {
+    std::lock_guard<std::mutex> lk(gfree_lock_);
+    blocks.swap(g_blocks_);
+  }
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_lifecycle.hpp ----
+// ---- begin goro/detail/sched_trace.hpp ----
+// The scheduler's execution-tracer events (trace.hpp): run slices,
+// wake-ups and creations. Part of scheduler<Policy> (sched.hpp).
+// Included at the end of sched.hpp only.
+
+namespace goro::detail {
+
+// A run slice of gp that began at t0 on P trace_p has ended (on g0,
+// before mm->after is carried out); a preemption is also an instant event.
+// `flow`: the wake-up or creation arrow that ends at this slice (0: none).
+template <class Policy>
+GORO_NOINLINE auto scheduler<Policy>::trace_run(m* mm, g* gp, std::int32_t trace_p, std::int64_t t0,
+                                                std::uint64_t flow) noexcept -> void {
+  if (!tracing::enabled()) return;
+  const char* why = "other";
+  switch (mm->after) {
+    case after_switch::yield:
+      why = "yield";
+      break;
+    case after_switch::preempt:
+      why = "preempted";
+      break;
+    case after_switch::park:
+      why = "blocked";
+      break;
+    case after_switch::exit:
+      why = "exit";
+      break;
+    case after_switch::call:
+      why = "runtime call";
+      break;
+    case after_switch::async_preempt:
+      why = "preempted (signal)";
+      break;
+    case after_switch::exitsyscall:
+      why = "blocking call, no P";
+      break;
+    case after_switch::none:
+      break;
+  }
+  const std::int64_t t1 = tracing::now();
+  tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
+  if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
+    tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
+                     mm->after == after_switch::async_preempt ? 1u : 0u},
+                    true);
+}
+
+// ready(gp) by mm (nullptr: a thread outside this runtime). Formatting
+// waits when called on a goroutine's stack (see tracing::record).
+// A flow arrow goes from here to gp's next run slice (gp->trace_flow,
+// read by the M that runs it: the run queue orders the two).
+template <class Policy>
+GORO_NOINLINE auto scheduler<Policy>::trace_wake(m* mm, g* gp) noexcept -> void {
+  const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
+  gp->trace_flow = tracing::new_flow(false);
+  tracing::record(
+      {tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::wake, 0, "", gp->trace_flow},
+      current_g() == nullptr);
+}
+
+// newproc of gp (its id set, not queued yet) by mm's goroutine, or by a
+// thread outside the runtime (mm nullptr): a "go" marker and an arrow to
+// gp's first run slice.
+template <class Policy>
+GORO_NOINLINE auto scheduler<Policy>::trace_create(m* mm, g* gp) noexcept -> void {
+  const std::int32_t p_id = mm && mm->pp ? static_cast<std::int32_t>(mm->pp->id) : -1;
+  const std::uint64_t parent = mm && mm->curg ? mm->curg->id : 0;
+  gp->trace_flow = tracing::new_flow(true);
+  tracing::record(
+      {tracing::now(), 0, gp->id, trace_rt_, p_id, mm ? mm->id : -1, tracing::kind::create, parent, "", gp->trace_flow},
+      current_g() == nullptr);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/sched_trace.hpp ----
+
+namespace goro {
+namespace detail {
+
+inline unsigned resolve_maxprocs(unsigned requested) {
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("GORO_MAXPROCS"); env && *env) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = std::strtoul(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || v > 4096 || env[0] == '-')
+      raise_usage((std::string("GORO_MAXPROCS must be an integer between 1 and 4096, got \"") + env + "\"").c_str());
+    return static_cast<unsigned>(v);
+  }
+  return online_cpus();
+}
+
+template <class Policy>
+sched_base* new_scheduler(const options& o) {
+  auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
+  s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
+  return s.release();
+}
+
+}  // namespace detail
+
+GORO_DECL unsigned num_cpu() noexcept { return detail::online_cpus(); }
+
+}  // namespace goro
+
+// Separate compilation: default_policy's scheduler is compiled here (see
+// GORO_INSTANTIATE_RUNTIME in runtime.hpp).
+#if defined(GORO_SEPARATE_COMPILATION)
+GORO_INSTANTIATE_RUNTIME(::goro::default_policy);
+#endif
+// ---- end goro/detail/sched.hpp ----
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -15123,11 +15268,7 @@ struct signal_relay {
 
 namespace signal {
 
-// Go's signal.Notify: relays `signals` (every relayable signal if the list
-// is empty) to c from now on, adding to what c already receives. A nil
-// channel, or a signal that cannot be relayed (see the top of this file),
-// is a usage_error naming it; nothing is registered then.
-inline void notify(chan<int> c, std::initializer_list<int> signals) {
+GORO_DECL void notify(chan<int> c, std::initializer_list<int> signals) {
   if (!c) detail::raise_usage("signal::notify using a nil channel");
   detail::signal_mask want;
   if (signals.size() == 0) {
@@ -15159,12 +15300,7 @@ inline void notify(chan<int> c, std::initializer_list<int> signals) {
   r.update_hold_locked();
 }
 
-// Go's signal.Stop: c receives no more signals. For each signal no other
-// channel is notified of, the disposition it had before the first notify
-// returns (the default action, the program's own handler, or goro's
-// SIGQUIT dump). A channel that was never notified: nothing happens. When
-// stop returns, no more signals are sent to c.
-inline void stop(chan<int> c) {
+GORO_DECL void stop(chan<int> c) {
   detail::signal_relay& r = detail::signal_relay::get();
   std::lock_guard<std::mutex> lk(r.mu);
   for (auto it = r.regs.begin(); it != r.regs.end(); ++it) {
@@ -15179,26 +15315,12 @@ inline void stop(chan<int> c) {
 
 }  // namespace signal
 }  // namespace goro
-// ---- end goro/signal.hpp ----
-// ---- begin goro/trace.hpp ----
-// goro::trace: an execution trace of every goroutine runtime in the
-// process, written as Chrome trace events (JSON) that chrome://tracing and
-// https://ui.perfetto.dev open. Each runtime shows as two processes: its Ps
-// (a track per P: the goroutines that ran on it, steals, preemptions,
-// blocks, wake-ups) and its Ms (a track per OS thread: the goroutines it
-// ran and its goro::blocking calls). See docs/debugging.md.
-//
-//   goro::trace::start("trace.json");
-//   ... run goroutines ...
-//   goro::trace::stop();
-
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -15208,7 +15330,7 @@ namespace goro::trace {
 // Starts tracing into the file at `path` (created or truncated at once).
 // One trace at a time: usage_error if one is running; std::system_error if
 // the file cannot be created.
-inline void start(const std::string& path) {
+GORO_DECL void start(const std::string& path) {
   auto& s = detail::tracing::global_state();
   std::lock_guard<std::mutex> ctl(s.ctl);
   {
@@ -15240,7 +15362,7 @@ inline void start(const std::string& path) {
 
 // Stops tracing, writes what the buffers hold and closes the file.
 // usage_error if no trace is running; std::system_error if writing failed.
-inline void stop() {
+GORO_DECL void stop() {
   auto& s = detail::tracing::global_state();
   std::lock_guard<std::mutex> ctl(s.ctl);
   {
@@ -15265,8 +15387,7 @@ inline void stop() {
 }
 
 // Whether a trace is running.
-inline bool running() noexcept { return detail::tracing::enabled(); }
+GORO_DECL bool running() noexcept { return detail::tracing::enabled(); }
 
 }  // namespace goro::trace
-// ---- end goro/trace.hpp ----
-// ---- end goro/goro.hpp ----
+#endif  // GORO_COMPILE_RUNTIME

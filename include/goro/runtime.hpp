@@ -20,7 +20,8 @@
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/preempt.hpp"
-#include "detail/sched.hpp"
+#include "detail/runtime_stats.hpp"
+#include "dump.hpp"  // current_pc: the goroutine dump's "created by"
 #include "error.hpp"
 #include "policy.hpp"
 
@@ -57,18 +58,12 @@ struct options {
 
 namespace detail {
 
-inline unsigned resolve_maxprocs(unsigned requested) {
-  if (requested > 0) return requested;
-  if (const char* env = std::getenv("GORO_MAXPROCS"); env && *env) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long v = std::strtoul(env, &end, 10);
-    if (errno != 0 || *end != '\0' || v == 0 || v > 4096 || env[0] == '-')
-      raise_usage((std::string("GORO_MAXPROCS must be an integer between 1 and 4096, got \"") + env + "\"").c_str());
-    return static_cast<unsigned>(v);
-  }
-  return online_cpus();
-}
+// The scheduler of a basic_runtime<Policy> (detail/sched.hpp). Under
+// GORO_SEPARATE_COMPILATION it is compiled once: the implementation file
+// instantiates it for default_policy, and GORO_INSTANTIATE_RUNTIME(P) there
+// for any other policy P a program uses.
+template <class Policy>
+sched_base* new_scheduler(const options& o);
 
 // The calling goroutine's M, or a usage_error naming `call`.
 inline m_base* require_goroutine(const char* call) {
@@ -118,10 +113,7 @@ class basic_runtime {
  public:
   using policy_type = Policy;
 
-  explicit basic_runtime(options o = {})
-      : sched_(std::make_unique<detail::scheduler<Policy>>(detail::resolve_maxprocs(o.maxprocs), o.detect_deadlock)) {
-    sched_->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
-  }
+  explicit basic_runtime(options o = {}) : sched_(detail::new_scheduler<Policy>(o)) {}
 
   // With main_return::unwind, ends the goroutines still alive as run()
   // does when main returns (goroutines started by go() with no run()
@@ -147,7 +139,7 @@ class basic_runtime {
     [[maybe_unused]] std::optional<std::conditional_t<std::is_void_v<R>, char, stored>> result;
     std::exception_ptr error;
     bool exited = true;
-    sched_->run_main([&](detail::g* gp) {
+    auto set_main = [&](detail::g* gp) {
       detail::set_closure(gp, [&] {
         detail::release_main_lock();  // lockosthread: see run_main
 #if GORO_EXCEPTIONS
@@ -166,7 +158,8 @@ class basic_runtime {
         }
 #endif
       });
-    });
+    };
+    sched_->run_main([](detail::g* gp, void* set) { (*static_cast<decltype(set_main)*>(set))(gp); }, &set_main);
 #if GORO_EXCEPTIONS
     if (error) std::rethrow_exception(error);
 #endif
@@ -191,13 +184,13 @@ class basic_runtime {
   // returns the previous one. Works from any thread, at any time: when it
   // shrinks the runtime it returns once the removed Ps' goroutines have
   // moved to the remaining ones (see docs/api.md).
-  unsigned gomaxprocs(unsigned n = 0) { return n == 0 ? sched_->procs() : sched_->resize(n); }
+  unsigned gomaxprocs(unsigned n = 0) { return n == 0 ? sched_->procs() : sched_->resize_procs(n); }
 
   std::size_t num_goroutine() const noexcept { return sched_->live_goroutines(); }
   runtime_stats stats() const noexcept { return sched_->stats(); }
 
  private:
-  std::unique_ptr<detail::scheduler<Policy>> sched_;
+  std::unique_ptr<detail::sched_base> sched_;
 };
 
 using runtime = basic_runtime<>;
@@ -323,7 +316,7 @@ inline unsigned gomaxprocs(unsigned n = 0) {
 }
 
 // CPUs this process may run on (works anywhere).
-inline unsigned num_cpu() noexcept { return detail::online_cpus(); }
+GORO_DECL unsigned num_cpu() noexcept;
 
 namespace this_goroutine {
 // The calling goroutine's id (the main goroutine of the first run() is 1).
@@ -333,3 +326,12 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 }  // namespace this_goroutine
 
 }  // namespace goro
+
+// Separate compilation: the implementation file compiles the scheduler of
+// every policy the program's runtimes use; default_policy's here, others
+// with GORO_INSTANTIATE_RUNTIME(Policy) after including goro.hpp.
+#define GORO_INSTANTIATE_RUNTIME(...) template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>(const ::goro::options&)
+
+#if GORO_COMPILE_RUNTIME
+#include "detail/sched.hpp"
+#endif

@@ -36,6 +36,31 @@
 // until stop (Go: the same).
 #pragma once
 
+#include <signal.h>
+
+#include <initializer_list>
+
+#include "chan.hpp"
+#include "detail/config.hpp"
+
+namespace goro::signal {
+
+// Go's signal.Notify: relays `signals` (every relayable signal if the list
+// is empty) to c from now on, adding to what c already receives. A nil
+// channel, or a signal that cannot be relayed (see the top of this file),
+// is a usage_error naming it; nothing is registered then.
+GORO_DECL void notify(chan<int> c, std::initializer_list<int> signals);
+
+// Go's signal.Stop: c receives no more signals. For each signal no other
+// channel is notified of, the disposition it had before the first notify
+// returns (the default action, the program's own handler, or goro's
+// SIGQUIT dump). A channel that was never notified: nothing happens. When
+// stop returns, no more signals are sent to c.
+GORO_DECL void stop(chan<int> c);
+
+}  // namespace goro::signal
+
+#if GORO_COMPILE_RUNTIME
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -51,7 +76,6 @@
 #include <string>
 #include <vector>
 
-#include "chan.hpp"
 #include "detail/extm.hpp"
 #include "error.hpp"
 
@@ -218,11 +242,7 @@ struct signal_relay {
 
 namespace signal {
 
-// Go's signal.Notify: relays `signals` (every relayable signal if the list
-// is empty) to c from now on, adding to what c already receives. A nil
-// channel, or a signal that cannot be relayed (see the top of this file),
-// is a usage_error naming it; nothing is registered then.
-inline void notify(chan<int> c, std::initializer_list<int> signals) {
+GORO_DECL void notify(chan<int> c, std::initializer_list<int> signals) {
   if (!c) detail::raise_usage("signal::notify using a nil channel");
   detail::signal_mask want;
   if (signals.size() == 0) {
@@ -254,12 +274,7 @@ inline void notify(chan<int> c, std::initializer_list<int> signals) {
   r.update_hold_locked();
 }
 
-// Go's signal.Stop: c receives no more signals. For each signal no other
-// channel is notified of, the disposition it had before the first notify
-// returns (the default action, the program's own handler, or goro's
-// SIGQUIT dump). A channel that was never notified: nothing happens. When
-// stop returns, no more signals are sent to c.
-inline void stop(chan<int> c) {
+GORO_DECL void stop(chan<int> c) {
   detail::signal_relay& r = detail::signal_relay::get();
   std::lock_guard<std::mutex> lk(r.mu);
   for (auto it = r.regs.begin(); it != r.regs.end(); ++it) {
@@ -274,3 +289,4 @@ inline void stop(chan<int> c) {
 
 }  // namespace signal
 }  // namespace goro
+#endif  // GORO_COMPILE_RUNTIME

@@ -10,13 +10,33 @@
 //   goro::trace::stop();
 #pragma once
 
+#include <string>
+
+#include "detail/config.hpp"
+
+namespace goro::trace {
+
+// Starts tracing into the file at `path` (created or truncated at once).
+// One trace at a time: usage_error if one is running; std::system_error if
+// the file cannot be created.
+GORO_DECL void start(const std::string& path);
+
+// Stops tracing, writes what the buffers hold and closes the file.
+// usage_error if no trace is running; std::system_error if writing failed.
+GORO_DECL void stop();
+
+// Whether a trace is running.
+GORO_DECL bool running() noexcept;
+
+}  // namespace goro::trace
+
+#if GORO_COMPILE_RUNTIME
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
-#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,7 +48,7 @@ namespace goro::trace {
 // Starts tracing into the file at `path` (created or truncated at once).
 // One trace at a time: usage_error if one is running; std::system_error if
 // the file cannot be created.
-inline void start(const std::string& path) {
+GORO_DECL void start(const std::string& path) {
   auto& s = detail::tracing::global_state();
   std::lock_guard<std::mutex> ctl(s.ctl);
   {
@@ -60,7 +80,7 @@ inline void start(const std::string& path) {
 
 // Stops tracing, writes what the buffers hold and closes the file.
 // usage_error if no trace is running; std::system_error if writing failed.
-inline void stop() {
+GORO_DECL void stop() {
   auto& s = detail::tracing::global_state();
   std::lock_guard<std::mutex> ctl(s.ctl);
   {
@@ -85,6 +105,7 @@ inline void stop() {
 }
 
 // Whether a trace is running.
-inline bool running() noexcept { return detail::tracing::enabled(); }
+GORO_DECL bool running() noexcept { return detail::tracing::enabled(); }
 
 }  // namespace goro::trace
+#endif  // GORO_COMPILE_RUNTIME

@@ -52,6 +52,28 @@
 #define GORO_RETHROW ((void)0)
 #endif
 
+// Separate compilation (SPEC, "Build"; docs/build.md): with
+// GORO_SEPARATE_COMPILATION defined in every translation unit, the
+// runtime's out-of-line parts (the scheduler, sysmon, the goroutine dump,
+// the tracer) are compiled only in the one that also defines
+// GORO_IMPLEMENTATION; the others see their declarations. Without it the
+// library is header-only and every part is an inline definition.
+//   GORO_COMPILE_RUNTIME: this translation unit compiles those parts.
+//   GORO_DECL: what an out-of-line function's declaration and definition
+//   start with (inline when header-only, an ordinary external function
+//   otherwise).
+#if defined(GORO_SEPARATE_COMPILATION)
+#define GORO_DECL
+#if defined(GORO_IMPLEMENTATION)
+#define GORO_COMPILE_RUNTIME 1
+#else
+#define GORO_COMPILE_RUNTIME 0
+#endif
+#else
+#define GORO_DECL inline
+#define GORO_COMPILE_RUNTIME 1
+#endif
+
 #define GORO_NOINLINE __attribute__((noinline))
 #define GORO_ALWAYS_INLINE inline __attribute__((always_inline))
 #define GORO_LIKELY(x) __builtin_expect(!!(x), 1)

@@ -25,6 +25,7 @@
 #include "config.hpp"
 #include "context.hpp"
 #include "g.hpp"
+#include "runtime_stats.hpp"
 #include "sanitizer.hpp"
 
 #if GORO_EXCEPTIONS  // after config.hpp, which defines it
@@ -73,6 +74,10 @@ class sched_base {
   // first use.
   virtual netpoller* poller() noexcept { return nullptr; }
   virtual std::size_t live_goroutines() const noexcept = 0;
+  virtual runtime_stats stats() const noexcept = 0;
+  // run(): runs the main goroutine, whose closure set_main_closure(g, arg)
+  // sets up, with the calling thread as an M; returns when it has finished.
+  virtual void run_main(void (*set_main_closure)(g* gp, void* arg), void* arg) = 0;
   virtual unsigned procs() const noexcept = 0;
   // gomaxprocs(n): n Ps from now on (n > 0); returns the previous count.
   virtual unsigned resize_procs(unsigned n) = 0;

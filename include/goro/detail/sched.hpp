@@ -23,7 +23,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "../dump.hpp"  // goroutine dump
+#include "../runtime.hpp"  // options, basic_runtime (this header is its implementation)
+#include "dump_impl.hpp"  // goroutine dump
+#include "runtime_stats.hpp"
 #include "../error.hpp"
 #include "../policy.hpp"
 #include "../stack.hpp"
@@ -53,25 +55,7 @@
 #include "debug_info.hpp"  // debugger anchor (tools/goro-gdb.py)
 #include "trace.hpp"  // execution tracer
 
-namespace goro {
-
-// Counters since the runtime started (snapshots; exact when quiescent).
-struct runtime_stats {
-  std::uint64_t spawns = 0;         // goroutines created
-  std::uint64_t exits = 0;          // goroutines finished
-  std::uint64_t steals = 0;         // successful steals from another P
-  std::uint64_t global_polls = 0;   // Gs taken from the global run queue
-  std::uint64_t preemptions = 0;    // goroutines preempted by sysmon (they yielded at a safe point)
-  std::uint64_t syscall_handoffs = 0;  // Ps handed to another M around goro::blocking calls
-  std::uint64_t parks = 0;          // goroutines parked (blocked)
-  std::uint64_t unparks = 0;        // goroutines readied
-  std::uint64_t m_parks = 0;        // Ms that went to sleep for lack of work
-  std::uint64_t m_spins = 0;        // times an M started spinning
-  std::uint64_t threads = 0;        // OS threads (Ms) created
-  std::uint64_t sysmon_parks = 0;   // times sysmon slept until a P got busy (every P idle for 1 ms)
-};
-
-namespace detail {
+namespace goro::detail {
 
 // An owner-written counter others may read: a relaxed load+store instead
 // of a locked read-modify-write on the hot path.
@@ -344,7 +328,7 @@ class scheduler final : public sched_base {
     return id;
   }
 
-  runtime_stats stats() const noexcept {
+  runtime_stats stats() const noexcept override {
     runtime_stats s;
     s.spawns = offp_spawns_.load(std::memory_order_relaxed);
     for_each_p([&](const p* pp) {
@@ -371,8 +355,7 @@ class scheduler final : public sched_base {
 
   // run(): the calling thread serves as an M while `main` runs; then
   // shutdown (sched_lifecycle.hpp).
-  template <class SetClosure>
-  void run_main(SetClosure&& set_main_closure);
+  void run_main(void (*set_main_closure)(g*, void*), void* arg) override;
   void shutdown() noexcept;
 
   std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
@@ -613,8 +596,7 @@ class scheduler final : public sched_base {
   [[no_unique_address]] stall_monitor<scheduler> stall_monitor_{*this};
 };
 
-}  // namespace detail
-}  // namespace goro
+}  // namespace goro::detail
 
 // The scheduler's member functions, by concern (see docs/design.md's map).
 #include "sched_loop.hpp"       // schedule: find_runnable, execute, gosched
@@ -625,3 +607,38 @@ class scheduler final : public sched_base {
 #include "sched_resize.hpp"     // gomaxprocs(n)
 #include "sched_lifecycle.hpp"  // run, shutdown, checkdead
 #include "sched_trace.hpp"      // execution-tracer events
+
+namespace goro {
+namespace detail {
+
+inline unsigned resolve_maxprocs(unsigned requested) {
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("GORO_MAXPROCS"); env && *env) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long v = std::strtoul(env, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || v > 4096 || env[0] == '-')
+      raise_usage((std::string("GORO_MAXPROCS must be an integer between 1 and 4096, got \"") + env + "\"").c_str());
+    return static_cast<unsigned>(v);
+  }
+  return online_cpus();
+}
+
+template <class Policy>
+sched_base* new_scheduler(const options& o) {
+  auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
+  s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
+  return s.release();
+}
+
+}  // namespace detail
+
+GORO_DECL unsigned num_cpu() noexcept { return detail::online_cpus(); }
+
+}  // namespace goro
+
+// Separate compilation: default_policy's scheduler is compiled here (see
+// GORO_INSTANTIATE_RUNTIME in runtime.hpp).
+#if defined(GORO_SEPARATE_COMPILATION)
+GORO_INSTANTIATE_RUNTIME(::goro::default_policy);
+#endif

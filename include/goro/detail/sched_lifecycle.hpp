@@ -7,11 +7,10 @@
 
 namespace goro::detail {
 
-// Runs `body` (which must set up the main goroutine's closure) as the
-// main goroutine; returns when it has finished.
+// Runs the main goroutine, whose closure set_main_closure(g, arg) sets up;
+// returns when it has finished.
 template <class Policy>
-template <class SetClosure>
-inline auto scheduler<Policy>::run_main(SetClosure&& set_main_closure) -> void {
+inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), void* arg) -> void {
   if (current_m() != nullptr) raise_usage("run() called from inside a goroutine or an M (it would block the M)");
   if (run_active_.exchange(true, std::memory_order_acq_rel)) raise_usage("run() is already active on this runtime");
   struct clear_active {
@@ -20,7 +19,7 @@ inline auto scheduler<Policy>::run_main(SetClosure&& set_main_closure) -> void {
   } clear{run_active_};
 
   g* main_g = gfget_global_or_new();
-  GORO_TRY { set_main_closure(main_g); }
+  GORO_TRY { set_main_closure(main_g, arg); }
   GORO_CATCH_ALL {
     gfput_global(main_g);
     GORO_RETHROW;

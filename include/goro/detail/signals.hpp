@@ -93,7 +93,7 @@ struct signal_safe_writer {
   w.str("\n");
   w.flush();
   // Reset SIGABRT to its default so a user handler cannot resume us.
-  signal(SIGABRT, SIG_DFL);
+  ::signal(SIGABRT, SIG_DFL);
   std::abort();
 }
 
@@ -131,7 +131,7 @@ inline void fault_handler(int sig, siginfo_t* info, void* uctx) noexcept {
   }
   // Default action: restore it; returning re-executes the faulting
   // instruction, which now kills the process with the right signal.
-  signal(sig, SIG_DFL);
+  ::signal(sig, SIG_DFL);
 }
 
 // Resolves, once, the lazily bound library functions the runtime calls on

@@ -1,0 +1,369 @@
+// The goroutine dump's runtime side (dump.hpp has the public calls and
+// the protocol): the registry of runtimes, collecting and formatting the
+// goroutines, GORO_DEBUG, and the SIGQUIT handler.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../dump.hpp"
+#include "config.hpp"
+#include "g.hpp"
+#include "m.hpp"
+#include "symbolize.hpp"
+#include "unwind.hpp"
+#include "wait_reason.hpp"
+
+namespace goro {
+namespace detail {
+
+// Every runtime of the process, for the dump. Leaked on purpose: a dump may
+// run while static objects are being destroyed (SIGQUIT during exit).
+struct runtime_registry {
+  std::mutex lock;  // also serializes dumps (one pins at a time)
+  std::vector<sched_base*> runtimes;
+};
+inline runtime_registry& registry() {
+  static runtime_registry* r = new runtime_registry;
+  return *r;
+}
+inline void register_runtime(sched_base* s) {
+  runtime_registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.lock);
+  r.runtimes.push_back(s);
+}
+inline void unregister_runtime(sched_base* s) noexcept {
+  runtime_registry& r = registry();
+  std::lock_guard<std::mutex> lk(r.lock);
+  r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
+}
+
+// A full memory barrier on every thread of the process (the asymmetric
+// half of the dump pin protocol). False if the kernel offers none: then
+// the dump reads no other goroutine's stack.
+inline bool process_wide_barrier() noexcept {
+  constexpr int cmd_global = 1, cmd_private_expedited = 8, cmd_register_private_expedited = 16;
+  static const bool registered = syscall(SYS_membarrier, cmd_register_private_expedited, 0, 0) == 0;
+  if (registered && syscall(SYS_membarrier, cmd_private_expedited, 0, 0) == 0) return true;
+  return syscall(SYS_membarrier, cmd_global, 0, 0) == 0;
+}
+
+inline std::string frame_text(std::uintptr_t pc, bool return_address) {
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+  char off[32];
+  if (s.name.empty()) {
+    std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
+    return std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
+  }
+  std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
+  return s.name + off;
+}
+
+struct g_snapshot {
+  g* gp = nullptr;
+  sched_base* rt = nullptr;
+  std::uint64_t id = 0;
+  g_status status = g_status::idle;
+  wait_reason why = wait_reason::none;
+  std::int64_t since = 0;
+  int m_id = -1;
+  const void* created_pc = nullptr;
+  bool is_self = false;
+  bool pinned = false;
+  bool was_waiting = false;
+  backtrace_buf bt;
+};
+
+// The goroutines of `only` (nullptr: of every runtime), sorted by id.
+inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr) {
+  std::vector<g_snapshot> snaps;
+  g* self = current_g();
+  runtime_registry& reg = registry();
+  {
+    std::lock_guard<std::mutex> lk(reg.lock);
+    for (sched_base* rt : reg.runtimes) {
+      if (only && rt != only) continue;
+      struct ctx_t {
+        std::vector<g_snapshot>* out;
+        sched_base* rt;
+      } ctx{&snaps, rt};
+      rt->for_each_g(
+          [](g* gp, void* c) {
+            auto* x = static_cast<ctx_t*>(c);
+            g_snapshot s;
+            s.gp = gp;
+            s.rt = x->rt;
+            x->out->push_back(s);
+          },
+          &ctx);
+    }
+    // The calling goroutine must not be preempted asynchronously while it
+    // holds pins: its M could then pick a pinned goroutine and wait forever.
+    const std::uint32_t scope = self ? self->async_scope.exchange(0, std::memory_order_relaxed) : 0;
+    // Pin every live goroutine but the caller: a running one may park
+    // before the barrier, and then its stack is readable too.
+    for (auto& s : snaps) {
+      const g_status st = s.gp->status.load(std::memory_order_acquire);
+      if (s.gp == self || st == g_status::idle || st == g_status::dead) continue;
+      s.gp->dump_pin.store(true, std::memory_order_relaxed);
+      s.pinned = true;
+      s.was_waiting = st == g_status::waiting;
+      s.id = s.gp->id;
+    }
+    const bool barrier = process_wide_barrier();
+    for (auto& s : snaps) {
+      g* gp = s.gp;
+      s.status = gp->status.load(std::memory_order_acquire);
+      s.is_self = gp == self;
+      if (s.status == g_status::idle || s.status == g_status::dead) {
+        if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
+        continue;
+      }
+      // Readable stack: pinned, and waiting after the barrier (it cannot
+      // resume now); or waiting when pinned and readied since but not
+      // resumed (runnable, the same goroutine: not a record that exited
+      // and was reused, whose saved context would be stale).
+      const bool parked =
+          s.pinned && barrier &&
+          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && gp->id == s.id));
+      s.id = gp->id;
+      s.why = gp->waiting_on.load(std::memory_order_relaxed);
+      s.since = gp->wait_since.load(std::memory_order_relaxed);
+      if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
+        std::int64_t expect = 0;
+        s.since = coarse_nanotime();
+        if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
+      }
+      s.created_pc = gp->created_pc;
+      if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
+      // of another goroutine's stack as races with that goroutine).
+      if (s.is_self) {
+        if (!GORO_TSAN) backtrace_self(s.bt);
+      } else if (parked && gp->sp && !GORO_TSAN) {
+        backtrace_from(gp->sp, s.bt);
+      }
+      if (s.pinned) gp->dump_pin.store(false, std::memory_order_release);
+    }
+    if (self) self->async_scope.store(scope, std::memory_order_relaxed);
+  }
+  // Naming (file reads, demangling) after every pin is released.
+  const std::int64_t now = coarse_nanotime();
+  std::vector<goroutine_info> out;
+  for (auto& s : snaps) {
+    if (s.status == g_status::idle || s.status == g_status::dead) continue;
+    goroutine_info gi;
+    gi.id = s.id;
+    switch (s.status) {
+      case g_status::waiting:
+        gi.state = "waiting";
+        gi.wait_reason = wait_reason_name(s.why == wait_reason::none ? wait_reason::other : s.why);
+        break;
+      case g_status::runnable:
+        gi.state = "runnable";
+        gi.wait_reason = "runnable";
+        break;
+      default:
+        gi.state = "running";
+        gi.wait_reason = s.why == wait_reason::blocking_call && !s.is_self ? "blocking call" : "running";
+        break;
+    }
+    if ((s.status == g_status::waiting || gi.wait_reason == "blocking call") && s.since != 0 && now > s.since)
+      gi.waiting_for = std::chrono::nanoseconds(now - s.since);
+    // Self: drop the dump's own frames (goro::...) above the caller's.
+    std::size_t first = 0;
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(frame_text(s.bt.pc[i], true));
+    if (s.is_self)
+      while (first < names.size() && names[first].rfind("goro::", 0) == 0) ++first;
+    for (std::size_t i = first; i < names.size(); ++i) {
+      if (names[i].rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
+      gi.frames.push_back(std::move(names[i]));
+    }
+    if (s.created_pc) {
+      symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
+      gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
+    }
+    if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
+    out.push_back(std::move(gi));
+    (void)s.m_id;
+  }
+  std::sort(out.begin(), out.end(), [](const goroutine_info& a, const goroutine_info& b) { return a.id < b.id; });
+  return out;
+}
+
+inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
+  std::string out;
+  for (const auto& gi : gs) {
+    if (!out.empty()) out += '\n';
+    out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
+    const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
+    if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
+    out += "]:\n";
+    for (const auto& f : gi.frames) out += f + '\n';
+    if (!gi.created_by.empty()) out += "created by " + gi.created_by + '\n';
+  }
+  return out;
+}
+
+// GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
+inline long debug_setting(const char* key, long dflt) noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return dflt;
+  const std::size_t klen = std::strlen(key);
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
+      return std::strtol(p + klen + 1, nullptr, 10);
+    p = *end ? end + 1 : end;
+  }
+  return dflt;
+}
+
+// The GORO_DEBUG keys goro understands; others are reported on stderr (once).
+inline constexpr const char* goro_debug_keys[] = {"schedtrace", "sigquit"};
+
+inline void check_goro_debug() noexcept {
+  const char* env = std::getenv("GORO_DEBUG");
+  if (!env) return;
+  for (const char* p = env; *p;) {
+    const char* end = std::strchr(p, ',');
+    if (!end) end = p + std::strlen(p);
+    const char* eq = static_cast<const char*>(std::memchr(p, '=', static_cast<std::size_t>(end - p)));
+    const std::size_t klen = static_cast<std::size_t>((eq ? eq : end) - p);
+    bool known = false;
+    for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
+    if (end != p && (!known || !eq))
+      std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
+                   static_cast<int>(end - p), p);
+    p = *end ? end + 1 : end;
+  }
+}
+
+// The dump thread stamps the start of every wait not stamped yet (parking
+// stores 0 and reads no clock): about once a second, so a duration is
+// known to a second, the way Go's GC sets waitsince. O(G records) a round;
+// a record's stamp is set once per wait.
+inline void stamp_waits() {
+  const std::int64_t now = coarse_nanotime();
+  runtime_registry& reg = registry();
+  std::lock_guard<std::mutex> lk(reg.lock);
+  for (sched_base* rt : reg.runtimes)
+    rt->for_each_g(
+        [](g* gp, void* arg) {
+          const g_status st = gp->status.load(std::memory_order_relaxed);
+          if (st != g_status::waiting &&
+              !(st == g_status::running &&
+                gp->waiting_on.load(std::memory_order_relaxed) == wait_reason::blocking_call))
+            return;
+          std::int64_t expect = 0;
+          gp->wait_since.compare_exchange_strong(expect, *static_cast<const std::int64_t*>(arg),
+                                                 std::memory_order_relaxed);
+        },
+        const_cast<std::int64_t*>(&now));
+}
+
+// SIGQUIT: the handler only writes a byte to a pipe (async-signal-safe);
+// the dump thread, polling the pipe, takes the dump, prints it and exits 2.
+inline int& sigquit_pipe_write() {
+  static int fd = -1;
+  return fd;
+}
+
+inline void sigquit_handler(int) {
+  const int saved = errno;
+  const char c = 'q';
+  if (::write(sigquit_pipe_write(), &c, 1) < 0) {
+  }
+  errno = saved;
+}
+
+inline void* dump_thread(void* arg) {
+  const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, 1000);
+    if (n > 0) break;  // only the SIGQUIT handler writes the pipe
+    stamp_waits();
+  }
+  std::string text = "SIGQUIT: quit\n\n" + format_goroutines(collect_goroutines());
+  for (std::size_t done = 0; done < text.size();) {
+    ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::_exit(2);
+}
+
+// Process-wide, once, at the first runtime: the GORO_DEBUG check, the
+// dump thread and the SIGQUIT dump (kept off if the program has its own
+// SIGQUIT handler, or GORO_DEBUG=sigquit=0).
+inline void install_dump_handlers() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    check_goro_debug();
+    bool sigquit = debug_setting("sigquit", 1) != 0;
+    struct sigaction old {};
+    if (sigquit && sigaction(SIGQUIT, nullptr, &old) != 0) sigquit = false;
+    // The program's own handler stays. An inherited SIG_IGN (a background
+    // job of a shell) does not: as in Go, SIGQUIT then still dumps.
+    if (sigquit && ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
+      sigquit = false;
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    // The thread blocks every signal: SIGQUIT goes to one that can take it.
+    sigset_t all, prev;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &prev);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 1 << 20);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    const bool started =
+        pthread_create(&t, &attr, &dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+    if (!started) {
+      ::close(fds[0]);
+      ::close(fds[1]);
+      return;
+    }
+    if (!sigquit) return;
+    sigquit_pipe_write() = fds[1];
+    struct sigaction sa {};
+    sa.sa_handler = &sigquit_handler;
+    // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
+    // futex wait then returns EINTR, and futex_wait lets the handler run
+    // (futex.hpp); restarted, the handler would wait for the next wake-up.
+    sa.sa_flags = (GORO_TSAN ? 0 : SA_RESTART) | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGQUIT, &sa, nullptr);
+  });
+}
+
+}  // namespace detail
+
+GORO_DECL std::vector<goroutine_info> goroutines() { return detail::collect_goroutines(); }
+
+GORO_DECL std::string goroutine_dump() { return detail::format_goroutines(detail::collect_goroutines()); }
+
+}  // namespace goro
