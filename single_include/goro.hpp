@@ -4154,6 +4154,58 @@ class timer_heap {
 #include <string>
 #include <thread>
 
+// ---- begin goro/detail/timer_sleeper.hpp ----
+// The deadline of a thread that sleeps until the next timer, and the
+// handshake that keeps a timer added meanwhile from being slept past
+// (Go: wakeNetPoller against the M blocked in netpoll). Two sleepers use
+// it: the scheduler's timer M (sched_idle.hpp park_idle / wake_for_timer,
+// sched_mpool.hpp stopm) and the process-wide timer thread of plain
+// threads (time.hpp thread_timers).
+//
+// The "publish, then check" pair, stated once here:
+//   sleeper: publish(until), then read the heaps' earliest() again and
+//            sleep only if look_again() says nothing is due before `until`;
+//   adder:   publish the timer (its heap's earliest(), seq_cst), then
+//            wake the sleeper if must_wake(when).
+// Both publications and both reads are seq_cst, so either the adder sees
+// the sleeper's deadline and wakes it when the new timer is earlier, or
+// the sleeper sees the new timer and does not sleep past it.
+
+#include <atomic>
+#include <cstdint>
+
+namespace goro::detail {
+
+class timer_sleeper {
+ public:
+  // Sleeper: about to sleep until `until` (INT64_MAX: no timer pending,
+  // but adders must still wake it).
+  void publish(std::int64_t until) noexcept { until_.store(until, std::memory_order_seq_cst); }
+  // Sleeper: after publish(until), whether the earliest pending timer
+  // (0: none) is due before `until`: then look again instead of sleeping.
+  static bool look_again(std::int64_t earliest, std::int64_t until) noexcept {
+    return earliest != 0 && earliest < until;
+  }
+  // Sleeper: awake (adders need not wake it).
+  void clear() noexcept { until_.store(0, std::memory_order_seq_cst); }
+
+  // Adder, after publishing a timer due at `when`: whether the sleeper
+  // would sleep past it.
+  bool must_wake(std::int64_t when) const noexcept {
+    const std::int64_t until = until_.load(std::memory_order_seq_cst);
+    return until != 0 && when < until;
+  }
+  // The published deadline (0: nobody sleeps on one).
+  std::int64_t until(std::memory_order order = std::memory_order_seq_cst) const noexcept {
+    return until_.load(order);
+  }
+
+ private:
+  std::atomic<std::int64_t> until_{0};
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/timer_sleeper.hpp ----
 
 namespace goro {
 
@@ -4230,7 +4282,7 @@ class thread_timers {
     extm_outside_op();  // checkdead
     const std::int64_t when = t->when;
     heap_.add(t);
-    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
+    if (sleeper_.must_wake(when)) wake_.wake();  // the adder's half (timer_sleeper.hpp)
   }
 
  private:
@@ -4240,21 +4292,21 @@ class thread_timers {
     for (;;) {
       wake_.clear();
       std::int64_t next = heap_.run_due(nanotime());
-      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
-      std::int64_t again = heap_.earliest();
-      if (again != 0 && (next == 0 || again < next)) continue;
+      const std::int64_t until = next == 0 ? INT64_MAX : next;
+      sleeper_.publish(until);  // the sleeper's half (timer_sleeper.hpp)
+      if (timer_sleeper::look_again(heap_.earliest(), until)) continue;
       if ((next != 0) != counted) extm_hold(counted = next != 0);  // checkdead
       if (next == 0)
         wake_.sleep();
       else if (std::int64_t ns = next - nanotime(); ns > 0)
         wake_.sleep_for(ns);
-      sleeping_until_.store(0, std::memory_order_seq_cst);
+      sleeper_.clear();
     }
   }
 
   timer_heap heap_;
   note wake_;
-  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
+  timer_sleeper sleeper_;
 };
 
 // Queues t on the calling goroutine's (or M's) runtime, else on the
@@ -10542,7 +10594,7 @@ class stall_monitor {
                  ", live goroutines %zu\n",
                  s_.active_ps(), s_.created_ps(), x.npidle, s_.spinning_.count(std::memory_order_relaxed),
                  s_.globq_.size(), x.queued, s_.live_goroutines());
-    const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
+    const std::int64_t until = s_.timer_m_until_.until(std::memory_order_relaxed);
     const std::int64_t now = nanotime();
     std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M: %s %" PRId64 " us; poller waiters %d\n",
                  x.overdue / 1000, until == 0 ? "none," : "sleeps until now +",
@@ -13013,7 +13065,7 @@ class scheduler final : public sched_base {
   spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
   m* midle_ = nullptr;
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
-  std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
+  timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
@@ -13613,14 +13665,10 @@ inline auto scheduler<Policy>::earliest_timer() const noexcept -> std::int64_t {
 // the others sleep until handed a P. An M whose next timer is earlier
 // than the timer M's takes the role over.
 //
-// Why no timer is missed: a timer is published (its heap's earliest(),
-// seq_cst) before its adder reads timer_m_until_ (seq_cst) in
-// wake_for_timer; an M about to sleep publishes timer_m_until_ (seq_cst)
-// before it reads every heap's earliest() again. So either the adder sees
-// the sleeper's deadline and wakes it if the new timer is earlier, or the
-// sleeper sees the new timer and does not sleep past it. With no timer M
-// at all the adder calls wakep, which pairs with the delicate dance
-// (nmspinning) and npidle the same way.
+// Why no timer is missed: timer_sleeper's handshake (timer_sleeper.hpp),
+// with wake_for_timer as the adder's half and stopm as the sleeper's. With
+// no timer M at all the adder calls wakep, which pairs with the delicate
+// dance (nmspinning) and npidle the same way.
 template <class Policy>
 inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
   std::int64_t next = earliest_timer();
@@ -13659,7 +13707,9 @@ inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
 template <class Policy>
 inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   GORO_CHAOS_POINT("wake_for_timer");
-  std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
+  // The adder's half of timer_sleeper's handshake (its must_wake, with
+  // "no timer M" told apart).
+  const std::int64_t until = timer_m_until_.until();
   if (until == 0) {
     wakep();
     return;
@@ -13668,7 +13718,7 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   m* sleeper = nullptr;
   {
     std::lock_guard<std::mutex> lk(lock_);
-    if (timer_m_ && when < timer_m_until_.load(std::memory_order_relaxed)) {
+    if (timer_m_ && when < timer_m_until_.until(std::memory_order_relaxed)) {
       sleeper = timer_m_;
       m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
     }
@@ -13813,7 +13863,7 @@ inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
 template <class Policy>
 inline auto scheduler<Policy>::clear_timer_m() noexcept -> void {
   timer_m_ = nullptr;
-  timer_m_until_.store(0, std::memory_order_seq_cst);
+  timer_m_until_.clear();
 }
 
 template <class Policy>
@@ -13976,9 +14026,9 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
     if (should_leave(mm)) return wake_reason::leave;
     mm->park_note.clear();
     m_idle_put(mm);
-    if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.load(std::memory_order_relaxed))) {
+    if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.until(std::memory_order_relaxed))) {
       timer_m_ = mm;
-      timer_m_until_.store(until, std::memory_order_seq_cst);
+      timer_m_until_.publish(until);
       timed = true;
     }
     checkdead(mm);
@@ -13988,11 +14038,12 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
   if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
   bool woken = true;
   if (timed) {
-    // The second half of the handshake with wake_for_timer: a timer
-    // published before our deadline was would not wake us.
+    // The sleeper's half of timer_sleeper's handshake (wake_for_timer is
+    // the adder's): a timer published before our deadline was would not
+    // wake us.
     std::int64_t next = earliest_timer();
     std::int64_t now = nanotime();
-    if (next != 0 && next < until)
+    if (timer_sleeper::look_again(next, until))
       woken = false;  // look again at once
     else
       woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
@@ -14791,7 +14842,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     }
     // netpoll: goroutines wait on I/O but no M watches the network (the
     // run() caller's M left): start one; it ends up blocked in epoll_wait.
-    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep();
+    if (idle && io_wait && timer_m_until_.until() == 0) wakep();
     // Busy: look again in a millisecond (a P going idle wakes us sooner).
     // Only timers pending: look again when the next one is due.
     long long wait_ns = 1'000'000;

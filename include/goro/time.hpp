@@ -21,6 +21,7 @@
 #include "detail/m.hpp"
 #include "detail/spinlock.hpp"
 #include "detail/timer_heap.hpp"
+#include "detail/timer_sleeper.hpp"
 #include "error.hpp"
 #include "runtime.hpp"
 
@@ -99,7 +100,7 @@ class thread_timers {
     extm_outside_op();  // checkdead
     const std::int64_t when = t->when;
     heap_.add(t);
-    if (when < sleeping_until_.load(std::memory_order_seq_cst)) wake_.wake();
+    if (sleeper_.must_wake(when)) wake_.wake();  // the adder's half (timer_sleeper.hpp)
   }
 
  private:
@@ -109,21 +110,21 @@ class thread_timers {
     for (;;) {
       wake_.clear();
       std::int64_t next = heap_.run_due(nanotime());
-      sleeping_until_.store(next == 0 ? INT64_MAX : next, std::memory_order_seq_cst);
-      std::int64_t again = heap_.earliest();
-      if (again != 0 && (next == 0 || again < next)) continue;
+      const std::int64_t until = next == 0 ? INT64_MAX : next;
+      sleeper_.publish(until);  // the sleeper's half (timer_sleeper.hpp)
+      if (timer_sleeper::look_again(heap_.earliest(), until)) continue;
       if ((next != 0) != counted) extm_hold(counted = next != 0);  // checkdead
       if (next == 0)
         wake_.sleep();
       else if (std::int64_t ns = next - nanotime(); ns > 0)
         wake_.sleep_for(ns);
-      sleeping_until_.store(0, std::memory_order_seq_cst);
+      sleeper_.clear();
     }
   }
 
   timer_heap heap_;
   note wake_;
-  std::atomic<std::int64_t> sleeping_until_{0};  // 0: awake (adders need not wake it)
+  timer_sleeper sleeper_;
 };
 
 // Queues t on the calling goroutine's (or M's) runtime, else on the

@@ -52,6 +52,7 @@
 #include "preempt.hpp"  // sysmon
 #include "sysmon.hpp"   // sysmon
 #include "timer_heap.hpp"
+#include "timer_sleeper.hpp"  // the timer M's deadline
 #include "debug_info.hpp"  // debugger anchor (tools/goro-gdb.py)
 #include "trace.hpp"  // execution tracer
 
@@ -542,7 +543,7 @@ class scheduler final : public sched_base {
   spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
   m* midle_ = nullptr;
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
-  std::atomic<std::int64_t> timer_m_until_{0};  // its deadline; 0: no timer M. Written under lock_
+  timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer

@@ -55,14 +55,10 @@ inline auto scheduler<Policy>::earliest_timer() const noexcept -> std::int64_t {
 // the others sleep until handed a P. An M whose next timer is earlier
 // than the timer M's takes the role over.
 //
-// Why no timer is missed: a timer is published (its heap's earliest(),
-// seq_cst) before its adder reads timer_m_until_ (seq_cst) in
-// wake_for_timer; an M about to sleep publishes timer_m_until_ (seq_cst)
-// before it reads every heap's earliest() again. So either the adder sees
-// the sleeper's deadline and wakes it if the new timer is earlier, or the
-// sleeper sees the new timer and does not sleep past it. With no timer M
-// at all the adder calls wakep, which pairs with the delicate dance
-// (nmspinning) and npidle the same way.
+// Why no timer is missed: timer_sleeper's handshake (timer_sleeper.hpp),
+// with wake_for_timer as the adder's half and stopm as the sleeper's. With
+// no timer M at all the adder calls wakep, which pairs with the delicate
+// dance (nmspinning) and npidle the same way.
 template <class Policy>
 inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
   std::int64_t next = earliest_timer();
@@ -101,7 +97,9 @@ inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
 template <class Policy>
 inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   GORO_CHAOS_POINT("wake_for_timer");
-  std::int64_t until = timer_m_until_.load(std::memory_order_seq_cst);
+  // The adder's half of timer_sleeper's handshake (its must_wake, with
+  // "no timer M" told apart).
+  const std::int64_t until = timer_m_until_.until();
   if (until == 0) {
     wakep();
     return;
@@ -110,7 +108,7 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   m* sleeper = nullptr;
   {
     std::lock_guard<std::mutex> lk(lock_);
-    if (timer_m_ && when < timer_m_until_.load(std::memory_order_relaxed)) {
+    if (timer_m_ && when < timer_m_until_.until(std::memory_order_relaxed)) {
       sleeper = timer_m_;
       m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
     }
@@ -255,7 +253,7 @@ inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
 template <class Policy>
 inline auto scheduler<Policy>::clear_timer_m() noexcept -> void {
   timer_m_ = nullptr;
-  timer_m_until_.store(0, std::memory_order_seq_cst);
+  timer_m_until_.clear();
 }
 
 template <class Policy>

@@ -129,7 +129,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     }
     // netpoll: goroutines wait on I/O but no M watches the network (the
     // run() caller's M left): start one; it ends up blocked in epoll_wait.
-    if (idle && io_wait && timer_m_until_.load(std::memory_order_seq_cst) == 0) wakep();
+    if (idle && io_wait && timer_m_until_.until() == 0) wakep();
     // Busy: look again in a millisecond (a P going idle wakes us sooner).
     // Only timers pending: look again when the next one is due.
     long long wait_ns = 1'000'000;

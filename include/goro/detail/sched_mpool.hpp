@@ -142,9 +142,9 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
     if (should_leave(mm)) return wake_reason::leave;
     mm->park_note.clear();
     m_idle_put(mm);
-    if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.load(std::memory_order_relaxed))) {
+    if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.until(std::memory_order_relaxed))) {
       timer_m_ = mm;
-      timer_m_until_.store(until, std::memory_order_seq_cst);
+      timer_m_until_.publish(until);
       timed = true;
     }
     checkdead(mm);
@@ -154,11 +154,12 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
   if (shutdown_waiting_.load(std::memory_order_seq_cst)) shutdown_note_.wake();
   bool woken = true;
   if (timed) {
-    // The second half of the handshake with wake_for_timer: a timer
-    // published before our deadline was would not wake us.
+    // The sleeper's half of timer_sleeper's handshake (wake_for_timer is
+    // the adder's): a timer published before our deadline was would not
+    // wake us.
     std::int64_t next = earliest_timer();
     std::int64_t now = nanotime();
-    if (next != 0 && next < until)
+    if (timer_sleeper::look_again(next, until))
       woken = false;  // look again at once
     else
       woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note

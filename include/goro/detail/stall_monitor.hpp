@@ -180,7 +180,7 @@ class stall_monitor {
                  ", live goroutines %zu\n",
                  s_.active_ps(), s_.created_ps(), x.npidle, s_.spinning_.count(std::memory_order_relaxed),
                  s_.globq_.size(), x.queued, s_.live_goroutines());
-    const std::int64_t until = s_.timer_m_until_.load(std::memory_order_relaxed);
+    const std::int64_t until = s_.timer_m_until_.until(std::memory_order_relaxed);
     const std::int64_t now = nanotime();
     std::fprintf(f, "  earliest timer overdue by %" PRId64 " us; timer M: %s %" PRId64 " us; poller waiters %d\n",
                  x.overdue / 1000, until == 0 ? "none," : "sleeps until now +",
