@@ -1726,8 +1726,11 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 // calls unlock(arg): typically releasing the lock of the wait queue the
 // goroutine just joined, so a waker can only ready it after it stopped
 // running. If unlock returns false the goroutine is resumed at once.
-// `why` is what the goroutine dump shows (Go's waitReason).
-inline void park(m_base* m, bool (*unlock)(void*), void* arg, wait_reason why = wait_reason::other) noexcept {
+// `why` is what the goroutine dump shows (Go's waitReason). Always
+// inlined: it is a handful of stores before the switch, and out of line
+// (GCC's choice once `why` was added) it cost a channel round trip ~5%
+// of its instructions (benchmark pingpong, callgrind).
+GORO_ALWAYS_INLINE void park(m_base* m, bool (*unlock)(void*), void* arg, wait_reason why = wait_reason::other) noexcept {
   GORO_CHAOS_POINT("gopark");
   g* gp = m->curg;
   gp->waiting_on.store(why, std::memory_order_relaxed);
@@ -2868,8 +2871,21 @@ namespace goro::detail {
 
 class spinlock {
  public:
-  void lock() noexcept {
-    // The exchange first: the lock's line usually sits in another core's
+  // The uncontended exchange inline, the waiting out of line: GCC stopped
+  // inlining the whole of lock() into the channel operations, and the
+  // call cost a channel round trip ~2% of its instructions (pingpong).
+  GORO_ALWAYS_INLINE void lock() noexcept {
+    if (GORO_LIKELY(!locked_.exchange(true, std::memory_order_acquire))) return;
+    lock_contended();
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  GORO_NOINLINE void lock_contended() noexcept {
+    // lock() tried the exchange first: the lock's line usually sits in another core's
     // cache (a channel shared by two Ms), and a load first would fetch it
     // shared only to fetch it again exclusive for the exchange. Under
     // contention, spin on loads (test-and-test-and-set) with exponential
@@ -2881,7 +2897,6 @@ class spinlock {
     // several operations in a row. 4 producers and 4 consumers on one
     // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
     // transfers are slow.
-    if (!locked_.exchange(true, std::memory_order_acquire)) return;
     for (unsigned round = 0;; ++round) {
       if (round < backoff_rounds) {
         for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
@@ -2893,12 +2908,7 @@ class spinlock {
       if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
     }
   }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
 
- private:
   static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
   static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
   static constexpr unsigned yield_rounds = 64;      // then short sleeps
@@ -3173,17 +3183,27 @@ inline bool unlock_spinlock(void* l) noexcept {
 // says whether it did (g::unlink_wait: a runtime destroyed while the
 // goroutine waits for good, or main_return ending it). `why`: what the
 // goroutine dump shows.
-inline void block(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
-                  bool (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
-  if (gp) {
+// A plain thread's side of block(): out of line, the goroutine side is
+// the hot one.
+GORO_NOINLINE inline void block_thread(m_base* m, std::atomic<std::uint32_t>& word, bool (*unlock)(void*),
+                                       void* arg) noexcept {
+  extm_outside_op(m);  // checkdead: a plain thread blocked on a goro object is a live external M
+  unlock(arg);
+  while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+}
+
+// Always inlined into the channel and sync operations: a call here, and
+// GCC's choice of what to inline around it, cost a channel round trip
+// ~5% of its instructions (benchmark pingpong, callgrind).
+GORO_ALWAYS_INLINE void block(m_base* m, g* gp, std::atomic<std::uint32_t>& word, bool (*unlock)(void*), void* arg,
+                              bool (*unlink)(void*) noexcept, void* unlink_arg, wait_reason why) noexcept {
+  if (GORO_LIKELY(gp != nullptr)) {
     gp->unlink_wait = unlink;
     gp->unlink_arg = unlink_arg;
     park(m, unlock, arg, why);
     gp->unlink_wait = nullptr;
   } else {
-    extm_outside_op(m);  // checkdead: a plain thread blocked on a goro object is a live external M
-    unlock(arg);
-    while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+    block_thread(m, word, unlock, arg);
   }
 }
 
