@@ -4244,39 +4244,7 @@ std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
 // Go's timeSleep: the goroutine parks, and only once it is off its stack
 // (the park's unlock step, on g0) is its timer queued — so the timer cannot
 // fire, and ready it, before it has stopped running (Go's resetForSleep).
-inline void sleep_until_ns(std::int64_t when) {
-  m_base* m = current_m();
-  if (!m || !m->curg) {
-    // A plain thread just sleeps.
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
-    return;
-  }
-  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
-  call_point();  // main_return (goexit.hpp)
-  m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
-  if (when <= nanotime()) return;
-  timer t;
-  t.when = when;
-  t.arg = m->curg;
-  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    g* gp = static_cast<g*>(arg);
-    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
-  };
-  // main_return (main_return.hpp): whoever takes the timer off its heap
-  // first -- the runtime ending this goroutine, or its firing -- wakes it.
-  g* gp = m->curg;
-  gp->unlink_wait = [](void* arg) noexcept { return timer_heap::del(static_cast<timer*>(arg)); };
-  gp->unlink_arg = &t;
-  park(
-      m,
-      [](void* arg) {
-        current_m()->sched->add_timer(static_cast<timer*>(arg));
-        return true;
-      },
-      &t, wait_reason::sleep);
-  gp->unlink_wait = nullptr;
-  exit_if_killed(gp);
-}
+GORO_DECL void sleep_until_ns(std::int64_t when);
 
 // Timers created outside any runtime (a plain thread calling after(),
 // constructing a timer...) live on one process-wide heap served by a
@@ -4288,22 +4256,9 @@ inline void sleep_until_ns(std::int64_t when) {
 // has timers (one may wake a goroutine), and the adder as one (extm.hpp).
 class thread_timers {
  public:
-  static thread_timers& get() {
-    // Never destroyed: its thread may still sleep at exit.
-    static thread_timers* self = [] {
-      auto* t = new thread_timers;
-      std::thread(&thread_timers::loop, t).detach();
-      return t;
-    }();
-    return *self;
-  }
+  GORO_DECL static thread_timers& get();
 
-  void add(timer* t) {
-    extm_outside_op();  // checkdead
-    const std::int64_t when = t->when;
-    heap_.add(t);
-    if (sleeper_.must_wake(when)) wake_.wake();  // the adder's half (timer_sleeper.hpp)
-  }
+  GORO_DECL void add(timer* t);
 
  private:
   [[noreturn]] void loop() noexcept {
@@ -4331,12 +4286,7 @@ class thread_timers {
 
 // Queues t on the calling goroutine's (or M's) runtime, else on the
 // process-wide thread.
-inline void add_timer_anywhere(timer* t) {
-  if (m_base* m = current_m(); m && m->sched)
-    m->sched->add_timer(t);
-  else
-    thread_timers::get().add(t);
-}
+GORO_DECL void add_timer_anywhere(timer* t);
 
 // Re-arms t under `op`, the lock that serializes every stop / reset of t
 // (Go's timer.modify, done as deltimer + addtimer): takes t off its heap
@@ -4523,15 +4473,7 @@ class timer {
 namespace detail {
 // An after_func timer fired: start f's goroutine on the runtime it was
 // made in. A self-owned timer is not sync, so it may free itself here.
-inline void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
-  auto* self = static_cast<chan_timer*>(arg);
-  std::shared_ptr<std::function<void()>> fn = self->fn;
-  sched_base* owner = self->owner;
-  if (self->self_owned) delete self;
-  // created by: this function (Go's dump says time.goFunc for AfterFunc's)
-  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), [fn] { (*fn)(); }); }
-  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
-}
+GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept;
 }  // namespace detail
 
 // Go's time.AfterFunc: runs f in its own goroutine (of the calling
@@ -4598,6 +4540,7 @@ class ticker {
 };
 
 }  // namespace goro
+
 // ---- end goro/time.hpp ----
 
 namespace goro {
@@ -4614,73 +4557,21 @@ class context_state : public std::enable_shared_from_this<context_state> {
   context_state(const context_state&) = delete;
   context_state& operator=(const context_state&) = delete;
 
-  ~context_state() {
-    if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
-    if (parent_) parent_->unlink_child(this);
-  }
+  GORO_DECL ~context_state();
 
   // Go's propagateCancel: links this (just made, owned by a shared_ptr)
   // into its parent, or cancels it at once if the parent is done.
-  void attach() {
-    if (!parent_) return;
-    cancel_reason r = parent_->link_child(this);
-    if (r != cancel_reason::none) cancel(r, false);
-  }
+  GORO_DECL void attach();
 
   // Arms the deadline timer (after attach(): the parent may have
   // cancelled us already, and then there is nothing to arm).
-  void arm() {
-    if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
-    if (deadline_ns_ <= nanotime()) {
-      cancel(cancel_reason::deadline_exceeded, true);
-      return;
-    }
-    timer_.when = deadline_ns_;
-    timer_.sync = true;
-    timer_.arg = this;
-    timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
-    };
-    armed_ = true;
-    add_timer_anywhere(&timer_);
-  }
+  GORO_DECL void arm();
 
   // Go's cancelCtx.cancel: the first call records the reason, closes
   // done, cancels every child (with the same reason) and forgets them,
   // unlinks this from its parent (unless the parent is the one cancelling
   // us: it already did) and stops the timer. Later calls do nothing.
-  void cancel(cancel_reason reason, bool unlink_from_parent) {
-    std::vector<std::shared_ptr<context_state>> kids;
-    lock_.lock();
-    if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
-      lock_.unlock();
-      return;
-    }
-    // Release: a goroutine that sees err() != none sees what happened
-    // before the cancel; one woken by done() synchronises through the
-    // channel's lock, which close() takes after this store.
-    err_.store(reason, std::memory_order_release);
-    for (context_state* c = first_child_; c;) {
-      context_state* next = c->next_sibling_;
-      c->linked_ = false;
-      c->prev_sibling_ = c->next_sibling_ = nullptr;
-      // A child whose count already reached zero is in its destructor,
-      // waiting for our lock to unlink itself: it will find linked_ false.
-      if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
-      c = next;
-    }
-    first_child_ = nullptr;
-    lock_.unlock();
-    done_.close();
-    for (auto& k : kids) k->cancel(reason, false);
-    if (unlink_from_parent && parent_) parent_->unlink_child(this);
-    // Release the timer at once (Go's timerCtx.cancel stops it). From the
-    // timer's own function (it has fired) del does not wait for that call.
-    if (armed_) timer_heap::del(&timer_);
-    // Last: dropping the children may destroy them and, from the timer's
-    // function, this state too (see the top of the file).
-    kids.clear();
-  }
+  GORO_DECL void cancel(cancel_reason reason, bool unlink_from_parent);
 
   cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }
   std::int64_t deadline_ns() const noexcept { return deadline_ns_; }
@@ -4688,34 +4579,9 @@ class context_state : public std::enable_shared_from_this<context_state> {
 
  private:
   // Links c as a child; returns our reason instead if we are done.
-  cancel_reason link_child(context_state* c) {
-    lock_.lock();
-    cancel_reason r = err_.load(std::memory_order_relaxed);
-    if (r == cancel_reason::none) {
-      c->next_sibling_ = first_child_;
-      c->prev_sibling_ = nullptr;
-      if (first_child_) first_child_->prev_sibling_ = c;
-      first_child_ = c;
-      c->linked_ = true;
-    }
-    lock_.unlock();
-    return r;
-  }
-
+  GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
-  void unlink_child(context_state* c) noexcept {
-    lock_.lock();
-    if (c->linked_) {
-      if (c->prev_sibling_)
-        c->prev_sibling_->next_sibling_ = c->next_sibling_;
-      else
-        first_child_ = c->next_sibling_;
-      if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
-      c->prev_sibling_ = c->next_sibling_ = nullptr;
-      c->linked_ = false;
-    }
-    lock_.unlock();
-  }
+  GORO_DECL void unlink_child(context_state* c) noexcept;
 
   const std::shared_ptr<context_state> parent_;
   const std::int64_t deadline_ns_;  // 0: none
@@ -4734,8 +4600,13 @@ class context_state : public std::enable_shared_from_this<context_state> {
 
 class context;
 class cancel_func;
-std::pair<context, cancel_func> with_cancel(context parent);
-std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp);
+// A child cancelled (canceled) by the returned cancel_func, or when parent
+// is (with the parent's reason).
+GORO_DECL std::pair<context, cancel_func> with_cancel(context parent);
+// A child also cancelled (deadline_exceeded) at tp. Its deadline is never
+// later than its parent's: with an earlier parent deadline it is
+// with_cancel(parent) (Go's WithDeadline).
+GORO_DECL std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp);
 
 // A shared handle (cheap to copy) to a node of a context tree. A
 // default-constructed context is background().
@@ -4767,7 +4638,7 @@ class context {
   explicit context(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
   // A child of parent with the given deadline (0: none); arm_timer: the
   // deadline is its own (else inherited from the parent, whose timer acts).
-  static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
+  GORO_DECL static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
 
   std::shared_ptr<detail::context_state> s_;
 
@@ -4782,9 +4653,7 @@ class context {
 class cancel_func {
  public:
   cancel_func() noexcept = default;
-  void operator()() const {
-    if (s_) s_->cancel(cancel_reason::canceled, true);
-  }
+  GORO_DECL void operator()() const;
 
  private:
   explicit cancel_func(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
@@ -4792,40 +4661,14 @@ class cancel_func {
   friend class context;
 };
 
-inline std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
-  auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
-  s->attach();
-  if (arm_timer) s->arm();
-  return {context(s), cancel_func(s)};
-}
-
 // The root: never cancelled, no deadline (Go's context.Background()).
 inline context background() noexcept { return {}; }
 
-// A child cancelled (canceled) by the returned cancel_func, or when parent
-// is (with the parent's reason).
-inline std::pair<context, cancel_func> with_cancel(context parent) {
-  return context::make(parent, parent.s_ ? parent.s_->deadline_ns() : 0, false);
-}
-
-// A child also cancelled (deadline_exceeded) at tp. Its deadline is never
-// later than its parent's: with an earlier parent deadline it is
-// with_cancel(parent) (Go's WithDeadline).
-inline std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp) {
-  std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count();
-  if (ns < 1) ns = 1;
-  if (parent.s_ && parent.s_->deadline_ns() != 0 && parent.s_->deadline_ns() <= ns) return with_cancel(parent);
-  return context::make(parent, ns, true);
-}
-
 // with_deadline(parent, now + d).
-inline std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d) {
-  // Saturating: a huge d is "never", not an overflow.
-  std::int64_t ns = detail::when_after(detail::nanotime(), detail::to_ns(d));
-  return with_deadline(std::move(parent), context::time_point(std::chrono::nanoseconds(ns)));
-}
+GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d);
 
 }  // namespace goro
+
 // ---- end goro/context.hpp ----
 // ---- begin goro/group.hpp ----
 // goro::group: Go's errgroup (golang.org/x/sync/errgroup) -- a set of
@@ -5874,20 +5717,13 @@ namespace goro {
 class group {
  public:
   group() : group(background()) {}
-  explicit group(context parent) {
-    auto [c, cancel] = with_cancel(std::move(parent));
-    ctx_ = std::move(c);
-    cancel_ = std::move(cancel);
-  }
+  GORO_DECL explicit group(context parent);
   group(const group&) = delete;
   group& operator=(const group&) = delete;
 
   // Its tasks refer to it: a group that still has tasks waits for them
   // (their failure, if any, is dropped) rather than vanish under them.
-  ~group() {
-    wg_.wait();
-    cancel_();
-  }
+  GORO_DECL ~group();
 
   // Runs f() in a new goroutine (of the calling goroutine's runtime). f
   // returns void or std::error_code. With a limit set, blocks while that
@@ -5911,28 +5747,11 @@ class group {
 
   // At most n tasks at once; n < 0: no limit (the default). Changing it
   // while tasks run is a usage_error (Go panics).
-  void set_limit(int n) {
-    if (active_.load(std::memory_order_acquire) != 0)
-      detail::raise_usage("group::set_limit: modify limit while tasks in the group are still active");
-    if (n < 0)
-      sem_ = nullptr;
-    else
-      sem_ = chan<std::monostate>(static_cast<std::size_t>(n));
-  }
+  GORO_DECL void set_limit(int n);
 
   // Waits for every task, cancels ctx(), and returns the first failure: an
   // error code is returned, an exception rethrown; {} if none failed.
-  std::error_code wait() {
-    wg_.wait();
-    cancel_();
-#if GORO_EXCEPTIONS
-    if (exc_) {
-      std::exception_ptr e = std::exchange(exc_, nullptr);
-      std::rethrow_exception(e);
-    }
-#endif
-    return err_;
-  }
+  GORO_DECL std::error_code wait();
 
   // The group's context: cancelled by the first failure, by the parent,
   // or when wait() returns.
@@ -5991,16 +5810,7 @@ class group {
   }
 
   // The first failure wins and cancels ctx() (Go's errOnce).
-  void fail(std::error_code ec, std::exception_ptr e) {
-    {
-      std::lock_guard<detail::spinlock> lk(lock_);
-      if (failed_) return;
-      failed_ = true;
-      err_ = ec;
-      exc_ = std::move(e);
-    }
-    cancel_();
-  }
+  GORO_DECL void fail(std::error_code ec, std::exception_ptr e);
 
   context ctx_;
   cancel_func cancel_;
@@ -6014,6 +5824,7 @@ class group {
 };
 
 }  // namespace goro
+
 // ---- end goro/group.hpp ----
 // ---- begin goro/net.hpp ----
 // goro::net: TCP, Unix and UDP sockets on the network poller
@@ -6187,32 +5998,8 @@ inline void public_code(std::error_code& ec) noexcept {
 }
 
 // Splits "host:port" / "[v6]:port" (host may be empty).
-inline bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) noexcept {
-  std::string_view p;
-  if (!hp.empty() && hp.front() == '[') {
-    auto close = hp.find(']');
-    if (close == std::string_view::npos) return ec = bad_addr(1), false;
-    host = hp.substr(1, close - 1);
-    if (close + 1 >= hp.size() || hp[close + 1] != ':') return ec = bad_addr(0), false;
-    p = hp.substr(close + 2);
-  } else {
-    auto colon = hp.rfind(':');
-    if (colon == std::string_view::npos) return ec = bad_addr(0), false;
-    host = hp.substr(0, colon);
-    if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
-    p = hp.substr(colon + 1);
-  }
-  if (p.empty() || p.size() > 5) return ec = bad_addr(3), false;
-  unsigned pn = 0;
-  for (char c : p) {
-    if (c < '0' || c > '9') return ec = bad_addr(3), false;
-    pn = pn * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (pn > 65535) return ec = bad_addr(4), false;
-  port = static_cast<std::uint16_t>(pn);
-  return true;
-}
+GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) noexcept;
 
 }  // namespace detail
 
@@ -6229,12 +6016,7 @@ class address {
     detail::public_code(ec);
     return a;
   }
-  static address parse(std::string_view s) {
-    std::error_code ec;
-    address a = parse_raw(s, ec);
-    if (ec) goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
-    return a;
-  }
+  GORO_DECL static address parse(std::string_view s);
 
   // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
   // Malformed: an empty address.
@@ -6254,27 +6036,9 @@ class address {
 
   // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
   // when empty (or an unnamed Unix socket).
-  std::string to_string() const {
-    if (is_unix()) return host();
-    if (!is_ip()) return {};
-    std::string h = host();
-    std::string p = std::to_string(port());
-    return is_ipv6() ? "[" + h + "]:" + p : h + ":" + p;
-  }
+  GORO_DECL std::string to_string() const;
   // The IP without the port ("::1"), or the Unix path.
-  std::string host() const {
-    if (is_unix()) {
-      const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
-      std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
-      if (n == 0) return {};
-      if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
-      return std::string(un->sun_path, strnlen(un->sun_path, n));
-    }
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
-    if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
-    return buf;
-  }
+  GORO_DECL std::string host() const;
   // The port (0 for a Unix path or an empty address).
   std::uint16_t port() const noexcept {
     if (is_ipv4()) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_port);
@@ -6311,51 +6075,10 @@ class address {
   }
 
  private:
-  bool set_ip(std::string_view ip, std::uint16_t port) {
-    std::string h(ip);
-    auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
-    for (int family : {AF_INET, AF_INET6}) {
-      bool v4 = family == AF_INET;
-      if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
-        ss_.ss_family = static_cast<sa_family_t>(family);
-        len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-        *this = with_port(port);
-        return true;
-      }
-      ss_ = {};
-    }
-    return false;
-  }
-  void set_unix(std::string_view path, std::error_code& ec) noexcept {
-    auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
-    if (path.empty() || path.size() >= sizeof un->sun_path) {
-      ec = detail::bad_addr(6);
-      return;
-    }
-    un->sun_family = AF_UNIX;
-    std::memcpy(un->sun_path, path.data(), path.size());
-    if (path.front() == '@') {  // abstract: a leading NUL, no terminator
-      un->sun_path[0] = '\0';
-      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
-    } else {
-      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
-    }
-  }
+  GORO_DECL bool set_ip(std::string_view ip, std::uint16_t port);
+  GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
   // parse, leaving the internal code (which says what is malformed).
-  static address parse_raw(std::string_view s, std::error_code& ec) {
-    ec.clear();
-    address a;
-    if (!s.empty() && (s.front() == '/' || s.front() == '.' || s.front() == '@')) {
-      a.set_unix(s, ec);
-    } else {
-      std::string_view host;
-      std::uint16_t port = 0;
-      if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
-    }
-    if (ec) return {};
-    return a;
-  }
+  GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
   friend address unix_address(std::string_view, std::error_code&) noexcept;
 
   sockaddr_storage ss_{};
@@ -6377,72 +6100,11 @@ inline address unix_address(std::string_view path, std::error_code& ec) noexcept
 // returned as it is, without a lookup. getaddrinfo blocks, so it runs
 // inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
 // (the throwing form: std::system_error with that code).
-inline std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
-  ec.clear();
-  if (address a = address::from_ip(name, 0)) return {a};
-  std::string host(name);
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
-  addrinfo* res = nullptr;
-  int errno_copy = 0;
-  int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
-    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-    errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
-    return rc;
-  });
-  std::vector<address> out;
-  if (r != 0) {
-    switch (r) {
-      case EAI_NONAME:
-#ifdef EAI_NODATA
-      case EAI_NODATA:
-#endif
-#ifdef EAI_ADDRFAMILY
-      case EAI_ADDRFAMILY:
-#endif
-        ec = errc::host_not_found;
-        break;
-      case EAI_AGAIN:
-        ec = errc::try_again;
-        break;
-      case EAI_SYSTEM:
-        ec = detail::errno_code(errno_copy ? errno_copy : EIO);
-        break;
-      case EAI_MEMORY:
-        ec = std::make_error_code(std::errc::not_enough_memory);
-        break;
-      default:
-        ec = errc::lookup_failed;
-        break;
-    }
-    return out;
-  }
-  for (addrinfo* p = res; p; p = p->ai_next) {
-    if (p->ai_family != AF_INET && p->ai_family != AF_INET6) continue;
-    address a = address::from_native(p->ai_addr, p->ai_addrlen);
-    bool dup = false;
-    for (const auto& o : out) dup = dup || o == a;
-    if (!dup) out.push_back(a);
-  }
-  ::freeaddrinfo(res);
-  if (out.empty()) ec = errc::host_not_found;
-  return out;
-}
-inline std::vector<address> lookup_host(std::string_view name) {
-  std::error_code ec;
-  auto v = lookup_host(name, ec);
-  if (ec) {
-#if GORO_EXCEPTIONS
-    throw std::system_error(ec, "goro: lookup " + std::string(name));
-#else
-    goro::detail::fatal(("goro: lookup " + std::string(name) + ": " + ec.message()).c_str());
-#endif
-  }
-  return v;
-}
+GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec);
+GORO_DECL std::vector<address> lookup_host(std::string_view name);
 
 }  // namespace goro::net
+
 // ---- end goro/net_address.hpp ----
 // ---- begin goro/detail/net_socket.hpp ----
 // goro::net's socket layer (internal): a socket's fd, its poll descriptor
@@ -6630,113 +6292,8 @@ struct select_locks {
 // lowest address, so it cannot proceed (and return) before that release.
 // A waker that finds a waiter of ours holds that waiter's channel lock, and
 // pass 3 takes every lock before it returns: no waiter is used after it.
-inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
-                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
-  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
-  send_closed = false;
-  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
-  // whose channel is not nil: a case on a nil channel is never chosen (Go
-  // leaves it out of pollorder, so it is neither polled nor queued on).
-  std::size_t live = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!sc[i].c) continue;
-    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
-    pollorder[live] = pollorder[j];
-    pollorder[j] = static_cast<std::uint16_t>(i);
-    ++live;
-  }
-  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
-  // Lock order: the cases sorted by channel address with a stable
-  // insertion sort (n is small) started from the poll order, so cases on
-  // one channel keep a random relative order -- pass 2 queues them in
-  // this order (as Go's heap sort "starts with the pollorder").
-  for (std::size_t i = 0; i < live; ++i) {
-    std::uint16_t k = pollorder[i];
-    std::size_t j = i;
-    while (j > 0 &&
-           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
-      lockorder[j] = lockorder[j - 1];
-      --j;
-    }
-    lockorder[j] = k;
-  }
-  select_locks locks{sc, lockorder, live};
-  locks.lock_all();
-
-  // Pass 1: the first ready case in poll order.
-  for (std::size_t i = 0; i < live; ++i) {
-    std::size_t k = pollorder[i];
-    chan_waiter* partner = nullptr;
-    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
-    if (r == chan_op::blocked) continue;
-    locks.unlock_all();
-    if (partner) wake_chan_waiter(partner);
-    send_closed = r == chan_op::closed;
-    return k;
-  }
-  if (has_default) {
-    locks.unlock_all();
-    return n;
-  }
-
-  // Pass 2: wait on every case.
-  select_state st;
-  caller self = current_caller();
-  if (GORO_UNLIKELY(inside_blocking(self.m))) {
-    locks.unlock_all();
-    raise_inside_blocking("select");
-  }
-  g* gp = self.gp;
-  for (std::size_t i = 0; i < live; ++i) {
-    std::size_t k = lockorder[i];
-    chan_waiter& w = waiters[k];
-    w.gp = gp;
-    w.elem = sc[k].elem;
-    w.sel = &st;
-    w.success = false;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
-  }
-  struct queued {  // block's unlink: every case's waiter off its queue
-    select_case* sc;
-    std::size_t n;
-    chan_waiter* waiters;
-    select_state* st;
-  } at{sc, n, waiters, &st};
-  GORO_CHAOS_POINT("chan.block");
-  block(
-      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
-      [](void* a) noexcept {
-        auto* x = static_cast<queued*>(a);
-        // Claimed as a case's waker would (dequeue): if one got there
-        // first, it owns the wake-up. Otherwise no case can win any more.
-        std::uint32_t expected = 0;
-        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
-        for (std::size_t k = 0; k < x->n; ++k) {
-          chan_core* c = x->sc[k].c;
-          if (!c) continue;  // a nil channel's case was never queued
-          c->lock.lock();
-          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
-          c->lock.unlock();
-        }
-        return true;
-      },
-      &at, wait_reason::select);
-  // main_return: woken to end (the claim above took every waiter off; no
-  // case won).
-  exit_if_killed(gp);
-
-  // Pass 3: the winner was popped by its waker; take the others back.
-  locks.lock_all();
-  chan_waiter* winner = st.winner;
-  for (std::size_t k = 0; k < n; ++k) {
-    if (&waiters[k] == winner || !sc[k].c) continue;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
-  }
-  locks.unlock_all();
-  std::size_t k = static_cast<std::size_t>(winner - waiters);
-  send_closed = sc[k].is_send && !winner->success;
-  return k;
-}
+GORO_DECL std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed);
 
 }  // namespace detail
 
@@ -6977,7 +6534,7 @@ class select_case {
   friend select_case send_case(const chan<T>& ch, V&& value, F&& f);
   template <class F>
   friend select_case default_case(F&& f);
-  friend inline std::size_t select(std::span<select_case> cases);
+  friend GORO_DECL std::size_t select(std::span<select_case> cases);
 };
 
 // A run-time case receiving from ch (nil: never chosen); f(std::optional<T>)
@@ -7014,44 +6571,10 @@ select_case default_case(F&& f) {
 // list of cases; returns the index of the case that ran. At most one
 // default case; no channel case (or only nil ones) and no default blocks
 // forever, as Go's `select {}`.
-inline std::size_t select(std::span<select_case> cases) {
-  std::size_t ndefault = 0, default_index = cases.size();
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    if (!cases[i].p_) detail::raise_usage("select: a moved-from select_case");
-    if (cases[i].default_) {
-      ++ndefault;
-      default_index = i;
-    }
-  }
-  if (ndefault > 1) detail::raise_usage("select: more than one default_case");
-  const std::size_t n = cases.size() - ndefault;
-  if (n >= 65536) detail::raise_usage("select: too many cases");
-
-  std::size_t chosen = default_index;
-  if (n > 0) {
-    auto sc = std::make_unique<detail::select_case[]>(n);
-    auto arg_index = std::make_unique<std::size_t[]>(n);
-    auto pollorder = std::make_unique<std::uint16_t[]>(n);
-    auto lockorder = std::make_unique<std::uint16_t[]>(n);
-    auto waiters = std::make_unique<detail::chan_waiter[]>(n);
-    for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
-      if (cases[i].default_) continue;
-      sc[ci] = cases[i].p_->prepare();
-      arg_index[ci++] = i;
-    }
-    bool send_closed = false;
-    std::size_t k = detail::select_go(sc.get(), n, ndefault != 0, pollorder.get(), lockorder.get(), waiters.get(),
-                                      send_closed);
-    if (send_closed) detail::raise_send_closed();
-    if (k != n) chosen = arg_index[k];
-  } else if (ndefault == 0) {
-    detail::block_forever_nil("select");
-  }
-  cases[chosen].p_->run();
-  return chosen;
-}
+GORO_DECL std::size_t select(std::span<select_case> cases);
 
 }  // namespace goro
+
 // ---- end goro/select.hpp ----
 // ---- begin goro/detail/netpoll.hpp ----
 // The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
@@ -7710,66 +7233,16 @@ inline netpoller* goroutine_poller() noexcept {
 // Setters are serialized by pd->lock (rearm_timer, time.hpp); the timers'
 // function takes no lock, so del() (which waits for a running one) cannot
 // deadlock with it.
-inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
-  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
-  rearm_timer(pd->lock, t, [&](bool) {
-    pd->deadline(mode).store(d, std::memory_order_seq_cst);
-    if (d == 0) return false;
-    if (d <= nanotime()) {  // already passed: wake the waiter now
-      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-      return false;
-    }
-    t.when = d;
-    t.period = 0;
-    t.sync = true;
-    t.arg = pd;
-    t.seq = pd->seq.load(std::memory_order_seq_cst);
-    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                        };
-    return true;
-  });
-}
+GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d);
 
 // Registers pd with the calling goroutine's poller if it is on none.
-inline std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
-  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return {};
-  std::lock_guard<spinlock> lk(pd->lock);
-  if (pd->owner.load(std::memory_order_seq_cst) == nullptr)
-    if (int err = np->try_open(pd)) return errno_code(err);
-  return {};
-}
+GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
 
 // A plain thread's wait: poll(2) in slices, so a close, a deadline change
 // or a cancelled context (ctx, may be null) is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
-inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
-                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr) {
-  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
-  for (;;) {
-    if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
-    if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
-    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
-    int ms = thread_poll_slice_ms;
-    if (d != 0) {
-      std::int64_t left = d - nanotime();
-      if (left <= 0) return deadline_error();
-      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
-    }
-    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
-    int r = ::poll(&p, 1, ms);
-    if (r > 0) {
-      if (p.revents & POLLNVAL) return errno_code(EBADF);
-      return {};
-    }
-    if (r < 0) {
-      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
-      if (e != EINTR) return errno_code(e);
-    }
-  }
-}
+GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
 
 // Wakes a goroutine's wait on pd when a context is done (Go's
 // ctx.Done() watcher in netFD.connect): a goroutine selects on
@@ -7781,32 +7254,12 @@ inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* c
 // (thread_wait), and background() has nothing to watch.
 class ctx_watch {
  public:
-  ctx_watch(const goro::context& ctx, poll_desc* pd, char mode) {
-    recv_chan<std::monostate> done = ctx.done();
-    if (!done || !goroutine_poller()) return;
-    stop_ = chan<std::monostate>();
-    fired_ = chan<bool>(1);
-    goro::go([done, stop = stop_, fired = fired_, pd, mode]() mutable {
-      bool f = false;
-      goro::select(goro::on_recv(done,
-                                 [&f, pd, mode](std::optional<std::monostate>) {
-                                   set_deadline(pd, mode, 1);
-                                   f = true;
-                                 }),
-                   goro::on_recv(stop, [](std::optional<std::monostate>) {}));
-      fired.send(f);
-    });
-  }
+  GORO_DECL ctx_watch(const goro::context& ctx, poll_desc* pd, char mode);
   ctx_watch(const ctx_watch&) = delete;
   ctx_watch& operator=(const ctx_watch&) = delete;
   ~ctx_watch() { stop(); }
 
-  bool stop() {
-    if (!stop_) return false;
-    stop_.close();
-    stop_ = nullptr;
-    return fired_.recv().value_or(false);
-  }
+  GORO_DECL bool stop();
 
  private:
   chan<std::monostate> stop_ = nullptr;  // nil: no watcher
@@ -7967,58 +7420,17 @@ class socket_state {
   };
 
   // Go's pollDesc evict + fd close: idempotent.
-  void close() noexcept {
-    std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
-    if (old & closed_bit) {
-      decref();
-      return;
-    }
-    pd_->closing.store(true, std::memory_order_seq_cst);
-    if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
-    if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
-    rlock_.close();  // goroutines queued behind a reader / writer
-    wlock_.close();
-    decref();
-  }
+  GORO_DECL void close() noexcept;
 
   // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
   // passed deadline, or (a plain thread) ctx done. The caller holds an op.
-  std::error_code wait(char mode, const goro::context* ctx = nullptr) {
-    if (netpoller* np = goroutine_poller()) {
-      if (std::error_code ec = ensure_registered(pd_, np)) return ec;
-      switch (pd_wait_g(pd_, mode)) {
-        case pd_error::none:
-          return {};
-        case pd_error::closing:
-          return closed_code();
-        case pd_error::timeout:
-          return deadline_error();
-      }
-    }
-    return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
-  }
+  GORO_DECL std::error_code wait(char mode, const goro::context* ctx = nullptr);
 
-  std::error_code set_deadline(char mode, std::int64_t d) {
-    op o(*this);
-    if (!o) return closed_code();
-    detail::set_deadline(pd_, mode, d);
-    return {};
-  }
+  GORO_DECL std::error_code set_deadline(char mode, std::int64_t d);
 
  private:
   // Runs once, with nobody inside an operation.
-  void destroy() noexcept {
-    if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
-    timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
-    timer_heap::del(&pd_->wt);
-    {
-      std::lock_guard<spinlock> lk(pd_->lock);
-      if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
-    }
-    ::close(fd_);
-    pd_cache::free(pd_);
-    if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
-  }
+  GORO_DECL void destroy() noexcept;
 
   int fd_;
   poll_desc* pd_;
@@ -8030,26 +7442,11 @@ class socket_state {
 };
 
 // Wraps fd in a socket_state (closing fd if that fails).
-inline std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {}) {
-  std::shared_ptr<socket_state> s;
-  GORO_TRY { s = std::make_shared<socket_state>(fd, peer); }
-  GORO_CATCH_ALL {
-    ::close(fd);
-    GORO_RETHROW;
-  }
-  return s;
-}
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {});
 
 // A new non-blocking, close-on-exec socket wrapped in a socket_state (the
 // fd is closed if the wrapping fails).
-inline std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {}) {
-  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    ec = errno_code(goro::detail::thread_errno());
-    return nullptr;
-  }
-  return adopt_fd(fd, peer);
-}
+GORO_DECL std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {});
 
 // The earlier of two deadlines (0: none).
 inline std::int64_t earlier(std::int64_t a, std::int64_t b) noexcept {
@@ -8057,11 +7454,7 @@ inline std::int64_t earlier(std::int64_t a, std::int64_t b) noexcept {
   if (b == 0) return a;
   return a < b ? a : b;
 }
-inline std::int64_t context_deadline(const goro::context* ctx) noexcept {
-  if (!ctx) return 0;
-  auto d = ctx->deadline();
-  return d ? deadline_ns(*d) : 0;
-}
+GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept;
 
 // Waits on an fd that goro::net does not own (wait_readable/_writable):
 // a goroutine registers it for this wait only. When the fd is registered
@@ -8070,148 +7463,37 @@ inline std::int64_t context_deadline(const goro::context* ctx) noexcept {
 // (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
 // from several threads). With a context, its deadline bounds the wait too,
 // and its cancellation ends it (context_code).
-inline std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr) {
-  if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
-  d = earlier(d, context_deadline(ctx));
-  netpoller* np = goroutine_poller();
-  if (!np) {
-    std::atomic<std::int64_t> dl{d};
-    return thread_wait(fd, mode, nullptr, &dl, ctx);
-  }
-  if (d != 0 && d <= nanotime()) return deadline_error();
-  poll_desc* pd = pd_cache::alloc(fd);
-  struct cleanup {
-    poll_desc* pd;
-    int dup_fd = -1;
-    ~cleanup() {
-      timer_heap::del(&pd->rt);
-      timer_heap::del(&pd->wt);
-      if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
-      pd_cache::free(pd);
-      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
-    }
-  } c{pd};
-  {
-    std::lock_guard<spinlock> lk(pd->lock);
-    int err = np->try_open(pd);
-    if (err == EEXIST) {  // another waiter registered fd: register a dup
-      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-      if (c.dup_fd < 0) return errno_code(goro::detail::thread_errno());
-      pd->fd = c.dup_fd;
-      err = np->try_open(pd);
-    }
-    if (err == EPERM) return {};  // epoll refuses regular files: they are always ready
-    if (err != 0) return errno_code(err);
-  }
-  if (d != 0) set_deadline(pd, mode, d);
-  ctx_watch w(ctx ? *ctx : goro::context{}, pd, mode);
-  pd_error e = pd_wait_g(pd, mode);
-  if (w.stop() || (e == pd_error::timeout && ctx && ctx->err() != cancel_reason::none)) return context_code(*ctx);
-  if (e == pd_error::timeout) return deadline_error();
-  return {};
-}
+GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr);
 
 // Connects a new socket of `type` to a: a non-blocking connect, then a
 // wait until writable (bounded by deadline d and ctx) and SO_ERROR.
-inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
-                                                std::error_code& ec) {
-  if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), nullptr;
-  d = earlier(d, context_deadline(ctx));
-  if (d != 0 && d <= nanotime()) return ec = deadline_error(), nullptr;
-  auto s = new_socket(a.family(), type, ec, a);
-  if (!s) return nullptr;
-  socket_state::op o(*s);
-  if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
-  int e = goro::detail::thread_errno();
-  if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
-  if (d != 0) set_deadline(s->pd(), 'w', d);
-  {
-    ctx_watch w(ctx ? *ctx : goro::context{}, s->pd(), 'w');
-    ec = s->wait('w', ctx);
-    if (w.stop() || (is_deadline(ec) && ctx && ctx->err() != cancel_reason::none)) ec = context_code(*ctx);
-  }
-  if (ec) return nullptr;
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = goro::detail::thread_errno();
-  if (err != 0) return ec = errno_code(err), nullptr;
-  if (d != 0) set_deadline(s->pd(), 'w', 0);
-  return s;
-}
+GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
+                                                std::error_code& ec);
 
 // The addresses a dial to host_port tries, in order: a numeric host as it
 // is, an empty one as the local system (127.0.0.1, as Go), a name through
 // lookup_host.
-inline std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
-  std::string_view host;
-  std::uint16_t port = 0;
-  if (!split_host_port(host_port, host, port, ec)) return {};
-  if (host.empty()) host = "127.0.0.1";
-  std::vector<address> v = lookup_host(host, ec);
-  for (auto& a : v) a = a.with_port(port);
-  return v;
-}
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec);
 
 // Dials each target in turn; the first success, else the first failure
 // (a passed deadline or a done context ends the attempts).
-inline std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                              const goro::context* ctx, std::error_code& ec) {
-  std::vector<address> targets = dial_targets(host_port, ec);
-  std::error_code first;
-  for (const address& a : targets) {
-    ec.clear();
-    if (auto s = connect_to(a, type, d, ctx, ec)) return s;
-    if (!first) first = ec;
-    if (is_deadline(ec) || ec == std::errc::operation_canceled) break;
-  }
-  if (!targets.empty()) ec = first;
-  return nullptr;
-}
+GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+                                              const goro::context* ctx, std::error_code& ec);
 
 // The address a listener binds for host_port: an empty host is every
 // address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
 // address (else its first).
-inline address listen_target(std::string_view host_port, std::error_code& ec) {
-  std::string_view host;
-  std::uint16_t port = 0;
-  if (!split_host_port(host_port, host, port, ec)) return {};
-  if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
-  std::vector<address> v = lookup_host(host, ec);
-  if (ec) return {};
-  for (const auto& a : v)
-    if (a.is_ipv4()) return a.with_port(port);
-  return v.front().with_port(port);
-}
+GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec);
 
 // A bound (and for streams listening) socket on a.
-inline std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
-  auto s = new_socket(a.family(), type, ec);
-  if (!s) return nullptr;
-  if (a.is_ip() && type == SOCK_STREAM) {
-    int one = 1;
-    ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  }
-  if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
-    return ec = errno_code(goro::detail::thread_errno()), nullptr;
-  return s;
-}
+GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec);
 
 // getsockname / getpeername of s as an address.
-inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
-  if (!s) return ec = empty_handle(), address{};
-  socket_state::op o(*s);
-  if (!o) return ec = closed_code(), address{};
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
-               : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
-  if (r != 0) return ec = errno_code(goro::detail::thread_errno()), address{};
-  ec.clear();
-  return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
-}
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec);
 
 }  // namespace detail
 }  // namespace goro::net
+
 // ---- end goro/detail/net_socket.hpp ----
 
 namespace goro::net::detail {
@@ -8345,47 +7627,11 @@ inline void set_nodelay(int fd) noexcept {
 }
 
 // One read(2): parks until some data arrives; 0 at end of stream.
-inline std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  if (buf.empty()) return 0;
-  socket_state::io_guard g(s, 'r');
-  if (!g) return ec = closed_code(), 0;
-  for (;;) {
-    ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
-    if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('r'))) return 0;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), 0;
-    }
-  }
-}
+GORO_DECL std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec);
 
 // Writes all of buf (parking while the socket buffer is full); returns the
 // bytes written (all of them unless ec is set).
-inline std::size_t stream_write(socket_state& s, std::span<const std::byte> buf, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  socket_state::io_guard g(s, 'w');
-  if (!g) return ec = closed_code(), 0;
-  std::size_t done = 0;
-  while (done < buf.size()) {
-    ssize_t n = sys_send(s.fd(), buf.data() + done, buf.size() - done);
-    if (n >= 0) {
-      done += static_cast<std::size_t>(n);
-      continue;
-    }
-    int e = goro::detail::thread_errno();
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('w'))) return done;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), done;
-    }
-  }
-  return done;
-}
+GORO_DECL std::size_t stream_write(socket_state& s, std::span<const std::byte> buf, std::error_code& ec);
 
 }  // namespace detail
 
@@ -8457,13 +7703,7 @@ class conn : private detail::socket_handle<detail::conn_name> {
   friend struct detail::handles;
   friend class listener;
   explicit conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
-  static void close_write(detail::socket_state& s, std::error_code& ec) noexcept {
-    detail::socket_state::op o(s);
-    if (!o)
-      ec = detail::closed_code();
-    else if (::shutdown(s.fd(), SHUT_WR) != 0)
-      ec = detail::errno_code(goro::detail::thread_errno());
-  }
+  GORO_DECL static void close_write(detail::socket_state& s, std::error_code& ec) noexcept;
 };
 
 // A listening socket, TCP or Unix (a shared handle).
@@ -8495,27 +7735,7 @@ class listener : private detail::socket_handle<detail::listener_name> {
  private:
   friend struct detail::handles;
   explicit listener(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
-  static conn accept(detail::socket_state& s, std::error_code& ec) {
-    detail::socket_state::op o(s);
-    if (!o) return ec = detail::closed_code(), conn{};
-    detail::socket_state::io_guard g(s, 'r');
-    if (!g) return ec = detail::closed_code(), conn{};
-    for (;;) {
-      sockaddr_storage ss{};
-      socklen_t len = sizeof ss;
-      int fd = ::accept4(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd >= 0) {
-        if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
-        return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
-      }
-      int e = goro::detail::thread_errno();
-      if (e == EAGAIN || e == EWOULDBLOCK) {
-        if ((ec = s.wait('r'))) return conn{};
-      } else if (e != EINTR && e != ECONNABORTED) {
-        return ec = detail::errno_code(e), conn{};
-      }
-    }
-  }
+  GORO_DECL static conn accept(detail::socket_state& s, std::error_code& ec);
 };
 
 namespace detail {
@@ -8523,30 +7743,10 @@ struct handles {
   static conn make_conn(std::shared_ptr<socket_state> s) { return conn(std::move(s)); }
   static listener make_listener(std::shared_ptr<socket_state> s) { return listener(std::move(s)); }
 
-  static listener listen_tcp(std::string_view host_port, std::error_code& ec) {
-    ec.clear();
-    address a = listen_target(host_port, ec);
-    if (ec) return {};
-    return listener(bind_to(a, SOCK_STREAM, ec));
-  }
-  static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
-    ec.clear();
-    auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
-    if (s) set_nodelay(s->fd());
-    return conn(std::move(s));
-  }
-  static listener listen_unix(std::string_view path, std::error_code& ec) {
-    address a = unix_address(path, ec);
-    if (ec) return {};
-    auto s = bind_to(a, SOCK_STREAM, ec);
-    if (s && path.front() != '@') s->unlink_on_close(std::string(path));
-    return listener(std::move(s));
-  }
-  static conn dial_unix(std::string_view path, std::error_code& ec) {
-    address a = unix_address(path, ec);
-    if (ec) return {};
-    return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
-  }
+  GORO_DECL static listener listen_tcp(std::string_view host_port, std::error_code& ec);
+  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec);
+  GORO_DECL static listener listen_unix(std::string_view path, std::error_code& ec);
+  GORO_DECL static conn dial_unix(std::string_view path, std::error_code& ec);
 };
 
 // Go's Dialer.Timeout: zero is none, a negative one has passed already.
@@ -8629,17 +7829,9 @@ inline conn dial_unix(std::string_view path) {
 // poller for this wait only. Regular files are always ready.
 namespace detail {
 // A deadline wait: true when ready; a failure in ec.
-inline bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
-  ec = wait_fd(fd, mode, deadline_ns(deadline));
-  return !ec;
-}
+GORO_DECL bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec);
 // A context wait: false once ctx is done; other failures in ec.
-inline bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
-  ec = wait_fd(fd, mode, 0, &ctx);
-  if (!ec) return true;
-  if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
-  return false;
-}
+GORO_DECL bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec);
 // wait_readable / wait_writable (mode 'r' / 'w') until a deadline or a
 // context: the throwing overloads and the std::error_code& ones.
 template <class Until>
@@ -8712,48 +7904,11 @@ namespace detail {
 struct udp_handles;
 
 // One recvfrom(2), parking until a datagram arrives; `from` may be null.
-inline std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  socket_state::io_guard g(s, 'r');
-  if (!g) return ec = closed_code(), 0;
-  for (;;) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    ssize_t n = ::recvfrom(s.fd(), buf.data(), buf.size(), 0, from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
-                           from ? &len : nullptr);
-    if (n >= 0) {
-      if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
-      return static_cast<std::size_t>(n);
-    }
-    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('r'))) return 0;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), 0;
-    }
-  }
-}
+GORO_DECL std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec);
 
 // One sendto(2) (to: null on a connected socket), parking while the
 // socket buffer is full.
-inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  socket_state::io_guard g(s, 'w');
-  if (!g) return ec = closed_code(), 0;
-  for (;;) {
-    ssize_t n =
-        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
-    if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('w'))) return 0;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), 0;
-    }
-  }
-}
+GORO_DECL std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec);
 
 }  // namespace detail
 
@@ -8839,18 +7994,8 @@ class packet_conn : private detail::socket_handle<detail::packet_conn_name> {
 
 namespace detail {
 struct udp_handles {
-  static packet_conn listen(std::string_view host_port, std::error_code& ec) {
-    ec.clear();
-    address a = listen_target(host_port, ec);
-    if (ec) return {};
-    return packet_conn(bind_to(a, SOCK_DGRAM, ec));
-  }
-  static packet_conn dial(std::string_view host_port, std::error_code& ec) {
-    ec.clear();
-    std::vector<address> targets = dial_targets(host_port, ec);
-    if (ec) return {};
-    return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
-  }
+  GORO_DECL static packet_conn listen(std::string_view host_port, std::error_code& ec);
+  GORO_DECL static packet_conn dial(std::string_view host_port, std::error_code& ec);
 };
 }  // namespace detail
 
@@ -8876,7 +8021,9 @@ inline packet_conn dial_udp(std::string_view host_port) {
 }
 
 }  // namespace goro::net
+
 // ---- end goro/net_udp.hpp ----
+
 // ---- end goro/net.hpp ----
 // ---- begin goro/signal.hpp ----
 // goro::signal: Go's os/signal Notify and Stop. OS signals are relayed to
@@ -15160,6 +14307,1022 @@ GORO_DECL unsigned num_cpu() noexcept { return detail::online_cpus(); }
 GORO_INSTANTIATE_RUNTIME(::goro::default_policy);
 #endif
 // ---- end goro/detail/sched.hpp ----
+namespace goro::detail {
+
+GORO_DECL void sleep_until_ns(std::int64_t when) {
+  m_base* m = current_m();
+  if (!m || !m->curg) {
+    // A plain thread just sleeps.
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    return;
+  }
+  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
+  call_point();  // main_return (goexit.hpp)
+  m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
+  if (when <= nanotime()) return;
+  timer t;
+  t.when = when;
+  t.arg = m->curg;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    g* gp = static_cast<g*>(arg);
+    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
+  };
+  // main_return (main_return.hpp): whoever takes the timer off its heap
+  // first -- the runtime ending this goroutine, or its firing -- wakes it.
+  g* gp = m->curg;
+  gp->unlink_wait = [](void* arg) noexcept { return timer_heap::del(static_cast<timer*>(arg)); };
+  gp->unlink_arg = &t;
+  park(
+      m,
+      [](void* arg) {
+        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        return true;
+      },
+      &t, wait_reason::sleep);
+  gp->unlink_wait = nullptr;
+  exit_if_killed(gp);
+}
+
+GORO_DECL thread_timers& thread_timers::get() {
+  // Never destroyed: its thread may still sleep at exit.
+  static thread_timers* self = [] {
+    auto* t = new thread_timers;
+    std::thread(&thread_timers::loop, t).detach();
+    return t;
+  }();
+  return *self;
+}
+
+GORO_DECL void thread_timers::add(timer* t) {
+  extm_outside_op();  // checkdead
+  const std::int64_t when = t->when;
+  heap_.add(t);
+  if (sleeper_.must_wake(when)) wake_.wake();  // the adder's half (timer_sleeper.hpp)
+}
+
+GORO_DECL void add_timer_anywhere(timer* t) {
+  if (m_base* m = current_m(); m && m->sched)
+    m->sched->add_timer(t);
+  else
+    thread_timers::get().add(t);
+}
+
+GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
+  auto* self = static_cast<chan_timer*>(arg);
+  std::shared_ptr<std::function<void()>> fn = self->fn;
+  sched_base* owner = self->owner;
+  if (self->self_owned) delete self;
+  // created by: this function (Go's dump says time.goFunc for AfterFunc's)
+  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), [fn] { (*fn)(); }); }
+  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
+}
+
+}  // namespace goro::detail
+namespace goro {
+namespace detail {
+
+GORO_DECL context_state::~context_state() {
+  if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
+  if (parent_) parent_->unlink_child(this);
+}
+
+GORO_DECL void context_state::attach() {
+  if (!parent_) return;
+  cancel_reason r = parent_->link_child(this);
+  if (r != cancel_reason::none) cancel(r, false);
+}
+
+GORO_DECL void context_state::arm() {
+  if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
+  if (deadline_ns_ <= nanotime()) {
+    cancel(cancel_reason::deadline_exceeded, true);
+    return;
+  }
+  timer_.when = deadline_ns_;
+  timer_.sync = true;
+  timer_.arg = this;
+  timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
+  };
+  armed_ = true;
+  add_timer_anywhere(&timer_);
+}
+
+GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
+  std::vector<std::shared_ptr<context_state>> kids;
+  lock_.lock();
+  if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
+    lock_.unlock();
+    return;
+  }
+  // Release: a goroutine that sees err() != none sees what happened
+  // before the cancel; one woken by done() synchronises through the
+  // channel's lock, which close() takes after this store.
+  err_.store(reason, std::memory_order_release);
+  for (context_state* c = first_child_; c;) {
+    context_state* next = c->next_sibling_;
+    c->linked_ = false;
+    c->prev_sibling_ = c->next_sibling_ = nullptr;
+    // A child whose count already reached zero is in its destructor,
+    // waiting for our lock to unlink itself: it will find linked_ false.
+    if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
+    c = next;
+  }
+  first_child_ = nullptr;
+  lock_.unlock();
+  done_.close();
+  for (auto& k : kids) k->cancel(reason, false);
+  if (unlink_from_parent && parent_) parent_->unlink_child(this);
+  // Release the timer at once (Go's timerCtx.cancel stops it). From the
+  // timer's own function (it has fired) del does not wait for that call.
+  if (armed_) timer_heap::del(&timer_);
+  // Last: dropping the children may destroy them and, from the timer's
+  // function, this state too (see the top of the file).
+  kids.clear();
+}
+
+GORO_DECL cancel_reason context_state::link_child(context_state* c) {
+  lock_.lock();
+  cancel_reason r = err_.load(std::memory_order_relaxed);
+  if (r == cancel_reason::none) {
+    c->next_sibling_ = first_child_;
+    c->prev_sibling_ = nullptr;
+    if (first_child_) first_child_->prev_sibling_ = c;
+    first_child_ = c;
+    c->linked_ = true;
+  }
+  lock_.unlock();
+  return r;
+}
+
+GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
+  lock_.lock();
+  if (c->linked_) {
+    if (c->prev_sibling_)
+      c->prev_sibling_->next_sibling_ = c->next_sibling_;
+    else
+      first_child_ = c->next_sibling_;
+    if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
+    c->prev_sibling_ = c->next_sibling_ = nullptr;
+    c->linked_ = false;
+  }
+  lock_.unlock();
+}
+
+}  // namespace detail
+
+GORO_DECL std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
+  auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
+  s->attach();
+  if (arm_timer) s->arm();
+  return {context(s), cancel_func(s)};
+}
+
+GORO_DECL std::pair<context, cancel_func> with_cancel(context parent) {
+  return context::make(parent, parent.s_ ? parent.s_->deadline_ns() : 0, false);
+}
+
+GORO_DECL std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp) {
+  std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count();
+  if (ns < 1) ns = 1;
+  if (parent.s_ && parent.s_->deadline_ns() != 0 && parent.s_->deadline_ns() <= ns) return with_cancel(parent);
+  return context::make(parent, ns, true);
+}
+
+GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d) {
+  // Saturating: a huge d is "never", not an overflow.
+  std::int64_t ns = detail::when_after(detail::nanotime(), detail::to_ns(d));
+  return with_deadline(std::move(parent), context::time_point(std::chrono::nanoseconds(ns)));
+}
+
+GORO_DECL void cancel_func::operator()() const {
+  if (s_) s_->cancel(cancel_reason::canceled, true);
+}
+
+}  // namespace goro
+namespace goro {
+
+GORO_DECL group::group(context parent) {
+  auto [c, cancel] = with_cancel(std::move(parent));
+  ctx_ = std::move(c);
+  cancel_ = std::move(cancel);
+}
+
+GORO_DECL group::~group() {
+  wg_.wait();
+  cancel_();
+}
+
+GORO_DECL void group::set_limit(int n) {
+  if (active_.load(std::memory_order_acquire) != 0)
+    detail::raise_usage("group::set_limit: modify limit while tasks in the group are still active");
+  if (n < 0)
+    sem_ = nullptr;
+  else
+    sem_ = chan<std::monostate>(static_cast<std::size_t>(n));
+}
+
+GORO_DECL std::error_code group::wait() {
+  wg_.wait();
+  cancel_();
+#if GORO_EXCEPTIONS
+  if (exc_) {
+    std::exception_ptr e = std::exchange(exc_, nullptr);
+    std::rethrow_exception(e);
+  }
+#endif
+  return err_;
+}
+
+GORO_DECL void group::fail(std::error_code ec, std::exception_ptr e) {
+  {
+    std::lock_guard<detail::spinlock> lk(lock_);
+    if (failed_) return;
+    failed_ = true;
+    err_ = ec;
+    exc_ = std::move(e);
+  }
+  cancel_();
+}
+
+}  // namespace goro
+namespace goro::net {
+
+GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) noexcept {
+  std::string_view p;
+  if (!hp.empty() && hp.front() == '[') {
+    auto close = hp.find(']');
+    if (close == std::string_view::npos) return ec = bad_addr(1), false;
+    host = hp.substr(1, close - 1);
+    if (close + 1 >= hp.size() || hp[close + 1] != ':') return ec = bad_addr(0), false;
+    p = hp.substr(close + 2);
+  } else {
+    auto colon = hp.rfind(':');
+    if (colon == std::string_view::npos) return ec = bad_addr(0), false;
+    host = hp.substr(0, colon);
+    if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
+    p = hp.substr(colon + 1);
+  }
+  if (p.empty() || p.size() > 5) return ec = bad_addr(3), false;
+  unsigned pn = 0;
+  for (char c : p) {
+    if (c < '0' || c > '9') return ec = bad_addr(3), false;
+    pn = pn * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (pn > 65535) return ec = bad_addr(4), false;
+  port = static_cast<std::uint16_t>(pn);
+  return true;
+}
+
+GORO_DECL address address::parse(std::string_view s) {
+  std::error_code ec;
+  address a = parse_raw(s, ec);
+  if (ec) goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
+  return a;
+}
+
+GORO_DECL std::string address::to_string() const {
+  if (is_unix()) return host();
+  if (!is_ip()) return {};
+  std::string h = host();
+  std::string p = std::to_string(port());
+  return is_ipv6() ? "[" + h + "]:" + p : h + ":" + p;
+}
+
+GORO_DECL std::string address::host() const {
+  if (is_unix()) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
+    std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
+    if (n == 0) return {};
+    if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
+    return std::string(un->sun_path, strnlen(un->sun_path, n));
+  }
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
+  if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
+  return buf;
+}
+
+GORO_DECL bool address::set_ip(std::string_view ip, std::uint16_t port) {
+  std::string h(ip);
+  auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
+  for (int family : {AF_INET, AF_INET6}) {
+    bool v4 = family == AF_INET;
+    if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+      ss_.ss_family = static_cast<sa_family_t>(family);
+      len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+      *this = with_port(port);
+      return true;
+    }
+    ss_ = {};
+  }
+  return false;
+}
+
+GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noexcept {
+  auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
+  if (path.empty() || path.size() >= sizeof un->sun_path) {
+    ec = detail::bad_addr(6);
+    return;
+  }
+  un->sun_family = AF_UNIX;
+  std::memcpy(un->sun_path, path.data(), path.size());
+  if (path.front() == '@') {  // abstract: a leading NUL, no terminator
+    un->sun_path[0] = '\0';
+    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+  } else {
+    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  }
+}
+
+GORO_DECL address address::parse_raw(std::string_view s, std::error_code& ec) {
+  ec.clear();
+  address a;
+  if (!s.empty() && (s.front() == '/' || s.front() == '.' || s.front() == '@')) {
+    a.set_unix(s, ec);
+  } else {
+    std::string_view host;
+    std::uint16_t port = 0;
+    if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
+  }
+  if (ec) return {};
+  return a;
+}
+
+GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
+  ec.clear();
+  if (address a = address::from_ip(name, 0)) return {a};
+  std::string host(name);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
+  addrinfo* res = nullptr;
+  int errno_copy = 0;
+  int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
+    int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
+    return rc;
+  });
+  std::vector<address> out;
+  if (r != 0) {
+    switch (r) {
+      case EAI_NONAME:
+#ifdef EAI_NODATA
+      case EAI_NODATA:
+#endif
+#ifdef EAI_ADDRFAMILY
+      case EAI_ADDRFAMILY:
+#endif
+        ec = errc::host_not_found;
+        break;
+      case EAI_AGAIN:
+        ec = errc::try_again;
+        break;
+      case EAI_SYSTEM:
+        ec = detail::errno_code(errno_copy ? errno_copy : EIO);
+        break;
+      case EAI_MEMORY:
+        ec = std::make_error_code(std::errc::not_enough_memory);
+        break;
+      default:
+        ec = errc::lookup_failed;
+        break;
+    }
+    return out;
+  }
+  for (addrinfo* p = res; p; p = p->ai_next) {
+    if (p->ai_family != AF_INET && p->ai_family != AF_INET6) continue;
+    address a = address::from_native(p->ai_addr, p->ai_addrlen);
+    bool dup = false;
+    for (const auto& o : out) dup = dup || o == a;
+    if (!dup) out.push_back(a);
+  }
+  ::freeaddrinfo(res);
+  if (out.empty()) ec = errc::host_not_found;
+  return out;
+}
+
+GORO_DECL std::vector<address> lookup_host(std::string_view name) {
+  std::error_code ec;
+  auto v = lookup_host(name, ec);
+  if (ec) {
+#if GORO_EXCEPTIONS
+    throw std::system_error(ec, "goro: lookup " + std::string(name));
+#else
+    goro::detail::fatal(("goro: lookup " + std::string(name) + ": " + ec.message()).c_str());
+#endif
+  }
+  return v;
+}
+
+}  // namespace goro::net
+namespace goro {
+
+GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
+  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
+  send_closed = false;
+  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
+  // whose channel is not nil: a case on a nil channel is never chosen (Go
+  // leaves it out of pollorder, so it is neither polled nor queued on).
+  std::size_t live = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!sc[i].c) continue;
+    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
+    pollorder[live] = pollorder[j];
+    pollorder[j] = static_cast<std::uint16_t>(i);
+    ++live;
+  }
+  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
+  // Lock order: the cases sorted by channel address with a stable
+  // insertion sort (n is small) started from the poll order, so cases on
+  // one channel keep a random relative order -- pass 2 queues them in
+  // this order (as Go's heap sort "starts with the pollorder").
+  for (std::size_t i = 0; i < live; ++i) {
+    std::uint16_t k = pollorder[i];
+    std::size_t j = i;
+    while (j > 0 &&
+           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
+      lockorder[j] = lockorder[j - 1];
+      --j;
+    }
+    lockorder[j] = k;
+  }
+  select_locks locks{sc, lockorder, live};
+  locks.lock_all();
+
+  // Pass 1: the first ready case in poll order.
+  for (std::size_t i = 0; i < live; ++i) {
+    std::size_t k = pollorder[i];
+    chan_waiter* partner = nullptr;
+    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
+    if (r == chan_op::blocked) continue;
+    locks.unlock_all();
+    if (partner) wake_chan_waiter(partner);
+    send_closed = r == chan_op::closed;
+    return k;
+  }
+  if (has_default) {
+    locks.unlock_all();
+    return n;
+  }
+
+  // Pass 2: wait on every case.
+  select_state st;
+  caller self = current_caller();
+  if (GORO_UNLIKELY(inside_blocking(self.m))) {
+    locks.unlock_all();
+    raise_inside_blocking("select");
+  }
+  g* gp = self.gp;
+  for (std::size_t i = 0; i < live; ++i) {
+    std::size_t k = lockorder[i];
+    chan_waiter& w = waiters[k];
+    w.gp = gp;
+    w.elem = sc[k].elem;
+    w.sel = &st;
+    w.success = false;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
+  }
+  struct queued {  // block's unlink: every case's waiter off its queue
+    select_case* sc;
+    std::size_t n;
+    chan_waiter* waiters;
+    select_state* st;
+  } at{sc, n, waiters, &st};
+  GORO_CHAOS_POINT("chan.block");
+  block(
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
+      [](void* a) noexcept {
+        auto* x = static_cast<queued*>(a);
+        // Claimed as a case's waker would (dequeue): if one got there
+        // first, it owns the wake-up. Otherwise no case can win any more.
+        std::uint32_t expected = 0;
+        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
+        for (std::size_t k = 0; k < x->n; ++k) {
+          chan_core* c = x->sc[k].c;
+          if (!c) continue;  // a nil channel's case was never queued
+          c->lock.lock();
+          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
+          c->lock.unlock();
+        }
+        return true;
+      },
+      &at, wait_reason::select);
+  // main_return: woken to end (the claim above took every waiter off; no
+  // case won).
+  exit_if_killed(gp);
+
+  // Pass 3: the winner was popped by its waker; take the others back.
+  locks.lock_all();
+  chan_waiter* winner = st.winner;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (&waiters[k] == winner || !sc[k].c) continue;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
+  }
+  locks.unlock_all();
+  std::size_t k = static_cast<std::size_t>(winner - waiters);
+  send_closed = sc[k].is_send && !winner->success;
+  return k;
+}
+
+GORO_DECL std::size_t select(std::span<select_case> cases) {
+  std::size_t ndefault = 0, default_index = cases.size();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!cases[i].p_) detail::raise_usage("select: a moved-from select_case");
+    if (cases[i].default_) {
+      ++ndefault;
+      default_index = i;
+    }
+  }
+  if (ndefault > 1) detail::raise_usage("select: more than one default_case");
+  const std::size_t n = cases.size() - ndefault;
+  if (n >= 65536) detail::raise_usage("select: too many cases");
+
+  std::size_t chosen = default_index;
+  if (n > 0) {
+    auto sc = std::make_unique<detail::select_case[]>(n);
+    auto arg_index = std::make_unique<std::size_t[]>(n);
+    auto pollorder = std::make_unique<std::uint16_t[]>(n);
+    auto lockorder = std::make_unique<std::uint16_t[]>(n);
+    auto waiters = std::make_unique<detail::chan_waiter[]>(n);
+    for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
+      if (cases[i].default_) continue;
+      sc[ci] = cases[i].p_->prepare();
+      arg_index[ci++] = i;
+    }
+    bool send_closed = false;
+    std::size_t k = detail::select_go(sc.get(), n, ndefault != 0, pollorder.get(), lockorder.get(), waiters.get(),
+                                      send_closed);
+    if (send_closed) detail::raise_send_closed();
+    if (k != n) chosen = arg_index[k];
+  } else if (ndefault == 0) {
+    detail::block_forever_nil("select");
+  }
+  cases[chosen].p_->run();
+  return chosen;
+}
+
+}  // namespace goro
+namespace goro::net::detail {
+
+GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  rearm_timer(pd->lock, t, [&](bool) {
+    pd->deadline(mode).store(d, std::memory_order_seq_cst);
+    if (d == 0) return false;
+    if (d <= nanotime()) {  // already passed: wake the waiter now
+      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+      return false;
+    }
+    t.when = d;
+    t.period = 0;
+    t.sync = true;
+    t.arg = pd;
+    t.seq = pd->seq.load(std::memory_order_seq_cst);
+    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                        };
+    return true;
+  });
+}
+
+GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
+  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return {};
+  std::lock_guard<spinlock> lk(pd->lock);
+  if (pd->owner.load(std::memory_order_seq_cst) == nullptr)
+    if (int err = np->try_open(pd)) return errno_code(err);
+  return {};
+}
+
+GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
+  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
+  for (;;) {
+    if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
+    if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
+    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
+    int ms = thread_poll_slice_ms;
+    if (d != 0) {
+      std::int64_t left = d - nanotime();
+      if (left <= 0) return deadline_error();
+      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
+    }
+    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) {
+      if (p.revents & POLLNVAL) return errno_code(EBADF);
+      return {};
+    }
+    if (r < 0) {
+      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
+      if (e != EINTR) return errno_code(e);
+    }
+  }
+}
+
+GORO_DECL ctx_watch::ctx_watch(const goro::context& ctx, poll_desc* pd, char mode) {
+  recv_chan<std::monostate> done = ctx.done();
+  if (!done || !goroutine_poller()) return;
+  stop_ = chan<std::monostate>();
+  fired_ = chan<bool>(1);
+  goro::go([done, stop = stop_, fired = fired_, pd, mode]() mutable {
+    bool f = false;
+    goro::select(goro::on_recv(done,
+                               [&f, pd, mode](std::optional<std::monostate>) {
+                                 set_deadline(pd, mode, 1);
+                                 f = true;
+                               }),
+                 goro::on_recv(stop, [](std::optional<std::monostate>) {}));
+    fired.send(f);
+  });
+}
+
+GORO_DECL bool ctx_watch::stop() {
+  if (!stop_) return false;
+  stop_.close();
+  stop_ = nullptr;
+  return fired_.recv().value_or(false);
+}
+
+GORO_DECL void socket_state::close() noexcept {
+  std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
+  if (old & closed_bit) {
+    decref();
+    return;
+  }
+  pd_->closing.store(true, std::memory_order_seq_cst);
+  if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
+  if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
+  rlock_.close();  // goroutines queued behind a reader / writer
+  wlock_.close();
+  decref();
+}
+
+GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx) {
+  if (netpoller* np = goroutine_poller()) {
+    if (std::error_code ec = ensure_registered(pd_, np)) return ec;
+    switch (pd_wait_g(pd_, mode)) {
+      case pd_error::none:
+        return {};
+      case pd_error::closing:
+        return closed_code();
+      case pd_error::timeout:
+        return deadline_error();
+    }
+  }
+  return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
+}
+
+GORO_DECL std::error_code socket_state::set_deadline(char mode, std::int64_t d) {
+  op o(*this);
+  if (!o) return closed_code();
+  detail::set_deadline(pd_, mode, d);
+  return {};
+}
+
+GORO_DECL void socket_state::destroy() noexcept {
+  if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
+  timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
+  timer_heap::del(&pd_->wt);
+  {
+    std::lock_guard<spinlock> lk(pd_->lock);
+    if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
+  }
+  ::close(fd_);
+  pd_cache::free(pd_);
+  if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+}
+
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer) {
+  std::shared_ptr<socket_state> s;
+  GORO_TRY { s = std::make_shared<socket_state>(fd, peer); }
+  GORO_CATCH_ALL {
+    ::close(fd);
+    GORO_RETHROW;
+  }
+  return s;
+}
+
+GORO_DECL std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer) {
+  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    ec = errno_code(goro::detail::thread_errno());
+    return nullptr;
+  }
+  return adopt_fd(fd, peer);
+}
+
+GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept {
+  if (!ctx) return 0;
+  auto d = ctx->deadline();
+  return d ? deadline_ns(*d) : 0;
+}
+
+GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx) {
+  if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
+  d = earlier(d, context_deadline(ctx));
+  netpoller* np = goroutine_poller();
+  if (!np) {
+    std::atomic<std::int64_t> dl{d};
+    return thread_wait(fd, mode, nullptr, &dl, ctx);
+  }
+  if (d != 0 && d <= nanotime()) return deadline_error();
+  poll_desc* pd = pd_cache::alloc(fd);
+  struct cleanup {
+    poll_desc* pd;
+    int dup_fd = -1;
+    ~cleanup() {
+      timer_heap::del(&pd->rt);
+      timer_heap::del(&pd->wt);
+      if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
+      pd_cache::free(pd);
+      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
+    }
+  } c{pd};
+  {
+    std::lock_guard<spinlock> lk(pd->lock);
+    int err = np->try_open(pd);
+    if (err == EEXIST) {  // another waiter registered fd: register a dup
+      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (c.dup_fd < 0) return errno_code(goro::detail::thread_errno());
+      pd->fd = c.dup_fd;
+      err = np->try_open(pd);
+    }
+    if (err == EPERM) return {};  // epoll refuses regular files: they are always ready
+    if (err != 0) return errno_code(err);
+  }
+  if (d != 0) set_deadline(pd, mode, d);
+  ctx_watch w(ctx ? *ctx : goro::context{}, pd, mode);
+  pd_error e = pd_wait_g(pd, mode);
+  if (w.stop() || (e == pd_error::timeout && ctx && ctx->err() != cancel_reason::none)) return context_code(*ctx);
+  if (e == pd_error::timeout) return deadline_error();
+  return {};
+}
+
+GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
+                                                std::error_code& ec) {
+  if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), nullptr;
+  d = earlier(d, context_deadline(ctx));
+  if (d != 0 && d <= nanotime()) return ec = deadline_error(), nullptr;
+  auto s = new_socket(a.family(), type, ec, a);
+  if (!s) return nullptr;
+  socket_state::op o(*s);
+  if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
+  int e = goro::detail::thread_errno();
+  if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
+  if (d != 0) set_deadline(s->pd(), 'w', d);
+  {
+    ctx_watch w(ctx ? *ctx : goro::context{}, s->pd(), 'w');
+    ec = s->wait('w', ctx);
+    if (w.stop() || (is_deadline(ec) && ctx && ctx->err() != cancel_reason::none)) ec = context_code(*ctx);
+  }
+  if (ec) return nullptr;
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = goro::detail::thread_errno();
+  if (err != 0) return ec = errno_code(err), nullptr;
+  if (d != 0) set_deadline(s->pd(), 'w', 0);
+  return s;
+}
+
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (host.empty()) host = "127.0.0.1";
+  std::vector<address> v = lookup_host(host, ec);
+  for (auto& a : v) a = a.with_port(port);
+  return v;
+}
+
+GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+                                              const goro::context* ctx, std::error_code& ec) {
+  std::vector<address> targets = dial_targets(host_port, ec);
+  std::error_code first;
+  for (const address& a : targets) {
+    ec.clear();
+    if (auto s = connect_to(a, type, d, ctx, ec)) return s;
+    if (!first) first = ec;
+    if (is_deadline(ec) || ec == std::errc::operation_canceled) break;
+  }
+  if (!targets.empty()) ec = first;
+  return nullptr;
+}
+
+GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
+  std::vector<address> v = lookup_host(host, ec);
+  if (ec) return {};
+  for (const auto& a : v)
+    if (a.is_ipv4()) return a.with_port(port);
+  return v.front().with_port(port);
+}
+
+GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
+  auto s = new_socket(a.family(), type, ec);
+  if (!s) return nullptr;
+  if (a.is_ip() && type == SOCK_STREAM) {
+    int one = 1;
+    ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  }
+  if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
+    return ec = errno_code(goro::detail::thread_errno()), nullptr;
+  return s;
+}
+
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
+  if (!s) return ec = empty_handle(), address{};
+  socket_state::op o(*s);
+  if (!o) return ec = closed_code(), address{};
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
+               : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
+  if (r != 0) return ec = errno_code(goro::detail::thread_errno()), address{};
+  ec.clear();
+  return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+}  // namespace goro::net::detail
+namespace goro::net {
+
+GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'r');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ssize_t n = ::recvfrom(s.fd(), buf.data(), buf.size(), 0, from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
+                           from ? &len : nullptr);
+    if (n >= 0) {
+      if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
+      return static_cast<std::size_t>(n);
+    }
+    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'w');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    ssize_t n =
+        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    int e = goro::detail::thread_errno();
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('w'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+GORO_DECL packet_conn detail::udp_handles::listen(std::string_view host_port, std::error_code& ec) {
+  ec.clear();
+  address a = listen_target(host_port, ec);
+  if (ec) return {};
+  return packet_conn(bind_to(a, SOCK_DGRAM, ec));
+}
+
+GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std::error_code& ec) {
+  ec.clear();
+  std::vector<address> targets = dial_targets(host_port, ec);
+  if (ec) return {};
+  return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
+}
+
+}  // namespace goro::net
+namespace goro::net {
+
+GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  if (buf.empty()) return 0;
+  socket_state::io_guard g(s, 'r');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
+    if (n >= 0) return static_cast<std::size_t>(n);
+    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std::byte> buf, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'w');
+  if (!g) return ec = closed_code(), 0;
+  std::size_t done = 0;
+  while (done < buf.size()) {
+    ssize_t n = sys_send(s.fd(), buf.data() + done, buf.size() - done);
+    if (n >= 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    int e = goro::detail::thread_errno();
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('w'))) return done;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), done;
+    }
+  }
+  return done;
+}
+
+GORO_DECL void conn::close_write(detail::socket_state& s, std::error_code& ec) noexcept {
+  detail::socket_state::op o(s);
+  if (!o)
+    ec = detail::closed_code();
+  else if (::shutdown(s.fd(), SHUT_WR) != 0)
+    ec = detail::errno_code(goro::detail::thread_errno());
+}
+
+GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
+  detail::socket_state::op o(s);
+  if (!o) return ec = detail::closed_code(), conn{};
+  detail::socket_state::io_guard g(s, 'r');
+  if (!g) return ec = detail::closed_code(), conn{};
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
+      return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
+    }
+    int e = goro::detail::thread_errno();
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return conn{};
+    } else if (e != EINTR && e != ECONNABORTED) {
+      return ec = detail::errno_code(e), conn{};
+    }
+  }
+}
+
+GORO_DECL listener detail::handles::listen_tcp(std::string_view host_port, std::error_code& ec) {
+  ec.clear();
+  address a = listen_target(host_port, ec);
+  if (ec) return {};
+  return listener(bind_to(a, SOCK_STREAM, ec));
+}
+
+GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
+  ec.clear();
+  auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
+  if (s) set_nodelay(s->fd());
+  return conn(std::move(s));
+}
+
+GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::error_code& ec) {
+  address a = unix_address(path, ec);
+  if (ec) return {};
+  auto s = bind_to(a, SOCK_STREAM, ec);
+  if (s && path.front() != '@') s->unlink_on_close(std::string(path));
+  return listener(std::move(s));
+}
+
+GORO_DECL conn detail::handles::dial_unix(std::string_view path, std::error_code& ec) {
+  address a = unix_address(path, ec);
+  if (ec) return {};
+  return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
+}
+
+GORO_DECL bool detail::wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
+  ec = wait_fd(fd, mode, deadline_ns(deadline));
+  return !ec;
+}
+
+GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
+  ec = wait_fd(fd, mode, 0, &ctx);
+  if (!ec) return true;
+  if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
+  return false;
+}
+
+}  // namespace goro::net
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>

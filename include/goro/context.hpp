@@ -61,73 +61,21 @@ class context_state : public std::enable_shared_from_this<context_state> {
   context_state(const context_state&) = delete;
   context_state& operator=(const context_state&) = delete;
 
-  ~context_state() {
-    if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
-    if (parent_) parent_->unlink_child(this);
-  }
+  GORO_DECL ~context_state();
 
   // Go's propagateCancel: links this (just made, owned by a shared_ptr)
   // into its parent, or cancels it at once if the parent is done.
-  void attach() {
-    if (!parent_) return;
-    cancel_reason r = parent_->link_child(this);
-    if (r != cancel_reason::none) cancel(r, false);
-  }
+  GORO_DECL void attach();
 
   // Arms the deadline timer (after attach(): the parent may have
   // cancelled us already, and then there is nothing to arm).
-  void arm() {
-    if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
-    if (deadline_ns_ <= nanotime()) {
-      cancel(cancel_reason::deadline_exceeded, true);
-      return;
-    }
-    timer_.when = deadline_ns_;
-    timer_.sync = true;
-    timer_.arg = this;
-    timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
-    };
-    armed_ = true;
-    add_timer_anywhere(&timer_);
-  }
+  GORO_DECL void arm();
 
   // Go's cancelCtx.cancel: the first call records the reason, closes
   // done, cancels every child (with the same reason) and forgets them,
   // unlinks this from its parent (unless the parent is the one cancelling
   // us: it already did) and stops the timer. Later calls do nothing.
-  void cancel(cancel_reason reason, bool unlink_from_parent) {
-    std::vector<std::shared_ptr<context_state>> kids;
-    lock_.lock();
-    if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
-      lock_.unlock();
-      return;
-    }
-    // Release: a goroutine that sees err() != none sees what happened
-    // before the cancel; one woken by done() synchronises through the
-    // channel's lock, which close() takes after this store.
-    err_.store(reason, std::memory_order_release);
-    for (context_state* c = first_child_; c;) {
-      context_state* next = c->next_sibling_;
-      c->linked_ = false;
-      c->prev_sibling_ = c->next_sibling_ = nullptr;
-      // A child whose count already reached zero is in its destructor,
-      // waiting for our lock to unlink itself: it will find linked_ false.
-      if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
-      c = next;
-    }
-    first_child_ = nullptr;
-    lock_.unlock();
-    done_.close();
-    for (auto& k : kids) k->cancel(reason, false);
-    if (unlink_from_parent && parent_) parent_->unlink_child(this);
-    // Release the timer at once (Go's timerCtx.cancel stops it). From the
-    // timer's own function (it has fired) del does not wait for that call.
-    if (armed_) timer_heap::del(&timer_);
-    // Last: dropping the children may destroy them and, from the timer's
-    // function, this state too (see the top of the file).
-    kids.clear();
-  }
+  GORO_DECL void cancel(cancel_reason reason, bool unlink_from_parent);
 
   cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }
   std::int64_t deadline_ns() const noexcept { return deadline_ns_; }
@@ -135,34 +83,9 @@ class context_state : public std::enable_shared_from_this<context_state> {
 
  private:
   // Links c as a child; returns our reason instead if we are done.
-  cancel_reason link_child(context_state* c) {
-    lock_.lock();
-    cancel_reason r = err_.load(std::memory_order_relaxed);
-    if (r == cancel_reason::none) {
-      c->next_sibling_ = first_child_;
-      c->prev_sibling_ = nullptr;
-      if (first_child_) first_child_->prev_sibling_ = c;
-      first_child_ = c;
-      c->linked_ = true;
-    }
-    lock_.unlock();
-    return r;
-  }
-
+  GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
-  void unlink_child(context_state* c) noexcept {
-    lock_.lock();
-    if (c->linked_) {
-      if (c->prev_sibling_)
-        c->prev_sibling_->next_sibling_ = c->next_sibling_;
-      else
-        first_child_ = c->next_sibling_;
-      if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
-      c->prev_sibling_ = c->next_sibling_ = nullptr;
-      c->linked_ = false;
-    }
-    lock_.unlock();
-  }
+  GORO_DECL void unlink_child(context_state* c) noexcept;
 
   const std::shared_ptr<context_state> parent_;
   const std::int64_t deadline_ns_;  // 0: none
@@ -181,8 +104,13 @@ class context_state : public std::enable_shared_from_this<context_state> {
 
 class context;
 class cancel_func;
-std::pair<context, cancel_func> with_cancel(context parent);
-std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp);
+// A child cancelled (canceled) by the returned cancel_func, or when parent
+// is (with the parent's reason).
+GORO_DECL std::pair<context, cancel_func> with_cancel(context parent);
+// A child also cancelled (deadline_exceeded) at tp. Its deadline is never
+// later than its parent's: with an earlier parent deadline it is
+// with_cancel(parent) (Go's WithDeadline).
+GORO_DECL std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp);
 
 // A shared handle (cheap to copy) to a node of a context tree. A
 // default-constructed context is background().
@@ -214,7 +142,7 @@ class context {
   explicit context(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
   // A child of parent with the given deadline (0: none); arm_timer: the
   // deadline is its own (else inherited from the parent, whose timer acts).
-  static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
+  GORO_DECL static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
 
   std::shared_ptr<detail::context_state> s_;
 
@@ -229,9 +157,7 @@ class context {
 class cancel_func {
  public:
   cancel_func() noexcept = default;
-  void operator()() const {
-    if (s_) s_->cancel(cancel_reason::canceled, true);
-  }
+  GORO_DECL void operator()() const;
 
  private:
   explicit cancel_func(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
@@ -239,37 +165,135 @@ class cancel_func {
   friend class context;
 };
 
-inline std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
+// The root: never cancelled, no deadline (Go's context.Background()).
+inline context background() noexcept { return {}; }
+
+// with_deadline(parent, now + d).
+GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d);
+
+}  // namespace goro
+
+#if GORO_COMPILE_RUNTIME
+namespace goro {
+namespace detail {
+
+GORO_DECL context_state::~context_state() {
+  if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
+  if (parent_) parent_->unlink_child(this);
+}
+
+GORO_DECL void context_state::attach() {
+  if (!parent_) return;
+  cancel_reason r = parent_->link_child(this);
+  if (r != cancel_reason::none) cancel(r, false);
+}
+
+GORO_DECL void context_state::arm() {
+  if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
+  if (deadline_ns_ <= nanotime()) {
+    cancel(cancel_reason::deadline_exceeded, true);
+    return;
+  }
+  timer_.when = deadline_ns_;
+  timer_.sync = true;
+  timer_.arg = this;
+  timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
+  };
+  armed_ = true;
+  add_timer_anywhere(&timer_);
+}
+
+GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
+  std::vector<std::shared_ptr<context_state>> kids;
+  lock_.lock();
+  if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
+    lock_.unlock();
+    return;
+  }
+  // Release: a goroutine that sees err() != none sees what happened
+  // before the cancel; one woken by done() synchronises through the
+  // channel's lock, which close() takes after this store.
+  err_.store(reason, std::memory_order_release);
+  for (context_state* c = first_child_; c;) {
+    context_state* next = c->next_sibling_;
+    c->linked_ = false;
+    c->prev_sibling_ = c->next_sibling_ = nullptr;
+    // A child whose count already reached zero is in its destructor,
+    // waiting for our lock to unlink itself: it will find linked_ false.
+    if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
+    c = next;
+  }
+  first_child_ = nullptr;
+  lock_.unlock();
+  done_.close();
+  for (auto& k : kids) k->cancel(reason, false);
+  if (unlink_from_parent && parent_) parent_->unlink_child(this);
+  // Release the timer at once (Go's timerCtx.cancel stops it). From the
+  // timer's own function (it has fired) del does not wait for that call.
+  if (armed_) timer_heap::del(&timer_);
+  // Last: dropping the children may destroy them and, from the timer's
+  // function, this state too (see the top of the file).
+  kids.clear();
+}
+
+GORO_DECL cancel_reason context_state::link_child(context_state* c) {
+  lock_.lock();
+  cancel_reason r = err_.load(std::memory_order_relaxed);
+  if (r == cancel_reason::none) {
+    c->next_sibling_ = first_child_;
+    c->prev_sibling_ = nullptr;
+    if (first_child_) first_child_->prev_sibling_ = c;
+    first_child_ = c;
+    c->linked_ = true;
+  }
+  lock_.unlock();
+  return r;
+}
+
+GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
+  lock_.lock();
+  if (c->linked_) {
+    if (c->prev_sibling_)
+      c->prev_sibling_->next_sibling_ = c->next_sibling_;
+    else
+      first_child_ = c->next_sibling_;
+    if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
+    c->prev_sibling_ = c->next_sibling_ = nullptr;
+    c->linked_ = false;
+  }
+  lock_.unlock();
+}
+
+}  // namespace detail
+
+GORO_DECL std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
   auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
   s->attach();
   if (arm_timer) s->arm();
   return {context(s), cancel_func(s)};
 }
 
-// The root: never cancelled, no deadline (Go's context.Background()).
-inline context background() noexcept { return {}; }
-
-// A child cancelled (canceled) by the returned cancel_func, or when parent
-// is (with the parent's reason).
-inline std::pair<context, cancel_func> with_cancel(context parent) {
+GORO_DECL std::pair<context, cancel_func> with_cancel(context parent) {
   return context::make(parent, parent.s_ ? parent.s_->deadline_ns() : 0, false);
 }
 
-// A child also cancelled (deadline_exceeded) at tp. Its deadline is never
-// later than its parent's: with an earlier parent deadline it is
-// with_cancel(parent) (Go's WithDeadline).
-inline std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp) {
+GORO_DECL std::pair<context, cancel_func> with_deadline(context parent, std::chrono::steady_clock::time_point tp) {
   std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(tp.time_since_epoch()).count();
   if (ns < 1) ns = 1;
   if (parent.s_ && parent.s_->deadline_ns() != 0 && parent.s_->deadline_ns() <= ns) return with_cancel(parent);
   return context::make(parent, ns, true);
 }
 
-// with_deadline(parent, now + d).
-inline std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d) {
+GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d) {
   // Saturating: a huge d is "never", not an overflow.
   std::int64_t ns = detail::when_after(detail::nanotime(), detail::to_ns(d));
   return with_deadline(std::move(parent), context::time_point(std::chrono::nanoseconds(ns)));
 }
 
+GORO_DECL void cancel_func::operator()() const {
+  if (s_) s_->cancel(cancel_reason::canceled, true);
+}
+
 }  // namespace goro
+#endif  // GORO_COMPILE_RUNTIME

@@ -36,20 +36,13 @@ namespace goro {
 class group {
  public:
   group() : group(background()) {}
-  explicit group(context parent) {
-    auto [c, cancel] = with_cancel(std::move(parent));
-    ctx_ = std::move(c);
-    cancel_ = std::move(cancel);
-  }
+  GORO_DECL explicit group(context parent);
   group(const group&) = delete;
   group& operator=(const group&) = delete;
 
   // Its tasks refer to it: a group that still has tasks waits for them
   // (their failure, if any, is dropped) rather than vanish under them.
-  ~group() {
-    wg_.wait();
-    cancel_();
-  }
+  GORO_DECL ~group();
 
   // Runs f() in a new goroutine (of the calling goroutine's runtime). f
   // returns void or std::error_code. With a limit set, blocks while that
@@ -73,28 +66,11 @@ class group {
 
   // At most n tasks at once; n < 0: no limit (the default). Changing it
   // while tasks run is a usage_error (Go panics).
-  void set_limit(int n) {
-    if (active_.load(std::memory_order_acquire) != 0)
-      detail::raise_usage("group::set_limit: modify limit while tasks in the group are still active");
-    if (n < 0)
-      sem_ = nullptr;
-    else
-      sem_ = chan<std::monostate>(static_cast<std::size_t>(n));
-  }
+  GORO_DECL void set_limit(int n);
 
   // Waits for every task, cancels ctx(), and returns the first failure: an
   // error code is returned, an exception rethrown; {} if none failed.
-  std::error_code wait() {
-    wg_.wait();
-    cancel_();
-#if GORO_EXCEPTIONS
-    if (exc_) {
-      std::exception_ptr e = std::exchange(exc_, nullptr);
-      std::rethrow_exception(e);
-    }
-#endif
-    return err_;
-  }
+  GORO_DECL std::error_code wait();
 
   // The group's context: cancelled by the first failure, by the parent,
   // or when wait() returns.
@@ -153,16 +129,7 @@ class group {
   }
 
   // The first failure wins and cancels ctx() (Go's errOnce).
-  void fail(std::error_code ec, std::exception_ptr e) {
-    {
-      std::lock_guard<detail::spinlock> lk(lock_);
-      if (failed_) return;
-      failed_ = true;
-      err_ = ec;
-      exc_ = std::move(e);
-    }
-    cancel_();
-  }
+  GORO_DECL void fail(std::error_code ec, std::exception_ptr e);
 
   context ctx_;
   cancel_func cancel_;
@@ -176,3 +143,52 @@ class group {
 };
 
 }  // namespace goro
+
+#if GORO_COMPILE_RUNTIME
+namespace goro {
+
+GORO_DECL group::group(context parent) {
+  auto [c, cancel] = with_cancel(std::move(parent));
+  ctx_ = std::move(c);
+  cancel_ = std::move(cancel);
+}
+
+GORO_DECL group::~group() {
+  wg_.wait();
+  cancel_();
+}
+
+GORO_DECL void group::set_limit(int n) {
+  if (active_.load(std::memory_order_acquire) != 0)
+    detail::raise_usage("group::set_limit: modify limit while tasks in the group are still active");
+  if (n < 0)
+    sem_ = nullptr;
+  else
+    sem_ = chan<std::monostate>(static_cast<std::size_t>(n));
+}
+
+GORO_DECL std::error_code group::wait() {
+  wg_.wait();
+  cancel_();
+#if GORO_EXCEPTIONS
+  if (exc_) {
+    std::exception_ptr e = std::exchange(exc_, nullptr);
+    std::rethrow_exception(e);
+  }
+#endif
+  return err_;
+}
+
+GORO_DECL void group::fail(std::error_code ec, std::exception_ptr e) {
+  {
+    std::lock_guard<detail::spinlock> lk(lock_);
+    if (failed_) return;
+    failed_ = true;
+    err_ = ec;
+    exc_ = std::move(e);
+  }
+  cancel_();
+}
+
+}  // namespace goro
+#endif  // GORO_COMPILE_RUNTIME

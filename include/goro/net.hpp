@@ -63,47 +63,11 @@ inline void set_nodelay(int fd) noexcept {
 }
 
 // One read(2): parks until some data arrives; 0 at end of stream.
-inline std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  if (buf.empty()) return 0;
-  socket_state::io_guard g(s, 'r');
-  if (!g) return ec = closed_code(), 0;
-  for (;;) {
-    ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
-    if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('r'))) return 0;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), 0;
-    }
-  }
-}
+GORO_DECL std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec);
 
 // Writes all of buf (parking while the socket buffer is full); returns the
 // bytes written (all of them unless ec is set).
-inline std::size_t stream_write(socket_state& s, std::span<const std::byte> buf, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  socket_state::io_guard g(s, 'w');
-  if (!g) return ec = closed_code(), 0;
-  std::size_t done = 0;
-  while (done < buf.size()) {
-    ssize_t n = sys_send(s.fd(), buf.data() + done, buf.size() - done);
-    if (n >= 0) {
-      done += static_cast<std::size_t>(n);
-      continue;
-    }
-    int e = goro::detail::thread_errno();
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('w'))) return done;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), done;
-    }
-  }
-  return done;
-}
+GORO_DECL std::size_t stream_write(socket_state& s, std::span<const std::byte> buf, std::error_code& ec);
 
 }  // namespace detail
 
@@ -175,13 +139,7 @@ class conn : private detail::socket_handle<detail::conn_name> {
   friend struct detail::handles;
   friend class listener;
   explicit conn(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
-  static void close_write(detail::socket_state& s, std::error_code& ec) noexcept {
-    detail::socket_state::op o(s);
-    if (!o)
-      ec = detail::closed_code();
-    else if (::shutdown(s.fd(), SHUT_WR) != 0)
-      ec = detail::errno_code(goro::detail::thread_errno());
-  }
+  GORO_DECL static void close_write(detail::socket_state& s, std::error_code& ec) noexcept;
 };
 
 // A listening socket, TCP or Unix (a shared handle).
@@ -213,27 +171,7 @@ class listener : private detail::socket_handle<detail::listener_name> {
  private:
   friend struct detail::handles;
   explicit listener(std::shared_ptr<detail::socket_state> s) noexcept : socket_handle(std::move(s)) {}
-  static conn accept(detail::socket_state& s, std::error_code& ec) {
-    detail::socket_state::op o(s);
-    if (!o) return ec = detail::closed_code(), conn{};
-    detail::socket_state::io_guard g(s, 'r');
-    if (!g) return ec = detail::closed_code(), conn{};
-    for (;;) {
-      sockaddr_storage ss{};
-      socklen_t len = sizeof ss;
-      int fd = ::accept4(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd >= 0) {
-        if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
-        return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
-      }
-      int e = goro::detail::thread_errno();
-      if (e == EAGAIN || e == EWOULDBLOCK) {
-        if ((ec = s.wait('r'))) return conn{};
-      } else if (e != EINTR && e != ECONNABORTED) {
-        return ec = detail::errno_code(e), conn{};
-      }
-    }
-  }
+  GORO_DECL static conn accept(detail::socket_state& s, std::error_code& ec);
 };
 
 namespace detail {
@@ -241,30 +179,10 @@ struct handles {
   static conn make_conn(std::shared_ptr<socket_state> s) { return conn(std::move(s)); }
   static listener make_listener(std::shared_ptr<socket_state> s) { return listener(std::move(s)); }
 
-  static listener listen_tcp(std::string_view host_port, std::error_code& ec) {
-    ec.clear();
-    address a = listen_target(host_port, ec);
-    if (ec) return {};
-    return listener(bind_to(a, SOCK_STREAM, ec));
-  }
-  static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
-    ec.clear();
-    auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
-    if (s) set_nodelay(s->fd());
-    return conn(std::move(s));
-  }
-  static listener listen_unix(std::string_view path, std::error_code& ec) {
-    address a = unix_address(path, ec);
-    if (ec) return {};
-    auto s = bind_to(a, SOCK_STREAM, ec);
-    if (s && path.front() != '@') s->unlink_on_close(std::string(path));
-    return listener(std::move(s));
-  }
-  static conn dial_unix(std::string_view path, std::error_code& ec) {
-    address a = unix_address(path, ec);
-    if (ec) return {};
-    return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
-  }
+  GORO_DECL static listener listen_tcp(std::string_view host_port, std::error_code& ec);
+  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec);
+  GORO_DECL static listener listen_unix(std::string_view path, std::error_code& ec);
+  GORO_DECL static conn dial_unix(std::string_view path, std::error_code& ec);
 };
 
 // Go's Dialer.Timeout: zero is none, a negative one has passed already.
@@ -347,17 +265,9 @@ inline conn dial_unix(std::string_view path) {
 // poller for this wait only. Regular files are always ready.
 namespace detail {
 // A deadline wait: true when ready; a failure in ec.
-inline bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
-  ec = wait_fd(fd, mode, deadline_ns(deadline));
-  return !ec;
-}
+GORO_DECL bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec);
 // A context wait: false once ctx is done; other failures in ec.
-inline bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
-  ec = wait_fd(fd, mode, 0, &ctx);
-  if (!ec) return true;
-  if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
-  return false;
-}
+GORO_DECL bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec);
 // wait_readable / wait_writable (mode 'r' / 'w') until a deadline or a
 // context: the throwing overloads and the std::error_code& ones.
 template <class Until>
@@ -393,3 +303,119 @@ inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
 }  // namespace goro::net
 
 #include "net_udp.hpp"
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::net {
+
+GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  if (buf.empty()) return 0;
+  socket_state::io_guard g(s, 'r');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
+    if (n >= 0) return static_cast<std::size_t>(n);
+    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std::byte> buf, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'w');
+  if (!g) return ec = closed_code(), 0;
+  std::size_t done = 0;
+  while (done < buf.size()) {
+    ssize_t n = sys_send(s.fd(), buf.data() + done, buf.size() - done);
+    if (n >= 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    int e = goro::detail::thread_errno();
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('w'))) return done;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), done;
+    }
+  }
+  return done;
+}
+
+GORO_DECL void conn::close_write(detail::socket_state& s, std::error_code& ec) noexcept {
+  detail::socket_state::op o(s);
+  if (!o)
+    ec = detail::closed_code();
+  else if (::shutdown(s.fd(), SHUT_WR) != 0)
+    ec = detail::errno_code(goro::detail::thread_errno());
+}
+
+GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
+  detail::socket_state::op o(s);
+  if (!o) return ec = detail::closed_code(), conn{};
+  detail::socket_state::io_guard g(s, 'r');
+  if (!g) return ec = detail::closed_code(), conn{};
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int fd = ::accept4(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
+      return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
+    }
+    int e = goro::detail::thread_errno();
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return conn{};
+    } else if (e != EINTR && e != ECONNABORTED) {
+      return ec = detail::errno_code(e), conn{};
+    }
+  }
+}
+
+GORO_DECL listener detail::handles::listen_tcp(std::string_view host_port, std::error_code& ec) {
+  ec.clear();
+  address a = listen_target(host_port, ec);
+  if (ec) return {};
+  return listener(bind_to(a, SOCK_STREAM, ec));
+}
+
+GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
+  ec.clear();
+  auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
+  if (s) set_nodelay(s->fd());
+  return conn(std::move(s));
+}
+
+GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::error_code& ec) {
+  address a = unix_address(path, ec);
+  if (ec) return {};
+  auto s = bind_to(a, SOCK_STREAM, ec);
+  if (s && path.front() != '@') s->unlink_on_close(std::string(path));
+  return listener(std::move(s));
+}
+
+GORO_DECL conn detail::handles::dial_unix(std::string_view path, std::error_code& ec) {
+  address a = unix_address(path, ec);
+  if (ec) return {};
+  return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
+}
+
+GORO_DECL bool detail::wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
+  ec = wait_fd(fd, mode, deadline_ns(deadline));
+  return !ec;
+}
+
+GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
+  ec = wait_fd(fd, mode, 0, &ctx);
+  if (!ec) return true;
+  if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
+  return false;
+}
+
+}  // namespace goro::net
+#endif  // GORO_COMPILE_RUNTIME

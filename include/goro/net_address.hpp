@@ -113,32 +113,8 @@ inline void public_code(std::error_code& ec) noexcept {
 }
 
 // Splits "host:port" / "[v6]:port" (host may be empty).
-inline bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) noexcept {
-  std::string_view p;
-  if (!hp.empty() && hp.front() == '[') {
-    auto close = hp.find(']');
-    if (close == std::string_view::npos) return ec = bad_addr(1), false;
-    host = hp.substr(1, close - 1);
-    if (close + 1 >= hp.size() || hp[close + 1] != ':') return ec = bad_addr(0), false;
-    p = hp.substr(close + 2);
-  } else {
-    auto colon = hp.rfind(':');
-    if (colon == std::string_view::npos) return ec = bad_addr(0), false;
-    host = hp.substr(0, colon);
-    if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
-    p = hp.substr(colon + 1);
-  }
-  if (p.empty() || p.size() > 5) return ec = bad_addr(3), false;
-  unsigned pn = 0;
-  for (char c : p) {
-    if (c < '0' || c > '9') return ec = bad_addr(3), false;
-    pn = pn * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (pn > 65535) return ec = bad_addr(4), false;
-  port = static_cast<std::uint16_t>(pn);
-  return true;
-}
+GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) noexcept;
 
 }  // namespace detail
 
@@ -155,12 +131,7 @@ class address {
     detail::public_code(ec);
     return a;
   }
-  static address parse(std::string_view s) {
-    std::error_code ec;
-    address a = parse_raw(s, ec);
-    if (ec) goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
-    return a;
-  }
+  GORO_DECL static address parse(std::string_view s);
 
   // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
   // Malformed: an empty address.
@@ -180,27 +151,9 @@ class address {
 
   // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
   // when empty (or an unnamed Unix socket).
-  std::string to_string() const {
-    if (is_unix()) return host();
-    if (!is_ip()) return {};
-    std::string h = host();
-    std::string p = std::to_string(port());
-    return is_ipv6() ? "[" + h + "]:" + p : h + ":" + p;
-  }
+  GORO_DECL std::string to_string() const;
   // The IP without the port ("::1"), or the Unix path.
-  std::string host() const {
-    if (is_unix()) {
-      const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
-      std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
-      if (n == 0) return {};
-      if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
-      return std::string(un->sun_path, strnlen(un->sun_path, n));
-    }
-    char buf[INET6_ADDRSTRLEN] = {};
-    if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
-    if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
-    return buf;
-  }
+  GORO_DECL std::string host() const;
   // The port (0 for a Unix path or an empty address).
   std::uint16_t port() const noexcept {
     if (is_ipv4()) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_port);
@@ -237,51 +190,10 @@ class address {
   }
 
  private:
-  bool set_ip(std::string_view ip, std::uint16_t port) {
-    std::string h(ip);
-    auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
-    for (int family : {AF_INET, AF_INET6}) {
-      bool v4 = family == AF_INET;
-      if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
-        ss_.ss_family = static_cast<sa_family_t>(family);
-        len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-        *this = with_port(port);
-        return true;
-      }
-      ss_ = {};
-    }
-    return false;
-  }
-  void set_unix(std::string_view path, std::error_code& ec) noexcept {
-    auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
-    if (path.empty() || path.size() >= sizeof un->sun_path) {
-      ec = detail::bad_addr(6);
-      return;
-    }
-    un->sun_family = AF_UNIX;
-    std::memcpy(un->sun_path, path.data(), path.size());
-    if (path.front() == '@') {  // abstract: a leading NUL, no terminator
-      un->sun_path[0] = '\0';
-      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
-    } else {
-      len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
-    }
-  }
+  GORO_DECL bool set_ip(std::string_view ip, std::uint16_t port);
+  GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
   // parse, leaving the internal code (which says what is malformed).
-  static address parse_raw(std::string_view s, std::error_code& ec) {
-    ec.clear();
-    address a;
-    if (!s.empty() && (s.front() == '/' || s.front() == '.' || s.front() == '@')) {
-      a.set_unix(s, ec);
-    } else {
-      std::string_view host;
-      std::uint16_t port = 0;
-      if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
-    }
-    if (ec) return {};
-    return a;
-  }
+  GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
   friend address unix_address(std::string_view, std::error_code&) noexcept;
 
   sockaddr_storage ss_{};
@@ -303,7 +215,118 @@ inline address unix_address(std::string_view path, std::error_code& ec) noexcept
 // returned as it is, without a lookup. getaddrinfo blocks, so it runs
 // inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
 // (the throwing form: std::system_error with that code).
-inline std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
+GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec);
+GORO_DECL std::vector<address> lookup_host(std::string_view name);
+
+}  // namespace goro::net
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::net {
+
+GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) noexcept {
+  std::string_view p;
+  if (!hp.empty() && hp.front() == '[') {
+    auto close = hp.find(']');
+    if (close == std::string_view::npos) return ec = bad_addr(1), false;
+    host = hp.substr(1, close - 1);
+    if (close + 1 >= hp.size() || hp[close + 1] != ':') return ec = bad_addr(0), false;
+    p = hp.substr(close + 2);
+  } else {
+    auto colon = hp.rfind(':');
+    if (colon == std::string_view::npos) return ec = bad_addr(0), false;
+    host = hp.substr(0, colon);
+    if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
+    p = hp.substr(colon + 1);
+  }
+  if (p.empty() || p.size() > 5) return ec = bad_addr(3), false;
+  unsigned pn = 0;
+  for (char c : p) {
+    if (c < '0' || c > '9') return ec = bad_addr(3), false;
+    pn = pn * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (pn > 65535) return ec = bad_addr(4), false;
+  port = static_cast<std::uint16_t>(pn);
+  return true;
+}
+
+GORO_DECL address address::parse(std::string_view s) {
+  std::error_code ec;
+  address a = parse_raw(s, ec);
+  if (ec) goro::detail::raise_system(EINVAL, ("bad address \"" + std::string(s) + "\": " + ec.message()).c_str());
+  return a;
+}
+
+GORO_DECL std::string address::to_string() const {
+  if (is_unix()) return host();
+  if (!is_ip()) return {};
+  std::string h = host();
+  std::string p = std::to_string(port());
+  return is_ipv6() ? "[" + h + "]:" + p : h + ":" + p;
+}
+
+GORO_DECL std::string address::host() const {
+  if (is_unix()) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
+    std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
+    if (n == 0) return {};
+    if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
+    return std::string(un->sun_path, strnlen(un->sun_path, n));
+  }
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
+  if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
+  return buf;
+}
+
+GORO_DECL bool address::set_ip(std::string_view ip, std::uint16_t port) {
+  std::string h(ip);
+  auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
+  auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
+  for (int family : {AF_INET, AF_INET6}) {
+    bool v4 = family == AF_INET;
+    if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+      ss_.ss_family = static_cast<sa_family_t>(family);
+      len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+      *this = with_port(port);
+      return true;
+    }
+    ss_ = {};
+  }
+  return false;
+}
+
+GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noexcept {
+  auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
+  if (path.empty() || path.size() >= sizeof un->sun_path) {
+    ec = detail::bad_addr(6);
+    return;
+  }
+  un->sun_family = AF_UNIX;
+  std::memcpy(un->sun_path, path.data(), path.size());
+  if (path.front() == '@') {  // abstract: a leading NUL, no terminator
+    un->sun_path[0] = '\0';
+    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+  } else {
+    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  }
+}
+
+GORO_DECL address address::parse_raw(std::string_view s, std::error_code& ec) {
+  ec.clear();
+  address a;
+  if (!s.empty() && (s.front() == '/' || s.front() == '.' || s.front() == '@')) {
+    a.set_unix(s, ec);
+  } else {
+    std::string_view host;
+    std::uint16_t port = 0;
+    if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
+  }
+  if (ec) return {};
+  return a;
+}
+
+GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
   ec.clear();
   if (address a = address::from_ip(name, 0)) return {a};
   std::string host(name);
@@ -355,7 +378,8 @@ inline std::vector<address> lookup_host(std::string_view name, std::error_code& 
   if (out.empty()) ec = errc::host_not_found;
   return out;
 }
-inline std::vector<address> lookup_host(std::string_view name) {
+
+GORO_DECL std::vector<address> lookup_host(std::string_view name) {
   std::error_code ec;
   auto v = lookup_host(name, ec);
   if (ec) {
@@ -369,3 +393,4 @@ inline std::vector<address> lookup_host(std::string_view name) {
 }
 
 }  // namespace goro::net
+#endif  // GORO_COMPILE_RUNTIME

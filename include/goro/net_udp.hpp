@@ -41,48 +41,11 @@ namespace detail {
 struct udp_handles;
 
 // One recvfrom(2), parking until a datagram arrives; `from` may be null.
-inline std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  socket_state::io_guard g(s, 'r');
-  if (!g) return ec = closed_code(), 0;
-  for (;;) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    ssize_t n = ::recvfrom(s.fd(), buf.data(), buf.size(), 0, from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
-                           from ? &len : nullptr);
-    if (n >= 0) {
-      if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
-      return static_cast<std::size_t>(n);
-    }
-    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('r'))) return 0;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), 0;
-    }
-  }
-}
+GORO_DECL std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec);
 
 // One sendto(2) (to: null on a connected socket), parking while the
 // socket buffer is full.
-inline std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
-  socket_state::op o(s);
-  if (!o) return ec = closed_code(), 0;
-  socket_state::io_guard g(s, 'w');
-  if (!g) return ec = closed_code(), 0;
-  for (;;) {
-    ssize_t n =
-        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
-    if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();
-    if (e == EAGAIN || e == EWOULDBLOCK) {
-      if ((ec = s.wait('w'))) return 0;
-    } else if (e != EINTR) {
-      return ec = errno_code(e), 0;
-    }
-  }
-}
+GORO_DECL std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec);
 
 }  // namespace detail
 
@@ -168,18 +131,8 @@ class packet_conn : private detail::socket_handle<detail::packet_conn_name> {
 
 namespace detail {
 struct udp_handles {
-  static packet_conn listen(std::string_view host_port, std::error_code& ec) {
-    ec.clear();
-    address a = listen_target(host_port, ec);
-    if (ec) return {};
-    return packet_conn(bind_to(a, SOCK_DGRAM, ec));
-  }
-  static packet_conn dial(std::string_view host_port, std::error_code& ec) {
-    ec.clear();
-    std::vector<address> targets = dial_targets(host_port, ec);
-    if (ec) return {};
-    return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
-  }
+  GORO_DECL static packet_conn listen(std::string_view host_port, std::error_code& ec);
+  GORO_DECL static packet_conn dial(std::string_view host_port, std::error_code& ec);
 };
 }  // namespace detail
 
@@ -205,3 +158,64 @@ inline packet_conn dial_udp(std::string_view host_port) {
 }
 
 }  // namespace goro::net
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::net {
+
+GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'r');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ssize_t n = ::recvfrom(s.fd(), buf.data(), buf.size(), 0, from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
+                           from ? &len : nullptr);
+    if (n >= 0) {
+      if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
+      return static_cast<std::size_t>(n);
+    }
+    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('r'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
+  socket_state::op o(s);
+  if (!o) return ec = closed_code(), 0;
+  socket_state::io_guard g(s, 'w');
+  if (!g) return ec = closed_code(), 0;
+  for (;;) {
+    ssize_t n =
+        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    int e = goro::detail::thread_errno();
+    if (e == EAGAIN || e == EWOULDBLOCK) {
+      if ((ec = s.wait('w'))) return 0;
+    } else if (e != EINTR) {
+      return ec = errno_code(e), 0;
+    }
+  }
+}
+
+GORO_DECL packet_conn detail::udp_handles::listen(std::string_view host_port, std::error_code& ec) {
+  ec.clear();
+  address a = listen_target(host_port, ec);
+  if (ec) return {};
+  return packet_conn(bind_to(a, SOCK_DGRAM, ec));
+}
+
+GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std::error_code& ec) {
+  ec.clear();
+  std::vector<address> targets = dial_targets(host_port, ec);
+  if (ec) return {};
+  return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
+}
+
+}  // namespace goro::net
+#endif  // GORO_COMPILE_RUNTIME

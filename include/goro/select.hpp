@@ -90,113 +90,8 @@ struct select_locks {
 // lowest address, so it cannot proceed (and return) before that release.
 // A waker that finds a waiter of ours holds that waiter's channel lock, and
 // pass 3 takes every lock before it returns: no waiter is used after it.
-inline std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
-                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
-  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
-  send_closed = false;
-  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
-  // whose channel is not nil: a case on a nil channel is never chosen (Go
-  // leaves it out of pollorder, so it is neither polled nor queued on).
-  std::size_t live = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!sc[i].c) continue;
-    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
-    pollorder[live] = pollorder[j];
-    pollorder[j] = static_cast<std::uint16_t>(i);
-    ++live;
-  }
-  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
-  // Lock order: the cases sorted by channel address with a stable
-  // insertion sort (n is small) started from the poll order, so cases on
-  // one channel keep a random relative order -- pass 2 queues them in
-  // this order (as Go's heap sort "starts with the pollorder").
-  for (std::size_t i = 0; i < live; ++i) {
-    std::uint16_t k = pollorder[i];
-    std::size_t j = i;
-    while (j > 0 &&
-           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
-      lockorder[j] = lockorder[j - 1];
-      --j;
-    }
-    lockorder[j] = k;
-  }
-  select_locks locks{sc, lockorder, live};
-  locks.lock_all();
-
-  // Pass 1: the first ready case in poll order.
-  for (std::size_t i = 0; i < live; ++i) {
-    std::size_t k = pollorder[i];
-    chan_waiter* partner = nullptr;
-    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
-    if (r == chan_op::blocked) continue;
-    locks.unlock_all();
-    if (partner) wake_chan_waiter(partner);
-    send_closed = r == chan_op::closed;
-    return k;
-  }
-  if (has_default) {
-    locks.unlock_all();
-    return n;
-  }
-
-  // Pass 2: wait on every case.
-  select_state st;
-  caller self = current_caller();
-  if (GORO_UNLIKELY(inside_blocking(self.m))) {
-    locks.unlock_all();
-    raise_inside_blocking("select");
-  }
-  g* gp = self.gp;
-  for (std::size_t i = 0; i < live; ++i) {
-    std::size_t k = lockorder[i];
-    chan_waiter& w = waiters[k];
-    w.gp = gp;
-    w.elem = sc[k].elem;
-    w.sel = &st;
-    w.success = false;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
-  }
-  struct queued {  // block's unlink: every case's waiter off its queue
-    select_case* sc;
-    std::size_t n;
-    chan_waiter* waiters;
-    select_state* st;
-  } at{sc, n, waiters, &st};
-  GORO_CHAOS_POINT("chan.block");
-  block(
-      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
-      [](void* a) noexcept {
-        auto* x = static_cast<queued*>(a);
-        // Claimed as a case's waker would (dequeue): if one got there
-        // first, it owns the wake-up. Otherwise no case can win any more.
-        std::uint32_t expected = 0;
-        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
-        for (std::size_t k = 0; k < x->n; ++k) {
-          chan_core* c = x->sc[k].c;
-          if (!c) continue;  // a nil channel's case was never queued
-          c->lock.lock();
-          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
-          c->lock.unlock();
-        }
-        return true;
-      },
-      &at, wait_reason::select);
-  // main_return: woken to end (the claim above took every waiter off; no
-  // case won).
-  exit_if_killed(gp);
-
-  // Pass 3: the winner was popped by its waker; take the others back.
-  locks.lock_all();
-  chan_waiter* winner = st.winner;
-  for (std::size_t k = 0; k < n; ++k) {
-    if (&waiters[k] == winner || !sc[k].c) continue;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
-  }
-  locks.unlock_all();
-  std::size_t k = static_cast<std::size_t>(winner - waiters);
-  send_closed = sc[k].is_send && !winner->success;
-  return k;
-}
+GORO_DECL std::size_t select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed);
 
 }  // namespace detail
 
@@ -437,7 +332,7 @@ class select_case {
   friend select_case send_case(const chan<T>& ch, V&& value, F&& f);
   template <class F>
   friend select_case default_case(F&& f);
-  friend inline std::size_t select(std::span<select_case> cases);
+  friend GORO_DECL std::size_t select(std::span<select_case> cases);
 };
 
 // A run-time case receiving from ch (nil: never chosen); f(std::optional<T>)
@@ -474,7 +369,122 @@ select_case default_case(F&& f) {
 // list of cases; returns the index of the case that ran. At most one
 // default case; no channel case (or only nil ones) and no default blocks
 // forever, as Go's `select {}`.
-inline std::size_t select(std::span<select_case> cases) {
+GORO_DECL std::size_t select(std::span<select_case> cases);
+
+}  // namespace goro
+
+#if GORO_COMPILE_RUNTIME
+namespace goro {
+
+GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
+  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
+  send_closed = false;
+  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
+  // whose channel is not nil: a case on a nil channel is never chosen (Go
+  // leaves it out of pollorder, so it is neither polled nor queued on).
+  std::size_t live = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!sc[i].c) continue;
+    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
+    pollorder[live] = pollorder[j];
+    pollorder[j] = static_cast<std::uint16_t>(i);
+    ++live;
+  }
+  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
+  // Lock order: the cases sorted by channel address with a stable
+  // insertion sort (n is small) started from the poll order, so cases on
+  // one channel keep a random relative order -- pass 2 queues them in
+  // this order (as Go's heap sort "starts with the pollorder").
+  for (std::size_t i = 0; i < live; ++i) {
+    std::uint16_t k = pollorder[i];
+    std::size_t j = i;
+    while (j > 0 &&
+           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
+      lockorder[j] = lockorder[j - 1];
+      --j;
+    }
+    lockorder[j] = k;
+  }
+  select_locks locks{sc, lockorder, live};
+  locks.lock_all();
+
+  // Pass 1: the first ready case in poll order.
+  for (std::size_t i = 0; i < live; ++i) {
+    std::size_t k = pollorder[i];
+    chan_waiter* partner = nullptr;
+    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
+    if (r == chan_op::blocked) continue;
+    locks.unlock_all();
+    if (partner) wake_chan_waiter(partner);
+    send_closed = r == chan_op::closed;
+    return k;
+  }
+  if (has_default) {
+    locks.unlock_all();
+    return n;
+  }
+
+  // Pass 2: wait on every case.
+  select_state st;
+  caller self = current_caller();
+  if (GORO_UNLIKELY(inside_blocking(self.m))) {
+    locks.unlock_all();
+    raise_inside_blocking("select");
+  }
+  g* gp = self.gp;
+  for (std::size_t i = 0; i < live; ++i) {
+    std::size_t k = lockorder[i];
+    chan_waiter& w = waiters[k];
+    w.gp = gp;
+    w.elem = sc[k].elem;
+    w.sel = &st;
+    w.success = false;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
+  }
+  struct queued {  // block's unlink: every case's waiter off its queue
+    select_case* sc;
+    std::size_t n;
+    chan_waiter* waiters;
+    select_state* st;
+  } at{sc, n, waiters, &st};
+  GORO_CHAOS_POINT("chan.block");
+  block(
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
+      [](void* a) noexcept {
+        auto* x = static_cast<queued*>(a);
+        // Claimed as a case's waker would (dequeue): if one got there
+        // first, it owns the wake-up. Otherwise no case can win any more.
+        std::uint32_t expected = 0;
+        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
+        for (std::size_t k = 0; k < x->n; ++k) {
+          chan_core* c = x->sc[k].c;
+          if (!c) continue;  // a nil channel's case was never queued
+          c->lock.lock();
+          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
+          c->lock.unlock();
+        }
+        return true;
+      },
+      &at, wait_reason::select);
+  // main_return: woken to end (the claim above took every waiter off; no
+  // case won).
+  exit_if_killed(gp);
+
+  // Pass 3: the winner was popped by its waker; take the others back.
+  locks.lock_all();
+  chan_waiter* winner = st.winner;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (&waiters[k] == winner || !sc[k].c) continue;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
+  }
+  locks.unlock_all();
+  std::size_t k = static_cast<std::size_t>(winner - waiters);
+  send_closed = sc[k].is_send && !winner->success;
+  return k;
+}
+
+GORO_DECL std::size_t select(std::span<select_case> cases) {
   std::size_t ndefault = 0, default_index = cases.size();
   for (std::size_t i = 0; i < cases.size(); ++i) {
     if (!cases[i].p_) detail::raise_usage("select: a moved-from select_case");
@@ -512,3 +522,4 @@ inline std::size_t select(std::span<select_case> cases) {
 }
 
 }  // namespace goro
+#endif  // GORO_COMPILE_RUNTIME

@@ -42,39 +42,7 @@ std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
 // Go's timeSleep: the goroutine parks, and only once it is off its stack
 // (the park's unlock step, on g0) is its timer queued — so the timer cannot
 // fire, and ready it, before it has stopped running (Go's resetForSleep).
-inline void sleep_until_ns(std::int64_t when) {
-  m_base* m = current_m();
-  if (!m || !m->curg) {
-    // A plain thread just sleeps.
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
-    return;
-  }
-  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
-  call_point();  // main_return (goexit.hpp)
-  m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
-  if (when <= nanotime()) return;
-  timer t;
-  t.when = when;
-  t.arg = m->curg;
-  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    g* gp = static_cast<g*>(arg);
-    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
-  };
-  // main_return (main_return.hpp): whoever takes the timer off its heap
-  // first -- the runtime ending this goroutine, or its firing -- wakes it.
-  g* gp = m->curg;
-  gp->unlink_wait = [](void* arg) noexcept { return timer_heap::del(static_cast<timer*>(arg)); };
-  gp->unlink_arg = &t;
-  park(
-      m,
-      [](void* arg) {
-        current_m()->sched->add_timer(static_cast<timer*>(arg));
-        return true;
-      },
-      &t, wait_reason::sleep);
-  gp->unlink_wait = nullptr;
-  exit_if_killed(gp);
-}
+GORO_DECL void sleep_until_ns(std::int64_t when);
 
 // Timers created outside any runtime (a plain thread calling after(),
 // constructing a timer...) live on one process-wide heap served by a
@@ -86,22 +54,9 @@ inline void sleep_until_ns(std::int64_t when) {
 // has timers (one may wake a goroutine), and the adder as one (extm.hpp).
 class thread_timers {
  public:
-  static thread_timers& get() {
-    // Never destroyed: its thread may still sleep at exit.
-    static thread_timers* self = [] {
-      auto* t = new thread_timers;
-      std::thread(&thread_timers::loop, t).detach();
-      return t;
-    }();
-    return *self;
-  }
+  GORO_DECL static thread_timers& get();
 
-  void add(timer* t) {
-    extm_outside_op();  // checkdead
-    const std::int64_t when = t->when;
-    heap_.add(t);
-    if (sleeper_.must_wake(when)) wake_.wake();  // the adder's half (timer_sleeper.hpp)
-  }
+  GORO_DECL void add(timer* t);
 
  private:
   [[noreturn]] void loop() noexcept {
@@ -129,12 +84,7 @@ class thread_timers {
 
 // Queues t on the calling goroutine's (or M's) runtime, else on the
 // process-wide thread.
-inline void add_timer_anywhere(timer* t) {
-  if (m_base* m = current_m(); m && m->sched)
-    m->sched->add_timer(t);
-  else
-    thread_timers::get().add(t);
-}
+GORO_DECL void add_timer_anywhere(timer* t);
 
 // Re-arms t under `op`, the lock that serializes every stop / reset of t
 // (Go's timer.modify, done as deltimer + addtimer): takes t off its heap
@@ -321,15 +271,7 @@ class timer {
 namespace detail {
 // An after_func timer fired: start f's goroutine on the runtime it was
 // made in. A self-owned timer is not sync, so it may free itself here.
-inline void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
-  auto* self = static_cast<chan_timer*>(arg);
-  std::shared_ptr<std::function<void()>> fn = self->fn;
-  sched_base* owner = self->owner;
-  if (self->self_owned) delete self;
-  // created by: this function (Go's dump says time.goFunc for AfterFunc's)
-  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), [fn] { (*fn)(); }); }
-  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
-}
+GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept;
 }  // namespace detail
 
 // Go's time.AfterFunc: runs f in its own goroutine (of the calling
@@ -396,3 +338,77 @@ class ticker {
 };
 
 }  // namespace goro
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
+GORO_DECL void sleep_until_ns(std::int64_t when) {
+  m_base* m = current_m();
+  if (!m || !m->curg) {
+    // A plain thread just sleeps.
+    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    return;
+  }
+  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
+  call_point();  // main_return (goexit.hpp)
+  m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
+  if (when <= nanotime()) return;
+  timer t;
+  t.when = when;
+  t.arg = m->curg;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    g* gp = static_cast<g*>(arg);
+    gp->sched->ready(gp);  // last touch: gp's frame (and t) may be gone once it runs
+  };
+  // main_return (main_return.hpp): whoever takes the timer off its heap
+  // first -- the runtime ending this goroutine, or its firing -- wakes it.
+  g* gp = m->curg;
+  gp->unlink_wait = [](void* arg) noexcept { return timer_heap::del(static_cast<timer*>(arg)); };
+  gp->unlink_arg = &t;
+  park(
+      m,
+      [](void* arg) {
+        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        return true;
+      },
+      &t, wait_reason::sleep);
+  gp->unlink_wait = nullptr;
+  exit_if_killed(gp);
+}
+
+GORO_DECL thread_timers& thread_timers::get() {
+  // Never destroyed: its thread may still sleep at exit.
+  static thread_timers* self = [] {
+    auto* t = new thread_timers;
+    std::thread(&thread_timers::loop, t).detach();
+    return t;
+  }();
+  return *self;
+}
+
+GORO_DECL void thread_timers::add(timer* t) {
+  extm_outside_op();  // checkdead
+  const std::int64_t when = t->when;
+  heap_.add(t);
+  if (sleeper_.must_wake(when)) wake_.wake();  // the adder's half (timer_sleeper.hpp)
+}
+
+GORO_DECL void add_timer_anywhere(timer* t) {
+  if (m_base* m = current_m(); m && m->sched)
+    m->sched->add_timer(t);
+  else
+    thread_timers::get().add(t);
+}
+
+GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
+  auto* self = static_cast<chan_timer*>(arg);
+  std::shared_ptr<std::function<void()>> fn = self->fn;
+  sched_base* owner = self->owner;
+  if (self->self_owned) delete self;
+  // created by: this function (Go's dump says time.goFunc for AfterFunc's)
+  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), [fn] { (*fn)(); }); }
+  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
+}
+
+}  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME

@@ -132,66 +132,16 @@ inline netpoller* goroutine_poller() noexcept {
 // Setters are serialized by pd->lock (rearm_timer, time.hpp); the timers'
 // function takes no lock, so del() (which waits for a running one) cannot
 // deadlock with it.
-inline void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
-  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
-  rearm_timer(pd->lock, t, [&](bool) {
-    pd->deadline(mode).store(d, std::memory_order_seq_cst);
-    if (d == 0) return false;
-    if (d <= nanotime()) {  // already passed: wake the waiter now
-      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-      return false;
-    }
-    t.when = d;
-    t.period = 0;
-    t.sync = true;
-    t.arg = pd;
-    t.seq = pd->seq.load(std::memory_order_seq_cst);
-    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                        };
-    return true;
-  });
-}
+GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d);
 
 // Registers pd with the calling goroutine's poller if it is on none.
-inline std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
-  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return {};
-  std::lock_guard<spinlock> lk(pd->lock);
-  if (pd->owner.load(std::memory_order_seq_cst) == nullptr)
-    if (int err = np->try_open(pd)) return errno_code(err);
-  return {};
-}
+GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
 
 // A plain thread's wait: poll(2) in slices, so a close, a deadline change
 // or a cancelled context (ctx, may be null) is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
-inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
-                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr) {
-  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
-  for (;;) {
-    if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
-    if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
-    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
-    int ms = thread_poll_slice_ms;
-    if (d != 0) {
-      std::int64_t left = d - nanotime();
-      if (left <= 0) return deadline_error();
-      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
-    }
-    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
-    int r = ::poll(&p, 1, ms);
-    if (r > 0) {
-      if (p.revents & POLLNVAL) return errno_code(EBADF);
-      return {};
-    }
-    if (r < 0) {
-      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
-      if (e != EINTR) return errno_code(e);
-    }
-  }
-}
+GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
 
 // Wakes a goroutine's wait on pd when a context is done (Go's
 // ctx.Done() watcher in netFD.connect): a goroutine selects on
@@ -203,32 +153,12 @@ inline std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* c
 // (thread_wait), and background() has nothing to watch.
 class ctx_watch {
  public:
-  ctx_watch(const goro::context& ctx, poll_desc* pd, char mode) {
-    recv_chan<std::monostate> done = ctx.done();
-    if (!done || !goroutine_poller()) return;
-    stop_ = chan<std::monostate>();
-    fired_ = chan<bool>(1);
-    goro::go([done, stop = stop_, fired = fired_, pd, mode]() mutable {
-      bool f = false;
-      goro::select(goro::on_recv(done,
-                                 [&f, pd, mode](std::optional<std::monostate>) {
-                                   set_deadline(pd, mode, 1);
-                                   f = true;
-                                 }),
-                   goro::on_recv(stop, [](std::optional<std::monostate>) {}));
-      fired.send(f);
-    });
-  }
+  GORO_DECL ctx_watch(const goro::context& ctx, poll_desc* pd, char mode);
   ctx_watch(const ctx_watch&) = delete;
   ctx_watch& operator=(const ctx_watch&) = delete;
   ~ctx_watch() { stop(); }
 
-  bool stop() {
-    if (!stop_) return false;
-    stop_.close();
-    stop_ = nullptr;
-    return fired_.recv().value_or(false);
-  }
+  GORO_DECL bool stop();
 
  private:
   chan<std::monostate> stop_ = nullptr;  // nil: no watcher
@@ -389,58 +319,17 @@ class socket_state {
   };
 
   // Go's pollDesc evict + fd close: idempotent.
-  void close() noexcept {
-    std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
-    if (old & closed_bit) {
-      decref();
-      return;
-    }
-    pd_->closing.store(true, std::memory_order_seq_cst);
-    if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
-    if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
-    rlock_.close();  // goroutines queued behind a reader / writer
-    wlock_.close();
-    decref();
-  }
+  GORO_DECL void close() noexcept;
 
   // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
   // passed deadline, or (a plain thread) ctx done. The caller holds an op.
-  std::error_code wait(char mode, const goro::context* ctx = nullptr) {
-    if (netpoller* np = goroutine_poller()) {
-      if (std::error_code ec = ensure_registered(pd_, np)) return ec;
-      switch (pd_wait_g(pd_, mode)) {
-        case pd_error::none:
-          return {};
-        case pd_error::closing:
-          return closed_code();
-        case pd_error::timeout:
-          return deadline_error();
-      }
-    }
-    return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
-  }
+  GORO_DECL std::error_code wait(char mode, const goro::context* ctx = nullptr);
 
-  std::error_code set_deadline(char mode, std::int64_t d) {
-    op o(*this);
-    if (!o) return closed_code();
-    detail::set_deadline(pd_, mode, d);
-    return {};
-  }
+  GORO_DECL std::error_code set_deadline(char mode, std::int64_t d);
 
  private:
   // Runs once, with nobody inside an operation.
-  void destroy() noexcept {
-    if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
-    timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
-    timer_heap::del(&pd_->wt);
-    {
-      std::lock_guard<spinlock> lk(pd_->lock);
-      if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
-    }
-    ::close(fd_);
-    pd_cache::free(pd_);
-    if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
-  }
+  GORO_DECL void destroy() noexcept;
 
   int fd_;
   poll_desc* pd_;
@@ -452,7 +341,192 @@ class socket_state {
 };
 
 // Wraps fd in a socket_state (closing fd if that fails).
-inline std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {}) {
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {});
+
+// A new non-blocking, close-on-exec socket wrapped in a socket_state (the
+// fd is closed if the wrapping fails).
+GORO_DECL std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {});
+
+// The earlier of two deadlines (0: none).
+inline std::int64_t earlier(std::int64_t a, std::int64_t b) noexcept {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  return a < b ? a : b;
+}
+GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept;
+
+// Waits on an fd that goro::net does not own (wait_readable/_writable):
+// a goroutine registers it for this wait only. When the fd is registered
+// already (another goroutine waits on it: EEXIST), this wait registers a
+// dup of it instead, which epoll treats as a registration of its own
+// (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
+// from several threads). With a context, its deadline bounds the wait too,
+// and its cancellation ends it (context_code).
+GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr);
+
+// Connects a new socket of `type` to a: a non-blocking connect, then a
+// wait until writable (bounded by deadline d and ctx) and SO_ERROR.
+GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
+                                                std::error_code& ec);
+
+// The addresses a dial to host_port tries, in order: a numeric host as it
+// is, an empty one as the local system (127.0.0.1, as Go), a name through
+// lookup_host.
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec);
+
+// Dials each target in turn; the first success, else the first failure
+// (a passed deadline or a done context ends the attempts).
+GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+                                              const goro::context* ctx, std::error_code& ec);
+
+// The address a listener binds for host_port: an empty host is every
+// address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
+// address (else its first).
+GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec);
+
+// A bound (and for streams listening) socket on a.
+GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec);
+
+// getsockname / getpeername of s as an address.
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec);
+
+}  // namespace detail
+}  // namespace goro::net
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::net::detail {
+
+GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  rearm_timer(pd->lock, t, [&](bool) {
+    pd->deadline(mode).store(d, std::memory_order_seq_cst);
+    if (d == 0) return false;
+    if (d <= nanotime()) {  // already passed: wake the waiter now
+      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+      return false;
+    }
+    t.when = d;
+    t.period = 0;
+    t.sync = true;
+    t.arg = pd;
+    t.seq = pd->seq.load(std::memory_order_seq_cst);
+    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                        };
+    return true;
+  });
+}
+
+GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
+  if (pd->owner.load(std::memory_order_seq_cst) != nullptr) return {};
+  std::lock_guard<spinlock> lk(pd->lock);
+  if (pd->owner.load(std::memory_order_seq_cst) == nullptr)
+    if (int err = np->try_open(pd)) return errno_code(err);
+  return {};
+}
+
+GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
+  extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
+  for (;;) {
+    if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
+    if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
+    std::int64_t d = dl ? dl->load(std::memory_order_seq_cst) : 0;
+    int ms = thread_poll_slice_ms;
+    if (d != 0) {
+      std::int64_t left = d - nanotime();
+      if (left <= 0) return deadline_error();
+      if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
+    }
+    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) {
+      if (p.revents & POLLNVAL) return errno_code(EBADF);
+      return {};
+    }
+    if (r < 0) {
+      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
+      if (e != EINTR) return errno_code(e);
+    }
+  }
+}
+
+GORO_DECL ctx_watch::ctx_watch(const goro::context& ctx, poll_desc* pd, char mode) {
+  recv_chan<std::monostate> done = ctx.done();
+  if (!done || !goroutine_poller()) return;
+  stop_ = chan<std::monostate>();
+  fired_ = chan<bool>(1);
+  goro::go([done, stop = stop_, fired = fired_, pd, mode]() mutable {
+    bool f = false;
+    goro::select(goro::on_recv(done,
+                               [&f, pd, mode](std::optional<std::monostate>) {
+                                 set_deadline(pd, mode, 1);
+                                 f = true;
+                               }),
+                 goro::on_recv(stop, [](std::optional<std::monostate>) {}));
+    fired.send(f);
+  });
+}
+
+GORO_DECL bool ctx_watch::stop() {
+  if (!stop_) return false;
+  stop_.close();
+  stop_ = nullptr;
+  return fired_.recv().value_or(false);
+}
+
+GORO_DECL void socket_state::close() noexcept {
+  std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
+  if (old & closed_bit) {
+    decref();
+    return;
+  }
+  pd_->closing.store(true, std::memory_order_seq_cst);
+  if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
+  if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
+  rlock_.close();  // goroutines queued behind a reader / writer
+  wlock_.close();
+  decref();
+}
+
+GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx) {
+  if (netpoller* np = goroutine_poller()) {
+    if (std::error_code ec = ensure_registered(pd_, np)) return ec;
+    switch (pd_wait_g(pd_, mode)) {
+      case pd_error::none:
+        return {};
+      case pd_error::closing:
+        return closed_code();
+      case pd_error::timeout:
+        return deadline_error();
+    }
+  }
+  return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
+}
+
+GORO_DECL std::error_code socket_state::set_deadline(char mode, std::int64_t d) {
+  op o(*this);
+  if (!o) return closed_code();
+  detail::set_deadline(pd_, mode, d);
+  return {};
+}
+
+GORO_DECL void socket_state::destroy() noexcept {
+  if (destroyed_.exchange(true, std::memory_order_seq_cst)) return;
+  timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
+  timer_heap::del(&pd_->wt);
+  {
+    std::lock_guard<spinlock> lk(pd_->lock);
+    if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
+  }
+  ::close(fd_);
+  pd_cache::free(pd_);
+  if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+}
+
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer) {
   std::shared_ptr<socket_state> s;
   GORO_TRY { s = std::make_shared<socket_state>(fd, peer); }
   GORO_CATCH_ALL {
@@ -462,9 +536,7 @@ inline std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {}) {
   return s;
 }
 
-// A new non-blocking, close-on-exec socket wrapped in a socket_state (the
-// fd is closed if the wrapping fails).
-inline std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer = {}) {
+GORO_DECL std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer) {
   int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     ec = errno_code(goro::detail::thread_errno());
@@ -473,26 +545,13 @@ inline std::shared_ptr<socket_state> new_socket(int family, int type, std::error
   return adopt_fd(fd, peer);
 }
 
-// The earlier of two deadlines (0: none).
-inline std::int64_t earlier(std::int64_t a, std::int64_t b) noexcept {
-  if (a == 0) return b;
-  if (b == 0) return a;
-  return a < b ? a : b;
-}
-inline std::int64_t context_deadline(const goro::context* ctx) noexcept {
+GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept {
   if (!ctx) return 0;
   auto d = ctx->deadline();
   return d ? deadline_ns(*d) : 0;
 }
 
-// Waits on an fd that goro::net does not own (wait_readable/_writable):
-// a goroutine registers it for this wait only. When the fd is registered
-// already (another goroutine waits on it: EEXIST), this wait registers a
-// dup of it instead, which epoll treats as a registration of its own
-// (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
-// from several threads). With a context, its deadline bounds the wait too,
-// and its cancellation ends it (context_code).
-inline std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr) {
+GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx) {
   if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
   d = earlier(d, context_deadline(ctx));
   netpoller* np = goroutine_poller();
@@ -533,9 +592,7 @@ inline std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::co
   return {};
 }
 
-// Connects a new socket of `type` to a: a non-blocking connect, then a
-// wait until writable (bounded by deadline d and ctx) and SO_ERROR.
-inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
+GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
                                                 std::error_code& ec) {
   if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), nullptr;
   d = earlier(d, context_deadline(ctx));
@@ -561,10 +618,7 @@ inline std::shared_ptr<socket_state> connect_to(const address& a, int type, std:
   return s;
 }
 
-// The addresses a dial to host_port tries, in order: a numeric host as it
-// is, an empty one as the local system (127.0.0.1, as Go), a name through
-// lookup_host.
-inline std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
   std::string_view host;
   std::uint16_t port = 0;
   if (!split_host_port(host_port, host, port, ec)) return {};
@@ -574,9 +628,7 @@ inline std::vector<address> dial_targets(std::string_view host_port, std::error_
   return v;
 }
 
-// Dials each target in turn; the first success, else the first failure
-// (a passed deadline or a done context ends the attempts).
-inline std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
                                               const goro::context* ctx, std::error_code& ec) {
   std::vector<address> targets = dial_targets(host_port, ec);
   std::error_code first;
@@ -590,10 +642,7 @@ inline std::shared_ptr<socket_state> dial_any(std::string_view host_port, int ty
   return nullptr;
 }
 
-// The address a listener binds for host_port: an empty host is every
-// address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
-// address (else its first).
-inline address listen_target(std::string_view host_port, std::error_code& ec) {
+GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec) {
   std::string_view host;
   std::uint16_t port = 0;
   if (!split_host_port(host_port, host, port, ec)) return {};
@@ -605,8 +654,7 @@ inline address listen_target(std::string_view host_port, std::error_code& ec) {
   return v.front().with_port(port);
 }
 
-// A bound (and for streams listening) socket on a.
-inline std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
+GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
   auto s = new_socket(a.family(), type, ec);
   if (!s) return nullptr;
   if (a.is_ip() && type == SOCK_STREAM) {
@@ -618,8 +666,7 @@ inline std::shared_ptr<socket_state> bind_to(const address& a, int type, std::er
   return s;
 }
 
-// getsockname / getpeername of s as an address.
-inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
   if (!s) return ec = empty_handle(), address{};
   socket_state::op o(*s);
   if (!o) return ec = closed_code(), address{};
@@ -632,5 +679,5 @@ inline address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std:
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
-}  // namespace detail
-}  // namespace goro::net
+}  // namespace goro::net::detail
+#endif  // GORO_COMPILE_RUNTIME
