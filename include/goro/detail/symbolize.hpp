@@ -157,8 +157,13 @@ class symbol_table {
       }
       if (!o.syms.empty()) break;
     }
-    std::sort(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) {
-      return a.addr != b.addr ? a.addr < b.addr : a.size > b.size;  // an alias of size 0 after the sized one
+    // qsort, not std::sort: this runs once per object, and std::sort's
+    // instantiation is code every header-only translation unit compiles.
+    std::qsort(o.syms.data(), o.syms.size(), sizeof(sym), [](const void* x, const void* y) {
+      const sym& a = *static_cast<const sym*>(x);
+      const sym& b = *static_cast<const sym*>(y);
+      if (a.addr != b.addr) return a.addr < b.addr ? -1 : 1;
+      return a.size > b.size ? -1 : a.size < b.size ? 1 : 0;  // an alias of size 0 after the sized one
     });
     // Duplicates (aliases, local copies): keep the first of each address.
     o.syms.erase(std::unique(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) { return a.addr == b.addr; }),
