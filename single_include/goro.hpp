@@ -7046,7 +7046,7 @@ struct netpoll_sched {
     GORO_CHAOS_POINT("netpoll.inject");
     int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
     if (to_global > 0) {
-      std::lock_guard<std::mutex> lk(s.lock_);
+      typename S::sched_lock lk(s);
       for (int i = 0; i < to_global; ++i) {
         gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
         s.globq_.push_back(gs[i]);
@@ -7107,14 +7107,14 @@ struct netpoll_sched {
     if (n > 0) {
       bool took_p = false;
       {
-        std::lock_guard<std::mutex> lk(s.lock_);
+        typename S::sched_lock lk(s);
         for (int i = 0; i < n; ++i) {
           gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
           s.globq_.push_back(gs[i]);
         }
         if (mm->in_idle_list && !s.should_leave(mm)) {
-          if (P* pp = s.pidle_get()) {
-            s.m_idle_remove(mm);
+          if (P* pp = s.pidle_get(lk)) {
+            s.m_idle_remove(lk, mm);
             mm->nextp = pp;
             mm->park_note.wake();
             took_p = true;
@@ -8926,9 +8926,9 @@ struct deadcheck_sched {
     for (;;) {
       std::int64_t until;
       {
-        std::lock_guard<std::mutex> lk(s.lock_);
+        typename S::sched_lock lk(s);
         if (!stopped(mm) || s.should_leave(mm)) break;
-        until = confirm_locked(s, mm);
+        until = confirm_locked(lk, s, mm);
         if (!stopped(mm)) return;  // confirmed: mm took itself off
       }
       if (until == 0) break;
@@ -8944,7 +8944,7 @@ struct deadcheck_sched {
       } else if (std::int64_t ns = until - nanotime(); ns > 0) {
         (void)mm->park_note.sleep_for(ns);
       }
-      std::lock_guard<std::mutex> lk(s.lock_);
+      typename S::sched_lock lk(s);
       if (!stopped(mm) || s.should_leave(mm)) break;
       // Still stopped: a timeout, or a watcher's wake (the only waker that
       // does not take mm first; shutdown's sets exiting_). Clearing under
@@ -8969,9 +8969,9 @@ struct deadcheck_sched {
   // came before this read restarts the grace period, and one that comes
   // after it came after the deadlock had lasted the whole period.
   template <class M>
-  static std::int64_t confirm_locked(S& s, M* rm) {
+  static std::int64_t confirm_locked(const typename S::sched_lock& held, S& s, M* rm) {
     if (s.deadcheck_at_ == 0) return 0;
-    if (!s.dead_locked()) {
+    if (!s.dead_locked(held)) {
       s.deadcheck_at_ = 0;
       return 0;
     }
@@ -8986,7 +8986,7 @@ struct deadcheck_sched {
     if (now < s.deadcheck_at_) return s.deadcheck_at_;
     s.deadlock_.store(true, std::memory_order_seq_cst);
     s.deadcheck_at_ = 0;
-    s.take_run_m_locked(rm);
+    s.take_run_m_locked(held, rm);
     return 0;
   }
 };
@@ -9174,7 +9174,7 @@ struct main_return_sched {
         },
         &active);
     if (active) return false;
-    std::lock_guard<std::mutex> lk(s.lock_);
+    typename S::sched_lock lk(s);
     return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
            s.spinning_.count(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
            s.poller_.waiters() <= 0;
@@ -10563,8 +10563,8 @@ class sysmon {
     }
     // exitsyscallfast_pidle
     {
-      std::lock_guard<std::mutex> lk(s_.lock_);
-      pp = s_.pidle_get();
+      typename Sched::sched_lock lk(s_);
+      pp = s_.pidle_get(lk);
     }
     if (pp) {
       s_.acquirep(mm, pp);
@@ -10583,8 +10583,8 @@ class sysmon {
   bool exit_syscall0(typename Sched::m* mm, g* gp) noexcept {
     typename Sched::p* pp;
     {
-      std::lock_guard<std::mutex> lk(s_.lock_);
-      pp = s_.pidle_get();
+      typename Sched::sched_lock lk(s_);
+      pp = s_.pidle_get(lk);
       if (!pp) {
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
         s_.globq_.push_back(gp);
@@ -10798,7 +10798,7 @@ class sysmon {
     line.reserve(128);
     char buf[160];
     {
-      std::lock_guard<std::mutex> lk(s_.lock_);
+      typename Sched::sched_lock lk(s_);
       unsigned idlethreads = 0;
       for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
       std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
@@ -11897,6 +11897,20 @@ class scheduler final : public sched_base {
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
 
+  // Proof that the scheduler lock (lock_, Go's sched.lock) is held, for as
+  // long as it lives: made only by taking the lock. The idle P and M lists
+  // and the other `_locked` steps take one, so none can be called without
+  // the lock (Go states this in comments; here the compiler checks it).
+  class sched_lock {
+   public:
+    explicit sched_lock(scheduler& s) : lk_(s.lock_) {}
+    sched_lock(const sched_lock&) = delete;
+    sched_lock& operator=(const sched_lock&) = delete;
+
+   private:
+    std::lock_guard<std::mutex> lk_;
+  };
+
  public:
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
       : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
@@ -11908,9 +11922,9 @@ class scheduler final : public sched_base {
           "target does) or run with GLIBC_TUNABLES=glibc.cpu.x86_shstk=off");
     install_fault_handler();
     if constexpr (async_signal) install_async_preempt_handler();  // async preemption
-    std::lock_guard<std::mutex> lk(lock_);
-    create_ps_locked(make_ps(0, nprocs_.load(std::memory_order_relaxed)));
-    activate_locked(0, nprocs_.load(std::memory_order_relaxed));
+    sched_lock lk(*this);
+    create_ps_locked(lk, make_ps(0, nprocs_.load(std::memory_order_relaxed)));
+    activate_locked(lk, 0, nprocs_.load(std::memory_order_relaxed));
     install_dump_handlers();  // goroutine dump: SIGQUIT, GORO_DEBUG check
     register_runtime(this);
   }
@@ -12151,13 +12165,13 @@ class scheduler final : public sched_base {
   // stays on the heap it was added to, see timer_heap.hpp).
   bool run_retired_timers() noexcept { return run_timers_of(active_ps(), created_ps(), nullptr); }
   bool run_timers_of(unsigned from, unsigned to, p* skip) noexcept;
-  // The idle lists: the scheduler lock (lock_) held.
-  void pidle_put(p* pp) noexcept;
-  p* pidle_get() noexcept;
-  void m_idle_put(m* mm) noexcept;
-  m* m_idle_get() noexcept;
-  void clear_timer_m() noexcept;
-  void m_idle_remove(m* target) noexcept;
+  // The idle lists (the scheduler lock held: they take the proof).
+  void pidle_put(const sched_lock&, p* pp) noexcept;
+  p* pidle_get(const sched_lock&) noexcept;
+  void m_idle_put(const sched_lock&, m* mm) noexcept;
+  m* m_idle_get(const sched_lock&) noexcept;
+  void clear_timer_m(const sched_lock&) noexcept;
+  void m_idle_remove(const sched_lock&, m* target) noexcept;
 
   // ---- the M pool (sched_mpool.hpp) ----
   enum class wake_reason { got_p, again, leave };
@@ -12206,17 +12220,17 @@ class scheduler final : public sched_base {
 
   // ---- gomaxprocs: P records (sched_resize.hpp) ----
   static std::vector<std::unique_ptr<p>> make_ps(unsigned from, unsigned to);
-  void create_ps_locked(std::vector<std::unique_ptr<p>> ps);
-  void activate_locked(unsigned from, unsigned to) noexcept;
-  void retire_locked(p* pp) noexcept;
+  void create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps);
+  void activate_locked(const sched_lock&, unsigned from, unsigned to) noexcept;
+  void retire_locked(const sched_lock&, p* pp) noexcept;
   void drop_retired_p(m* mm);
   bool retired_ps_released(unsigned n);
 
   // ---- run, main finishing, checkdead, freeing (sched_lifecycle.hpp) ----
   void main_finished() noexcept;
-  void checkdead(m* self) noexcept;
-  bool dead_locked() noexcept;
-  bool take_run_m_locked(m* rm) noexcept;
+  void checkdead(const sched_lock&, m* self) noexcept;
+  bool dead_locked(const sched_lock&) noexcept;
+  bool take_run_m_locked(const sched_lock&, m* rm) noexcept;
   void unlink_blocked() noexcept;
   void release_memory() noexcept;
 
@@ -12686,14 +12700,14 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
       return gp;
     }
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       releasep(mm);
-      pidle_put(pp);
+      pidle_put(lk, pp);
       if (!globq_.empty_synced()) {
         // pp is still the head of the idle list (lock_ held) — unless a
         // gomaxprocs shrink retired it: then take any idle P, and if
         // there is none, the busy Ps will find the G.
-        if (p* again = pidle_get()) {
+        if (p* again = pidle_get(lk)) {
           acquirep(mm, again);
           continue;
         }
@@ -12718,8 +12732,8 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     if (work_after_going_idle()) {
       p* again;
       {
-        std::lock_guard<std::mutex> lk(lock_);
-        again = pidle_get();
+        sched_lock lk(*this);
+        again = pidle_get(lk);
       }
       if (again) {
         acquirep(mm, again);
@@ -12859,8 +12873,8 @@ inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
     // A timer is due: take a P and run it.
     p* pp;
     {
-      std::lock_guard<std::mutex> lk(lock_);
-      pp = pidle_get();
+      sched_lock lk(*this);
+      pp = pidle_get(lk);
     }
     if (pp) {
       acquirep(mm, pp);
@@ -12900,10 +12914,10 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   if (when >= until) return;
   m* sleeper = nullptr;
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     if (timer_m_ && when < timer_m_until_.until(std::memory_order_relaxed)) {
       sleeper = timer_m_;
-      m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
+      m_idle_remove(lk, sleeper);  // also clears timer_m_: we own its wake-up now
     }
   }
   if (sleeper) {
@@ -12956,8 +12970,8 @@ inline auto scheduler<Policy>::wakep() -> int {
   GORO_CHAOS_POINT("wakep.claimed");
   p* pp;
   {
-    std::lock_guard<std::mutex> lk(lock_);
-    pp = pidle_get();
+    sched_lock lk(*this);
+    pp = pidle_get(lk);
   }
   if (!pp) {
     spinning_.release(spinning);
@@ -12985,9 +12999,9 @@ inline auto scheduler<Policy>::work_after_going_idle() noexcept -> bool {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::pidle_put(p* pp) noexcept -> void {
+inline auto scheduler<Policy>::pidle_put(const sched_lock& held, p* pp) noexcept -> void {
   if (GORO_UNLIKELY(pp->id >= nprocs_.load(std::memory_order_relaxed))) {  // gomaxprocs: retired
-    retire_locked(pp);
+    retire_locked(held, pp);
     return;
   }
   pp->status.store(p_status::idle, std::memory_order_relaxed);
@@ -12998,7 +13012,7 @@ inline auto scheduler<Policy>::pidle_put(p* pp) noexcept -> void {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::pidle_get() noexcept -> p* {
+inline auto scheduler<Policy>::pidle_get(const sched_lock&) noexcept -> p* {
   p* pp = pidle_;
   if (!pp) return nullptr;
   pidle_ = pp->link;
@@ -13010,7 +13024,7 @@ inline auto scheduler<Policy>::pidle_get() noexcept -> p* {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::m_idle_put(m* mm) noexcept -> void {
+inline auto scheduler<Policy>::m_idle_put(const sched_lock&, m* mm) noexcept -> void {
   mm->link = midle_;
   midle_ = mm;
   mm->in_idle_list = true;
@@ -13022,7 +13036,7 @@ inline auto scheduler<Policy>::m_idle_put(m* mm) noexcept -> void {
 // it is the only idle M, its role ends; it comes back through park_idle
 // when it runs out of work, and so does every other M (none is parked).
 template <class Policy>
-inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
+inline auto scheduler<Policy>::m_idle_get(const sched_lock& held) noexcept -> m* {
   m* mm = midle_;
   if (!mm) return nullptr;
   if (mm == timer_m_ && mm->link) {
@@ -13037,27 +13051,27 @@ inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
   mm->link = nullptr;
   mm->in_idle_list = false;
   --nmidle_;  // checkdead
-  if (mm == timer_m_) clear_timer_m();
+  if (mm == timer_m_) clear_timer_m(held);
   return mm;
 }
 
 // The timer M is always on the idle list: whoever takes it off ends its
 // role (the M will come back through park_idle and look at the timers).
 template <class Policy>
-inline auto scheduler<Policy>::clear_timer_m() noexcept -> void {
+inline auto scheduler<Policy>::clear_timer_m(const sched_lock&) noexcept -> void {
   timer_m_ = nullptr;
   timer_m_until_.clear();
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::m_idle_remove(m* target) noexcept -> void {
+inline auto scheduler<Policy>::m_idle_remove(const sched_lock& held, m* target) noexcept -> void {
   for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
     if (*pm == target) {
       *pm = target->link;
       target->link = nullptr;
       target->in_idle_list = false;
       --nmidle_;  // checkdead
-      if (target == timer_m_) clear_timer_m();
+      if (target == timer_m_) clear_timer_m(held);
       return;
     }
   }
@@ -13088,9 +13102,9 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   m* mm;
   m* timer_m;  // netpoll
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     timer_m = timer_m_;  // netpoll
-    mm = m_idle_get();
+    mm = m_idle_get(lk);
   }
   if (mm) {
     GORO_CHAOS_POINT("startm.wake");
@@ -13117,8 +13131,8 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   int err = call.err;
   if (err != 0) {
     {
-      std::lock_guard<std::mutex> lk(lock_);
-      pidle_put(pp);
+      sched_lock lk(*this);
+      pidle_put(lk, pp);
     }
     spinning_.release(spinning);
     // Retried by sysmon, which does not sleep deeply while this is set.
@@ -13139,7 +13153,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   mm->nextp = pp;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     allm_.push_back(mm);  // checkdead: counted before it can go idle
     mm->id = static_cast<std::int32_t>(allm_.size());
   }
@@ -13158,7 +13172,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   if (err != 0) {
     threads_alive_.fetch_sub(1);
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
     }
     spinning = std::move(mm->spinning);  // back to startm, which releases it
@@ -13166,7 +13180,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     return err;
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lk(lock_);
+  sched_lock lk(*this);
   mm->has_thread = true;
   return 0;
 }
@@ -13205,16 +13219,16 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
   bool timed = false;
   GORO_CHAOS_POINT("stopm.publish");
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     if (should_leave(mm)) return wake_reason::leave;
     mm->park_note.clear();
-    m_idle_put(mm);
+    m_idle_put(lk, mm);
     if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.until(std::memory_order_relaxed))) {
       timer_m_ = mm;
       timer_m_until_.publish(until);
       timed = true;
     }
-    checkdead(mm);
+    checkdead(lk, mm);
   }
   m_parks_.fetch_add(1, std::memory_order_relaxed);
   GORO_CHAOS_POINT("stopm.published");
@@ -13231,9 +13245,9 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
     else
       woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
     if (!woken) {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (mm->in_idle_list) {
-        m_idle_remove(mm);
+        m_idle_remove(lk, mm);
         return wake_reason::again;
       }
       // Taken off the list meanwhile: its taker's wake is on the way.
@@ -13278,8 +13292,8 @@ inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
   GORO_CHAOS_POINT("handoffp");
   if (exiting_.load(std::memory_order_acquire)) {
     spinning_.release(spinning);
-    std::lock_guard<std::mutex> lk(lock_);
-    pidle_put(pp);
+    sched_lock lk(*this);
+    pidle_put(lk, pp);
     return;
   }
   if (spinning || !pp->runq.empty() || !globq_.empty()) {
@@ -13293,8 +13307,8 @@ inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
     }
   }
   {
-    std::lock_guard<std::mutex> lk(lock_);
-    pidle_put(pp);
+    sched_lock lk(*this);
+    pidle_put(lk, pp);
   }
   // The checks above can miss work published by a submitter that then
   // saw this P busy in its wakep: look again now that it is idle.
@@ -13323,7 +13337,7 @@ namespace goro::detail {
 // and then finds nextp.
 template <class Policy>
 inline auto scheduler<Policy>::startlockedm(m* mm, g* gp) -> bool {
-  std::lock_guard<std::mutex> lk(lock_);
+  sched_lock lk(*this);
   m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
   if (!lm || lm == mm) return false;
   p* pp = mm->pp;
@@ -13358,7 +13372,7 @@ inline auto scheduler<Policy>::stoplockedm(m* mm) -> bool {
   for (;;) {
     mm->park_note.clear();
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (mm->nextp) {
         acquirep(mm, std::exchange(mm->nextp, nullptr));
         return true;
@@ -13374,7 +13388,7 @@ inline auto scheduler<Policy>::stoplockedm(m* mm) -> bool {
       if (!mm->locked_wait) {
         mm->locked_wait = true;
         ++nmlocked_wait_;
-        checkdead(mm);
+        checkdead(lk, mm);
       }
     }
     if (mm->run_caller)
@@ -13399,9 +13413,9 @@ inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
     return false;
   }
   handoffp_locked_m(mm);
-  std::lock_guard<std::mutex> lk(lock_);
+  sched_lock lk(*this);
   ++nmexited_;  // it stays in allm_ (joined by shutdown)
-  checkdead(mm);
+  checkdead(lk, mm);
   return false;
 }
 
@@ -13750,13 +13764,13 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
   {
     std::lock_guard<std::mutex> rl(resize_lock_);
     auto fresh = make_ps(created_ps(), n);  // may throw bad_alloc: nothing changed yet
-    std::lock_guard<std::mutex> lk(lock_);
-    create_ps_locked(std::move(fresh));
+    sched_lock lk(*this);
+    create_ps_locked(lk, std::move(fresh));
     old = nprocs_.load(std::memory_order_relaxed);
     if (n == old) return old;
     nprocs_.store(n, std::memory_order_seq_cst);
     if (n > old) {
-      activate_locked(old, n);
+      activate_locked(lk, old, n);
     } else {
       for (p** link = &pidle_; *link;) {
         p* pp = *link;
@@ -13767,7 +13781,7 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
         *link = pp->link;
         pp->link = nullptr;
         npidle_.fetch_sub(1, std::memory_order_seq_cst);
-        retire_locked(pp);
+        retire_locked(lk, pp);
       }
     }
   }
@@ -13806,7 +13820,7 @@ inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vecto
 // Publishes new P records (lock_ held): their slots, then nallp_, then a
 // steal order covering them.
 template <class Policy>
-inline auto scheduler<Policy>::create_ps_locked(std::vector<std::unique_ptr<p>> ps) -> void {
+inline auto scheduler<Policy>::create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps) -> void {
   if (ps.empty()) return;
   unsigned to = ps.back()->id + 1;
   auto order = std::make_unique<coprime_order>(to);
@@ -13825,12 +13839,12 @@ inline auto scheduler<Policy>::create_ps_locked(std::vector<std::unique_ptr<p>> 
 // go on the idle list; one not retired is still held by its M (or in a
 // blocking call) and simply stays (lock_ held).
 template <class Policy>
-inline auto scheduler<Policy>::activate_locked(unsigned from, unsigned to) noexcept -> void {
+inline auto scheduler<Policy>::activate_locked(const sched_lock& held, unsigned from, unsigned to) noexcept -> void {
   for (unsigned i = to; i-- > from;) {  // P `from` on top of the idle list
     p* pp = allp_[i];
     if (!pp->retired) continue;
     pp->retired = false;
-    pidle_put(pp);
+    pidle_put(held, pp);
   }
 }
 
@@ -13839,7 +13853,7 @@ inline auto scheduler<Policy>::activate_locked(unsigned from, unsigned to) noexc
 // its free G records to the global list; it then sits on no list until a
 // growth reactivates it (Go's p.destroy, minus freeing the record).
 template <class Policy>
-inline auto scheduler<Policy>::retire_locked(p* pp) noexcept -> void {
+inline auto scheduler<Policy>::retire_locked(const sched_lock&, p* pp) noexcept -> void {
   pp->status.store(p_status::idle, std::memory_order_relaxed);
   pp->retired = true;
   pp->runq.drain([this](g* gp) { globq_.push_back(gp); });
@@ -13859,9 +13873,9 @@ inline auto scheduler<Policy>::drop_retired_p(m* mm) -> void {
   const bool had_work = !pp->runq.empty();
   spin_token spinning = std::move(mm->spinning);
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     releasep(mm);
-    pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
+    pidle_put(lk, pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
   }
   const bool was_spinning = spinning_.release(spinning);
   GORO_CHAOS_POINT("drop_retired_p.wakep");
@@ -13877,7 +13891,7 @@ inline auto scheduler<Policy>::retired_ps_released(unsigned n) -> bool {
   for (unsigned i = n, c = created_ps(); i < c; ++i) {
     p* pp = allp_[i];
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (pp->retired || pp->id < nprocs_.load(std::memory_order_relaxed)) continue;  // done, or active again
     }
     released = false;
@@ -13941,8 +13955,8 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
 
   p* pp;
   {
-    std::lock_guard<std::mutex> lk(lock_);
-    pp = pidle_get();
+    sched_lock lk(*this);
+    pp = pidle_get(lk);
   }
   // lockosthread: main is wired to this thread until its closure starts
   // (Go's runtime.main locks the main goroutine to m0 during init), and
@@ -13963,7 +13977,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
 
   set_current_m(nullptr);
   {
-    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+    sched_lock lk(*this);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
     deadcheck_at_ = 0;  // checkdead
   }
@@ -13991,7 +14005,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   for (;;) {
     bool idle;
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
              spinning_.count(std::memory_order_relaxed) == 0;
     }
@@ -14011,7 +14025,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
       shutdown_waiting_.store(true, std::memory_order_seq_cst);
       shutdown_note_.sleep_for(10'000'000);
       shutdown_waiting_.store(false, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
           earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
         // goroutine dump: which ones, and where they wait
@@ -14043,7 +14057,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   exiting_.store(true, std::memory_order_seq_cst);
   std::vector<m*> ms;
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     ms = allm_;
   }
   for (m* mm : ms) mm->park_note.wake();
@@ -14088,19 +14102,19 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
 // deadline (the run() caller's M, armed, is stopped in its confirming
 // sleep or on its way there, and looks again at the old one).
 template <class Policy>
-inline auto scheduler<Policy>::checkdead(m* self) noexcept -> void {
-  if (!dead_locked()) return;
+inline auto scheduler<Policy>::checkdead(const sched_lock& lk, m* self) noexcept -> void {
+  if (!dead_locked(lk)) return;
   const bool armed = deadcheck_at_ != 0;
   deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
   deadcheck_at_ = nanotime() + deadlock_grace_ns;
   if (armed) return;
   m* rm = run_m_.load(std::memory_order_relaxed);
-  if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+  if (rm != self && take_run_m_locked(lk, rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
 }
 
 // Whether no goroutine can be readied from inside the runtime (lock_ held).
 template <class Policy>
-inline auto scheduler<Policy>::dead_locked() noexcept -> bool {
+inline auto scheduler<Policy>::dead_locked(const sched_lock&) noexcept -> bool {
   if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return false;
   if (!run_m_.load(std::memory_order_relaxed) || deadlock_.load(std::memory_order_relaxed)) return false;
   const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
@@ -14113,9 +14127,9 @@ inline auto scheduler<Policy>::dead_locked() noexcept -> bool {
 // Takes the run() caller's M off the idle list or out of its locked wait
 // (lock_ held); true if it was there: the caller owns its wake-up.
 template <class Policy>
-inline auto scheduler<Policy>::take_run_m_locked(m* rm) noexcept -> bool {
+inline auto scheduler<Policy>::take_run_m_locked(const sched_lock& held, m* rm) noexcept -> bool {
   if (rm->in_idle_list) {
-    m_idle_remove(rm);
+    m_idle_remove(held, rm);
     return true;
   }
   if (rm->locked_wait) {
@@ -14142,13 +14156,13 @@ inline auto scheduler<Policy>::main_finished() noexcept -> void {
   m* rm = nullptr;
   bool was_timer_m = false;
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     m* r = run_m_.load(std::memory_order_relaxed);
     if (r && r != this_m() && r->in_idle_list) {
       was_timer_m = r == timer_m_;
-      m_idle_remove(r);
+      m_idle_remove(lk, r);
       rm = r;
-    } else if (r && r != this_m() && take_run_m_locked(r)) {  // lockosthread: in stoplockedm
+    } else if (r && r != this_m() && take_run_m_locked(lk, r)) {  // lockosthread: in stoplockedm
       rm = r;
     }
   }

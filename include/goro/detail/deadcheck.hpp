@@ -29,9 +29,9 @@ struct deadcheck_sched {
     for (;;) {
       std::int64_t until;
       {
-        std::lock_guard<std::mutex> lk(s.lock_);
+        typename S::sched_lock lk(s);
         if (!stopped(mm) || s.should_leave(mm)) break;
-        until = confirm_locked(s, mm);
+        until = confirm_locked(lk, s, mm);
         if (!stopped(mm)) return;  // confirmed: mm took itself off
       }
       if (until == 0) break;
@@ -47,7 +47,7 @@ struct deadcheck_sched {
       } else if (std::int64_t ns = until - nanotime(); ns > 0) {
         (void)mm->park_note.sleep_for(ns);
       }
-      std::lock_guard<std::mutex> lk(s.lock_);
+      typename S::sched_lock lk(s);
       if (!stopped(mm) || s.should_leave(mm)) break;
       // Still stopped: a timeout, or a watcher's wake (the only waker that
       // does not take mm first; shutdown's sets exiting_). Clearing under
@@ -72,9 +72,9 @@ struct deadcheck_sched {
   // came before this read restarts the grace period, and one that comes
   // after it came after the deadlock had lasted the whole period.
   template <class M>
-  static std::int64_t confirm_locked(S& s, M* rm) {
+  static std::int64_t confirm_locked(const typename S::sched_lock& held, S& s, M* rm) {
     if (s.deadcheck_at_ == 0) return 0;
-    if (!s.dead_locked()) {
+    if (!s.dead_locked(held)) {
       s.deadcheck_at_ = 0;
       return 0;
     }
@@ -89,7 +89,7 @@ struct deadcheck_sched {
     if (now < s.deadcheck_at_) return s.deadcheck_at_;
     s.deadlock_.store(true, std::memory_order_seq_cst);
     s.deadcheck_at_ = 0;
-    s.take_run_m_locked(rm);
+    s.take_run_m_locked(held, rm);
     return 0;
   }
 };

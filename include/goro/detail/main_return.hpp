@@ -184,7 +184,7 @@ struct main_return_sched {
         },
         &active);
     if (active) return false;
-    std::lock_guard<std::mutex> lk(s.lock_);
+    typename S::sched_lock lk(s);
     return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
            s.spinning_.count(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
            s.poller_.waiters() <= 0;

@@ -474,7 +474,7 @@ struct netpoll_sched {
     GORO_CHAOS_POINT("netpoll.inject");
     int to_global = pp ? std::min<int>(n, static_cast<int>(s.npidle_.load(std::memory_order_seq_cst))) : n;
     if (to_global > 0) {
-      std::lock_guard<std::mutex> lk(s.lock_);
+      typename S::sched_lock lk(s);
       for (int i = 0; i < to_global; ++i) {
         gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
         s.globq_.push_back(gs[i]);
@@ -535,14 +535,14 @@ struct netpoll_sched {
     if (n > 0) {
       bool took_p = false;
       {
-        std::lock_guard<std::mutex> lk(s.lock_);
+        typename S::sched_lock lk(s);
         for (int i = 0; i < n; ++i) {
           gs[i]->status.store(g_status::runnable, std::memory_order_relaxed);
           s.globq_.push_back(gs[i]);
         }
         if (mm->in_idle_list && !s.should_leave(mm)) {
-          if (P* pp = s.pidle_get()) {
-            s.m_idle_remove(mm);
+          if (P* pp = s.pidle_get(lk)) {
+            s.m_idle_remove(lk, mm);
             mm->nextp = pp;
             mm->park_note.wake();
             took_p = true;

@@ -192,6 +192,20 @@ class scheduler final : public sched_base {
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
 
+  // Proof that the scheduler lock (lock_, Go's sched.lock) is held, for as
+  // long as it lives: made only by taking the lock. The idle P and M lists
+  // and the other `_locked` steps take one, so none can be called without
+  // the lock (Go states this in comments; here the compiler checks it).
+  class sched_lock {
+   public:
+    explicit sched_lock(scheduler& s) : lk_(s.lock_) {}
+    sched_lock(const sched_lock&) = delete;
+    sched_lock& operator=(const sched_lock&) = delete;
+
+   private:
+    std::lock_guard<std::mutex> lk_;
+  };
+
  public:
   explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
       : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
@@ -203,9 +217,9 @@ class scheduler final : public sched_base {
           "target does) or run with GLIBC_TUNABLES=glibc.cpu.x86_shstk=off");
     install_fault_handler();
     if constexpr (async_signal) install_async_preempt_handler();  // async preemption
-    std::lock_guard<std::mutex> lk(lock_);
-    create_ps_locked(make_ps(0, nprocs_.load(std::memory_order_relaxed)));
-    activate_locked(0, nprocs_.load(std::memory_order_relaxed));
+    sched_lock lk(*this);
+    create_ps_locked(lk, make_ps(0, nprocs_.load(std::memory_order_relaxed)));
+    activate_locked(lk, 0, nprocs_.load(std::memory_order_relaxed));
     install_dump_handlers();  // goroutine dump: SIGQUIT, GORO_DEBUG check
     register_runtime(this);
   }
@@ -446,13 +460,13 @@ class scheduler final : public sched_base {
   // stays on the heap it was added to, see timer_heap.hpp).
   bool run_retired_timers() noexcept { return run_timers_of(active_ps(), created_ps(), nullptr); }
   bool run_timers_of(unsigned from, unsigned to, p* skip) noexcept;
-  // The idle lists: the scheduler lock (lock_) held.
-  void pidle_put(p* pp) noexcept;
-  p* pidle_get() noexcept;
-  void m_idle_put(m* mm) noexcept;
-  m* m_idle_get() noexcept;
-  void clear_timer_m() noexcept;
-  void m_idle_remove(m* target) noexcept;
+  // The idle lists (the scheduler lock held: they take the proof).
+  void pidle_put(const sched_lock&, p* pp) noexcept;
+  p* pidle_get(const sched_lock&) noexcept;
+  void m_idle_put(const sched_lock&, m* mm) noexcept;
+  m* m_idle_get(const sched_lock&) noexcept;
+  void clear_timer_m(const sched_lock&) noexcept;
+  void m_idle_remove(const sched_lock&, m* target) noexcept;
 
   // ---- the M pool (sched_mpool.hpp) ----
   enum class wake_reason { got_p, again, leave };
@@ -501,17 +515,17 @@ class scheduler final : public sched_base {
 
   // ---- gomaxprocs: P records (sched_resize.hpp) ----
   static std::vector<std::unique_ptr<p>> make_ps(unsigned from, unsigned to);
-  void create_ps_locked(std::vector<std::unique_ptr<p>> ps);
-  void activate_locked(unsigned from, unsigned to) noexcept;
-  void retire_locked(p* pp) noexcept;
+  void create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps);
+  void activate_locked(const sched_lock&, unsigned from, unsigned to) noexcept;
+  void retire_locked(const sched_lock&, p* pp) noexcept;
   void drop_retired_p(m* mm);
   bool retired_ps_released(unsigned n);
 
   // ---- run, main finishing, checkdead, freeing (sched_lifecycle.hpp) ----
   void main_finished() noexcept;
-  void checkdead(m* self) noexcept;
-  bool dead_locked() noexcept;
-  bool take_run_m_locked(m* rm) noexcept;
+  void checkdead(const sched_lock&, m* self) noexcept;
+  bool dead_locked(const sched_lock&) noexcept;
+  bool take_run_m_locked(const sched_lock&, m* rm) noexcept;
   void unlink_blocked() noexcept;
   void release_memory() noexcept;
 

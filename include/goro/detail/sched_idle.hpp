@@ -66,8 +66,8 @@ inline auto scheduler<Policy>::park_idle(m* mm) -> bool {
     // A timer is due: take a P and run it.
     p* pp;
     {
-      std::lock_guard<std::mutex> lk(lock_);
-      pp = pidle_get();
+      sched_lock lk(*this);
+      pp = pidle_get(lk);
     }
     if (pp) {
       acquirep(mm, pp);
@@ -107,10 +107,10 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   if (when >= until) return;
   m* sleeper = nullptr;
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     if (timer_m_ && when < timer_m_until_.until(std::memory_order_relaxed)) {
       sleeper = timer_m_;
-      m_idle_remove(sleeper);  // also clears timer_m_: we own its wake-up now
+      m_idle_remove(lk, sleeper);  // also clears timer_m_: we own its wake-up now
     }
   }
   if (sleeper) {
@@ -163,8 +163,8 @@ inline auto scheduler<Policy>::wakep() -> int {
   GORO_CHAOS_POINT("wakep.claimed");
   p* pp;
   {
-    std::lock_guard<std::mutex> lk(lock_);
-    pp = pidle_get();
+    sched_lock lk(*this);
+    pp = pidle_get(lk);
   }
   if (!pp) {
     spinning_.release(spinning);
@@ -192,9 +192,9 @@ inline auto scheduler<Policy>::work_after_going_idle() noexcept -> bool {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::pidle_put(p* pp) noexcept -> void {
+inline auto scheduler<Policy>::pidle_put(const sched_lock& held, p* pp) noexcept -> void {
   if (GORO_UNLIKELY(pp->id >= nprocs_.load(std::memory_order_relaxed))) {  // gomaxprocs: retired
-    retire_locked(pp);
+    retire_locked(held, pp);
     return;
   }
   pp->status.store(p_status::idle, std::memory_order_relaxed);
@@ -205,7 +205,7 @@ inline auto scheduler<Policy>::pidle_put(p* pp) noexcept -> void {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::pidle_get() noexcept -> p* {
+inline auto scheduler<Policy>::pidle_get(const sched_lock&) noexcept -> p* {
   p* pp = pidle_;
   if (!pp) return nullptr;
   pidle_ = pp->link;
@@ -217,7 +217,7 @@ inline auto scheduler<Policy>::pidle_get() noexcept -> p* {
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::m_idle_put(m* mm) noexcept -> void {
+inline auto scheduler<Policy>::m_idle_put(const sched_lock&, m* mm) noexcept -> void {
   mm->link = midle_;
   midle_ = mm;
   mm->in_idle_list = true;
@@ -229,7 +229,7 @@ inline auto scheduler<Policy>::m_idle_put(m* mm) noexcept -> void {
 // it is the only idle M, its role ends; it comes back through park_idle
 // when it runs out of work, and so does every other M (none is parked).
 template <class Policy>
-inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
+inline auto scheduler<Policy>::m_idle_get(const sched_lock& held) noexcept -> m* {
   m* mm = midle_;
   if (!mm) return nullptr;
   if (mm == timer_m_ && mm->link) {
@@ -244,27 +244,27 @@ inline auto scheduler<Policy>::m_idle_get() noexcept -> m* {
   mm->link = nullptr;
   mm->in_idle_list = false;
   --nmidle_;  // checkdead
-  if (mm == timer_m_) clear_timer_m();
+  if (mm == timer_m_) clear_timer_m(held);
   return mm;
 }
 
 // The timer M is always on the idle list: whoever takes it off ends its
 // role (the M will come back through park_idle and look at the timers).
 template <class Policy>
-inline auto scheduler<Policy>::clear_timer_m() noexcept -> void {
+inline auto scheduler<Policy>::clear_timer_m(const sched_lock&) noexcept -> void {
   timer_m_ = nullptr;
   timer_m_until_.clear();
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::m_idle_remove(m* target) noexcept -> void {
+inline auto scheduler<Policy>::m_idle_remove(const sched_lock& held, m* target) noexcept -> void {
   for (m** pm = &midle_; *pm; pm = &(*pm)->link) {
     if (*pm == target) {
       *pm = target->link;
       target->link = nullptr;
       target->in_idle_list = false;
       --nmidle_;  // checkdead
-      if (target == timer_m_) clear_timer_m();
+      if (target == timer_m_) clear_timer_m(held);
       return;
     }
   }

@@ -45,8 +45,8 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
 
   p* pp;
   {
-    std::lock_guard<std::mutex> lk(lock_);
-    pp = pidle_get();
+    sched_lock lk(*this);
+    pp = pidle_get(lk);
   }
   // lockosthread: main is wired to this thread until its closure starts
   // (Go's runtime.main locks the main goroutine to m0 during init), and
@@ -67,7 +67,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
 
   set_current_m(nullptr);
   {
-    std::lock_guard<std::mutex> lk(lock_);  // see main_finished
+    sched_lock lk(*this);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
     deadcheck_at_ = 0;  // checkdead
   }
@@ -95,7 +95,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   for (;;) {
     bool idle;
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
              spinning_.count(std::memory_order_relaxed) == 0;
     }
@@ -115,7 +115,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
       shutdown_waiting_.store(true, std::memory_order_seq_cst);
       shutdown_note_.sleep_for(10'000'000);
       shutdown_waiting_.store(false, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
           earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
         // goroutine dump: which ones, and where they wait
@@ -147,7 +147,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   exiting_.store(true, std::memory_order_seq_cst);
   std::vector<m*> ms;
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     ms = allm_;
   }
   for (m* mm : ms) mm->park_note.wake();
@@ -192,19 +192,19 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
 // deadline (the run() caller's M, armed, is stopped in its confirming
 // sleep or on its way there, and looks again at the old one).
 template <class Policy>
-inline auto scheduler<Policy>::checkdead(m* self) noexcept -> void {
-  if (!dead_locked()) return;
+inline auto scheduler<Policy>::checkdead(const sched_lock& lk, m* self) noexcept -> void {
+  if (!dead_locked(lk)) return;
   const bool armed = deadcheck_at_ != 0;
   deadcheck_epoch_ = extm_epoch.load(std::memory_order_seq_cst);
   deadcheck_at_ = nanotime() + deadlock_grace_ns;
   if (armed) return;
   m* rm = run_m_.load(std::memory_order_relaxed);
-  if (rm != self && take_run_m_locked(rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+  if (rm != self && take_run_m_locked(lk, rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
 }
 
 // Whether no goroutine can be readied from inside the runtime (lock_ held).
 template <class Policy>
-inline auto scheduler<Policy>::dead_locked() noexcept -> bool {
+inline auto scheduler<Policy>::dead_locked(const sched_lock&) noexcept -> bool {
   if (!detect_deadlock_ || main_done_.load(std::memory_order_acquire)) return false;
   if (!run_m_.load(std::memory_order_relaxed) || deadlock_.load(std::memory_order_relaxed)) return false;
   const std::size_t mcount = allm_.size() - nmexited_ + 1;  // + the run() caller's M
@@ -217,9 +217,9 @@ inline auto scheduler<Policy>::dead_locked() noexcept -> bool {
 // Takes the run() caller's M off the idle list or out of its locked wait
 // (lock_ held); true if it was there: the caller owns its wake-up.
 template <class Policy>
-inline auto scheduler<Policy>::take_run_m_locked(m* rm) noexcept -> bool {
+inline auto scheduler<Policy>::take_run_m_locked(const sched_lock& held, m* rm) noexcept -> bool {
   if (rm->in_idle_list) {
-    m_idle_remove(rm);
+    m_idle_remove(held, rm);
     return true;
   }
   if (rm->locked_wait) {
@@ -246,13 +246,13 @@ inline auto scheduler<Policy>::main_finished() noexcept -> void {
   m* rm = nullptr;
   bool was_timer_m = false;
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     m* r = run_m_.load(std::memory_order_relaxed);
     if (r && r != this_m() && r->in_idle_list) {
       was_timer_m = r == timer_m_;
-      m_idle_remove(r);
+      m_idle_remove(lk, r);
       rm = r;
-    } else if (r && r != this_m() && take_run_m_locked(r)) {  // lockosthread: in stoplockedm
+    } else if (r && r != this_m() && take_run_m_locked(lk, r)) {  // lockosthread: in stoplockedm
       rm = r;
     }
   }

@@ -17,7 +17,7 @@ namespace goro::detail {
 // and then finds nextp.
 template <class Policy>
 inline auto scheduler<Policy>::startlockedm(m* mm, g* gp) -> bool {
-  std::lock_guard<std::mutex> lk(lock_);
+  sched_lock lk(*this);
   m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
   if (!lm || lm == mm) return false;
   p* pp = mm->pp;
@@ -52,7 +52,7 @@ inline auto scheduler<Policy>::stoplockedm(m* mm) -> bool {
   for (;;) {
     mm->park_note.clear();
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (mm->nextp) {
         acquirep(mm, std::exchange(mm->nextp, nullptr));
         return true;
@@ -68,7 +68,7 @@ inline auto scheduler<Policy>::stoplockedm(m* mm) -> bool {
       if (!mm->locked_wait) {
         mm->locked_wait = true;
         ++nmlocked_wait_;
-        checkdead(mm);
+        checkdead(lk, mm);
       }
     }
     if (mm->run_caller)
@@ -93,9 +93,9 @@ inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
     return false;
   }
   handoffp_locked_m(mm);
-  std::lock_guard<std::mutex> lk(lock_);
+  sched_lock lk(*this);
   ++nmexited_;  // it stays in allm_ (joined by shutdown)
-  checkdead(mm);
+  checkdead(lk, mm);
   return false;
 }
 

@@ -379,14 +379,14 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
       return gp;
     }
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       releasep(mm);
-      pidle_put(pp);
+      pidle_put(lk, pp);
       if (!globq_.empty_synced()) {
         // pp is still the head of the idle list (lock_ held) — unless a
         // gomaxprocs shrink retired it: then take any idle P, and if
         // there is none, the busy Ps will find the G.
-        if (p* again = pidle_get()) {
+        if (p* again = pidle_get(lk)) {
           acquirep(mm, again);
           continue;
         }
@@ -411,8 +411,8 @@ inline auto scheduler<Policy>::find_runnable(m* mm, bool& inherit) -> g* {
     if (work_after_going_idle()) {
       p* again;
       {
-        std::lock_guard<std::mutex> lk(lock_);
-        again = pidle_get();
+        sched_lock lk(*this);
+        again = pidle_get(lk);
       }
       if (again) {
         acquirep(mm, again);

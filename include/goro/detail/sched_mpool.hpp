@@ -21,9 +21,9 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   m* mm;
   m* timer_m;  // netpoll
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     timer_m = timer_m_;  // netpoll
-    mm = m_idle_get();
+    mm = m_idle_get(lk);
   }
   if (mm) {
     GORO_CHAOS_POINT("startm.wake");
@@ -50,8 +50,8 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   int err = call.err;
   if (err != 0) {
     {
-      std::lock_guard<std::mutex> lk(lock_);
-      pidle_put(pp);
+      sched_lock lk(*this);
+      pidle_put(lk, pp);
     }
     spinning_.release(spinning);
     // Retried by sysmon, which does not sleep deeply while this is set.
@@ -72,7 +72,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   mm->nextp = pp;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     allm_.push_back(mm);  // checkdead: counted before it can go idle
     mm->id = static_cast<std::int32_t>(allm_.size());
   }
@@ -91,7 +91,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   if (err != 0) {
     threads_alive_.fetch_sub(1);
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
     }
     spinning = std::move(mm->spinning);  // back to startm, which releases it
@@ -99,7 +99,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     return err;
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lk(lock_);
+  sched_lock lk(*this);
   mm->has_thread = true;
   return 0;
 }
@@ -138,16 +138,16 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
   bool timed = false;
   GORO_CHAOS_POINT("stopm.publish");
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     if (should_leave(mm)) return wake_reason::leave;
     mm->park_note.clear();
-    m_idle_put(mm);
+    m_idle_put(lk, mm);
     if (until != 0 && (timer_m_ == nullptr || until < timer_m_until_.until(std::memory_order_relaxed))) {
       timer_m_ = mm;
       timer_m_until_.publish(until);
       timed = true;
     }
-    checkdead(mm);
+    checkdead(lk, mm);
   }
   m_parks_.fetch_add(1, std::memory_order_relaxed);
   GORO_CHAOS_POINT("stopm.published");
@@ -164,9 +164,9 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
     else
       woken = netpoll_ops::sleep(*this, mm, until, now);  // netpoll: epoll_wait, or the note
     if (!woken) {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (mm->in_idle_list) {
-        m_idle_remove(mm);
+        m_idle_remove(lk, mm);
         return wake_reason::again;
       }
       // Taken off the list meanwhile: its taker's wake is on the way.
@@ -211,8 +211,8 @@ inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
   GORO_CHAOS_POINT("handoffp");
   if (exiting_.load(std::memory_order_acquire)) {
     spinning_.release(spinning);
-    std::lock_guard<std::mutex> lk(lock_);
-    pidle_put(pp);
+    sched_lock lk(*this);
+    pidle_put(lk, pp);
     return;
   }
   if (spinning || !pp->runq.empty() || !globq_.empty()) {
@@ -226,8 +226,8 @@ inline auto scheduler<Policy>::handoffp(p* pp, spin_token spinning) -> void {
     }
   }
   {
-    std::lock_guard<std::mutex> lk(lock_);
-    pidle_put(pp);
+    sched_lock lk(*this);
+    pidle_put(lk, pp);
   }
   // The checks above can miss work published by a submitter that then
   // saw this P busy in its wakep: look again now that it is idle.

@@ -26,13 +26,13 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
   {
     std::lock_guard<std::mutex> rl(resize_lock_);
     auto fresh = make_ps(created_ps(), n);  // may throw bad_alloc: nothing changed yet
-    std::lock_guard<std::mutex> lk(lock_);
-    create_ps_locked(std::move(fresh));
+    sched_lock lk(*this);
+    create_ps_locked(lk, std::move(fresh));
     old = nprocs_.load(std::memory_order_relaxed);
     if (n == old) return old;
     nprocs_.store(n, std::memory_order_seq_cst);
     if (n > old) {
-      activate_locked(old, n);
+      activate_locked(lk, old, n);
     } else {
       for (p** link = &pidle_; *link;) {
         p* pp = *link;
@@ -43,7 +43,7 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
         *link = pp->link;
         pp->link = nullptr;
         npidle_.fetch_sub(1, std::memory_order_seq_cst);
-        retire_locked(pp);
+        retire_locked(lk, pp);
       }
     }
   }
@@ -82,7 +82,7 @@ inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vecto
 // Publishes new P records (lock_ held): their slots, then nallp_, then a
 // steal order covering them.
 template <class Policy>
-inline auto scheduler<Policy>::create_ps_locked(std::vector<std::unique_ptr<p>> ps) -> void {
+inline auto scheduler<Policy>::create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps) -> void {
   if (ps.empty()) return;
   unsigned to = ps.back()->id + 1;
   auto order = std::make_unique<coprime_order>(to);
@@ -101,12 +101,12 @@ inline auto scheduler<Policy>::create_ps_locked(std::vector<std::unique_ptr<p>> 
 // go on the idle list; one not retired is still held by its M (or in a
 // blocking call) and simply stays (lock_ held).
 template <class Policy>
-inline auto scheduler<Policy>::activate_locked(unsigned from, unsigned to) noexcept -> void {
+inline auto scheduler<Policy>::activate_locked(const sched_lock& held, unsigned from, unsigned to) noexcept -> void {
   for (unsigned i = to; i-- > from;) {  // P `from` on top of the idle list
     p* pp = allp_[i];
     if (!pp->retired) continue;
     pp->retired = false;
-    pidle_put(pp);
+    pidle_put(held, pp);
   }
 }
 
@@ -115,7 +115,7 @@ inline auto scheduler<Policy>::activate_locked(unsigned from, unsigned to) noexc
 // its free G records to the global list; it then sits on no list until a
 // growth reactivates it (Go's p.destroy, minus freeing the record).
 template <class Policy>
-inline auto scheduler<Policy>::retire_locked(p* pp) noexcept -> void {
+inline auto scheduler<Policy>::retire_locked(const sched_lock&, p* pp) noexcept -> void {
   pp->status.store(p_status::idle, std::memory_order_relaxed);
   pp->retired = true;
   pp->runq.drain([this](g* gp) { globq_.push_back(gp); });
@@ -135,9 +135,9 @@ inline auto scheduler<Policy>::drop_retired_p(m* mm) -> void {
   const bool had_work = !pp->runq.empty();
   spin_token spinning = std::move(mm->spinning);
   {
-    std::lock_guard<std::mutex> lk(lock_);
+    sched_lock lk(*this);
     releasep(mm);
-    pidle_put(pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
+    pidle_put(lk, pp);  // retires it (or lists it: gomaxprocs grew meanwhile)
   }
   const bool was_spinning = spinning_.release(spinning);
   GORO_CHAOS_POINT("drop_retired_p.wakep");
@@ -153,7 +153,7 @@ inline auto scheduler<Policy>::retired_ps_released(unsigned n) -> bool {
   for (unsigned i = n, c = created_ps(); i < c; ++i) {
     p* pp = allp_[i];
     {
-      std::lock_guard<std::mutex> lk(lock_);
+      sched_lock lk(*this);
       if (pp->retired || pp->id < nprocs_.load(std::memory_order_relaxed)) continue;  // done, or active again
     }
     released = false;

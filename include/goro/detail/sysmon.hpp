@@ -198,8 +198,8 @@ class sysmon {
     }
     // exitsyscallfast_pidle
     {
-      std::lock_guard<std::mutex> lk(s_.lock_);
-      pp = s_.pidle_get();
+      typename Sched::sched_lock lk(s_);
+      pp = s_.pidle_get(lk);
     }
     if (pp) {
       s_.acquirep(mm, pp);
@@ -218,8 +218,8 @@ class sysmon {
   bool exit_syscall0(typename Sched::m* mm, g* gp) noexcept {
     typename Sched::p* pp;
     {
-      std::lock_guard<std::mutex> lk(s_.lock_);
-      pp = s_.pidle_get();
+      typename Sched::sched_lock lk(s_);
+      pp = s_.pidle_get(lk);
       if (!pp) {
         gp->status.store(g_status::runnable, std::memory_order_relaxed);
         s_.globq_.push_back(gp);
@@ -433,7 +433,7 @@ class sysmon {
     line.reserve(128);
     char buf[160];
     {
-      std::lock_guard<std::mutex> lk(s_.lock_);
+      typename Sched::sched_lock lk(s_);
       unsigned idlethreads = 0;
       for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
       std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
