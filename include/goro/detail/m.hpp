@@ -15,7 +15,6 @@
 
 #include <cerrno>
 
-#include <pthread.h>
 
 #include <atomic>
 #include <cstddef>
@@ -24,6 +23,7 @@
 #include "chaos.hpp"
 #include "config.hpp"
 #include "context.hpp"
+#include "../os/os.hpp"
 #include "g.hpp"
 #include "runtime_stats.hpp"
 #include "sanitizer.hpp"
@@ -128,7 +128,7 @@ struct m_base {
   // waits here, FIFO through g::link, in no run queue: only this M
   // resumes it, and it keeps its P meanwhile (see sched.hpp m_loop).
   bool async_signal = false;  // an M of a preemption::signal runtime
-  pthread_t os_thread{};      // the thread sysmon signals
+  os::thread_handle os_thread{};  // the thread sysmon signals
   g* async_pinned = nullptr;
   g* async_pinned_tail = nullptr;
   bool async_queued_turn = false;  // the last G run here came from a run queue: a pinned one goes next
