@@ -160,36 +160,9 @@ inline void cpu_relax() noexcept {
 
 #include <cerrno>
 
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-
-// ---- begin goro/detail/chaos.hpp ----
-// Chaos injection, a test-only build switch (docs/testing.md). Built with
-// -DGORO_CHAOS=<seed>, every GORO_CHAOS_POINT(name) on the scheduler's wake,
-// park, hand-off, steal, timer and netpoll paths may stall its thread for a
-// while: most do nothing, some spin a random number of pause instructions,
-// a few call sched_yield, rarely one sleeps 10-200 us. GORO_CHAOS_IF(n) is
-// true one time in n: it randomises choices that any interleaving could make
-// (runnext or ring, stealing runnext early, cutting a spin short). Without
-// GORO_CHAOS both compile to nothing.
-//
-// Each thread draws from its own xorshift stream, seeded from the seed and
-// the order in which threads first reach a point. The seed also picks a
-// profile (which kind of delay dominates) and a set of "hot" points that
-// stall eight times as often, so different seeds stretch different windows.
-// The environment variable GORO_CHAOS_SEED overrides the built-in seed (the
-// soak script loops seeds over one binary); GORO_CHAOS_SEED=off disables
-// injection.
-
-#include <cstdint>
-
-#if defined(GORO_CHAOS)
-
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 // ---- begin goro/os/os.hpp ----
 // The OS layer: everything goro asks of the operating system, behind one
@@ -1015,6 +988,32 @@ inline bool signal_has_handler(int sig) noexcept {
     "goro: no OS layer for this system. A port adds include/goro/os/<system>/ with what os/os.hpp lists: futex_wait/futex_wake, threads, clocks, stack memory, signals and preemption delivery (or an equivalent thread interrupt), the self-pipe, and the poller."
 #endif
 // ---- end goro/os/os.hpp ----
+// ---- begin goro/detail/chaos.hpp ----
+// Chaos injection, a test-only build switch (docs/testing.md). Built with
+// -DGORO_CHAOS=<seed>, every GORO_CHAOS_POINT(name) on the scheduler's wake,
+// park, hand-off, steal, timer and netpoll paths may stall its thread for a
+// while: most do nothing, some spin a random number of pause instructions,
+// a few call sched_yield, rarely one sleeps 10-200 us. GORO_CHAOS_IF(n) is
+// true one time in n: it randomises choices that any interleaving could make
+// (runnext or ring, stealing runnext early, cutting a spin short). Without
+// GORO_CHAOS both compile to nothing.
+//
+// Each thread draws from its own xorshift stream, seeded from the seed and
+// the order in which threads first reach a point. The seed also picks a
+// profile (which kind of delay dominates) and a set of "hot" points that
+// stall eight times as often, so different seeds stretch different windows.
+// The environment variable GORO_CHAOS_SEED overrides the built-in seed (the
+// soak script loops seeds over one binary); GORO_CHAOS_SEED=off disables
+// injection.
+
+#include <cstdint>
+
+#if defined(GORO_CHAOS)
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 #endif
 
 namespace goro::detail::chaos {
@@ -1475,7 +1474,6 @@ inline double context_switch_bench(std::size_t n) {
 // G: a goroutine. Its closure lives inline in the G record when it fits,
 // and its stack is attached only when it first runs, so a million spawned
 // but not yet started goroutines cost a million small records, not stacks.
-
 
 #include <atomic>
 #include <cstddef>
@@ -2298,7 +2296,7 @@ struct m_base {
   // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
   // waits here, FIFO through g::link, in no run queue: only this M
   // resumes it, and it keeps its P meanwhile (see sched.hpp m_loop).
-  bool async_signal = false;  // an M of a preemption::signal runtime
+  bool async_signal = false;       // an M of a preemption::signal runtime
   os::thread_handle os_thread{};  // the thread sysmon signals
   g* async_pinned = nullptr;
   g* async_pinned_tail = nullptr;
@@ -3592,7 +3590,6 @@ class note {
 // the lock, so an object holding one may be destroyed as soon as another
 // thread has acquired and released it (wait_group relies on this).
 
-
 #include <atomic>
 #include <cstdint>
 
@@ -4622,7 +4619,6 @@ class recv_chan {
 //    not wait for the call it is part of, releases that call's `running`
 //    count as its last touch of the timer, and the runner then touches the
 //    timer no more.
-
 
 #include <atomic>
 #include <chrono>
@@ -9474,7 +9470,6 @@ GORO_DECL std::string goroutine_dump() { return detail::format_goroutines(detail
 // nmspinning, wakep / startm / stopm / handoffp, and the "delicate dance"
 // before an M parks. Everything policy-dependent is a template parameter.
 
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -10856,7 +10851,6 @@ inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
 // it from `syscall` first owns it — the M coming back from the call (fast
 // path, it keeps running) or sysmon (which hands it on). This is the only
 // way a P changes hands without the scheduler lock.
-
 
 #include <algorithm>
 #include <atomic>
@@ -12246,7 +12240,6 @@ inline constexpr std::uint64_t goid_batch = 16;
 // probably about to run it.
 inline constexpr long runnext_steal_grace_us = 3;
 
-
 template <class Policy>
 class scheduler final : public sched_base {
   static_assert(check_policy<Policy>());
@@ -12738,7 +12731,7 @@ class scheduler final : public sched_base {
   using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
   friend main_return_ops;
   bool unwind_on_main_return_ = true;
-  os::thread_handle ender_{};           // main_return: the thread ending the goroutines after main returned
+  os::thread_handle ender_{};  // main_return: the thread ending the goroutines after main returned
   bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;

@@ -3,7 +3,6 @@
 // but not yet started goroutines cost a million small records, not stacks.
 #pragma once
 
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>

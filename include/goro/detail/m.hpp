@@ -15,15 +15,14 @@
 
 #include <cerrno>
 
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "../os/os.hpp"
 #include "chaos.hpp"
 #include "config.hpp"
 #include "context.hpp"
-#include "../os/os.hpp"
 #include "g.hpp"
 #include "runtime_stats.hpp"
 #include "sanitizer.hpp"
@@ -127,7 +126,7 @@ struct m_base {
   // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
   // waits here, FIFO through g::link, in no run queue: only this M
   // resumes it, and it keeps its P meanwhile (see sched.hpp m_loop).
-  bool async_signal = false;  // an M of a preemption::signal runtime
+  bool async_signal = false;       // an M of a preemption::signal runtime
   os::thread_handle os_thread{};  // the thread sysmon signals
   g* async_pinned = nullptr;
   g* async_pinned_tail = nullptr;

@@ -6,7 +6,6 @@
 // before an M parks. Everything policy-dependent is a template parameter.
 #pragma once
 
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -85,7 +84,6 @@ inline constexpr std::uint64_t goid_batch = 16;
 // Go sleeps ~3 us before stealing a running P's runnext: its owner is
 // probably about to run it.
 inline constexpr long runnext_steal_grace_us = 3;
-
 
 template <class Policy>
 class scheduler final : public sched_base {
@@ -578,7 +576,7 @@ class scheduler final : public sched_base {
   using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
   friend main_return_ops;
   bool unwind_on_main_return_ = true;
-  os::thread_handle ender_{};           // main_return: the thread ending the goroutines after main returned
+  os::thread_handle ender_{};  // main_return: the thread ending the goroutines after main returned
   bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;

@@ -4,7 +4,6 @@
 // thread has acquired and released it (wait_group relies on this).
 #pragma once
 
-
 #include <atomic>
 #include <cstdint>
 

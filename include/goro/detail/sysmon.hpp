@@ -27,7 +27,6 @@
 // way a P changes hands without the scheduler lock.
 #pragma once
 
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>

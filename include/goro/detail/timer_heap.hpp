@@ -27,7 +27,6 @@
 //    timer no more.
 #pragma once
 
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
