@@ -160,12 +160,834 @@ inline void cpu_relax() noexcept {
 
 #include <cerrno>
 
-#include <pthread.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+// ---- begin goro/os/os.hpp ----
+// The OS layer: everything goro asks of the operating system, behind one
+// small interface in namespace goro::detail::os. The scheduler, the
+// poller, the stack allocator, sysmon and preemption call only this; a
+// port to another system is a new folder beside linux/ providing the same
+// names (and an entry in the #if below), not #ifdefs in the runtime.
+// Everything is inline (the library is header-only; the futex and clock
+// calls sit on hot paths) and noexcept. Go's counterparts: os_linux.go,
+// lock_futex.go, netpoll_epoll.go, signal_unix.go, mem_linux.go.
+//
+// Parking (linux/futex.hpp)
+//   futex_wait(atomic<uint32_t>* w, uint32_t expected, long long timeout_ns = -1)
+//       sleeps while *w == expected (compared atomically with going to
+//       sleep), until futex_wake or timeout_ns (>= 0) passes. May return
+//       spuriously: callers re-check and loop.
+//   futex_wake(atomic<uint32_t>* w, int count = INT_MAX)
+//       wakes up to count sleepers on w. Must be harmless when w's object
+//       is already gone (it may not touch *w).
+//
+// Threads (linux/thread.hpp)
+//   thread_handle                       a joinable thread; what preempt_thread signals
+//   create_thread(thread_handle*, void* (*fn)(void*), void* arg) -> 0 | errno
+//   join_thread(thread_handle)          waits for it to finish
+//   current_thread() -> thread_handle
+//   start_daemon_thread(fn, arg, stack_bytes) -> 0 | errno
+//       detached, every signal blocked on it (the caller's mask unchanged)
+//   yield_thread()                      gives up the CPU (Go's osyield)
+//   usable_cpus() -> unsigned >= 1      CPUs the process may run on
+//   online_cpus() -> long               CPUs online (<= 0: unknown)
+//   process_id() -> long
+//   process_wide_barrier() -> bool      a full fence on every thread of the
+//       process, as if each ran one; false when the system has none
+//
+// Clocks (linux/clock.hpp). The precise monotonic clock is
+// std::chrono::steady_clock (detail::nanotime), which needs no port.
+//   coarse_nanotime() -> int64_t        monotonic, tick granularity, cheap
+//   sleep_ns(long long ns)              sleeps the thread at least ~ns
+//
+// Stack memory (linux/stack_memory.hpp); sizes are multiples of page_size()
+//   page_size() -> size_t
+//   map_memory(bytes) -> void* | nullptr        zeroed, read-write, committed on touch
+//   map_stack_memory(bytes) -> void* | nullptr  the same, no swap reserved
+//   unmap_memory(p, bytes)
+//   release_pages(p, bytes)             drop the contents, give the pages back;
+//       the range stays mapped (and guarded) and reads as zeros again
+//   guard_with_marker(p, bytes) -> bool make the range fault without
+//       splitting the mapping; only where guard_markers_available()
+//   guard_with_protection(p, bytes) -> bool  the same by protection
+//       (each call costs mappings: see max_memory_mappings())
+//   guard_markers_available() -> bool
+//   max_memory_mappings() -> long
+//
+// Signals and preemption delivery (linux/signals.hpp, linux/signal_context.hpp)
+//   install_fault_handler<void (*on_fault)(uintptr_t addr) noexcept>()
+//       memory faults call on_fault(fault address) on the alternate signal
+//       stack; if it returns, the previous handler (or the default action)
+//       takes the fault. Once per process.
+//   install_preempt_handler<bool (*inject)(signal_context*) noexcept>()
+//       preempt_thread's signal calls inject(interrupted context) on the
+//       alternate signal stack; false passes it to the previous handler.
+//   preempt_thread(thread_handle)       asynchronously interrupts that thread
+//   preempt_signal                      its signal number (goro::signal refuses it)
+//   signal_context                      the interrupted thread's saved state
+//   context_pc / context_sp(const signal_context*) -> uintptr_t
+//   push_sigreturn_call(ctx, stack_limit, trampoline, fn, arg) -> bool
+//       copies the saved state below the interrupted sp (not below
+//       stack_limit) and resumes the thread in trampoline (arch/*.S) with
+//       fn and arg in its registers; the trampoline calls fn(arg) and
+//       returns to the interrupted code with every register restored.
+//   thread_altstack                     RAII: an alternate signal stack for
+//       the calling thread (kept if the thread has one)
+//   signal_action, set_signal_handler(sig, void (*)(int), bool restart, signal_action* saved) -> 0 | errno,
+//   restore_signal_handler(sig, const signal_action&), signal_has_handler(sig) -> bool
+//       plain handlers for the signal relay (goro::signal) and the dump
+//   abort_process()                     [[noreturn]], past the program's SIGABRT handler
+//
+// File descriptors (linux/fd.hpp): the self-pipe a handler wakes a thread by
+//   open_pipe(int fds[2], bool nonblocking) -> 0 | errno
+//   wait_readable(fd, timeout_ms) -> bool
+//   read_fd / write_fd(fd, buf, n) -> long, close_fd(fd)
+//   stderr_fd, write_stderr(buf, n)     async-signal-safe
+//
+// The poller (linux/poller.hpp), under detail/netpoll.hpp
+//   poller: open(const char** what) -> 0 | errno, is_open(), close(),
+//       add(fd, uint64_t tag != 0) -> 0 | errno (edge-triggered, both ways),
+//       remove(fd), wait(poll_event*, max, timeout_ns) -> count (< 0: interrupted;
+//       0 ns: just look; < 0: no limit), wake() (a wait returns an event
+//       tagged 0 until drain_wake()), drain_wake()
+//   poll_event, event_tag(e), event_readable(e), event_writable(e)
+
+#if defined(__linux__)
+// ---- begin goro/os/linux/clock.hpp ----
+// Clocks and sleeping (Go's nanotime1 / usleep, os_linux.go and
+// sys_linux_*.s). The runtime's precise monotonic clock, detail::nanotime,
+// is std::chrono::steady_clock and needs nothing from here.
+
+#include <time.h>
+
+#include <cstdint>
+
+namespace goro::detail::os {
+
+// CLOCK_MONOTONIC at tick granularity (a few ms), in nanoseconds: cheaper
+// than the precise clock. Only compared with itself (wait durations).
+inline std::int64_t coarse_nanotime() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Sleeps the calling thread for about ns nanoseconds (at least that long,
+// unless a signal interrupts it; plus the kernel's timer slack).
+inline void sleep_ns(long long ns) noexcept {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/clock.hpp ----
+// ---- begin goro/os/linux/fd.hpp ----
+// File descriptors: the self-pipe through which a signal handler wakes a
+// thread (the signal relay, the goroutine dump), the tracer's output file,
+// and plain reads and writes on them and on standard error.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+
+namespace goro::detail::os {
+
+// fds[0] the read end, fds[1] the write end, both close-on-exec (and
+// non-blocking with `nonblocking`): 0 or an errno.
+inline int open_pipe(int fds[2], bool nonblocking) noexcept {
+  return ::pipe2(fds, O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0)) == 0 ? 0 : errno;
+}
+
+// Waits until fd is readable, at most timeout_ms (< 0: no limit). False on
+// a timeout or an interruption (EINTR).
+inline bool wait_readable(int fd, int timeout_ms) noexcept {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, timeout_ms) > 0;
+}
+
+// read(2) / write(2): the bytes moved, or -1 with errno set.
+// Async-signal-safe.
+inline long read_fd(int fd, void* buf, std::size_t n) noexcept { return static_cast<long>(::read(fd, buf, n)); }
+inline long write_fd(int fd, const void* buf, std::size_t n) noexcept { return static_cast<long>(::write(fd, buf, n)); }
+
+// 0 or an errno (the last write-back error of a file, for instance).
+inline int close_fd(int fd) noexcept { return ::close(fd) == 0 ? 0 : errno; }
+
+// Creates (or truncates) the file at path for writing, close-on-exec,
+// mode 0666 less the umask: a descriptor, or -1 with errno set.
+inline int create_file(const char* path) noexcept {
+  return ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+}
+
+inline constexpr int stderr_fd = STDERR_FILENO;
+
+// Writes n bytes to standard error, async-signal-safely (no retry).
+inline void write_stderr(const char* buf, std::size_t n) noexcept {
+  ssize_t r = ::write(stderr_fd, buf, n);
+  (void)r;
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/fd.hpp ----
+// ---- begin goro/os/linux/futex.hpp ----
+// Parking a thread on a 32-bit word: Linux futexes (Go's futexsleep /
+// futexwakeup, os_linux.go; used as lock_futex.go uses them). The portable
+// note built on these is detail/note.hpp.
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <ctime>
+
+
+namespace goro::detail::os {
+
+// Sleeps while *addr == expected (or until woken, or `timeout_ns` passes
+// when >= 0). Spurious returns are allowed: callers loop.
+inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, long long timeout_ns = -1) noexcept {
+  timespec ts{};
+  timespec* tsp = nullptr;
+  if (timeout_ns >= 0) {
+    ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
+    tsp = &ts;
+  }
+  const long r =
+      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
+#if GORO_TSAN
+  // ThreadSanitizer runs a program's signal handler only inside a call it
+  // intercepts, and the raw futex call is not one: a signal that woke this
+  // wait (EINTR) would otherwise wait until the thread next makes such a
+  // call, which an idle M may not do for seconds (the SIGQUIT dump ran
+  // after the program had moved on). usleep is intercepted and runs it.
+  if (r != 0 && errno == EINTR) ::usleep(0);
+#else
+  (void)r;
+#endif
+}
+
+// Wakes up to `count` threads sleeping on addr. Waking an address whose
+// object is already gone is harmless: FUTEX_WAKE does not touch memory.
+inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) noexcept {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/futex.hpp ----
+// ---- begin goro/os/linux/poller.hpp ----
+// The I/O readiness poller under detail/netpoll.hpp: one epoll instance,
+// edge-triggered, plus an eventfd whose readiness breaks a blocking wait
+// (Go's netpoll_epoll.go: netpollinit, netpollopen, netpollclose, netpoll,
+// netpollBreak).
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+
+namespace goro::detail::os {
+
+// One readiness event: the tag its fd was added with (0: the wake-up) and
+// which directions became ready.
+using poll_event = epoll_event;
+
+inline std::uint64_t event_tag(const poll_event& e) noexcept { return e.data.u64; }
+// Readable, or the peer hung up / an error is pending (a read returns it).
+inline bool event_readable(const poll_event& e) noexcept {
+  return (e.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
+}
+inline bool event_writable(const poll_event& e) noexcept { return (e.events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0; }
+
+class poller {
+ public:
+  poller() = default;
+  poller(const poller&) = delete;
+  poller& operator=(const poller&) = delete;
+
+  // netpollinit: the epoll instance and the wake-up eventfd, published
+  // (release) once both exist. 0, or an errno with *what naming the call
+  // that failed (then nothing is left open).
+  int open(const char** what) noexcept {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0) {
+      *what = "epoll_create1";
+      return errno;
+    }
+    int ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (ev < 0) {
+      int e = errno;
+      ::close(ep);
+      *what = "eventfd";
+      return e;
+    }
+    // Level-triggered: it stays readable until the blocking poller reads it
+    // (a non-blocking poll leaves it for the sleeper it was meant to wake).
+    epoll_event e{};
+    e.events = EPOLLIN;
+    e.data.u64 = 0;  // the wake-up's tag
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
+      int err = errno;
+      ::close(ep);
+      ::close(ev);
+      *what = "epoll_ctl(eventfd)";
+      return err;
+    }
+    evfd_ = ev;
+    epfd_.store(ep, std::memory_order_release);
+    return 0;
+  }
+  bool is_open() const noexcept { return epfd_.load(std::memory_order_acquire) >= 0; }
+  // Nobody may use it any more.
+  void close() noexcept {
+    int ep = epfd_.load(std::memory_order_acquire);
+    if (ep >= 0) {
+      ::close(ep);
+      ::close(evfd_);
+    }
+  }
+
+  // netpollopen: reports fd's readiness in both directions, edge-triggered,
+  // as events tagged `tag` (not 0). Adding reports the fd's current
+  // readiness at once. 0 or an errno (EPERM: a regular file; EEXIST:
+  // already added).
+  int add(int fd, std::uint64_t tag) noexcept {
+    epoll_event e{};
+    e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    e.data.u64 = tag;
+    return epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, fd, &e) != 0 ? errno : 0;
+  }
+  // netpollclose: no more events for fd (before it is closed).
+  void remove(int fd) noexcept {
+    epoll_event e{};
+    epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, fd, &e);
+  }
+
+  // netpoll's wait: up to max events into evs, waiting up to timeout_ns
+  // (0: just looks; < 0: until an event or a wake()). Returns their number
+  // (< 0 when interrupted). A wake() shows as an event tagged 0, and keeps
+  // showing until drain_wake().
+  //
+  // epoll_wait's timeout is in ms, so a timer 200 us away would sleep 1 ms;
+  // epoll_pwait2 (Linux 5.11) takes a timespec. Called as a raw syscall
+  // (glibc >= 2.35 only declares it); the first ENOSYS (older kernel,
+  // qemu-user) switches to epoll_wait, rounding up (never early).
+  int wait(poll_event* evs, int max, long long timeout_ns) noexcept {
+    const int ep = epfd_.load(std::memory_order_acquire);
+#ifdef __NR_epoll_pwait2
+    static std::atomic<bool> no_pwait2{false};
+    if (timeout_ns > 0 && !no_pwait2.load(std::memory_order_relaxed)) {
+      timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
+      long r = ::syscall(__NR_epoll_pwait2, ep, evs, max, &ts, nullptr, 0);
+      if (r >= 0 || errno != ENOSYS) return static_cast<int>(r);
+      no_pwait2.store(true, std::memory_order_relaxed);
+    }
+#endif
+    int ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
+    return epoll_wait(ep, evs, max, ms);
+  }
+
+  // netpollBreak's write: the next (or current) wait() returns with the
+  // wake-up event. The poller must be open.
+  void wake() noexcept {
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
+  }
+  // Consumes the wake-ups written so far.
+  void drain_wake() noexcept {
+    std::uint64_t v;
+    [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
+  }
+
+ private:
+  std::atomic<int> epfd_{-1};
+  int evfd_ = -1;
+};
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/poller.hpp ----
+// ---- begin goro/os/linux/signal_context.hpp ----
+// The interrupted context a signal handler receives (ucontext_t), per ISA:
+// reading its pc and sp, and making the interrupted code call a
+// trampoline when the handler returns (Go's sigctxt and its pushCall,
+// signal_linux_amd64.go / signal_amd64.go, signal_arm64.go). Used by
+// asynchronous preemption (detail/async_preempt.hpp, which explains the
+// scheme); the trampoline is goro_v0_1_async_preempt in arch/*.S.
+
+#include <signal.h>
+#include <ucontext.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace goro::detail::os {
+
+using signal_context = ucontext_t;
+
+inline std::uintptr_t context_pc(const signal_context* uc) noexcept {
+#if defined(__x86_64__)
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#else
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
+#endif
+}
+
+inline std::uintptr_t context_sp(const signal_context* uc) noexcept {
+#if defined(__x86_64__)
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#else
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
+#endif
+}
+
+// Word-wise copy that the compiler cannot turn into a memcpy call (ASan's
+// interceptor would check the goroutine stack below sp, whose shadow may
+// hold stale poison from earlier deeper frames).
+__attribute__((no_sanitize("address"))) inline void signal_frame_copy(std::uintptr_t dst, const void* src,
+                                                                      std::size_t n) noexcept {
+  auto* d = reinterpret_cast<volatile unsigned char*>(dst);
+  const auto* s = static_cast<const volatile unsigned char*>(src);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    *reinterpret_cast<volatile std::uint64_t*>(d + i) = *reinterpret_cast<const volatile std::uint64_t*>(s + i);
+  for (; i < n; ++i) d[i] = s[i];
+}
+
+// Copies the signal frame the kernel built (the ucontext; on x86-64 also
+// the xsave area it points at; on AArch64 the fpsimd record is inside it)
+// onto the interrupted stack below its sp (and below the x86-64 red zone),
+// then points the live context at `trampoline` with sp at that copy and
+// `fn` and `arg` in the registers the trampoline reads (x86-64: rax = fn,
+// rdi = arg; AArch64: x1 = fn, x0 = arg). When the handler returns, the
+// kernel resumes the interrupted code in the trampoline, which calls
+// fn(arg) and then issues rt_sigreturn on the copy. False, leaving the
+// context untouched, when the copy would reach below stack_limit or the
+// frame cannot be copied (a malformed or spilled-out record).
+__attribute__((no_sanitize("address"))) inline bool push_sigreturn_call(signal_context* uc, std::uintptr_t stack_limit,
+                                                                        std::uintptr_t trampoline, std::uintptr_t fn,
+                                                                        std::uintptr_t arg) noexcept {
+  const std::uintptr_t sp = context_sp(uc);
+#if defined(__x86_64__)
+  // The xsave area: its size is in the software bytes the kernel stores
+  // in the fxsave area's reserved tail (struct _fpx_sw_bytes, offset 464).
+  const auto* fp = reinterpret_cast<const unsigned char*>(uc->uc_mcontext.fpregs);
+  if (!fp) return false;
+  std::uint32_t magic1 = 0, extended = 0;
+  std::memcpy(&magic1, fp + 464, 4);
+  std::memcpy(&extended, fp + 468, 4);
+  std::size_t fp_size = magic1 == 0x46505853u ? extended : 512;  // FP_XSTATE_MAGIC1
+  if (fp_size < 512 || fp_size > 64 * 1024) return false;
+  // Kernel ucontext: everything up to the first 8 bytes of uc_sigmask
+  // (glibc's ucontext_t adds a larger sigset and more after it).
+  constexpr std::size_t uc_size = offsetof(ucontext_t, uc_sigmask) + 8;
+  const std::uintptr_t top = sp - 128;                                     // skip the red zone
+  const std::uintptr_t fp_dst = (top - fp_size) & ~std::uintptr_t{63};     // xrstor needs 64-byte alignment
+  const std::uintptr_t uc_dst = (fp_dst - uc_size) & ~std::uintptr_t{15};  // rsp at the trampoline: 16-aligned
+  if (uc_dst < stack_limit) return false;
+  signal_frame_copy(fp_dst, fp, fp_size);
+  signal_frame_copy(uc_dst, uc, uc_size);
+  auto* copy = reinterpret_cast<ucontext_t*>(uc_dst);
+  copy->uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(fp_dst);
+  uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(uc_dst);
+  uc->uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(trampoline);
+  uc->uc_mcontext.gregs[REG_RAX] = static_cast<greg_t>(fn);
+  uc->uc_mcontext.gregs[REG_RDI] = static_cast<greg_t>(arg);
+#elif defined(__aarch64__)
+  // A frame whose state spills out of the ucontext (extra_context, large
+  // SVE state) is not copied: leave that preemption to the next request.
+  {
+    const unsigned char* rec = uc->uc_mcontext.__reserved;
+    std::size_t off = 0;
+    while (off + 8 <= sizeof uc->uc_mcontext.__reserved) {
+      std::uint32_t magic, size;
+      std::memcpy(&magic, rec + off, 4);
+      std::memcpy(&size, rec + off + 4, 4);
+      if (magic == 0) break;
+      if (magic == 0x45585401u || size < 8) return false;  // EXTRA_MAGIC, or a malformed record
+      off += size;
+    }
+  }
+  // rt_sigreturn reads struct rt_sigframe { siginfo_t info; ucontext uc; }
+  // at sp (16-aligned); AArch64 has no red zone.
+  static_assert(sizeof(siginfo_t) == 128);
+  constexpr std::size_t uc_size = sizeof(ucontext_t);
+  const std::uintptr_t uc_dst = ((sp & ~std::uintptr_t{15}) - uc_size) & ~std::uintptr_t{15};
+  const std::uintptr_t frame = uc_dst - sizeof(siginfo_t);
+  if (frame < stack_limit) return false;
+  signal_frame_copy(uc_dst, uc, uc_size);
+  uc->uc_mcontext.sp = frame;
+  uc->uc_mcontext.pc = trampoline;
+  uc->uc_mcontext.regs[0] = arg;
+  uc->uc_mcontext.regs[1] = fn;
+  uc->uc_mcontext.pstate &= ~std::uint64_t{0xc00};  // BTYPE: the trampoline is entered by no branch
+#endif
+  return true;
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/signal_context.hpp ----
+// ---- begin goro/os/linux/signals.hpp ----
+// Signals: the fault handler behind stack-overflow reports, the preemption
+// signal and its handler, per-thread alternate signal stacks, and plain
+// handlers for the signal relay and the goroutine dump (Go's
+// signal_unix.go: initsig / sighandler / preemptM / minitSignalStack, and
+// os_linux.go: signalM). Handlers that do nothing with a signal pass it on
+// to the one installed before goro's.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+
+// ---- begin goro/os/linux/stack_memory.hpp ----
+// Memory for goroutine stacks and signal stacks: mapping, guard regions,
+// returning pages to the kernel (Go's sysAlloc / sysFree / sysUnused /
+// sysFault, mem_linux.go).
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdio>
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102  // Linux 6.13
+#endif
+
+namespace goro::detail::os {
+
+inline std::size_t page_size() noexcept {
+  static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+// bytes (a multiple of the page size) of zeroed, readable and writable
+// memory, committed page by page on first touch; nullptr on failure.
+inline void* map_memory(std::size_t bytes) noexcept {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// The same for a slab of goroutine stacks, without reserving swap for it
+// (MAP_NORESERVE): most of a stack is never touched.
+inline void* map_stack_memory(std::size_t bytes) noexcept {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+// Gives back a whole mapping from map_memory / map_stack_memory.
+inline void unmap_memory(void* p, std::size_t bytes) noexcept { munmap(p, bytes); }
+
+// Drops the contents of [p, p + bytes) (page-aligned) and gives the pages
+// back to the kernel; the range stays mapped, and guarded if it was, and
+// reads as zeros when touched again (Go's sysUnused).
+inline void release_pages(void* p, std::size_t bytes) noexcept { madvise(p, bytes, MADV_DONTNEED); }
+
+// Makes [p, p + bytes) fault on any access without splitting the mapping
+// (a guard marker: madvise(MADV_GUARD_INSTALL)); true on success. Only
+// where guard_markers_available().
+inline bool guard_with_marker(void* p, std::size_t bytes) noexcept {
+  return madvise(p, bytes, MADV_GUARD_INSTALL) == 0;
+}
+
+// The same by protection (PROT_NONE); each call splits a mapping, which
+// counts against max_memory_mappings().
+inline bool guard_with_protection(void* p, std::size_t bytes) noexcept { return mprotect(p, bytes, PROT_NONE) == 0; }
+
+// Whether guard markers work here, probed once: the call must succeed and
+// the kernel must then refuse to read the page (EFAULT). The second check
+// matters under qemu-user, which answers 0 to advice it does not implement.
+inline bool guard_markers_available() noexcept {
+  static const bool works = [] {
+    const std::size_t page = page_size();
+    void* p = map_memory(page);
+    if (!p) return false;
+    bool ok = false;
+    int fds[2];
+    if (guard_with_marker(p, page) && pipe2(fds, O_CLOEXEC) == 0) {
+      ok = ::write(fds[1], p, 1) < 0 && errno == EFAULT;
+      close(fds[0]);
+      close(fds[1]);
+    }
+    unmap_memory(p, page);
+    return ok;
+  }();
+  return works;
+}
+
+// How many mappings the process may have (vm.max_map_count; 65,530 if it
+// cannot be read).
+inline long max_memory_mappings() noexcept {
+  long max_maps = 65530;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+    if (std::fscanf(f, "%ld", &max_maps) != 1) max_maps = 65530;
+    std::fclose(f);
+  }
+  return max_maps;
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/stack_memory.hpp ----
+// ---- begin goro/os/linux/thread.hpp ----
+// OS threads: creating, joining and naming the calling thread, yielding,
+// counting CPUs, and the process-wide memory barrier (Go's newosproc /
+// osyield / getproccount, os_linux.go). Threads are pthreads.
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstddef>
+
+namespace goro::detail::os {
+
+// A joinable handle of a thread (also what preempt_thread signals).
+using thread_handle = pthread_t;
+
+// Starts fn(arg) on a new joinable thread with the default stack: 0 or an
+// errno (EAGAIN at RLIMIT_NPROC or a cgroup's pids limit).
+inline int create_thread(thread_handle* t, void* (*fn)(void*), void* arg) noexcept {
+  return pthread_create(t, nullptr, fn, arg);
+}
+
+// Waits for t to finish (it must have been created joinable, and not be
+// the calling thread).
+inline void join_thread(thread_handle t) noexcept { pthread_join(t, nullptr); }
+
+// The calling thread.
+inline thread_handle current_thread() noexcept { return pthread_self(); }
+
+// Starts fn(arg) on a detached thread with a stack of stack_bytes that
+// blocks every signal (process-directed signals then go to the program's
+// threads, and a signal relay's own thread is never the one interrupted):
+// 0 or an errno. The calling thread's mask is unchanged afterwards.
+inline int start_daemon_thread(void* (*fn)(void*), void* arg, std::size_t stack_bytes) noexcept {
+  sigset_t all, prev;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &prev);  // the new thread inherits the mask
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, stack_bytes);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t t;
+  const int err = pthread_create(&t, &attr, fn, arg);
+  pthread_attr_destroy(&attr);
+  pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+  return err;
+}
+
+// Gives the CPU to another runnable thread, if any (Go's osyield).
+inline void yield_thread() noexcept { sched_yield(); }
+
+// CPUs this process may run on (its affinity mask), else those online;
+// at least 1 (Go's getproccount).
+inline unsigned usable_cpus() noexcept {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<unsigned>(n);
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<unsigned>(n) : 1u;
+}
+
+// CPUs online in the machine (may be 0 or less if unknown).
+inline long online_cpus() noexcept { return sysconf(_SC_NPROCESSORS_ONLN); }
+
+// This process's id (a forked child has a new one).
+inline long process_id() noexcept { return static_cast<long>(getpid()); }
+
+// A full memory barrier on every thread of the process (the asymmetric
+// half of the goroutine dump's pin protocol): membarrier(2), private
+// expedited when it can be registered, else global. False if the kernel
+// offers none.
+inline bool process_wide_barrier() noexcept {
+  constexpr int cmd_global = 1, cmd_private_expedited = 8, cmd_register_private_expedited = 16;
+  static const bool registered = syscall(SYS_membarrier, cmd_register_private_expedited, 0, 0) == 0;
+  if (registered && syscall(SYS_membarrier, cmd_private_expedited, 0, 0) == 0) return true;
+  return syscall(SYS_membarrier, cmd_global, 0, 0) == 0;
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/thread.hpp ----
+
+namespace goro::detail::os {
+
+// The signal sent to a thread to preempt the goroutine it runs (as Go:
+// SIGURG, which programs rarely use and whose default action is to ignore it).
+inline constexpr int preempt_signal = SIGURG;
+
+// The disposition installed before goro's, for the signals goro handles
+// itself (the faults and the preemption signal).
+inline struct sigaction& previous_action(int sig) noexcept {
+  static struct sigaction segv, bus, urg;
+  return sig == SIGBUS ? bus : sig == preempt_signal ? urg : segv;
+}
+
+// Runs the handler installed before goro's for sig, if there is one (not
+// the default action, not ignore); false if there was none.
+inline bool call_previous_handler(int sig, siginfo_t* info, void* ctx) noexcept {
+  struct sigaction& prev = previous_action(sig);
+  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
+    prev.sa_sigaction(sig, info, ctx);
+    return true;
+  }
+  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
+    prev.sa_handler(sig);
+    return true;
+  }
+  return false;
+}
+
+template <void (*OnFault)(std::uintptr_t) noexcept>
+inline void fault_signal_handler(int sig, siginfo_t* info, void* ctx) noexcept {
+  OnFault(reinterpret_cast<std::uintptr_t>(info->si_addr));
+  // Not ours: hand over to whatever was installed before. Without one,
+  // restore the default action; returning re-executes the faulting
+  // instruction, which now kills the process with the right signal.
+  if (!call_previous_handler(sig, info, ctx)) ::signal(sig, SIG_DFL);
+}
+
+// Installs OnFault(fault address) as the handler of memory faults
+// (SIGSEGV, SIGBUS), on the alternate signal stack. OnFault either does
+// not return (it reported the fault) or leaves the fault to the previous
+// handler, else to the default action. Call once per process.
+template <void (*OnFault)(std::uintptr_t) noexcept>
+inline void install_fault_handler() noexcept {
+  for (int sig : {SIGSEGV, SIGBUS}) {
+    struct sigaction sa {};
+    sa.sa_sigaction = &fault_signal_handler<OnFault>;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(sig, &sa, &previous_action(sig));
+  }
+}
+
+template <bool (*Inject)(signal_context*) noexcept>
+inline void preempt_signal_handler(int sig, siginfo_t* info, void* ctx) noexcept {
+  if (Inject(static_cast<signal_context*>(ctx))) return;
+  // Not a preemption we can take: the application's handler, if any
+  // (SIGURG's default action is to ignore it).
+  call_previous_handler(sig, info, ctx);
+}
+
+// Installs Inject(interrupted context) as the preemption signal's handler,
+// on the alternate signal stack: it returns true when it rewrote the
+// context (push_sigreturn_call); otherwise the previous handler runs.
+// Call once per process.
+template <bool (*Inject)(signal_context*) noexcept>
+inline void install_preempt_handler() noexcept {
+  struct sigaction sa {};
+  sa.sa_sigaction = &preempt_signal_handler<Inject>;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(preempt_signal, &sa, &previous_action(preempt_signal));
+}
+
+// Sends the preemption signal to thread t (Go's preemptM / signalM). t
+// must still exist; it may run something else by then.
+inline void preempt_thread(thread_handle t) noexcept { pthread_kill(t, preempt_signal); }
+
+// An alternate signal stack for the calling thread (so the fault handler
+// can run when the goroutine's stack is exhausted). Restores the previous
+// one on destruction (Go's minitSignalStack / unminitSignals).
+class thread_altstack {
+ public:
+  static constexpr std::size_t size = 64 * 1024;
+
+  thread_altstack() noexcept {
+    stack_t old{};
+    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE) &&
+        old.ss_size >= static_cast<std::size_t>(MINSIGSTKSZ)) {
+      return;  // the thread already has one (e.g. set up by the application); keep it
+    }
+    mem_ = map_memory(size);
+    if (!mem_) return;
+    stack_t st{};
+    st.ss_sp = mem_;
+    st.ss_size = size;
+    st.ss_flags = 0;
+    if (sigaltstack(&st, nullptr) != 0) {
+      unmap_memory(mem_, size);
+      mem_ = nullptr;
+    }
+  }
+  ~thread_altstack() {
+    if (!mem_) return;
+    stack_t st{};
+    st.ss_flags = SS_DISABLE;
+    sigaltstack(&st, nullptr);
+    unmap_memory(mem_, size);
+  }
+  thread_altstack(const thread_altstack&) = delete;
+  thread_altstack& operator=(const thread_altstack&) = delete;
+
+ private:
+  void* mem_ = nullptr;
+};
+
+// A signal's disposition, as saved by set_signal_handler.
+using signal_action = struct sigaction;
+
+// Installs handler(sig) for sig, run on the alternate signal stack; with
+// `restart`, system calls it interrupts are restarted (SA_RESTART). The
+// previous disposition goes to *saved when not null. 0 or an errno.
+inline int set_signal_handler(int sig, void (*handler)(int), bool restart, signal_action* saved) noexcept {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sa.sa_flags = (restart ? SA_RESTART : 0) | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  return sigaction(sig, &sa, saved) == 0 ? 0 : errno;
+}
+
+// Puts back a disposition set_signal_handler saved.
+inline void restore_signal_handler(int sig, const signal_action& saved) noexcept { sigaction(sig, &saved, nullptr); }
+
+// Whether the program handles sig itself: a handler other than the default
+// action or ignore (an inherited ignore does not count). True also when
+// the disposition cannot be read: then leave it alone.
+inline bool signal_has_handler(int sig) noexcept {
+  struct sigaction old {};
+  if (sigaction(sig, nullptr, &old) != 0) return true;
+  return (old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN);
+}
+
+// Aborts the process; SIGABRT is reset to its default first so that a
+// program's handler cannot resume it (Go's crash).
+[[noreturn]] inline void abort_process() noexcept {
+  ::signal(SIGABRT, SIG_DFL);
+  std::abort();
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/signals.hpp ----
+#else
+#error \
+    "goro: no OS layer for this system. A port adds include/goro/os/<system>/ with what os/os.hpp lists: futex_wait/futex_wake, threads, clocks, stack memory, signals and preemption delivery (or an equivalent thread interrupt), the self-pipe, and the poller."
+#endif
+// ---- end goro/os/os.hpp ----
 // ---- begin goro/detail/chaos.hpp ----
 // Chaos injection, a test-only build switch (docs/testing.md). Built with
 // -DGORO_CHAOS=<seed>, every GORO_CHAOS_POINT(name) on the scheduler's wake,
@@ -187,8 +1009,6 @@ inline void cpu_relax() noexcept {
 #include <cstdint>
 
 #if defined(GORO_CHAOS)
-#include <sched.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -284,10 +1104,9 @@ GORO_NOINLINE inline void point(std::uint32_t site) noexcept {
   if (hot(site)) x /= 8;                                          // hot points stall eight times as often
   const std::uint32_t len = static_cast<std::uint32_t>(r >> 40);  // 24 more random bits
   if (x < c.sleep) {
-    timespec ts{0, static_cast<long>(10'000 + len % 190'000)};  // 10-200 us
-    nanosleep(&ts, nullptr);
+    os::sleep_ns(10'000 + len % 190'000);  // 10-200 us
   } else if (x < c.yield) {
-    sched_yield();
+    os::yield_thread();
   } else if (x < c.pause) {
     // Mostly short, one in 16 long (up to ~4096 pauses: tens of us; more
     // often made a 100k-goroutine test take minutes on a loaded machine).
@@ -328,8 +1147,6 @@ inline bool fault(const char* name) noexcept {
 // The context switch: declarations of the hand-written assembly (embedded
 // from include/goro/arch/*.S by context_asm.hpp), the layout of a saved
 // frame, and how a fresh context's first frame is built.
-
-#include <sys/mman.h>
 
 #include <chrono>
 #include <cstddef>
@@ -639,14 +1456,14 @@ inline void bench_switch_entry(void* arg) {
 }
 inline double context_switch_bench(std::size_t n) {
   constexpr std::size_t size = 64 * 1024;
-  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return -1;
+  void* mem = os::map_memory(size);
+  if (!mem) return -1;
   bench_switch_state s{nullptr, make_context(mem, size, &bench_switch_entry), n};
   raw_switch(&s.main_sp, s.co_sp, &s);  // first entry
   auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) raw_switch(&s.main_sp, s.co_sp, &s);
   auto t1 = std::chrono::steady_clock::now();
-  munmap(mem, size);
+  os::unmap_memory(mem, size);
   // each iteration is two switches (there and back)
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / (2.0 * static_cast<double>(n));
 }
@@ -657,8 +1474,6 @@ inline double context_switch_bench(std::size_t n) {
 // G: a goroutine. Its closure lives inline in the G record when it fits,
 // and its stack is attached only when it first runs, so a million spawned
 // but not yet started goroutines cost a million small records, not stacks.
-
-#include <sched.h>
 
 #include <atomic>
 #include <cstddef>
@@ -688,17 +1503,11 @@ inline double context_switch_bench(std::size_t n) {
 // until they have waited 100 ms, and are then released sorted, so the
 // neighbours a burst freed share one madvise call.
 
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <mutex>
 #include <vector>
 
@@ -818,51 +1627,19 @@ inline constexpr std::size_t slab_bytes = 16 * 1024 * 1024;
 inline constexpr std::size_t resident_cache_bytes = 16 * 1024 * 1024;
 inline constexpr std::size_t min_resident_stacks = 16;
 
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102  // Linux 6.13
-#endif
-
 // Test hook: behave as if the kernel had no MADV_GUARD_INSTALL.
 inline std::atomic<bool> guard_install_test_disable{false};
 
-// Whether madvise(MADV_GUARD_INSTALL) works here, probed once: the call
-// must succeed and the kernel must then refuse to read the page (EFAULT).
-// The second check matters under qemu-user, which answers 0 to advice it
-// does not implement.
+// Whether guard markers (madvise(MADV_GUARD_INSTALL), which does not split
+// the mapping) protect new stacks.
 inline bool guard_install_available() noexcept {
-  static const bool works = [] {
-    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    void* p = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return false;
-    bool ok = false;
-    int fds[2];
-    if (madvise(p, page, MADV_GUARD_INSTALL) == 0 && pipe2(fds, O_CLOEXEC) == 0) {
-      ok = ::write(fds[1], p, 1) < 0 && errno == EFAULT;
-      close(fds[0]);
-      close(fds[1]);
-    }
-    munmap(p, page);
-    return ok;
-  }();
-  return works && !guard_install_test_disable.load(std::memory_order_relaxed);
-}
-
-inline std::size_t page_size() noexcept {
-  static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return p;
+  return os::guard_markers_available() && !guard_install_test_disable.load(std::memory_order_relaxed);
 }
 
 // How many guard regions the whole process may still create. Each guard
 // adds about two mappings; spend at most a quarter of vm.max_map_count.
 inline std::atomic<long>& guard_budget() noexcept {
-  static std::atomic<long> budget = [] {
-    long max_maps = 65530;
-    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
-      if (std::fscanf(f, "%ld", &max_maps) != 1) max_maps = 65530;
-      std::fclose(f);
-    }
-    return max_maps / 8;
-  }();
+  static std::atomic<long> budget{os::max_memory_mappings() / 8};
   return budget;
 }
 
@@ -875,7 +1652,7 @@ class default_stack_allocator {
   default_stack_allocator& operator=(const default_stack_allocator&) = delete;
 
   ~default_stack_allocator() {
-    for (auto& s : slabs_) munmap(s.base, s.bytes);
+    for (auto& s : slabs_) detail::os::unmap_memory(s.base, s.bytes);
   }
 
   stack_memory allocate(std::size_t size) {
@@ -995,7 +1772,7 @@ class default_stack_allocator {
     std::vector<range> ranges;
     GORO_TRY { ranges.reserve(batch.size()); }
     GORO_CATCH_ALL {}
-    const std::size_t page = detail::page_size();
+    const std::size_t page = detail::os::page_size();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const pending_stack& e = batch[i];
       const std::uintptr_t lo = e.tagged & ~std::uintptr_t{1};
@@ -1011,7 +1788,7 @@ class default_stack_allocator {
       if (ranges.size() < ranges.capacity()) ranges.push_back({lo, hi});
     }
     lk.unlock();
-    for (const range& r : ranges) madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_DONTNEED);
+    for (const range& r : ranges) detail::os::release_pages(reinterpret_cast<void*>(r.lo), r.hi - r.lo);
     lk.lock();
     for (const pending_stack& e : batch) {
       if (free_list* fl = find_free(e.size)) push(fl->stacks, e.tagged);
@@ -1043,7 +1820,7 @@ class default_stack_allocator {
   }
 
   void new_slab(std::size_t size) {
-    const std::size_t page = detail::page_size();
+    const std::size_t page = detail::os::page_size();
     bool guarded = false;
     std::size_t stride = size, skip = 0;
     bool markers = false;  // guard regions by MADV_GUARD_INSTALL (no mapping split, no budget)
@@ -1066,19 +1843,19 @@ class default_stack_allocator {
     std::size_t count = detail::slab_bytes / stride;
     if (count < 1) count = 1;
     std::size_t bytes = (count * stride + page - 1) / page * page;
-    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) detail::raise_bad_alloc();
+    void* base = detail::os::map_stack_memory(bytes);
+    if (!base) detail::raise_bad_alloc();
     if (guarded) {
       for (std::size_t i = 0; i < count && guarded; ++i) {
         void* guard = static_cast<char*>(base) + i * stride;
         // A failed install (not expected once probed) leaves the slab to canaries.
-        guarded = markers ? madvise(guard, detail::guard_size, MADV_GUARD_INSTALL) == 0
-                          : mprotect(guard, detail::guard_size, PROT_NONE) == 0;
+        guarded = markers ? detail::os::guard_with_marker(guard, detail::guard_size)
+                          : detail::os::guard_with_protection(guard, detail::guard_size);
       }
     }
     GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
     GORO_CATCH_ALL {
-      munmap(base, bytes);
+      detail::os::unmap_memory(base, bytes);
       GORO_RETHROW;
     }
     const auto first = reinterpret_cast<std::uintptr_t>(base);
@@ -1104,8 +1881,6 @@ static_assert(stack_allocator<default_stack_allocator>);
 // cost pingpong ~7%): the time is stamped afterwards, about once a second,
 // by the dump thread (dump.hpp); the dump prints durations in minutes, as
 // Go does.
-
-#include <time.h>
 
 #include <atomic>
 #include <cstddef>
@@ -1149,14 +1924,6 @@ static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) == static
 inline const char* wait_reason_name(wait_reason r) noexcept {
   const auto i = static_cast<std::size_t>(r);
   return i < sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ? wait_reason_names[i] : "waiting";
-}
-
-// CLOCK_MONOTONIC at tick granularity (a few ms), in nanoseconds. Only
-// compared with itself (wait durations).
-inline std::int64_t coarse_nanotime() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 }  // namespace goro::detail
@@ -1301,7 +2068,7 @@ static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a 
 // fence keeps this side to a compiler barrier and one load of a line the
 // switch touches anyway (dump.hpp owns the other half).
 GORO_NOINLINE inline void dump_pin_wait(g* gp) noexcept {
-  while (gp->dump_pin.load(std::memory_order_acquire)) sched_yield();
+  while (gp->dump_pin.load(std::memory_order_acquire)) os::yield_thread();
 }
 GORO_ALWAYS_INLINE void dump_resume_check(g* gp) noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
@@ -1529,8 +2296,8 @@ struct m_base {
   // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
   // waits here, FIFO through g::link, in no run queue: only this M
   // resumes it, and it keeps its P meanwhile (see sched.hpp m_loop).
-  bool async_signal = false;  // an M of a preemption::signal runtime
-  pthread_t os_thread{};      // the thread sysmon signals
+  bool async_signal = false;       // an M of a preemption::signal runtime
+  os::thread_handle os_thread{};  // the thread sysmon signals
   g* async_pinned = nullptr;
   g* async_pinned_tail = nullptr;
   bool async_queued_turn = false;  // the last G run here came from a run queue: a pinned one goes next
@@ -2072,7 +2839,7 @@ GORO_ALWAYS_INLINE const void* current_pc() noexcept {
 #include <chrono>
 #include <concepts>
 #include <cstdint>
-#include <ctime>
+
 
 namespace goro {
 
@@ -2138,8 +2905,7 @@ struct cycle_clock {
 #endif
     auto t0 = std::chrono::steady_clock::now();
     std::uint64_t c0 = ticks();
-    timespec ts{0, 2'000'000};
-    nanosleep(&ts, nullptr);
+    detail::os::sleep_ns(2'000'000);
     auto t1 = std::chrono::steady_clock::now();
     std::uint64_t c1 = ticks();
     double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
@@ -2742,8 +3508,8 @@ decltype(auto) blocking(long_call_t, F&& f) {
 //     record, therefore readies a G that has finished switching out: it
 //     cannot run on its stack twice.
 //   - plain thread: the waker stores the futex word (release), then calls
-//     futex_wake; the sleeper re-checks the word (acquire) before each
-//     futex_wait, which itself re-checks it against 0 atomically. Either the
+//     os::futex_wake; the sleeper re-checks the word (acquire) before each
+//     os::futex_wait, which itself re-checks it against 0 atomically. Either the
 //     sleeper sees 1, or its futex_wait sees 1 and returns, or it is asleep
 //     when the wake arrives. The acquire load also carries the waker's
 //     writes under the lock (the handed-over value) to the sleeper.
@@ -2783,51 +3549,15 @@ decltype(auto) blocking(long_call_t, F&& f) {
 #include <atomic>
 #include <cstdint>
 
-// ---- begin goro/detail/futex.hpp ----
-// Thin wrappers over Linux futexes, and the one-shot `note` an idle M
-// sleeps on (Go's note: notesleep / notewakeup / noteclear, lock_futex.go).
-
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+// ---- begin goro/detail/note.hpp ----
+// The one-shot `note` an idle M sleeps on (Go's note: notesleep /
+// notewakeup / noteclear, lock_futex.go), on the OS layer's futex.
 
 #include <atomic>
-#include <cerrno>
-#include <climits>
 #include <cstdint>
-#include <ctime>
 
 
 namespace goro::detail {
-
-// Sleeps while *addr == expected (or until woken, or `timeout_ns` passes
-// when >= 0). Spurious returns are allowed: callers loop.
-inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, long long timeout_ns = -1) noexcept {
-  timespec ts{};
-  timespec* tsp = nullptr;
-  if (timeout_ns >= 0) {
-    ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);
-    ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
-    tsp = &ts;
-  }
-  const long r = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
-#if GORO_TSAN
-  // ThreadSanitizer runs a program's signal handler only inside a call it
-  // intercepts, and the raw futex call is not one: a signal that woke this
-  // wait (EINTR) would otherwise wait until the thread next makes such a
-  // call, which an idle M may not do for seconds (the SIGQUIT dump ran
-  // after the program had moved on). usleep is intercepted and runs it.
-  if (r != 0 && errno == EINTR) ::usleep(0);
-#else
-  (void)r;
-#endif
-}
-
-// Wakes up to `count` threads sleeping on addr. Waking an address whose
-// object is already gone is harmless: FUTEX_WAKE does not touch memory.
-inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
-}
 
 // One-shot wake-up: sleep() returns once wake() was called (before or after).
 // clear() re-arms it; only the sleeper clears.
@@ -2835,16 +3565,16 @@ class note {
  public:
   void clear() noexcept { key_.store(0, std::memory_order_relaxed); }
   void wake() noexcept {
-    if (key_.exchange(1, std::memory_order_acq_rel) == 0) futex_wake(&key_, 1);
+    if (key_.exchange(1, std::memory_order_acq_rel) == 0) os::futex_wake(&key_, 1);
   }
   void sleep() noexcept {
-    while (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0);
+    while (key_.load(std::memory_order_acquire) == 0) os::futex_wait(&key_, 0);
   }
   // True once wake() was called (since the last clear()).
   bool is_woken() const noexcept { return key_.load(std::memory_order_acquire) != 0; }
   // Sleeps at most timeout_ns; returns true if woken.
   bool sleep_for(long long timeout_ns) noexcept {
-    if (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0, timeout_ns);
+    if (key_.load(std::memory_order_acquire) == 0) os::futex_wait(&key_, 0, timeout_ns);
     return key_.load(std::memory_order_acquire) != 0;
   }
 
@@ -2853,15 +3583,12 @@ class note {
 };
 
 }  // namespace goro::detail
-// ---- end goro/detail/futex.hpp ----
+// ---- end goro/detail/note.hpp ----
 // ---- begin goro/detail/spinlock.hpp ----
 // A tiny lock for very short critical sections (wait queues of sync
 // objects). Its unlock is a single release store and is the last access to
 // the lock, so an object holding one may be destroyed as soon as another
 // thread has acquired and released it (wait_group relies on this).
-
-#include <sched.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstdint>
@@ -2901,7 +3628,7 @@ class spinlock {
       if (round < backoff_rounds) {
         for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
       } else if (round < backoff_rounds + yield_rounds) {
-        sched_yield();  // about 190 pauses gone: the holder was probably descheduled
+        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
       } else {
         nap(round - backoff_rounds - yield_rounds);
       }
@@ -2921,8 +3648,7 @@ class spinlock {
   // the timer slack); no wake-up is needed, the next look finds the lock
   // free. An unlock stays a plain store.
   GORO_NOINLINE static void nap(unsigned n) noexcept {
-    timespec ts{0, 1000L << (n < 10 ? n : 10)};
-    nanosleep(&ts, nullptr);
+    os::sleep_ns(1000L << (n < 10 ? n : 10));
   }
 };
 
@@ -3189,7 +3915,7 @@ GORO_NOINLINE inline void block_thread(m_base* m, std::atomic<std::uint32_t>& wo
                                        void* arg) noexcept {
   extm_outside_op(m);  // checkdead: a plain thread blocked on a goro object is a live external M
   unlock(arg);
-  while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+  while (word.load(std::memory_order_acquire) == 0) os::futex_wait(&word, 0);
 }
 
 // Always inlined into the channel and sync operations: a call here, and
@@ -3215,7 +3941,7 @@ inline void wake(g* gp, std::atomic<std::uint32_t>& word) noexcept {
     gp->sched->ready(gp);
   } else {
     word.store(1, std::memory_order_release);
-    futex_wake(&word, 1);  // harmless if the thread already returned
+    os::futex_wake(&word, 1);  // harmless if the thread already returned
   }
 }
 
@@ -3405,7 +4131,7 @@ struct queued_waiter {
       self.gp->unlink_wait = nullptr;
       exit_if_killed(self.gp);
     } else {
-      futex_wait(&never, 0);
+      os::futex_wait(&never, 0);
     }
   }
 }
@@ -3894,8 +4620,6 @@ class recv_chan {
 //    count as its last touch of the timer, and the runner then touches the
 //    timer no more.
 
-#include <sched.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -4086,7 +4810,7 @@ class timer_heap {
   // 1 when called from inside it, see del).
   static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
     if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) > own) sched_yield();
+    while (t->running.load(std::memory_order_acquire) > own) os::yield_thread();
   }
 
   bool push_locked(timer* t) {
@@ -4701,9 +5425,6 @@ GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chro
 // semaphore. Go's sync package; every one of them blocks through
 // detail::sema / detail::notify_list, which block through park.hpp.
 
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -4781,14 +5502,14 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
       if (w.woken.load(std::memory_order_acquire) != 0) return true;
       const std::int64_t now = nanotime();
       if (now >= when) break;
-      futex_wait(&w.woken, 0, when - now);
+      os::futex_wait(&w.woken, 0, when - now);
     }
     lock.lock();
     const bool removed = unlink(owner, &w);
     lock.unlock();
     if (removed) return false;
     // A waker popped us first: its wake is on its way.
-    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
+    while (w.woken.load(std::memory_order_acquire) == 0) os::futex_wait(&w.woken, 0);
     return true;
   }
 
@@ -5138,7 +5859,7 @@ class mutex {
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
   ~mutex() {
-    while (unlockers_.load(std::memory_order_acquire) != 0) sched_yield();  // an unlock() finishing its wake-up
+    while (unlockers_.load(std::memory_order_acquire) != 0) detail::os::yield_thread();  // an unlock() finishing its wake-up
   }
 
   // Inside goro::blocking, a lock that would wait is a usage_error.
@@ -5223,7 +5944,7 @@ class mutex {
   // on another CPU at the same time.
   static bool can_spin(int iter) noexcept {
     if (iter >= active_spin) return false;
-    static const bool multicore = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    static const bool multicore = detail::os::online_cpus() > 1;
     if (!multicore) return false;
     detail::m_base* m = detail::current_m();
     return !m || !m->curg || m->sched->procs() > 1;
@@ -6577,9 +7298,10 @@ GORO_DECL std::size_t select(std::span<select_case> cases);
 
 // ---- end goro/select.hpp ----
 // ---- begin goro/detail/netpoll.hpp ----
-// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
-// epoll instance per runtime, created on first use, edge-triggered, with an
-// eventfd that breaks a blocking epoll_wait (netpollBreak).
+// The network poller (Go's src/runtime/netpoll.go): one OS poller per
+// runtime (os::poller: epoll and an eventfd on Linux, as netpoll_epoll.go),
+// created on first use, edge-triggered, with a wake-up that breaks a
+// blocking wait (netpollBreak).
 //
 // Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
 // two "semaphores", rg (read) and wg (write). Each holds one of
@@ -6600,12 +7322,6 @@ GORO_DECL std::size_t select(std::span<select_case> cases);
 // tags epoll events and deadline timers so stale ones are ignored. At
 // worst a stale event marks a descriptor ready spuriously, which every
 // caller tolerates (it retries the syscall and waits again on EAGAIN).
-
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -6712,7 +7428,7 @@ class netpoller {
   // Readied goroutines returned by one poll at most (two per event).
   static constexpr int max_batch = 128;
 
-  // on_init(arg) runs once the epoll instance exists (the scheduler wakes
+  // on_init(arg) runs once the OS poller exists (the scheduler wakes
   // its timer M, which went to sleep on a futex before there was a poller,
   // so that it sleeps in epoll_wait from now on).
   using init_hook = void (*)(void*);
@@ -6735,14 +7451,10 @@ class netpoller {
       }
       list_ = nullptr;
     }
-    int ep = epfd_.load(std::memory_order_acquire);
-    if (ep >= 0) {
-      ::close(ep);
-      ::close(evfd_);
-    }
+    os_poller_.close();
   }
 
-  bool inited() const noexcept { return epfd_.load(std::memory_order_acquire) >= 0; }
+  bool inited() const noexcept { return os_poller_.is_open(); }
   // Goroutines parked on this poller's descriptors (Go's netpollWaiters).
   // May dip below zero for a moment (an unblock can beat the commit's
   // increment).
@@ -6768,28 +7480,9 @@ class netpoller {
   void init_locked() {
     std::lock_guard<std::mutex> lk(mu_);
     if (inited()) return;
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0) raise_system(errno, "epoll_create1");
-    int ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (ev < 0) {
-      int e = errno;
-      ::close(ep);
-      raise_system(e, "eventfd");
-    }
-    // Level-triggered: it stays readable until the blocking poller reads it
-    // (a non-blocking poll leaves it for the sleeper it was meant to wake).
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.u64 = 0;  // no descriptor has address 0
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
-      int err = errno;
-      ::close(ep);
-      ::close(ev);
-      raise_system(err, "epoll_ctl(eventfd)");
-    }
-    evfd_ = ev;
-    last_poll_.store(nanotime(), std::memory_order_relaxed);
-    epfd_.store(ep, std::memory_order_release);
+    last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
+    const char* what = nullptr;
+    if (int err = os_poller_.open(&what)) raise_system(err, what);
   }
 
  public:
@@ -6802,9 +7495,6 @@ class netpoller {
   // The same, returning the errno instead (EPERM: a regular file).
   int try_open(poll_desc* pd) {
     init();
-    epoll_event e{};
-    e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    e.data.u64 = tag(pd);
     {
       std::lock_guard<std::mutex> lk(mu_);
       pd->prev = nullptr;
@@ -6813,9 +7503,8 @@ class netpoller {
       list_ = pd;
     }
     pd->owner.store(this, std::memory_order_seq_cst);
-    if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
-      int err = errno;
-      unlink(pd);  // no EPOLL_CTL_DEL: on EEXIST the registration is someone else's
+    if (int err = os_poller_.add(pd->fd, tag(pd))) {
+      unlink(pd);  // no remove: on EEXIST the registration is someone else's
       return err;
     }
     return 0;
@@ -6823,8 +7512,7 @@ class netpoller {
 
   // pollClose: unregisters pd (before its fd is closed).
   void close(poll_desc* pd) noexcept {
-    epoll_event e{};
-    epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    os_poller_.remove(pd->fd);
     unlink(pd);
   }
 
@@ -6843,58 +7531,35 @@ class netpoller {
   // event or brk()), stores the goroutines made runnable in out (room for
   // max_batch) and returns their number. The caller holds try_lock().
   int poll(long long timeout_ns, g** out) noexcept {
-    int ep = epfd_.load(std::memory_order_acquire);
-    if (ep < 0) return 0;
+    if (!os_poller_.is_open()) return 0;
     if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
-    epoll_event evs[max_batch / 2];
-    int n = wait(ep, evs, max_batch / 2, timeout_ns);
+    os::poll_event evs[max_batch / 2];
+    int n = os_poller_.wait(evs, max_batch / 2, timeout_ns);
     last_poll_.store(nanotime(), std::memory_order_relaxed);
     int k = 0;
     for (int i = 0; i < n; ++i) {
-      std::uint64_t d = evs[i].data.u64;
-      if (d == 0) {
+      std::uint64_t d = os::event_tag(evs[i]);
+      if (d == 0) {             // the wake-up (no descriptor has address 0)
         if (timeout_ns != 0) {  // only the sleeper consumes a break
-          std::uint64_t v;
-          [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
+          os_poller_.drain_wake();
           wake_sig_.store(false, std::memory_order_seq_cst);
         }
         continue;
       }
       auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
       if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
-      std::uint32_t ev = evs[i].events;
-      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+      if (os::event_readable(evs[i]))
         if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
-      if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+      if (os::event_writable(evs[i]))
         if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
     }
     return k;
   }
 
-  // epoll_wait with a timeout in ns (< 0: none). epoll_wait's is in ms, so
-  // a timer 200 us away would sleep 1 ms; epoll_pwait2 (Linux 5.11) takes
-  // a timespec. Called as a raw syscall (glibc >= 2.35 only declares it);
-  // the first ENOSYS (older kernel, qemu-user) switches to epoll_wait,
-  // rounding up (never early).
-  static int wait(int ep, epoll_event* evs, int max, long long timeout_ns) noexcept {
-#ifdef __NR_epoll_pwait2
-    static std::atomic<bool> no_pwait2{false};
-    if (timeout_ns > 0 && !no_pwait2.load(std::memory_order_relaxed)) {
-      timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-      long r = ::syscall(__NR_epoll_pwait2, ep, evs, max, &ts, nullptr, 0);
-      if (r >= 0 || errno != ENOSYS) return static_cast<int>(r);
-      no_pwait2.store(true, std::memory_order_relaxed);
-    }
-#endif
-    int ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
-    return epoll_wait(ep, evs, max, ms);
-  }
-
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
     if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
+    os_poller_.wake();
   }
 
   // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
@@ -6930,8 +7595,7 @@ class netpoller {
 
   init_hook on_init_ = nullptr;
   void* on_init_arg_ = nullptr;
-  std::atomic<int> epfd_{-1};
-  int evfd_ = -1;
+  os::poller os_poller_;
   std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
   std::atomic<bool> polling_{false};
   std::atomic<std::int32_t> waiters_{0};
@@ -8125,17 +8789,11 @@ GORO_DECL bool running() noexcept;
 // the protocol): the registry of runtimes, collecting and formatting the
 // goroutines, GORO_DEBUG, and the SIGQUIT handler.
 
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -8505,16 +9163,6 @@ inline void unregister_runtime(sched_base* s) noexcept {
   r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
 }
 
-// A full memory barrier on every thread of the process (the asymmetric
-// half of the dump pin protocol). False if the kernel offers none: then
-// the dump reads no other goroutine's stack.
-inline bool process_wide_barrier() noexcept {
-  constexpr int cmd_global = 1, cmd_private_expedited = 8, cmd_register_private_expedited = 16;
-  static const bool registered = syscall(SYS_membarrier, cmd_register_private_expedited, 0, 0) == 0;
-  if (registered && syscall(SYS_membarrier, cmd_private_expedited, 0, 0) == 0) return true;
-  return syscall(SYS_membarrier, cmd_global, 0, 0) == 0;
-}
-
 inline std::string frame_text(std::uintptr_t pc, bool return_address) {
   symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
   char off[32];
@@ -8577,7 +9225,9 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       s.was_waiting = st == g_status::waiting;
       s.id = s.gp->id;
     }
-    const bool barrier = process_wide_barrier();
+    // The asymmetric half of the pin protocol; without it (the kernel
+    // offers none) the dump reads no other goroutine's stack.
+    const bool barrier = os::process_wide_barrier();
     for (auto& s : snaps) {
       g* gp = s.gp;
       s.status = gp->status.load(std::memory_order_acquire);
@@ -8598,7 +9248,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       s.since = gp->wait_since.load(std::memory_order_relaxed);
       if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
         std::int64_t expect = 0;
-        s.since = coarse_nanotime();
+        s.since = os::coarse_nanotime();
         if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
       }
       s.created_pc = gp->created_pc;
@@ -8626,7 +9276,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     const std::uint64_t b = (*static_cast<const g_snapshot* const*>(y))->id;
     return a < b ? -1 : a > b ? 1 : 0;
   });
-  const std::int64_t now = coarse_nanotime();
+  const std::int64_t now = os::coarse_nanotime();
   std::vector<goroutine_info> out;
   out.reserve(order.size());
   for (const g_snapshot* sp : order) {
@@ -8724,7 +9374,7 @@ inline void check_goro_debug() noexcept {
 // known to a second, the way Go's GC sets waitsince. O(G records) a round;
 // a record's stamp is set once per wait.
 inline void stamp_waits() {
-  const std::int64_t now = coarse_nanotime();
+  const std::int64_t now = os::coarse_nanotime();
   runtime_registry& reg = registry();
   std::lock_guard<std::mutex> lk(reg.lock);
   for (sched_base* rt : reg.runtimes)
@@ -8752,7 +9402,7 @@ inline int& sigquit_pipe_write() {
 inline void sigquit_handler(int) {
   const int saved = errno;
   const char c = 'q';
-  if (::write(sigquit_pipe_write(), &c, 1) < 0) {
+  if (os::write_fd(sigquit_pipe_write(), &c, 1) < 0) {
   }
   errno = saved;
 }
@@ -8760,19 +9410,17 @@ inline void sigquit_handler(int) {
 inline void* dump_thread(void* arg) {
   const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
   for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, 1000);
-    if (n > 0) break;  // only the SIGQUIT handler writes the pipe
+    if (os::wait_readable(fd, 1000)) break;  // only the SIGQUIT handler writes the pipe
     stamp_waits();
   }
   std::string text = "SIGQUIT: quit\n\n" + format_goroutines(collect_goroutines());
   for (std::size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    const long n = os::write_fd(os::stderr_fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
-  ::_exit(2);
+  std::_Exit(2);
 }
 
 // Process-wide, once, at the first runtime: the GORO_DEBUG check, the
@@ -8783,42 +9431,26 @@ inline void install_dump_handlers() noexcept {
   std::call_once(once, [] {
     check_goro_debug();
     bool sigquit = debug_setting("sigquit", 1) != 0;
-    struct sigaction old {};
-    if (sigquit && sigaction(SIGQUIT, nullptr, &old) != 0) sigquit = false;
     // The program's own handler stays. An inherited SIG_IGN (a background
     // job of a shell) does not: as in Go, SIGQUIT then still dumps.
-    if (sigquit && ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
-      sigquit = false;
+    if (sigquit && os::signal_has_handler(SIGQUIT)) sigquit = false;
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    if (os::open_pipe(fds, false) != 0) return;
     // The thread blocks every signal: SIGQUIT goes to one that can take it.
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &prev);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 1 << 20);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
     const bool started =
-        pthread_create(&t, &attr, &dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+        os::start_daemon_thread(&dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0])), 1 << 20) == 0;
     if (!started) {
-      ::close(fds[0]);
-      ::close(fds[1]);
+      os::close_fd(fds[0]);
+      os::close_fd(fds[1]);
       return;
     }
     if (!sigquit) return;
     sigquit_pipe_write() = fds[1];
-    struct sigaction sa {};
-    sa.sa_handler = &sigquit_handler;
     // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
-    // futex wait then returns EINTR, and futex_wait lets the handler run
-    // (futex.hpp); restarted, the handler would wait for the next wake-up.
-    sa.sa_flags = (GORO_TSAN ? 0 : SA_RESTART) | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGQUIT, &sa, nullptr);
+    // futex wait then returns EINTR, and os::futex_wait lets the handler run
+    // (os/linux/futex.hpp); restarted, the handler would wait for the next
+    // wake-up.
+    os::set_signal_handler(SIGQUIT, &sigquit_handler, !GORO_TSAN, nullptr);
   });
 }
 
@@ -8837,10 +9469,6 @@ GORO_DECL std::string goroutine_dump() { return detail::format_goroutines(detail
 // get, stealing over a random coprime order, spinning Ms bounded by
 // nmspinning, wakep / startm / stopm / handoffp, and the "delicate dance"
 // before an M parks. Everything policy-dependent is a template parameter.
-
-#include <pthread.h>
-#include <sched.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9034,9 +9662,6 @@ struct deadcheck_sched {
 // Then the flag is cleared: a later run() on the same runtime starts
 // fresh. With main_return::wait none of this happens.
 
-#include <pthread.h>
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -9071,8 +9696,8 @@ struct main_return_sched {
   static void main_finished(S& s) noexcept {
     if (s.live_goroutines() == 0) return;
     begin(s);
-    s.ender_started_ = pthread_create(
-                           &s.ender_, nullptr,
+    s.ender_started_ = os::create_thread(
+                           &s.ender_,
                            [](void* arg) -> void* {
                              wait_all(*static_cast<S*>(arg));
                              return nullptr;
@@ -9083,7 +9708,7 @@ struct main_return_sched {
   // run(), once the caller's M has left (main finished).
   static void after_main(S& s) noexcept {
     if (s.ender_started_) {
-      pthread_join(s.ender_, nullptr);
+      os::join_thread(s.ender_);
       s.ender_started_ = false;
       return;
     }
@@ -9117,8 +9742,7 @@ struct main_return_sched {
         reported = true;
         report(s, live);
       }
-      timespec ts{0, nap_ns};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(nap_ns);
       nap_ns = std::min<long>(nap_ns * 2, 10'000'000);
     }
     if (s.ending_goroutines.exchange(false, std::memory_order_seq_cst))
@@ -9145,7 +9769,7 @@ struct main_return_sched {
       for (g* gp : parked) gp->dump_pin.store(true, std::memory_order_relaxed);
       // Either an M resuming gp sees the pin and waits, or we see it
       // running (dump.hpp owns this protocol).
-      const bool barrier = process_wide_barrier();
+      const bool barrier = os::process_wide_barrier();
       for (g* gp : parked) {
         bool own = false;
         if (barrier && gp->status.load(std::memory_order_acquire) == g_status::waiting &&
@@ -9345,12 +9969,11 @@ class global_run_queue {
 // Creating the runtime's own OS threads (Ms, sysmon), with a fault
 // injection point for tests: built with GORO_TESTING defined, the next
 // testing::fail_thread_creations creations fail with EAGAIN, as
-// pthread_create does at RLIMIT_NPROC or a cgroup's pids limit. Without
-// GORO_TESTING it is pthread_create.
-
-#include <pthread.h>
+// os::create_thread does at RLIMIT_NPROC or a cgroup's pids limit. Without
+// GORO_TESTING it is os::create_thread.
 
 #include <cerrno>
+
 
 #ifdef GORO_TESTING
 #include <atomic>
@@ -9364,13 +9987,13 @@ inline std::atomic<int> fail_thread_creations{0};
 }  // namespace testing
 #endif
 
-// pthread_create(t, attr, fn, arg): 0 or an errno.
-inline int create_os_thread(pthread_t* t, const pthread_attr_t* attr, void* (*fn)(void*), void* arg) noexcept {
+// os::create_thread(t, fn, arg): 0 or an errno.
+inline int create_os_thread(os::thread_handle* t, void* (*fn)(void*), void* arg) noexcept {
 #ifdef GORO_TESTING
   for (int n = testing::fail_thread_creations.load(); n > 0;)
     if (testing::fail_thread_creations.compare_exchange_weak(n, n - 1)) return EAGAIN;
 #endif
-  return pthread_create(t, attr, fn, arg);
+  return os::create_thread(t, fn, arg);
 }
 
 }  // namespace goro::detail
@@ -9624,10 +10247,6 @@ class local_run_queue {
 #endif
 
 #if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
-#include <pthread.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cinttypes>
 #include <cstdint>
@@ -9649,15 +10268,15 @@ class stall_monitor {
     if (const char* e = std::getenv("GORO_STALL_MONITOR"); e && std::strcmp(e, "0") == 0) return;
     idle_limit_ms_ = env_ms("GORO_STALL_IDLE_MS", 100);
     progress_limit_ms_ = env_ms("GORO_STALL_PROGRESS_MS", 2000);
-    pid_ = getpid();
-    started_ = pthread_create(&thread_, nullptr, &stall_monitor::main, this) == 0;
+    pid_ = os::process_id();
+    started_ = os::create_thread(&thread_, &stall_monitor::main, this) == 0;
   }
   stall_monitor(const stall_monitor&) = delete;
   stall_monitor& operator=(const stall_monitor&) = delete;
   ~stall_monitor() {
     if (!started_) return;
     stop_.store(true, std::memory_order_relaxed);
-    if (getpid() == pid_) pthread_join(thread_, nullptr);  // a forked child has no such thread
+    if (os::process_id() == pid_) os::join_thread(thread_);  // a forked child has no such thread
   }
 
  private:
@@ -9738,8 +10357,7 @@ class stall_monitor {
     sample window;  // the sample that opened the idle window
     std::uint64_t last_progress = ~std::uint64_t{0};
     while (!stop_.load(std::memory_order_relaxed)) {
-      timespec ts{0, 5'000'000};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(5'000'000);
       if (s_.exiting_.load(std::memory_order_acquire)) continue;
       const sample x = take();
       const std::int64_t now = nanotime();
@@ -9802,8 +10420,7 @@ class stall_monitor {
     // finding too, so do not wait for it long.
     bool locked = false;
     for (int i = 0; i < 100 && !(locked = s_.lock_.try_lock()); ++i) {
-      timespec ts{0, 1'000'000};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(1'000'000);
     }
     if (locked) {
       std::fprintf(f, "  idle Ms %zu, Ms %zu, Ms asleep with a locked goroutine %zu\n", s_.nmidle_, s_.allm_.size(),
@@ -9818,8 +10435,8 @@ class stall_monitor {
 
   Sched& s_;
   std::int64_t idle_limit_ms_ = 100, progress_limit_ms_ = 2000;
-  pid_t pid_ = 0;
-  pthread_t thread_{};
+  long pid_ = 0;
+  os::thread_handle thread_{};
   bool started_ = false;
   std::atomic<bool> stop_{false};
 };
@@ -9838,26 +10455,20 @@ class stall_monitor {
 // ---- end goro/detail/stall_monitor.hpp ----
 // ---- begin goro/detail/signals.hpp ----
 // Stack overflow reporting: a SIGSEGV/SIGBUS handler running on a per-M
-// alternate signal stack classifies faults by the current goroutine's
+// alternate signal stack (os::install_fault_handler, os::thread_altstack)
+// classifies faults by the current goroutine's
 // stack bounds, and a canary at the bottom of every stack is checked each
 // time a goroutine switches out (for stacks packed without guard regions).
 
-#include <signal.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
 #include <new>
-#include <sched.h>
 
 
 namespace goro::detail {
 
 inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
-inline constexpr std::size_t altstack_size = 64 * 1024;
 
 // The canary: the lowest canary_words words of a stack without a guard
 // region (small packed stacks, stacks from custom allocators, and larger
@@ -9903,10 +10514,7 @@ struct signal_safe_writer {
     while ((v >>= 4) && i < 20);
     while (i && n < sizeof buf) buf[n++] = t[--i];
   }
-  void flush() noexcept {
-    ssize_t r = ::write(2, buf, n);
-    (void)r;
-  }
+  void flush() noexcept { os::write_stderr(buf, n); }
 };
 
 // Prints `goro: goroutine N stack overflow: fault address A, stack [lo, hi) size S`
@@ -9926,9 +10534,7 @@ struct signal_safe_writer {
   w.dec(gp->stack.size);
   w.str("\n");
   w.flush();
-  // Reset SIGABRT to its default so a user handler cannot resume us.
-  ::signal(SIGABRT, SIG_DFL);
-  std::abort();
+  os::abort_process();  // past a user SIGABRT handler, which could resume us
 }
 
 // A goroutine without a guard region (a custom stack allocator) switched
@@ -9938,34 +10544,17 @@ inline void check_stack_canary(const g* gp) noexcept {
     report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
 }
 
-inline struct sigaction& previous_segv_action(int sig) noexcept {
-  static struct sigaction prev_segv, prev_bus;
-  return sig == SIGBUS ? prev_bus : prev_segv;
-}
-
-inline void fault_handler(int sig, siginfo_t* info, void* uctx) noexcept {
+// The fault handler's check (os::install_fault_handler): a fault in the
+// guard region below the current goroutine's stack (or anywhere up to a
+// guard's size below it: large frames jump over pages) is an overflow,
+// reported here; any other fault is left to the previous handler.
+inline void on_memory_fault(std::uintptr_t addr) noexcept {
   m_base* m = tls_current_m;  // direct read: we are on this thread, not switching
   if (m && m->curg && m->curg->stack.lo) {
     const g* gp = m->curg;
     auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
-    auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
-    // A fault in the guard region below the stack (or anywhere up to a
-    // guard's size below it: large frames jump over pages) is an overflow.
     if (addr < lo + sizeof(std::uint64_t) && addr + guard_size >= lo) report_stack_overflow(gp, addr);
   }
-  // Not ours: hand over to whatever was installed before.
-  struct sigaction& prev = previous_segv_action(sig);
-  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
-    prev.sa_sigaction(sig, info, uctx);
-    return;
-  }
-  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
-    prev.sa_handler(sig);
-    return;
-  }
-  // Default action: restore it; returning re-executes the faulting
-  // instruction, which now kills the process with the right signal.
-  ::signal(sig, SIG_DFL);
 }
 
 // Resolves, once, the lazily bound library functions the runtime calls on
@@ -9977,11 +10566,11 @@ inline void resolve_runtime_symbols() noexcept {
   (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
 #endif
   std::atomic<std::uint32_t> word{0};
-  futex_wake(&word, 1);
+  os::futex_wake(&word, 1);
   std::mutex mu;
   mu.lock();
   mu.unlock();
-  sched_yield();
+  os::yield_thread();
   void* volatile p = operator new(16);
   operator delete(p);
 #if defined(__cpp_sized_deallocation)
@@ -9995,53 +10584,9 @@ inline void install_fault_handler() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     resolve_runtime_symbols();
-    for (int sig : {SIGSEGV, SIGBUS}) {
-      struct sigaction sa {};
-      sa.sa_sigaction = &fault_handler;
-      sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-      sigemptyset(&sa.sa_mask);
-      sigaction(sig, &sa, &previous_segv_action(sig));
-    }
+    os::install_fault_handler<&on_memory_fault>();
   });
 }
-
-// An alternate signal stack for the calling thread (so the fault handler
-// can run when the goroutine's stack is exhausted). Restores the previous
-// one on destruction.
-class thread_altstack {
- public:
-  thread_altstack() noexcept {
-    stack_t old{};
-    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= static_cast<std::size_t>(MINSIGSTKSZ)) {
-      return;  // the thread already has one (e.g. set up by the application); keep it
-    }
-    mem_ = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem_ == MAP_FAILED) {
-      mem_ = nullptr;
-      return;
-    }
-    stack_t st{};
-    st.ss_sp = mem_;
-    st.ss_size = altstack_size;
-    st.ss_flags = 0;
-    if (sigaltstack(&st, nullptr) != 0) {
-      munmap(mem_, altstack_size);
-      mem_ = nullptr;
-    }
-  }
-  ~thread_altstack() {
-    if (!mem_) return;
-    stack_t st{};
-    st.ss_flags = SS_DISABLE;
-    sigaltstack(&st, nullptr);
-    munmap(mem_, altstack_size);
-  }
-  thread_altstack(const thread_altstack&) = delete;
-  thread_altstack& operator=(const thread_altstack&) = delete;
-
- private:
-  void* mem_ = nullptr;
-};
 
 }  // namespace goro::detail
 // ---- end goro/detail/signals.hpp ----
@@ -10151,12 +10696,13 @@ inline void spin_token::held_leaked() noexcept {
 // signal_*.go; our own code, a different return path).
 //
 // sysmon, after setting a goroutine's cooperative preempt flag, sends
-// SIGURG to the thread running it when the goroutine is inside a
+// SIGURG (os::preempt_thread) to the thread running it when the goroutine is inside a
 // goro::async_preemptible scope (g::async_scope > 0). The handler runs on
 // the M's sigaltstack and never switches there (a switch inside a handler
 // leaves SIGURG blocked and carries this thread's sigaltstack to whichever
 // thread resumes the goroutine). Instead, like Go's pushCall, it makes the
-// interrupted goroutine "call" a trampoline when the handler returns:
+// interrupted goroutine "call" a trampoline when the handler returns
+// (os::push_sigreturn_call, os/linux/signal_context.hpp):
 //
 //   1. it copies the whole signal frame the kernel built (ucontext; on
 //      x86-64 also the xsave area the ucontext points at; on AArch64 the
@@ -10185,14 +10731,9 @@ inline void spin_token::held_leaked() noexcept {
 // When the handler does nothing (not ours, not safe), it passes the
 // signal on to the SIGURG handler installed before goro's, if any.
 
-#include <pthread.h>
-#include <signal.h>
-#include <ucontext.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 
 
@@ -10232,20 +10773,9 @@ inline void async_preempt_yield(m_base* m) noexcept {
   // Resumed on this same M (async_pinned), back to the trampoline.
 }
 
-// Word-wise copy that the compiler cannot turn into a memcpy call (ASan's
-// interceptor would check the goroutine stack below sp, whose shadow may
-// hold stale poison from earlier deeper frames).
-__attribute__((no_sanitize("address"))) inline void async_copy(std::uintptr_t dst, const void* src, std::size_t n) noexcept {
-  auto* d = reinterpret_cast<volatile unsigned char*>(dst);
-  const auto* s = static_cast<const volatile unsigned char*>(src);
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    *reinterpret_cast<volatile std::uint64_t*>(d + i) = *reinterpret_cast<const volatile std::uint64_t*>(s + i);
-  for (; i < n; ++i) d[i] = s[i];
-}
-
 // The handler's decision and the context rewrite; true when injected.
-__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontext_t* uc) noexcept {
+// When it declines, the handler passes the signal on (os::install_preempt_handler).
+__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::signal_context* uc) noexcept {
   m_base* m = tls_current_m;  // direct read: this thread, no switch in between
   if (!m || !m->async_signal) return false;  // not an M of a signal-mode runtime
   g* gp = m->curg;
@@ -10257,13 +10787,8 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontex
     return false;
   const auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
   const auto hi = lo + gp->stack.size;
-#if defined(__x86_64__)
-  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
-#else
-  const auto pc = static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
-  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
-#endif
+  const std::uintptr_t pc = os::context_pc(uc);
+  const std::uintptr_t sp = os::context_sp(uc);
   // Never inside the switch or the trampoline.
   if (pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
       pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end))
@@ -10271,91 +10796,17 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(ucontex
   // The interrupted sp must be on gp's stack (it is not while g0 runs the
   // scheduler with curg already set, nor on some other stack).
   if (sp <= lo || sp > hi) return false;
-#if defined(__x86_64__)
-  // The xsave area: its size is in the software bytes the kernel stores
-  // in the fxsave area's reserved tail (struct _fpx_sw_bytes, offset 464).
-  const auto* fp = reinterpret_cast<const unsigned char*>(uc->uc_mcontext.fpregs);
-  if (!fp) return false;
-  std::uint32_t magic1 = 0, extended = 0;
-  std::memcpy(&magic1, fp + 464, 4);
-  std::memcpy(&extended, fp + 468, 4);
-  std::size_t fp_size = magic1 == 0x46505853u ? extended : 512;  // FP_XSTATE_MAGIC1
-  if (fp_size < 512 || fp_size > 64 * 1024) return false;
-  // Kernel ucontext: everything up to the first 8 bytes of uc_sigmask
-  // (glibc's ucontext_t adds a larger sigset and more after it).
-  constexpr std::size_t uc_size = offsetof(ucontext_t, uc_sigmask) + 8;
-  const std::uintptr_t top = sp - 128;                       // skip the red zone
-  const std::uintptr_t fp_dst = (top - fp_size) & ~std::uintptr_t{63};  // xrstor needs 64-byte alignment
-  const std::uintptr_t uc_dst = (fp_dst - uc_size) & ~std::uintptr_t{15};  // rsp at the trampoline: 16-aligned
-  if (uc_dst < lo + async_preempt_stack_margin) return false;
-  async_copy(fp_dst, fp, fp_size);
-  async_copy(uc_dst, uc, uc_size);
-  auto* copy = reinterpret_cast<ucontext_t*>(uc_dst);
-  copy->uc_mcontext.fpregs = reinterpret_cast<fpregset_t>(fp_dst);
-  uc->uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(uc_dst);
-  uc->uc_mcontext.gregs[REG_RIP] = reinterpret_cast<greg_t>(&goro_v0_1_async_preempt);
-  uc->uc_mcontext.gregs[REG_RAX] = reinterpret_cast<greg_t>(&async_preempt_yield);
-  uc->uc_mcontext.gregs[REG_RDI] = reinterpret_cast<greg_t>(m);
-#elif defined(__aarch64__)
-  // A frame whose state spills out of the ucontext (extra_context, large
-  // SVE state) is not copied: leave that preemption to the next request.
-  {
-    const unsigned char* rec = uc->uc_mcontext.__reserved;
-    std::size_t off = 0;
-    while (off + 8 <= sizeof uc->uc_mcontext.__reserved) {
-      std::uint32_t magic, size;
-      std::memcpy(&magic, rec + off, 4);
-      std::memcpy(&size, rec + off + 4, 4);
-      if (magic == 0) break;
-      if (magic == 0x45585401u || size < 8) return false;  // EXTRA_MAGIC, or a malformed record
-      off += size;
-    }
-  }
-  // rt_sigreturn reads struct rt_sigframe { siginfo_t info; ucontext uc; }
-  // at sp (16-aligned); AArch64 has no red zone.
-  static_assert(sizeof(siginfo_t) == 128);
-  constexpr std::size_t uc_size = sizeof(ucontext_t);
-  const std::uintptr_t uc_dst = ((sp & ~std::uintptr_t{15}) - uc_size) & ~std::uintptr_t{15};
-  const std::uintptr_t frame = uc_dst - sizeof(siginfo_t);
-  if (frame < lo + async_preempt_stack_margin) return false;
-  async_copy(uc_dst, uc, uc_size);
-  uc->uc_mcontext.sp = frame;
-  uc->uc_mcontext.pc = reinterpret_cast<std::uintptr_t>(&goro_v0_1_async_preempt);
-  uc->uc_mcontext.regs[0] = reinterpret_cast<std::uintptr_t>(m);
-  uc->uc_mcontext.regs[1] = reinterpret_cast<std::uintptr_t>(&async_preempt_yield);
-  uc->uc_mcontext.pstate &= ~std::uint64_t{0xc00};  // BTYPE: the trampoline is entered by no branch
-#endif
-  return true;
-}
-
-inline struct sigaction& previous_urg_action() noexcept {
-  static struct sigaction prev;
-  return prev;
-}
-
-inline void urg_handler(int sig, siginfo_t* info, void* ctx) noexcept {
-  if (async_preempt_inject(static_cast<ucontext_t*>(ctx))) return;
-  // Not a preemption we can take: the application's SIGURG handler, if any.
-  struct sigaction& prev = previous_urg_action();
-  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
-    prev.sa_sigaction(sig, info, ctx);
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
-    prev.sa_handler(sig);
-  }
-  // SIGURG's default action is to ignore it.
+  return os::push_sigreturn_call(uc, lo + async_preempt_stack_margin,
+                                 reinterpret_cast<std::uintptr_t>(&goro_v0_1_async_preempt),
+                                 reinterpret_cast<std::uintptr_t>(&async_preempt_yield),
+                                 reinterpret_cast<std::uintptr_t>(m));
 }
 
 // Once per process, by the first signal-mode runtime.
 inline void install_async_preempt_handler() noexcept {
   if constexpr (async_preempt_supported) {
     static std::once_flag once;
-    std::call_once(once, [] {
-      struct sigaction sa {};
-      sa.sa_sigaction = &urg_handler;
-      sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
-      sigemptyset(&sa.sa_mask);
-      sigaction(SIGURG, &sa, &previous_urg_action());
-    });
+    std::call_once(once, [] { os::install_preempt_handler<&async_preempt_inject>(); });
   }
 }
 
@@ -10366,7 +10817,7 @@ inline void install_async_preempt_handler() noexcept {
 inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
   if constexpr (async_preempt_supported) {
     if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)
-      pthread_kill(mm->os_thread, SIGURG);
+      os::preempt_thread(mm->os_thread);
   }
 }
 
@@ -10400,9 +10851,6 @@ inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
 // it from `syscall` first owns it — the M coming back from the call (fast
 // path, it keeps running) or sysmon (which hands it on). This is the only
 // way a P changes hands without the scheduler lock.
-
-#include <pthread.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10485,7 +10933,7 @@ class sysmon {
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_.assign(s_.created_ps(), p_ticks{});
     int err = create_os_thread(
-        &thread_, nullptr,
+        &thread_,
         [](void* self) -> void* {
           extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
           static_cast<sysmon*>(self)->loop();
@@ -10502,7 +10950,7 @@ class sysmon {
     stopping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
     note_.wake();
-    pthread_join(thread_, nullptr);
+    os::join_thread(thread_);
     has_thread_ = false;
   }
 
@@ -10827,7 +11275,7 @@ class sysmon {
   std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
   std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
-  pthread_t thread_{};
+  os::thread_handle thread_{};
   bool has_thread_ = false;
   note note_;
   std::atomic<bool> stopping_{false};
@@ -11447,8 +11895,6 @@ inline void debug_remove_blocks(const void* rt) noexcept {
 // uncontended spinlock per event, and a write to the file every
 // buffer_events events per thread or every flush_period.
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -11549,7 +11995,7 @@ struct state {
   // One write(2) of whole events (mu held).
   void write_text_locked() {
     for (std::size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      const long n = os::write_fd(fd, text.data() + done, text.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         if (write_err == 0) write_err = n < 0 ? errno : EIO;
@@ -11794,16 +12240,6 @@ inline constexpr std::uint64_t goid_batch = 16;
 // probably about to run it.
 inline constexpr long runnext_steal_grace_us = 3;
 
-inline unsigned online_cpus() noexcept {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return static_cast<unsigned>(n);
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<unsigned>(n) : 1u;
-}
-
 template <class Policy>
 class scheduler final : public sched_base {
   static_assert(check_policy<Policy>());
@@ -11879,7 +12315,7 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
-    pthread_t thread{};
+    os::thread_handle thread{};
     bool has_thread = false;
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted
@@ -12309,7 +12745,7 @@ class scheduler final : public sched_base {
   using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
   friend main_return_ops;
   bool unwind_on_main_return_ = true;
-  pthread_t ender_{};           // main_return: the thread ending the goroutines after main returned
+  os::thread_handle ender_{};  // main_return: the thread ending the goroutines after main returned
   bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;
@@ -12765,8 +13201,7 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
       if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
       g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
         if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
-          timespec ts{0, runnext_steal_grace_us * 1000};
-          nanosleep(&ts, nullptr);
+          os::sleep_ns(runnext_steal_grace_us * 1000);
         }
       });
       if (gp) {
@@ -13114,7 +13549,7 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
     if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     return 0;
   }
-  // Thread creation is deep (pthread_create): run it on g0, not on a
+  // Thread creation is deep (os::create_thread): run it on g0, not on a
   // possibly tiny goroutine stack.
   struct newm_call {
     scheduler* self;
@@ -13157,18 +13592,15 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     allm_.push_back(mm);  // checkdead: counted before it can go idle
     mm->id = static_cast<std::int32_t>(allm_.size());
   }
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
   threads_alive_.fetch_add(1);
   int err = create_os_thread(
-      &mm->thread, &attr,
+      &mm->thread,
       [](void* arg) -> void* {
         auto* self = static_cast<m*>(arg);
         static_cast<scheduler*>(self->sched)->m_thread_main(self);
         return nullptr;
       },
       mm);
-  pthread_attr_destroy(&attr);
   if (err != 0) {
     threads_alive_.fetch_sub(1);
     {
@@ -13187,9 +13619,9 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
 
 template <class Policy>
 inline auto scheduler<Policy>::m_thread_main(m* mm) -> void {
-  thread_altstack altstack;
+  os::thread_altstack altstack;
   set_current_m(mm);
-  mm->os_thread = pthread_self();  // async preemption
+  mm->os_thread = os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->g0_tsan_fiber = tsan_current_fiber();
   if (mm->nextp) {
@@ -13799,8 +14231,7 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
       // on a retired P).
       gosched(mm);
     } else {
-      timespec ts{0, 20'000};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(20'000);
     }
   }
   return old;
@@ -13945,10 +14376,10 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   mm->sched = this;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
   run_m_.store(mm.get(), std::memory_order_release);
-  thread_altstack altstack;
+  os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
   set_current_m(mm.get());
-  mm->os_thread = pthread_self();  // async preemption
+  mm->os_thread = os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
   mm->g0_tsan_fiber = tsan_current_fiber();
@@ -14063,7 +14494,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   for (m* mm : ms) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
-    if (mm->has_thread) pthread_join(mm->thread, nullptr);
+    if (mm->has_thread) os::join_thread(mm->thread);
     delete mm;
   }
   unlink_blocked();
@@ -14095,7 +14526,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
 // a timer (still pending on a heap, seq_cst earliest()), by the poller
 // (its waiters), or from outside (external activity). A G queued from
 // outside before this check is in globq_, read under the same lock. An M
-// being created is in allm_ (newm adds it before pthread_create) and not
+// being created is in allm_ (newm adds it before os::create_thread) and not
 // idle; a G in goro::blocking keeps its M out of the idle list.
 //
 // The grace period runs from the last M's stop: an armed check gets a new
@@ -14315,7 +14746,7 @@ inline unsigned resolve_maxprocs(unsigned requested) {
       raise_usage((std::string("GORO_MAXPROCS must be an integer between 1 and 4096, got \"") + env + "\"").c_str());
     return static_cast<unsigned>(v);
   }
-  return online_cpus();
+  return os::usable_cpus();
 }
 
 template <class Policy>
@@ -14327,7 +14758,7 @@ sched_base* new_scheduler(const options& o) {
 
 }  // namespace detail
 
-GORO_DECL unsigned num_cpu() noexcept { return detail::online_cpus(); }
+GORO_DECL unsigned num_cpu() noexcept { return detail::os::usable_cpus(); }
 
 }  // namespace goro
 
@@ -15353,12 +15784,6 @@ GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::e
 }
 
 }  // namespace goro::net
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -15396,7 +15821,7 @@ inline const char* signal_not_relayable(int sig) noexcept {
     case SIGILL:
     case SIGTRAP:
       return "a synchronous fault signal (goro's stack guard and debuggers own it)";
-    case SIGURG:
+    case os::preempt_signal:
       return "goro's preemption signal";
     default:
       return nullptr;
@@ -15415,7 +15840,7 @@ struct signal_relay {
   std::mutex mu;
   std::vector<registration> regs;
   int watchers[NSIG] = {};             // registrations per signal
-  struct sigaction saved[NSIG] = {};   // the disposition before the first notify
+  os::signal_action saved[NSIG] = {};  // the disposition before the first notify
   bool thread_started = false;
   bool held = false;                   // extm_hold(true) in effect
   int pipe_read = -1;
@@ -15432,7 +15857,7 @@ struct signal_relay {
     signal_relay& r = get();
     r.pending[sig / 64].fetch_or(std::uint64_t{1} << (sig % 64), std::memory_order_seq_cst);
     const char c = static_cast<char>(sig);
-    if (::write(r.pipe_write.load(std::memory_order_relaxed), &c, 1) < 0) {
+    if (os::write_fd(r.pipe_write.load(std::memory_order_relaxed), &c, 1) < 0) {
       // EAGAIN: the pipe is full, so the relay thread is already due to wake.
     }
     errno = saved_errno;
@@ -15442,10 +15867,9 @@ struct signal_relay {
     extm_mark_internal();  // counted only through extm_hold, while registrations exist
     signal_relay& r = get();
     for (;;) {
-      pollfd p{r.pipe_read, POLLIN, 0};
-      if (::poll(&p, 1, -1) < 0) continue;  // EINTR
+      if (!os::wait_readable(r.pipe_read, -1)) continue;  // EINTR
       char buf[64];
-      while (::read(r.pipe_read, buf, sizeof buf) > 0) {
+      while (os::read_fd(r.pipe_read, buf, sizeof buf) > 0) {
       }
       // Drain the pipe first, then take the mask: a signal whose bit was
       // set after the exchange wrote its byte after the drain began, and
@@ -15479,25 +15903,15 @@ struct signal_relay {
   void start_locked() {
     if (thread_started) return;
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) raise_system(errno, "signal::notify: pipe");
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &prev);  // the relay thread blocks every signal
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 << 10);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
+    if (int err = os::open_pipe(fds, true)) raise_system(err, "signal::notify: pipe");
     pipe_read = fds[0];
     pipe_write.store(fds[1], std::memory_order_relaxed);
-    const int err = pthread_create(&t, &attr, &relay_main, nullptr);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+    const int err = os::start_daemon_thread(&relay_main, nullptr, 256 << 10);  // it blocks every signal
     if (err != 0) {
       pipe_write.store(-1, std::memory_order_relaxed);
       pipe_read = -1;
-      ::close(fds[0]);
-      ::close(fds[1]);
+      os::close_fd(fds[0]);
+      os::close_fd(fds[1]);
       raise_system(err, "signal::notify: cannot start the signal thread");
     }
     thread_started = true;
@@ -15506,20 +15920,16 @@ struct signal_relay {
   // mu held. The first registration for sig installs the handler.
   void watch_locked(int sig) {
     if (watchers[sig]++ > 0) return;
-    struct sigaction sa {};
-    sa.sa_handler = &signal_relay::handler;
-    sa.sa_flags = SA_RESTART | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, &saved[sig]) != 0) {
+    if (int err = os::set_signal_handler(sig, &signal_relay::handler, true, &saved[sig])) {
       --watchers[sig];
-      raise_system(errno, "signal::notify: sigaction");
+      raise_system(err, "signal::notify: sigaction");
     }
   }
 
   // mu held. The last registration for sig gone: its disposition returns.
   void unwatch_locked(int sig) noexcept {
     if (--watchers[sig] > 0) return;
-    sigaction(sig, &saved[sig], nullptr);
+    os::restore_signal_handler(sig, saved[sig]);
   }
 
   void update_hold_locked() noexcept {
@@ -15579,9 +15989,6 @@ GORO_DECL void stop(chan<int> c) {
 
 }  // namespace signal
 }  // namespace goro
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
@@ -15600,7 +16007,7 @@ GORO_DECL void start(const std::string& path) {
   {
     std::lock_guard<std::mutex> lk(s.mu);
     if (s.fd >= 0) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    const int fd = detail::os::create_file(path.c_str());
     if (fd < 0) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
     s.fd = fd;
     s.write_err = 0;
@@ -15617,7 +16024,7 @@ GORO_DECL void start(const std::string& path) {
   GORO_TRY { s.flusher = std::thread([&s] { s.flusher_loop(); }); }
   GORO_CATCH_ALL {
     std::lock_guard<std::mutex> lk(s.mu);
-    ::close(s.fd);
+    detail::os::close_fd(s.fd);
     s.fd = -1;
     GORO_RETHROW;
   }
@@ -15645,7 +16052,7 @@ GORO_DECL void stop() {
   s.text += "\n]\n";
   s.write_text_locked();
   int err = s.write_err;
-  if (::close(s.fd) != 0 && err == 0) err = errno;
+  if (int e = detail::os::close_fd(s.fd); e != 0 && err == 0) err = e;
   s.fd = -1;  // events still in flight are dropped (write_locked checks)
   if (err != 0) detail::raise_system(err, "trace::stop: writing the trace failed");
 }

@@ -33,6 +33,7 @@
 #include "detail/goexit.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
+#include "os/os.hpp"
 #include "detail/park.hpp"
 #include "detail/preempt.hpp"
 #include "detail/spinlock.hpp"
@@ -178,7 +179,7 @@ struct queued_waiter {
       self.gp->unlink_wait = nullptr;
       exit_if_killed(self.gp);
     } else {
-      futex_wait(&never, 0);
+      os::futex_wait(&never, 0);
     }
   }
 }

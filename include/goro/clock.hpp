@@ -6,7 +6,8 @@
 #include <chrono>
 #include <concepts>
 #include <cstdint>
-#include <ctime>
+
+#include "os/os.hpp"
 
 namespace goro {
 
@@ -72,8 +73,7 @@ struct cycle_clock {
 #endif
     auto t0 = std::chrono::steady_clock::now();
     std::uint64_t c0 = ticks();
-    timespec ts{0, 2'000'000};
-    nanosleep(&ts, nullptr);
+    detail::os::sleep_ns(2'000'000);
     auto t1 = std::chrono::steady_clock::now();
     std::uint64_t c1 = ticks();
     double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();

@@ -61,12 +61,6 @@ GORO_DECL void stop(chan<int> c);
 }  // namespace goro::signal
 
 #if GORO_COMPILE_RUNTIME
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -78,6 +72,7 @@ GORO_DECL void stop(chan<int> c);
 
 #include "detail/extm.hpp"
 #include "error.hpp"
+#include "os/os.hpp"
 
 namespace goro {
 namespace detail {
@@ -106,7 +101,7 @@ inline const char* signal_not_relayable(int sig) noexcept {
     case SIGILL:
     case SIGTRAP:
       return "a synchronous fault signal (goro's stack guard and debuggers own it)";
-    case SIGURG:
+    case os::preempt_signal:
       return "goro's preemption signal";
     default:
       return nullptr;
@@ -125,7 +120,7 @@ struct signal_relay {
   std::mutex mu;
   std::vector<registration> regs;
   int watchers[NSIG] = {};             // registrations per signal
-  struct sigaction saved[NSIG] = {};   // the disposition before the first notify
+  os::signal_action saved[NSIG] = {};  // the disposition before the first notify
   bool thread_started = false;
   bool held = false;                   // extm_hold(true) in effect
   int pipe_read = -1;
@@ -142,7 +137,7 @@ struct signal_relay {
     signal_relay& r = get();
     r.pending[sig / 64].fetch_or(std::uint64_t{1} << (sig % 64), std::memory_order_seq_cst);
     const char c = static_cast<char>(sig);
-    if (::write(r.pipe_write.load(std::memory_order_relaxed), &c, 1) < 0) {
+    if (os::write_fd(r.pipe_write.load(std::memory_order_relaxed), &c, 1) < 0) {
       // EAGAIN: the pipe is full, so the relay thread is already due to wake.
     }
     errno = saved_errno;
@@ -152,10 +147,9 @@ struct signal_relay {
     extm_mark_internal();  // counted only through extm_hold, while registrations exist
     signal_relay& r = get();
     for (;;) {
-      pollfd p{r.pipe_read, POLLIN, 0};
-      if (::poll(&p, 1, -1) < 0) continue;  // EINTR
+      if (!os::wait_readable(r.pipe_read, -1)) continue;  // EINTR
       char buf[64];
-      while (::read(r.pipe_read, buf, sizeof buf) > 0) {
+      while (os::read_fd(r.pipe_read, buf, sizeof buf) > 0) {
       }
       // Drain the pipe first, then take the mask: a signal whose bit was
       // set after the exchange wrote its byte after the drain began, and
@@ -189,25 +183,15 @@ struct signal_relay {
   void start_locked() {
     if (thread_started) return;
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) raise_system(errno, "signal::notify: pipe");
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &prev);  // the relay thread blocks every signal
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 << 10);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
+    if (int err = os::open_pipe(fds, true)) raise_system(err, "signal::notify: pipe");
     pipe_read = fds[0];
     pipe_write.store(fds[1], std::memory_order_relaxed);
-    const int err = pthread_create(&t, &attr, &relay_main, nullptr);
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+    const int err = os::start_daemon_thread(&relay_main, nullptr, 256 << 10);  // it blocks every signal
     if (err != 0) {
       pipe_write.store(-1, std::memory_order_relaxed);
       pipe_read = -1;
-      ::close(fds[0]);
-      ::close(fds[1]);
+      os::close_fd(fds[0]);
+      os::close_fd(fds[1]);
       raise_system(err, "signal::notify: cannot start the signal thread");
     }
     thread_started = true;
@@ -216,20 +200,16 @@ struct signal_relay {
   // mu held. The first registration for sig installs the handler.
   void watch_locked(int sig) {
     if (watchers[sig]++ > 0) return;
-    struct sigaction sa {};
-    sa.sa_handler = &signal_relay::handler;
-    sa.sa_flags = SA_RESTART | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(sig, &sa, &saved[sig]) != 0) {
+    if (int err = os::set_signal_handler(sig, &signal_relay::handler, true, &saved[sig])) {
       --watchers[sig];
-      raise_system(errno, "signal::notify: sigaction");
+      raise_system(err, "signal::notify: sigaction");
     }
   }
 
   // mu held. The last registration for sig gone: its disposition returns.
   void unwatch_locked(int sig) noexcept {
     if (--watchers[sig] > 0) return;
-    sigaction(sig, &saved[sig], nullptr);
+    os::restore_signal_handler(sig, saved[sig]);
   }
 
   void update_hold_locked() noexcept {

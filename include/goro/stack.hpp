@@ -16,22 +16,17 @@
 // neighbours a burst freed share one madvise call.
 #pragma once
 
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <mutex>
 #include <vector>
 
 #include "detail/config.hpp"
 #include "error.hpp"
+#include "os/os.hpp"
 
 namespace goro {
 
@@ -61,51 +56,19 @@ inline constexpr std::size_t slab_bytes = 16 * 1024 * 1024;
 inline constexpr std::size_t resident_cache_bytes = 16 * 1024 * 1024;
 inline constexpr std::size_t min_resident_stacks = 16;
 
-#ifndef MADV_GUARD_INSTALL
-#define MADV_GUARD_INSTALL 102  // Linux 6.13
-#endif
-
 // Test hook: behave as if the kernel had no MADV_GUARD_INSTALL.
 inline std::atomic<bool> guard_install_test_disable{false};
 
-// Whether madvise(MADV_GUARD_INSTALL) works here, probed once: the call
-// must succeed and the kernel must then refuse to read the page (EFAULT).
-// The second check matters under qemu-user, which answers 0 to advice it
-// does not implement.
+// Whether guard markers (madvise(MADV_GUARD_INSTALL), which does not split
+// the mapping) protect new stacks.
 inline bool guard_install_available() noexcept {
-  static const bool works = [] {
-    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    void* p = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return false;
-    bool ok = false;
-    int fds[2];
-    if (madvise(p, page, MADV_GUARD_INSTALL) == 0 && pipe2(fds, O_CLOEXEC) == 0) {
-      ok = ::write(fds[1], p, 1) < 0 && errno == EFAULT;
-      close(fds[0]);
-      close(fds[1]);
-    }
-    munmap(p, page);
-    return ok;
-  }();
-  return works && !guard_install_test_disable.load(std::memory_order_relaxed);
-}
-
-inline std::size_t page_size() noexcept {
-  static const std::size_t p = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return p;
+  return os::guard_markers_available() && !guard_install_test_disable.load(std::memory_order_relaxed);
 }
 
 // How many guard regions the whole process may still create. Each guard
 // adds about two mappings; spend at most a quarter of vm.max_map_count.
 inline std::atomic<long>& guard_budget() noexcept {
-  static std::atomic<long> budget = [] {
-    long max_maps = 65530;
-    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
-      if (std::fscanf(f, "%ld", &max_maps) != 1) max_maps = 65530;
-      std::fclose(f);
-    }
-    return max_maps / 8;
-  }();
+  static std::atomic<long> budget{os::max_memory_mappings() / 8};
   return budget;
 }
 
@@ -118,7 +81,7 @@ class default_stack_allocator {
   default_stack_allocator& operator=(const default_stack_allocator&) = delete;
 
   ~default_stack_allocator() {
-    for (auto& s : slabs_) munmap(s.base, s.bytes);
+    for (auto& s : slabs_) detail::os::unmap_memory(s.base, s.bytes);
   }
 
   stack_memory allocate(std::size_t size) {
@@ -238,7 +201,7 @@ class default_stack_allocator {
     std::vector<range> ranges;
     GORO_TRY { ranges.reserve(batch.size()); }
     GORO_CATCH_ALL {}
-    const std::size_t page = detail::page_size();
+    const std::size_t page = detail::os::page_size();
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const pending_stack& e = batch[i];
       const std::uintptr_t lo = e.tagged & ~std::uintptr_t{1};
@@ -254,7 +217,7 @@ class default_stack_allocator {
       if (ranges.size() < ranges.capacity()) ranges.push_back({lo, hi});
     }
     lk.unlock();
-    for (const range& r : ranges) madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_DONTNEED);
+    for (const range& r : ranges) detail::os::release_pages(reinterpret_cast<void*>(r.lo), r.hi - r.lo);
     lk.lock();
     for (const pending_stack& e : batch) {
       if (free_list* fl = find_free(e.size)) push(fl->stacks, e.tagged);
@@ -286,7 +249,7 @@ class default_stack_allocator {
   }
 
   void new_slab(std::size_t size) {
-    const std::size_t page = detail::page_size();
+    const std::size_t page = detail::os::page_size();
     bool guarded = false;
     std::size_t stride = size, skip = 0;
     bool markers = false;  // guard regions by MADV_GUARD_INSTALL (no mapping split, no budget)
@@ -309,19 +272,19 @@ class default_stack_allocator {
     std::size_t count = detail::slab_bytes / stride;
     if (count < 1) count = 1;
     std::size_t bytes = (count * stride + page - 1) / page * page;
-    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) detail::raise_bad_alloc();
+    void* base = detail::os::map_stack_memory(bytes);
+    if (!base) detail::raise_bad_alloc();
     if (guarded) {
       for (std::size_t i = 0; i < count && guarded; ++i) {
         void* guard = static_cast<char*>(base) + i * stride;
         // A failed install (not expected once probed) leaves the slab to canaries.
-        guarded = markers ? madvise(guard, detail::guard_size, MADV_GUARD_INSTALL) == 0
-                          : mprotect(guard, detail::guard_size, PROT_NONE) == 0;
+        guarded = markers ? detail::os::guard_with_marker(guard, detail::guard_size)
+                          : detail::os::guard_with_protection(guard, detail::guard_size);
       }
     }
     GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
     GORO_CATCH_ALL {
-      munmap(base, bytes);
+      detail::os::unmap_memory(base, bytes);
       GORO_RETHROW;
     }
     const auto first = reinterpret_cast<std::uintptr_t>(base);

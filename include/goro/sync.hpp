@@ -4,9 +4,6 @@
 // detail::sema / detail::notify_list, which block through park.hpp.
 #pragma once
 
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,6 +18,7 @@
 #include "detail/sema.hpp"
 #include "detail/timed_park.hpp"
 #include "error.hpp"
+#include "os/os.hpp"
 
 namespace goro {
 
@@ -70,7 +68,7 @@ class mutex {
   mutex(const mutex&) = delete;
   mutex& operator=(const mutex&) = delete;
   ~mutex() {
-    while (unlockers_.load(std::memory_order_acquire) != 0) sched_yield();  // an unlock() finishing its wake-up
+    while (unlockers_.load(std::memory_order_acquire) != 0) detail::os::yield_thread();  // an unlock() finishing its wake-up
   }
 
   // Inside goro::blocking, a lock that would wait is a usage_error.
@@ -155,7 +153,7 @@ class mutex {
   // on another CPU at the same time.
   static bool can_spin(int iter) noexcept {
     if (iter >= active_spin) return false;
-    static const bool multicore = sysconf(_SC_NPROCESSORS_ONLN) > 1;
+    static const bool multicore = detail::os::online_cpus() > 1;
     if (!multicore) return false;
     detail::m_base* m = detail::current_m();
     return !m || !m->curg || m->sched->procs() > 1;

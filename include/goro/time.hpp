@@ -16,7 +16,7 @@
 #include "chan.hpp"
 #include "detail/config.hpp"
 #include "detail/extm.hpp"
-#include "detail/futex.hpp"
+#include "detail/note.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/spinlock.hpp"

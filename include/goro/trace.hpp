@@ -31,9 +31,6 @@ GORO_DECL bool running() noexcept;
 }  // namespace goro::trace
 
 #if GORO_COMPILE_RUNTIME
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <mutex>
@@ -42,6 +39,7 @@ GORO_DECL bool running() noexcept;
 
 #include "detail/trace.hpp"
 #include "error.hpp"
+#include "os/os.hpp"
 
 namespace goro::trace {
 
@@ -54,7 +52,7 @@ GORO_DECL void start(const std::string& path) {
   {
     std::lock_guard<std::mutex> lk(s.mu);
     if (s.fd >= 0) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    const int fd = detail::os::create_file(path.c_str());
     if (fd < 0) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
     s.fd = fd;
     s.write_err = 0;
@@ -71,7 +69,7 @@ GORO_DECL void start(const std::string& path) {
   GORO_TRY { s.flusher = std::thread([&s] { s.flusher_loop(); }); }
   GORO_CATCH_ALL {
     std::lock_guard<std::mutex> lk(s.mu);
-    ::close(s.fd);
+    detail::os::close_fd(s.fd);
     s.fd = -1;
     GORO_RETHROW;
   }
@@ -99,7 +97,7 @@ GORO_DECL void stop() {
   s.text += "\n]\n";
   s.write_text_locked();
   int err = s.write_err;
-  if (::close(s.fd) != 0 && err == 0) err = errno;
+  if (int e = detail::os::close_fd(s.fd); e != 0 && err == 0) err = e;
   s.fd = -1;  // events still in flight are dropped (write_locked checks)
   if (err != 0) detail::raise_system(err, "trace::stop: writing the trace failed");
 }

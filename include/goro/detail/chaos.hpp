@@ -19,13 +19,12 @@
 #include <cstdint>
 
 #if defined(GORO_CHAOS)
-#include <sched.h>
-#include <time.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
+#include "../os/os.hpp"
 #include "config.hpp"
 #endif
 
@@ -117,10 +116,9 @@ GORO_NOINLINE inline void point(std::uint32_t site) noexcept {
   if (hot(site)) x /= 8;                                          // hot points stall eight times as often
   const std::uint32_t len = static_cast<std::uint32_t>(r >> 40);  // 24 more random bits
   if (x < c.sleep) {
-    timespec ts{0, static_cast<long>(10'000 + len % 190'000)};  // 10-200 us
-    nanosleep(&ts, nullptr);
+    os::sleep_ns(10'000 + len % 190'000);  // 10-200 us
   } else if (x < c.yield) {
-    sched_yield();
+    os::yield_thread();
   } else if (x < c.pause) {
     // Mostly short, one in 16 long (up to ~4096 pauses: tens of us; more
     // often made a 100k-goroutine test take minutes on a loaded machine).

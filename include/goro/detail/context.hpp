@@ -3,13 +3,12 @@
 // frame, and how a fresh context's first frame is built.
 #pragma once
 
-#include <sys/mman.h>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "../os/os.hpp"
 #include "config.hpp"
 #include "context_asm.hpp"
 
@@ -100,14 +99,14 @@ inline void bench_switch_entry(void* arg) {
 }
 inline double context_switch_bench(std::size_t n) {
   constexpr std::size_t size = 64 * 1024;
-  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return -1;
+  void* mem = os::map_memory(size);
+  if (!mem) return -1;
   bench_switch_state s{nullptr, make_context(mem, size, &bench_switch_entry), n};
   raw_switch(&s.main_sp, s.co_sp, &s);  // first entry
   auto t0 = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < n; ++i) raw_switch(&s.main_sp, s.co_sp, &s);
   auto t1 = std::chrono::steady_clock::now();
-  munmap(mem, size);
+  os::unmap_memory(mem, size);
   // each iteration is two switches (there and back)
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / (2.0 * static_cast<double>(n));
 }

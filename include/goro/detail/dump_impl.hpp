@@ -3,17 +3,11 @@
 // goroutines, GORO_DEBUG, and the SIGQUIT handler.
 #pragma once
 
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +17,7 @@
 #include <vector>
 
 #include "../dump.hpp"
+#include "../os/os.hpp"
 #include "config.hpp"
 #include "g.hpp"
 #include "m.hpp"
@@ -52,16 +47,6 @@ inline void unregister_runtime(sched_base* s) noexcept {
   runtime_registry& r = registry();
   std::lock_guard<std::mutex> lk(r.lock);
   r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
-}
-
-// A full memory barrier on every thread of the process (the asymmetric
-// half of the dump pin protocol). False if the kernel offers none: then
-// the dump reads no other goroutine's stack.
-inline bool process_wide_barrier() noexcept {
-  constexpr int cmd_global = 1, cmd_private_expedited = 8, cmd_register_private_expedited = 16;
-  static const bool registered = syscall(SYS_membarrier, cmd_register_private_expedited, 0, 0) == 0;
-  if (registered && syscall(SYS_membarrier, cmd_private_expedited, 0, 0) == 0) return true;
-  return syscall(SYS_membarrier, cmd_global, 0, 0) == 0;
 }
 
 inline std::string frame_text(std::uintptr_t pc, bool return_address) {
@@ -126,7 +111,9 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       s.was_waiting = st == g_status::waiting;
       s.id = s.gp->id;
     }
-    const bool barrier = process_wide_barrier();
+    // The asymmetric half of the pin protocol; without it (the kernel
+    // offers none) the dump reads no other goroutine's stack.
+    const bool barrier = os::process_wide_barrier();
     for (auto& s : snaps) {
       g* gp = s.gp;
       s.status = gp->status.load(std::memory_order_acquire);
@@ -147,7 +134,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       s.since = gp->wait_since.load(std::memory_order_relaxed);
       if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
         std::int64_t expect = 0;
-        s.since = coarse_nanotime();
+        s.since = os::coarse_nanotime();
         if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
       }
       s.created_pc = gp->created_pc;
@@ -175,7 +162,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     const std::uint64_t b = (*static_cast<const g_snapshot* const*>(y))->id;
     return a < b ? -1 : a > b ? 1 : 0;
   });
-  const std::int64_t now = coarse_nanotime();
+  const std::int64_t now = os::coarse_nanotime();
   std::vector<goroutine_info> out;
   out.reserve(order.size());
   for (const g_snapshot* sp : order) {
@@ -273,7 +260,7 @@ inline void check_goro_debug() noexcept {
 // known to a second, the way Go's GC sets waitsince. O(G records) a round;
 // a record's stamp is set once per wait.
 inline void stamp_waits() {
-  const std::int64_t now = coarse_nanotime();
+  const std::int64_t now = os::coarse_nanotime();
   runtime_registry& reg = registry();
   std::lock_guard<std::mutex> lk(reg.lock);
   for (sched_base* rt : reg.runtimes)
@@ -301,7 +288,7 @@ inline int& sigquit_pipe_write() {
 inline void sigquit_handler(int) {
   const int saved = errno;
   const char c = 'q';
-  if (::write(sigquit_pipe_write(), &c, 1) < 0) {
+  if (os::write_fd(sigquit_pipe_write(), &c, 1) < 0) {
   }
   errno = saved;
 }
@@ -309,19 +296,17 @@ inline void sigquit_handler(int) {
 inline void* dump_thread(void* arg) {
   const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
   for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    const int n = ::poll(&p, 1, 1000);
-    if (n > 0) break;  // only the SIGQUIT handler writes the pipe
+    if (os::wait_readable(fd, 1000)) break;  // only the SIGQUIT handler writes the pipe
     stamp_waits();
   }
   std::string text = "SIGQUIT: quit\n\n" + format_goroutines(collect_goroutines());
   for (std::size_t done = 0; done < text.size();) {
-    ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    const long n = os::write_fd(os::stderr_fd, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     done += static_cast<std::size_t>(n);
   }
-  ::_exit(2);
+  std::_Exit(2);
 }
 
 // Process-wide, once, at the first runtime: the GORO_DEBUG check, the
@@ -332,42 +317,26 @@ inline void install_dump_handlers() noexcept {
   std::call_once(once, [] {
     check_goro_debug();
     bool sigquit = debug_setting("sigquit", 1) != 0;
-    struct sigaction old {};
-    if (sigquit && sigaction(SIGQUIT, nullptr, &old) != 0) sigquit = false;
     // The program's own handler stays. An inherited SIG_IGN (a background
     // job of a shell) does not: as in Go, SIGQUIT then still dumps.
-    if (sigquit && ((old.sa_flags & SA_SIGINFO) || (old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN)))
-      sigquit = false;
+    if (sigquit && os::signal_has_handler(SIGQUIT)) sigquit = false;
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    if (os::open_pipe(fds, false) != 0) return;
     // The thread blocks every signal: SIGQUIT goes to one that can take it.
-    sigset_t all, prev;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &prev);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 1 << 20);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_t t;
     const bool started =
-        pthread_create(&t, &attr, &dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0]))) == 0;
-    pthread_attr_destroy(&attr);
-    pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+        os::start_daemon_thread(&dump_thread, reinterpret_cast<void*>(static_cast<std::intptr_t>(fds[0])), 1 << 20) == 0;
     if (!started) {
-      ::close(fds[0]);
-      ::close(fds[1]);
+      os::close_fd(fds[0]);
+      os::close_fd(fds[1]);
       return;
     }
     if (!sigquit) return;
     sigquit_pipe_write() = fds[1];
-    struct sigaction sa {};
-    sa.sa_handler = &sigquit_handler;
     // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
-    // futex wait then returns EINTR, and futex_wait lets the handler run
-    // (futex.hpp); restarted, the handler would wait for the next wake-up.
-    sa.sa_flags = (GORO_TSAN ? 0 : SA_RESTART) | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGQUIT, &sa, nullptr);
+    // futex wait then returns EINTR, and os::futex_wait lets the handler run
+    // (os/linux/futex.hpp); restarted, the handler would wait for the next
+    // wake-up.
+    os::set_signal_handler(SIGQUIT, &sigquit_handler, !GORO_TSAN, nullptr);
   });
 }
 

@@ -28,7 +28,7 @@
 #include <cstdint>
 
 #include "config.hpp"
-#include "futex.hpp"
+#include "note.hpp"
 #include "m.hpp"
 #include "spinlock.hpp"
 

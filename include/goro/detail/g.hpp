@@ -3,8 +3,6 @@
 // but not yet started goroutines cost a million small records, not stacks.
 #pragma once
 
-#include <sched.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -16,6 +14,7 @@
 #include <utility>
 
 #include "../stack.hpp"
+#include "../os/os.hpp"
 #include "config.hpp"
 #include "wait_reason.hpp"
 
@@ -158,7 +157,7 @@ static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a 
 // fence keeps this side to a compiler barrier and one load of a line the
 // switch touches anyway (dump.hpp owns the other half).
 GORO_NOINLINE inline void dump_pin_wait(g* gp) noexcept {
-  while (gp->dump_pin.load(std::memory_order_acquire)) sched_yield();
+  while (gp->dump_pin.load(std::memory_order_acquire)) os::yield_thread();
 }
 GORO_ALWAYS_INLINE void dump_resume_check(g* gp) noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);

@@ -15,12 +15,11 @@
 
 #include <cerrno>
 
-#include <pthread.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 
+#include "../os/os.hpp"
 #include "chaos.hpp"
 #include "config.hpp"
 #include "context.hpp"
@@ -127,8 +126,8 @@ struct m_base {
   // async preemption (async_preempt.hpp). A goroutine preempted by SIGURG
   // waits here, FIFO through g::link, in no run queue: only this M
   // resumes it, and it keeps its P meanwhile (see sched.hpp m_loop).
-  bool async_signal = false;  // an M of a preemption::signal runtime
-  pthread_t os_thread{};      // the thread sysmon signals
+  bool async_signal = false;       // an M of a preemption::signal runtime
+  os::thread_handle os_thread{};  // the thread sysmon signals
   g* async_pinned = nullptr;
   g* async_pinned_tail = nullptr;
   bool async_queued_turn = false;  // the last G run here came from a run queue: a pinned one goes next

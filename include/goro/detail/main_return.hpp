@@ -39,9 +39,6 @@
 // fresh. With main_return::wait none of this happens.
 #pragma once
 
-#include <pthread.h>
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -51,6 +48,7 @@
 #include <vector>
 
 #include "../dump.hpp"
+#include "../os/os.hpp"
 #include "g.hpp"
 #include "m.hpp"
 #include "preempt.hpp"
@@ -81,8 +79,8 @@ struct main_return_sched {
   static void main_finished(S& s) noexcept {
     if (s.live_goroutines() == 0) return;
     begin(s);
-    s.ender_started_ = pthread_create(
-                           &s.ender_, nullptr,
+    s.ender_started_ = os::create_thread(
+                           &s.ender_,
                            [](void* arg) -> void* {
                              wait_all(*static_cast<S*>(arg));
                              return nullptr;
@@ -93,7 +91,7 @@ struct main_return_sched {
   // run(), once the caller's M has left (main finished).
   static void after_main(S& s) noexcept {
     if (s.ender_started_) {
-      pthread_join(s.ender_, nullptr);
+      os::join_thread(s.ender_);
       s.ender_started_ = false;
       return;
     }
@@ -127,8 +125,7 @@ struct main_return_sched {
         reported = true;
         report(s, live);
       }
-      timespec ts{0, nap_ns};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(nap_ns);
       nap_ns = std::min<long>(nap_ns * 2, 10'000'000);
     }
     if (s.ending_goroutines.exchange(false, std::memory_order_seq_cst))
@@ -155,7 +152,7 @@ struct main_return_sched {
       for (g* gp : parked) gp->dump_pin.store(true, std::memory_order_relaxed);
       // Either an M resuming gp sees the pin and waits, or we see it
       // running (dump.hpp owns this protocol).
-      const bool barrier = process_wide_barrier();
+      const bool barrier = os::process_wide_barrier();
       for (g* gp : parked) {
         bool own = false;
         if (barrier && gp->status.load(std::memory_order_acquire) == g_status::waiting &&

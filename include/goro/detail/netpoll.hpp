@@ -1,6 +1,7 @@
-// The network poller (Go's src/runtime/netpoll.go + netpoll_epoll.go): one
-// epoll instance per runtime, created on first use, edge-triggered, with an
-// eventfd that breaks a blocking epoll_wait (netpollBreak).
+// The network poller (Go's src/runtime/netpoll.go): one OS poller per
+// runtime (os::poller: epoll and an eventfd on Linux, as netpoll_epoll.go),
+// created on first use, edge-triggered, with a wake-up that breaks a
+// blocking wait (netpollBreak).
 //
 // Each fd a goroutine waits on has a poll descriptor (Go's pollDesc) with
 // two "semaphores", rg (read) and wg (write). Each holds one of
@@ -23,12 +24,6 @@
 // caller tolerates (it retries the syscall and waits again on EAGAIN).
 #pragma once
 
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -39,6 +34,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../os/os.hpp"
 #include "g.hpp"
 #include "goexit.hpp"
 #include "m.hpp"
@@ -140,7 +136,7 @@ class netpoller {
   // Readied goroutines returned by one poll at most (two per event).
   static constexpr int max_batch = 128;
 
-  // on_init(arg) runs once the epoll instance exists (the scheduler wakes
+  // on_init(arg) runs once the OS poller exists (the scheduler wakes
   // its timer M, which went to sleep on a futex before there was a poller,
   // so that it sleeps in epoll_wait from now on).
   using init_hook = void (*)(void*);
@@ -163,14 +159,10 @@ class netpoller {
       }
       list_ = nullptr;
     }
-    int ep = epfd_.load(std::memory_order_acquire);
-    if (ep >= 0) {
-      ::close(ep);
-      ::close(evfd_);
-    }
+    os_poller_.close();
   }
 
-  bool inited() const noexcept { return epfd_.load(std::memory_order_acquire) >= 0; }
+  bool inited() const noexcept { return os_poller_.is_open(); }
   // Goroutines parked on this poller's descriptors (Go's netpollWaiters).
   // May dip below zero for a moment (an unblock can beat the commit's
   // increment).
@@ -196,28 +188,9 @@ class netpoller {
   void init_locked() {
     std::lock_guard<std::mutex> lk(mu_);
     if (inited()) return;
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    if (ep < 0) raise_system(errno, "epoll_create1");
-    int ev = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (ev < 0) {
-      int e = errno;
-      ::close(ep);
-      raise_system(e, "eventfd");
-    }
-    // Level-triggered: it stays readable until the blocking poller reads it
-    // (a non-blocking poll leaves it for the sleeper it was meant to wake).
-    epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.u64 = 0;  // no descriptor has address 0
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, ev, &e) != 0) {
-      int err = errno;
-      ::close(ep);
-      ::close(ev);
-      raise_system(err, "epoll_ctl(eventfd)");
-    }
-    evfd_ = ev;
-    last_poll_.store(nanotime(), std::memory_order_relaxed);
-    epfd_.store(ep, std::memory_order_release);
+    last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
+    const char* what = nullptr;
+    if (int err = os_poller_.open(&what)) raise_system(err, what);
   }
 
  public:
@@ -230,9 +203,6 @@ class netpoller {
   // The same, returning the errno instead (EPERM: a regular file).
   int try_open(poll_desc* pd) {
     init();
-    epoll_event e{};
-    e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
-    e.data.u64 = tag(pd);
     {
       std::lock_guard<std::mutex> lk(mu_);
       pd->prev = nullptr;
@@ -241,9 +211,8 @@ class netpoller {
       list_ = pd;
     }
     pd->owner.store(this, std::memory_order_seq_cst);
-    if (epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, pd->fd, &e) != 0) {
-      int err = errno;
-      unlink(pd);  // no EPOLL_CTL_DEL: on EEXIST the registration is someone else's
+    if (int err = os_poller_.add(pd->fd, tag(pd))) {
+      unlink(pd);  // no remove: on EEXIST the registration is someone else's
       return err;
     }
     return 0;
@@ -251,8 +220,7 @@ class netpoller {
 
   // pollClose: unregisters pd (before its fd is closed).
   void close(poll_desc* pd) noexcept {
-    epoll_event e{};
-    epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, pd->fd, &e);
+    os_poller_.remove(pd->fd);
     unlink(pd);
   }
 
@@ -271,58 +239,35 @@ class netpoller {
   // event or brk()), stores the goroutines made runnable in out (room for
   // max_batch) and returns their number. The caller holds try_lock().
   int poll(long long timeout_ns, g** out) noexcept {
-    int ep = epfd_.load(std::memory_order_acquire);
-    if (ep < 0) return 0;
+    if (!os_poller_.is_open()) return 0;
     if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
-    epoll_event evs[max_batch / 2];
-    int n = wait(ep, evs, max_batch / 2, timeout_ns);
+    os::poll_event evs[max_batch / 2];
+    int n = os_poller_.wait(evs, max_batch / 2, timeout_ns);
     last_poll_.store(nanotime(), std::memory_order_relaxed);
     int k = 0;
     for (int i = 0; i < n; ++i) {
-      std::uint64_t d = evs[i].data.u64;
-      if (d == 0) {
+      std::uint64_t d = os::event_tag(evs[i]);
+      if (d == 0) {             // the wake-up (no descriptor has address 0)
         if (timeout_ns != 0) {  // only the sleeper consumes a break
-          std::uint64_t v;
-          [[maybe_unused]] ssize_t r = ::read(evfd_, &v, sizeof v);
+          os_poller_.drain_wake();
           wake_sig_.store(false, std::memory_order_seq_cst);
         }
         continue;
       }
       auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
       if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
-      std::uint32_t ev = evs[i].events;
-      if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+      if (os::event_readable(evs[i]))
         if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
-      if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+      if (os::event_writable(evs[i]))
         if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
     }
     return k;
   }
 
-  // epoll_wait with a timeout in ns (< 0: none). epoll_wait's is in ms, so
-  // a timer 200 us away would sleep 1 ms; epoll_pwait2 (Linux 5.11) takes
-  // a timespec. Called as a raw syscall (glibc >= 2.35 only declares it);
-  // the first ENOSYS (older kernel, qemu-user) switches to epoll_wait,
-  // rounding up (never early).
-  static int wait(int ep, epoll_event* evs, int max, long long timeout_ns) noexcept {
-#ifdef __NR_epoll_pwait2
-    static std::atomic<bool> no_pwait2{false};
-    if (timeout_ns > 0 && !no_pwait2.load(std::memory_order_relaxed)) {
-      timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
-      long r = ::syscall(__NR_epoll_pwait2, ep, evs, max, &ts, nullptr, 0);
-      if (r >= 0 || errno != ENOSYS) return static_cast<int>(r);
-      no_pwait2.store(true, std::memory_order_relaxed);
-    }
-#endif
-    int ms = timeout_ns < 0 ? -1 : static_cast<int>((timeout_ns + 999'999) / 1'000'000);
-    return epoll_wait(ep, evs, max, ms);
-  }
-
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
     if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
-    std::uint64_t one = 1;
-    [[maybe_unused]] ssize_t r = ::write(evfd_, &one, sizeof one);
+    os_poller_.wake();
   }
 
   // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
@@ -358,8 +303,7 @@ class netpoller {
 
   init_hook on_init_ = nullptr;
   void* on_init_arg_ = nullptr;
-  std::atomic<int> epfd_{-1};
-  int evfd_ = -1;
+  os::poller os_poller_;
   std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
   std::atomic<bool> polling_{false};
   std::atomic<std::int32_t> waiters_{0};

@@ -17,8 +17,8 @@
 //     record, therefore readies a G that has finished switching out: it
 //     cannot run on its stack twice.
 //   - plain thread: the waker stores the futex word (release), then calls
-//     futex_wake; the sleeper re-checks the word (acquire) before each
-//     futex_wait, which itself re-checks it against 0 atomically. Either the
+//     os::futex_wake; the sleeper re-checks the word (acquire) before each
+//     os::futex_wait, which itself re-checks it against 0 atomically. Either the
 //     sleeper sees 1, or its futex_wait sees 1 and returns, or it is asleep
 //     when the wake arrives. The acquire load also carries the waker's
 //     writes under the lock (the handed-over value) to the sleeper.
@@ -31,7 +31,7 @@
 #include <cstdint>
 
 #include "extm.hpp"
-#include "futex.hpp"
+#include "../os/os.hpp"
 #include "g.hpp"
 #include "m.hpp"
 #include "spinlock.hpp"
@@ -193,7 +193,7 @@ GORO_NOINLINE inline void block_thread(m_base* m, std::atomic<std::uint32_t>& wo
                                        void* arg) noexcept {
   extm_outside_op(m);  // checkdead: a plain thread blocked on a goro object is a live external M
   unlock(arg);
-  while (word.load(std::memory_order_acquire) == 0) futex_wait(&word, 0);
+  while (word.load(std::memory_order_acquire) == 0) os::futex_wait(&word, 0);
 }
 
 // Always inlined into the channel and sync operations: a call here, and
@@ -219,7 +219,7 @@ inline void wake(g* gp, std::atomic<std::uint32_t>& word) noexcept {
     gp->sched->ready(gp);
   } else {
     word.store(1, std::memory_order_release);
-    futex_wake(&word, 1);  // harmless if the thread already returned
+    os::futex_wake(&word, 1);  // harmless if the thread already returned
   }
 }
 

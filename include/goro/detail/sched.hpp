@@ -6,10 +6,6 @@
 // before an M parks. Everything policy-dependent is a template parameter.
 #pragma once
 
-#include <pthread.h>
-#include <sched.h>
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -34,7 +30,7 @@
 #include "context.hpp"
 #include "deadcheck.hpp"  // checkdead: the confirmation, external Ms
 #include "extm.hpp"       // checkdead: external Ms
-#include "futex.hpp"
+#include "note.hpp"
 #include "g.hpp"
 #include "main_return.hpp"  // main_return::unwind: ending the goroutines when main returns
 #include "global_queue.hpp"
@@ -88,16 +84,6 @@ inline constexpr std::uint64_t goid_batch = 16;
 // Go sleeps ~3 us before stealing a running P's runnext: its owner is
 // probably about to run it.
 inline constexpr long runnext_steal_grace_us = 3;
-
-inline unsigned online_cpus() noexcept {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return static_cast<unsigned>(n);
-  }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<unsigned>(n) : 1u;
-}
 
 template <class Policy>
 class scheduler final : public sched_base {
@@ -174,7 +160,7 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
-    pthread_t thread{};
+    os::thread_handle thread{};
     bool has_thread = false;
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted
@@ -604,7 +590,7 @@ class scheduler final : public sched_base {
   using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
   friend main_return_ops;
   bool unwind_on_main_return_ = true;
-  pthread_t ender_{};           // main_return: the thread ending the goroutines after main returned
+  os::thread_handle ender_{};  // main_return: the thread ending the goroutines after main returned
   bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;
@@ -636,7 +622,7 @@ inline unsigned resolve_maxprocs(unsigned requested) {
       raise_usage((std::string("GORO_MAXPROCS must be an integer between 1 and 4096, got \"") + env + "\"").c_str());
     return static_cast<unsigned>(v);
   }
-  return online_cpus();
+  return os::usable_cpus();
 }
 
 template <class Policy>
@@ -648,7 +634,7 @@ sched_base* new_scheduler(const options& o) {
 
 }  // namespace detail
 
-GORO_DECL unsigned num_cpu() noexcept { return detail::online_cpus(); }
+GORO_DECL unsigned num_cpu() noexcept { return detail::os::usable_cpus(); }
 
 }  // namespace goro
 

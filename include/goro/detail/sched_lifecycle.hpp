@@ -35,10 +35,10 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   mm->sched = this;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
   run_m_.store(mm.get(), std::memory_order_release);
-  thread_altstack altstack;
+  os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
   set_current_m(mm.get());
-  mm->os_thread = pthread_self();  // async preemption
+  mm->os_thread = os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
   mm->g0_tsan_fiber = tsan_current_fiber();
@@ -153,7 +153,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   for (m* mm : ms) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
-    if (mm->has_thread) pthread_join(mm->thread, nullptr);
+    if (mm->has_thread) os::join_thread(mm->thread);
     delete mm;
   }
   unlink_blocked();
@@ -185,7 +185,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
 // a timer (still pending on a heap, seq_cst earliest()), by the poller
 // (its waiters), or from outside (external activity). A G queued from
 // outside before this check is in globq_, read under the same lock. An M
-// being created is in allm_ (newm adds it before pthread_create) and not
+// being created is in allm_ (newm adds it before os::create_thread) and not
 // idle; a G in goro::blocking keeps its M out of the idle list.
 //
 // The grace period runs from the last M's stop: an armed check gets a new

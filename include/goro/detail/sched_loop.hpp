@@ -444,8 +444,7 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
       if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
       g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
         if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
-          timespec ts{0, runnext_steal_grace_us * 1000};
-          nanosleep(&ts, nullptr);
+          os::sleep_ns(runnext_steal_grace_us * 1000);
         }
       });
       if (gp) {

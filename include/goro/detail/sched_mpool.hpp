@@ -33,7 +33,7 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
     if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
     return 0;
   }
-  // Thread creation is deep (pthread_create): run it on g0, not on a
+  // Thread creation is deep (os::create_thread): run it on g0, not on a
   // possibly tiny goroutine stack.
   struct newm_call {
     scheduler* self;
@@ -76,18 +76,15 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     allm_.push_back(mm);  // checkdead: counted before it can go idle
     mm->id = static_cast<std::int32_t>(allm_.size());
   }
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
   threads_alive_.fetch_add(1);
   int err = create_os_thread(
-      &mm->thread, &attr,
+      &mm->thread,
       [](void* arg) -> void* {
         auto* self = static_cast<m*>(arg);
         static_cast<scheduler*>(self->sched)->m_thread_main(self);
         return nullptr;
       },
       mm);
-  pthread_attr_destroy(&attr);
   if (err != 0) {
     threads_alive_.fetch_sub(1);
     {
@@ -106,9 +103,9 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
 
 template <class Policy>
 inline auto scheduler<Policy>::m_thread_main(m* mm) -> void {
-  thread_altstack altstack;
+  os::thread_altstack altstack;
   set_current_m(mm);
-  mm->os_thread = pthread_self();  // async preemption
+  mm->os_thread = os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->g0_tsan_fiber = tsan_current_fiber();
   if (mm->nextp) {

@@ -61,8 +61,7 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
       // on a retired P).
       gosched(mm);
     } else {
-      timespec ts{0, 20'000};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(20'000);
     }
   }
   return old;

@@ -1,29 +1,23 @@
 // Stack overflow reporting: a SIGSEGV/SIGBUS handler running on a per-M
-// alternate signal stack classifies faults by the current goroutine's
+// alternate signal stack (os::install_fault_handler, os::thread_altstack)
+// classifies faults by the current goroutine's
 // stack bounds, and a canary at the bottom of every stack is checked each
 // time a goroutine switches out (for stacks packed without guard regions).
 #pragma once
 
-#include <signal.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <mutex>
 #include <new>
-#include <sched.h>
 
+#include "../os/os.hpp"
 #include "../stack.hpp"
-#include "futex.hpp"
 #include "g.hpp"
 #include "m.hpp"
 
 namespace goro::detail {
 
 inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
-inline constexpr std::size_t altstack_size = 64 * 1024;
 
 // The canary: the lowest canary_words words of a stack without a guard
 // region (small packed stacks, stacks from custom allocators, and larger
@@ -69,10 +63,7 @@ struct signal_safe_writer {
     while ((v >>= 4) && i < 20);
     while (i && n < sizeof buf) buf[n++] = t[--i];
   }
-  void flush() noexcept {
-    ssize_t r = ::write(2, buf, n);
-    (void)r;
-  }
+  void flush() noexcept { os::write_stderr(buf, n); }
 };
 
 // Prints `goro: goroutine N stack overflow: fault address A, stack [lo, hi) size S`
@@ -92,9 +83,7 @@ struct signal_safe_writer {
   w.dec(gp->stack.size);
   w.str("\n");
   w.flush();
-  // Reset SIGABRT to its default so a user handler cannot resume us.
-  ::signal(SIGABRT, SIG_DFL);
-  std::abort();
+  os::abort_process();  // past a user SIGABRT handler, which could resume us
 }
 
 // A goroutine without a guard region (a custom stack allocator) switched
@@ -104,34 +93,17 @@ inline void check_stack_canary(const g* gp) noexcept {
     report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
 }
 
-inline struct sigaction& previous_segv_action(int sig) noexcept {
-  static struct sigaction prev_segv, prev_bus;
-  return sig == SIGBUS ? prev_bus : prev_segv;
-}
-
-inline void fault_handler(int sig, siginfo_t* info, void* uctx) noexcept {
+// The fault handler's check (os::install_fault_handler): a fault in the
+// guard region below the current goroutine's stack (or anywhere up to a
+// guard's size below it: large frames jump over pages) is an overflow,
+// reported here; any other fault is left to the previous handler.
+inline void on_memory_fault(std::uintptr_t addr) noexcept {
   m_base* m = tls_current_m;  // direct read: we are on this thread, not switching
   if (m && m->curg && m->curg->stack.lo) {
     const g* gp = m->curg;
     auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
-    auto addr = reinterpret_cast<std::uintptr_t>(info->si_addr);
-    // A fault in the guard region below the stack (or anywhere up to a
-    // guard's size below it: large frames jump over pages) is an overflow.
     if (addr < lo + sizeof(std::uint64_t) && addr + guard_size >= lo) report_stack_overflow(gp, addr);
   }
-  // Not ours: hand over to whatever was installed before.
-  struct sigaction& prev = previous_segv_action(sig);
-  if ((prev.sa_flags & SA_SIGINFO) && prev.sa_sigaction) {
-    prev.sa_sigaction(sig, info, uctx);
-    return;
-  }
-  if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN && prev.sa_handler != nullptr) {
-    prev.sa_handler(sig);
-    return;
-  }
-  // Default action: restore it; returning re-executes the faulting
-  // instruction, which now kills the process with the right signal.
-  ::signal(sig, SIG_DFL);
 }
 
 // Resolves, once, the lazily bound library functions the runtime calls on
@@ -143,11 +115,11 @@ inline void resolve_runtime_symbols() noexcept {
   (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
 #endif
   std::atomic<std::uint32_t> word{0};
-  futex_wake(&word, 1);
+  os::futex_wake(&word, 1);
   std::mutex mu;
   mu.lock();
   mu.unlock();
-  sched_yield();
+  os::yield_thread();
   void* volatile p = operator new(16);
   operator delete(p);
 #if defined(__cpp_sized_deallocation)
@@ -161,52 +133,8 @@ inline void install_fault_handler() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     resolve_runtime_symbols();
-    for (int sig : {SIGSEGV, SIGBUS}) {
-      struct sigaction sa {};
-      sa.sa_sigaction = &fault_handler;
-      sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-      sigemptyset(&sa.sa_mask);
-      sigaction(sig, &sa, &previous_segv_action(sig));
-    }
+    os::install_fault_handler<&on_memory_fault>();
   });
 }
-
-// An alternate signal stack for the calling thread (so the fault handler
-// can run when the goroutine's stack is exhausted). Restores the previous
-// one on destruction.
-class thread_altstack {
- public:
-  thread_altstack() noexcept {
-    stack_t old{};
-    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE) && old.ss_size >= static_cast<std::size_t>(MINSIGSTKSZ)) {
-      return;  // the thread already has one (e.g. set up by the application); keep it
-    }
-    mem_ = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mem_ == MAP_FAILED) {
-      mem_ = nullptr;
-      return;
-    }
-    stack_t st{};
-    st.ss_sp = mem_;
-    st.ss_size = altstack_size;
-    st.ss_flags = 0;
-    if (sigaltstack(&st, nullptr) != 0) {
-      munmap(mem_, altstack_size);
-      mem_ = nullptr;
-    }
-  }
-  ~thread_altstack() {
-    if (!mem_) return;
-    stack_t st{};
-    st.ss_flags = SS_DISABLE;
-    sigaltstack(&st, nullptr);
-    munmap(mem_, altstack_size);
-  }
-  thread_altstack(const thread_altstack&) = delete;
-  thread_altstack& operator=(const thread_altstack&) = delete;
-
- private:
-  void* mem_ = nullptr;
-};
 
 }  // namespace goro::detail

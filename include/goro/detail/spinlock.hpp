@@ -4,12 +4,10 @@
 // thread has acquired and released it (wait_group relies on this).
 #pragma once
 
-#include <sched.h>
-#include <time.h>
-
 #include <atomic>
 #include <cstdint>
 
+#include "../os/os.hpp"
 #include "config.hpp"
 
 namespace goro::detail {
@@ -46,7 +44,7 @@ class spinlock {
       if (round < backoff_rounds) {
         for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
       } else if (round < backoff_rounds + yield_rounds) {
-        sched_yield();  // about 190 pauses gone: the holder was probably descheduled
+        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
       } else {
         nap(round - backoff_rounds - yield_rounds);
       }
@@ -66,8 +64,7 @@ class spinlock {
   // the timer slack); no wake-up is needed, the next look finds the lock
   // free. An unlock stays a plain store.
   GORO_NOINLINE static void nap(unsigned n) noexcept {
-    timespec ts{0, 1000L << (n < 10 ? n : 10)};
-    nanosleep(&ts, nullptr);
+    os::sleep_ns(1000L << (n < 10 ? n : 10));
   }
 };
 

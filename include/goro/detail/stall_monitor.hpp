@@ -25,10 +25,6 @@
 #endif
 
 #if defined(GORO_STALL_MONITOR) && GORO_STALL_MONITOR
-#include <pthread.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cinttypes>
 #include <cstdint>
@@ -37,6 +33,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "../os/os.hpp"
 #include "chaos.hpp"
 #include "timer_heap.hpp"  // nanotime
 #endif
@@ -52,15 +49,15 @@ class stall_monitor {
     if (const char* e = std::getenv("GORO_STALL_MONITOR"); e && std::strcmp(e, "0") == 0) return;
     idle_limit_ms_ = env_ms("GORO_STALL_IDLE_MS", 100);
     progress_limit_ms_ = env_ms("GORO_STALL_PROGRESS_MS", 2000);
-    pid_ = getpid();
-    started_ = pthread_create(&thread_, nullptr, &stall_monitor::main, this) == 0;
+    pid_ = os::process_id();
+    started_ = os::create_thread(&thread_, &stall_monitor::main, this) == 0;
   }
   stall_monitor(const stall_monitor&) = delete;
   stall_monitor& operator=(const stall_monitor&) = delete;
   ~stall_monitor() {
     if (!started_) return;
     stop_.store(true, std::memory_order_relaxed);
-    if (getpid() == pid_) pthread_join(thread_, nullptr);  // a forked child has no such thread
+    if (os::process_id() == pid_) os::join_thread(thread_);  // a forked child has no such thread
   }
 
  private:
@@ -141,8 +138,7 @@ class stall_monitor {
     sample window;  // the sample that opened the idle window
     std::uint64_t last_progress = ~std::uint64_t{0};
     while (!stop_.load(std::memory_order_relaxed)) {
-      timespec ts{0, 5'000'000};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(5'000'000);
       if (s_.exiting_.load(std::memory_order_acquire)) continue;
       const sample x = take();
       const std::int64_t now = nanotime();
@@ -205,8 +201,7 @@ class stall_monitor {
     // finding too, so do not wait for it long.
     bool locked = false;
     for (int i = 0; i < 100 && !(locked = s_.lock_.try_lock()); ++i) {
-      timespec ts{0, 1'000'000};
-      nanosleep(&ts, nullptr);
+      os::sleep_ns(1'000'000);
     }
     if (locked) {
       std::fprintf(f, "  idle Ms %zu, Ms %zu, Ms asleep with a locked goroutine %zu\n", s_.nmidle_, s_.allm_.size(),
@@ -221,8 +216,8 @@ class stall_monitor {
 
   Sched& s_;
   std::int64_t idle_limit_ms_ = 100, progress_limit_ms_ = 2000;
-  pid_t pid_ = 0;
-  pthread_t thread_{};
+  long pid_ = 0;
+  os::thread_handle thread_{};
   bool started_ = false;
   std::atomic<bool> stop_{false};
 };

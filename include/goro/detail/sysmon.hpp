@@ -27,9 +27,6 @@
 // way a P changes hands without the scheduler lock.
 #pragma once
 
-#include <pthread.h>
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -45,7 +42,7 @@
 #include "../policy.hpp"
 #include "config.hpp"
 #include "extm.hpp"
-#include "futex.hpp"
+#include "note.hpp"
 #include "g.hpp"
 #include "m.hpp"
 #include "os_thread.hpp"
@@ -120,7 +117,7 @@ class sysmon {
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_.assign(s_.created_ps(), p_ticks{});
     int err = create_os_thread(
-        &thread_, nullptr,
+        &thread_,
         [](void* self) -> void* {
           extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
           static_cast<sysmon*>(self)->loop();
@@ -137,7 +134,7 @@ class sysmon {
     stopping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
     note_.wake();
-    pthread_join(thread_, nullptr);
+    os::join_thread(thread_);
     has_thread_ = false;
   }
 
@@ -462,7 +459,7 @@ class sysmon {
   std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
   std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
-  pthread_t thread_{};
+  os::thread_handle thread_{};
   bool has_thread_ = false;
   note note_;
   std::atomic<bool> stopping_{false};

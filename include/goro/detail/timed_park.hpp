@@ -19,7 +19,7 @@
 #include <utility>
 
 #include "extm.hpp"
-#include "futex.hpp"
+#include "../os/os.hpp"
 #include "m.hpp"
 #include "park.hpp"
 #include "spinlock.hpp"
@@ -46,14 +46,14 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
       if (w.woken.load(std::memory_order_acquire) != 0) return true;
       const std::int64_t now = nanotime();
       if (now >= when) break;
-      futex_wait(&w.woken, 0, when - now);
+      os::futex_wait(&w.woken, 0, when - now);
     }
     lock.lock();
     const bool removed = unlink(owner, &w);
     lock.unlock();
     if (removed) return false;
     // A waker popped us first: its wake is on its way.
-    while (w.woken.load(std::memory_order_acquire) == 0) futex_wait(&w.woken, 0);
+    while (w.woken.load(std::memory_order_acquire) == 0) os::futex_wait(&w.woken, 0);
     return true;
   }
 

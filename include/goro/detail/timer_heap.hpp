@@ -27,14 +27,13 @@
 //    timer no more.
 #pragma once
 
-#include <sched.h>
-
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <vector>
 
+#include "../os/os.hpp"
 #include "chaos.hpp"
 #include "spinlock.hpp"
 
@@ -221,7 +220,7 @@ class timer_heap {
   // 1 when called from inside it, see del).
   static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
     if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) > own) sched_yield();
+    while (t->running.load(std::memory_order_acquire) > own) os::yield_thread();
   }
 
   bool push_locked(timer* t) {

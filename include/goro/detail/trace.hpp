@@ -15,8 +15,6 @@
 // buffer_events events per thread or every flush_period.
 #pragma once
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -31,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "../os/os.hpp"
 #include "config.hpp"
 #include "spinlock.hpp"
 
@@ -119,7 +118,7 @@ struct state {
   // One write(2) of whole events (mu held).
   void write_text_locked() {
     for (std::size_t done = 0; done < text.size();) {
-      const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+      const long n = os::write_fd(fd, text.data() + done, text.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
         if (write_err == 0) write_err = n < 0 ? errno : EIO;

@@ -6,8 +6,6 @@
 // Go does.
 #pragma once
 
-#include <time.h>
-
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -50,14 +48,6 @@ static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) == static
 inline const char* wait_reason_name(wait_reason r) noexcept {
   const auto i = static_cast<std::size_t>(r);
   return i < sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ? wait_reason_names[i] : "waiting";
-}
-
-// CLOCK_MONOTONIC at tick granularity (a few ms), in nanoseconds. Only
-// compared with itself (wait durations).
-inline std::int64_t coarse_nanotime() noexcept {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 }  // namespace goro::detail

@@ -1,5 +1,6 @@
-// Thin wrappers over Linux futexes, and the one-shot `note` an idle M
-// sleeps on (Go's note: notesleep / notewakeup / noteclear, lock_futex.go).
+// Parking a thread on a 32-bit word: Linux futexes (Go's futexsleep /
+// futexwakeup, os_linux.go; used as lock_futex.go uses them). The portable
+// note built on these is detail/note.hpp.
 #pragma once
 
 #include <linux/futex.h>
@@ -12,9 +13,9 @@
 #include <cstdint>
 #include <ctime>
 
-#include "config.hpp"
+#include "../../detail/config.hpp"
 
-namespace goro::detail {
+namespace goro::detail::os {
 
 // Sleeps while *addr == expected (or until woken, or `timeout_ns` passes
 // when >= 0). Spurious returns are allowed: callers loop.
@@ -26,7 +27,8 @@ inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected,
     ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
     tsp = &ts;
   }
-  const long r = syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
+  const long r =
+      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAIT_PRIVATE, expected, tsp, nullptr, 0);
 #if GORO_TSAN
   // ThreadSanitizer runs a program's signal handler only inside a call it
   // intercepts, and the raw futex call is not one: a signal that woke this
@@ -45,27 +47,4 @@ inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) no
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(addr), FUTEX_WAKE_PRIVATE, count, nullptr, nullptr, 0);
 }
 
-// One-shot wake-up: sleep() returns once wake() was called (before or after).
-// clear() re-arms it; only the sleeper clears.
-class note {
- public:
-  void clear() noexcept { key_.store(0, std::memory_order_relaxed); }
-  void wake() noexcept {
-    if (key_.exchange(1, std::memory_order_acq_rel) == 0) futex_wake(&key_, 1);
-  }
-  void sleep() noexcept {
-    while (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0);
-  }
-  // True once wake() was called (since the last clear()).
-  bool is_woken() const noexcept { return key_.load(std::memory_order_acquire) != 0; }
-  // Sleeps at most timeout_ns; returns true if woken.
-  bool sleep_for(long long timeout_ns) noexcept {
-    if (key_.load(std::memory_order_acquire) == 0) futex_wait(&key_, 0, timeout_ns);
-    return key_.load(std::memory_order_acquire) != 0;
-  }
-
- private:
-  std::atomic<std::uint32_t> key_{0};
-};
-
-}  // namespace goro::detail
+}  // namespace goro::detail::os
