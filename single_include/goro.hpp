@@ -7143,7 +7143,7 @@ std::size_t select(Cases&&... cases) {
     chosen = default_index;
   } else {
     std::array<std::uint16_t, n> pollorder{};  // select_go reads pollorder[live] before writing it when j == live
-    std::array<std::uint16_t, n> lockorder;
+    std::array<std::uint16_t, n> lockorder{};  // {}: GCC -O2 for AArch64 warns maybe-uninitialized (falsely: the sort reads only slots it wrote)
     std::array<detail::chan_waiter, n> waiters;
     bool send_closed = false;
     std::size_t k =

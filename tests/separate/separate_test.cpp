@@ -44,7 +44,9 @@ TEST_CASE("the goroutine dump, num_cpu and the tracer from a user file") {
       dump = goro::goroutine_dump();
     }
     CHECK(dump.find("[chan receive") != std::string::npos);
-    CHECK(dump.find("park_forever") != std::string::npos);
+    // Frames: not under ThreadSanitizer (the dump does not unwind other
+    // goroutines there; dump_test.cpp, frames_expected).
+    if (!GORO_TSAN) CHECK(dump.find("park_forever") != std::string::npos);
     CHECK(goro::goroutines().size() >= 2);
     c.close();
   });
