@@ -22,7 +22,7 @@ EOF
 printf '#define GORO_IMPLEMENTATION\n#include <goro/goro.hpp>\n' >"$dir/impl.cpp"
 # Every <...> header the library includes.
 {
-  grep -ho '^#include <[^>]*>' include/goro/*.hpp include/goro/detail/*.hpp | sort -u
+  grep -rho --include='*.hpp' '^#include <[^>]*>' include/goro | sort -u
   echo 'int main() {}'
 } >"$dir/std.cpp"
 

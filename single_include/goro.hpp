@@ -1651,9 +1651,7 @@ class default_stack_allocator {
   default_stack_allocator(const default_stack_allocator&) = delete;
   default_stack_allocator& operator=(const default_stack_allocator&) = delete;
 
-  ~default_stack_allocator() {
-    for (auto& s : slabs_) detail::os::unmap_memory(s.base, s.bytes);
-  }
+  GORO_DECL ~default_stack_allocator();
 
   stack_memory allocate(std::size_t size) {
     bool guarded;
@@ -1662,71 +1660,15 @@ class default_stack_allocator {
 
   // Also tells whether a guard region protects the stack; the scheduler
   // then skips the canary (whose write would touch one more page).
-  stack_memory allocate(std::size_t size, bool& guarded) {
-    size = (size + 15) & ~std::size_t{15};
-    std::lock_guard<std::mutex> lk(mu_);
-    for (auto& fl : free_) {
-      if (fl.size == size && !fl.stacks.empty()) {
-        std::uintptr_t tagged = fl.stacks.back();
-        fl.stacks.pop_back();
-        guarded = (tagged & 1) != 0;
-        return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
-      }
-    }
-    // A stack waiting for release is still resident: reuse it (the most
-    // recently freed first).
-    if (!pending_.empty() && pending_.back().size == size) {
-      std::uintptr_t tagged = pending_.back().tagged;
-      pending_.pop_back();
-      npending_.store(pending_.size(), std::memory_order_relaxed);
-      guarded = (tagged & 1) != 0;
-      return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
-    }
-    if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
-    std::uintptr_t lo = cur_.next + cur_.skip;
-    cur_.next += cur_.stride;
-    guarded = cur_.guarded;
-    return {reinterpret_cast<void*>(lo), size};
-  }
+  GORO_DECL stack_memory allocate(std::size_t size, bool& guarded);
 
-  void deallocate(stack_memory s) noexcept {
-    std::unique_lock<std::mutex> lk(mu_);
-    auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
-    const std::size_t si = find_slab(lo);
-    std::uintptr_t tagged = lo | (si != npos && slabs_[si].guarded ? 1 : 0);
-    free_list* fl = find_free(s.size);
-    if (!fl) {
-      GORO_TRY { free_.push_back({s.size, {}}); }
-      GORO_CATCH_ALL { return; }
-      fl = &free_.back();
-    }
-    // A list is a stack: an entry's index never changes while it is there,
-    // and only entries pushed at an index below the bound are pushed
-    // unreleased, so at most `bound` of them are resident. The others wait
-    // in pending_ until scavenge() releases them (one madvise for
-    // neighbours), or, past max_pending, at once.
-    const std::size_t bound = std::max(detail::min_resident_stacks, detail::resident_cache_bytes / s.size);
-    if (fl->stacks.size() < bound || si == npos) {
-      push(fl->stacks, tagged);
-      return;
-    }
-    GORO_TRY { pending_.push_back({tagged, s.size, si}); }
-    GORO_CATCH_ALL {
-      push(fl->stacks, tagged);
-      return;
-    }
-    npending_.store(pending_.size(), std::memory_order_relaxed);
-    if (pending_.size() >= max_pending) flush_pending(lk);
-  }
+  GORO_DECL void deallocate(stack_memory s) noexcept;
 
   // Stacks waiting for release (a hint: read without the lock).
   std::size_t pending() const noexcept { return npending_.load(std::memory_order_relaxed); }
 
   // Releases every stack waiting for it (sysmon: release_stacks in sysmon.hpp).
-  void scavenge() noexcept {
-    std::unique_lock<std::mutex> lk(mu_);
-    if (!pending_.empty()) flush_pending(lk);
-  }
+  GORO_DECL void scavenge() noexcept;
 
  private:
   struct slab {
@@ -1760,107 +1702,15 @@ class default_stack_allocator {
   // meanwhile. Stacks next to each other in one slab (freed in creation
   // order, as after a burst) share one call: the guard between them stays
   // (PROT_NONE keeps its protection, guard markers survive MADV_DONTNEED).
-  void flush_pending(std::unique_lock<std::mutex>& lk) noexcept {
-    std::vector<pending_stack> batch;
-    batch.swap(pending_);
-    npending_.store(0, std::memory_order_relaxed);
-    std::sort(batch.begin(), batch.end(),
-              [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
-    struct range {
-      std::uintptr_t lo, hi;
-    };
-    std::vector<range> ranges;
-    GORO_TRY { ranges.reserve(batch.size()); }
-    GORO_CATCH_ALL {}
-    const std::size_t page = detail::os::page_size();
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      const pending_stack& e = batch[i];
-      const std::uintptr_t lo = e.tagged & ~std::uintptr_t{1};
-      const std::uintptr_t hi = lo + e.size / page * page;
-      if (lo % page != 0 || hi == lo) continue;  // packed small stacks share pages
-      const pending_stack* prev = i ? &batch[i - 1] : nullptr;
-      const std::uintptr_t prev_lo = prev ? prev->tagged & ~std::uintptr_t{1} : 0;
-      if (prev && prev->slab == e.slab && prev->size == e.size && prev_lo + slabs_[e.slab].stride == lo &&
-          !ranges.empty() && ranges.back().hi == prev_lo + prev->size / page * page) {
-        ranges.back().hi = hi;
-        continue;
-      }
-      if (ranges.size() < ranges.capacity()) ranges.push_back({lo, hi});
-    }
-    lk.unlock();
-    for (const range& r : ranges) detail::os::release_pages(reinterpret_cast<void*>(r.lo), r.hi - r.lo);
-    lk.lock();
-    for (const pending_stack& e : batch) {
-      if (free_list* fl = find_free(e.size)) push(fl->stacks, e.tagged);
-    }
-    batch.clear();
-    if (pending_.empty()) pending_.swap(batch);  // keep the capacity
-    npending_.store(pending_.size(), std::memory_order_relaxed);
-  }
+  GORO_DECL void flush_pending(std::unique_lock<std::mutex>& lk) noexcept;
 
-  std::size_t find_slab(std::uintptr_t lo) const noexcept {
-    for (std::size_t i = slabs_.size(); i-- > 0;) {
-      auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
-      if (lo >= base && lo < base + slabs_[i].bytes) return i;
-    }
-    return npos;
-  }
+  GORO_DECL std::size_t find_slab(std::uintptr_t lo) const noexcept;
 
-  free_list* find_free(std::size_t size) noexcept {
-    for (auto& fl : free_)
-      if (fl.size == size) return &fl;
-    return nullptr;
-  }
+  GORO_DECL free_list* find_free(std::size_t size) noexcept;
 
-  static void push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept {
-    // deallocate is noexcept: reserve generously so push_back cannot throw
-    // in practice; if it still fails the stack is leaked (never reused).
-    GORO_TRY { v.push_back(p); }
-    GORO_CATCH_ALL {}
-  }
+  GORO_DECL static void push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept;
 
-  void new_slab(std::size_t size) {
-    const std::size_t page = detail::os::page_size();
-    bool guarded = false;
-    std::size_t stride = size, skip = 0;
-    bool markers = false;  // guard regions by MADV_GUARD_INSTALL (no mapping split, no budget)
-    if (size >= detail::min_guarded_stack) {
-      stride = (size + page - 1) / page * page;  // guards need page-aligned stacks
-      long want = static_cast<long>(detail::slab_bytes / (stride + detail::guard_size));
-      if (want < 1) want = 1;
-      if (detail::guard_install_available()) {
-        markers = guarded = true;
-      } else if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
-        guarded = true;
-      } else {
-        detail::guard_budget().fetch_add(want, std::memory_order_relaxed);
-      }
-      if (guarded) {
-        skip = detail::guard_size;
-        stride += skip;
-      }
-    }
-    std::size_t count = detail::slab_bytes / stride;
-    if (count < 1) count = 1;
-    std::size_t bytes = (count * stride + page - 1) / page * page;
-    void* base = detail::os::map_stack_memory(bytes);
-    if (!base) detail::raise_bad_alloc();
-    if (guarded) {
-      for (std::size_t i = 0; i < count && guarded; ++i) {
-        void* guard = static_cast<char*>(base) + i * stride;
-        // A failed install (not expected once probed) leaves the slab to canaries.
-        guarded = markers ? detail::os::guard_with_marker(guard, detail::guard_size)
-                          : detail::os::guard_with_protection(guard, detail::guard_size);
-      }
-    }
-    GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
-    GORO_CATCH_ALL {
-      detail::os::unmap_memory(base, bytes);
-      GORO_RETHROW;
-    }
-    const auto first = reinterpret_cast<std::uintptr_t>(base);
-    cur_ = {size, stride, skip, first, first + count * stride, guarded};
-  }
+  GORO_DECL void new_slab(std::size_t size);
 
   std::mutex mu_;
   std::vector<slab> slabs_;
@@ -1873,6 +1723,7 @@ class default_stack_allocator {
 static_assert(stack_allocator<default_stack_allocator>);
 
 }  // namespace goro
+
 // ---- end goro/stack.hpp ----
 // ---- begin goro/detail/wait_reason.hpp ----
 // Why a goroutine waits (Go's waitReason), recorded at each park site with
@@ -4694,151 +4545,29 @@ class timer_heap {
   // addtimer: queues t (on no heap, not running) to fire at t->when.
   // Returns true if t became this heap's earliest timer.
   // The array may grow: a bad_alloc leaves the heap unchanged and unlocked.
-  bool add(timer* t) {
-    GORO_CHAOS_POINT("timer.add");
-    bool first;
-    {
-      std::lock_guard<spinlock> lk(lock_);
-      first = push_locked(t);
-    }
-    GORO_CHAOS_POINT("timer.added");
-    return first;
-  }
+  GORO_DECL bool add(timer* t);
 
   // runtimer loop: runs every timer due at `now`, the lock released around
   // each function. Returns the earliest pending `when` afterwards (0: none).
-  std::int64_t run_due(std::int64_t now) noexcept {
-    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
-    lock_.lock();
-    while (!heap_.empty() && heap_[0]->when <= now) {
-      timer* t = heap_[0];
-      timer::func f = t->f;
-      void* arg = t->arg;
-      std::uintptr_t seq = t->seq;
-      bool sync = t->sync;
-      // `running` before `where`: del() reading where == nullptr without
-      // the lock (acquire) must then see running != 0 and wait.
-      // A count, not a flag: a periodic timer may be due again, and run by
-      // another M, before this call of its function returns.
-      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
-      if (t->period > 0) {
-        // Periodic: the next tick after now, skipping missed ones (a ticker
-        // drops ticks rather than bursting).
-        std::int64_t late = now - t->when;
-        std::int64_t next = t->when + t->period * (1 + late / t->period);
-        t->when = next < t->when ? INT64_MAX : next;
-        sift_down(0);
-      } else {
-        remove_at(0);
-        t->where.store(nullptr, std::memory_order_release);
-      }
-      publish_earliest();
-      lock_.unlock();
-      GORO_CHAOS_POINT("timer.run");
-      // After this call a non-sync t may be gone: touch it no more; nor a
-      // sync one whose function deleted it (see the top of this file).
-      const running_timer_slot outer = tls_running_timer;
-      tls_running_timer = {sync ? t : nullptr, false};
-      f(arg, seq, now);
-      const bool released = tls_running_timer.released;
-      tls_running_timer = outer;
-      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
-      lock_.lock();
-    }
-    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
-    lock_.unlock();
-    return next;
-  }
+  GORO_DECL std::int64_t run_due(std::int64_t now) noexcept;
 
   // Removes every timer (shutdown): later del() calls find them on no heap;
   // those with a `drop` function get it called.
-  void clear() noexcept {
-    lock_.lock();
-    std::vector<timer*> all;
-    all.swap(heap_);
-    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
-    count_.store(0, std::memory_order_relaxed);
-    publish_earliest();
-    lock_.unlock();
-    for (timer* t : all)
-      if (t->drop) t->drop(t->arg, t->seq, 0);
-  }
+  GORO_DECL void clear() noexcept;
 
   // deltimer: takes t off whatever heap it is on. Returns true if it was
   // pending (so it will now never fire), false if it had fired (or was
   // never added). Waits for a sync timer's running function to finish.
-  static bool del(timer* t) noexcept {
-    // From inside t's own function that call is not waited for (it is the
-    // caller; other runs of a periodic t still are), and its count is
-    // released last: once it drops, t's owner may free t at any moment.
-    const bool self = t == tls_running_timer.t && !tls_running_timer.released;
-    const std::uint32_t own = self ? 1 : 0;
-    bool removed = false;
-    for (;;) {
-      timer_heap* h = t->where.load(std::memory_order_acquire);
-      if (!h) {
-        wait_running_at_most(t, own);
-        break;
-      }
-      h->lock_.lock();
-      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
-        h->lock_.unlock();
-        continue;
-      }
-      if (t->sync && t->running.load(std::memory_order_acquire) > own) {
-        // A periodic timer stays queued while its function runs.
-        h->lock_.unlock();
-        wait_running_at_most(t, own);
-        continue;
-      }
-      h->remove_at(t->index);
-      t->where.store(nullptr, std::memory_order_release);
-      h->publish_earliest();
-      h->lock_.unlock();
-      removed = true;
-      break;
-    }
-    if (self) {
-      tls_running_timer.released = true;
-      t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
-    }
-    return removed;
-  }
+  GORO_DECL static bool del(timer* t) noexcept;
 
  private:
   // Waits until at most `own` runs of t's function are in progress (own:
   // 1 when called from inside it, see del).
-  static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
-    if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) > own) os::yield_thread();
-  }
+  GORO_DECL static void wait_running_at_most(timer* t, std::uint32_t own) noexcept;
 
-  bool push_locked(timer* t) {
-    t->index = static_cast<std::uint32_t>(heap_.size());
-    heap_.push_back(t);
-    t->where.store(this, std::memory_order_release);
-    sift_up(t->index);
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    bool first = heap_[0] == t;
-    if (first) publish_earliest();
-    return first;
-  }
+  GORO_DECL bool push_locked(timer* t);
 
-  void remove_at(std::uint32_t i) noexcept {
-    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
-    if (i != last) {
-      heap_[i] = heap_[last];
-      heap_[i]->index = i;
-    }
-    heap_.pop_back();
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    if (i < heap_.size()) {
-      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
-        sift_up(i);
-      else
-        sift_down(i);
-    }
-  }
+  GORO_DECL void remove_at(std::uint32_t i) noexcept;
 
   void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
 
@@ -4847,33 +4576,9 @@ class timer_heap {
     t->index = i;
   }
 
-  void sift_up(std::uint32_t i) noexcept {
-    timer* t = heap_[i];
-    while (i > 0) {
-      std::uint32_t parent = (i - 1) / 4;
-      if (heap_[parent]->when <= t->when) break;
-      place(i, heap_[parent]);
-      i = parent;
-    }
-    place(i, t);
-  }
+  GORO_DECL void sift_up(std::uint32_t i) noexcept;
 
-  void sift_down(std::uint32_t i) noexcept {
-    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
-    if (i >= n) return;
-    timer* t = heap_[i];
-    for (;;) {
-      std::uint32_t c = 4 * i + 1;
-      if (c >= n) break;
-      std::uint32_t best = c;
-      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
-        if (heap_[k]->when < heap_[best]->when) best = k;
-      if (t->when <= heap_[best]->when) break;
-      place(i, heap_[best]);
-      i = best;
-    }
-    place(i, t);
-  }
+  GORO_DECL void sift_down(std::uint32_t i) noexcept;
 
   spinlock lock_;
   std::vector<timer*> heap_;
@@ -4882,6 +4587,7 @@ class timer_heap {
 };
 
 }  // namespace goro::detail
+
 // ---- end goro/detail/timer_heap.hpp ----
 // ---- begin goro/time.hpp ----
 // Time: sleeping, and (with channels) after / timer / ticker, on the
@@ -8784,6 +8490,177 @@ GORO_DECL bool running() noexcept;
 // ---- end goro/trace.hpp ----
 // ---- end goro/goro.hpp ----
 #if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)
+namespace goro {
+
+GORO_DECL default_stack_allocator::~default_stack_allocator() {
+  for (auto& s : slabs_) detail::os::unmap_memory(s.base, s.bytes);
+}
+
+GORO_DECL stack_memory default_stack_allocator::allocate(std::size_t size, bool& guarded) {
+  size = (size + 15) & ~std::size_t{15};
+  std::lock_guard<std::mutex> lk(mu_);
+  for (auto& fl : free_) {
+    if (fl.size == size && !fl.stacks.empty()) {
+      std::uintptr_t tagged = fl.stacks.back();
+      fl.stacks.pop_back();
+      guarded = (tagged & 1) != 0;
+      return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
+    }
+  }
+  // A stack waiting for release is still resident: reuse it (the most
+  // recently freed first).
+  if (!pending_.empty() && pending_.back().size == size) {
+    std::uintptr_t tagged = pending_.back().tagged;
+    pending_.pop_back();
+    npending_.store(pending_.size(), std::memory_order_relaxed);
+    guarded = (tagged & 1) != 0;
+    return {reinterpret_cast<void*>(tagged & ~std::uintptr_t{1}), size};
+  }
+  if (cur_.size != size || cur_.next == cur_.end) new_slab(size);
+  std::uintptr_t lo = cur_.next + cur_.skip;
+  cur_.next += cur_.stride;
+  guarded = cur_.guarded;
+  return {reinterpret_cast<void*>(lo), size};
+}
+
+GORO_DECL void default_stack_allocator::deallocate(stack_memory s) noexcept {
+  std::unique_lock<std::mutex> lk(mu_);
+  auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
+  const std::size_t si = find_slab(lo);
+  std::uintptr_t tagged = lo | (si != npos && slabs_[si].guarded ? 1 : 0);
+  free_list* fl = find_free(s.size);
+  if (!fl) {
+    GORO_TRY { free_.push_back({s.size, {}}); }
+    GORO_CATCH_ALL { return; }
+    fl = &free_.back();
+  }
+  // A list is a stack: an entry's index never changes while it is there,
+  // and only entries pushed at an index below the bound are pushed
+  // unreleased, so at most `bound` of them are resident. The others wait
+  // in pending_ until scavenge() releases them (one madvise for
+  // neighbours), or, past max_pending, at once.
+  const std::size_t bound = std::max(detail::min_resident_stacks, detail::resident_cache_bytes / s.size);
+  if (fl->stacks.size() < bound || si == npos) {
+    push(fl->stacks, tagged);
+    return;
+  }
+  GORO_TRY { pending_.push_back({tagged, s.size, si}); }
+  GORO_CATCH_ALL {
+    push(fl->stacks, tagged);
+    return;
+  }
+  npending_.store(pending_.size(), std::memory_order_relaxed);
+  if (pending_.size() >= max_pending) flush_pending(lk);
+}
+
+GORO_DECL void default_stack_allocator::scavenge() noexcept {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!pending_.empty()) flush_pending(lk);
+}
+
+GORO_DECL void default_stack_allocator::flush_pending(std::unique_lock<std::mutex>& lk) noexcept {
+  std::vector<pending_stack> batch;
+  batch.swap(pending_);
+  npending_.store(0, std::memory_order_relaxed);
+  std::sort(batch.begin(), batch.end(),
+            [](const pending_stack& a, const pending_stack& b) { return a.tagged < b.tagged; });
+  struct range {
+    std::uintptr_t lo, hi;
+  };
+  std::vector<range> ranges;
+  GORO_TRY { ranges.reserve(batch.size()); }
+  GORO_CATCH_ALL {}
+  const std::size_t page = detail::os::page_size();
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const pending_stack& e = batch[i];
+    const std::uintptr_t lo = e.tagged & ~std::uintptr_t{1};
+    const std::uintptr_t hi = lo + e.size / page * page;
+    if (lo % page != 0 || hi == lo) continue;  // packed small stacks share pages
+    const pending_stack* prev = i ? &batch[i - 1] : nullptr;
+    const std::uintptr_t prev_lo = prev ? prev->tagged & ~std::uintptr_t{1} : 0;
+    if (prev && prev->slab == e.slab && prev->size == e.size && prev_lo + slabs_[e.slab].stride == lo &&
+        !ranges.empty() && ranges.back().hi == prev_lo + prev->size / page * page) {
+      ranges.back().hi = hi;
+      continue;
+    }
+    if (ranges.size() < ranges.capacity()) ranges.push_back({lo, hi});
+  }
+  lk.unlock();
+  for (const range& r : ranges) detail::os::release_pages(reinterpret_cast<void*>(r.lo), r.hi - r.lo);
+  lk.lock();
+  for (const pending_stack& e : batch) {
+    if (free_list* fl = find_free(e.size)) push(fl->stacks, e.tagged);
+  }
+  batch.clear();
+  if (pending_.empty()) pending_.swap(batch);  // keep the capacity
+  npending_.store(pending_.size(), std::memory_order_relaxed);
+}
+
+GORO_DECL std::size_t default_stack_allocator::find_slab(std::uintptr_t lo) const noexcept {
+  for (std::size_t i = slabs_.size(); i-- > 0;) {
+    auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+    if (lo >= base && lo < base + slabs_[i].bytes) return i;
+  }
+  return npos;
+}
+
+GORO_DECL default_stack_allocator::free_list* default_stack_allocator::find_free(std::size_t size) noexcept {
+  for (auto& fl : free_)
+    if (fl.size == size) return &fl;
+  return nullptr;
+}
+
+GORO_DECL void default_stack_allocator::push(std::vector<std::uintptr_t>& v, std::uintptr_t p) noexcept {
+  // deallocate is noexcept: reserve generously so push_back cannot throw
+  // in practice; if it still fails the stack is leaked (never reused).
+  GORO_TRY { v.push_back(p); }
+  GORO_CATCH_ALL {}
+}
+
+GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
+  const std::size_t page = detail::os::page_size();
+  bool guarded = false;
+  std::size_t stride = size, skip = 0;
+  bool markers = false;  // guard regions by MADV_GUARD_INSTALL (no mapping split, no budget)
+  if (size >= detail::min_guarded_stack) {
+    stride = (size + page - 1) / page * page;  // guards need page-aligned stacks
+    long want = static_cast<long>(detail::slab_bytes / (stride + detail::guard_size));
+    if (want < 1) want = 1;
+    if (detail::guard_install_available()) {
+      markers = guarded = true;
+    } else if (detail::guard_budget().fetch_sub(want, std::memory_order_relaxed) >= want) {
+      guarded = true;
+    } else {
+      detail::guard_budget().fetch_add(want, std::memory_order_relaxed);
+    }
+    if (guarded) {
+      skip = detail::guard_size;
+      stride += skip;
+    }
+  }
+  std::size_t count = detail::slab_bytes / stride;
+  if (count < 1) count = 1;
+  std::size_t bytes = (count * stride + page - 1) / page * page;
+  void* base = detail::os::map_stack_memory(bytes);
+  if (!base) detail::raise_bad_alloc();
+  if (guarded) {
+    for (std::size_t i = 0; i < count && guarded; ++i) {
+      void* guard = static_cast<char*>(base) + i * stride;
+      // A failed install (not expected once probed) leaves the slab to canaries.
+      guarded = markers ? detail::os::guard_with_marker(guard, detail::guard_size)
+                        : detail::os::guard_with_protection(guard, detail::guard_size);
+    }
+  }
+  GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
+  GORO_CATCH_ALL {
+    detail::os::unmap_memory(base, bytes);
+    GORO_RETHROW;
+  }
+  const auto first = reinterpret_cast<std::uintptr_t>(base);
+  cur_ = {size, stride, skip, first, first + count * stride, guarded};
+}
+
+}  // namespace goro
 // ---- begin goro/detail/dump_impl.hpp ----
 // The goroutine dump's runtime side (dump.hpp has the public calls and
 // the protocol): the registry of runtimes, collecting and formatting the
@@ -14768,6 +14645,173 @@ GORO_DECL unsigned num_cpu() noexcept { return detail::os::usable_cpus(); }
 GORO_INSTANTIATE_RUNTIME(::goro::default_policy);
 #endif
 // ---- end goro/detail/sched.hpp ----
+namespace goro::detail {
+
+GORO_DECL bool timer_heap::add(timer* t) {
+  GORO_CHAOS_POINT("timer.add");
+  bool first;
+  {
+    std::lock_guard<spinlock> lk(lock_);
+    first = push_locked(t);
+  }
+  GORO_CHAOS_POINT("timer.added");
+  return first;
+}
+
+GORO_DECL std::int64_t timer_heap::run_due(std::int64_t now) noexcept {
+  if (std::int64_t w = earliest(); w == 0 || w > now) return w;
+  lock_.lock();
+  while (!heap_.empty() && heap_[0]->when <= now) {
+    timer* t = heap_[0];
+    timer::func f = t->f;
+    void* arg = t->arg;
+    std::uintptr_t seq = t->seq;
+    bool sync = t->sync;
+    // `running` before `where`: del() reading where == nullptr without
+    // the lock (acquire) must then see running != 0 and wait.
+    // A count, not a flag: a periodic timer may be due again, and run by
+    // another M, before this call of its function returns.
+    if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
+    if (t->period > 0) {
+      // Periodic: the next tick after now, skipping missed ones (a ticker
+      // drops ticks rather than bursting).
+      std::int64_t late = now - t->when;
+      std::int64_t next = t->when + t->period * (1 + late / t->period);
+      t->when = next < t->when ? INT64_MAX : next;
+      sift_down(0);
+    } else {
+      remove_at(0);
+      t->where.store(nullptr, std::memory_order_release);
+    }
+    publish_earliest();
+    lock_.unlock();
+    GORO_CHAOS_POINT("timer.run");
+    // After this call a non-sync t may be gone: touch it no more; nor a
+    // sync one whose function deleted it (see the top of this file).
+    const running_timer_slot outer = tls_running_timer;
+    tls_running_timer = {sync ? t : nullptr, false};
+    f(arg, seq, now);
+    const bool released = tls_running_timer.released;
+    tls_running_timer = outer;
+    if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
+    lock_.lock();
+  }
+  std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
+  lock_.unlock();
+  return next;
+}
+
+GORO_DECL void timer_heap::clear() noexcept {
+  lock_.lock();
+  std::vector<timer*> all;
+  all.swap(heap_);
+  for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
+  count_.store(0, std::memory_order_relaxed);
+  publish_earliest();
+  lock_.unlock();
+  for (timer* t : all)
+    if (t->drop) t->drop(t->arg, t->seq, 0);
+}
+
+GORO_DECL bool timer_heap::del(timer* t) noexcept {
+  // From inside t's own function that call is not waited for (it is the
+  // caller; other runs of a periodic t still are), and its count is
+  // released last: once it drops, t's owner may free t at any moment.
+  const bool self = t == tls_running_timer.t && !tls_running_timer.released;
+  const std::uint32_t own = self ? 1 : 0;
+  bool removed = false;
+  for (;;) {
+    timer_heap* h = t->where.load(std::memory_order_acquire);
+    if (!h) {
+      wait_running_at_most(t, own);
+      break;
+    }
+    h->lock_.lock();
+    if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
+      h->lock_.unlock();
+      continue;
+    }
+    if (t->sync && t->running.load(std::memory_order_acquire) > own) {
+      // A periodic timer stays queued while its function runs.
+      h->lock_.unlock();
+      wait_running_at_most(t, own);
+      continue;
+    }
+    h->remove_at(t->index);
+    t->where.store(nullptr, std::memory_order_release);
+    h->publish_earliest();
+    h->lock_.unlock();
+    removed = true;
+    break;
+  }
+  if (self) {
+    tls_running_timer.released = true;
+    t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
+  }
+  return removed;
+}
+
+GORO_DECL void timer_heap::wait_running_at_most(timer* t, std::uint32_t own) noexcept {
+  if (!t->sync) return;
+  while (t->running.load(std::memory_order_acquire) > own) os::yield_thread();
+}
+
+GORO_DECL bool timer_heap::push_locked(timer* t) {
+  t->index = static_cast<std::uint32_t>(heap_.size());
+  heap_.push_back(t);
+  t->where.store(this, std::memory_order_release);
+  sift_up(t->index);
+  count_.store(heap_.size(), std::memory_order_relaxed);
+  bool first = heap_[0] == t;
+  if (first) publish_earliest();
+  return first;
+}
+
+GORO_DECL void timer_heap::remove_at(std::uint32_t i) noexcept {
+  std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
+  if (i != last) {
+    heap_[i] = heap_[last];
+    heap_[i]->index = i;
+  }
+  heap_.pop_back();
+  count_.store(heap_.size(), std::memory_order_relaxed);
+  if (i < heap_.size()) {
+    if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
+      sift_up(i);
+    else
+      sift_down(i);
+  }
+}
+
+GORO_DECL void timer_heap::sift_up(std::uint32_t i) noexcept {
+  timer* t = heap_[i];
+  while (i > 0) {
+    std::uint32_t parent = (i - 1) / 4;
+    if (heap_[parent]->when <= t->when) break;
+    place(i, heap_[parent]);
+    i = parent;
+  }
+  place(i, t);
+}
+
+GORO_DECL void timer_heap::sift_down(std::uint32_t i) noexcept {
+  const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
+  if (i >= n) return;
+  timer* t = heap_[i];
+  for (;;) {
+    std::uint32_t c = 4 * i + 1;
+    if (c >= n) break;
+    std::uint32_t best = c;
+    for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
+      if (heap_[k]->when < heap_[best]->when) best = k;
+    if (t->when <= heap_[best]->when) break;
+    place(i, heap_[best]);
+    i = best;
+  }
+  place(i, t);
+}
+
+}  // namespace goro::detail
 namespace goro::detail {
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "chan.hpp"
+#include "detail/config.hpp"
 #include "detail/spinlock.hpp"
 #include "detail/timer_heap.hpp"
 #include "time.hpp"

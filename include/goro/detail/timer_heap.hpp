@@ -35,6 +35,7 @@
 
 #include "../os/os.hpp"
 #include "chaos.hpp"
+#include "config.hpp"
 #include "spinlock.hpp"
 
 namespace goro::detail {
@@ -104,151 +105,29 @@ class timer_heap {
   // addtimer: queues t (on no heap, not running) to fire at t->when.
   // Returns true if t became this heap's earliest timer.
   // The array may grow: a bad_alloc leaves the heap unchanged and unlocked.
-  bool add(timer* t) {
-    GORO_CHAOS_POINT("timer.add");
-    bool first;
-    {
-      std::lock_guard<spinlock> lk(lock_);
-      first = push_locked(t);
-    }
-    GORO_CHAOS_POINT("timer.added");
-    return first;
-  }
+  GORO_DECL bool add(timer* t);
 
   // runtimer loop: runs every timer due at `now`, the lock released around
   // each function. Returns the earliest pending `when` afterwards (0: none).
-  std::int64_t run_due(std::int64_t now) noexcept {
-    if (std::int64_t w = earliest(); w == 0 || w > now) return w;
-    lock_.lock();
-    while (!heap_.empty() && heap_[0]->when <= now) {
-      timer* t = heap_[0];
-      timer::func f = t->f;
-      void* arg = t->arg;
-      std::uintptr_t seq = t->seq;
-      bool sync = t->sync;
-      // `running` before `where`: del() reading where == nullptr without
-      // the lock (acquire) must then see running != 0 and wait.
-      // A count, not a flag: a periodic timer may be due again, and run by
-      // another M, before this call of its function returns.
-      if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
-      if (t->period > 0) {
-        // Periodic: the next tick after now, skipping missed ones (a ticker
-        // drops ticks rather than bursting).
-        std::int64_t late = now - t->when;
-        std::int64_t next = t->when + t->period * (1 + late / t->period);
-        t->when = next < t->when ? INT64_MAX : next;
-        sift_down(0);
-      } else {
-        remove_at(0);
-        t->where.store(nullptr, std::memory_order_release);
-      }
-      publish_earliest();
-      lock_.unlock();
-      GORO_CHAOS_POINT("timer.run");
-      // After this call a non-sync t may be gone: touch it no more; nor a
-      // sync one whose function deleted it (see the top of this file).
-      const running_timer_slot outer = tls_running_timer;
-      tls_running_timer = {sync ? t : nullptr, false};
-      f(arg, seq, now);
-      const bool released = tls_running_timer.released;
-      tls_running_timer = outer;
-      if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
-      lock_.lock();
-    }
-    std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
-    lock_.unlock();
-    return next;
-  }
+  GORO_DECL std::int64_t run_due(std::int64_t now) noexcept;
 
   // Removes every timer (shutdown): later del() calls find them on no heap;
   // those with a `drop` function get it called.
-  void clear() noexcept {
-    lock_.lock();
-    std::vector<timer*> all;
-    all.swap(heap_);
-    for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
-    count_.store(0, std::memory_order_relaxed);
-    publish_earliest();
-    lock_.unlock();
-    for (timer* t : all)
-      if (t->drop) t->drop(t->arg, t->seq, 0);
-  }
+  GORO_DECL void clear() noexcept;
 
   // deltimer: takes t off whatever heap it is on. Returns true if it was
   // pending (so it will now never fire), false if it had fired (or was
   // never added). Waits for a sync timer's running function to finish.
-  static bool del(timer* t) noexcept {
-    // From inside t's own function that call is not waited for (it is the
-    // caller; other runs of a periodic t still are), and its count is
-    // released last: once it drops, t's owner may free t at any moment.
-    const bool self = t == tls_running_timer.t && !tls_running_timer.released;
-    const std::uint32_t own = self ? 1 : 0;
-    bool removed = false;
-    for (;;) {
-      timer_heap* h = t->where.load(std::memory_order_acquire);
-      if (!h) {
-        wait_running_at_most(t, own);
-        break;
-      }
-      h->lock_.lock();
-      if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
-        h->lock_.unlock();
-        continue;
-      }
-      if (t->sync && t->running.load(std::memory_order_acquire) > own) {
-        // A periodic timer stays queued while its function runs.
-        h->lock_.unlock();
-        wait_running_at_most(t, own);
-        continue;
-      }
-      h->remove_at(t->index);
-      t->where.store(nullptr, std::memory_order_release);
-      h->publish_earliest();
-      h->lock_.unlock();
-      removed = true;
-      break;
-    }
-    if (self) {
-      tls_running_timer.released = true;
-      t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
-    }
-    return removed;
-  }
+  GORO_DECL static bool del(timer* t) noexcept;
 
  private:
   // Waits until at most `own` runs of t's function are in progress (own:
   // 1 when called from inside it, see del).
-  static void wait_running_at_most(timer* t, std::uint32_t own) noexcept {
-    if (!t->sync) return;
-    while (t->running.load(std::memory_order_acquire) > own) os::yield_thread();
-  }
+  GORO_DECL static void wait_running_at_most(timer* t, std::uint32_t own) noexcept;
 
-  bool push_locked(timer* t) {
-    t->index = static_cast<std::uint32_t>(heap_.size());
-    heap_.push_back(t);
-    t->where.store(this, std::memory_order_release);
-    sift_up(t->index);
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    bool first = heap_[0] == t;
-    if (first) publish_earliest();
-    return first;
-  }
+  GORO_DECL bool push_locked(timer* t);
 
-  void remove_at(std::uint32_t i) noexcept {
-    std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
-    if (i != last) {
-      heap_[i] = heap_[last];
-      heap_[i]->index = i;
-    }
-    heap_.pop_back();
-    count_.store(heap_.size(), std::memory_order_relaxed);
-    if (i < heap_.size()) {
-      if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
-        sift_up(i);
-      else
-        sift_down(i);
-    }
-  }
+  GORO_DECL void remove_at(std::uint32_t i) noexcept;
 
   void publish_earliest() noexcept { when0_.store(heap_.empty() ? 0 : heap_[0]->when, std::memory_order_seq_cst); }
 
@@ -257,33 +136,9 @@ class timer_heap {
     t->index = i;
   }
 
-  void sift_up(std::uint32_t i) noexcept {
-    timer* t = heap_[i];
-    while (i > 0) {
-      std::uint32_t parent = (i - 1) / 4;
-      if (heap_[parent]->when <= t->when) break;
-      place(i, heap_[parent]);
-      i = parent;
-    }
-    place(i, t);
-  }
+  GORO_DECL void sift_up(std::uint32_t i) noexcept;
 
-  void sift_down(std::uint32_t i) noexcept {
-    const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
-    if (i >= n) return;
-    timer* t = heap_[i];
-    for (;;) {
-      std::uint32_t c = 4 * i + 1;
-      if (c >= n) break;
-      std::uint32_t best = c;
-      for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
-        if (heap_[k]->when < heap_[best]->when) best = k;
-      if (t->when <= heap_[best]->when) break;
-      place(i, heap_[best]);
-      i = best;
-    }
-    place(i, t);
-  }
+  GORO_DECL void sift_down(std::uint32_t i) noexcept;
 
   spinlock lock_;
   std::vector<timer*> heap_;
@@ -292,3 +147,173 @@ class timer_heap {
 };
 
 }  // namespace goro::detail
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
+GORO_DECL bool timer_heap::add(timer* t) {
+  GORO_CHAOS_POINT("timer.add");
+  bool first;
+  {
+    std::lock_guard<spinlock> lk(lock_);
+    first = push_locked(t);
+  }
+  GORO_CHAOS_POINT("timer.added");
+  return first;
+}
+
+GORO_DECL std::int64_t timer_heap::run_due(std::int64_t now) noexcept {
+  if (std::int64_t w = earliest(); w == 0 || w > now) return w;
+  lock_.lock();
+  while (!heap_.empty() && heap_[0]->when <= now) {
+    timer* t = heap_[0];
+    timer::func f = t->f;
+    void* arg = t->arg;
+    std::uintptr_t seq = t->seq;
+    bool sync = t->sync;
+    // `running` before `where`: del() reading where == nullptr without
+    // the lock (acquire) must then see running != 0 and wait.
+    // A count, not a flag: a periodic timer may be due again, and run by
+    // another M, before this call of its function returns.
+    if (sync) t->running.fetch_add(1, std::memory_order_relaxed);
+    if (t->period > 0) {
+      // Periodic: the next tick after now, skipping missed ones (a ticker
+      // drops ticks rather than bursting).
+      std::int64_t late = now - t->when;
+      std::int64_t next = t->when + t->period * (1 + late / t->period);
+      t->when = next < t->when ? INT64_MAX : next;
+      sift_down(0);
+    } else {
+      remove_at(0);
+      t->where.store(nullptr, std::memory_order_release);
+    }
+    publish_earliest();
+    lock_.unlock();
+    GORO_CHAOS_POINT("timer.run");
+    // After this call a non-sync t may be gone: touch it no more; nor a
+    // sync one whose function deleted it (see the top of this file).
+    const running_timer_slot outer = tls_running_timer;
+    tls_running_timer = {sync ? t : nullptr, false};
+    f(arg, seq, now);
+    const bool released = tls_running_timer.released;
+    tls_running_timer = outer;
+    if (sync && !released) t->running.fetch_sub(1, std::memory_order_release);
+    lock_.lock();
+  }
+  std::int64_t next = heap_.empty() ? 0 : heap_[0]->when;
+  lock_.unlock();
+  return next;
+}
+
+GORO_DECL void timer_heap::clear() noexcept {
+  lock_.lock();
+  std::vector<timer*> all;
+  all.swap(heap_);
+  for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
+  count_.store(0, std::memory_order_relaxed);
+  publish_earliest();
+  lock_.unlock();
+  for (timer* t : all)
+    if (t->drop) t->drop(t->arg, t->seq, 0);
+}
+
+GORO_DECL bool timer_heap::del(timer* t) noexcept {
+  // From inside t's own function that call is not waited for (it is the
+  // caller; other runs of a periodic t still are), and its count is
+  // released last: once it drops, t's owner may free t at any moment.
+  const bool self = t == tls_running_timer.t && !tls_running_timer.released;
+  const std::uint32_t own = self ? 1 : 0;
+  bool removed = false;
+  for (;;) {
+    timer_heap* h = t->where.load(std::memory_order_acquire);
+    if (!h) {
+      wait_running_at_most(t, own);
+      break;
+    }
+    h->lock_.lock();
+    if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
+      h->lock_.unlock();
+      continue;
+    }
+    if (t->sync && t->running.load(std::memory_order_acquire) > own) {
+      // A periodic timer stays queued while its function runs.
+      h->lock_.unlock();
+      wait_running_at_most(t, own);
+      continue;
+    }
+    h->remove_at(t->index);
+    t->where.store(nullptr, std::memory_order_release);
+    h->publish_earliest();
+    h->lock_.unlock();
+    removed = true;
+    break;
+  }
+  if (self) {
+    tls_running_timer.released = true;
+    t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
+  }
+  return removed;
+}
+
+GORO_DECL void timer_heap::wait_running_at_most(timer* t, std::uint32_t own) noexcept {
+  if (!t->sync) return;
+  while (t->running.load(std::memory_order_acquire) > own) os::yield_thread();
+}
+
+GORO_DECL bool timer_heap::push_locked(timer* t) {
+  t->index = static_cast<std::uint32_t>(heap_.size());
+  heap_.push_back(t);
+  t->where.store(this, std::memory_order_release);
+  sift_up(t->index);
+  count_.store(heap_.size(), std::memory_order_relaxed);
+  bool first = heap_[0] == t;
+  if (first) publish_earliest();
+  return first;
+}
+
+GORO_DECL void timer_heap::remove_at(std::uint32_t i) noexcept {
+  std::uint32_t last = static_cast<std::uint32_t>(heap_.size() - 1);
+  if (i != last) {
+    heap_[i] = heap_[last];
+    heap_[i]->index = i;
+  }
+  heap_.pop_back();
+  count_.store(heap_.size(), std::memory_order_relaxed);
+  if (i < heap_.size()) {
+    if (i > 0 && heap_[i]->when < heap_[(i - 1) / 4]->when)
+      sift_up(i);
+    else
+      sift_down(i);
+  }
+}
+
+GORO_DECL void timer_heap::sift_up(std::uint32_t i) noexcept {
+  timer* t = heap_[i];
+  while (i > 0) {
+    std::uint32_t parent = (i - 1) / 4;
+    if (heap_[parent]->when <= t->when) break;
+    place(i, heap_[parent]);
+    i = parent;
+  }
+  place(i, t);
+}
+
+GORO_DECL void timer_heap::sift_down(std::uint32_t i) noexcept {
+  const std::uint32_t n = static_cast<std::uint32_t>(heap_.size());
+  if (i >= n) return;
+  timer* t = heap_[i];
+  for (;;) {
+    std::uint32_t c = 4 * i + 1;
+    if (c >= n) break;
+    std::uint32_t best = c;
+    for (std::uint32_t k = c + 1; k < c + 4 && k < n; ++k)
+      if (heap_[k]->when < heap_[best]->when) best = k;
+    if (t->when <= heap_[best]->when) break;
+    place(i, heap_[best]);
+    i = best;
+  }
+  place(i, t);
+}
+
+}  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME
