@@ -246,6 +246,11 @@ TEST_CASE("mutex: starvation mode hands the lock to a waiter that waited > 1 ms"
       busy_for(hold);
       hog_iters.fetch_add(1, std::memory_order_relaxed);
       m.unlock();
+      // A goroutine hog never parks while the lock is free: without a safe
+      // point (cooperative preemption) main, readied into the hog's P, can
+      // wait there for the hog's whole 10 s. Seen under qemu about 1 run in
+      // 6 (schedtrace [1 0] with P1 idle), on this session's base too.
+      goro::preempt_point();
     }
   };
   std::thread hog_thread;
