@@ -5319,42 +5319,12 @@ class sema {
   // lost the lock again keeps its place (Go's queueLifo). unlinked(ctx):
   // see block_on (a runtime destroyed while the caller waits for good).
   // `why`: what the goroutine dump shows while the caller waits.
-  void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
-               wait_reason why = wait_reason::semacquire) noexcept {
-    safe_point();  // a runtime call that can switch (detail/preempt.hpp)
-    lock_.lock();
-    if (count_ > 0) {
-      --count_;
-      lock_.unlock();
-      return;
-    }
-    waiter w;
-    if (lifo)
-      queue_.push_front(&w);
-    else
-      queue_.push_back(&w);
-    block_on(w, queue_, lock_, why, unlinked, ctx);
-    // release() dequeued us and the token is ours: nothing left to do, and
-    // nothing here touches *this again.
-  }
+  GORO_DECL void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
+               wait_reason why = wait_reason::semacquire) noexcept;
 
   // acquire() giving up at the nanotime() `when`: false if it did (no
   // token taken).
-  bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
-    lock_.lock();
-    if (count_ > 0) {
-      --count_;
-      lock_.unlock();
-      return true;
-    }
-    if (when <= nanotime()) {
-      lock_.unlock();
-      return false;
-    }
-    waiter w;
-    queue_.push_back(&w);
-    return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
-  }
+  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept;
 
   // Takes one token if one is available now.
   bool try_acquire() noexcept {
@@ -5367,20 +5337,7 @@ class sema {
 
   // semrelease: adds n tokens; each goes to the oldest waiter first (woken in
   // FIFO order after the lock is released), the rest are kept.
-  void release(std::uint64_t n = 1) noexcept {
-    waiter* woken = nullptr;
-    waiter** tail = &woken;
-    lock_.lock();
-    for (; n > 0; --n) {
-      waiter* w = queue_.pop_front();
-      if (!w) break;
-      *tail = w;
-      tail = &w->next;
-    }
-    count_ += n;
-    lock_.unlock();  // last access to *this
-    wake_list(woken);
-  }
+  GORO_DECL void release(std::uint64_t n = 1) noexcept;
 
  private:
   static bool unlink_waiter(void* q, waiter* w) noexcept {
@@ -5412,97 +5369,20 @@ class notify_list {
 
   // notifyListWait: blocks until ticket t was notified (returns at once if it
   // already was, between add() and here).
-  void wait(std::uint32_t t) noexcept {
-    safe_point();
-    lock_.lock();
-    if (less(t, notify_.load(std::memory_order_relaxed))) {
-      lock_.unlock();
-      return;
-    }
-    waiter w;
-    w.ticket = t;
-    queue_.push_back(&w);
-    // Taken off the queue unwoken (main_return.hpp, or a runtime destroyed
-    // meanwhile): the ticket is abandoned, as a timed-out wait_until's, so
-    // that a notify_one passes over it.
-    struct ticket_of {
-      notify_list* self;
-      std::uint32_t t;
-    } at{this, t};
-    block_on(w, queue_, lock_, wait_reason::cond_wait, [](void* a) noexcept {
-      auto* x = static_cast<ticket_of*>(a);
-      x->self->lock_.lock();
-      if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandoned_.push_back(x->t);
-      x->self->lock_.unlock();
-    }, &at);
-  }
+  GORO_DECL void wait(std::uint32_t t) noexcept;
 
   // wait(t) giving up at the nanotime() `when`: false if it did. A waiter
   // that gives up leaves its ticket in abandoned_, so that notify_one
   // passes over it to the next waiter instead of spending itself on it.
-  bool wait_until(std::uint32_t t, std::int64_t when) noexcept {
-    lock_.lock();
-    if (less(t, notify_.load(std::memory_order_relaxed))) {
-      lock_.unlock();
-      return true;
-    }
-    if (when <= nanotime()) {
-      lock_.unlock();
-      return false;
-    }
-    waiter w;
-    w.ticket = t;
-    queue_.push_back(&w);
-    return block_on_until(
-        w, lock_, when,
-        [](void* self, waiter* x) noexcept {
-          auto* nl = static_cast<notify_list*>(self);
-          if (!nl->queue_.remove_first_if([x](const waiter* y) { return y == x; })) return false;
-          nl->abandoned_.push_back(x->ticket);
-          return true;
-        },
-        this);
-  }
+  GORO_DECL bool wait_until(std::uint32_t t, std::int64_t when) noexcept;
 
   // notifyListNotifyOne: wakes the waiter holding the oldest unnotified
   // ticket. If it has not queued yet, it will see its ticket notified in
   // wait() and not block.
-  void notify_one() noexcept {
-    // Fast path: nobody waiting since the last notify. A waiter whose add()
-    // is not visible yet is concurrent with this notify (it did not hold
-    // the lock before us), and missing it is allowed.
-    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
-    lock_.lock();
-    waiter* w = nullptr;
-    for (;;) {
-      const std::uint32_t t = notify_.load(std::memory_order_relaxed);
-      if (t == wait_.load(std::memory_order_acquire)) break;
-      notify_.store(t + 1, std::memory_order_release);
-      w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
-      if (w) break;
-      // Not queued: either it has yet to reach wait() (it will find itself
-      // notified), or it gave up waiting -- then notify the next one.
-      auto it = std::find(abandoned_.begin(), abandoned_.end(), t);
-      if (it == abandoned_.end()) break;
-      abandoned_.erase(it);
-    }
-    lock_.unlock();  // last access to *this
-    if (w) wake(w);
-  }
+  GORO_DECL void notify_one() noexcept;
 
   // notifyListNotifyAll: wakes every waiter that took a ticket so far.
-  void notify_all() noexcept {
-    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
-    lock_.lock();
-    // Every queued waiter took its ticket before queueing under lock_, so
-    // this read of wait_ covers all of them: take_all() takes only notified
-    // waiters.
-    notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
-    abandoned_.clear();
-    waiter* list = queue_.take_all();
-    lock_.unlock();  // last access to *this
-    wake_list(list);
-  }
+  GORO_DECL void notify_all() noexcept;
 
  private:
   static bool less(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
@@ -5515,6 +5395,7 @@ class notify_list {
 };
 
 }  // namespace goro::detail
+
 // ---- end goro/detail/sema.hpp ----
 
 namespace goro {
@@ -7081,49 +6962,12 @@ struct poll_desc {
 // Go's pollcache: descriptors allocated in blocks, recycled, never freed.
 class pd_cache {
  public:
-  static poll_desc* alloc(int fd) {
-    pd_cache& c = get();
-    poll_desc* pd;
-    {
-      std::lock_guard<std::mutex> lk(c.mu_);
-      if (!c.free_) {
-        constexpr int block = 64;
-        auto* b = new (std::nothrow) poll_desc[block];
-        if (!b) raise_bad_alloc();
-        c.blocks_.push_back(b);
-        for (int i = 0; i < block; ++i) {
-          b[i].next = c.free_;
-          c.free_ = &b[i];
-        }
-      }
-      pd = c.free_;
-      c.free_ = pd->next;
-    }
-    pd->next = pd->prev = nullptr;
-    pd->fd = fd;
-    pd->rg.store(pd_nil, std::memory_order_relaxed);
-    pd->wg.store(pd_nil, std::memory_order_relaxed);
-    pd->rd.store(0, std::memory_order_relaxed);
-    pd->wd.store(0, std::memory_order_relaxed);
-    pd->owner.store(nullptr, std::memory_order_relaxed);
-    pd->closing.store(false, std::memory_order_seq_cst);
-    return pd;
-  }
+  GORO_DECL static poll_desc* alloc(int fd);
   // pd must be unregistered, its timers deleted and nobody waiting on it.
-  static void free(poll_desc* pd) noexcept {
-    pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
-    pd->fd = -1;
-    pd_cache& c = get();
-    std::lock_guard<std::mutex> lk(c.mu_);
-    pd->next = c.free_;
-    c.free_ = pd;
-  }
+  GORO_DECL static void free(poll_desc* pd) noexcept;
 
  private:
-  static pd_cache& get() {
-    static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
-    return *c;
-  }
+  GORO_DECL static pd_cache& get();
   std::mutex mu_;
   poll_desc* free_ = nullptr;
   std::vector<poll_desc*> blocks_;
@@ -7176,91 +7020,30 @@ class netpoller {
   std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
 
   // netpollinit, once.
-  void init() {
-    if (inited()) return;
-    init_locked();
-    if (on_init_) on_init_(on_init_arg_);
-  }
+  GORO_DECL void init();
 
  private:
-  void init_locked() {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (inited()) return;
-    last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
-    const char* what = nullptr;
-    if (int err = os_poller_.open(&what)) raise_system(err, what);
-  }
+  GORO_DECL void init_locked();
 
  public:
   // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
   // reports the fd's current readiness at once, so registering after a
   // syscall returned EAGAIN loses no edge.
-  void open(poll_desc* pd) {
-    if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
-  }
+  GORO_DECL void open(poll_desc* pd);
   // The same, returning the errno instead (EPERM: a regular file).
-  int try_open(poll_desc* pd) {
-    init();
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      pd->prev = nullptr;
-      pd->next = list_;
-      if (list_) list_->prev = pd;
-      list_ = pd;
-    }
-    pd->owner.store(this, std::memory_order_seq_cst);
-    if (int err = os_poller_.add(pd->fd, tag(pd))) {
-      unlink(pd);  // no remove: on EEXIST the registration is someone else's
-      return err;
-    }
-    return 0;
-  }
+  GORO_DECL int try_open(poll_desc* pd);
 
   // pollClose: unregisters pd (before its fd is closed).
-  void close(poll_desc* pd) noexcept {
-    os_poller_.remove(pd->fd);
-    unlink(pd);
-  }
+  GORO_DECL void close(poll_desc* pd) noexcept;
 
  private:
-  void unlink(poll_desc* pd) noexcept {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
-    (pd->prev ? pd->prev->next : list_) = pd->next;
-    if (pd->next) pd->next->prev = pd->prev;
-    pd->prev = pd->next = nullptr;
-    pd->owner.store(nullptr, std::memory_order_seq_cst);
-  }
+  GORO_DECL void unlink(poll_desc* pd) noexcept;
 
  public:
   // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
   // event or brk()), stores the goroutines made runnable in out (room for
   // max_batch) and returns their number. The caller holds try_lock().
-  int poll(long long timeout_ns, g** out) noexcept {
-    if (!os_poller_.is_open()) return 0;
-    if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
-    os::poll_event evs[max_batch / 2];
-    int n = os_poller_.wait(evs, max_batch / 2, timeout_ns);
-    last_poll_.store(nanotime(), std::memory_order_relaxed);
-    int k = 0;
-    for (int i = 0; i < n; ++i) {
-      std::uint64_t d = os::event_tag(evs[i]);
-      if (d == 0) {             // the wake-up (no descriptor has address 0)
-        if (timeout_ns != 0) {  // only the sleeper consumes a break
-          os_poller_.drain_wake();
-          wake_sig_.store(false, std::memory_order_seq_cst);
-        }
-        continue;
-      }
-      auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
-      if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
-      if (os::event_readable(evs[i]))
-        if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
-      if (os::event_writable(evs[i]))
-        if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
-    }
-    return k;
-  }
+  GORO_DECL int poll(long long timeout_ns, g** out) noexcept;
 
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
@@ -7270,25 +7053,10 @@ class netpoller {
 
   // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
   // pd_ready (ioready) or pd_nil. Returns the parked G to ready, if any.
-  static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept {
-    auto& s = pd->sema(mode);
-    std::uintptr_t old = s.load(std::memory_order_seq_cst);
-    for (;;) {
-      if (old == pd_ready) return nullptr;
-      if (old == pd_nil && !ioready) return nullptr;
-      std::uintptr_t nw = ioready ? pd_ready : pd_nil;
-      if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
-    }
-    if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
-    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
-    return reinterpret_cast<g*>(old);
-  }
+  GORO_DECL static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept;
 
   // Deadline timers' functions (the timer's seq is pd's seq when armed).
-  static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
-    if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
-    if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
-  }
+  GORO_DECL static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept;
 
  private:
   static constexpr unsigned ptr_bits = 48;
@@ -7312,70 +7080,10 @@ class netpoller {
 
 // netpollblock: the calling goroutine waits for readiness on pd in `mode`.
 // True: I/O is ready; false: woken by a close or a deadline (or spuriously).
-inline bool pd_block(poll_desc* pd, char mode) {
-  auto& s = pd->sema(mode);
-  for (;;) {
-    std::uintptr_t v = pd_ready;
-    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
-    if (v == pd_nil) {
-      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
-      continue;
-    }
-    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
-  }
-  // Re-check after announcing the wait: a close or deadline that came
-  // before our CAS is seen here (see poll_desc's memory-order note).
-  if (pd->check(mode) == pd_error::none) {
-    struct commit_args {
-      std::atomic<std::uintptr_t>* s;
-      g* gp;
-      poll_desc* pd;
-      char mode;
-    } a{&s, current_g(), pd, mode};
-    // main_return (main_return.hpp): the runtime ending this goroutine
-    // takes it out of the semaphore as a close would (unblock), unless
-    // readiness got there first.
-    a.gp->unlink_wait = [](void* arg) noexcept {
-      auto* c = static_cast<commit_args*>(arg);
-      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
-    };
-    a.gp->unlink_arg = &a;
-    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
-    // before the CAS: once it succeeds the G may be readied, run and
-    // return (its frame, holding `a`, is then gone).
-    park(
-        current_m(),
-        [](void* arg) {
-          auto* c = static_cast<commit_args*>(arg);
-          auto* sp = c->s;
-          auto* gp = c->gp;
-          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
-          std::uintptr_t expect = pd_wait;
-          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
-            return false;  // readiness / unblock came first: resume at once
-          if (np) np->add_waiter();
-          return true;
-        },
-        &a, wait_reason::io_wait);
-    current_g()->unlink_wait = nullptr;
-  }
-  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
-  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
-  return old == pd_ready;
-}
+GORO_DECL bool pd_block(poll_desc* pd, char mode);
 
 // poll_runtime_pollWait: waits until ready, closing or past the deadline.
-inline pd_error pd_wait_g(poll_desc* pd, char mode) {
-  call_point();  // main_return (goexit.hpp)
-  pd_error e = pd->check(mode);
-  if (e != pd_error::none) return e;
-  while (!pd_block(pd, mode)) {
-    exit_if_killed(current_g());  // main_return (goexit.hpp)
-    e = pd->check(mode);
-    if (e != pd_error::none) return e;
-  }
-  return pd_error::none;
-}
+GORO_DECL pd_error pd_wait_g(poll_desc* pd, char mode);
 
 // The scheduler's side of the poller, kept out of sched.hpp: S is
 // scheduler<Policy> (this is its friend), M and P its M and P records.
@@ -7511,6 +7219,7 @@ struct netpoll_sched {
 };
 
 }  // namespace goro::detail
+
 // ---- end goro/detail/netpoll.hpp ----
 
 namespace goro::net {
@@ -15005,6 +14714,144 @@ GORO_DECL void cancel_func::operator()() const {
 }
 
 }  // namespace goro
+namespace goro::detail {
+
+GORO_DECL void sema::acquire(bool lifo, void (*unlinked)(void*) noexcept, void* ctx,
+             wait_reason why) noexcept {
+  safe_point();  // a runtime call that can switch (detail/preempt.hpp)
+  lock_.lock();
+  if (count_ > 0) {
+    --count_;
+    lock_.unlock();
+    return;
+  }
+  waiter w;
+  if (lifo)
+    queue_.push_front(&w);
+  else
+    queue_.push_back(&w);
+  block_on(w, queue_, lock_, why, unlinked, ctx);
+  // release() dequeued us and the token is ours: nothing left to do, and
+  // nothing here touches *this again.
+}
+
+GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx) noexcept {
+  lock_.lock();
+  if (count_ > 0) {
+    --count_;
+    lock_.unlock();
+    return true;
+  }
+  if (when <= nanotime()) {
+    lock_.unlock();
+    return false;
+  }
+  waiter w;
+  queue_.push_back(&w);
+  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
+}
+
+GORO_DECL void sema::release(std::uint64_t n) noexcept {
+  waiter* woken = nullptr;
+  waiter** tail = &woken;
+  lock_.lock();
+  for (; n > 0; --n) {
+    waiter* w = queue_.pop_front();
+    if (!w) break;
+    *tail = w;
+    tail = &w->next;
+  }
+  count_ += n;
+  lock_.unlock();  // last access to *this
+  wake_list(woken);
+}
+
+GORO_DECL void notify_list::wait(std::uint32_t t) noexcept {
+  safe_point();
+  lock_.lock();
+  if (less(t, notify_.load(std::memory_order_relaxed))) {
+    lock_.unlock();
+    return;
+  }
+  waiter w;
+  w.ticket = t;
+  queue_.push_back(&w);
+  // Taken off the queue unwoken (main_return.hpp, or a runtime destroyed
+  // meanwhile): the ticket is abandoned, as a timed-out wait_until's, so
+  // that a notify_one passes over it.
+  struct ticket_of {
+    notify_list* self;
+    std::uint32_t t;
+  } at{this, t};
+  block_on(w, queue_, lock_, wait_reason::cond_wait, [](void* a) noexcept {
+    auto* x = static_cast<ticket_of*>(a);
+    x->self->lock_.lock();
+    if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandoned_.push_back(x->t);
+    x->self->lock_.unlock();
+  }, &at);
+}
+
+GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexcept {
+  lock_.lock();
+  if (less(t, notify_.load(std::memory_order_relaxed))) {
+    lock_.unlock();
+    return true;
+  }
+  if (when <= nanotime()) {
+    lock_.unlock();
+    return false;
+  }
+  waiter w;
+  w.ticket = t;
+  queue_.push_back(&w);
+  return block_on_until(
+      w, lock_, when,
+      [](void* self, waiter* x) noexcept {
+        auto* nl = static_cast<notify_list*>(self);
+        if (!nl->queue_.remove_first_if([x](const waiter* y) { return y == x; })) return false;
+        nl->abandoned_.push_back(x->ticket);
+        return true;
+      },
+      this);
+}
+
+GORO_DECL void notify_list::notify_one() noexcept {
+  // Fast path: nobody waiting since the last notify. A waiter whose add()
+  // is not visible yet is concurrent with this notify (it did not hold
+  // the lock before us), and missing it is allowed.
+  if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+  lock_.lock();
+  waiter* w = nullptr;
+  for (;;) {
+    const std::uint32_t t = notify_.load(std::memory_order_relaxed);
+    if (t == wait_.load(std::memory_order_acquire)) break;
+    notify_.store(t + 1, std::memory_order_release);
+    w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
+    if (w) break;
+    // Not queued: either it has yet to reach wait() (it will find itself
+    // notified), or it gave up waiting -- then notify the next one.
+    auto it = std::find(abandoned_.begin(), abandoned_.end(), t);
+    if (it == abandoned_.end()) break;
+    abandoned_.erase(it);
+  }
+  lock_.unlock();  // last access to *this
+  if (w) wake(w);
+}
+
+GORO_DECL void notify_list::notify_all() noexcept {
+  if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+  lock_.lock();
+  // Every queued waiter took its ticket before queueing under lock_, so
+  // this read of wait_ covers all of them: take_all() takes only notified
+  // waiters.
+  notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
+  abandoned_.clear();
+  waiter* list = queue_.take_all();
+  lock_.unlock();  // last access to *this
+  wake_list(list);
+}
+
+}  // namespace goro::detail
 namespace goro {
 
 GORO_DECL group::group(context parent) {
@@ -15371,6 +15218,210 @@ GORO_DECL std::size_t select(std::span<select_case> cases) {
 }
 
 }  // namespace goro
+namespace goro::detail {
+
+GORO_DECL poll_desc* pd_cache::alloc(int fd) {
+  pd_cache& c = get();
+  poll_desc* pd;
+  {
+    std::lock_guard<std::mutex> lk(c.mu_);
+    if (!c.free_) {
+      constexpr int block = 64;
+      auto* b = new (std::nothrow) poll_desc[block];
+      if (!b) raise_bad_alloc();
+      c.blocks_.push_back(b);
+      for (int i = 0; i < block; ++i) {
+        b[i].next = c.free_;
+        c.free_ = &b[i];
+      }
+    }
+    pd = c.free_;
+    c.free_ = pd->next;
+  }
+  pd->next = pd->prev = nullptr;
+  pd->fd = fd;
+  pd->rg.store(pd_nil, std::memory_order_relaxed);
+  pd->wg.store(pd_nil, std::memory_order_relaxed);
+  pd->rd.store(0, std::memory_order_relaxed);
+  pd->wd.store(0, std::memory_order_relaxed);
+  pd->owner.store(nullptr, std::memory_order_relaxed);
+  pd->closing.store(false, std::memory_order_seq_cst);
+  return pd;
+}
+
+GORO_DECL void pd_cache::free(poll_desc* pd) noexcept {
+  pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
+  pd->fd = -1;
+  pd_cache& c = get();
+  std::lock_guard<std::mutex> lk(c.mu_);
+  pd->next = c.free_;
+  c.free_ = pd;
+}
+
+GORO_DECL pd_cache& pd_cache::get() {
+  static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
+  return *c;
+}
+
+GORO_DECL void netpoller::init() {
+  if (inited()) return;
+  init_locked();
+  if (on_init_) on_init_(on_init_arg_);
+}
+
+GORO_DECL void netpoller::init_locked() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (inited()) return;
+  last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
+  const char* what = nullptr;
+  if (int err = os_poller_.open(&what)) raise_system(err, what);
+}
+
+GORO_DECL void netpoller::open(poll_desc* pd) {
+  if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
+}
+
+GORO_DECL int netpoller::try_open(poll_desc* pd) {
+  init();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    pd->prev = nullptr;
+    pd->next = list_;
+    if (list_) list_->prev = pd;
+    list_ = pd;
+  }
+  pd->owner.store(this, std::memory_order_seq_cst);
+  if (int err = os_poller_.add(pd->fd, tag(pd))) {
+    unlink(pd);  // no remove: on EEXIST the registration is someone else's
+    return err;
+  }
+  return 0;
+}
+
+GORO_DECL void netpoller::close(poll_desc* pd) noexcept {
+  os_poller_.remove(pd->fd);
+  unlink(pd);
+}
+
+GORO_DECL void netpoller::unlink(poll_desc* pd) noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
+  (pd->prev ? pd->prev->next : list_) = pd->next;
+  if (pd->next) pd->next->prev = pd->prev;
+  pd->prev = pd->next = nullptr;
+  pd->owner.store(nullptr, std::memory_order_seq_cst);
+}
+
+GORO_DECL int netpoller::poll(long long timeout_ns, g** out) noexcept {
+  if (!os_poller_.is_open()) return 0;
+  if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
+  os::poll_event evs[max_batch / 2];
+  int n = os_poller_.wait(evs, max_batch / 2, timeout_ns);
+  last_poll_.store(nanotime(), std::memory_order_relaxed);
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    std::uint64_t d = os::event_tag(evs[i]);
+    if (d == 0) {             // the wake-up (no descriptor has address 0)
+      if (timeout_ns != 0) {  // only the sleeper consumes a break
+        os_poller_.drain_wake();
+        wake_sig_.store(false, std::memory_order_seq_cst);
+      }
+      continue;
+    }
+    auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
+    if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
+    if (os::event_readable(evs[i]))
+      if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
+    if (os::event_writable(evs[i]))
+      if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
+  }
+  return k;
+}
+
+GORO_DECL g* netpoller::unblock(poll_desc* pd, char mode, bool ioready) noexcept {
+  auto& s = pd->sema(mode);
+  std::uintptr_t old = s.load(std::memory_order_seq_cst);
+  for (;;) {
+    if (old == pd_ready) return nullptr;
+    if (old == pd_nil && !ioready) return nullptr;
+    std::uintptr_t nw = ioready ? pd_ready : pd_nil;
+    if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
+  }
+  if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
+  if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
+  return reinterpret_cast<g*>(old);
+}
+
+GORO_DECL void netpoller::deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
+  if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
+  if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
+}
+
+GORO_DECL bool pd_block(poll_desc* pd, char mode) {
+  auto& s = pd->sema(mode);
+  for (;;) {
+    std::uintptr_t v = pd_ready;
+    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
+    if (v == pd_nil) {
+      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
+      continue;
+    }
+    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
+  }
+  // Re-check after announcing the wait: a close or deadline that came
+  // before our CAS is seen here (see poll_desc's memory-order note).
+  if (pd->check(mode) == pd_error::none) {
+    struct commit_args {
+      std::atomic<std::uintptr_t>* s;
+      g* gp;
+      poll_desc* pd;
+      char mode;
+    } a{&s, current_g(), pd, mode};
+    // main_return (main_return.hpp): the runtime ending this goroutine
+    // takes it out of the semaphore as a close would (unblock), unless
+    // readiness got there first.
+    a.gp->unlink_wait = [](void* arg) noexcept {
+      auto* c = static_cast<commit_args*>(arg);
+      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
+    };
+    a.gp->unlink_arg = &a;
+    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
+    // before the CAS: once it succeeds the G may be readied, run and
+    // return (its frame, holding `a`, is then gone).
+    park(
+        current_m(),
+        [](void* arg) {
+          auto* c = static_cast<commit_args*>(arg);
+          auto* sp = c->s;
+          auto* gp = c->gp;
+          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
+          std::uintptr_t expect = pd_wait;
+          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
+            return false;  // readiness / unblock came first: resume at once
+          if (np) np->add_waiter();
+          return true;
+        },
+        &a, wait_reason::io_wait);
+    current_g()->unlink_wait = nullptr;
+  }
+  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
+  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
+  return old == pd_ready;
+}
+
+GORO_DECL pd_error pd_wait_g(poll_desc* pd, char mode) {
+  call_point();  // main_return (goexit.hpp)
+  pd_error e = pd->check(mode);
+  if (e != pd_error::none) return e;
+  while (!pd_block(pd, mode)) {
+    exit_if_killed(current_g());  // main_return (goexit.hpp)
+    e = pd->check(mode);
+    if (e != pd_error::none) return e;
+  }
+  return pd_error::none;
+}
+
+}  // namespace goro::detail
 namespace goro::net::detail {
 
 GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d) {

@@ -35,6 +35,7 @@
 
 #include "../error.hpp"
 #include "../os/os.hpp"
+#include "config.hpp"
 #include "g.hpp"
 #include "goexit.hpp"
 #include "m.hpp"
@@ -83,49 +84,12 @@ struct poll_desc {
 // Go's pollcache: descriptors allocated in blocks, recycled, never freed.
 class pd_cache {
  public:
-  static poll_desc* alloc(int fd) {
-    pd_cache& c = get();
-    poll_desc* pd;
-    {
-      std::lock_guard<std::mutex> lk(c.mu_);
-      if (!c.free_) {
-        constexpr int block = 64;
-        auto* b = new (std::nothrow) poll_desc[block];
-        if (!b) raise_bad_alloc();
-        c.blocks_.push_back(b);
-        for (int i = 0; i < block; ++i) {
-          b[i].next = c.free_;
-          c.free_ = &b[i];
-        }
-      }
-      pd = c.free_;
-      c.free_ = pd->next;
-    }
-    pd->next = pd->prev = nullptr;
-    pd->fd = fd;
-    pd->rg.store(pd_nil, std::memory_order_relaxed);
-    pd->wg.store(pd_nil, std::memory_order_relaxed);
-    pd->rd.store(0, std::memory_order_relaxed);
-    pd->wd.store(0, std::memory_order_relaxed);
-    pd->owner.store(nullptr, std::memory_order_relaxed);
-    pd->closing.store(false, std::memory_order_seq_cst);
-    return pd;
-  }
+  GORO_DECL static poll_desc* alloc(int fd);
   // pd must be unregistered, its timers deleted and nobody waiting on it.
-  static void free(poll_desc* pd) noexcept {
-    pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
-    pd->fd = -1;
-    pd_cache& c = get();
-    std::lock_guard<std::mutex> lk(c.mu_);
-    pd->next = c.free_;
-    c.free_ = pd;
-  }
+  GORO_DECL static void free(poll_desc* pd) noexcept;
 
  private:
-  static pd_cache& get() {
-    static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
-    return *c;
-  }
+  GORO_DECL static pd_cache& get();
   std::mutex mu_;
   poll_desc* free_ = nullptr;
   std::vector<poll_desc*> blocks_;
@@ -178,91 +142,30 @@ class netpoller {
   std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
 
   // netpollinit, once.
-  void init() {
-    if (inited()) return;
-    init_locked();
-    if (on_init_) on_init_(on_init_arg_);
-  }
+  GORO_DECL void init();
 
  private:
-  void init_locked() {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (inited()) return;
-    last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
-    const char* what = nullptr;
-    if (int err = os_poller_.open(&what)) raise_system(err, what);
-  }
+  GORO_DECL void init_locked();
 
  public:
   // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
   // reports the fd's current readiness at once, so registering after a
   // syscall returned EAGAIN loses no edge.
-  void open(poll_desc* pd) {
-    if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
-  }
+  GORO_DECL void open(poll_desc* pd);
   // The same, returning the errno instead (EPERM: a regular file).
-  int try_open(poll_desc* pd) {
-    init();
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      pd->prev = nullptr;
-      pd->next = list_;
-      if (list_) list_->prev = pd;
-      list_ = pd;
-    }
-    pd->owner.store(this, std::memory_order_seq_cst);
-    if (int err = os_poller_.add(pd->fd, tag(pd))) {
-      unlink(pd);  // no remove: on EEXIST the registration is someone else's
-      return err;
-    }
-    return 0;
-  }
+  GORO_DECL int try_open(poll_desc* pd);
 
   // pollClose: unregisters pd (before its fd is closed).
-  void close(poll_desc* pd) noexcept {
-    os_poller_.remove(pd->fd);
-    unlink(pd);
-  }
+  GORO_DECL void close(poll_desc* pd) noexcept;
 
  private:
-  void unlink(poll_desc* pd) noexcept {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
-    (pd->prev ? pd->prev->next : list_) = pd->next;
-    if (pd->next) pd->next->prev = pd->prev;
-    pd->prev = pd->next = nullptr;
-    pd->owner.store(nullptr, std::memory_order_seq_cst);
-  }
+  GORO_DECL void unlink(poll_desc* pd) noexcept;
 
  public:
   // netpoll(delay): waits up to timeout_ns (0: just looks; < 0: until an
   // event or brk()), stores the goroutines made runnable in out (room for
   // max_batch) and returns their number. The caller holds try_lock().
-  int poll(long long timeout_ns, g** out) noexcept {
-    if (!os_poller_.is_open()) return 0;
-    if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
-    os::poll_event evs[max_batch / 2];
-    int n = os_poller_.wait(evs, max_batch / 2, timeout_ns);
-    last_poll_.store(nanotime(), std::memory_order_relaxed);
-    int k = 0;
-    for (int i = 0; i < n; ++i) {
-      std::uint64_t d = os::event_tag(evs[i]);
-      if (d == 0) {             // the wake-up (no descriptor has address 0)
-        if (timeout_ns != 0) {  // only the sleeper consumes a break
-          os_poller_.drain_wake();
-          wake_sig_.store(false, std::memory_order_seq_cst);
-        }
-        continue;
-      }
-      auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
-      if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
-      if (os::event_readable(evs[i]))
-        if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
-      if (os::event_writable(evs[i]))
-        if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
-    }
-    return k;
-  }
+  GORO_DECL int poll(long long timeout_ns, g** out) noexcept;
 
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
@@ -272,25 +175,10 @@ class netpoller {
 
   // netpollunblock: takes the waiter out of pd's `mode` semaphore, leaving
   // pd_ready (ioready) or pd_nil. Returns the parked G to ready, if any.
-  static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept {
-    auto& s = pd->sema(mode);
-    std::uintptr_t old = s.load(std::memory_order_seq_cst);
-    for (;;) {
-      if (old == pd_ready) return nullptr;
-      if (old == pd_nil && !ioready) return nullptr;
-      std::uintptr_t nw = ioready ? pd_ready : pd_nil;
-      if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
-    }
-    if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
-    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
-    return reinterpret_cast<g*>(old);
-  }
+  GORO_DECL static g* unblock(poll_desc* pd, char mode, bool ioready) noexcept;
 
   // Deadline timers' functions (the timer's seq is pd's seq when armed).
-  static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
-    if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
-    if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
-  }
+  GORO_DECL static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept;
 
  private:
   static constexpr unsigned ptr_bits = 48;
@@ -314,70 +202,10 @@ class netpoller {
 
 // netpollblock: the calling goroutine waits for readiness on pd in `mode`.
 // True: I/O is ready; false: woken by a close or a deadline (or spuriously).
-inline bool pd_block(poll_desc* pd, char mode) {
-  auto& s = pd->sema(mode);
-  for (;;) {
-    std::uintptr_t v = pd_ready;
-    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
-    if (v == pd_nil) {
-      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
-      continue;
-    }
-    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
-  }
-  // Re-check after announcing the wait: a close or deadline that came
-  // before our CAS is seen here (see poll_desc's memory-order note).
-  if (pd->check(mode) == pd_error::none) {
-    struct commit_args {
-      std::atomic<std::uintptr_t>* s;
-      g* gp;
-      poll_desc* pd;
-      char mode;
-    } a{&s, current_g(), pd, mode};
-    // main_return (main_return.hpp): the runtime ending this goroutine
-    // takes it out of the semaphore as a close would (unblock), unless
-    // readiness got there first.
-    a.gp->unlink_wait = [](void* arg) noexcept {
-      auto* c = static_cast<commit_args*>(arg);
-      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
-    };
-    a.gp->unlink_arg = &a;
-    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
-    // before the CAS: once it succeeds the G may be readied, run and
-    // return (its frame, holding `a`, is then gone).
-    park(
-        current_m(),
-        [](void* arg) {
-          auto* c = static_cast<commit_args*>(arg);
-          auto* sp = c->s;
-          auto* gp = c->gp;
-          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
-          std::uintptr_t expect = pd_wait;
-          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
-            return false;  // readiness / unblock came first: resume at once
-          if (np) np->add_waiter();
-          return true;
-        },
-        &a, wait_reason::io_wait);
-    current_g()->unlink_wait = nullptr;
-  }
-  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
-  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
-  return old == pd_ready;
-}
+GORO_DECL bool pd_block(poll_desc* pd, char mode);
 
 // poll_runtime_pollWait: waits until ready, closing or past the deadline.
-inline pd_error pd_wait_g(poll_desc* pd, char mode) {
-  call_point();  // main_return (goexit.hpp)
-  pd_error e = pd->check(mode);
-  if (e != pd_error::none) return e;
-  while (!pd_block(pd, mode)) {
-    exit_if_killed(current_g());  // main_return (goexit.hpp)
-    e = pd->check(mode);
-    if (e != pd_error::none) return e;
-  }
-  return pd_error::none;
-}
+GORO_DECL pd_error pd_wait_g(poll_desc* pd, char mode);
 
 // The scheduler's side of the poller, kept out of sched.hpp: S is
 // scheduler<Policy> (this is its friend), M and P its M and P records.
@@ -513,3 +341,210 @@ struct netpoll_sched {
 };
 
 }  // namespace goro::detail
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
+GORO_DECL poll_desc* pd_cache::alloc(int fd) {
+  pd_cache& c = get();
+  poll_desc* pd;
+  {
+    std::lock_guard<std::mutex> lk(c.mu_);
+    if (!c.free_) {
+      constexpr int block = 64;
+      auto* b = new (std::nothrow) poll_desc[block];
+      if (!b) raise_bad_alloc();
+      c.blocks_.push_back(b);
+      for (int i = 0; i < block; ++i) {
+        b[i].next = c.free_;
+        c.free_ = &b[i];
+      }
+    }
+    pd = c.free_;
+    c.free_ = pd->next;
+  }
+  pd->next = pd->prev = nullptr;
+  pd->fd = fd;
+  pd->rg.store(pd_nil, std::memory_order_relaxed);
+  pd->wg.store(pd_nil, std::memory_order_relaxed);
+  pd->rd.store(0, std::memory_order_relaxed);
+  pd->wd.store(0, std::memory_order_relaxed);
+  pd->owner.store(nullptr, std::memory_order_relaxed);
+  pd->closing.store(false, std::memory_order_seq_cst);
+  return pd;
+}
+
+GORO_DECL void pd_cache::free(poll_desc* pd) noexcept {
+  pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
+  pd->fd = -1;
+  pd_cache& c = get();
+  std::lock_guard<std::mutex> lk(c.mu_);
+  pd->next = c.free_;
+  c.free_ = pd;
+}
+
+GORO_DECL pd_cache& pd_cache::get() {
+  static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
+  return *c;
+}
+
+GORO_DECL void netpoller::init() {
+  if (inited()) return;
+  init_locked();
+  if (on_init_) on_init_(on_init_arg_);
+}
+
+GORO_DECL void netpoller::init_locked() {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (inited()) return;
+  last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
+  const char* what = nullptr;
+  if (int err = os_poller_.open(&what)) raise_system(err, what);
+}
+
+GORO_DECL void netpoller::open(poll_desc* pd) {
+  if (int err = try_open(pd)) raise_system(err, "epoll_ctl(ADD)");
+}
+
+GORO_DECL int netpoller::try_open(poll_desc* pd) {
+  init();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    pd->prev = nullptr;
+    pd->next = list_;
+    if (list_) list_->prev = pd;
+    list_ = pd;
+  }
+  pd->owner.store(this, std::memory_order_seq_cst);
+  if (int err = os_poller_.add(pd->fd, tag(pd))) {
+    unlink(pd);  // no remove: on EEXIST the registration is someone else's
+    return err;
+  }
+  return 0;
+}
+
+GORO_DECL void netpoller::close(poll_desc* pd) noexcept {
+  os_poller_.remove(pd->fd);
+  unlink(pd);
+}
+
+GORO_DECL void netpoller::unlink(poll_desc* pd) noexcept {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (pd->owner.load(std::memory_order_relaxed) != this) return;  // detached meanwhile
+  (pd->prev ? pd->prev->next : list_) = pd->next;
+  if (pd->next) pd->next->prev = pd->prev;
+  pd->prev = pd->next = nullptr;
+  pd->owner.store(nullptr, std::memory_order_seq_cst);
+}
+
+GORO_DECL int netpoller::poll(long long timeout_ns, g** out) noexcept {
+  if (!os_poller_.is_open()) return 0;
+  if (timeout_ns >= 1'000'000'000'000LL) timeout_ns = 1'000'000'000'000LL;  // ~17 min: the caller loops
+  os::poll_event evs[max_batch / 2];
+  int n = os_poller_.wait(evs, max_batch / 2, timeout_ns);
+  last_poll_.store(nanotime(), std::memory_order_relaxed);
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    std::uint64_t d = os::event_tag(evs[i]);
+    if (d == 0) {             // the wake-up (no descriptor has address 0)
+      if (timeout_ns != 0) {  // only the sleeper consumes a break
+        os_poller_.drain_wake();
+        wake_sig_.store(false, std::memory_order_seq_cst);
+      }
+      continue;
+    }
+    auto* pd = reinterpret_cast<poll_desc*>(static_cast<std::uintptr_t>(d & ptr_mask));
+    if ((pd->seq.load(std::memory_order_relaxed) & seq_mask) != (d >> ptr_bits)) continue;  // recycled
+    if (os::event_readable(evs[i]))
+      if (g* gp = unblock(pd, 'r', true)) out[k++] = gp;
+    if (os::event_writable(evs[i]))
+      if (g* gp = unblock(pd, 'w', true)) out[k++] = gp;
+  }
+  return k;
+}
+
+GORO_DECL g* netpoller::unblock(poll_desc* pd, char mode, bool ioready) noexcept {
+  auto& s = pd->sema(mode);
+  std::uintptr_t old = s.load(std::memory_order_seq_cst);
+  for (;;) {
+    if (old == pd_ready) return nullptr;
+    if (old == pd_nil && !ioready) return nullptr;
+    std::uintptr_t nw = ioready ? pd_ready : pd_nil;
+    if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
+  }
+  if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
+  if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
+  return reinterpret_cast<g*>(old);
+}
+
+GORO_DECL void netpoller::deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
+  if (pd->seq.load(std::memory_order_seq_cst) != seq) return;
+  if (g* gp = unblock(pd, mode, false)) gp->sched->ready(gp);
+}
+
+GORO_DECL bool pd_block(poll_desc* pd, char mode) {
+  auto& s = pd->sema(mode);
+  for (;;) {
+    std::uintptr_t v = pd_ready;
+    if (s.compare_exchange_strong(v, pd_nil, std::memory_order_seq_cst)) return true;
+    if (v == pd_nil) {
+      if (s.compare_exchange_strong(v, pd_wait, std::memory_order_seq_cst)) break;
+      continue;
+    }
+    if (v != pd_ready) raise_usage("two goroutines wait on one fd in the same direction (read or write) at once");
+  }
+  // Re-check after announcing the wait: a close or deadline that came
+  // before our CAS is seen here (see poll_desc's memory-order note).
+  if (pd->check(mode) == pd_error::none) {
+    struct commit_args {
+      std::atomic<std::uintptr_t>* s;
+      g* gp;
+      poll_desc* pd;
+      char mode;
+    } a{&s, current_g(), pd, mode};
+    // main_return (main_return.hpp): the runtime ending this goroutine
+    // takes it out of the semaphore as a close would (unblock), unless
+    // readiness got there first.
+    a.gp->unlink_wait = [](void* arg) noexcept {
+      auto* c = static_cast<commit_args*>(arg);
+      return netpoller::unblock(c->pd, c->mode, false) != nullptr;
+    };
+    a.gp->unlink_arg = &a;
+    // netpollblockcommit, on g0: wait -> G. Reads everything it needs
+    // before the CAS: once it succeeds the G may be readied, run and
+    // return (its frame, holding `a`, is then gone).
+    park(
+        current_m(),
+        [](void* arg) {
+          auto* c = static_cast<commit_args*>(arg);
+          auto* sp = c->s;
+          auto* gp = c->gp;
+          netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
+          std::uintptr_t expect = pd_wait;
+          if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
+            return false;  // readiness / unblock came first: resume at once
+          if (np) np->add_waiter();
+          return true;
+        },
+        &a, wait_reason::io_wait);
+    current_g()->unlink_wait = nullptr;
+  }
+  std::uintptr_t old = s.exchange(pd_nil, std::memory_order_seq_cst);
+  if (old > pd_wait) fatal("goro: internal error: poll descriptor corrupted");
+  return old == pd_ready;
+}
+
+GORO_DECL pd_error pd_wait_g(poll_desc* pd, char mode) {
+  call_point();  // main_return (goexit.hpp)
+  pd_error e = pd->check(mode);
+  if (e != pd_error::none) return e;
+  while (!pd_block(pd, mode)) {
+    exit_if_killed(current_g());  // main_return (goexit.hpp)
+    e = pd->check(mode);
+    if (e != pd_error::none) return e;
+  }
+  return pd_error::none;
+}
+
+}  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME

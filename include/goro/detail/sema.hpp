@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "config.hpp"
 #include "park.hpp"
 #include "preempt.hpp"
 #include "timed_park.hpp"
@@ -46,42 +47,12 @@ class sema {
   // lost the lock again keeps its place (Go's queueLifo). unlinked(ctx):
   // see block_on (a runtime destroyed while the caller waits for good).
   // `why`: what the goroutine dump shows while the caller waits.
-  void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
-               wait_reason why = wait_reason::semacquire) noexcept {
-    safe_point();  // a runtime call that can switch (detail/preempt.hpp)
-    lock_.lock();
-    if (count_ > 0) {
-      --count_;
-      lock_.unlock();
-      return;
-    }
-    waiter w;
-    if (lifo)
-      queue_.push_front(&w);
-    else
-      queue_.push_back(&w);
-    block_on(w, queue_, lock_, why, unlinked, ctx);
-    // release() dequeued us and the token is ours: nothing left to do, and
-    // nothing here touches *this again.
-  }
+  GORO_DECL void acquire(bool lifo = false, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
+               wait_reason why = wait_reason::semacquire) noexcept;
 
   // acquire() giving up at the nanotime() `when`: false if it did (no
   // token taken).
-  bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept {
-    lock_.lock();
-    if (count_ > 0) {
-      --count_;
-      lock_.unlock();
-      return true;
-    }
-    if (when <= nanotime()) {
-      lock_.unlock();
-      return false;
-    }
-    waiter w;
-    queue_.push_back(&w);
-    return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
-  }
+  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept;
 
   // Takes one token if one is available now.
   bool try_acquire() noexcept {
@@ -94,20 +65,7 @@ class sema {
 
   // semrelease: adds n tokens; each goes to the oldest waiter first (woken in
   // FIFO order after the lock is released), the rest are kept.
-  void release(std::uint64_t n = 1) noexcept {
-    waiter* woken = nullptr;
-    waiter** tail = &woken;
-    lock_.lock();
-    for (; n > 0; --n) {
-      waiter* w = queue_.pop_front();
-      if (!w) break;
-      *tail = w;
-      tail = &w->next;
-    }
-    count_ += n;
-    lock_.unlock();  // last access to *this
-    wake_list(woken);
-  }
+  GORO_DECL void release(std::uint64_t n = 1) noexcept;
 
  private:
   static bool unlink_waiter(void* q, waiter* w) noexcept {
@@ -139,97 +97,20 @@ class notify_list {
 
   // notifyListWait: blocks until ticket t was notified (returns at once if it
   // already was, between add() and here).
-  void wait(std::uint32_t t) noexcept {
-    safe_point();
-    lock_.lock();
-    if (less(t, notify_.load(std::memory_order_relaxed))) {
-      lock_.unlock();
-      return;
-    }
-    waiter w;
-    w.ticket = t;
-    queue_.push_back(&w);
-    // Taken off the queue unwoken (main_return.hpp, or a runtime destroyed
-    // meanwhile): the ticket is abandoned, as a timed-out wait_until's, so
-    // that a notify_one passes over it.
-    struct ticket_of {
-      notify_list* self;
-      std::uint32_t t;
-    } at{this, t};
-    block_on(w, queue_, lock_, wait_reason::cond_wait, [](void* a) noexcept {
-      auto* x = static_cast<ticket_of*>(a);
-      x->self->lock_.lock();
-      if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandoned_.push_back(x->t);
-      x->self->lock_.unlock();
-    }, &at);
-  }
+  GORO_DECL void wait(std::uint32_t t) noexcept;
 
   // wait(t) giving up at the nanotime() `when`: false if it did. A waiter
   // that gives up leaves its ticket in abandoned_, so that notify_one
   // passes over it to the next waiter instead of spending itself on it.
-  bool wait_until(std::uint32_t t, std::int64_t when) noexcept {
-    lock_.lock();
-    if (less(t, notify_.load(std::memory_order_relaxed))) {
-      lock_.unlock();
-      return true;
-    }
-    if (when <= nanotime()) {
-      lock_.unlock();
-      return false;
-    }
-    waiter w;
-    w.ticket = t;
-    queue_.push_back(&w);
-    return block_on_until(
-        w, lock_, when,
-        [](void* self, waiter* x) noexcept {
-          auto* nl = static_cast<notify_list*>(self);
-          if (!nl->queue_.remove_first_if([x](const waiter* y) { return y == x; })) return false;
-          nl->abandoned_.push_back(x->ticket);
-          return true;
-        },
-        this);
-  }
+  GORO_DECL bool wait_until(std::uint32_t t, std::int64_t when) noexcept;
 
   // notifyListNotifyOne: wakes the waiter holding the oldest unnotified
   // ticket. If it has not queued yet, it will see its ticket notified in
   // wait() and not block.
-  void notify_one() noexcept {
-    // Fast path: nobody waiting since the last notify. A waiter whose add()
-    // is not visible yet is concurrent with this notify (it did not hold
-    // the lock before us), and missing it is allowed.
-    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
-    lock_.lock();
-    waiter* w = nullptr;
-    for (;;) {
-      const std::uint32_t t = notify_.load(std::memory_order_relaxed);
-      if (t == wait_.load(std::memory_order_acquire)) break;
-      notify_.store(t + 1, std::memory_order_release);
-      w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
-      if (w) break;
-      // Not queued: either it has yet to reach wait() (it will find itself
-      // notified), or it gave up waiting -- then notify the next one.
-      auto it = std::find(abandoned_.begin(), abandoned_.end(), t);
-      if (it == abandoned_.end()) break;
-      abandoned_.erase(it);
-    }
-    lock_.unlock();  // last access to *this
-    if (w) wake(w);
-  }
+  GORO_DECL void notify_one() noexcept;
 
   // notifyListNotifyAll: wakes every waiter that took a ticket so far.
-  void notify_all() noexcept {
-    if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
-    lock_.lock();
-    // Every queued waiter took its ticket before queueing under lock_, so
-    // this read of wait_ covers all of them: take_all() takes only notified
-    // waiters.
-    notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
-    abandoned_.clear();
-    waiter* list = queue_.take_all();
-    lock_.unlock();  // last access to *this
-    wake_list(list);
-  }
+  GORO_DECL void notify_all() noexcept;
 
  private:
   static bool less(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
@@ -242,3 +123,144 @@ class notify_list {
 };
 
 }  // namespace goro::detail
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
+GORO_DECL void sema::acquire(bool lifo, void (*unlinked)(void*) noexcept, void* ctx,
+             wait_reason why) noexcept {
+  safe_point();  // a runtime call that can switch (detail/preempt.hpp)
+  lock_.lock();
+  if (count_ > 0) {
+    --count_;
+    lock_.unlock();
+    return;
+  }
+  waiter w;
+  if (lifo)
+    queue_.push_front(&w);
+  else
+    queue_.push_back(&w);
+  block_on(w, queue_, lock_, why, unlinked, ctx);
+  // release() dequeued us and the token is ours: nothing left to do, and
+  // nothing here touches *this again.
+}
+
+GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx) noexcept {
+  lock_.lock();
+  if (count_ > 0) {
+    --count_;
+    lock_.unlock();
+    return true;
+  }
+  if (when <= nanotime()) {
+    lock_.unlock();
+    return false;
+  }
+  waiter w;
+  queue_.push_back(&w);
+  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
+}
+
+GORO_DECL void sema::release(std::uint64_t n) noexcept {
+  waiter* woken = nullptr;
+  waiter** tail = &woken;
+  lock_.lock();
+  for (; n > 0; --n) {
+    waiter* w = queue_.pop_front();
+    if (!w) break;
+    *tail = w;
+    tail = &w->next;
+  }
+  count_ += n;
+  lock_.unlock();  // last access to *this
+  wake_list(woken);
+}
+
+GORO_DECL void notify_list::wait(std::uint32_t t) noexcept {
+  safe_point();
+  lock_.lock();
+  if (less(t, notify_.load(std::memory_order_relaxed))) {
+    lock_.unlock();
+    return;
+  }
+  waiter w;
+  w.ticket = t;
+  queue_.push_back(&w);
+  // Taken off the queue unwoken (main_return.hpp, or a runtime destroyed
+  // meanwhile): the ticket is abandoned, as a timed-out wait_until's, so
+  // that a notify_one passes over it.
+  struct ticket_of {
+    notify_list* self;
+    std::uint32_t t;
+  } at{this, t};
+  block_on(w, queue_, lock_, wait_reason::cond_wait, [](void* a) noexcept {
+    auto* x = static_cast<ticket_of*>(a);
+    x->self->lock_.lock();
+    if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandoned_.push_back(x->t);
+    x->self->lock_.unlock();
+  }, &at);
+}
+
+GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexcept {
+  lock_.lock();
+  if (less(t, notify_.load(std::memory_order_relaxed))) {
+    lock_.unlock();
+    return true;
+  }
+  if (when <= nanotime()) {
+    lock_.unlock();
+    return false;
+  }
+  waiter w;
+  w.ticket = t;
+  queue_.push_back(&w);
+  return block_on_until(
+      w, lock_, when,
+      [](void* self, waiter* x) noexcept {
+        auto* nl = static_cast<notify_list*>(self);
+        if (!nl->queue_.remove_first_if([x](const waiter* y) { return y == x; })) return false;
+        nl->abandoned_.push_back(x->ticket);
+        return true;
+      },
+      this);
+}
+
+GORO_DECL void notify_list::notify_one() noexcept {
+  // Fast path: nobody waiting since the last notify. A waiter whose add()
+  // is not visible yet is concurrent with this notify (it did not hold
+  // the lock before us), and missing it is allowed.
+  if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+  lock_.lock();
+  waiter* w = nullptr;
+  for (;;) {
+    const std::uint32_t t = notify_.load(std::memory_order_relaxed);
+    if (t == wait_.load(std::memory_order_acquire)) break;
+    notify_.store(t + 1, std::memory_order_release);
+    w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
+    if (w) break;
+    // Not queued: either it has yet to reach wait() (it will find itself
+    // notified), or it gave up waiting -- then notify the next one.
+    auto it = std::find(abandoned_.begin(), abandoned_.end(), t);
+    if (it == abandoned_.end()) break;
+    abandoned_.erase(it);
+  }
+  lock_.unlock();  // last access to *this
+  if (w) wake(w);
+}
+
+GORO_DECL void notify_list::notify_all() noexcept {
+  if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
+  lock_.lock();
+  // Every queued waiter took its ticket before queueing under lock_, so
+  // this read of wait_ covers all of them: take_all() takes only notified
+  // waiters.
+  notify_.store(wait_.load(std::memory_order_acquire), std::memory_order_release);
+  abandoned_.clear();
+  waiter* list = queue_.take_all();
+  lock_.unlock();  // last access to *this
+  wake_list(list);
+}
+
+}  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME
