@@ -104,8 +104,11 @@ void handle_conn(net::conn c, std::uint64_t id, goro::chan<event> events) {
     c.close();
     return;
   }
-  c.write("welcome, " + name + "\n");
+  // Join first, then welcome: once a client reads "welcome", its arrival is
+  // queued ahead of any later client's (the channel is FIFO), so the
+  // broadcaster has it in `clients` before it announces the next one.
   events.send({event::join, id, name, c});
+  c.write("welcome, " + name + "\n");
   while (read_line(c, pending, line)) events.send({event::say, id, name + ": " + line, {}});
   events.send({event::leave, id, name, {}});
 }
@@ -133,7 +136,7 @@ struct chat_client {
 chat_client join(const std::string& addr, const std::string& name) {
   chat_client cl{net::dial_tcp(addr), {}};
   cl.c.write(name + "\n");
-  cl.expect_line();  // "welcome, <name>": the server has read our name
+  cl.expect_line();  // "welcome, <name>": the server has read our name and queued our arrival
   return cl;
 }
 
