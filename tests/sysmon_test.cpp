@@ -124,6 +124,12 @@ TEST_CASE("sysmon: a due timer preempts the goroutine holding its P (manual cloc
       wg.done();
     });
     goro::sleep_for(1ms);  // the hog takes the P; the timer lands on it
+    // Under emulation (qemu) the 1 ms can pass before this M looks for the
+    // next goroutine: the timer then fires there, main comes back from
+    // runnext first and the hog has not run yet. Sleep again, longer, until
+    // a timer fired while the hog held the P.
+    for (auto d = 4ms; rt.stats().preemptions == 0 && d < 2s; d *= 2)
+      goro::sleep_for(d);
     stop.store(true);
     wg.wait();
   });
