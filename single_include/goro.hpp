@@ -188,6 +188,8 @@ inline void cpu_relax() noexcept {
 //   create_thread(thread_handle*, void* (*fn)(void*), void* arg) -> 0 | errno
 //   join_thread(thread_handle)          waits for it to finish
 //   current_thread() -> thread_handle
+//   set_thread_name(const char*)        names the calling thread (debuggers,
+//       /proc, top), cut to the system's limit (15 bytes on Linux)
 //   start_daemon_thread(fn, arg, stack_bytes) -> 0 | errno
 //       detached, every signal blocked on it (the caller's mask unchanged)
 //   yield_thread()                      gives up the CPU (Go's osyield)
@@ -778,6 +780,16 @@ inline void join_thread(thread_handle t) noexcept { pthread_join(t, nullptr); }
 
 // The calling thread.
 inline thread_handle current_thread() noexcept { return pthread_self(); }
+
+// Names the calling thread (comm in /proc/self/task/*/comm, gdb's `info
+// threads`), cut to Linux's 15 bytes: pthread_setname_np refuses longer.
+inline void set_thread_name(const char* name) noexcept {
+  char cut[16];
+  std::size_t n = 0;
+  for (; name[n] != '\0' && n < sizeof cut - 1; ++n) cut[n] = name[n];
+  cut[n] = '\0';
+  pthread_setname_np(pthread_self(), cut);
+}
 
 // Starts fn(arg) on a detached thread with a stack of stack_bytes that
 // blocks every signal (process-directed signals then go to the program's
@@ -2389,6 +2401,7 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -2968,6 +2981,19 @@ struct options {
   // Also what the destructor does with goroutines started by go() while no
   // run() was active.
   main_return on_main_return = main_return::unwind;
+  // The most Ms (threads running goroutines) this runtime may have, the
+  // run() caller included: past it the program ends with "goro: program
+  // exceeds N-thread limit" (Go's SetMaxThreads; a runaway of goroutines
+  // stuck in goro::blocking is the usual cause). At least 1.
+  unsigned max_threads = 10000;
+  // Makes every thread the runtime starts (its Ms, sysmon, the thread that
+  // ends goroutines after main returned): it must return a joinable
+  // std::thread running the function it is given, and may throw
+  // std::system_error when it cannot. Empty: the runtime creates them.
+  std::function<std::thread(std::function<void()>)> thread_factory{};
+  // Those threads are named "<thread_name>-m<N>", "<thread_name>-sysmon",
+  // "<thread_name>-ender" (cut to Linux's 15 bytes; gdb, top, /proc).
+  std::string thread_name = "goro";
 };
 
 namespace detail {
@@ -4693,6 +4719,7 @@ class thread_timers {
  private:
   [[noreturn]] void loop() noexcept {
     extm_mark_internal();  // checkdead: counted only while timers are pending
+    os::set_thread_name("goro-timers");  // process-wide: timers of plain threads
     bool counted = false;
     for (;;) {
       wake_.clear();
@@ -8995,6 +9022,7 @@ inline void sigquit_handler(int) {
 
 inline void* dump_thread(void* arg) {
   const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
+  os::set_thread_name("goro-dump");  // process-wide: SIGQUIT's dump, wait-time stamps
   for (;;) {
     if (os::wait_readable(fd, 1000)) break;  // only the SIGQUIT handler writes the pipe
     stamp_waits();
@@ -9282,8 +9310,8 @@ struct main_return_sched {
   static void main_finished(S& s) noexcept {
     if (s.live_goroutines() == 0) return;
     begin(s);
-    s.ender_started_ = os::create_thread(
-                           &s.ender_,
+    s.ender_started_ = s.ender_.start(
+                           s.threads_, "ender",
                            [](void* arg) -> void* {
                              wait_all(*static_cast<S*>(arg));
                              return nullptr;
@@ -9294,7 +9322,7 @@ struct main_return_sched {
   // run(), once the caller's M has left (main finished).
   static void after_main(S& s) noexcept {
     if (s.ender_started_) {
-      os::join_thread(s.ender_);
+      s.ender_.join();
       s.ender_started_ = false;
       return;
     }
@@ -9552,13 +9580,21 @@ class global_run_queue {
 }  // namespace goro::detail
 // ---- end goro/detail/global_queue.hpp ----
 // ---- begin goro/detail/os_thread.hpp ----
-// Creating the runtime's own OS threads (Ms, sysmon), with a fault
-// injection point for tests: built with GORO_TESTING defined, the next
-// testing::fail_thread_creations creations fail with EAGAIN, as
-// os::create_thread does at RLIMIT_NPROC or a cgroup's pids limit. Without
-// GORO_TESTING it is os::create_thread.
+// The threads a runtime starts for itself (its Ms, sysmon, main_return's
+// ender): from options::thread_factory when the program gave one, else
+// os::create_thread; each named "<options::thread_name>-<role>" from
+// inside (SPEC "Engine embedding"). Built with GORO_TESTING, a fault
+// injection point: the next testing::fail_thread_creations creations fail
+// with EAGAIN, as os::create_thread does at RLIMIT_NPROC or a cgroup's
+// pids limit.
 
 #include <cerrno>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
 
 
 #ifdef GORO_TESTING
@@ -9573,14 +9609,81 @@ inline std::atomic<int> fail_thread_creations{0};
 }  // namespace testing
 #endif
 
-// os::create_thread(t, fn, arg): 0 or an errno.
-inline int create_os_thread(os::thread_handle* t, void* (*fn)(void*), void* arg) noexcept {
+// What a runtime's options say about its threads.
+struct thread_config {
+  std::function<std::thread(std::function<void()>)> factory;  // empty: os::create_thread
+  std::string name = "goro";
+  unsigned max_threads = 10000;  // Ms, the run() caller included (Go's SetMaxThreads)
+};
+
+// One thread of a runtime. Lives at a fixed address from start() until
+// join() returns (the new thread reads it to learn what to run).
+class runtime_thread {
+ public:
+  runtime_thread() = default;
+  runtime_thread(const runtime_thread&) = delete;
+  runtime_thread& operator=(const runtime_thread&) = delete;
+
+  // Starts fn(arg) on a new thread named "<cfg.name>-<role>": 0 or an
+  // errno (a factory's std::system_error gives its code). A factory that
+  // returns a thread not running the function it was given is a fatal
+  // usage error: nothing could join or wait for that function.
+  int start(const thread_config& cfg, const char* role, void* (*fn)(void*), void* arg) noexcept {
 #ifdef GORO_TESTING
-  for (int n = testing::fail_thread_creations.load(); n > 0;)
-    if (testing::fail_thread_creations.compare_exchange_weak(n, n - 1)) return EAGAIN;
+    for (int n = testing::fail_thread_creations.load(); n > 0;)
+      if (testing::fail_thread_creations.compare_exchange_weak(n, n - 1)) return EAGAIN;
 #endif
-  return os::create_thread(t, fn, arg);
-}
+    std::snprintf(name_, sizeof name_, "%s-%s", cfg.name.c_str(), role);
+    fn_ = fn;
+    arg_ = arg;
+    if (!cfg.factory) {
+      const int err = os::create_thread(&os_, &trampoline, this);
+      kind_ = err == 0 ? kind::os : kind::none;
+      return err;
+    }
+    int err = 0;
+    GORO_TRY { std_ = cfg.factory([this] { trampoline(this); }); }
+#if GORO_EXCEPTIONS
+    catch (const std::system_error& e) {
+      err = e.code().value() != 0 ? e.code().value() : EAGAIN;
+    } catch (const std::bad_alloc&) {
+      err = ENOMEM;
+    } catch (...) {
+      fatal("goro: options::thread_factory threw (it may throw std::system_error when no thread can be made)");
+    }
+#endif
+    if (err != 0) return err;
+    if (!std_.joinable())
+      fatal("goro: options::thread_factory returned a std::thread that is not joinable "
+            "(it must return the thread that runs the function it was given)");
+    kind_ = kind::factory;
+    return 0;
+  }
+
+  bool started() const noexcept { return kind_ != kind::none; }
+
+  // Waits for the thread to finish (not from the thread itself).
+  void join() noexcept {
+    if (kind_ == kind::os) os::join_thread(os_);
+    if (kind_ == kind::factory) std_.join();
+    kind_ = kind::none;
+  }
+
+ private:
+  static void* trampoline(void* self_arg) {
+    auto* self = static_cast<runtime_thread*>(self_arg);
+    os::set_thread_name(self->name_);
+    return self->fn_(self->arg_);
+  }
+
+  enum class kind : unsigned char { none, os, factory };
+  kind kind_ = kind::none;
+  char name_[32] = {};
+  void* (*fn_)(void*) = nullptr;
+  void* arg_ = nullptr;
+  os::thread_handle os_{};
+  std::thread std_;
+};
 
 }  // namespace goro::detail
 // ---- end goro/detail/os_thread.hpp ----
@@ -10518,26 +10621,24 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_.assign(s_.created_ps(), p_ticks{});
-    int err = create_os_thread(
-        &thread_,
+    int err = thread_.start(
+        s_.threads_, "sysmon",
         [](void* self) -> void* {
           extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
           static_cast<sysmon*>(self)->loop();
           return nullptr;
         },
         this);
-    has_thread_ = err == 0;
     if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
   }
 
   // Stops and joins the thread (runtime shutdown, after every goroutine finished).
   void stop() noexcept {
-    if (!has_thread_) return;
+    if (!thread_.started()) return;
     stopping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
     note_.wake();
-    os::join_thread(thread_);
-    has_thread_ = false;
+    thread_.join();
   }
 
   // A P left the idle list (pidle_get, after its seq_cst npidle decrement):
@@ -10861,8 +10962,8 @@ class sysmon {
   std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
   std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
-  os::thread_handle thread_{};
-  bool has_thread_ = false;
+  runtime_thread thread_;  // "<thread_name>-sysmon"
+
   note note_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy
@@ -11607,6 +11708,7 @@ struct state {
   }
 
   void flusher_loop() {
+    os::set_thread_name("goro-trace");  // process-wide
     std::unique_lock<std::mutex> lk(mu);
     while (!flusher_stop) {
       flusher_cv.wait_for(lk, flush_period);
@@ -11901,8 +12003,7 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
-    os::thread_handle thread{};
-    bool has_thread = false;
+    runtime_thread thread;  // named "<thread_name>-m<id>" (os_thread.hpp)
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
@@ -11953,6 +12054,14 @@ class scheduler final : public sched_base {
 
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
+
+  // options::thread_factory, thread_name, max_threads: before the first
+  // spawn (no thread of this runtime exists yet).
+  void set_threads(thread_config c) {
+    if (c.max_threads == 0) raise_usage("options::max_threads must be at least 1");
+    if (c.name.empty()) c.name = "goro";
+    threads_ = std::move(c);
+  }
 
   ~scheduler() override {
     shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
@@ -12287,6 +12396,7 @@ class scheduler final : public sched_base {
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
+  thread_config threads_;  // options: thread_factory, thread_name, max_threads (os_thread.hpp)
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
   std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
@@ -12331,7 +12441,7 @@ class scheduler final : public sched_base {
   using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
   friend main_return_ops;
   bool unwind_on_main_return_ = true;
-  os::thread_handle ender_{};  // main_return: the thread ending the goroutines after main returned
+  runtime_thread ender_;  // main_return: the thread ending the goroutines after main returned
   bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;
@@ -13177,10 +13287,19 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     sched_lock lk(*this);
     allm_.push_back(mm);  // checkdead: counted before it can go idle
     mm->id = static_cast<std::int32_t>(allm_.size());
+    // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
+    if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {
+      char msg[96];
+      std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)",
+                    threads_.max_threads);
+      fatal(msg);
+    }
   }
   threads_alive_.fetch_add(1);
-  int err = create_os_thread(
-      &mm->thread,
+  char role[16];
+  std::snprintf(role, sizeof role, "m%d", static_cast<int>(mm->id));
+  int err = mm->thread.start(
+      threads_, role,
       [](void* arg) -> void* {
         auto* self = static_cast<m*>(arg);
         static_cast<scheduler*>(self->sched)->m_thread_main(self);
@@ -13198,8 +13317,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     return err;
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
-  sched_lock lk(*this);
-  mm->has_thread = true;
+  sched_lock lk(*this);  // publishes mm->thread's handle to shutdown, which joins it after taking lock_
   return 0;
 }
 
@@ -14080,7 +14198,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   for (m* mm : ms) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
-    if (mm->has_thread) os::join_thread(mm->thread);
+    mm->thread.join();
     delete mm;
   }
   unlink_blocked();
@@ -14339,6 +14457,7 @@ template <class Policy>
 sched_base* new_scheduler(const options& o) {
   auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
   s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
+  s->set_threads(thread_config{o.thread_factory, o.thread_name, o.max_threads});
   return s.release();
 }
 
@@ -15960,6 +16079,7 @@ struct signal_relay {
 
   static void* relay_main(void*) {
     extm_mark_internal();  // counted only through extm_hold, while registrations exist
+    os::set_thread_name("goro-signal");  // process-wide
     signal_relay& r = get();
     for (;;) {
       if (!os::wait_readable(r.pipe_read, -1)) continue;  // EINTR

@@ -62,6 +62,9 @@ static_assert(goro::default_policy::local_queue_capacity == 256 && goro::default
 TEST_CASE("spec: every name in the public contract compiles and works", "[spec]") {
   goro::options o;
   o.maxprocs = 2;
+  o.max_threads = 10000;
+  o.thread_name = "goro";
+  o.thread_factory = {};  // SPEC "Engine embedding": empty, the runtime's own threads
   goro::runtime rt{o};
   const int r = rt.run([&] {
     int got = 0;

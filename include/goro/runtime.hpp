@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -54,6 +55,19 @@ struct options {
   // Also what the destructor does with goroutines started by go() while no
   // run() was active.
   main_return on_main_return = main_return::unwind;
+  // The most Ms (threads running goroutines) this runtime may have, the
+  // run() caller included: past it the program ends with "goro: program
+  // exceeds N-thread limit" (Go's SetMaxThreads; a runaway of goroutines
+  // stuck in goro::blocking is the usual cause). At least 1.
+  unsigned max_threads = 10000;
+  // Makes every thread the runtime starts (its Ms, sysmon, the thread that
+  // ends goroutines after main returned): it must return a joinable
+  // std::thread running the function it is given, and may throw
+  // std::system_error when it cannot. Empty: the runtime creates them.
+  std::function<std::thread(std::function<void()>)> thread_factory{};
+  // Those threads are named "<thread_name>-m<N>", "<thread_name>-sysmon",
+  // "<thread_name>-ender" (cut to Linux's 15 bytes; gdb, top, /proc).
+  std::string thread_name = "goro";
 };
 
 namespace detail {

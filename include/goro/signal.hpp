@@ -145,6 +145,7 @@ struct signal_relay {
 
   static void* relay_main(void*) {
     extm_mark_internal();  // counted only through extm_hold, while registrations exist
+    os::set_thread_name("goro-signal");  // process-wide
     signal_relay& r = get();
     for (;;) {
       if (!os::wait_readable(r.pipe_read, -1)) continue;  // EINTR

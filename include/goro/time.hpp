@@ -61,6 +61,7 @@ class thread_timers {
  private:
   [[noreturn]] void loop() noexcept {
     extm_mark_internal();  // checkdead: counted only while timers are pending
+    os::set_thread_name("goro-timers");  // process-wide: timers of plain threads
     bool counted = false;
     for (;;) {
       wake_.clear();

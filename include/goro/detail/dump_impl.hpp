@@ -295,6 +295,7 @@ inline void sigquit_handler(int) {
 
 inline void* dump_thread(void* arg) {
   const int fd = static_cast<int>(reinterpret_cast<std::intptr_t>(arg));
+  os::set_thread_name("goro-dump");  // process-wide: SIGQUIT's dump, wait-time stamps
   for (;;) {
     if (os::wait_readable(fd, 1000)) break;  // only the SIGQUIT handler writes the pipe
     stamp_waits();

@@ -79,8 +79,8 @@ struct main_return_sched {
   static void main_finished(S& s) noexcept {
     if (s.live_goroutines() == 0) return;
     begin(s);
-    s.ender_started_ = os::create_thread(
-                           &s.ender_,
+    s.ender_started_ = s.ender_.start(
+                           s.threads_, "ender",
                            [](void* arg) -> void* {
                              wait_all(*static_cast<S*>(arg));
                              return nullptr;
@@ -91,7 +91,7 @@ struct main_return_sched {
   // run(), once the caller's M has left (main finished).
   static void after_main(S& s) noexcept {
     if (s.ender_started_) {
-      os::join_thread(s.ender_);
+      s.ender_.join();
       s.ender_started_ = false;
       return;
     }

@@ -160,8 +160,7 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
-    os::thread_handle thread{};
-    bool has_thread = false;
+    runtime_thread thread;  // named "<thread_name>-m<id>" (os_thread.hpp)
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
@@ -212,6 +211,14 @@ class scheduler final : public sched_base {
 
   scheduler(const scheduler&) = delete;
   scheduler& operator=(const scheduler&) = delete;
+
+  // options::thread_factory, thread_name, max_threads: before the first
+  // spawn (no thread of this runtime exists yet).
+  void set_threads(thread_config c) {
+    if (c.max_threads == 0) raise_usage("options::max_threads must be at least 1");
+    if (c.name.empty()) c.name = "goro";
+    threads_ = std::move(c);
+  }
 
   ~scheduler() override {
     shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
@@ -546,6 +553,7 @@ class scheduler final : public sched_base {
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
+  thread_config threads_;  // options: thread_factory, thread_name, max_threads (os_thread.hpp)
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
   std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
@@ -590,7 +598,7 @@ class scheduler final : public sched_base {
   using main_return_ops = main_return_sched<scheduler>;  // main_return (main_return.hpp)
   friend main_return_ops;
   bool unwind_on_main_return_ = true;
-  os::thread_handle ender_{};  // main_return: the thread ending the goroutines after main returned
+  runtime_thread ender_;  // main_return: the thread ending the goroutines after main returned
   bool ender_started_ = false;  // written before main_done_, read by run_main after it
   // chaos builds (stall_monitor.hpp): reads the state above; declared last, so stopped first.
   friend class stall_monitor<scheduler>;
@@ -629,6 +637,7 @@ template <class Policy>
 sched_base* new_scheduler(const options& o) {
   auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
   s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
+  s->set_threads(thread_config{o.thread_factory, o.thread_name, o.max_threads});
   return s.release();
 }
 

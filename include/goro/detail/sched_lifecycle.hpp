@@ -153,7 +153,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   for (m* mm : ms) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
-    if (mm->has_thread) os::join_thread(mm->thread);
+    mm->thread.join();
     delete mm;
   }
   unlink_blocked();

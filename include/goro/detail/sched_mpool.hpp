@@ -75,10 +75,19 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     sched_lock lk(*this);
     allm_.push_back(mm);  // checkdead: counted before it can go idle
     mm->id = static_cast<std::int32_t>(allm_.size());
+    // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
+    if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {
+      char msg[96];
+      std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)",
+                    threads_.max_threads);
+      fatal(msg);
+    }
   }
   threads_alive_.fetch_add(1);
-  int err = create_os_thread(
-      &mm->thread,
+  char role[16];
+  std::snprintf(role, sizeof role, "m%d", static_cast<int>(mm->id));
+  int err = mm->thread.start(
+      threads_, role,
       [](void* arg) -> void* {
         auto* self = static_cast<m*>(arg);
         static_cast<scheduler*>(self->sched)->m_thread_main(self);
@@ -96,8 +105,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
     return err;
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
-  sched_lock lk(*this);
-  mm->has_thread = true;
+  sched_lock lk(*this);  // publishes mm->thread's handle to shutdown, which joins it after taking lock_
   return 0;
 }
 

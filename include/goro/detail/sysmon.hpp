@@ -116,26 +116,24 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_.assign(s_.created_ps(), p_ticks{});
-    int err = create_os_thread(
-        &thread_,
+    int err = thread_.start(
+        s_.threads_, "sysmon",
         [](void* self) -> void* {
           extm_mark_internal();  // checkdead: the runtime's own thread, not an external M
           static_cast<sysmon*>(self)->loop();
           return nullptr;
         },
         this);
-    has_thread_ = err == 0;
     if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
   }
 
   // Stops and joins the thread (runtime shutdown, after every goroutine finished).
   void stop() noexcept {
-    if (!has_thread_) return;
+    if (!thread_.started()) return;
     stopping_.store(true, std::memory_order_seq_cst);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with the fence in sleep(): see there
     note_.wake();
-    os::join_thread(thread_);
-    has_thread_ = false;
+    thread_.join();
   }
 
   // A P left the idle list (pidle_get, after its seq_cst npidle decrement):
@@ -459,8 +457,8 @@ class sysmon {
   std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
   std::atomic<std::uint32_t> state_{0};  // 0: not started, 1: started
-  os::thread_handle thread_{};
-  bool has_thread_ = false;
+  runtime_thread thread_;  // "<thread_name>-sysmon"
+
   note note_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> sleeping_{false};  // parked deeply, waiting for on_p_busy

@@ -144,6 +144,7 @@ struct state {
   }
 
   void flusher_loop() {
+    os::set_thread_name("goro-trace");  // process-wide
     std::unique_lock<std::mutex> lk(mu);
     while (!flusher_stop) {
       flusher_cv.wait_for(lk, flush_period);

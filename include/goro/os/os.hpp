@@ -21,6 +21,8 @@
 //   create_thread(thread_handle*, void* (*fn)(void*), void* arg) -> 0 | errno
 //   join_thread(thread_handle)          waits for it to finish
 //   current_thread() -> thread_handle
+//   set_thread_name(const char*)        names the calling thread (debuggers,
+//       /proc, top), cut to the system's limit (15 bytes on Linux)
 //   start_daemon_thread(fn, arg, stack_bytes) -> 0 | errno
 //       detached, every signal blocked on it (the caller's mask unchanged)
 //   yield_thread()                      gives up the CPU (Go's osyield)

@@ -29,6 +29,16 @@ inline void join_thread(thread_handle t) noexcept { pthread_join(t, nullptr); }
 // The calling thread.
 inline thread_handle current_thread() noexcept { return pthread_self(); }
 
+// Names the calling thread (comm in /proc/self/task/*/comm, gdb's `info
+// threads`), cut to Linux's 15 bytes: pthread_setname_np refuses longer.
+inline void set_thread_name(const char* name) noexcept {
+  char cut[16];
+  std::size_t n = 0;
+  for (; name[n] != '\0' && n < sizeof cut - 1; ++n) cut[n] = name[n];
+  cut[n] = '\0';
+  pthread_setname_np(pthread_self(), cut);
+}
+
 // Starts fn(arg) on a detached thread with a stack of stack_bytes that
 // blocks every signal (process-directed signals then go to the program's
 // threads, and a signal relay's own thread is never the one interrupted):
