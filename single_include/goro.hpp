@@ -1899,6 +1899,9 @@ struct alignas(64) g {
   // goroutine dump: the pc in the function that called go() ("created by");
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
+  // spawn_options::stack_size as a size class (runtime.hpp stack_class);
+  // 0: the policy's stack. Set by every spawn, read when the stack is attached.
+  std::uint32_t stack_request = 0;
 
   // main_return.hpp: ending this goroutine after main returned. exit_state
   // is written by the goroutine and by the runtime's killer (while the G is
@@ -2994,6 +2997,18 @@ struct options {
   // Those threads are named "<thread_name>-m<N>", "<thread_name>-sysmon",
   // "<thread_name>-ender" (cut to Linux's 15 bytes; gdb, top, /proc).
   std::string thread_name = "goro";
+  // The main goroutine's stack (run()'s f) with the default stack
+  // allocator: reserved, committed as touched, with a guard region below,
+  // like a thread's. At least 64 KiB. (A custom stack_allocator gives main
+  // the policy's stack_size, as any goroutine.)
+  std::size_t main_stack_size = 8 << 20;
+};
+
+// Options of one goroutine: goro::go(goro::spawn_options{...}, f, args...).
+struct spawn_options {
+  // Its stack, in bytes: rounded up to a power of two, between 2 KiB and
+  // 1 GiB. 0: the policy's stack_size.
+  std::size_t stack_size = 0;
 };
 
 namespace detail {
@@ -3025,12 +3040,29 @@ inline void release_main_lock() noexcept {
   }
 }
 
+// spawn_options::stack_size as the size class the stack comes from: the
+// next power of two (so a program asking for many sizes makes few free
+// lists and slabs), 0 for 0. Outside [min_stack_size, 1 GiB]: a usage_error.
+inline std::uint32_t stack_class(std::size_t bytes) {
+  if (bytes == 0) return 0;
+  constexpr std::size_t max_bytes = std::size_t{1} << 30;  // Go's maxstacksize on 64-bit
+  if (bytes < min_stack_size || bytes > max_bytes)
+    raise_usage(("spawn_options::stack_size must be between " + std::to_string(min_stack_size) +
+                 " bytes and 1 GiB, got " + std::to_string(bytes))
+                    .c_str());
+  std::size_t c = min_stack_size;
+  while (c < bytes) c <<= 1;
+  return static_cast<std::uint32_t>(c);
+}
+
 // newproc on `s`: a G record, the closure, then queue it. created_pc:
-// where go() was called (the goroutine dump's "created by").
+// where go() was called (the goroutine dump's "created by"); stack_request:
+// stack_class(spawn_options::stack_size).
 template <class F, class... A>
-void spawn(sched_base* s, const void* created_pc, F&& f, A&&... args) {
+void spawn(sched_base* s, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
   g* gp = s->alloc_g();
   gp->created_pc = created_pc;
+  gp->stack_request = stack_request;
   GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
   GORO_CATCH_ALL {
     s->free_g(gp);
@@ -3116,8 +3148,15 @@ class basic_runtime {
   // the caller's P; from elsewhere it goes to the global run queue).
   // Always inlined: the goroutine dump's "created by" is the caller.
   template <class F, class... A>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
   GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
-    detail::spawn(sched_.get(), detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
+    detail::spawn(sched_.get(), detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
+  }
+  // The same with per-goroutine options (its stack size).
+  template <class F, class... A>
+  GORO_ALWAYS_INLINE void go(const spawn_options& o, F&& f, A&&... args) {
+    detail::spawn(sched_.get(), detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
+                  std::forward<A>(args)...);
   }
 
   // Returns the number of Ps; with n > 0, sets it to n (at most 4096) and
@@ -3218,10 +3257,21 @@ class async_preemptible {
 // this P (the caller keeps running).
 // Always inlined: the goroutine dump's "created by" is the caller.
 template <class F, class... A>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
 GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
   detail::m_base* m = detail::require_goroutine("go()");
-  detail::spawn(m->sched, detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
+  detail::spawn(m->sched, detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
   preempt_point();  // a runtime call: honour a pending preemption request
+}
+
+// The same with per-goroutine options: goro::go(goro::spawn_options{.stack_size = 8 * 1024}, f, args...)
+// gives this goroutine a stack of at least 8 KiB whatever the policy's.
+template <class F, class... A>
+GORO_ALWAYS_INLINE void go(const spawn_options& o, F&& f, A&&... args) {
+  detail::m_base* m = detail::require_goroutine("go()");
+  detail::spawn(m->sched, detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
+                std::forward<A>(args)...);
+  preempt_point();
 }
 
 // Gosched: puts the calling goroutine on the global run queue and runs
@@ -11944,10 +11994,6 @@ class scheduler final : public sched_base {
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
   static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
-  // With the default allocator, run()'s main goroutine gets at least 256 KiB
-  // whatever the policy: it usually does the program's heavier work
-  // (I/O, formatting), which tiny goroutine stacks cannot hold.
-  static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
 
   enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
 
@@ -12203,6 +12249,12 @@ class scheduler final : public sched_base {
   // main_return (main_return.hpp): end the goroutines still alive when
   // main returns, and at shutdown (options::on_main_return == unwind).
   void set_unwind_on_main_return(bool on) noexcept { unwind_on_main_return_ = on; }
+  // options::main_stack_size (the default allocator's main goroutine).
+  void set_main_stack_size(std::size_t bytes) {
+    if (bytes < 64 * 1024 || bytes > (std::size_t{1} << 30))
+      raise_usage(("options::main_stack_size must be between 64 KiB and 1 GiB, got " + std::to_string(bytes)).c_str());
+    main_stack_size_ = (bytes + 15) & ~std::size_t{15};
+  }
 
   // run(): the calling thread serves as an M while `main` runs; then
   // shutdown (sched_lifecycle.hpp).
@@ -12397,6 +12449,10 @@ class scheduler final : public sched_base {
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
   thread_config threads_;  // options: thread_factory, thread_name, max_threads (os_thread.hpp)
+  // run()'s main goroutine's stack with the default allocator
+  // (options::main_stack_size): a thread's 8 MiB by default, since main
+  // usually does the program's heavier work (deep recursion, I/O, formatting).
+  std::size_t main_stack_size_ = 8 << 20;
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
   std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
@@ -12643,7 +12699,7 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
   p* pp = mm->pp;
   if (gp->stack.lo == nullptr) {
     if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size));
+      init_stack(gp, allocate_stack(main_stack_size_));
     else
       attach_stack(pp, gp);
   }
@@ -13749,6 +13805,12 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
 // batch: the most recently freed stacks are cache-hot).
 template <class Policy>
 inline auto scheduler<Policy>::attach_stack(p* pp, g* gp) -> void {
+  if (GORO_UNLIKELY(gp->stack_request != 0) && gp->stack_request != stack_bytes) {
+    // spawn_options::stack_size: straight from the allocator, which keeps
+    // a free list per size class (release_stack gives it back there).
+    init_stack(gp, allocate_stack(gp->stack_request));  // may throw bad_alloc
+    return;
+  }
   if (pp->nstack == 0) {
     std::uint32_t want = lazy_stacks ? stack_refill : 1;
     while (pp->nstack < want) {
@@ -13796,7 +13858,7 @@ inline auto scheduler<Policy>::release_stack(p* pp, g* gp) noexcept -> void {
   stack_memory s = gp->stack;
   gp->stack = {};
   gp->sp = nullptr;
-  if (s.size != stack_bytes) {  // the main goroutine's larger stack
+  if (s.size != stack_bytes) {  // the main goroutine's stack, or a spawn_options::stack_size
     asan_unpoison(s.lo, s.size);
     alloc_.deallocate(s);
     return;
@@ -13823,6 +13885,7 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
   gp->no_kill = false;
+  gp->stack_request = 0;
   pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
   gfput(pp, gp);
   if (was_main) main_finished();
@@ -14458,6 +14521,7 @@ sched_base* new_scheduler(const options& o) {
   auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
   s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
   s->set_threads(thread_config{o.thread_factory, o.thread_name, o.max_threads});
+  s->set_main_stack_size(o.main_stack_size);
   return s.release();
 }
 
@@ -14706,7 +14770,7 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
   sched_base* owner = self->owner;
   if (self->self_owned) delete self;
   // created by: this function (Go's dump says time.goFunc for AfterFunc's)
-  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), [fn] { (*fn)(); }); }
+  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); }); }
   GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
 }
 

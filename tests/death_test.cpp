@@ -60,4 +60,24 @@ TEST_CASE("death: overflow of a small packed stack is reported", "[death][stack]
   CHECK_THAT(r.output, Catch::Matchers::Matches("(.|\n)*goro: goroutine [0-9]+ stack overflow: fault address 0x[0-9a-f]+, "
                                                 "stack \\[0x[0-9a-f]+, 0x[0-9a-f]+\\) size 4096(.|\n)*"));
 }
+
+// spawn_options::stack_size and options::main_stack_size: the report names
+// the stack's own size (and both have a guard region).
+TEST_CASE("death: overflow of a spawn_options stack names its size", "[death][stack]") {
+  auto r = goro_test::run_helper("overflow", {"spawn_options"});
+  INFO(r.output);
+  CHECK(r.signaled);
+  CHECK(r.signal == SIGABRT);
+  CHECK_THAT(r.output, Catch::Matchers::Matches("(.|\n)*goro: goroutine [0-9]+ stack overflow: fault address 0x[0-9a-f]+, "
+                                                "stack \\[0x[0-9a-f]+, 0x[0-9a-f]+\\) size 262144(.|\n)*"));
+}
+
+TEST_CASE("death: overflow of the main goroutine's 8 MiB stack is reported", "[death][stack]") {
+  auto r = goro_test::run_helper("overflow", {"main"});
+  INFO(r.output);
+  CHECK(r.signaled);
+  CHECK(r.signal == SIGABRT);
+  CHECK_THAT(r.output, Catch::Matchers::Matches("(.|\n)*goro: goroutine [0-9]+ stack overflow: fault address 0x[0-9a-f]+, "
+                                                "stack \\[0x[0-9a-f]+, 0x[0-9a-f]+\\) size 8388608(.|\n)*"));
+}
 #endif

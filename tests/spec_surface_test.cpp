@@ -65,6 +65,7 @@ TEST_CASE("spec: every name in the public contract compiles and works", "[spec]"
   o.max_threads = 10000;
   o.thread_name = "goro";
   o.thread_factory = {};  // SPEC "Engine embedding": empty, the runtime's own threads
+  o.main_stack_size = 8 << 20;
   goro::runtime rt{o};
   const int r = rt.run([&] {
     int got = 0;
@@ -73,6 +74,10 @@ TEST_CASE("spec: every name in the public contract compiles and works", "[spec]"
     goro::go([&](int v) { got = v, spawned.done(); }, 5);
     spawned.wait();
     CHECK(got == 5);
+    spawned.add(1);
+    goro::go(goro::spawn_options{.stack_size = 8 * 1024}, [&](int v) { got = v, spawned.done(); }, 6);
+    spawned.wait();
+    CHECK(got == 6);
     goro::yield();
     CHECK(goro::num_goroutine() >= 1);
     CHECK(goro::gomaxprocs() == 2);

@@ -245,3 +245,121 @@ TEST_CASE("stack: a burst's stack memory is returned after it", "[stack][rss]") 
   CHECK(after < before + (peak - before) / 4);
 }
 #endif
+
+namespace {
+// ~1 KiB per frame; the buffer's bytes are volatile stores (not elided).
+__attribute__((noinline)) int deep(int depth) {
+  volatile char frame[1000];
+  for (auto& c : frame) c = static_cast<char>(depth | 1);
+  if (depth == 0) return frame[0];
+  return deep(depth - 1) + frame[7];
+}
+}  // namespace
+
+// SPEC "Engine embedding": goro::go(spawn_options{.stack_size}, f) sizes one
+// goroutine's stack, in power-of-two classes.
+TEST_CASE("stack: spawn_options::stack_size gives one goroutine a larger or smaller stack", "[stack][spawn_options]") {
+  goro::runtime rt{goro::options{2}};
+  std::size_t big = 0, tiny = 0, odd = 0, plain = 0;
+  int depth_result = 0;
+  rt.run([&] {
+    goro::wait_group wg;
+    wg.add(4);
+    // A 1 MiB recursion in a goroutine spawned with a 2 MiB stack (the
+    // policy's 64 KiB would overflow).
+    goro::go(goro::spawn_options{.stack_size = 2 << 20}, [&] {
+      big = goro::detail::current_g()->stack.size;
+      depth_result = deep(1024);
+      wg.done();
+    });
+    goro::go(goro::spawn_options{.stack_size = 4096}, [&] {
+      tiny = goro::detail::current_g()->stack.size;
+      wg.done();
+    });
+    goro::go(goro::spawn_options{.stack_size = 5000}, [&] {  // rounded up to its class, 8 KiB
+      odd = goro::detail::current_g()->stack.size;
+      wg.done();
+    });
+    goro::go(goro::spawn_options{}, [&] {  // 0: the policy's
+      plain = goro::detail::current_g()->stack.size;
+      wg.done();
+    });
+    wg.wait();
+  });
+  CHECK(big == (2u << 20));
+  CHECK(depth_result != 0);
+  CHECK(tiny == 4096);
+  CHECK(odd == 8192);
+  CHECK(plain == goro::default_policy::stack_size);
+}
+
+TEST_CASE("stack: spawn_options from outside the runtime (rt.go) and a reused record", "[stack][spawn_options]") {
+  goro::runtime rt{goro::options{1}};
+  std::atomic<std::size_t> sized{0}, after{0};
+  goro::wait_group wg;
+  wg.add(1);
+  rt.go(goro::spawn_options{.stack_size = 1 << 20}, [&] {
+    sized = goro::detail::current_g()->stack.size;
+    wg.done();
+  });
+  wg.wait();
+  // The record goes back to the free list; the next plain spawn gets the
+  // policy's stack, not the previous request.
+  for (int i = 0; i < 64; ++i) {
+    wg.add(1);
+    rt.go([&] {
+      after = goro::detail::current_g()->stack.size;
+      wg.done();
+    });
+    wg.wait();
+    REQUIRE(after.load() == goro::default_policy::stack_size);
+  }
+  CHECK(sized.load() == (1u << 20));
+}
+
+TEST_CASE("stack: spawn_options::stack_size outside [2 KiB, 1 GiB] is a usage error", "[stack][spawn_options]") {
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    CHECK_THROWS_WITH(goro::go(goro::spawn_options{.stack_size = 100}, [] {}),
+                      Catch::Matchers::Contains("spawn_options::stack_size must be between 2048 bytes and 1 GiB, got 100"));
+    CHECK_THROWS_AS(goro::go(goro::spawn_options{.stack_size = std::size_t{2} << 30}, [] {}), goro::usage_error);
+    CHECK(goro::num_goroutine() == 1);  // nothing was left behind
+  });
+}
+
+TEST_CASE("stack: a custom allocator is asked for the spawn_options size (and may refuse)", "[stack][spawn_options][policy]") {
+  using pool_policy = goro::policy<goro::stacks<pool_allocator>, goro::stack<pool_allocator::size>>;
+  {
+    goro::basic_runtime<pool_policy> rt{goro::options{1}};
+    rt.run([] {
+      CHECK_THROWS_AS(goro::go(goro::spawn_options{.stack_size = 4 * pool_allocator::size}, [] {}), std::bad_alloc);
+      CHECK(goro::num_goroutine() == 1);  // the refused spawn left nothing behind
+      goro::wait_group wg;
+      wg.add(1);
+      goro::go(goro::spawn_options{.stack_size = pool_allocator::size}, [&] { wg.done(); });
+      wg.wait();
+    });
+  }
+  CHECK(pool_allocator::in_use.load() == 0);  // every stack went back to the pool
+}
+
+// The main goroutine gets a thread's 8 MiB by default (options::main_stack_size).
+TEST_CASE("stack: a 4 MiB recursion in the main goroutine by default; main_stack_size sets it", "[stack][main_stack]") {
+  int r = 0;
+  std::size_t main_size = 0;
+  goro::run([&] {
+    main_size = goro::detail::current_g()->stack.size;
+    r = deep(4 * 1024);
+  });
+  CHECK(r != 0);
+  CHECK(main_size == (8u << 20));
+
+  goro::options o;
+  o.maxprocs = 1;
+  o.main_stack_size = 16 << 20;
+  goro::run([&] { main_size = goro::detail::current_g()->stack.size; }, o);
+  CHECK(main_size == (16u << 20));
+
+  o.main_stack_size = 4096;
+  CHECK_THROWS_WITH(goro::runtime(o), Catch::Matchers::Contains("main_stack_size must be between 64 KiB and 1 GiB"));
+}

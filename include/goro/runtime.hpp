@@ -68,6 +68,18 @@ struct options {
   // Those threads are named "<thread_name>-m<N>", "<thread_name>-sysmon",
   // "<thread_name>-ender" (cut to Linux's 15 bytes; gdb, top, /proc).
   std::string thread_name = "goro";
+  // The main goroutine's stack (run()'s f) with the default stack
+  // allocator: reserved, committed as touched, with a guard region below,
+  // like a thread's. At least 64 KiB. (A custom stack_allocator gives main
+  // the policy's stack_size, as any goroutine.)
+  std::size_t main_stack_size = 8 << 20;
+};
+
+// Options of one goroutine: goro::go(goro::spawn_options{...}, f, args...).
+struct spawn_options {
+  // Its stack, in bytes: rounded up to a power of two, between 2 KiB and
+  // 1 GiB. 0: the policy's stack_size.
+  std::size_t stack_size = 0;
 };
 
 namespace detail {
@@ -99,12 +111,29 @@ inline void release_main_lock() noexcept {
   }
 }
 
+// spawn_options::stack_size as the size class the stack comes from: the
+// next power of two (so a program asking for many sizes makes few free
+// lists and slabs), 0 for 0. Outside [min_stack_size, 1 GiB]: a usage_error.
+inline std::uint32_t stack_class(std::size_t bytes) {
+  if (bytes == 0) return 0;
+  constexpr std::size_t max_bytes = std::size_t{1} << 30;  // Go's maxstacksize on 64-bit
+  if (bytes < min_stack_size || bytes > max_bytes)
+    raise_usage(("spawn_options::stack_size must be between " + std::to_string(min_stack_size) +
+                 " bytes and 1 GiB, got " + std::to_string(bytes))
+                    .c_str());
+  std::size_t c = min_stack_size;
+  while (c < bytes) c <<= 1;
+  return static_cast<std::uint32_t>(c);
+}
+
 // newproc on `s`: a G record, the closure, then queue it. created_pc:
-// where go() was called (the goroutine dump's "created by").
+// where go() was called (the goroutine dump's "created by"); stack_request:
+// stack_class(spawn_options::stack_size).
 template <class F, class... A>
-void spawn(sched_base* s, const void* created_pc, F&& f, A&&... args) {
+void spawn(sched_base* s, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
   g* gp = s->alloc_g();
   gp->created_pc = created_pc;
+  gp->stack_request = stack_request;
   GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
   GORO_CATCH_ALL {
     s->free_g(gp);
@@ -190,8 +219,15 @@ class basic_runtime {
   // the caller's P; from elsewhere it goes to the global run queue).
   // Always inlined: the goroutine dump's "created by" is the caller.
   template <class F, class... A>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
   GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
-    detail::spawn(sched_.get(), detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
+    detail::spawn(sched_.get(), detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
+  }
+  // The same with per-goroutine options (its stack size).
+  template <class F, class... A>
+  GORO_ALWAYS_INLINE void go(const spawn_options& o, F&& f, A&&... args) {
+    detail::spawn(sched_.get(), detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
+                  std::forward<A>(args)...);
   }
 
   // Returns the number of Ps; with n > 0, sets it to n (at most 4096) and
@@ -292,10 +328,21 @@ class async_preemptible {
 // this P (the caller keeps running).
 // Always inlined: the goroutine dump's "created by" is the caller.
 template <class F, class... A>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
 GORO_ALWAYS_INLINE void go(F&& f, A&&... args) {
   detail::m_base* m = detail::require_goroutine("go()");
-  detail::spawn(m->sched, detail::current_pc(), std::forward<F>(f), std::forward<A>(args)...);
+  detail::spawn(m->sched, detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
   preempt_point();  // a runtime call: honour a pending preemption request
+}
+
+// The same with per-goroutine options: goro::go(goro::spawn_options{.stack_size = 8 * 1024}, f, args...)
+// gives this goroutine a stack of at least 8 KiB whatever the policy's.
+template <class F, class... A>
+GORO_ALWAYS_INLINE void go(const spawn_options& o, F&& f, A&&... args) {
+  detail::m_base* m = detail::require_goroutine("go()");
+  detail::spawn(m->sched, detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
+                std::forward<A>(args)...);
+  preempt_point();
 }
 
 // Gosched: puts the calling goroutine on the global run queue and runs

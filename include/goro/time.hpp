@@ -407,7 +407,7 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
   sched_base* owner = self->owner;
   if (self->self_owned) delete self;
   // created by: this function (Go's dump says time.goFunc for AfterFunc's)
-  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), [fn] { (*fn)(); }); }
+  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); }); }
   GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
 }
 

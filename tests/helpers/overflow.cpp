@@ -10,6 +10,11 @@
 //     MADV_GUARD_INSTALL and the mprotect budget is spent); a goroutine
 //     overwrites words 1-3 at the low end of its stack, leaving word 0:
 //     the multi-word canary catches it when the goroutine switches out.
+//   "spawn_options": a goroutine spawned with a 256 KiB stack
+//     (spawn_options::stack_size) recurses without end: the report names
+//     its size;
+//   "main": the main goroutine (8 MiB by default, options::main_stack_size)
+//     recurses without end: it has a guard too.
 #include <goro/goro.hpp>
 
 #include <algorithm>
@@ -46,6 +51,25 @@ void overflow(int depth) {
     wg.add(1);
     goro::go([&wg, depth] {
       volatile int r = recurse(depth);
+      (void)r;
+      wg.done();
+    });
+    wg.wait();
+  });
+}
+
+void sized(bool in_main) {
+  goro::runtime rt{goro::options{1}};
+  rt.run([in_main] {
+    if (in_main) {
+      volatile int r = recurse(1 << 30);
+      (void)r;
+      return;
+    }
+    goro::wait_group wg;
+    wg.add(1);
+    goro::go(goro::spawn_options{.stack_size = 256 * 1024}, [&wg] {
+      volatile int r = recurse(1 << 30);
       (void)r;
       wg.done();
     });
@@ -116,6 +140,8 @@ int main(int argc, char** argv) {
     late();
   } else if (std::strcmp(mode, "canary") == 0) {
     canary();
+  } else if (std::strcmp(mode, "spawn_options") == 0 || std::strcmp(mode, "main") == 0) {
+    sized(std::strcmp(mode, "main") == 0);
   } else {
     overflow<goro::default_policy>(100000);  // ~50 MiB of frames on a 64 KiB stack
   }

@@ -125,6 +125,9 @@ struct alignas(64) g {
   // goroutine dump: the pc in the function that called go() ("created by");
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
+  // spawn_options::stack_size as a size class (runtime.hpp stack_class);
+  // 0: the policy's stack. Set by every spawn, read when the stack is attached.
+  std::uint32_t stack_request = 0;
 
   // main_return.hpp: ending this goroutine after main returned. exit_state
   // is written by the goroutine and by the runtime's killer (while the G is

@@ -101,10 +101,6 @@ class scheduler final : public sched_base {
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
   static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
-  // With the default allocator, run()'s main goroutine gets at least 256 KiB
-  // whatever the policy: it usually does the program's heavier work
-  // (I/O, formatting), which tiny goroutine stacks cannot hold.
-  static constexpr std::size_t main_stack_size = std::max<std::size_t>(stack_bytes, 256 * 1024);
 
   enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
 
@@ -360,6 +356,12 @@ class scheduler final : public sched_base {
   // main_return (main_return.hpp): end the goroutines still alive when
   // main returns, and at shutdown (options::on_main_return == unwind).
   void set_unwind_on_main_return(bool on) noexcept { unwind_on_main_return_ = on; }
+  // options::main_stack_size (the default allocator's main goroutine).
+  void set_main_stack_size(std::size_t bytes) {
+    if (bytes < 64 * 1024 || bytes > (std::size_t{1} << 30))
+      raise_usage(("options::main_stack_size must be between 64 KiB and 1 GiB, got " + std::to_string(bytes)).c_str());
+    main_stack_size_ = (bytes + 15) & ~std::size_t{15};
+  }
 
   // run(): the calling thread serves as an M while `main` runs; then
   // shutdown (sched_lifecycle.hpp).
@@ -554,6 +556,10 @@ class scheduler final : public sched_base {
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   std::vector<m*> allm_;
   thread_config threads_;  // options: thread_factory, thread_name, max_threads (os_thread.hpp)
+  // run()'s main goroutine's stack with the default allocator
+  // (options::main_stack_size): a thread's 8 MiB by default, since main
+  // usually does the program's heavier work (deep recursion, I/O, formatting).
+  std::size_t main_stack_size_ = 8 << 20;
   const std::uint32_t trace_rt_ = tracing::next_runtime_number.fetch_add(1, std::memory_order_relaxed);  // tracer
   std::atomic<int> threads_alive_{0};
   std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
@@ -638,6 +644,7 @@ sched_base* new_scheduler(const options& o) {
   auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
   s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
   s->set_threads(thread_config{o.thread_factory, o.thread_name, o.max_threads});
+  s->set_main_stack_size(o.main_stack_size);
   return s.release();
 }
 

@@ -118,6 +118,12 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
 // batch: the most recently freed stacks are cache-hot).
 template <class Policy>
 inline auto scheduler<Policy>::attach_stack(p* pp, g* gp) -> void {
+  if (GORO_UNLIKELY(gp->stack_request != 0) && gp->stack_request != stack_bytes) {
+    // spawn_options::stack_size: straight from the allocator, which keeps
+    // a free list per size class (release_stack gives it back there).
+    init_stack(gp, allocate_stack(gp->stack_request));  // may throw bad_alloc
+    return;
+  }
   if (pp->nstack == 0) {
     std::uint32_t want = lazy_stacks ? stack_refill : 1;
     while (pp->nstack < want) {
@@ -165,7 +171,7 @@ inline auto scheduler<Policy>::release_stack(p* pp, g* gp) noexcept -> void {
   stack_memory s = gp->stack;
   gp->stack = {};
   gp->sp = nullptr;
-  if (s.size != stack_bytes) {  // the main goroutine's larger stack
+  if (s.size != stack_bytes) {  // the main goroutine's stack, or a spawn_options::stack_size
     asan_unpoison(s.lo, s.size);
     alloc_.deallocate(s);
     return;
@@ -192,6 +198,7 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
   gp->no_kill = false;
+  gp->stack_request = 0;
   pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
   gfput(pp, gp);
   if (was_main) main_finished();

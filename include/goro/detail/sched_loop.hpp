@@ -190,7 +190,7 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
   p* pp = mm->pp;
   if (gp->stack.lo == nullptr) {
     if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size));
+      init_stack(gp, allocate_stack(main_stack_size_));
     else
       attach_stack(pp, gp);
   }
