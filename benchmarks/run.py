@@ -195,6 +195,17 @@ WORKLOADS += [
              _tail_target, fixed_procs=[1, 2], proc_targets={1: _tail_target}, program="tail_latency",
              per_impl_args={"goro": ["--async", "1"]}),
 ]
+# An engine's frame loop (issue 16): each frame starts 256 jobs of ~5 us
+# and waits for all of them; the frame time's median and p99 (us), from one
+# run. Peers: oneTBB task_group (the target) and Boost.Fiber.
+_frame_args = (["--frames", "1000", "--jobs", "256", "--job-us", "5", "--reps", "3"],
+               ["--frames", "300", "--jobs", "256", "--job-us", "5", "--reps", "2"])
+WORKLOADS += [
+    Workload("frame_loop", "p50_us", "us per frame (median)", ["goro", "tbb", "boost_fiber"], *_frame_args,
+             Target("ratio_le", 1.2, "tbb", "<= 1.2x oneTBB")),
+    Workload("frame_loop_p99", "p99_us", "us per frame (p99)", ["goro", "tbb", "boost_fiber"], *_frame_args,
+             Target("ratio_le", 1.0, "tbb", "<= oneTBB"), program="frame_loop", same_run_as="frame_loop"),
+]
 BY_NAME = {w.name: w for w in WORKLOADS}
 # The issue's targets are for 2 threads; context switch and preempt_point are single-threaded.
 TARGET_PROCS = {"context_switch": 1, "preempt_point": 1}
@@ -487,9 +498,9 @@ def main() -> int:
                     exe = binary(build_dir, impl, w.program or w.name)
                     if w.driver == "wrk":
                         rows, err = run_wrk(exe, impl, w.name, p, args[2:], a.timeout)
-                        shared_rows.setdefault((w.name, p, impl), []).extend(rows)
                     else:
                         rows, err = run_one(exe, args, a.timeout)
+                    shared_rows.setdefault((w.name, p, impl), []).extend(rows)  # for same_run_as
                     vals = [float(row[w.metric]) for row in rows if w.metric in row]
                     results.setdefault((w.name, p, impl), []).extend(vals)
                     raw_lines.extend(rows)
