@@ -84,8 +84,8 @@ goro_v0_1_switch_ret:
     stp d14, d15, [sp, #144]
     mrs x9, fpcr
     str x9, [sp, #160]
-    mov x9, sp
-    str x9, [x0]
+    mov x11, sp
+    str x11, [x0]
     mov sp, x1
     ldp x19, x20, [sp, #0]
     ldp x21, x22, [sp, #16]
