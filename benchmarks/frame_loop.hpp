@@ -5,7 +5,12 @@
 // (frame start until the last job's result is back), in microseconds, as
 // two metrics of one RESULT line: p50_us and p99_us.
 //
-//   frame_loop [--procs 2] [--frames 1000] [--jobs 256] [--job-us 5] [--reps 3] [--warmup 1]
+//   frame_loop [--procs 2] [--frames 1000] [--jobs 256] [--job-iters N | --job-us 5] [--reps 3] [--warmup 1]
+//
+// --job-iters fixes the job's spin count (run.py passes 4,000: 5 us on the
+// CI machine), so every process of a run does the same work; --job-us
+// calibrates it per process instead, which a loaded machine skews (a
+// calibration that shares its core counts fewer iterations per us).
 #pragma once
 
 #include <algorithm>
@@ -24,8 +29,8 @@ struct config {
 
 inline config parse(int argc, char** argv) {
   config f{bench::parse_common(argc, argv), bench::arg_u64(argc, argv, "--frames", 1000),
-           bench::arg_u64(argc, argv, "--jobs", 256), 0};
-  f.iters = bench::calibrate_spin(bench::arg_f64(argc, argv, "--job-us", 5.0));
+           bench::arg_u64(argc, argv, "--jobs", 256), bench::arg_u64(argc, argv, "--job-iters", 0)};
+  if (f.iters == 0) f.iters = bench::calibrate_spin(bench::arg_f64(argc, argv, "--job-us", 5.0));
   return f;
 }
 
@@ -51,7 +56,7 @@ void run(const char* impl, const config& f, Frame&& frame) {
     const double p50 = sorted[sorted.size() / 2];
     const double p99 = sorted[std::min(sorted.size() - 1, sorted.size() * 99 / 100)];
     bench::result("frame_loop", impl, f.c.procs, "p50_us", p50,
-                  bench::kv("p99_us", p99) + bench::kv("max_us", sorted.back()) +
+                  bench::kv("p99_us", p99) + bench::kv("max_us", sorted.back()) + bench::kv("job_iters", double(f.iters)) +
                       bench::kv("frames", double(f.frames)) + bench::kv("jobs", double(f.jobs)));
   }
 }

@@ -41,6 +41,17 @@ namespace goro_test {
 // Sizes for stress tests: sanitizers (TSan fibers cost ~0.5 ms each) get less.
 inline constexpr int scale(int normal, int sanitized) { return GORO_TEST_SANITIZED ? sanitized : normal; }
 
+// Cross builds run under qemu-user (GORO_CROSS_TESTS, tests/CMakeLists.txt),
+// 10-50x slower for FP and memory-heavy work: a size for them too.
+#ifdef GORO_CROSS_TESTS
+inline constexpr bool emulated = true;
+#else
+inline constexpr bool emulated = false;
+#endif
+inline constexpr int scale(int normal, int sanitized, int under_emulation) {
+  return emulated ? under_emulation : scale(normal, sanitized);
+}
+
 struct child_result {
   bool exited = false;
   int exit_code = -1;
