@@ -22,7 +22,12 @@ ARCH = ROOT / "include" / "goro" / "arch"
 OUT = ROOT / "include" / "goro" / "detail" / "context_asm.hpp"
 GDB_SCRIPT = ROOT / "tools" / "goro-gdb.py"
 GDB_OUT = ROOT / "include" / "goro" / "detail" / "gdb_script.hpp"
-ISAS = [("__x86_64__", "context_x86_64.S"), ("__aarch64__", "context_aarch64.S")]
+# (preprocessor condition, source)
+ISAS = [
+    ("defined(__x86_64__)", "context_x86_64.S"),
+    ("defined(__aarch64__)", "context_aarch64.S"),
+    ("defined(__riscv) && __riscv_xlen == 64", "context_riscv64.S"),
+]
 
 
 def region(path):
@@ -42,14 +47,14 @@ def render():
         "#pragma once",
         "",
     ]
-    for i, (macro, name) in enumerate(ISAS):
-        out.append(("#if" if i == 0 else "#elif") + f" defined({macro})")
+    for i, (cond, name) in enumerate(ISAS):
+        out.append(("#if" if i == 0 else "#elif") + f" {cond}")
         out.append(f"// from include/goro/arch/{name}")
         out.append('asm(R"goro_asm(')
         out.append(region(ARCH / name))
         out.append(')goro_asm");')
     out.append("#else")
-    out.append('#error "goro: unsupported architecture (x86-64 and AArch64 are supported)"')
+    out.append('#error "goro: unsupported architecture (x86-64, AArch64 and RISC-V 64 are supported)"')
     out.append("#endif")
     return "\n".join(out) + "\n"
 

@@ -49,7 +49,12 @@
 #define GORO_VERSION_PATCH 0
 
 #if !defined(__linux__)
-#error "goro: only Linux is supported (x86-64 and AArch64)"
+#error "goro: only Linux is supported (x86-64, AArch64 and RISC-V 64)"
+#endif
+#if defined(__riscv) && (__riscv_xlen != 64 || !defined(__riscv_float_abi_double))
+// The context switch saves fs0-fs11 with fsd: RV64 with the D extension
+// and the LP64D calling convention (Debian's riscv64 default).
+#error "goro: RISC-V needs RV64 with the LP64D ABI (-march=rv64gc -mabi=lp64d)"
 #endif
 #if __cplusplus < 202002L
 #error "goro: C++20 or later is required (-std=c++20)"
@@ -139,6 +144,10 @@ inline void cpu_relax() noexcept {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
+#elif defined(__riscv)
+  // Zihintpause's `pause` (fence w,0: a HINT, so a plain no-op on cores
+  // without the extension), encoded by hand for assemblers that lack it.
+  asm volatile(".insn i 0x0f, 0, x0, x0, 0x010" ::: "memory");
 #endif
 }
 }  // namespace goro::detail
@@ -544,6 +553,8 @@ using signal_context = ucontext_t;
 inline std::uintptr_t context_pc(const signal_context* uc) noexcept {
 #if defined(__x86_64__)
   return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__riscv)
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.__gregs[REG_PC]);
 #else
   return static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
 #endif
@@ -552,6 +563,8 @@ inline std::uintptr_t context_pc(const signal_context* uc) noexcept {
 inline std::uintptr_t context_sp(const signal_context* uc) noexcept {
 #if defined(__x86_64__)
   return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__riscv)
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.__gregs[REG_SP]);
 #else
   return static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
 #endif
@@ -571,11 +584,12 @@ __attribute__((no_sanitize("address"))) inline void signal_frame_copy(std::uintp
 }
 
 // Copies the signal frame the kernel built (the ucontext; on x86-64 also
-// the xsave area it points at; on AArch64 the fpsimd record is inside it)
+// the xsave area it points at; on AArch64 the fpsimd record and on RISC-V
+// the f/d state are inside it)
 // onto the interrupted stack below its sp (and below the x86-64 red zone),
 // then points the live context at `trampoline` with sp at that copy and
 // `fn` and `arg` in the registers the trampoline reads (x86-64: rax = fn,
-// rdi = arg; AArch64: x1 = fn, x0 = arg). When the handler returns, the
+// rdi = arg; AArch64: x1 = fn, x0 = arg; RISC-V: a1 = fn, a0 = arg). When the handler returns, the
 // kernel resumes the interrupted code in the trampoline, which calls
 // fn(arg) and then issues rt_sigreturn on the copy. False, leaving the
 // context untouched, when the copy would reach below stack_limit or the
@@ -637,6 +651,54 @@ __attribute__((no_sanitize("address"))) inline bool push_sigreturn_call(signal_c
   uc->uc_mcontext.regs[0] = arg;
   uc->uc_mcontext.regs[1] = fn;
   uc->uc_mcontext.pstate &= ~std::uint64_t{0xc00};  // BTYPE: the trampoline is entered by no branch
+#elif defined(__riscv)
+  // rt_sigreturn reads struct rt_sigframe { siginfo_t info; ucontext uc; }
+  // at sp (16-aligned); RISC-V has no red zone.
+  static_assert(sizeof(siginfo_t) == 128 && sizeof(ucontext_t) == 960);
+  static_assert(sizeof uc->uc_mcontext.__fpregs == 528);
+  constexpr std::size_t uc_size = sizeof(ucontext_t);
+  constexpr std::size_t fp_off = offsetof(ucontext_t, uc_mcontext.__fpregs);
+  // qemu-user builds a shorter frame than the kernel (its sigcontext ends
+  // after fcsr: a 704-byte ucontext) and puts it at the very top of the
+  // alternate stack, so reading a whole ucontext_t there would run past
+  // the stack. Read no further than the top of the stack the frame is on;
+  // the part left out is zeroed in the copy (rt_sigreturn ignores it).
+  std::size_t avail = uc_size;
+  {
+    stack_t ss{};
+    const auto src = reinterpret_cast<std::uintptr_t>(uc);
+    if (sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+      const auto lo = reinterpret_cast<std::uintptr_t>(ss.ss_sp);
+      const std::uintptr_t hi = lo + ss.ss_size;
+      if (src >= lo && src < hi && hi - src < avail) avail = hi - src;
+    }
+  }
+  if (avail < fp_off + 32 * 8 + 4) return false;  // not even f0-f31 and fcsr: not a frame we know
+  // The kernel's fp state ends in struct __riscv_extra_ext_header: a
+  // reserved word (zero) at 516, then the first extension header's magic
+  // and size, which chain state that the kernel puts after the ucontext
+  // (the vector registers, RISCV_V_MAGIC); the end header is all zero.
+  // Such a frame is larger than the ucontext and is not copied: leave that
+  // preemption to the next request (a thread that has used the vector
+  // unit is not preempted asynchronously while its V state is live).
+  if (avail == uc_size) {
+    const auto* fp = reinterpret_cast<const unsigned char*>(&uc->uc_mcontext.__fpregs);
+    std::uint32_t reserved, magic;
+    std::memcpy(&reserved, fp + 516, 4);
+    std::memcpy(&magic, fp + 520, 4);
+    if (reserved != 0 || magic != 0) return false;
+  }
+  const std::uintptr_t uc_dst = ((sp & ~std::uintptr_t{15}) - uc_size) & ~std::uintptr_t{15};
+  const std::uintptr_t frame = uc_dst - sizeof(siginfo_t);
+  if (frame < stack_limit) return false;
+  signal_frame_copy(uc_dst, uc, avail);
+  for (std::size_t i = avail; i < uc_size; ++i) reinterpret_cast<volatile unsigned char*>(uc_dst)[i] = 0;
+  uc->uc_mcontext.__gregs[REG_SP] = frame;
+  uc->uc_mcontext.__gregs[REG_PC] = trampoline;
+  uc->uc_mcontext.__gregs[REG_A0] = arg;
+  uc->uc_mcontext.__gregs[REG_A0 + 1] = fn;
+#else
+#error "goro: push_sigreturn_call: unsupported architecture"
 #endif
   return true;
 }
@@ -1376,8 +1438,111 @@ goro_v0_1_asm_end:
 .popsection
 .endif
 )goro_asm");
+#elif defined(__riscv) && __riscv_xlen == 64
+// from include/goro/arch/context_riscv64.S
+asm(R"goro_asm(
+.ifndef goro_v0_1_switch
+.pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
+.weak goro_v0_1_switch
+.hidden goro_v0_1_switch
+.type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_start
+.hidden goro_v0_1_start
+.type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
+.p2align 4
+goro_v0_1_switch:
+goro_v0_1_switch_ret:
+    addi sp, sp, -208
+    sd s0, 0(sp)
+    sd s1, 8(sp)
+    sd s2, 16(sp)
+    sd s3, 24(sp)
+    sd s4, 32(sp)
+    sd s5, 40(sp)
+    sd s6, 48(sp)
+    sd s7, 56(sp)
+    sd s8, 64(sp)
+    sd s9, 72(sp)
+    sd s10, 80(sp)
+    sd s11, 88(sp)
+    sd ra, 96(sp)
+    fsd fs0, 104(sp)
+    fsd fs1, 112(sp)
+    fsd fs2, 120(sp)
+    fsd fs3, 128(sp)
+    fsd fs4, 136(sp)
+    fsd fs5, 144(sp)
+    fsd fs6, 152(sp)
+    fsd fs7, 160(sp)
+    fsd fs8, 168(sp)
+    fsd fs9, 176(sp)
+    fsd fs10, 184(sp)
+    fsd fs11, 192(sp)
+    frrm t0
+    sd t0, 200(sp)
+    sd sp, 0(a0)
+    mv sp, a1
+    ld s0, 0(sp)
+    ld s1, 8(sp)
+    ld s2, 16(sp)
+    ld s3, 24(sp)
+    ld s4, 32(sp)
+    ld s5, 40(sp)
+    ld s6, 48(sp)
+    ld s7, 56(sp)
+    ld s8, 64(sp)
+    ld s9, 72(sp)
+    ld s10, 80(sp)
+    ld s11, 88(sp)
+    ld ra, 96(sp)
+    fld fs0, 104(sp)
+    fld fs1, 112(sp)
+    fld fs2, 120(sp)
+    fld fs3, 128(sp)
+    fld fs4, 136(sp)
+    fld fs5, 144(sp)
+    fld fs6, 152(sp)
+    fld fs7, 160(sp)
+    fld fs8, 168(sp)
+    fld fs9, 176(sp)
+    fld fs10, 184(sp)
+    fld fs11, 192(sp)
+    ld t1, 200(sp)
+    beq t0, t1, 1f
+    fsrm t1
+1:
+    addi sp, sp, 208
+    mv a0, a2
+    ret
+.size goro_v0_1_switch, .-goro_v0_1_switch
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
+.p2align 4
+goro_v0_1_start:
+    li s0, 0
+    jalr s1
+    unimp
+.size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    jalr a1
+    li a7, 139
+    ecall
+    unimp
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
+.popsection
+.endif
+)goro_asm");
 #else
-#error "goro: unsupported architecture (x86-64 and AArch64 are supported)"
+#error "goro: unsupported architecture (x86-64, AArch64 and RISC-V 64 are supported)"
 #endif
 // ---- end goro/detail/context_asm.hpp ----
 
@@ -1410,6 +1575,11 @@ struct switch_frame {
   double d8, d9, d10, d11, d12, d13, d14, d15;
   std::uint64_t fpcr;
   std::uint64_t pad;
+#elif defined(__riscv) && __riscv_xlen == 64
+  std::uint64_t s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11;
+  void* resume;  // ra
+  double fs0, fs1, fs2, fs3, fs4, fs5, fs6, fs7, fs8, fs9, fs10, fs11;
+  std::uint64_t frm;
 #endif
 };
 #if defined(__x86_64__)
@@ -1422,6 +1592,11 @@ static_assert(offsetof(switch_frame, x19) == 0 && offsetof(switch_frame, x29) ==
 static_assert(offsetof(switch_frame, resume) == 88 && offsetof(switch_frame, d8) == 96);
 static_assert(offsetof(switch_frame, d14) == 144 && offsetof(switch_frame, fpcr) == 160);
 static_assert(sizeof(switch_frame) == 176);
+#elif defined(__riscv) && __riscv_xlen == 64
+static_assert(offsetof(switch_frame, s0) == 0 && offsetof(switch_frame, s1) == 8);
+static_assert(offsetof(switch_frame, s11) == 88 && offsetof(switch_frame, resume) == 96);
+static_assert(offsetof(switch_frame, fs0) == 104 && offsetof(switch_frame, fs11) == 192);
+static_assert(offsetof(switch_frame, frm) == 200 && sizeof(switch_frame) == 208);
 #endif
 
 using context_entry = void (*)(void* arg);
@@ -1441,6 +1616,9 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
 #elif defined(__aarch64__)
   f->x19 = reinterpret_cast<std::uint64_t>(entry);
   f->fpcr = 0;
+#elif defined(__riscv) && __riscv_xlen == 64
+  f->s1 = reinterpret_cast<std::uint64_t>(entry);
+  f->frm = 0;  // round to nearest, ties to even
 #endif
   f->resume = reinterpret_cast<void*>(&goro_v0_1_start);
   return f;
@@ -2676,6 +2854,8 @@ GORO_ALWAYS_INLINE const void* current_pc() noexcept {
   asm volatile("leaq 0(%%rip), %0" : "=r"(pc));
 #elif defined(__aarch64__)
   asm volatile("adr %0, ." : "=r"(pc));
+#elif defined(__riscv)
+  asm volatile("auipc %0, 0" : "=r"(pc));
 #else
   pc = nullptr;
 #endif
@@ -2739,9 +2919,10 @@ struct manual_clock {
   }
 };
 
-// Reads the CPU's cycle/virtual counter (rdtsc, cntvct_el0), converted to
-// nanoseconds with a frequency calibrated once against steady_clock. Cheaper
-// than a vDSO clock_gettime; monotonic on machines with an invariant TSC.
+// Reads the CPU's cycle/virtual counter (rdtsc, cntvct_el0, rdtime),
+// converted to nanoseconds with a frequency calibrated once against
+// steady_clock. Cheaper than a vDSO clock_gettime; monotonic on machines
+// with an invariant TSC.
 struct cycle_clock {
   using rep = std::int64_t;
   using period = std::nano;
@@ -2755,6 +2936,12 @@ struct cycle_clock {
 #elif defined(__aarch64__)
     std::uint64_t v;
     asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#elif defined(__riscv)
+    // The time CSR (Linux lets user mode read it; the frequency is
+    // platform-defined, so calibrate() measures it).
+    std::uint64_t v;
+    asm volatile("rdtime %0" : "=r"(v));
     return v;
 #endif
   }
@@ -8752,6 +8939,54 @@ goro_v0_1_unwind_from_end:
 .popsection
 .endif
 )goro_asm");
+#elif defined(__riscv) && __riscv_xlen == 64
+// The same with s1 holding the frame (DWARF register 9, DW_OP_breg9 =
+// 0x79): CFA = s1 + 208; ra (register 1, the return address column) from
+// offset 96, s0 (8), s1 (9) and s2-s11 (18-27) from their slots.
+asm(R"goro_asm(
+.ifndef goro_v0_1_unwind_from
+.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
+.weak goro_v0_1_unwind_from
+.hidden goro_v0_1_unwind_from
+.type goro_v0_1_unwind_from,%function
+.weak goro_v0_1_unwind_from_end
+.hidden goro_v0_1_unwind_from_end
+.p2align 4
+goro_v0_1_unwind_from:
+    .cfi_startproc
+    addi sp, sp, -16
+    .cfi_def_cfa_offset 16
+    sd ra, 8(sp)
+    .cfi_offset 1, -8
+    sd s1, 0(sp)
+    .cfi_offset 9, -16
+    mv s1, a0
+    mv a0, a2
+    .cfi_escape 0x0f,0x03,0x79,0xd0,0x01
+    .cfi_escape 0x10,0x01,0x03,0x79,0xe0,0x00
+    .cfi_escape 0x10,0x08,0x02,0x79,0x00
+    .cfi_escape 0x10,0x09,0x02,0x79,0x08
+    .cfi_escape 0x10,0x12,0x02,0x79,0x10
+    .cfi_escape 0x10,0x13,0x02,0x79,0x18
+    .cfi_escape 0x10,0x14,0x02,0x79,0x20
+    .cfi_escape 0x10,0x15,0x02,0x79,0x28
+    .cfi_escape 0x10,0x16,0x02,0x79,0x30
+    .cfi_escape 0x10,0x17,0x02,0x79,0x38
+    .cfi_escape 0x10,0x18,0x03,0x79,0xc0,0x00
+    .cfi_escape 0x10,0x19,0x03,0x79,0xc8,0x00
+    .cfi_escape 0x10,0x1a,0x03,0x79,0xd0,0x00
+    .cfi_escape 0x10,0x1b,0x03,0x79,0xd8,0x00
+    jalr a1
+    ld s1, 0(sp)
+    ld ra, 8(sp)
+    addi sp, sp, 16
+    ret
+    .cfi_endproc
+goro_v0_1_unwind_from_end:
+.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
+.popsection
+.endif
+)goro_asm");
 #endif
 
 extern "C" {
@@ -11109,6 +11344,14 @@ asm(R"goro_gdb(
 .ascii "    \"sp\": \"sp\",\n"
 .ascii "    \"extra_pc\": [\"x30\"],  # the link register holds the resume address too\n"
 .ascii "}\n"
+.ascii "_RISCV64 = {\n"
+.ascii "    # s0 is x8, which gdb names fp; s1-s11 (see arch/context_riscv64.S)\n"
+.ascii "    \"regs\": [(\"fp\", 0)] + [(\"s%d\" % i, 8 * i) for i in range(1, 12)],\n"
+.ascii "    \"resume\": 96,\n"
+.ascii "    \"pc\": \"pc\",\n"
+.ascii "    \"sp\": \"sp\",\n"
+.ascii "    \"extra_pc\": [\"ra\"],  # the return address register holds the resume address too\n"
+.ascii "}\n"
 .ascii "# Frames of the runtime and the standard library, skipped when looking for\n"
 .ascii "# a goroutine's innermost user frame.\n"
 .ascii "_RUNTIME_PREFIXES = (\"goro::\", \"goro_v0_1_\", \"std::\", \"__\", \"void goro::\", \"void std::\")\n"
@@ -11140,7 +11383,9 @@ asm(R"goro_gdb(
 .ascii "        return _X86_64\n"
 .ascii "    if \"aarch64\" in name:\n"
 .ascii "        return _AARCH64\n"
-.ascii "    raise GoroError(\"goro: unsupported architecture %s (x86-64 and AArch64 are supported)\" % name)\n"
+.ascii "    if \"riscv:rv64\" in name:\n"
+.ascii "        return _RISCV64\n"
+.ascii "    raise GoroError(\"goro: unsupported architecture %s (x86-64, AArch64 and RISC-V 64 are supported)\" % name)\n"
 .ascii "\n"
 .ascii "\n"
 .ascii "class Goroutine:\n"

@@ -140,12 +140,12 @@ namespace {
 using signal_policy = goro::policy<goro::preemption_mode<goro::preemption::signal>, goro::slice_us<2000>>;
 using signal_runtime = goro::basic_runtime<signal_policy>;
 
-// qemu-user (how CI runs the AArch64 build) aborts in a child forked from a
+// qemu-user (how CI runs the AArch64 and RISC-V builds) aborts in a child forked from a
 // process that has other threads ("qemu_plugin_vcpu_init_hook: assertion
 // failed"), and the first runtime starts the process-wide dump thread.
 // Emulated, /proc/cpuinfo is the x86 host's.
 inline bool under_qemu_user() {
-#if defined(__aarch64__)
+#if defined(__aarch64__) || defined(__riscv)
   std::ifstream f("/proc/cpuinfo");
   for (std::string line; std::getline(f, line);)
     if (line.rfind("vendor_id", 0) == 0) return true;

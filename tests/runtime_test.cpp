@@ -593,6 +593,54 @@ TEST_CASE("runtime: MXCSR control bits (DAZ, FZ, rounding) are per goroutine", "
 }
 #endif
 
+#if defined(__riscv)
+// RISC-V: the switch carries the rounding mode (frm) with the context and
+// leaves the accrued exception flags (fflags) to the thread, as the ABI
+// makes them caller-saved. Two raw contexts on this thread, so the flags
+// each side sees are exactly those the other left.
+namespace {
+struct riscv_fp_state {
+  void* main_sp;
+  void* co_sp;
+  int bad;
+};
+void riscv_fp_entry(void* arg) {
+  auto* s = static_cast<riscv_fp_state*>(arg);
+  if (std::fegetround() != FE_TONEAREST) s->bad |= 1;               // a fresh context: round to nearest
+  if (std::fetestexcept(FE_ALL_EXCEPT) != FE_INEXACT) s->bad |= 2;  // main's flags, untouched
+  std::fesetround(FE_UPWARD);
+  std::feclearexcept(FE_ALL_EXCEPT);
+  std::feraiseexcept(FE_DIVBYZERO);
+  goro::detail::raw_switch(&s->co_sp, s->main_sp, s);
+  if (std::fegetround() != FE_UPWARD) s->bad |= 4;
+  if (std::fetestexcept(FE_ALL_EXCEPT) != FE_OVERFLOW) s->bad |= 8;  // main raised it last
+  for (;;) goro::detail::raw_switch(&s->co_sp, s->main_sp, s);
+}
+}  // namespace
+
+TEST_CASE("runtime: RISC-V switch carries frm and leaves fflags to the thread", "[runtime][context]") {
+  constexpr std::size_t size = 64 * 1024;
+  void* mem = goro::detail::os::map_memory(size);
+  REQUIRE(mem != nullptr);
+  const int round0 = std::fegetround();
+  riscv_fp_state s{nullptr, goro::detail::make_context(mem, size, &riscv_fp_entry), 0};
+  std::fesetround(FE_TOWARDZERO);
+  std::feclearexcept(FE_ALL_EXCEPT);
+  std::feraiseexcept(FE_INEXACT);
+  goro::detail::raw_switch(&s.main_sp, s.co_sp, &s);
+  CHECK(std::fegetround() == FE_TOWARDZERO);
+  CHECK(std::fetestexcept(FE_ALL_EXCEPT) == FE_DIVBYZERO);  // as the other side left them
+  std::feclearexcept(FE_ALL_EXCEPT);
+  std::feraiseexcept(FE_OVERFLOW);
+  goro::detail::raw_switch(&s.main_sp, s.co_sp, &s);
+  CHECK(std::fegetround() == FE_TOWARDZERO);
+  CHECK(s.bad == 0);
+  std::feclearexcept(FE_ALL_EXCEPT);
+  std::fesetround(round0);
+  goro::detail::os::unmap_memory(mem, size);
+}
+#endif
+
 TEST_CASE("runtime: an exception being handled survives a switch", "[runtime][context]") {
   goro::runtime rt{goro::options{2}};
   rt.run([] {

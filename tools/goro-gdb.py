@@ -47,6 +47,14 @@ _AARCH64 = {
     "sp": "sp",
     "extra_pc": ["x30"],  # the link register holds the resume address too
 }
+_RISCV64 = {
+    # s0 is x8, which gdb names fp; s1-s11 (see arch/context_riscv64.S)
+    "regs": [("fp", 0)] + [("s%d" % i, 8 * i) for i in range(1, 12)],
+    "resume": 96,
+    "pc": "pc",
+    "sp": "sp",
+    "extra_pc": ["ra"],  # the return address register holds the resume address too
+}
 # Frames of the runtime and the standard library, skipped when looking for
 # a goroutine's innermost user frame.
 _RUNTIME_PREFIXES = ("goro::", "goro_v0_1_", "std::", "__", "void goro::", "void std::")
@@ -78,7 +86,9 @@ def _arch():
         return _X86_64
     if "aarch64" in name:
         return _AARCH64
-    raise GoroError("goro: unsupported architecture %s (x86-64 and AArch64 are supported)" % name)
+    if "riscv:rv64" in name:
+        return _RISCV64
+    raise GoroError("goro: unsupported architecture %s (x86-64, AArch64 and RISC-V 64 are supported)" % name)
 
 
 class Goroutine:

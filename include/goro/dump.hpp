@@ -67,6 +67,8 @@ GORO_ALWAYS_INLINE const void* current_pc() noexcept {
   asm volatile("leaq 0(%%rip), %0" : "=r"(pc));
 #elif defined(__aarch64__)
   asm volatile("adr %0, ." : "=r"(pc));
+#elif defined(__riscv)
+  asm volatile("auipc %0, 0" : "=r"(pc));
 #else
   pc = nullptr;
 #endif

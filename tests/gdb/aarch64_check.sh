@@ -7,22 +7,26 @@
 # call shown through its thread) and `goroutine N bt` (from the park site
 # through the goroutine's function, cut at its entry, then `created by`).
 #
-#   aarch64_check.sh SOURCE_DIR WORK_DIR CXX QEMU GDB SYSROOT
+#   aarch64_check.sh SOURCE_DIR WORK_DIR CXX QEMU GDB SYSROOT [GDB_ARCH]
 #
 # CXX: an AArch64 cross compiler (aarch64-linux-gnu-g++), QEMU: qemu-aarch64,
 # GDB: gdb-multiarch, SYSROOT: the AArch64 libraries (/usr/aarch64-linux-gnu).
+# GDB_ARCH (gdb's `set architecture`, aarch64 by default) runs the same
+# checks for another ISA: riscv:rv64 with riscv64-linux-gnu-g++,
+# qemu-riscv64 and /usr/riscv64-linux-gnu (test gdb.riscv64).
 # The helper stops (a breakpoint) in gdb_main_wait, which it calls after
 # every goroutine is parked and it printed their ids.
 set -euo pipefail
 
-if (($# != 6)); then
-  echo "usage: $0 SOURCE_DIR WORK_DIR CXX QEMU GDB SYSROOT" >&2
+if (($# != 6 && $# != 7)); then
+  echo "usage: $0 SOURCE_DIR WORK_DIR CXX QEMU GDB SYSROOT [GDB_ARCH]" >&2
   exit 2
 fi
-src=$1 work=$2 cxx=$3 qemu=$4 gdb=$5 sysroot=$6
+src=$1 work=$2 cxx=$3 qemu=$4 gdb=$5 sysroot=$6 gdb_arch=${7:-aarch64}
+name=${gdb_arch%%:*}_check
 
 mkdir -p "$work"
-exe=$work/gdb_target_aarch64
+exe=$work/gdb_target_${gdb_arch%%:*}
 # The gdbstub's socket: under /tmp, as a build directory's path may be too
 # long for a Unix socket's (108 bytes).
 sock_dir=$(mktemp -d "${TMPDIR:-/tmp}/goro-gdb.XXXXXX")
@@ -55,13 +59,13 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 if [[ ! -S $sock ]]; then
-  echo "aarch64_check: qemu's gdbstub socket did not appear" >&2
+  echo "$name: qemu's gdbstub socket did not appear" >&2
   cat "$target_out" >&2
   exit 1
 fi
 
 timeout 120 "$gdb" -batch -nx \
-  -ex 'set architecture aarch64' \
+  -ex "set architecture $gdb_arch" \
   -ex "set sysroot $sysroot" \
   -ex "file $exe" \
   -ex "target remote $sock" \
@@ -135,7 +139,7 @@ check "goroutine $recv bt" "$bt" "created by "
 check "goroutine $recv bt" "$bt" "gdb_spawner"
 
 if ((fail)); then
-  echo "aarch64_check: FAILED"
+  echo "$name: FAILED"
   exit 1
 fi
-echo "aarch64_check: passed"
+echo "$name: passed"

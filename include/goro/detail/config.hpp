@@ -8,7 +8,12 @@
 #define GORO_VERSION_PATCH 0
 
 #if !defined(__linux__)
-#error "goro: only Linux is supported (x86-64 and AArch64)"
+#error "goro: only Linux is supported (x86-64, AArch64 and RISC-V 64)"
+#endif
+#if defined(__riscv) && (__riscv_xlen != 64 || !defined(__riscv_float_abi_double))
+// The context switch saves fs0-fs11 with fsd: RV64 with the D extension
+// and the LP64D calling convention (Debian's riscv64 default).
+#error "goro: RISC-V needs RV64 with the LP64D ABI (-march=rv64gc -mabi=lp64d)"
 #endif
 #if __cplusplus < 202002L
 #error "goro: C++20 or later is required (-std=c++20)"
@@ -98,6 +103,10 @@ inline void cpu_relax() noexcept {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   asm volatile("yield" ::: "memory");
+#elif defined(__riscv)
+  // Zihintpause's `pause` (fence w,0: a HINT, so a plain no-op on cores
+  // without the extension), encoded by hand for assemblers that lack it.
+  asm volatile(".insn i 0x0f, 0, x0, x0, 0x010" ::: "memory");
 #endif
 }
 }  // namespace goro::detail

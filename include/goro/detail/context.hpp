@@ -41,6 +41,11 @@ struct switch_frame {
   double d8, d9, d10, d11, d12, d13, d14, d15;
   std::uint64_t fpcr;
   std::uint64_t pad;
+#elif defined(__riscv) && __riscv_xlen == 64
+  std::uint64_t s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11;
+  void* resume;  // ra
+  double fs0, fs1, fs2, fs3, fs4, fs5, fs6, fs7, fs8, fs9, fs10, fs11;
+  std::uint64_t frm;
 #endif
 };
 #if defined(__x86_64__)
@@ -53,6 +58,11 @@ static_assert(offsetof(switch_frame, x19) == 0 && offsetof(switch_frame, x29) ==
 static_assert(offsetof(switch_frame, resume) == 88 && offsetof(switch_frame, d8) == 96);
 static_assert(offsetof(switch_frame, d14) == 144 && offsetof(switch_frame, fpcr) == 160);
 static_assert(sizeof(switch_frame) == 176);
+#elif defined(__riscv) && __riscv_xlen == 64
+static_assert(offsetof(switch_frame, s0) == 0 && offsetof(switch_frame, s1) == 8);
+static_assert(offsetof(switch_frame, s11) == 88 && offsetof(switch_frame, resume) == 96);
+static_assert(offsetof(switch_frame, fs0) == 104 && offsetof(switch_frame, fs11) == 192);
+static_assert(offsetof(switch_frame, frm) == 200 && sizeof(switch_frame) == 208);
 #endif
 
 using context_entry = void (*)(void* arg);
@@ -72,6 +82,9 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
 #elif defined(__aarch64__)
   f->x19 = reinterpret_cast<std::uint64_t>(entry);
   f->fpcr = 0;
+#elif defined(__riscv) && __riscv_xlen == 64
+  f->s1 = reinterpret_cast<std::uint64_t>(entry);
+  f->frm = 0;  // round to nearest, ties to even
 #endif
   f->resume = reinterpret_cast<void*>(&goro_v0_1_start);
   return f;

@@ -209,6 +209,109 @@ goro_v0_1_asm_end:
 .popsection
 .endif
 )goro_asm");
+#elif defined(__riscv) && __riscv_xlen == 64
+// from include/goro/arch/context_riscv64.S
+asm(R"goro_asm(
+.ifndef goro_v0_1_switch
+.pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
+.weak goro_v0_1_switch
+.hidden goro_v0_1_switch
+.type goro_v0_1_switch,%function
+.weak goro_v0_1_switch_ret
+.hidden goro_v0_1_switch_ret
+.type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_start
+.hidden goro_v0_1_start
+.type goro_v0_1_start,%function
+.weak goro_v0_1_async_preempt
+.hidden goro_v0_1_async_preempt
+.type goro_v0_1_async_preempt,%function
+.weak goro_v0_1_asm_end
+.hidden goro_v0_1_asm_end
+.p2align 4
+goro_v0_1_switch:
+goro_v0_1_switch_ret:
+    addi sp, sp, -208
+    sd s0, 0(sp)
+    sd s1, 8(sp)
+    sd s2, 16(sp)
+    sd s3, 24(sp)
+    sd s4, 32(sp)
+    sd s5, 40(sp)
+    sd s6, 48(sp)
+    sd s7, 56(sp)
+    sd s8, 64(sp)
+    sd s9, 72(sp)
+    sd s10, 80(sp)
+    sd s11, 88(sp)
+    sd ra, 96(sp)
+    fsd fs0, 104(sp)
+    fsd fs1, 112(sp)
+    fsd fs2, 120(sp)
+    fsd fs3, 128(sp)
+    fsd fs4, 136(sp)
+    fsd fs5, 144(sp)
+    fsd fs6, 152(sp)
+    fsd fs7, 160(sp)
+    fsd fs8, 168(sp)
+    fsd fs9, 176(sp)
+    fsd fs10, 184(sp)
+    fsd fs11, 192(sp)
+    frrm t0
+    sd t0, 200(sp)
+    sd sp, 0(a0)
+    mv sp, a1
+    ld s0, 0(sp)
+    ld s1, 8(sp)
+    ld s2, 16(sp)
+    ld s3, 24(sp)
+    ld s4, 32(sp)
+    ld s5, 40(sp)
+    ld s6, 48(sp)
+    ld s7, 56(sp)
+    ld s8, 64(sp)
+    ld s9, 72(sp)
+    ld s10, 80(sp)
+    ld s11, 88(sp)
+    ld ra, 96(sp)
+    fld fs0, 104(sp)
+    fld fs1, 112(sp)
+    fld fs2, 120(sp)
+    fld fs3, 128(sp)
+    fld fs4, 136(sp)
+    fld fs5, 144(sp)
+    fld fs6, 152(sp)
+    fld fs7, 160(sp)
+    fld fs8, 168(sp)
+    fld fs9, 176(sp)
+    fld fs10, 184(sp)
+    fld fs11, 192(sp)
+    ld t1, 200(sp)
+    beq t0, t1, 1f
+    fsrm t1
+1:
+    addi sp, sp, 208
+    mv a0, a2
+    ret
+.size goro_v0_1_switch, .-goro_v0_1_switch
+.size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
+.p2align 4
+goro_v0_1_start:
+    li s0, 0
+    jalr s1
+    unimp
+.size goro_v0_1_start, .-goro_v0_1_start
+.p2align 4
+goro_v0_1_async_preempt:
+    jalr a1
+    li a7, 139
+    ecall
+    unimp
+.size goro_v0_1_async_preempt, .-goro_v0_1_async_preempt
+goro_v0_1_asm_end:
+.popsection
+.endif
+)goro_asm");
 #else
-#error "goro: unsupported architecture (x86-64 and AArch64 are supported)"
+#error "goro: unsupported architecture (x86-64, AArch64 and RISC-V 64 are supported)"
 #endif

@@ -108,6 +108,54 @@ goro_v0_1_unwind_from_end:
 .popsection
 .endif
 )goro_asm");
+#elif defined(__riscv) && __riscv_xlen == 64
+// The same with s1 holding the frame (DWARF register 9, DW_OP_breg9 =
+// 0x79): CFA = s1 + 208; ra (register 1, the return address column) from
+// offset 96, s0 (8), s1 (9) and s2-s11 (18-27) from their slots.
+asm(R"goro_asm(
+.ifndef goro_v0_1_unwind_from
+.pushsection .text.goro_v0_1_unwind_from,"axG",%progbits,goro_v0_1_unwind_from,comdat
+.weak goro_v0_1_unwind_from
+.hidden goro_v0_1_unwind_from
+.type goro_v0_1_unwind_from,%function
+.weak goro_v0_1_unwind_from_end
+.hidden goro_v0_1_unwind_from_end
+.p2align 4
+goro_v0_1_unwind_from:
+    .cfi_startproc
+    addi sp, sp, -16
+    .cfi_def_cfa_offset 16
+    sd ra, 8(sp)
+    .cfi_offset 1, -8
+    sd s1, 0(sp)
+    .cfi_offset 9, -16
+    mv s1, a0
+    mv a0, a2
+    .cfi_escape 0x0f,0x03,0x79,0xd0,0x01
+    .cfi_escape 0x10,0x01,0x03,0x79,0xe0,0x00
+    .cfi_escape 0x10,0x08,0x02,0x79,0x00
+    .cfi_escape 0x10,0x09,0x02,0x79,0x08
+    .cfi_escape 0x10,0x12,0x02,0x79,0x10
+    .cfi_escape 0x10,0x13,0x02,0x79,0x18
+    .cfi_escape 0x10,0x14,0x02,0x79,0x20
+    .cfi_escape 0x10,0x15,0x02,0x79,0x28
+    .cfi_escape 0x10,0x16,0x02,0x79,0x30
+    .cfi_escape 0x10,0x17,0x02,0x79,0x38
+    .cfi_escape 0x10,0x18,0x03,0x79,0xc0,0x00
+    .cfi_escape 0x10,0x19,0x03,0x79,0xc8,0x00
+    .cfi_escape 0x10,0x1a,0x03,0x79,0xd0,0x00
+    .cfi_escape 0x10,0x1b,0x03,0x79,0xd8,0x00
+    jalr a1
+    ld s1, 0(sp)
+    ld ra, 8(sp)
+    addi sp, sp, 16
+    ret
+    .cfi_endproc
+goro_v0_1_unwind_from_end:
+.size goro_v0_1_unwind_from, .-goro_v0_1_unwind_from
+.popsection
+.endif
+)goro_asm");
 #endif
 
 extern "C" {

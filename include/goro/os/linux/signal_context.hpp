@@ -20,6 +20,8 @@ using signal_context = ucontext_t;
 inline std::uintptr_t context_pc(const signal_context* uc) noexcept {
 #if defined(__x86_64__)
   return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__riscv)
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.__gregs[REG_PC]);
 #else
   return static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
 #endif
@@ -28,6 +30,8 @@ inline std::uintptr_t context_pc(const signal_context* uc) noexcept {
 inline std::uintptr_t context_sp(const signal_context* uc) noexcept {
 #if defined(__x86_64__)
   return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__riscv)
+  return static_cast<std::uintptr_t>(uc->uc_mcontext.__gregs[REG_SP]);
 #else
   return static_cast<std::uintptr_t>(uc->uc_mcontext.sp);
 #endif
@@ -47,11 +51,12 @@ __attribute__((no_sanitize("address"))) inline void signal_frame_copy(std::uintp
 }
 
 // Copies the signal frame the kernel built (the ucontext; on x86-64 also
-// the xsave area it points at; on AArch64 the fpsimd record is inside it)
+// the xsave area it points at; on AArch64 the fpsimd record and on RISC-V
+// the f/d state are inside it)
 // onto the interrupted stack below its sp (and below the x86-64 red zone),
 // then points the live context at `trampoline` with sp at that copy and
 // `fn` and `arg` in the registers the trampoline reads (x86-64: rax = fn,
-// rdi = arg; AArch64: x1 = fn, x0 = arg). When the handler returns, the
+// rdi = arg; AArch64: x1 = fn, x0 = arg; RISC-V: a1 = fn, a0 = arg). When the handler returns, the
 // kernel resumes the interrupted code in the trampoline, which calls
 // fn(arg) and then issues rt_sigreturn on the copy. False, leaving the
 // context untouched, when the copy would reach below stack_limit or the
@@ -113,6 +118,54 @@ __attribute__((no_sanitize("address"))) inline bool push_sigreturn_call(signal_c
   uc->uc_mcontext.regs[0] = arg;
   uc->uc_mcontext.regs[1] = fn;
   uc->uc_mcontext.pstate &= ~std::uint64_t{0xc00};  // BTYPE: the trampoline is entered by no branch
+#elif defined(__riscv)
+  // rt_sigreturn reads struct rt_sigframe { siginfo_t info; ucontext uc; }
+  // at sp (16-aligned); RISC-V has no red zone.
+  static_assert(sizeof(siginfo_t) == 128 && sizeof(ucontext_t) == 960);
+  static_assert(sizeof uc->uc_mcontext.__fpregs == 528);
+  constexpr std::size_t uc_size = sizeof(ucontext_t);
+  constexpr std::size_t fp_off = offsetof(ucontext_t, uc_mcontext.__fpregs);
+  // qemu-user builds a shorter frame than the kernel (its sigcontext ends
+  // after fcsr: a 704-byte ucontext) and puts it at the very top of the
+  // alternate stack, so reading a whole ucontext_t there would run past
+  // the stack. Read no further than the top of the stack the frame is on;
+  // the part left out is zeroed in the copy (rt_sigreturn ignores it).
+  std::size_t avail = uc_size;
+  {
+    stack_t ss{};
+    const auto src = reinterpret_cast<std::uintptr_t>(uc);
+    if (sigaltstack(nullptr, &ss) == 0 && (ss.ss_flags & SS_ONSTACK)) {
+      const auto lo = reinterpret_cast<std::uintptr_t>(ss.ss_sp);
+      const std::uintptr_t hi = lo + ss.ss_size;
+      if (src >= lo && src < hi && hi - src < avail) avail = hi - src;
+    }
+  }
+  if (avail < fp_off + 32 * 8 + 4) return false;  // not even f0-f31 and fcsr: not a frame we know
+  // The kernel's fp state ends in struct __riscv_extra_ext_header: a
+  // reserved word (zero) at 516, then the first extension header's magic
+  // and size, which chain state that the kernel puts after the ucontext
+  // (the vector registers, RISCV_V_MAGIC); the end header is all zero.
+  // Such a frame is larger than the ucontext and is not copied: leave that
+  // preemption to the next request (a thread that has used the vector
+  // unit is not preempted asynchronously while its V state is live).
+  if (avail == uc_size) {
+    const auto* fp = reinterpret_cast<const unsigned char*>(&uc->uc_mcontext.__fpregs);
+    std::uint32_t reserved, magic;
+    std::memcpy(&reserved, fp + 516, 4);
+    std::memcpy(&magic, fp + 520, 4);
+    if (reserved != 0 || magic != 0) return false;
+  }
+  const std::uintptr_t uc_dst = ((sp & ~std::uintptr_t{15}) - uc_size) & ~std::uintptr_t{15};
+  const std::uintptr_t frame = uc_dst - sizeof(siginfo_t);
+  if (frame < stack_limit) return false;
+  signal_frame_copy(uc_dst, uc, avail);
+  for (std::size_t i = avail; i < uc_size; ++i) reinterpret_cast<volatile unsigned char*>(uc_dst)[i] = 0;
+  uc->uc_mcontext.__gregs[REG_SP] = frame;
+  uc->uc_mcontext.__gregs[REG_PC] = trampoline;
+  uc->uc_mcontext.__gregs[REG_A0] = arg;
+  uc->uc_mcontext.__gregs[REG_A0 + 1] = fn;
+#else
+#error "goro: push_sigreturn_call: unsupported architecture"
 #endif
   return true;
 }
