@@ -2078,7 +2078,8 @@ struct alignas(64) g {
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
   // spawn_options::stack_size as a size class (runtime.hpp stack_class);
-  // 0: the policy's stack. Set by every spawn, read when the stack is attached.
+  // 0: the policy's stack. Set by every spawn (and run() for main), read
+  // when the stack is attached.
   std::uint32_t stack_request = 0;
 
   // main_return.hpp: ending this goroutine after main returned. exit_state
@@ -2573,6 +2574,7 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 // The runtime (basic_runtime, run) and the calls a goroutine makes on its
 // own runtime (go, yield, exit, ...).
 
+#include <bit>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -3237,9 +3239,7 @@ inline std::uint32_t stack_class(std::size_t bytes) {
     raise_usage(("spawn_options::stack_size must be between " + std::to_string(min_stack_size) +
                  " bytes and 1 GiB, got " + std::to_string(bytes))
                     .c_str());
-  std::size_t c = min_stack_size;
-  while (c < bytes) c <<= 1;
-  return static_cast<std::uint32_t>(c);
+  return static_cast<std::uint32_t>(std::bit_ceil(bytes));
 }
 
 // newproc on `s`: a G record, the closure, then queue it. created_pc:
@@ -14138,7 +14138,6 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
   gp->no_kill = false;
-  gp->stack_request = 0;
   pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
   gfput(pp, gp);
   if (was_main) main_finished();
@@ -14387,6 +14386,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   }
   main_g->is_main = true;
   main_g->created_pc = nullptr;  // goroutine dump: main has no creator
+  main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
 

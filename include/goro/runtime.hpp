@@ -2,6 +2,7 @@
 // own runtime (go, yield, exit, ...).
 #pragma once
 
+#include <bit>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -121,9 +122,7 @@ inline std::uint32_t stack_class(std::size_t bytes) {
     raise_usage(("spawn_options::stack_size must be between " + std::to_string(min_stack_size) +
                  " bytes and 1 GiB, got " + std::to_string(bytes))
                     .c_str());
-  std::size_t c = min_stack_size;
-  while (c < bytes) c <<= 1;
-  return static_cast<std::uint32_t>(c);
+  return static_cast<std::uint32_t>(std::bit_ceil(bytes));
 }
 
 // newproc on `s`: a G record, the closure, then queue it. created_pc:

@@ -126,7 +126,8 @@ struct alignas(64) g {
   // written at spawn, read only by a dump: a cold line.
   const void* created_pc = nullptr;
   // spawn_options::stack_size as a size class (runtime.hpp stack_class);
-  // 0: the policy's stack. Set by every spawn, read when the stack is attached.
+  // 0: the policy's stack. Set by every spawn (and run() for main), read
+  // when the stack is attached.
   std::uint32_t stack_request = 0;
 
   // main_return.hpp: ending this goroutine after main returned. exit_state

@@ -198,7 +198,6 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
   gp->no_kill = false;
-  gp->stack_request = 0;
   pp->exits.inc();  // before main_finished: live_goroutines() is exact when run() returns
   gfput(pp, gp);
   if (was_main) main_finished();
