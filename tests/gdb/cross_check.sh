@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# tools/goro-gdb.py on AArch64: tests/helpers/gdb_target.cpp cross-compiled,
-# run under qemu-user's gdbstub (qemu-aarch64 -g) and driven by
+# tools/goro-gdb.py on AArch64 or RISC-V 64: tests/helpers/gdb_target.cpp cross-compiled,
+# run under qemu-user's gdbstub (qemu-aarch64 -g, qemu-riscv64 -g) and driven by
 # gdb-multiarch. The same checks as tests/gdb_test.cpp's live case (which
 # cannot attach to a program under qemu-user): `info goroutines` (ids,
 # wait reasons, user frames with file:line, the goroutine in a blocking
 # call shown through its thread) and `goroutine N bt` (from the park site
 # through the goroutine's function, cut at its entry, then `created by`).
 #
-#   aarch64_check.sh SOURCE_DIR WORK_DIR CXX QEMU GDB SYSROOT [GDB_ARCH]
+#   cross_check.sh SOURCE_DIR WORK_DIR CXX QEMU GDB SYSROOT [GDB_ARCH]
 #
 # CXX: an AArch64 cross compiler (aarch64-linux-gnu-g++), QEMU: qemu-aarch64,
 # GDB: gdb-multiarch, SYSROOT: the AArch64 libraries (/usr/aarch64-linux-gnu).
