@@ -9,6 +9,7 @@
 #include "dump.hpp"
 #include "error.hpp"
 #include "group.hpp"
+#include "lane.hpp"
 #include "net.hpp"
 #include "policy.hpp"
 #include "runtime.hpp"

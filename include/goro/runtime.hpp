@@ -148,8 +148,12 @@ void spawn(sched_base* s, const void* created_pc, std::uint32_t stack_request, F
 
 }  // namespace detail
 
+class thread_lane;  // lane.hpp
+
 template <class Policy = default_policy>
 class basic_runtime {
+  friend class thread_lane;  // its goroutines are this runtime's
+
   static_assert(detail::check_policy<Policy>());
 
  public:

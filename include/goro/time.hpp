@@ -285,7 +285,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   detail::m_base* m = detail::require_goroutine("after_func()");
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
   s->fn = std::make_shared<std::function<void()>>(std::move(f));
-  s->owner = m->sched;
+  s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
   s->t.f = &detail::fire_after_func;
   detail::add_timer_anywhere(&s->t);
   return timer(std::move(s));

@@ -72,6 +72,7 @@ struct g_snapshot {
   bool is_self = false;
   bool pinned = false;
   bool was_waiting = false;
+  bool lane = false;  // run by a thread_lane
   backtrace_buf bt;
 };
 
@@ -139,6 +140,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       }
       s.created_pc = gp->created_pc;
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      s.lane = gp->sched != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
       if (s.is_self) {
@@ -200,6 +202,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
+    if (s.lane) gi.wait_reason += ", lane";
     out.push_back(std::move(gi));
     (void)s.m_id;
   }

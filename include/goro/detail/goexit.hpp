@@ -38,7 +38,7 @@ namespace goro::detail {
 // Whether gp must end at this goro call.
 GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
   const exit_state st = gp->exiting.load(std::memory_order_relaxed);
-  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending_goroutines.load(std::memory_order_relaxed);
+  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending();
   return st == exit_state::killed;
 }
 

@@ -56,6 +56,10 @@ class sched_base {
   // goroutines; each one unwinds at its next goro call, and one not yet
   // started is discarded.
   std::atomic<bool> ending_goroutines{false};
+  // The flag the goroutines of this sched_base read: its own, or (a
+  // thread_lane's adapter, lane.hpp) its runtime's.
+  const std::atomic<bool>* ending_flag = &ending_goroutines;
+  bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -101,6 +105,18 @@ class sched_base {
     (void)gp;
     return -1;
   }
+  // The runtime goroutines of this sched_base belong to: itself, or a
+  // thread_lane adapter's runtime (after_func starts its goroutine there).
+  virtual sched_base* runtime() noexcept { return this; }
+  // thread_lane (lane.hpp), called by the lane on any thread: gp (from
+  // alloc_g, closure set) becomes a goroutine of this runtime that `lane`
+  // runs: an id, its stack now, counted as live; gp->sched = lane. May
+  // raise bad_alloc (its stack); then nothing changed. lane_g_exit: gp
+  // finished on its lane; its stack and record go back, uncounted.
+  virtual void start_lane_g(g* gp, sched_base* lane) {
+    (void)gp, (void)lane;
+  }
+  virtual void lane_g_exit(g* gp) noexcept { (void)gp; }
 };
 
 struct m_base {
@@ -175,8 +191,7 @@ inline goexit_unwind::~goexit_unwind() {  // main_return: see goexit.hpp
   if (!original) return;
   g* gp = current_g();
   if (!gp || gp->exiting.load(std::memory_order_relaxed) != exit_state::unwinding) return;
-  gp->exiting.store(gp->sched->ending_goroutines.load(std::memory_order_relaxed) ? exit_state::killed : exit_state::none,
-                    std::memory_order_relaxed);
+  gp->exiting.store(gp->sched->ending() ? exit_state::killed : exit_state::none, std::memory_order_relaxed);
 }
 
 

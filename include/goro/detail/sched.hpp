@@ -311,8 +311,13 @@ class scheduler final : public sched_base {
     wake_for_timer(when);
   }
 
+  // thread_lane (lane.hpp; sched_galloc.hpp)
+  void start_lane_g(g* gp, sched_base* lane) override;
+  void lane_g_exit(g* gp) noexcept override;
+
   std::size_t live_goroutines() const noexcept override {
-    std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
+    std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed);
+    std::uint64_t done = offp_exits_.load(std::memory_order_relaxed);
     for_each_p([&](const p* pp) {
       created += pp->spawns.get();
       done += pp->exits.get();
@@ -343,6 +348,7 @@ class scheduler final : public sched_base {
   runtime_stats stats() const noexcept override {
     runtime_stats s;
     s.spawns = offp_spawns_.load(std::memory_order_relaxed);
+    s.exits = offp_exits_.load(std::memory_order_relaxed);
     for_each_p([&](const p* pp) {
       s.spawns += pp->spawns.get();
       s.exits += pp->exits.get();
@@ -578,6 +584,10 @@ class scheduler final : public sched_base {
 
   alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
   std::atomic<std::uint64_t> offp_spawns_{0};
+  // thread_lane: exits of goroutines run by a lane (no P to count them),
+  // and how many of this runtime's goroutines live on lanes now.
+  std::atomic<std::uint64_t> offp_exits_{0};
+  std::atomic<std::size_t> lane_live_{0};
   std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, threads_created_{0};
 
   allocator alloc_;

@@ -203,6 +203,43 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   if (was_main) main_finished();
 }
 
+// thread_lane (lane.hpp): a goroutine that a lane runs never sits on a
+// P, so it takes its stack from the allocator at once (no per-P cache),
+// its id from the global counter, and is counted off-P, like a spawn from
+// outside the runtime.
+template <class Policy>
+inline auto scheduler<Policy>::start_lane_g(g* gp, sched_base* lane) -> void {
+  if (shut_down_) raise_usage("thread_lane::go: the runtime is shutting down");
+  init_stack(gp, allocate_stack(gp->stack_request != 0 ? gp->stack_request : stack_bytes));  // may throw bad_alloc
+  gp->sched = lane;
+  gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+  gp->status.store(g_status::runnable, std::memory_order_relaxed);
+  lane_live_.fetch_add(1, std::memory_order_relaxed);
+  offp_spawns_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// goexit0 for a lane's goroutine, on the lane's thread.
+template <class Policy>
+inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
+  gp->status.store(g_status::dead, std::memory_order_relaxed);
+  clear_preempt(gp);
+  stack_memory s = gp->stack;
+  gp->stack = {};
+  gp->sp = nullptr;
+  asan_unpoison(s.lo, s.size);
+  alloc_.deallocate(s);
+  gp->eh_caught = nullptr;
+  gp->eh_uncaught = 0;
+  gp->exiting.store(exit_state::none, std::memory_order_relaxed);
+  gp->no_kill = false;
+  gp->lock_count = 0;
+  gp->lockedm.store(nullptr, std::memory_order_relaxed);
+  gp->sched = this;
+  lane_live_.fetch_sub(1, std::memory_order_relaxed);
+  offp_exits_.fetch_add(1, std::memory_order_relaxed);
+  gfput_global(gp);
+}
+
 // Entry of every goroutine (first frame on its stack).
 // `arg` is what the switch passed (see goroutine_resumed).
 template <class Policy>
@@ -211,7 +248,7 @@ inline auto scheduler<Policy>::goroutine_main(void* arg) -> void {
   goroutine_resumed(gp, arg);
   // main_return: a goroutine that starts once its runtime ends its
   // goroutines is discarded (its functor destroyed here, unrun).
-  const bool discard = GORO_UNLIKELY(gp->sched->ending_goroutines.load(std::memory_order_relaxed)) && !gp->is_main;
+  const bool discard = GORO_UNLIKELY(gp->sched->ending()) && !gp->is_main;
   if (discard) gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
   run_goroutine(gp, !discard);
   m_base* mm = current_m();

@@ -90,6 +90,12 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   shut_down_ = true;
   if (current_m() != nullptr && current_m()->sched == this)
     fatal("goro: runtime destroyed from inside one of its own goroutines");
+  // thread_lane: those goroutines' stacks and records are this runtime's,
+  // and only their lane's owner can run them to their end.
+  if (std::size_t n = lane_live_.load(std::memory_order_acquire); n != 0)
+    fatal(("goro: runtime destroyed while " + std::to_string(n) +
+           " of its goroutines live on a thread_lane (run the lane until they finish first)")
+              .c_str());
   // main_return: goroutines started by go() while no run() was active
   // (or left by one) end as when main returns.
   if (unwind_on_main_return_) main_return_ops::unwind_all(*this);

@@ -128,6 +128,9 @@ class thread_altstack {
   }
   thread_altstack(const thread_altstack&) = delete;
   thread_altstack& operator=(const thread_altstack&) = delete;
+  // Leaves the stack installed and mapped (destroyed on another thread
+  // than the one it was installed on: that thread may still take signals).
+  void detach() noexcept { mem_ = nullptr; }
 
  private:
   void* mem_ = nullptr;

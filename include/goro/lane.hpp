@@ -1,0 +1,315 @@
+// goro::thread_lane (SPEC "Engine embedding"): goroutines of a runtime
+// that only ever run on one thread the program owns -- an engine's main
+// or render thread -- pumped by that thread from its frame loop.
+//
+// How: the owner thread, inside run_for / run_until_idle, is a small M
+// of its own with no P (a lane_m: m_base only). Its scheduler context
+// (g0) is the run_for frame, so a lane goroutine that parks, yields or
+// exits switches back there, and the lane carries out the request as a
+// runtime M's g0 would (sched_loop.hpp execute). The goroutine's g::sched
+// and the lane M's m_base::sched point at a lane_sched, one per (lane,
+// runtime): it forwards everything to the runtime except ready(), which
+// puts the goroutine back on its lane's queue -- so every waker (a
+// channel op on any thread, a timer, the network poller, the runtime
+// ending its goroutines) brings it back to its lane, with no check on the
+// runtime's hot paths. To the runtime the lane thread is a thread that is
+// not one of its Ms: a goroutine a lane goroutine spawns goes to the
+// runtime's Ps; its timers go on the runtime's heaps.
+//
+// What a lane goroutine does not get: preemption (no P, no time slice:
+// it runs until it blocks, yields or ends; run_for's budget is checked
+// between resumptions) and the execution tracer's events.
+//
+// Deadlock detection: a lane counts as a live external M (extm.hpp) for
+// its whole life, since its owner may pump it -- and so wake goroutines
+// of any runtime -- at any time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "detail/config.hpp"
+#include "detail/extm.hpp"
+#include "detail/g.hpp"
+#include "detail/m.hpp"
+#include "detail/sanitizer.hpp"
+#include "detail/signals.hpp"  // check_stack_canary
+#include "detail/spinlock.hpp"
+#include "detail/timer_heap.hpp"  // nanotime
+#include "error.hpp"
+#include "os/os.hpp"
+#include "runtime.hpp"
+
+namespace goro {
+
+class thread_lane;
+
+namespace detail {
+
+class lane_state;
+
+// What a lane goroutine's g::sched, and the lane M's m_base::sched while
+// it runs one, point at: one per (lane, runtime).
+class lane_sched final : public sched_base {
+ public:
+  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
+    ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
+  }
+  sched_base* rt() const noexcept { return rt_; }
+
+  void ready(g* gp) noexcept override;  // back onto the lane's queue (below)
+
+  // A lane goroutine's goro::go, timers, sockets, ...: the runtime's.
+  g* alloc_g() override { return rt_->alloc_g(); }
+  void free_g(g* gp) noexcept override { rt_->free_g(gp); }
+  void start_g(g* gp) override { rt_->start_g(gp); }
+  void add_timer(timer* t) override { rt_->add_timer(t); }
+  netpoller* poller() noexcept override { return rt_->poller(); }
+  std::size_t live_goroutines() const noexcept override { return rt_->live_goroutines(); }
+  runtime_stats stats() const noexcept override { return rt_->stats(); }
+  unsigned procs() const noexcept override { return rt_->procs(); }
+  unsigned resize_procs(unsigned n) override { return rt_->resize_procs(n); }
+  sched_base* runtime() noexcept override { return rt_; }
+  void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
+
+  // goro::blocking: no P to hand off; the lane's thread makes the call
+  // (the goroutine's waits meanwhile block the thread, as on any M).
+  void enter_syscall(bool) noexcept override { current_m()->in_blocking = true; }
+  void exit_syscall() noexcept override { current_m()->in_blocking = false; }
+  // goro::yield: to the back of the lane's queue (run_for).
+  void gosched(m_base* m) noexcept override {
+    m->after = after_switch::yield;
+    switch_to_g0(m, m->curg);
+  }
+  void direct_switch_done(m_base*) noexcept override {
+    fatal("goro: internal error: a direct switch on a thread_lane");
+  }
+
+ private:
+  lane_state* lane_;
+  sched_base* rt_;
+};
+
+// A lane's queue, adapters and M. Heap-allocated: a lane destroyed with
+// goroutines alive (a usage_error) leaves it behind for their wakers.
+class lane_state {
+ public:
+  lane_state() : owner(std::this_thread::get_id()) {
+    extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
+  }
+  ~lane_state() {
+    if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    extm_hold(false);
+  }
+  lane_state(const lane_state&) = delete;
+  lane_state& operator=(const lane_state&) = delete;
+
+  // Runnable lane goroutines, FIFO through g::link (a lane goroutine is
+  // on no other queue or free list).
+  void push(g* gp) noexcept {
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    gp->link = nullptr;
+    lock.lock();
+    if (tail)
+      tail->link = gp;
+    else
+      head = gp;
+    tail = gp;
+    queued.store(queued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    lock.unlock();
+  }
+  g* pop() noexcept {
+    if (queued.load(std::memory_order_relaxed) == 0) return nullptr;  // a hint: checked again under the lock
+    lock.lock();
+    g* gp = head;
+    if (gp) {
+      head = gp->link;
+      if (!head) tail = nullptr;
+      gp->link = nullptr;
+      queued.store(queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    }
+    lock.unlock();
+    return gp;
+  }
+
+  lane_sched* adapter_for(sched_base* rt) {
+    std::lock_guard<std::mutex> lk(adapters_lock);
+    for (auto& a : adapters)
+      if (a->rt() == rt) return a.get();
+    adapters.push_back(std::make_unique<lane_sched>(this, rt));
+    return adapters.back().get();
+  }
+
+  const std::thread::id owner;
+  spinlock lock;  // head, tail
+  g* head = nullptr;
+  g* tail = nullptr;
+  std::atomic<std::size_t> queued{0};  // written under lock; read without it as a hint
+  std::atomic<std::size_t> live{0};    // lane goroutines not finished
+  m_base m;                            // the owner's M while it pumps
+  os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
+  std::mutex adapters_lock;
+  std::vector<std::unique_ptr<lane_sched>> adapters;
+};
+
+inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+
+}  // namespace detail
+
+class thread_lane {
+ public:
+  // Bound to the calling thread, which alone may pump it; it is not an M
+  // of any runtime.
+  thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
+
+  // A usage_error while lane goroutines are alive (they would never run
+  // again): pump the lane until they have finished first.
+  ~thread_lane() noexcept(false) {
+    if (!st_) return;
+    const std::size_t n = st_->live.load(std::memory_order_acquire);
+    if (n == 0) return;
+    (void)st_.release();  // left for their wakers (see lane_state)
+    const std::string what = "thread_lane destroyed with " + std::to_string(n) +
+                             " goroutine(s) alive (run it until they have finished)";
+    if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
+    detail::raise_usage(what.c_str());
+  }
+
+  thread_lane(const thread_lane&) = delete;
+  thread_lane& operator=(const thread_lane&) = delete;
+
+  // Starts f(args...) as a goroutine of rt that only ever runs on this
+  // lane's thread. From any thread. Goroutines it spawns with goro::go run
+  // on rt's Ps.
+  template <class Rt, class F, class... A>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
+  GORO_ALWAYS_INLINE void go(Rt& rt, F&& f, A&&... args) {
+    spawn(rt.sched_.get(), detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
+  }
+  // The same with per-goroutine options (its stack size).
+  template <class Rt, class F, class... A>
+  GORO_ALWAYS_INLINE void go(Rt& rt, const spawn_options& o, F&& f, A&&... args) {
+    spawn(rt.sched_.get(), detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
+          std::forward<A>(args)...);
+  }
+
+  // On the owner thread, outside any goroutine: runs the lane's ready
+  // goroutines, in FIFO order, each until it blocks, yields or ends, until
+  // none is ready or `budget` has passed (checked between resumptions;
+  // one runs even with a zero budget). Returns the number of resumptions;
+  // at once, 0, when none is ready.
+  std::size_t run_for(std::chrono::nanoseconds budget) {
+    const std::int64_t b = budget.count() < 0 ? 0 : budget.count();
+    const std::int64_t now = detail::nanotime();
+    return pump(b > INT64_MAX - now ? INT64_MAX : now + b);
+  }
+  // run_for without a budget: until no lane goroutine is ready (one that
+  // keeps yielding keeps it running).
+  std::size_t run_until_idle() { return pump(INT64_MAX); }
+
+  // Lane goroutines not finished yet.
+  std::size_t goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
+
+ private:
+  template <class F, class... A>
+  void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
+    detail::lane_sched* ls = st_->adapter_for(rt);
+    detail::g* gp = rt->alloc_g();
+    gp->created_pc = created_pc;
+    gp->stack_request = stack_request;
+    GORO_TRY { detail::set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
+    GORO_CATCH_ALL {
+      rt->free_g(gp);
+      GORO_RETHROW;
+    }
+    GORO_TRY { rt->start_lane_g(gp, ls); }
+    GORO_CATCH_ALL {
+      gp->closure_op(gp, false);
+      rt->free_g(gp);
+      GORO_RETHROW;
+    }
+    st_->live.fetch_add(1, std::memory_order_relaxed);
+    st_->push(gp);
+  }
+
+  std::size_t pump(std::int64_t deadline);
+  detail::g* resume(detail::g* gp) noexcept;
+
+  std::unique_ptr<detail::lane_state> st_;
+};
+
+inline std::size_t thread_lane::pump(std::int64_t deadline) {
+  detail::lane_state& st = *st_;
+  if (std::this_thread::get_id() != st.owner)
+    detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
+  if (detail::current_m() != nullptr) detail::raise_usage("thread_lane::run_for called inside a goroutine");
+  detail::g* gp = st.pop();
+  if (!gp) return 0;
+  detail::thread_eh_scope caller_eh;  // the caller's exception state is not the goroutines'
+  st.m.g0_tsan_fiber = detail::tsan_current_fiber();
+  detail::set_current_m(&st.m);
+  std::size_t n = 0;
+  for (;;) {
+    ++n;
+    gp = resume(gp);  // a G to resume at once, if any
+    if (gp) continue;
+    if (detail::nanotime() >= deadline) break;
+    gp = st.pop();
+    if (!gp) break;
+  }
+  detail::set_current_m(nullptr);
+  return n;
+}
+
+// Runs gp until it switches out, then carries out its request (the lane's
+// execute, see sched_loop.hpp).
+inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
+  using detail::after_switch;
+  using detail::g_status;
+  detail::m_base& m = st_->m;
+  gp->status.store(g_status::running, std::memory_order_relaxed);
+  detail::dump_resume_check(gp);  // goroutine dump
+  m.curg = gp;
+  m.sched = gp->sched;
+  detail::switch_to_g(&m, gp);
+  m.curg = nullptr;
+  detail::check_stack_canary(gp);
+  const after_switch what = m.after;
+  m.after = after_switch::none;
+  switch (what) {
+    case after_switch::yield:
+    case after_switch::preempt:
+      st_->push(gp);
+      return nullptr;
+    case after_switch::park: {
+      gp->status.store(g_status::waiting, std::memory_order_release);
+      auto unlock = std::exchange(m.park_unlock, nullptr);
+      if (unlock && !unlock(m.park_arg)) {
+        gp->status.store(g_status::running, std::memory_order_relaxed);
+        return gp;  // the park was called off: resume it at once
+      }
+      return nullptr;  // gp may be readied, queued and even run by now
+    }
+    case after_switch::exit: {
+      detail::sched_base* rt = static_cast<detail::lane_sched*>(gp->sched)->rt();
+      st_->live.fetch_sub(1, std::memory_order_release);
+      rt->lane_g_exit(gp);
+      return nullptr;
+    }
+    case after_switch::call:
+      m.g0_call(m.g0_arg);
+      return gp;
+    default:
+      detail::fatal("goro: internal error: a thread_lane goroutine switched out with an unexpected request");
+  }
+}
+
+}  // namespace goro

@@ -1,0 +1,41 @@
+// thread_lane misuse that ends this process (tests/lane_test.cpp):
+//   destroyed_alive   a lane destroyed while one of its goroutines waits:
+//                     a usage_error naming it (printed here), then the
+//                     runtime's destructor stops the program, since only
+//                     the lane could have run that goroutine to its end
+//   runtime_first     a runtime destroyed while a lane goroutine of it is
+//                     alive (the lane outlives it): a fatal error
+#include <goro/goro.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (std::strcmp(mode, "destroyed_alive") == 0) {
+    goro::runtime rt({.maxprocs = 1});
+    goro::chan<int> never;
+    try {
+      goro::thread_lane lane;
+      lane.go(rt, [never]() mutable { (void)never.recv(); });
+      lane.run_until_idle();
+    } catch (const goro::usage_error& e) {
+      std::printf("caught: %s\n", e.what());
+      std::fflush(stdout);
+    }
+    return 0;  // ~runtime: fatal
+  }
+  if (std::strcmp(mode, "runtime_first") == 0) {
+    goro::thread_lane lane;
+    auto rt = std::make_unique<goro::runtime>(goro::options{.maxprocs = 1});
+    goro::chan<int> never;
+    lane.go(*rt, [never]() mutable { (void)never.recv(); });
+    lane.run_until_idle();
+    rt.reset();
+    std::puts("goro_helper_lane: not stopped");
+    return 0;
+  }
+  std::fprintf(stderr, "goro_helper_lane: unknown mode \"%s\"\n", mode);
+  return 2;
+}

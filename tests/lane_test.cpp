@@ -1,0 +1,315 @@
+// goro::thread_lane (SPEC "Engine embedding", docs/embedding.md):
+// goroutines of a runtime that only ever run on the thread that owns the
+// lane, pumped with run_for / run_until_idle.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <goro/goro.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// Pumps `lane` on the calling thread until it has no goroutine left (or
+// `limit` passed: then the test fails on what it checks next).
+void drain(goro::thread_lane& lane, std::chrono::seconds limit = 60s) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (lane.goroutines() > 0 && std::chrono::steady_clock::now() < end) {
+    if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(50us);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("lane goroutines run only on the lane's thread, across every kind of wait") {
+  goro::runtime rt({.maxprocs = 2});
+  goro::thread_lane lane;
+  const auto owner = std::this_thread::get_id();
+  std::atomic<int> off_lane{0}, steps{0};
+  auto check = [&] {
+    if (std::this_thread::get_id() != owner) off_lane.fetch_add(1);
+    steps.fetch_add(1);
+  };
+  goro::chan<int> to_lane, from_lane(1);
+  goro::mutex mu;
+  goro::wait_group wg;
+  const int rounds = goro_test::scale(200, 50, 50);
+  lane.go(rt, [&] {
+    for (int i = 0; i < rounds; ++i) {
+      const int v = to_lane.recv().value();  // a channel fed by a runtime goroutine
+      check();
+      goro::sleep_for(20us);  // a timer on the runtime's heaps
+      check();
+      {
+        std::lock_guard<goro::mutex> lk(mu);  // contended by a runtime goroutine
+        check();
+      }
+      goro::select(goro::on_recv(goro::after(50us), [](auto) {}));  // a select with a timer channel
+      check();
+      goro::yield();
+      check();
+      goro::blocking([] {});  // a blocking call: made on this thread
+      check();
+      from_lane.send(v + 1);
+      check();
+    }
+  });
+  wg.add(1);
+  rt.go([&] {
+    for (int i = 0; i < rounds; ++i) {
+      {
+        std::lock_guard<goro::mutex> lk(mu);
+        goro::yield();
+      }
+      to_lane.send(i);
+      REQUIRE(from_lane.recv().value() == i + 1);
+    }
+    wg.done();
+  });
+  drain(lane);
+  CHECK(lane.goroutines() == 0);
+  CHECK(off_lane.load() == 0);
+  CHECK(steps.load() == 7 * rounds);
+  wg.wait();
+}
+
+TEST_CASE("run_for returns at once with nothing ready, and counts resumptions") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::thread_lane lane;
+  CHECK(lane.run_for(1s) == 0);
+  CHECK(lane.run_until_idle() == 0);
+  // Two goroutines yielding in turn: FIFO on the lane, a resumption each.
+  std::vector<int> order;
+  for (int id = 0; id < 2; ++id)
+    lane.go(rt, [&order, id] {
+      for (int i = 0; i < 3; ++i) {
+        order.push_back(id);
+        goro::yield();
+      }
+    });
+  CHECK(rt.num_goroutine() == 2);  // lane goroutines count
+  CHECK(lane.run_until_idle() == 8);  // 3 yields + the final return, each
+  CHECK(order == std::vector<int>{0, 1, 0, 1, 0, 1});
+  CHECK(rt.num_goroutine() == 0);
+  CHECK(lane.goroutines() == 0);
+}
+
+TEST_CASE("run_for stops after its budget") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::thread_lane lane;
+  std::atomic<bool> stop{false};
+  lane.go(rt, [&] {
+    while (!stop.load()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < 1ms) {
+      }
+      goro::yield();
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t n = lane.run_for(5ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(n >= 1);
+  CHECK(took < 500ms);  // stopped after the budget, not "until idle" (never, here)
+  stop = true;
+  drain(lane);
+  CHECK(lane.goroutines() == 0);
+}
+
+TEST_CASE("goroutines a lane goroutine spawns run on the runtime's Ps") {
+  goro::runtime rt({.maxprocs = 2});
+  goro::thread_lane lane;
+  const auto owner = std::this_thread::get_id();
+  std::atomic<int> on_owner{0};
+  goro::chan<int> done;
+  lane.go(rt, [&] {
+    for (int i = 0; i < 16; ++i)
+      goro::go([&] {
+        if (std::this_thread::get_id() == owner) on_owner.fetch_add(1);
+        done.send(1);
+      });
+    for (int i = 0; i < 16; ++i) (void)done.recv();
+  });
+  drain(lane);
+  CHECK(lane.goroutines() == 0);
+  CHECK(on_owner.load() == 0);
+}
+
+TEST_CASE("lane.go from another thread, and goroutines of two runtimes on one lane") {
+  goro::runtime a({.maxprocs = 1}), b({.maxprocs = 1});
+  goro::thread_lane lane;
+  std::atomic<int> ran{0};
+  std::thread t([&] {
+    lane.go(a, [&] { ran.fetch_add(1); });
+    lane.go(b, [&] {
+      goro::sleep_for(1ms);
+      ran.fetch_add(10);
+    });
+  });
+  t.join();
+  CHECK(a.num_goroutine() == 1);
+  CHECK(b.num_goroutine() == 1);
+  drain(lane);
+  CHECK(ran.load() == 11);
+  CHECK(a.num_goroutine() == 0);
+  CHECK(b.num_goroutine() == 0);
+}
+
+TEST_CASE("run_for is only for the owner thread, outside goroutines") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::thread_lane lane;
+  std::string other;
+  std::thread t([&] {
+    try {
+      lane.run_for(1ms);
+    } catch (const goro::usage_error& e) {
+      other = e.what();
+    }
+  });
+  t.join();
+  CHECK(other.find("thread other than the one that created the lane") != std::string::npos);
+  std::string inside;
+  lane.go(rt, [&] {
+    try {
+      lane.run_until_idle();
+    } catch (const goro::usage_error& e) {
+      inside = e.what();
+    }
+  });
+  drain(lane);
+  CHECK(inside.find("inside a goroutine") != std::string::npos);
+}
+
+TEST_CASE("a live lane is an external M: run() waits for it instead of reporting a deadlock") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::chan<int> c;
+  std::atomic<bool> pumping{true};
+  // The lane lives on a thread of its own, which pumps only after run()'s
+  // main has been blocked for longer than the deadlock grace period.
+  std::thread owner([&] {
+    goro::thread_lane lane;
+    lane.go(rt, [c]() mutable { c.send(42); });
+    std::this_thread::sleep_for(600ms);
+    while (pumping.load()) {
+      if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(100us);
+      if (lane.goroutines() == 0) break;
+    }
+  });
+  int got = 0;
+  CHECK_NOTHROW(got = rt.run([&] { return c.recv().value(); }));
+  CHECK(got == 42);
+  pumping = false;
+  owner.join();
+}
+
+TEST_CASE("when main returns, a parked lane goroutine unwinds on its lane") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::chan<int> never;
+  std::atomic<bool> unwound{false}, stop{false};
+  std::atomic<std::thread::id> unwound_on{};
+  goro::thread_lane* lp = nullptr;
+  std::atomic<bool> ready{false};
+  std::thread owner([&] {
+    goro::thread_lane lane;
+    lp = &lane;
+    ready = true;
+    while (!stop.load() || lane.goroutines() > 0) {
+      if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(100us);
+    }
+  });
+  while (!ready.load()) std::this_thread::yield();
+  const auto owner_id = owner.get_id();
+  rt.run([&] {
+    lp->go(rt, [&]() mutable {
+      struct guard {
+        std::atomic<bool>& flag;
+        std::atomic<std::thread::id>& on;
+        ~guard() {
+          on = std::this_thread::get_id();
+          flag = true;
+        }
+      } g{unwound, unwound_on};
+      (void)never.recv();  // parks for good; ended when main returns
+    });
+    goro::sleep_for(20ms);
+  });
+  stop = true;
+  owner.join();
+  CHECK(unwound.load());
+  CHECK(unwound_on.load() == owner_id);
+  CHECK(rt.num_goroutine() == 0);
+}
+
+TEST_CASE("the goroutine dump marks lane goroutines") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::thread_lane lane;
+  goro::chan<int> c;
+  lane.go(rt, [c]() mutable { (void)c.recv(); });
+  lane.run_until_idle();
+  bool found = false;
+  for (const auto& gi : goro::goroutines())
+    if (gi.wait_reason == "chan receive, lane") found = true;
+  CHECK(found);
+  const std::string dump = goro::goroutine_dump();
+  CHECK(dump.find("[chan receive, lane") != std::string::npos);
+  c.send(1);  // from this plain thread: the lane goroutine is runnable again
+  drain(lane);
+  CHECK(lane.goroutines() == 0);
+}
+
+TEST_CASE("many lane goroutines come and go; records and stacks go back to the runtime") {
+  goro::runtime rt({.maxprocs = 2});
+  goro::thread_lane lane;
+  const int n = goro_test::scale(20000, 2000, 2000);
+  std::atomic<int> sum{0};
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < n / 4; ++i) lane.go(rt, [&sum, i] { sum.fetch_add(i % 7); });
+    lane.run_until_idle();
+    CHECK(lane.goroutines() == 0);
+  }
+  int want = 0;
+  for (int i = 0; i < n / 4; ++i) want += i % 7;
+  CHECK(sum.load() == 4 * want);
+  CHECK(rt.num_goroutine() == 0);
+  const auto s = rt.stats();
+  CHECK(s.spawns == s.exits);
+}
+
+TEST_CASE("a lane goroutine with spawn_options gets its stack size") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::thread_lane lane;
+  bool deep = false;
+  lane.go(rt, goro::spawn_options{.stack_size = 2 << 20}, [&] {
+    // ~1 MiB of frames: more than the default 64 KiB stack holds.
+    struct rec {
+      static int down(int n) {
+        volatile char pad[1024];
+        pad[0] = static_cast<char>(n);
+        return n == 0 ? pad[0] : down(n - 1) + (pad[0] & 1);
+      }
+    };
+    (void)rec::down(1000);
+    deep = true;
+  });
+  lane.run_until_idle();
+  CHECK(deep);
+}
+
+TEST_CASE("destroying a lane with goroutines alive is a usage_error") {
+  auto r = goro_test::run_helper("lane", {"destroyed_alive"});
+  CHECK(r.output.find("caught: goro: thread_lane destroyed with 1 goroutine(s) alive") != std::string::npos);
+  CHECK(r.output.find("goro: runtime destroyed while 1 of its goroutines live on a thread_lane") != std::string::npos);
+  CHECK(r.signaled);
+  CHECK(r.signal == SIGABRT);
+  auto r2 = goro_test::run_helper("lane", {"runtime_first"});
+  CHECK(r2.output.find("goro: runtime destroyed while 1 of its goroutines live on a thread_lane") != std::string::npos);
+  CHECK(r2.output.find("not stopped") == std::string::npos);
+  CHECK(r2.signaled);
+}
