@@ -1017,6 +1017,9 @@ class thread_altstack {
   }
   thread_altstack(const thread_altstack&) = delete;
   thread_altstack& operator=(const thread_altstack&) = delete;
+  // Leaves the stack installed and mapped (destroyed on another thread
+  // than the one it was installed on: that thread may still take signals).
+  void detach() noexcept { mem_ = nullptr; }
 
  private:
   void* mem_ = nullptr;
@@ -2271,6 +2274,10 @@ class sched_base {
   // goroutines; each one unwinds at its next goro call, and one not yet
   // started is discarded.
   std::atomic<bool> ending_goroutines{false};
+  // The flag the goroutines of this sched_base read: its own, or (a
+  // thread_lane's adapter, lane.hpp) its runtime's.
+  const std::atomic<bool>* ending_flag = &ending_goroutines;
+  bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -2316,6 +2323,18 @@ class sched_base {
     (void)gp;
     return -1;
   }
+  // The runtime goroutines of this sched_base belong to: itself, or a
+  // thread_lane adapter's runtime (after_func starts its goroutine there).
+  virtual sched_base* runtime() noexcept { return this; }
+  // thread_lane (lane.hpp), called by the lane on any thread: gp (from
+  // alloc_g, closure set) becomes a goroutine of this runtime that `lane`
+  // runs: an id, its stack now, counted as live; gp->sched = lane. May
+  // raise bad_alloc (its stack); then nothing changed. lane_g_exit: gp
+  // finished on its lane; its stack and record go back, uncounted.
+  virtual void start_lane_g(g* gp, sched_base* lane) {
+    (void)gp, (void)lane;
+  }
+  virtual void lane_g_exit(g* gp) noexcept { (void)gp; }
 };
 
 struct m_base {
@@ -2390,8 +2409,7 @@ inline goexit_unwind::~goexit_unwind() {  // main_return: see goexit.hpp
   if (!original) return;
   g* gp = current_g();
   if (!gp || gp->exiting.load(std::memory_order_relaxed) != exit_state::unwinding) return;
-  gp->exiting.store(gp->sched->ending_goroutines.load(std::memory_order_relaxed) ? exit_state::killed : exit_state::none,
-                    std::memory_order_relaxed);
+  gp->exiting.store(gp->sched->ending() ? exit_state::killed : exit_state::none, std::memory_order_relaxed);
 }
 
 
@@ -2708,7 +2726,7 @@ namespace goro::detail {
 // Whether gp must end at this goro call.
 GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
   const exit_state st = gp->exiting.load(std::memory_order_relaxed);
-  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending_goroutines.load(std::memory_order_relaxed);
+  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending();
   return st == exit_state::killed;
 }
 
@@ -3265,8 +3283,12 @@ void spawn(sched_base* s, const void* created_pc, std::uint32_t stack_request, F
 
 }  // namespace detail
 
+class thread_lane;  // lane.hpp
+
 template <class Policy = default_policy>
 class basic_runtime {
+  friend class thread_lane;  // its goroutines are this runtime's
+
   static_assert(detail::check_policy<Policy>());
 
  public:
@@ -5180,7 +5202,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   detail::m_base* m = detail::require_goroutine("after_func()");
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
   s->fn = std::make_shared<std::function<void()>>(std::move(f));
-  s->owner = m->sched;
+  s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
   s->t.f = &detail::fire_after_func;
   detail::add_timer_anywhere(&s->t);
   return timer(std::move(s));
@@ -6398,6 +6420,448 @@ class group {
 }  // namespace goro
 
 // ---- end goro/group.hpp ----
+// ---- begin goro/lane.hpp ----
+// goro::thread_lane (SPEC "Engine embedding"): goroutines of a runtime
+// that only ever run on one thread the program owns -- an engine's main
+// or render thread -- pumped by that thread from its frame loop.
+//
+// How: the owner thread, inside run_for / run_until_idle, is a small M
+// of its own with no P (a lane_m: m_base only). Its scheduler context
+// (g0) is the run_for frame, so a lane goroutine that parks, yields or
+// exits switches back there, and the lane carries out the request as a
+// runtime M's g0 would (sched_loop.hpp execute). The goroutine's g::sched
+// and the lane M's m_base::sched point at a lane_sched, one per (lane,
+// runtime): it forwards everything to the runtime except ready(), which
+// puts the goroutine back on its lane's queue -- so every waker (a
+// channel op on any thread, a timer, the network poller, the runtime
+// ending its goroutines) brings it back to its lane, with no check on the
+// runtime's hot paths. To the runtime the lane thread is a thread that is
+// not one of its Ms: a goroutine a lane goroutine spawns goes to the
+// runtime's Ps; its timers go on the runtime's heaps.
+//
+// What a lane goroutine does not get: preemption (no P, no time slice:
+// it runs until it blocks, yields or ends; run_for's budget is checked
+// between resumptions) and the execution tracer's events.
+//
+// Deadlock detection: a lane counts as a live external M (extm.hpp) for
+// its whole life, since its owner may pump it -- and so wake goroutines
+// of any runtime -- at any time.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+// ---- begin goro/detail/signals.hpp ----
+// Stack overflow reporting: a SIGSEGV/SIGBUS handler running on a per-M
+// alternate signal stack (os::install_fault_handler, os::thread_altstack)
+// classifies faults by the current goroutine's
+// stack bounds, and a canary at the bottom of every stack is checked each
+// time a goroutine switches out (for stacks packed without guard regions).
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+
+
+namespace goro::detail {
+
+inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
+
+// The canary: the lowest canary_words words of a stack without a guard
+// region (small packed stacks, stacks from custom allocators, and larger
+// default stacks past the mprotect budget where MADV_GUARD_INSTALL is
+// missing), written when a goroutine gets the stack and checked each time it
+// switches out. Several non-zero words, so an overflow that spares the
+// lowest word, or stores zeros, is still seen. It costs a larger unguarded
+// stack one more resident page (its lowest); guarded stacks have none.
+inline constexpr int canary_words = 4;
+inline constexpr std::uint64_t canary_word(int i) noexcept {
+  return stack_canary ^ (0x0101010101010101ull * static_cast<std::uint64_t>(i + 1));
+}
+inline void write_canary(const stack_memory& s) noexcept {
+  auto* w = static_cast<volatile std::uint64_t*>(s.lo);
+  for (int i = 0; i < canary_words; ++i) w[i] = canary_word(i);
+}
+inline bool canary_intact(const stack_memory& s) noexcept {
+  auto* w = static_cast<const volatile std::uint64_t*>(s.lo);
+  bool ok = true;
+  for (int i = 0; i < canary_words; ++i) ok &= w[i] == canary_word(i);
+  return ok;
+}
+
+// Async-signal-safe formatting into a fixed buffer.
+struct signal_safe_writer {
+  char buf[256];
+  std::size_t n = 0;
+  void str(const char* s) noexcept {
+    while (*s && n < sizeof buf) buf[n++] = *s++;
+  }
+  void dec(std::uint64_t v) noexcept {
+    char t[24];
+    int i = 0;
+    do t[i++] = static_cast<char>('0' + v % 10);
+    while ((v /= 10) && i < 24);
+    while (i && n < sizeof buf) buf[n++] = t[--i];
+  }
+  void hex(std::uintptr_t v) noexcept {
+    str("0x");
+    char t[20];
+    int i = 0;
+    do t[i++] = "0123456789abcdef"[v & 15];
+    while ((v >>= 4) && i < 20);
+    while (i && n < sizeof buf) buf[n++] = t[--i];
+  }
+  void flush() noexcept { os::write_stderr(buf, n); }
+};
+
+// Prints `goro: goroutine N stack overflow: fault address A, stack [lo, hi) size S`
+// and aborts.
+[[noreturn]] inline void report_stack_overflow(const g* gp, std::uintptr_t fault) noexcept {
+  signal_safe_writer w;
+  auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
+  w.str("goro: goroutine ");
+  w.dec(gp->id);
+  w.str(" stack overflow: fault address ");
+  w.hex(fault);
+  w.str(", stack [");
+  w.hex(lo);
+  w.str(", ");
+  w.hex(lo + gp->stack.size);
+  w.str(") size ");
+  w.dec(gp->stack.size);
+  w.str("\n");
+  w.flush();
+  os::abort_process();  // past a user SIGABRT handler, which could resume us
+}
+
+// A goroutine without a guard region (a custom stack allocator) switched
+// out: its canary words must be intact, or it ran past its stack.
+inline void check_stack_canary(const g* gp) noexcept {
+  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
+    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
+}
+
+// The fault handler's check (os::install_fault_handler): a fault in the
+// guard region below the current goroutine's stack (or anywhere up to a
+// guard's size below it: large frames jump over pages) is an overflow,
+// reported here; any other fault is left to the previous handler.
+inline void on_memory_fault(std::uintptr_t addr) noexcept {
+  m_base* m = tls_current_m;  // direct read: we are on this thread, not switching
+  if (m && m->curg && m->curg->stack.lo) {
+    const g* gp = m->curg;
+    auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
+    if (addr < lo + sizeof(std::uint64_t) && addr + guard_size >= lo) report_stack_overflow(gp, addr);
+  }
+}
+
+// Resolves, once, the lazily bound library functions the runtime calls on
+// goroutine stacks. The dynamic linker's first-call resolver saves the
+// whole vector register file on the caller's stack (about 3 KiB with
+// AVX-512), which alone would overflow a 2 KiB goroutine stack.
+inline void resolve_runtime_symbols() noexcept {
+#if GORO_EXCEPTIONS
+  (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
+#endif
+  std::atomic<std::uint32_t> word{0};
+  os::futex_wake(&word, 1);
+  std::mutex mu;
+  mu.lock();
+  mu.unlock();
+  os::yield_thread();
+  void* volatile p = operator new(16);
+  operator delete(p);
+#if defined(__cpp_sized_deallocation)
+  void* volatile q = operator new(16);
+  operator delete(q, 16);
+#endif
+}
+
+// Process-wide set-up, once: the fault handler and symbol resolution.
+inline void install_fault_handler() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    resolve_runtime_symbols();
+    os::install_fault_handler<&on_memory_fault>();
+  });
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/signals.hpp ----
+
+namespace goro {
+
+class thread_lane;
+
+namespace detail {
+
+class lane_state;
+
+// What a lane goroutine's g::sched, and the lane M's m_base::sched while
+// it runs one, point at: one per (lane, runtime).
+class lane_sched final : public sched_base {
+ public:
+  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
+    ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
+  }
+  sched_base* rt() const noexcept { return rt_; }
+
+  void ready(g* gp) noexcept override;  // back onto the lane's queue (below)
+
+  // A lane goroutine's goro::go, timers, sockets, ...: the runtime's.
+  g* alloc_g() override { return rt_->alloc_g(); }
+  void free_g(g* gp) noexcept override { rt_->free_g(gp); }
+  void start_g(g* gp) override { rt_->start_g(gp); }
+  void add_timer(timer* t) override { rt_->add_timer(t); }
+  netpoller* poller() noexcept override { return rt_->poller(); }
+  std::size_t live_goroutines() const noexcept override { return rt_->live_goroutines(); }
+  runtime_stats stats() const noexcept override { return rt_->stats(); }
+  unsigned procs() const noexcept override { return rt_->procs(); }
+  unsigned resize_procs(unsigned n) override { return rt_->resize_procs(n); }
+  sched_base* runtime() noexcept override { return rt_; }
+  void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
+
+  // goro::blocking: no P to hand off; the lane's thread makes the call
+  // (the goroutine's waits meanwhile block the thread, as on any M).
+  void enter_syscall(bool) noexcept override { current_m()->in_blocking = true; }
+  void exit_syscall() noexcept override { current_m()->in_blocking = false; }
+  // goro::yield: to the back of the lane's queue (run_for).
+  void gosched(m_base* m) noexcept override {
+    m->after = after_switch::yield;
+    switch_to_g0(m, m->curg);
+  }
+  void direct_switch_done(m_base*) noexcept override {
+    fatal("goro: internal error: a direct switch on a thread_lane");
+  }
+
+ private:
+  lane_state* lane_;
+  sched_base* rt_;
+};
+
+// A lane's queue, adapters and M. Heap-allocated: a lane destroyed with
+// goroutines alive (a usage_error) leaves it behind for their wakers.
+class lane_state {
+ public:
+  lane_state() : owner(std::this_thread::get_id()) {
+    extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
+  }
+  ~lane_state() {
+    if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    extm_hold(false);
+  }
+  lane_state(const lane_state&) = delete;
+  lane_state& operator=(const lane_state&) = delete;
+
+  // Runnable lane goroutines, FIFO through g::link (a lane goroutine is
+  // on no other queue or free list).
+  void push(g* gp) noexcept {
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    gp->link = nullptr;
+    lock.lock();
+    if (tail)
+      tail->link = gp;
+    else
+      head = gp;
+    tail = gp;
+    queued.store(queued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    lock.unlock();
+  }
+  g* pop() noexcept {
+    if (queued.load(std::memory_order_relaxed) == 0) return nullptr;  // a hint: checked again under the lock
+    lock.lock();
+    g* gp = head;
+    if (gp) {
+      head = gp->link;
+      if (!head) tail = nullptr;
+      gp->link = nullptr;
+      queued.store(queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    }
+    lock.unlock();
+    return gp;
+  }
+
+  lane_sched* adapter_for(sched_base* rt) {
+    std::lock_guard<std::mutex> lk(adapters_lock);
+    for (auto& a : adapters)
+      if (a->rt() == rt) return a.get();
+    adapters.push_back(std::make_unique<lane_sched>(this, rt));
+    return adapters.back().get();
+  }
+
+  const std::thread::id owner;
+  spinlock lock;  // head, tail
+  g* head = nullptr;
+  g* tail = nullptr;
+  std::atomic<std::size_t> queued{0};  // written under lock; read without it as a hint
+  std::atomic<std::size_t> live{0};    // lane goroutines not finished
+  m_base m;                            // the owner's M while it pumps
+  os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
+  std::mutex adapters_lock;
+  std::vector<std::unique_ptr<lane_sched>> adapters;
+};
+
+inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+
+}  // namespace detail
+
+class thread_lane {
+ public:
+  // Bound to the calling thread, which alone may pump it; it is not an M
+  // of any runtime.
+  thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
+
+  // A usage_error while lane goroutines are alive (they would never run
+  // again): pump the lane until they have finished first.
+  ~thread_lane() noexcept(false) {
+    if (!st_) return;
+    const std::size_t n = st_->live.load(std::memory_order_acquire);
+    if (n == 0) return;
+    (void)st_.release();  // left for their wakers (see lane_state)
+    const std::string what = "thread_lane destroyed with " + std::to_string(n) +
+                             " goroutine(s) alive (run it until they have finished)";
+    if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
+    detail::raise_usage(what.c_str());
+  }
+
+  thread_lane(const thread_lane&) = delete;
+  thread_lane& operator=(const thread_lane&) = delete;
+
+  // Starts f(args...) as a goroutine of rt that only ever runs on this
+  // lane's thread. From any thread. Goroutines it spawns with goro::go run
+  // on rt's Ps.
+  template <class Rt, class F, class... A>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
+  GORO_ALWAYS_INLINE void go(Rt& rt, F&& f, A&&... args) {
+    spawn(rt.sched_.get(), detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
+  }
+  // The same with per-goroutine options (its stack size).
+  template <class Rt, class F, class... A>
+  GORO_ALWAYS_INLINE void go(Rt& rt, const spawn_options& o, F&& f, A&&... args) {
+    spawn(rt.sched_.get(), detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
+          std::forward<A>(args)...);
+  }
+
+  // On the owner thread, outside any goroutine: runs the lane's ready
+  // goroutines, in FIFO order, each until it blocks, yields or ends, until
+  // none is ready or `budget` has passed (checked between resumptions;
+  // one runs even with a zero budget). Returns the number of resumptions;
+  // at once, 0, when none is ready.
+  std::size_t run_for(std::chrono::nanoseconds budget) {
+    const std::int64_t b = budget.count() < 0 ? 0 : budget.count();
+    const std::int64_t now = detail::nanotime();
+    return pump(b > INT64_MAX - now ? INT64_MAX : now + b);
+  }
+  // run_for without a budget: until no lane goroutine is ready (one that
+  // keeps yielding keeps it running).
+  std::size_t run_until_idle() { return pump(INT64_MAX); }
+
+  // Lane goroutines not finished yet.
+  std::size_t goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
+
+ private:
+  template <class F, class... A>
+  void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
+    detail::lane_sched* ls = st_->adapter_for(rt);
+    detail::g* gp = rt->alloc_g();
+    gp->created_pc = created_pc;
+    gp->stack_request = stack_request;
+    GORO_TRY { detail::set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
+    GORO_CATCH_ALL {
+      rt->free_g(gp);
+      GORO_RETHROW;
+    }
+    GORO_TRY { rt->start_lane_g(gp, ls); }
+    GORO_CATCH_ALL {
+      gp->closure_op(gp, false);
+      rt->free_g(gp);
+      GORO_RETHROW;
+    }
+    st_->live.fetch_add(1, std::memory_order_relaxed);
+    st_->push(gp);
+  }
+
+  std::size_t pump(std::int64_t deadline);
+  detail::g* resume(detail::g* gp) noexcept;
+
+  std::unique_ptr<detail::lane_state> st_;
+};
+
+inline std::size_t thread_lane::pump(std::int64_t deadline) {
+  detail::lane_state& st = *st_;
+  if (std::this_thread::get_id() != st.owner)
+    detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
+  if (detail::current_m() != nullptr) detail::raise_usage("thread_lane::run_for called inside a goroutine");
+  detail::g* gp = st.pop();
+  if (!gp) return 0;
+  detail::thread_eh_scope caller_eh;  // the caller's exception state is not the goroutines'
+  st.m.g0_tsan_fiber = detail::tsan_current_fiber();
+  detail::set_current_m(&st.m);
+  std::size_t n = 0;
+  for (;;) {
+    ++n;
+    gp = resume(gp);  // a G to resume at once, if any
+    if (gp) continue;
+    if (detail::nanotime() >= deadline) break;
+    gp = st.pop();
+    if (!gp) break;
+  }
+  detail::set_current_m(nullptr);
+  return n;
+}
+
+// Runs gp until it switches out, then carries out its request (the lane's
+// execute, see sched_loop.hpp).
+inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
+  using detail::after_switch;
+  using detail::g_status;
+  detail::m_base& m = st_->m;
+  gp->status.store(g_status::running, std::memory_order_relaxed);
+  detail::dump_resume_check(gp);  // goroutine dump
+  m.curg = gp;
+  m.sched = gp->sched;
+  detail::switch_to_g(&m, gp);
+  m.curg = nullptr;
+  detail::check_stack_canary(gp);
+  const after_switch what = m.after;
+  m.after = after_switch::none;
+  switch (what) {
+    case after_switch::yield:
+    case after_switch::preempt:
+      st_->push(gp);
+      return nullptr;
+    case after_switch::park: {
+      gp->status.store(g_status::waiting, std::memory_order_release);
+      auto unlock = std::exchange(m.park_unlock, nullptr);
+      if (unlock && !unlock(m.park_arg)) {
+        gp->status.store(g_status::running, std::memory_order_relaxed);
+        return gp;  // the park was called off: resume it at once
+      }
+      return nullptr;  // gp may be readied, queued and even run by now
+    }
+    case after_switch::exit: {
+      detail::sched_base* rt = static_cast<detail::lane_sched*>(gp->sched)->rt();
+      st_->live.fetch_sub(1, std::memory_order_release);
+      rt->lane_g_exit(gp);
+      return nullptr;
+    }
+    case after_switch::call:
+      m.g0_call(m.g0_arg);
+      return gp;
+    default:
+      detail::fatal("goro: internal error: a thread_lane goroutine switched out with an unexpected request");
+  }
+}
+
+}  // namespace goro
+// ---- end goro/lane.hpp ----
 // ---- begin goro/net.hpp ----
 // goro::net: TCP, Unix and UDP sockets on the network poller
 // (detail/netpoll.hpp). A goroutine blocked on a socket parks; its M runs
@@ -9084,6 +9548,7 @@ struct g_snapshot {
   bool is_self = false;
   bool pinned = false;
   bool was_waiting = false;
+  bool lane = false;  // run by a thread_lane
   backtrace_buf bt;
 };
 
@@ -9151,6 +9616,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       }
       s.created_pc = gp->created_pc;
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      s.lane = gp->sched != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
       if (s.is_self) {
@@ -9212,6 +9678,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
+    if (s.lane) gi.wait_reason += ", lane";
     out.push_back(std::move(gi));
     (void)s.m_id;
   }
@@ -9688,15 +10155,21 @@ struct main_return_sched {
   // Whether nothing in the runtime can run a goroutine now or later: no
   // goroutine running or runnable (one inside goro::blocking is running,
   // its P possibly idle), every P idle, no timer, no I/O wait.
+  // A thread_lane's runnable goroutine (its sched is the lane's adapter)
+  // runs only when its lane's owner pumps it: it does not count.
   static bool stuck(S& s) noexcept {
-    bool active = false;
+    struct ctx {
+      const sched_base* rt;
+      bool active;
+    } c{&s, false};
     s.for_each_g(
         [](g* gp, void* a) {
+          auto* x = static_cast<ctx*>(a);
           const g_status st = gp->status.load(std::memory_order_acquire);
-          if (st == g_status::running || st == g_status::runnable) *static_cast<bool*>(a) = true;
+          if (st == g_status::running || (st == g_status::runnable && gp->sched == x->rt)) x->active = true;
         },
-        &active);
-    if (active) return false;
+        &c);
+    if (c.active) return false;
     typename S::sched_lock lk(s);
     return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
            s.spinning_.count(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
@@ -10427,143 +10900,6 @@ class stall_monitor {
 
 }  // namespace goro::detail
 // ---- end goro/detail/stall_monitor.hpp ----
-// ---- begin goro/detail/signals.hpp ----
-// Stack overflow reporting: a SIGSEGV/SIGBUS handler running on a per-M
-// alternate signal stack (os::install_fault_handler, os::thread_altstack)
-// classifies faults by the current goroutine's
-// stack bounds, and a canary at the bottom of every stack is checked each
-// time a goroutine switches out (for stacks packed without guard regions).
-
-#include <cstddef>
-#include <cstdint>
-#include <mutex>
-#include <new>
-
-
-namespace goro::detail {
-
-inline constexpr std::uint64_t stack_canary = 0x676f726f5f737461ull;  // "goro_sta"
-
-// The canary: the lowest canary_words words of a stack without a guard
-// region (small packed stacks, stacks from custom allocators, and larger
-// default stacks past the mprotect budget where MADV_GUARD_INSTALL is
-// missing), written when a goroutine gets the stack and checked each time it
-// switches out. Several non-zero words, so an overflow that spares the
-// lowest word, or stores zeros, is still seen. It costs a larger unguarded
-// stack one more resident page (its lowest); guarded stacks have none.
-inline constexpr int canary_words = 4;
-inline constexpr std::uint64_t canary_word(int i) noexcept {
-  return stack_canary ^ (0x0101010101010101ull * static_cast<std::uint64_t>(i + 1));
-}
-inline void write_canary(const stack_memory& s) noexcept {
-  auto* w = static_cast<volatile std::uint64_t*>(s.lo);
-  for (int i = 0; i < canary_words; ++i) w[i] = canary_word(i);
-}
-inline bool canary_intact(const stack_memory& s) noexcept {
-  auto* w = static_cast<const volatile std::uint64_t*>(s.lo);
-  bool ok = true;
-  for (int i = 0; i < canary_words; ++i) ok &= w[i] == canary_word(i);
-  return ok;
-}
-
-// Async-signal-safe formatting into a fixed buffer.
-struct signal_safe_writer {
-  char buf[256];
-  std::size_t n = 0;
-  void str(const char* s) noexcept {
-    while (*s && n < sizeof buf) buf[n++] = *s++;
-  }
-  void dec(std::uint64_t v) noexcept {
-    char t[24];
-    int i = 0;
-    do t[i++] = static_cast<char>('0' + v % 10);
-    while ((v /= 10) && i < 24);
-    while (i && n < sizeof buf) buf[n++] = t[--i];
-  }
-  void hex(std::uintptr_t v) noexcept {
-    str("0x");
-    char t[20];
-    int i = 0;
-    do t[i++] = "0123456789abcdef"[v & 15];
-    while ((v >>= 4) && i < 20);
-    while (i && n < sizeof buf) buf[n++] = t[--i];
-  }
-  void flush() noexcept { os::write_stderr(buf, n); }
-};
-
-// Prints `goro: goroutine N stack overflow: fault address A, stack [lo, hi) size S`
-// and aborts.
-[[noreturn]] inline void report_stack_overflow(const g* gp, std::uintptr_t fault) noexcept {
-  signal_safe_writer w;
-  auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
-  w.str("goro: goroutine ");
-  w.dec(gp->id);
-  w.str(" stack overflow: fault address ");
-  w.hex(fault);
-  w.str(", stack [");
-  w.hex(lo);
-  w.str(", ");
-  w.hex(lo + gp->stack.size);
-  w.str(") size ");
-  w.dec(gp->stack.size);
-  w.str("\n");
-  w.flush();
-  os::abort_process();  // past a user SIGABRT handler, which could resume us
-}
-
-// A goroutine without a guard region (a custom stack allocator) switched
-// out: its canary words must be intact, or it ran past its stack.
-inline void check_stack_canary(const g* gp) noexcept {
-  if (GORO_UNLIKELY(gp->stack_canary && !canary_intact(gp->stack)))
-    report_stack_overflow(gp, reinterpret_cast<std::uintptr_t>(gp->stack.lo));
-}
-
-// The fault handler's check (os::install_fault_handler): a fault in the
-// guard region below the current goroutine's stack (or anywhere up to a
-// guard's size below it: large frames jump over pages) is an overflow,
-// reported here; any other fault is left to the previous handler.
-inline void on_memory_fault(std::uintptr_t addr) noexcept {
-  m_base* m = tls_current_m;  // direct read: we are on this thread, not switching
-  if (m && m->curg && m->curg->stack.lo) {
-    const g* gp = m->curg;
-    auto lo = reinterpret_cast<std::uintptr_t>(gp->stack.lo);
-    if (addr < lo + sizeof(std::uint64_t) && addr + guard_size >= lo) report_stack_overflow(gp, addr);
-  }
-}
-
-// Resolves, once, the lazily bound library functions the runtime calls on
-// goroutine stacks. The dynamic linker's first-call resolver saves the
-// whole vector register file on the caller's stack (about 3 KiB with
-// AVX-512), which alone would overflow a 2 KiB goroutine stack.
-inline void resolve_runtime_symbols() noexcept {
-#if GORO_EXCEPTIONS
-  (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
-#endif
-  std::atomic<std::uint32_t> word{0};
-  os::futex_wake(&word, 1);
-  std::mutex mu;
-  mu.lock();
-  mu.unlock();
-  os::yield_thread();
-  void* volatile p = operator new(16);
-  operator delete(p);
-#if defined(__cpp_sized_deallocation)
-  void* volatile q = operator new(16);
-  operator delete(q, 16);
-#endif
-}
-
-// Process-wide set-up, once: the fault handler and symbol resolution.
-inline void install_fault_handler() noexcept {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    resolve_runtime_symbols();
-    os::install_fault_handler<&on_memory_fault>();
-  });
-}
-
-}  // namespace goro::detail
-// ---- end goro/detail/signals.hpp ----
 // ---- begin goro/detail/spinning.hpp ----
 // The spinning role (Go's nmspinning): how many Ms look for work without
 // running any. An M holds the role as a spin_token; the gate counts the
@@ -12449,8 +12785,13 @@ class scheduler final : public sched_base {
     wake_for_timer(when);
   }
 
+  // thread_lane (lane.hpp; sched_galloc.hpp)
+  void start_lane_g(g* gp, sched_base* lane) override;
+  void lane_g_exit(g* gp) noexcept override;
+
   std::size_t live_goroutines() const noexcept override {
-    std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed), done = 0;
+    std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed);
+    std::uint64_t done = offp_exits_.load(std::memory_order_relaxed);
     for_each_p([&](const p* pp) {
       created += pp->spawns.get();
       done += pp->exits.get();
@@ -12481,6 +12822,7 @@ class scheduler final : public sched_base {
   runtime_stats stats() const noexcept override {
     runtime_stats s;
     s.spawns = offp_spawns_.load(std::memory_order_relaxed);
+    s.exits = offp_exits_.load(std::memory_order_relaxed);
     for_each_p([&](const p* pp) {
       s.spawns += pp->spawns.get();
       s.exits += pp->exits.get();
@@ -12716,6 +13058,10 @@ class scheduler final : public sched_base {
 
   alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
   std::atomic<std::uint64_t> offp_spawns_{0};
+  // thread_lane: exits of goroutines run by a lane (no P to count them),
+  // and how many of this runtime's goroutines live on lanes now.
+  std::atomic<std::uint64_t> offp_exits_{0};
+  std::atomic<std::size_t> lane_live_{0};
   std::atomic<std::uint64_t> unparks_{0}, m_parks_{0}, threads_created_{0};
 
   allocator alloc_;
@@ -14143,6 +14489,43 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   if (was_main) main_finished();
 }
 
+// thread_lane (lane.hpp): a goroutine that a lane runs never sits on a
+// P, so it takes its stack from the allocator at once (no per-P cache),
+// its id from the global counter, and is counted off-P, like a spawn from
+// outside the runtime.
+template <class Policy>
+inline auto scheduler<Policy>::start_lane_g(g* gp, sched_base* lane) -> void {
+  if (shut_down_) raise_usage("thread_lane::go: the runtime is shutting down");
+  init_stack(gp, allocate_stack(gp->stack_request != 0 ? gp->stack_request : stack_bytes));  // may throw bad_alloc
+  gp->sched = lane;
+  gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+  gp->status.store(g_status::runnable, std::memory_order_relaxed);
+  lane_live_.fetch_add(1, std::memory_order_relaxed);
+  offp_spawns_.fetch_add(1, std::memory_order_relaxed);
+}
+
+// goexit0 for a lane's goroutine, on the lane's thread.
+template <class Policy>
+inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
+  gp->status.store(g_status::dead, std::memory_order_relaxed);
+  clear_preempt(gp);
+  stack_memory s = gp->stack;
+  gp->stack = {};
+  gp->sp = nullptr;
+  asan_unpoison(s.lo, s.size);
+  alloc_.deallocate(s);
+  gp->eh_caught = nullptr;
+  gp->eh_uncaught = 0;
+  gp->exiting.store(exit_state::none, std::memory_order_relaxed);
+  gp->no_kill = false;
+  gp->lock_count = 0;
+  gp->lockedm.store(nullptr, std::memory_order_relaxed);
+  gp->sched = this;
+  lane_live_.fetch_sub(1, std::memory_order_relaxed);
+  offp_exits_.fetch_add(1, std::memory_order_relaxed);
+  gfput_global(gp);
+}
+
 // Entry of every goroutine (first frame on its stack).
 // `arg` is what the switch passed (see goroutine_resumed).
 template <class Policy>
@@ -14151,7 +14534,7 @@ inline auto scheduler<Policy>::goroutine_main(void* arg) -> void {
   goroutine_resumed(gp, arg);
   // main_return: a goroutine that starts once its runtime ends its
   // goroutines is discarded (its functor destroyed here, unrun).
-  const bool discard = GORO_UNLIKELY(gp->sched->ending_goroutines.load(std::memory_order_relaxed)) && !gp->is_main;
+  const bool discard = GORO_UNLIKELY(gp->sched->ending()) && !gp->is_main;
   if (discard) gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
   run_goroutine(gp, !discard);
   m_base* mm = current_m();
@@ -14450,6 +14833,12 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   shut_down_ = true;
   if (current_m() != nullptr && current_m()->sched == this)
     fatal("goro: runtime destroyed from inside one of its own goroutines");
+  // thread_lane: those goroutines' stacks and records are this runtime's,
+  // and only their lane's owner can run them to their end.
+  if (std::size_t n = lane_live_.load(std::memory_order_acquire); n != 0)
+    fatal(("goro: runtime destroyed while " + std::to_string(n) +
+           " of its goroutines live on a thread_lane (run the lane until they finish first)")
+              .c_str());
   // main_return: goroutines started by go() while no run() was active
   // (or left by one) end as when main returns.
   if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
