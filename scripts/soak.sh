@@ -12,6 +12,8 @@
 #                      _test; default: every test labelled soak in CMake)
 #   SOAK_ROUND_SECONDS=s  how long each soak workload loops per seed (default 2)
 #   SOAK_BUILD=0       do not build (use build/chaos as it is)
+#   SOAK_TESTS_BIN=x   the test program in build/chaos/tests (default
+#                      goro_tests; CI: goro_chan_select_tests, its tests only)
 #
 # Each seed runs the soak binary and one concurrency test (round-robin), each
 # under a 900 s timeout (chaos makes the concurrency tests several times
@@ -72,7 +74,7 @@ echo "chaos soak: $minutes min, seeds from $first_seed, tests: soak ${tests[*]}"
 while ((SECONDS < deadline)); do
   run_one soak "$seed" "$build/tests/goro_soak_test"
   t=${tests[$((i % ${#tests[@]}))]}
-  run_one "$t" "$seed" "$build/tests/goro_tests" -# "[#${t}_test]"
+  run_one "$t" "$seed" "$build/tests/${SOAK_TESTS_BIN:-goro_tests}" -# "[#${t}_test]"
   i=$((i + 1))
   seed=$((seed + 1))
 done
