@@ -104,8 +104,7 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
   globq_.reserve(total);
   gfree_.reserve(total);
   g_blocks_.reserve(g_blocks_.size() + 1);
-  auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
-  if (!block) raise_bad_alloc();
+  auto block = allocate_records<g>(ra_.get(), gfree_batch);  // the runtime's allocator (may throw)
   debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
   for (std::uint32_t i = gfree_batch; i-- > 0;) {
     block[i].sched = this;

@@ -115,6 +115,7 @@ class sysmon {
     if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
+    ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
     ticks_.assign(s_.created_ps(), p_ticks{});
     int err = thread_.start(
         s_.threads_, "sysmon",
@@ -452,7 +453,7 @@ class sysmon {
   Sched& s_;
   const long schedtrace_ms_;
   const steady::time_point start_;
-  std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::vector<p_ticks, memory_allocator<p_ticks>> ticks_;  // per P, sysmon's thread only (sized before it starts)
   std::int64_t release_first_ = 0, release_changed_ = 0;  // release_stacks (sysmon's thread)
   std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
