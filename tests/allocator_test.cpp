@@ -5,13 +5,13 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#include <stdlib.h>  // posix_memalign
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
-#include <stdlib.h>  // posix_memalign
 #include <new>
 #include <vector>
 

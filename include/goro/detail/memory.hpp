@@ -172,17 +172,30 @@ using record_ptr = std::unique_ptr<T, record_delete<rebind_t<A, T>>>;
 template <class T, class A>
 using record_array_ptr = std::unique_ptr<T[], record_delete<rebind_t<A, T>>>;
 
-// n value-initialized records of T from A; may raise what A or T's
+// n records of T from A, default-initialized (as `new T[n]`: a record's
+// members have their initializers, its arrays are left as they are; a
+// block of 128 G records is not zeroed). Value-initialized (as
+// `std::make_unique<T>()`) with Value. May raise what A or T's
 // constructor raises, leaking nothing.
-template <class T, class A>
+template <class T, class A, bool Value = false>
 record_array_ptr<T, A> allocate_records(const A& a, std::size_t n) {
   using RA = rebind_t<A, T>;
   using traits = std::allocator_traits<RA>;
   RA ra(a);
   T* p = std::to_address(traits::allocate(ra, n));
+  auto make = [](T* at) {
+    if constexpr (Value)
+      ::new (static_cast<void*>(at)) T();
+    else
+      ::new (static_cast<void*>(at)) T;
+  };
   std::size_t i = 0;
+  if constexpr (std::is_nothrow_default_constructible_v<T>) {
+    for (; i < n; ++i) make(p + i);
+    return record_array_ptr<T, A>(p, record_delete<RA>{ra, n});
+  }
   GORO_TRY {
-    for (; i < n; ++i) traits::construct(ra, p + i);
+    for (; i < n; ++i) make(p + i);
   }
   GORO_CATCH_ALL {
     while (i-- > 0) traits::destroy(ra, p + i);
@@ -191,10 +204,11 @@ record_array_ptr<T, A> allocate_records(const A& a, std::size_t n) {
   }
   return record_array_ptr<T, A>(p, record_delete<RA>{ra, n});
 }
-// One record of T from A.
+// One value-initialized record of T from A (as std::make_unique<T>()).
 template <class T, class A>
 record_ptr<T, A> allocate_record(const A& a) {
-  return record_ptr<T, A>(allocate_records<T>(a, 1).release(), record_delete<rebind_t<A, T>>{rebind_t<A, T>(a), 1});
+  using RA = rebind_t<A, T>;
+  return record_ptr<T, A>(allocate_records<T, A, true>(a, 1).release(), record_delete<RA>{RA(a), 1});
 }
 
 }  // namespace goro::detail

@@ -212,7 +212,7 @@ class scheduler final : public sched_base {
                      const rt_allocator& a = rt_allocator())
       : ra_(a),
         nprocs_(nprocs == 0 ? 1 : nprocs),
-        allp_(allocate_records<p*>(ra_.get(), max_procs)),
+        allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
         detect_deadlock_(detect_deadlock) {
     memory = ra_.memory();  // before anything allocates through it
     globq_.set_memory(memory);

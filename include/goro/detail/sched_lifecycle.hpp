@@ -306,7 +306,7 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
   }
   // Unregistered (shutdown): no dump walks the records any more; the
   // lock orders this with a for_each_g that started before.
-  debug_remove_blocks(this);  // debugger: before the records go
+  debug_remove_blocks(this, memory);  // debugger: before the records go
   decltype(g_blocks_) blocks(g_blocks_.get_allocator());
   {
     std::lock_guard<std::mutex> lk(gfree_lock_);

@@ -111,8 +111,14 @@ class sysmon {
   // spawn: run() or go() from outside; never from a goroutine, which
   // exists only after a first spawn). Without a thread the runtime still
   // works, without preemption or hand-offs.
+  // Every spawn calls it: the check stays inline, the start does not.
   void ensure_started() noexcept {
     if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
+    start();
+  }
+
+ private:
+  GORO_NOINLINE void start() noexcept {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
@@ -127,6 +133,8 @@ class sysmon {
         this);
     if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
   }
+
+ public:
 
   // Stops and joins the thread (runtime shutdown, after every goroutine finished).
   void stop() noexcept {
