@@ -12803,10 +12803,11 @@ class scheduler final : public sched_base {
   // basic_runtime's deleter: the scheduler's own storage came from the
   // runtime's allocator (new_scheduler), so it goes back there.
   void destroy() noexcept override {
-    alloc_of<scheduler> a(ra_.get());
+    using traits = std::allocator_traits<alloc_of<scheduler>>;
+    alloc_of<scheduler> a(ra_.get());  // a copy: ra_ goes with the scheduler
+    auto self = std::pointer_traits<typename traits::pointer>::pointer_to(*this);
     this->~scheduler();
-    std::allocator_traits<alloc_of<scheduler>>::deallocate(
-        a, std::pointer_traits<typename std::allocator_traits<alloc_of<scheduler>>::pointer>::pointer_to(*this), 1);
+    traits::deallocate(a, self, 1);
   }
 
   // ---- sched_base ----
