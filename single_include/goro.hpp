@@ -1953,8 +1953,14 @@ inline void* memory_allocate(runtime_memory* m, std::size_t bytes, std::size_t a
 }
 inline void memory_deallocate(runtime_memory* m, void* p, std::size_t bytes, std::size_t align) noexcept {
   if (m) return m->deallocate(p, bytes, align);
+#if defined(__cpp_sized_deallocation)
   if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator delete(p, bytes, std::align_val_t(align));
   ::operator delete(p, bytes);
+#else  // clang without -fsized-deallocation declares no sized delete
+  (void)bytes;
+  if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator delete(p, std::align_val_t(align));
+  ::operator delete(p);
+#endif
 }
 
 // A standard allocator over a runtime_memory (nullptr: the global operator
