@@ -1918,6 +1918,225 @@ static_assert(stack_allocator<default_stack_allocator>);
 }  // namespace goro
 
 // ---- end goro/stack.hpp ----
+// ---- begin goro/detail/memory.hpp ----
+// The runtime's allocator (the policy's allocator_type, goro::allocator<A>)
+// as the runtime's parts see it. scheduler<Policy> uses A itself, rebound
+// per record type, for what it owns directly (P, M and G records, its
+// lists). The parts that are not templates on the policy (timer heaps, the
+// global run queue, a goroutine's out-of-line closure, select's scratch
+// arrays) reach it through runtime_memory: raw bytes with an alignment,
+// behind one virtual call. A null runtime_memory* means std::allocator:
+// the runtime hands out none for the default, so the default pays a null
+// test beside the allocation it guards (never an indirect call) and the
+// rest compiles as it did before the option existed.
+
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <new>
+#include <type_traits>
+
+
+namespace goro::detail {
+
+class runtime_memory {
+ public:
+  // May raise std::bad_alloc (or whatever A raises).
+  virtual void* allocate(std::size_t bytes, std::size_t align) = 0;
+  virtual void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept = 0;
+
+ protected:
+  ~runtime_memory() = default;
+};
+
+inline void* memory_allocate(runtime_memory* m, std::size_t bytes, std::size_t align) {
+  if (m) return m->allocate(bytes, align);
+  if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator new(bytes, std::align_val_t(align));
+  return ::operator new(bytes);
+}
+inline void memory_deallocate(runtime_memory* m, void* p, std::size_t bytes, std::size_t align) noexcept {
+  if (m) return m->deallocate(p, bytes, align);
+#if defined(__cpp_sized_deallocation)
+  if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator delete(p, bytes, std::align_val_t(align));
+  ::operator delete(p, bytes);
+#else  // clang without -fsized-deallocation declares no sized delete
+  (void)bytes;
+  if (align > __STDCPP_DEFAULT_NEW_ALIGNMENT__) return ::operator delete(p, std::align_val_t(align));
+  ::operator delete(p);
+#endif
+}
+
+// A standard allocator over a runtime_memory (nullptr: the global operator
+// new), for the std containers of the non-template parts.
+template <class T>
+class memory_allocator {
+ public:
+  using value_type = T;
+  // The allocator moves with the storage (a container given the runtime's
+  // memory after construction takes it by assignment).
+  using propagate_on_container_copy_assignment = std::true_type;
+  using propagate_on_container_move_assignment = std::true_type;
+  using propagate_on_container_swap = std::true_type;
+  memory_allocator() noexcept = default;
+  explicit memory_allocator(runtime_memory* m) noexcept : m_(m) {}
+  template <class U>
+  memory_allocator(const memory_allocator<U>& o) noexcept : m_(o.resource()) {}  // NOLINT: rebinding
+
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) raise_bad_alloc();
+    return static_cast<T*>(memory_allocate(m_, n * sizeof(T), alignof(T)));
+  }
+  void deallocate(T* p, std::size_t n) noexcept { memory_deallocate(m_, p, n * sizeof(T), alignof(T)); }
+  runtime_memory* resource() const noexcept { return m_; }
+
+  template <class U>
+  friend bool operator==(const memory_allocator& a, const memory_allocator<U>& b) noexcept {
+    return a.m_ == b.resource();
+  }
+
+ private:
+  runtime_memory* m_ = nullptr;
+};
+
+template <class A>
+inline constexpr bool is_std_allocator = false;
+template <class T>
+inline constexpr bool is_std_allocator<std::allocator<T>> = true;
+
+// A rebound to T.
+template <class A, class T>
+using rebind_t = typename std::allocator_traits<A>::template rebind_alloc<T>;
+
+// Raw storage of one alignment: what policy_memory asks A for.
+template <std::size_t Align>
+struct alignas(Align) memory_unit {
+  unsigned char bytes[Align];
+};
+
+// runtime_memory over a copy of A (the runtime's one copy). Bytes are
+// asked of A as arrays of memory_unit<align> (A rebound to it), so A sees
+// typed requests with the alignment they need.
+template <class A>
+class policy_memory final : public runtime_memory {
+ public:
+  explicit policy_memory(const A& a) : a_(a) {}
+  const A& get() const noexcept { return a_; }
+
+  void* allocate(std::size_t bytes, std::size_t align) override {
+    return with_unit(align, [&]<std::size_t U>() -> void* {
+      rebind_t<A, memory_unit<U>> a(a_);
+      using traits = std::allocator_traits<decltype(a)>;
+      return std::to_address(traits::allocate(a, units(bytes, U)));
+    });
+  }
+  void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept override {
+    with_unit(align, [&]<std::size_t U>() {
+      rebind_t<A, memory_unit<U>> a(a_);
+      using traits = std::allocator_traits<decltype(a)>;
+      using ptr = typename traits::pointer;
+      traits::deallocate(a, std::pointer_traits<ptr>::pointer_to(*static_cast<memory_unit<U>*>(p)), units(bytes, U));
+    });
+  }
+
+ private:
+  static std::size_t units(std::size_t bytes, std::size_t u) noexcept { return (bytes + u - 1) / u; }
+  // Calls f.template operator()<U>() with U the unit for `align`: 16 (or
+  // max_align_t's) up to 4096, the largest alignment the runtime uses is a
+  // cache line.
+  template <class F>
+  static decltype(auto) with_unit(std::size_t align, F&& f) {
+    constexpr std::size_t base = alignof(std::max_align_t);
+    if (align <= base) return f.template operator()<base>();
+    if (align <= 32) return f.template operator()<32>();
+    if (align <= 64) return f.template operator()<64>();
+    if (align <= 128) return f.template operator()<128>();
+    if (align <= 256) return f.template operator()<256>();
+    return f.template operator()<4096>();
+  }
+
+  [[no_unique_address]] A a_;
+};
+
+// The runtime's one copy of A, and runtime_memory over it; for
+// std::allocator an empty member whose memory() is nullptr.
+template <class A>
+class runtime_allocator_holder {
+ public:
+  explicit runtime_allocator_holder(const A& a) : m_(a) {}
+  const A& get() const noexcept { return m_.get(); }
+  runtime_memory* memory() noexcept { return &m_; }
+
+ private:
+  policy_memory<A> m_;
+};
+template <class T>
+class runtime_allocator_holder<std::allocator<T>> {
+ public:
+  explicit runtime_allocator_holder(const std::allocator<T>&) noexcept {}
+  std::allocator<T> get() const noexcept { return {}; }
+  runtime_memory* memory() noexcept { return nullptr; }
+};
+
+// Deleter of records made by allocate_record / allocate_records: destroys
+// them and gives their storage back to (a copy of) A. Empty for a
+// stateless A, so the owning pointers are as big as plain ones.
+template <class A>
+struct record_delete {
+  using traits = std::allocator_traits<A>;
+  using T = typename traits::value_type;
+  [[no_unique_address]] A a;
+  std::size_t n = 1;
+  void operator()(T* p) noexcept {
+    for (std::size_t i = n; i-- > 0;) traits::destroy(a, p + i);
+    traits::deallocate(a, std::pointer_traits<typename traits::pointer>::pointer_to(*p), n);
+  }
+};
+template <class T, class A>
+using record_ptr = std::unique_ptr<T, record_delete<rebind_t<A, T>>>;
+template <class T, class A>
+using record_array_ptr = std::unique_ptr<T[], record_delete<rebind_t<A, T>>>;
+
+// n records of T from A, default-initialized (as `new T[n]`: a record's
+// members have their initializers, its arrays are left as they are; a
+// block of 128 G records is not zeroed). Value-initialized (as
+// `std::make_unique<T>()`) with Value. May raise what A or T's
+// constructor raises, leaking nothing.
+template <class T, class A, bool Value = false>
+record_array_ptr<T, A> allocate_records(const A& a, std::size_t n) {
+  using RA = rebind_t<A, T>;
+  using traits = std::allocator_traits<RA>;
+  RA ra(a);
+  T* p = std::to_address(traits::allocate(ra, n));
+  auto make = [](T* at) {
+    if constexpr (Value)
+      ::new (static_cast<void*>(at)) T();
+    else
+      ::new (static_cast<void*>(at)) T;
+  };
+  std::size_t i = 0;
+  if constexpr (std::is_nothrow_default_constructible_v<T>) {
+    for (; i < n; ++i) make(p + i);
+    return record_array_ptr<T, A>(p, record_delete<RA>{ra, n});
+  }
+  GORO_TRY {
+    for (; i < n; ++i) make(p + i);
+  }
+  GORO_CATCH_ALL {
+    while (i-- > 0) traits::destroy(ra, p + i);
+    traits::deallocate(ra, std::pointer_traits<typename traits::pointer>::pointer_to(*p), n);
+    GORO_RETHROW;
+  }
+  return record_array_ptr<T, A>(p, record_delete<RA>{ra, n});
+}
+// One value-initialized record of T from A (as std::make_unique<T>()).
+template <class T, class A>
+record_ptr<T, A> allocate_record(const A& a) {
+  using RA = rebind_t<A, T>;
+  return record_ptr<T, A>(allocate_records<T, A, true>(a, 1).release(), record_delete<RA>{RA(a), 1});
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/memory.hpp ----
 // ---- begin goro/detail/wait_reason.hpp ----
 // Why a goroutine waits (Go's waitReason), recorded at each park site with
 // the time the wait began, for the goroutine dump (dump.hpp). Recording is
@@ -1977,6 +2196,10 @@ namespace goro::detail {
 
 class sched_base;
 struct m_base;
+class runtime_memory;
+// The runtime's allocator (m.hpp): a closure too big for the G record is
+// stored out of line there.
+runtime_memory* sched_memory(const sched_base* s) noexcept;
 
 enum class g_status : std::uint32_t {
   idle,      // in a free list
@@ -2133,7 +2356,14 @@ void set_closure(g* gp, F&& f, A&&... args) {
   if constexpr (fits) {
     ::new (static_cast<void*>(gp->inline_closure)) bound(std::forward<F>(f), std::forward<A>(args)...);
   } else {
-    gp->heap_closure = new bound(std::forward<F>(f), std::forward<A>(args)...);
+    runtime_memory* mem = sched_memory(gp->sched);
+    void* p = memory_allocate(mem, sizeof(bound), alignof(bound));
+    GORO_TRY { ::new (p) bound(std::forward<F>(f), std::forward<A>(args)...); }
+    GORO_CATCH_ALL {
+      memory_deallocate(mem, p, sizeof(bound), alignof(bound));
+      GORO_RETHROW;
+    }
+    gp->heap_closure = p;
   }
   gp->closure_op = [](g* self, bool run) {
     bound* b;
@@ -2145,10 +2375,8 @@ void set_closure(g* gp, F&& f, A&&... args) {
       g* self;
       bound* b;
       ~destroy() {
-        if constexpr (fits)
-          b->~bound();
-        else
-          delete b;
+        b->~bound();
+        if constexpr (!fits) memory_deallocate(sched_memory(self->sched), b, sizeof(bound), alignof(bound));
         self->heap_closure = nullptr;
         self->closure_op = nullptr;
       }
@@ -2270,6 +2498,9 @@ class netpoller;
 class sched_base {
  public:
   virtual ~sched_base() = default;
+  // Destroys the scheduler and returns its storage to the allocator it
+  // came from (the policy's allocator_type; see new_scheduler).
+  virtual void destroy() noexcept { delete this; }
   // main_return (goexit.hpp, main_return.hpp): this runtime is ending its
   // goroutines; each one unwinds at its next goro call, and one not yet
   // started is discarded.
@@ -2278,6 +2509,10 @@ class sched_base {
   // thread_lane's adapter, lane.hpp) its runtime's.
   const std::atomic<bool>* ending_flag = &ending_goroutines;
   bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
+  // The runtime's allocator for its non-template parts (memory.hpp);
+  // nullptr: std::allocator. Set by the scheduler's constructor (a
+  // thread_lane's adapter: its runtime's).
+  runtime_memory* memory = nullptr;
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -2335,6 +2570,12 @@ class sched_base {
     (void)gp, (void)lane;
   }
   virtual void lane_g_exit(g* gp) noexcept { (void)gp; }
+};
+
+inline runtime_memory* sched_memory(const sched_base* s) noexcept { return s->memory; }
+// basic_runtime's owner of its scheduler.
+struct sched_delete {
+  void operator()(sched_base* s) const noexcept { s->destroy(); }
 };
 
 struct m_base {
@@ -2893,8 +3134,10 @@ GORO_ALWAYS_INLINE const void* current_pc() noexcept {
 // invalid one is a static_assert that names it.
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <ratio>
 #include <type_traits>
 
@@ -3018,6 +3261,11 @@ struct default_policy {
   // Bytes of stack per goroutine (fixed size; stacks do not grow).
   static constexpr std::size_t stack_size = 64 * 1024;
   using stack_allocator = goro::default_stack_allocator;
+  // Every allocation the runtime makes besides stacks (G, P and M records,
+  // free lists, timer heaps, the global run queue, out-of-line closures,
+  // select's scratch arrays): a standard Allocator, rebound per type,
+  // thread-safe; the runtime keeps one copy (docs/policies.md, "Allocator").
+  using allocator_type = std::allocator<std::byte>;
 };
 
 // ---- options for goro::policy<...> ----
@@ -3077,6 +3325,26 @@ struct stacks {
     using stack_allocator = Allocator;
   };
 };
+
+// allocator_type = A: the runtime's allocations go through A (docs/policies.md).
+template <class A>
+struct allocator {
+  template <class B>
+  struct apply : B {
+    using allocator_type = A;
+  };
+};
+
+// The standard Allocator requirements the runtime relies on: value_type,
+// copies, and allocate / deallocate through std::allocator_traits after a
+// rebind (the runtime asks for its record types and for raw aligned units).
+template <class A>
+concept runtime_allocator =
+    requires { typename A::value_type; } && std::is_nothrow_copy_constructible_v<A> &&
+    requires(typename std::allocator_traits<A>::template rebind_alloc<std::max_align_t> a, std::size_t n) {
+      { a.allocate(n) } -> std::same_as<typename std::allocator_traits<decltype(a)>::pointer>;
+      a.deallocate(a.allocate(n), n);
+    };
 
 namespace detail {
 template <class Base, class... Options>
@@ -3150,6 +3418,13 @@ constexpr bool check_policy() {
     static_assert(goro::stack_allocator<typename P::stack_allocator>,
                   "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
                   "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
+  }
+  if constexpr (!requires { typename P::allocator_type; }) {
+    static_assert(requires { typename P::allocator_type; }, "goro policy: missing field allocator_type");
+  } else {
+    static_assert(goro::runtime_allocator<typename P::allocator_type>,
+                  "goro policy: allocator_type must meet the standard Allocator requirements (value_type; "
+                  "nothrow copies; allocate(n) / deallocate(p, n) through std::allocator_traits after a rebind)");
   }
   return true;
 }
@@ -3225,7 +3500,7 @@ namespace detail {
 // instantiates it for default_policy, and GORO_INSTANTIATE_RUNTIME(P) there
 // for any other policy P a program uses.
 template <class Policy>
-sched_base* new_scheduler(const options& o);
+sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a);
 
 // The calling goroutine's M, or a usage_error naming `call`.
 inline m_base* require_goroutine(const char* call) {
@@ -3293,8 +3568,12 @@ class basic_runtime {
 
  public:
   using policy_type = Policy;
+  using allocator_type = typename Policy::allocator_type;
 
-  explicit basic_runtime(options o = {}) : sched_(detail::new_scheduler<Policy>(o)) {}
+  explicit basic_runtime(options o = {}) : basic_runtime(std::move(o), default_allocator()) {}
+  // With the runtime's one copy of the policy's allocator (goro::allocator<A>):
+  // every allocation the runtime makes comes from copies of it (docs/policies.md).
+  basic_runtime(options o, const allocator_type& a) : sched_(detail::new_scheduler<Policy>(o, a)) {}
 
   // With main_return::unwind, ends the goroutines still alive as run()
   // does when main returns (goroutines started by go() with no run()
@@ -3378,7 +3657,14 @@ class basic_runtime {
   runtime_stats stats() const noexcept { return sched_->stats(); }
 
  private:
-  std::unique_ptr<detail::sched_base> sched_;
+  static allocator_type default_allocator() {
+    static_assert(std::is_default_constructible_v<allocator_type>,
+                  "goro policy: allocator_type is not default-constructible: pass one to "
+                  "basic_runtime(options, allocator)");
+    return allocator_type();
+  }
+
+  std::unique_ptr<detail::sched_base, detail::sched_delete> sched_;
 };
 
 using runtime = basic_runtime<>;
@@ -3529,7 +3815,9 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 // Separate compilation: the implementation file compiles the scheduler of
 // every policy the program's runtimes use; default_policy's here, others
 // with GORO_INSTANTIATE_RUNTIME(Policy) after including goro.hpp.
-#define GORO_INSTANTIATE_RUNTIME(...) template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>(const ::goro::options&)
+#define GORO_INSTANTIATE_RUNTIME(...)                                               \
+  template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>( \
+      const ::goro::options&, const typename __VA_ARGS__::allocator_type&)
 
 // ---- end goro/runtime.hpp ----
 
@@ -3595,7 +3883,7 @@ decltype(auto) blocking(long_call_t, F&& f) {
 }  // namespace goro
 // ---- end goro/blocking.hpp ----
 // ---- begin goro/chan.hpp ----
-// goro::chan<T>: Go's channels (mirror src/runtime/chan.go).
+// goro::chan<T, Alloc>: Go's channels (mirror src/runtime/chan.go).
 //
 // A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
 // blocked receivers (recvq) and one of blocked senders (sendq), all under
@@ -4129,7 +4417,7 @@ inline void wake_list(waiter* w) noexcept {
 
 namespace goro {
 
-template <class T>
+template <class T, class Alloc = std::allocator<T>>
 class chan;
 template <class T>
 class recv_chan;
@@ -4285,14 +4573,21 @@ struct hchan : chan_core {
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
     if (cap) storage = std::allocator<T>().allocate(cap);
   }
+  // For hchan_alloc: the ring comes from its allocator.
+  struct foreign_storage {};
+  hchan(std::size_t capacity, foreign_storage) : chan_core(capacity) {}
   ~hchan() {
     if (!storage) return;
+    destroy_items();
+    std::allocator<T>().deallocate(slots(), cap);
+  }
+  T* slots() const noexcept { return static_cast<T*>(storage); }
+  // The values still buffered (a channel dropped with items in it).
+  void destroy_items() noexcept {
     T* buf = slots();
     std::size_t n = count.load(std::memory_order_relaxed);
     for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
-    std::allocator<T>().deallocate(buf, cap);
   }
-  T* slots() const noexcept { return static_cast<T*>(storage); }
   hchan(const hchan&) = delete;
   hchan& operator=(const hchan&) = delete;
 
@@ -4491,6 +4786,30 @@ struct hchan : chan_core {
   }
 };
 
+// The channel of a chan<T, Alloc> with an allocator other than
+// std::allocator<T>: its ring from Alloc (rebound to the element type), and
+// the record itself, with its shared_ptr control block, made by
+// std::allocate_shared with Alloc (chan's constructor). A handle still
+// holds an hchan<E>* (what select and recv_chan<T> use): the allocator
+// changes only who provides the memory. The control block destroys the
+// record as this type, so ~hchan_alloc runs first and leaves ~hchan nothing.
+template <class E, class Alloc>
+struct hchan_alloc final : hchan<E> {
+  using elem_alloc = typename std::allocator_traits<Alloc>::template rebind_alloc<E>;
+  using traits = std::allocator_traits<elem_alloc>;
+  hchan_alloc(std::size_t capacity, const Alloc& a)
+      : hchan<E>(capacity, typename hchan<E>::foreign_storage{}), alloc(a) {
+    if (this->cap) this->storage = std::to_address(traits::allocate(alloc, this->cap));
+  }
+  ~hchan_alloc() {
+    if (!this->storage) return;
+    this->destroy_items();
+    traits::deallocate(alloc, std::pointer_traits<typename traits::pointer>::pointer_to(*this->slots()), this->cap);
+    this->storage = nullptr;
+  }
+  [[no_unique_address]] elem_alloc alloc;
+};
+
 // What a chan<T> holds. A T whose move may throw (or allocate: a
 // std::deque) travels boxed: the sender moves it into a heap node before
 // taking the lock and the receiver moves it out after releasing it, so only
@@ -4547,17 +4866,35 @@ std::optional<T> chan_try_recv(hchan<chan_elem<T>>* c) {
 // moved-from handle is a nil channel, as Go's zero chan: send and receive
 // block forever, try_send / try_recv find nothing ready, close is a
 // usage_error.
-template <class T>
+//
+// Alloc, as for the standard containers, provides the channel's memory:
+// its buffer and its shared state (the channel record with the handles'
+// reference count) come from Alloc, rebound. A channel belongs to no
+// runtime, so it does not use a runtime's allocator_type. Values of a T
+// whose move may throw travel boxed (chan_elem), each box from operator new.
+template <class T, class Alloc>
 class chan {
   static_assert(std::is_move_constructible_v<T>, "goro::chan<T>: T must be move-constructible");
   static_assert(!std::is_reference_v<T> && std::is_same_v<T, std::remove_cv_t<T>>,
                 "goro::chan<T>: T must be a non-const object type");
+  static_assert(requires { typename Alloc::value_type; },
+                "goro::chan<T, Alloc>: Alloc must meet the standard Allocator requirements (no value_type)");
+  static_assert(std::is_same_v<typename std::allocator_traits<Alloc>::value_type, T>,
+                "goro::chan<T, Alloc>: Alloc::value_type must be T (as for the standard containers)");
 
  public:
   using impl_type = detail::hchan<detail::chan_elem<T>>;
+  using allocator_type = Alloc;
 
   // capacity 0: unbuffered (every send meets a receiver).
-  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<impl_type>(capacity)) {}
+  explicit chan(std::size_t capacity = 0) : chan(capacity, Alloc()) {}
+  // The buffer and the shared state from a copy of a.
+  chan(std::size_t capacity, const Alloc& a) {
+    if constexpr (std::is_same_v<Alloc, std::allocator<T>>)
+      c_ = std::make_shared<impl_type>(capacity);
+    else
+      c_ = std::allocate_shared<detail::hchan_alloc<detail::chan_elem<T>, Alloc>>(a, capacity, a);
+  }
   // The nil channel (Go's `var c chan T`): `chan<T> c = nullptr;`, or
   // `c = nullptr` to switch a select case off. Send and receive block
   // forever, close is a usage_error, a select case on it is never chosen.
@@ -4660,8 +4997,10 @@ class recv_chan {
 
   recv_chan() noexcept = default;  // the nil channel
   recv_chan(std::nullptr_t) noexcept {}
-  recv_chan(const chan<T>& c) noexcept : c_(c.c_) {}  // NOLINT(google-explicit-constructor): as Go's conversion
-  recv_chan(chan<T>&& c) noexcept : c_(std::move(c.c_)) {}
+  template <class A>
+  recv_chan(const chan<T, A>& c) noexcept : c_(c.c_) {}  // NOLINT(google-explicit-constructor): as Go's conversion
+  template <class A>
+  recv_chan(chan<T, A>&& c) noexcept : c_(std::move(c.c_)) {}
 
   std::optional<T> recv() { return detail::chan_recv<T>(c_.get()); }
   std::optional<T> try_recv() { return detail::chan_try_recv<T>(c_.get()); }
@@ -4818,6 +5157,9 @@ class timer_heap {
   timer_heap() = default;
   timer_heap(const timer_heap&) = delete;
   timer_heap& operator=(const timer_heap&) = delete;
+  // The runtime's allocator (memory.hpp) for the heap's array; set while
+  // the heap is empty (a P's heap, when the P record is made).
+  void set_memory(runtime_memory* m) noexcept { heap_ = decltype(heap_)(memory_allocator<timer*>(m)); }
 
   // The earliest `when` on this heap, 0 if empty. Read without the lock by
   // anyone deciding whether to look closer (Go's timer0When); written with
@@ -4866,7 +5208,7 @@ class timer_heap {
   GORO_DECL void sift_down(std::uint32_t i) noexcept;
 
   spinlock lock_;
-  std::vector<timer*> heap_;
+  std::vector<timer*, memory_allocator<timer*>> heap_;
   std::atomic<std::int64_t> when0_{0};
   std::atomic<std::size_t> count_{0};
 };
@@ -6610,6 +6952,7 @@ class lane_sched final : public sched_base {
  public:
   lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
     ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
+    memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
   }
   sched_base* rt() const noexcept { return rt_; }
 
@@ -7208,6 +7551,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name);
 #include <numeric>
 #include <vector>
 
+
 namespace goro::detail {
 
 // wyrand: fast, good enough for scheduling decisions; one state per M.
@@ -7234,6 +7578,8 @@ class coprime_order {
  public:
   coprime_order() = default;
   explicit coprime_order(std::uint32_t count) { reset(count); }
+  // Its table from the runtime's allocator (memory.hpp); before reset.
+  void set_memory(runtime_memory* m) noexcept { coprimes_ = decltype(coprimes_)(memory_allocator<std::uint32_t>(m)); }
 
   void reset(std::uint32_t count) {
     count_ = count;
@@ -7265,7 +7611,7 @@ class coprime_order {
 
  private:
   std::uint32_t count_ = 0;
-  std::vector<std::uint32_t> coprimes_;
+  std::vector<std::uint32_t, memory_allocator<std::uint32_t>> coprimes_;
 };
 
 }  // namespace goro::detail
@@ -7355,8 +7701,8 @@ struct default_arm {
 }  // namespace detail
 
 // Receives from ch; f(std::optional<T>) gets nullopt when ch is closed and drained.
-template <class T, class F>
-detail::recv_arm<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+template <class T, class A, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(const chan<T, A>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
@@ -7368,8 +7714,8 @@ detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
   return {ch.impl(), std::forward<F>(f)};
 }
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
-template <class T, class V, class F>
-detail::send_arm<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
+template <class T, class A, class V, class F>
+detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
   if constexpr (detail::chan_boxed<T>)
     return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
@@ -7562,12 +7908,12 @@ class select_case {
   std::unique_ptr<impl> p_;
   bool default_ = false;
 
-  template <class T, class F>
-  friend select_case recv_case(const chan<T>& ch, F&& f);
+  template <class T, class A, class F>
+  friend select_case recv_case(const chan<T, A>& ch, F&& f);
   template <class T, class F>
   friend select_case recv_case(const recv_chan<T>& ch, F&& f);
-  template <class T, class V, class F>
-  friend select_case send_case(const chan<T>& ch, V&& value, F&& f);
+  template <class T, class A, class V, class F>
+  friend select_case send_case(const chan<T, A>& ch, V&& value, F&& f);
   template <class F>
   friend select_case default_case(F&& f);
   friend GORO_DECL std::size_t select(std::span<select_case> cases);
@@ -7575,8 +7921,8 @@ class select_case {
 
 // A run-time case receiving from ch (nil: never chosen); f(std::optional<T>)
 // gets nullopt when ch is closed and drained.
-template <class T, class F>
-select_case recv_case(const chan<T>& ch, F&& f) {
+template <class T, class A, class F>
+select_case recv_case(const chan<T, A>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
   return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
@@ -7589,8 +7935,8 @@ select_case recv_case(const recv_chan<T>& ch, F&& f) {
 }
 // A run-time case sending value on ch, then running f(). On a closed
 // channel, choosing it raises goro::channel_closed.
-template <class T, class V, class F>
-select_case send_case(const chan<T>& ch, V&& value, F&& f) {
+template <class T, class A, class V, class F>
+select_case send_case(const chan<T, A>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::send_case: the callable must take no arguments");
   return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(ch.impl(), T(std::forward<V>(value)),
                                                                        std::forward<F>(f)),
@@ -7610,6 +7956,66 @@ select_case default_case(F&& f) {
 GORO_DECL std::size_t select(std::span<select_case> cases);
 
 }  // namespace goro
+
+namespace goro::detail {
+// select(span)'s working arrays, one entry per channel case. Up to
+// inline_cases on the stack (no allocation: a run-time select of a few
+// cases, the usual one, costs what the variadic select does); beyond, one
+// block from the calling goroutine's runtime allocator (memory.hpp;
+// operator new on a plain thread).
+struct select_scratch {
+  static constexpr std::size_t inline_cases = 8;
+  select_case* sc;
+  std::size_t* arg_index;
+  std::uint16_t* pollorder;
+  std::uint16_t* lockorder;
+  chan_waiter* waiters;
+};
+
+struct select_scratch_stack {
+  select_case sc[select_scratch::inline_cases];
+  std::size_t arg_index[select_scratch::inline_cases];
+  std::uint16_t pollorder[select_scratch::inline_cases], lockorder[select_scratch::inline_cases];
+  chan_waiter waiters[select_scratch::inline_cases];
+  select_scratch s{sc, arg_index, pollorder, lockorder, waiters};
+};
+
+class select_scratch_heap {
+ public:
+  explicit select_scratch_heap(std::size_t n) : n_(n) {
+    m_base* m = current_m();
+    mem_ = m && m->sched ? m->sched->memory : nullptr;
+    // waiters first (the strictest alignment), then the others by size.
+    static_assert(alignof(chan_waiter) >= alignof(select_case) && alignof(select_case) >= alignof(std::size_t));
+    block_ = static_cast<unsigned char*>(memory_allocate(mem_, bytes(), alignof(chan_waiter)));
+    unsigned char* at = block_;
+    s.waiters = reinterpret_cast<chan_waiter*>(at);
+    std::uninitialized_value_construct_n(s.waiters, n);  // noexcept constructors
+    at += n * sizeof(chan_waiter);
+    s.sc = reinterpret_cast<select_case*>(at);
+    at += n * sizeof(select_case);
+    s.arg_index = reinterpret_cast<std::size_t*>(at);
+    at += n * sizeof(std::size_t);
+    s.pollorder = reinterpret_cast<std::uint16_t*>(at);
+    s.lockorder = s.pollorder + n;
+  }
+  ~select_scratch_heap() {
+    std::destroy_n(s.waiters, n_);
+    memory_deallocate(mem_, block_, bytes(), alignof(chan_waiter));
+  }
+  select_scratch_heap(const select_scratch_heap&) = delete;
+  select_scratch_heap& operator=(const select_scratch_heap&) = delete;
+  select_scratch s{};
+
+ private:
+  std::size_t bytes() const noexcept {
+    return n_ * (sizeof(chan_waiter) + sizeof(select_case) + sizeof(std::size_t) + 2 * sizeof(std::uint16_t));
+  }
+  std::size_t n_;
+  runtime_memory* mem_;
+  unsigned char* block_;
+};
+}  // namespace goro::detail
 
 // ---- end goro/select.hpp ----
 // ---- begin goro/detail/netpoll.hpp ----
@@ -10117,18 +10523,19 @@ struct main_return_sched {
 
   // One pass of step 2; returns how many goroutines it woke.
   static std::size_t kill_pass(S& s) noexcept {
-    std::vector<g*> parked;
+    using g_list = std::vector<g*, memory_allocator<g*>>;  // the runtime's allocator
+    g_list parked{memory_allocator<g*>(s.memory)};
     s.for_each_g(
         [](g* gp, void* v) {
           // Not a main goroutine: one still parked is left over from a run()
           // that threw deadlock_error, and its run() frame is gone.
           if (gp->status.load(std::memory_order_acquire) == g_status::waiting && !gp->is_main &&
               gp->exiting.load(std::memory_order_relaxed) == exit_state::none)
-            static_cast<std::vector<g*>*>(v)->push_back(gp);
+            static_cast<g_list*>(v)->push_back(gp);
         },
         &parked);
     if (parked.empty()) return 0;
-    std::vector<g*> owned;
+    g_list owned{memory_allocator<g*>(s.memory)};
     {
       runtime_registry& reg = registry();
       std::lock_guard<std::mutex> lk(reg.lock);  // one pinner at a time (the goroutine dump too)
@@ -10228,7 +10635,10 @@ class global_run_queue {
   global_run_queue() = default;
   global_run_queue(const global_run_queue&) = delete;
   global_run_queue& operator=(const global_run_queue&) = delete;
-  ~global_run_queue() { delete[] buf_; }
+  ~global_run_queue() { release(buf_, buf_ ? std::size_t{mask_} + 1 : 0); }
+
+  // The runtime's allocator (memory.hpp), before the first reserve.
+  void set_memory(runtime_memory* m) noexcept { mem_ = m; }
 
   void push_back(g* gp) noexcept {
     GORO_CHAOS_POINT("globrunqput");
@@ -10307,17 +10717,17 @@ class global_run_queue {
     std::size_t want = cap ? cap : 64;
     while (want < n) want *= 2;
     if (want > (std::size_t{1} << 31)) raise_bad_alloc();
-    g** nb = new (std::nothrow) g*[want];
-    if (!nb) raise_bad_alloc();
+    g** nb = static_cast<g**>(memory_allocate(mem_, want * sizeof(g*), alignof(g*)));
     lock_.lock();
     const std::uint32_t size = size_.load(std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < size; ++i) nb[i] = buf_[(head_ + i) & mask_];
     g** old = buf_;
+    const std::size_t old_cap = old ? std::size_t{mask_} + 1 : 0;
     buf_ = nb;
     head_ = 0;
     mask_ = static_cast<std::uint32_t>(want - 1);
     lock_.unlock();
-    delete[] old;
+    release(old, old_cap);
   }
 
  private:
@@ -10328,11 +10738,16 @@ class global_run_queue {
     size_.store(size + 1, std::memory_order_release);
   }
 
+  void release(g** buf, std::size_t cap) noexcept {
+    if (buf) memory_deallocate(mem_, buf, cap * sizeof(g*), alignof(g*));
+  }
+
   spinlock lock_;
   std::atomic<std::uint32_t> size_{0};
   std::uint32_t head_ = 0;  // index of the first G
   std::uint32_t mask_ = 0;  // capacity - 1 (capacity: a power of two)
   g** buf_ = nullptr;
+  runtime_memory* mem_ = nullptr;  // nullptr: std::allocator
 };
 
 }  // namespace goro::detail
@@ -11237,10 +11652,17 @@ class sysmon {
   // spawn: run() or go() from outside; never from a goroutine, which
   // exists only after a first spawn). Without a thread the runtime still
   // works, without preemption or hand-offs.
+  // Every spawn calls it: the check stays inline, the start does not.
   void ensure_started() noexcept {
     if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
+    start();
+  }
+
+ private:
+  GORO_NOINLINE void start() noexcept {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
+    ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
     ticks_.assign(s_.created_ps(), p_ticks{});
     int err = thread_.start(
         s_.threads_, "sysmon",
@@ -11252,6 +11674,8 @@ class sysmon {
         this);
     if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
   }
+
+ public:
 
   // Stops and joins the thread (runtime shutdown, after every goroutine finished).
   void stop() noexcept {
@@ -11578,7 +12002,7 @@ class sysmon {
   Sched& s_;
   const long schedtrace_ms_;
   const steady::time_point start_;
-  std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::vector<p_ticks, memory_allocator<p_ticks>> ticks_;  // per P, sysmon's thread only (sized before it starts)
   std::int64_t release_first_ = 0, release_changed_ = 0;  // release_stacks (sysmon's thread)
   std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)
@@ -12170,24 +12594,25 @@ extern "C" {
 
 namespace goro::detail {
 
-// Adds a block of `count` G records of runtime rt (may raise bad_alloc;
-// nothing changes then).
-inline void debug_add_block(g* gs, std::size_t count, const void* rt) {
-  auto* b = new goro_v0_1_debug_block{nullptr, gs, count, rt};
+// Adds a block of `count` G records of runtime rt, its entry from rt's
+// allocator `mem` (memory.hpp; may raise bad_alloc: nothing changes then).
+inline void debug_add_block(g* gs, std::size_t count, const void* rt, runtime_memory* mem) {
+  using block = goro_v0_1_debug_block;
+  auto* b = ::new (memory_allocate(mem, sizeof(block), alignof(block))) block{nullptr, gs, count, rt};
   std::lock_guard<std::mutex> lk(debug_blocks_lock());
   b->next = goro_v0_1_debug.blocks;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // filled in before it is linked
   goro_v0_1_debug.blocks = b;
 }
 
-// Removes every block of runtime rt.
-inline void debug_remove_blocks(const void* rt) noexcept {
+// Removes every block of runtime rt (`mem`: as given to debug_add_block).
+inline void debug_remove_blocks(const void* rt, runtime_memory* mem) noexcept {
   std::lock_guard<std::mutex> lk(debug_blocks_lock());
   for (goro_v0_1_debug_block* volatile* link = &goro_v0_1_debug.blocks; *link;) {
     goro_v0_1_debug_block* b = *link;
     if (b->runtime == rt) {
       *link = b->next;
-      delete b;
+      memory_deallocate(mem, b, sizeof(goro_v0_1_debug_block), alignof(goro_v0_1_debug_block));
     } else {
       link = &b->next;
     }
@@ -12575,6 +13000,17 @@ class scheduler final : public sched_base {
                                     static_cast<std::uint32_t>(steal_ratio::num),
                                     static_cast<std::uint32_t>(steal_ratio::den)>;
   using allocator = typename Policy::stack_allocator;
+  // The policy's allocator_type (goro::allocator<A>), rebound per record
+  // type: everything the scheduler owns comes from it (memory.hpp).
+  using rt_allocator = typename Policy::allocator_type;
+  template <class T>
+  using alloc_of = rebind_t<rt_allocator, T>;
+  template <class T>
+  using vec = std::vector<T, alloc_of<T>>;
+  template <class T>
+  using owned = record_ptr<T, rt_allocator>;
+  template <class T>
+  using owned_array = record_array_ptr<T, rt_allocator>;
   // With the default allocator stacks are virtual memory that never runs out
   // in practice, so a goroutine gets its stack when it first runs. A custom
   // allocator may be a finite pool: then the stack is taken at spawn, so
@@ -12670,8 +13106,14 @@ class scheduler final : public sched_base {
   };
 
  public:
-  explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
-      : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
+  explicit scheduler(unsigned nprocs, bool detect_deadlock = true,  // checkdead: detect_deadlock
+                     const rt_allocator& a = rt_allocator())
+      : ra_(a),
+        nprocs_(nprocs == 0 ? 1 : nprocs),
+        allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
+        detect_deadlock_(detect_deadlock) {
+    memory = ra_.memory();  // before anything allocates through it
+    globq_.set_memory(memory);
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
     if (shadow_stack_active())  // see cet.hpp
       raise_usage(
@@ -12700,6 +13142,16 @@ class scheduler final : public sched_base {
 
   ~scheduler() override {
     shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
+  }
+
+  // basic_runtime's deleter: the scheduler's own storage came from the
+  // runtime's allocator (new_scheduler), so it goes back there.
+  void destroy() noexcept override {
+    using traits = std::allocator_traits<alloc_of<scheduler>>;
+    alloc_of<scheduler> a(ra_.get());  // a copy: ra_ goes with the scheduler
+    auto self = std::pointer_traits<typename traits::pointer>::pointer_to(*this);
+    this->~scheduler();
+    traits::deallocate(a, self, 1);
   }
 
   // ---- sched_base ----
@@ -12997,8 +13449,8 @@ class scheduler final : public sched_base {
   void goexit0(p* pp, g* gp) noexcept;
 
   // ---- gomaxprocs: P records (sched_resize.hpp) ----
-  static std::vector<std::unique_ptr<p>> make_ps(unsigned from, unsigned to);
-  void create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps);
+  vec<owned<p>> make_ps(unsigned from, unsigned to);
+  void create_ps_locked(const sched_lock&, vec<owned<p>> ps);
   void activate_locked(const sched_lock&, unsigned from, unsigned to) noexcept;
   void retire_locked(const sched_lock&, p* pp) noexcept;
   void drop_retired_p(m* mm);
@@ -13018,6 +13470,9 @@ class scheduler final : public sched_base {
   GORO_NOINLINE void trace_create(m* mm, g* gp) noexcept;
 
   // ---- state ----
+  // The runtime's one copy of the policy's allocator (declared first: it
+  // outlives every member that allocated from it).
+  runtime_allocator_holder<rt_allocator> ra_;
   // gomaxprocs: Ps [0, nprocs_) are active. Records [nprocs_, nallp_) are
   // retired by a shrink (kept, for their counters, timers and a later
   // growth). allp_ has max_procs slots; a slot is written once, under
@@ -13025,12 +13480,12 @@ class scheduler final : public sched_base {
   // the lock. nprocs_ changes only under lock_ (with the idle list).
   std::atomic<unsigned> nprocs_;
   std::atomic<unsigned> nallp_{0};
-  std::unique_ptr<p*[]> allp_;
-  std::vector<std::unique_ptr<p>> p_records_;  // owns allp_'s records (lock_)
+  owned_array<p*> allp_;
+  vec<owned<p>> p_records_{alloc_of<owned<p>>(ra_.get())};  // owns allp_'s records (lock_)
   // Steal order over [0, nallp_); replaced when nallp_ grows. Old orders are
   // kept (a stealer may still hold one) until the runtime ends.
   std::atomic<const coprime_order*> steal_order_{nullptr};
-  std::vector<std::unique_ptr<coprime_order>> steal_orders_;  // lock_
+  vec<owned<coprime_order>> steal_orders_{alloc_of<owned<coprime_order>>(ra_.get())};  // lock_
 
   std::mutex resize_lock_;  // gomaxprocs: one resize at a time (taken before lock_)
   std::mutex lock_;  // sched.lock: idle P and M lists, allm (not the global queue: it has its own)
@@ -13042,7 +13497,7 @@ class scheduler final : public sched_base {
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
-  std::vector<m*> allm_;
+  vec<m*> allm_{alloc_of<m*>(ra_.get())};
   thread_config threads_;  // options: thread_factory, thread_name, max_threads (os_thread.hpp)
   // run()'s main goroutine's stack with the default allocator
   // (options::main_stack_size): a thread's 8 MiB by default, since main
@@ -13053,8 +13508,8 @@ class scheduler final : public sched_base {
   std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
 
   std::mutex gfree_lock_;  // global free G list and G blocks
-  std::vector<g*> gfree_;  // free G records, most recently freed last
-  std::vector<std::unique_ptr<g[]>> g_blocks_;
+  vec<g*> gfree_{alloc_of<g*>(ra_.get())};  // free G records, most recently freed last
+  vec<owned_array<g>> g_blocks_{alloc_of<owned_array<g>>(ra_.get())};  // gfree_batch records each
 
   alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
   std::atomic<std::uint64_t> offp_spawns_{0};
@@ -13932,8 +14387,9 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
 
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
-  m* mm = new (std::nothrow) m();
-  if (!mm) return ENOMEM;
+  m* mm = nullptr;
+  GORO_TRY { mm = allocate_record<m>(ra_.get()).release(); }  // the runtime's allocator; freed at shutdown
+  GORO_CATCH_ALL { return ENOMEM; }
   mm->sched = this;
   mm->spinning = std::move(spinning);
   mm->nextp = pp;
@@ -14389,10 +14845,10 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
   const std::size_t total = (g_blocks_.size() + 1) * gfree_batch;
   globq_.reserve(total);
   gfree_.reserve(total);
-  g_blocks_.reserve(g_blocks_.size() + 1);
-  auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
-  if (!block) raise_bad_alloc();
-  debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
+  // Geometric: an exact +1 moved every block's owner at each new block.
+  if (g_blocks_.size() == g_blocks_.capacity()) g_blocks_.reserve(2 * g_blocks_.size() + 1);
+  auto block = allocate_records<g>(ra_.get(), gfree_batch);  // the runtime's allocator (may throw)
+  debug_add_block(block.get(), gfree_batch, this, memory);  // debugger: tools/goro-gdb.py (may throw: nothing added)
   for (std::uint32_t i = gfree_batch; i-- > 0;) {
     block[i].sched = this;
     gfree_.push_back(&block[i]);
@@ -14641,11 +15097,12 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
 
 // New P records with ids [from, to) (none if to <= from).
 template <class Policy>
-inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vector<std::unique_ptr<p>> {
-  std::vector<std::unique_ptr<p>> ps;
+inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> vec<owned<p>> {
+  vec<owned<p>> ps{alloc_of<owned<p>>(ra_.get())};
   for (unsigned i = from; i < to; ++i) {
-    ps.push_back(std::make_unique<p>());
+    ps.push_back(allocate_record<p>(ra_.get()));
     ps.back()->id = i;
+    ps.back()->timers.set_memory(memory);
   }
   return ps;
 }
@@ -14653,10 +15110,12 @@ inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vecto
 // Publishes new P records (lock_ held): their slots, then nallp_, then a
 // steal order covering them.
 template <class Policy>
-inline auto scheduler<Policy>::create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps) -> void {
+inline auto scheduler<Policy>::create_ps_locked(const sched_lock&, vec<owned<p>> ps) -> void {
   if (ps.empty()) return;
   unsigned to = ps.back()->id + 1;
-  auto order = std::make_unique<coprime_order>(to);
+  owned<coprime_order> order = allocate_record<coprime_order>(ra_.get());
+  order->set_memory(memory);
+  order->reset(to);
   steal_orders_.reserve(steal_orders_.size() + 1);
   p_records_.reserve(p_records_.size() + ps.size());  // no throw past this point
   for (auto& rec : ps) {
@@ -14773,7 +15232,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
 
-  auto mm = std::make_unique<m>();
+  owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
   mm->sched = this;
@@ -14895,7 +15354,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
-  std::vector<m*> ms;
+  vec<m*> ms{alloc_of<m*>(ra_.get())};
   {
     sched_lock lk(*this);
     ms = allm_;
@@ -14904,7 +15363,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
     mm->thread.join();
-    delete mm;
+    record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator
   }
   unlink_blocked();
   // Timers still queued (a ticker nobody stopped, with no goroutine left)
@@ -15055,8 +15514,8 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
   }
   // Unregistered (shutdown): no dump walks the records any more; the
   // lock orders this with a for_each_g that started before.
-  debug_remove_blocks(this);  // debugger: before the records go
-  decltype(g_blocks_) blocks;
+  debug_remove_blocks(this, memory);  // debugger: before the records go
+  decltype(g_blocks_) blocks(g_blocks_.get_allocator());
   {
     std::lock_guard<std::mutex> lk(gfree_lock_);
     blocks.swap(g_blocks_);
@@ -15159,8 +15618,19 @@ inline unsigned resolve_maxprocs(unsigned requested) {
 }
 
 template <class Policy>
-sched_base* new_scheduler(const options& o) {
-  auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
+sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a) {
+  // The scheduler record itself comes from the runtime's allocator too
+  // (scheduler::destroy gives it back).
+  using sched_alloc = rebind_t<typename Policy::allocator_type, scheduler<Policy>>;
+  using traits = std::allocator_traits<sched_alloc>;
+  sched_alloc sa(a);
+  scheduler<Policy>* raw = std::to_address(traits::allocate(sa, 1));
+  GORO_TRY { ::new (static_cast<void*>(raw)) scheduler<Policy>(resolve_maxprocs(o.maxprocs), o.detect_deadlock, a); }
+  GORO_CATCH_ALL {
+    traits::deallocate(sa, std::pointer_traits<typename traits::pointer>::pointer_to(*raw), 1);
+    GORO_RETHROW;
+  }
+  std::unique_ptr<scheduler<Policy>, sched_delete> s(raw);
   s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
   s->set_threads(thread_config{o.thread_factory, o.thread_name, o.max_threads});
   s->set_main_stack_size(o.main_stack_size);
@@ -15237,7 +15707,7 @@ GORO_DECL std::int64_t timer_heap::run_due(std::int64_t now) noexcept {
 
 GORO_DECL void timer_heap::clear() noexcept {
   lock_.lock();
-  std::vector<timer*> all;
+  std::vector<timer*, memory_allocator<timer*>> all(heap_.get_allocator());
   all.swap(heap_);
   for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
   count_.store(0, std::memory_order_relaxed);
@@ -16020,21 +16490,25 @@ GORO_DECL std::size_t select(std::span<select_case> cases) {
 
   std::size_t chosen = default_index;
   if (n > 0) {
-    auto sc = std::make_unique<detail::select_case[]>(n);
-    auto arg_index = std::make_unique<std::size_t[]>(n);
-    auto pollorder = std::make_unique<std::uint16_t[]>(n);
-    auto lockorder = std::make_unique<std::uint16_t[]>(n);
-    auto waiters = std::make_unique<detail::chan_waiter[]>(n);
-    for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
-      if (cases[i].default_) continue;
-      sc[ci] = cases[i].p_->prepare();
-      arg_index[ci++] = i;
+    auto go = [&](detail::select_scratch& w) {
+      for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
+        if (cases[i].default_) continue;
+        w.sc[ci] = cases[i].p_->prepare();
+        w.arg_index[ci++] = i;
+      }
+      bool send_closed = false;
+      std::size_t k =
+          detail::select_go(w.sc, n, ndefault != 0, w.pollorder, w.lockorder, w.waiters, send_closed);
+      if (send_closed) detail::raise_send_closed();
+      if (k != n) chosen = w.arg_index[k];
+    };
+    if (n <= detail::select_scratch::inline_cases) {
+      detail::select_scratch_stack w;
+      go(w.s);
+    } else {
+      detail::select_scratch_heap w(n);
+      go(w.s);
     }
-    bool send_closed = false;
-    std::size_t k = detail::select_go(sc.get(), n, ndefault != 0, pollorder.get(), lockorder.get(), waiters.get(),
-                                      send_closed);
-    if (send_closed) detail::raise_send_closed();
-    if (k != n) chosen = arg_index[k];
   } else if (ndefault == 0) {
     detail::block_forever_nil("select");
   }

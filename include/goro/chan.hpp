@@ -1,4 +1,4 @@
-// goro::chan<T>: Go's channels (mirror src/runtime/chan.go).
+// goro::chan<T, Alloc>: Go's channels (mirror src/runtime/chan.go).
 //
 // A channel is an hchan: a ring buffer of `capacity` slots, a FIFO of
 // blocked receivers (recvq) and one of blocked senders (sendq), all under
@@ -41,7 +41,7 @@
 
 namespace goro {
 
-template <class T>
+template <class T, class Alloc = std::allocator<T>>
 class chan;
 template <class T>
 class recv_chan;
@@ -197,14 +197,21 @@ struct hchan : chan_core {
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
     if (cap) storage = std::allocator<T>().allocate(cap);
   }
+  // For hchan_alloc: the ring comes from its allocator.
+  struct foreign_storage {};
+  hchan(std::size_t capacity, foreign_storage) : chan_core(capacity) {}
   ~hchan() {
     if (!storage) return;
+    destroy_items();
+    std::allocator<T>().deallocate(slots(), cap);
+  }
+  T* slots() const noexcept { return static_cast<T*>(storage); }
+  // The values still buffered (a channel dropped with items in it).
+  void destroy_items() noexcept {
     T* buf = slots();
     std::size_t n = count.load(std::memory_order_relaxed);
     for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
-    std::allocator<T>().deallocate(buf, cap);
   }
-  T* slots() const noexcept { return static_cast<T*>(storage); }
   hchan(const hchan&) = delete;
   hchan& operator=(const hchan&) = delete;
 
@@ -403,6 +410,30 @@ struct hchan : chan_core {
   }
 };
 
+// The channel of a chan<T, Alloc> with an allocator other than
+// std::allocator<T>: its ring from Alloc (rebound to the element type), and
+// the record itself, with its shared_ptr control block, made by
+// std::allocate_shared with Alloc (chan's constructor). A handle still
+// holds an hchan<E>* (what select and recv_chan<T> use): the allocator
+// changes only who provides the memory. The control block destroys the
+// record as this type, so ~hchan_alloc runs first and leaves ~hchan nothing.
+template <class E, class Alloc>
+struct hchan_alloc final : hchan<E> {
+  using elem_alloc = typename std::allocator_traits<Alloc>::template rebind_alloc<E>;
+  using traits = std::allocator_traits<elem_alloc>;
+  hchan_alloc(std::size_t capacity, const Alloc& a)
+      : hchan<E>(capacity, typename hchan<E>::foreign_storage{}), alloc(a) {
+    if (this->cap) this->storage = std::to_address(traits::allocate(alloc, this->cap));
+  }
+  ~hchan_alloc() {
+    if (!this->storage) return;
+    this->destroy_items();
+    traits::deallocate(alloc, std::pointer_traits<typename traits::pointer>::pointer_to(*this->slots()), this->cap);
+    this->storage = nullptr;
+  }
+  [[no_unique_address]] elem_alloc alloc;
+};
+
 // What a chan<T> holds. A T whose move may throw (or allocate: a
 // std::deque) travels boxed: the sender moves it into a heap node before
 // taking the lock and the receiver moves it out after releasing it, so only
@@ -459,17 +490,35 @@ std::optional<T> chan_try_recv(hchan<chan_elem<T>>* c) {
 // moved-from handle is a nil channel, as Go's zero chan: send and receive
 // block forever, try_send / try_recv find nothing ready, close is a
 // usage_error.
-template <class T>
+//
+// Alloc, as for the standard containers, provides the channel's memory:
+// its buffer and its shared state (the channel record with the handles'
+// reference count) come from Alloc, rebound. A channel belongs to no
+// runtime, so it does not use a runtime's allocator_type. Values of a T
+// whose move may throw travel boxed (chan_elem), each box from operator new.
+template <class T, class Alloc>
 class chan {
   static_assert(std::is_move_constructible_v<T>, "goro::chan<T>: T must be move-constructible");
   static_assert(!std::is_reference_v<T> && std::is_same_v<T, std::remove_cv_t<T>>,
                 "goro::chan<T>: T must be a non-const object type");
+  static_assert(requires { typename Alloc::value_type; },
+                "goro::chan<T, Alloc>: Alloc must meet the standard Allocator requirements (no value_type)");
+  static_assert(std::is_same_v<typename std::allocator_traits<Alloc>::value_type, T>,
+                "goro::chan<T, Alloc>: Alloc::value_type must be T (as for the standard containers)");
 
  public:
   using impl_type = detail::hchan<detail::chan_elem<T>>;
+  using allocator_type = Alloc;
 
   // capacity 0: unbuffered (every send meets a receiver).
-  explicit chan(std::size_t capacity = 0) : c_(std::make_shared<impl_type>(capacity)) {}
+  explicit chan(std::size_t capacity = 0) : chan(capacity, Alloc()) {}
+  // The buffer and the shared state from a copy of a.
+  chan(std::size_t capacity, const Alloc& a) {
+    if constexpr (std::is_same_v<Alloc, std::allocator<T>>)
+      c_ = std::make_shared<impl_type>(capacity);
+    else
+      c_ = std::allocate_shared<detail::hchan_alloc<detail::chan_elem<T>, Alloc>>(a, capacity, a);
+  }
   // The nil channel (Go's `var c chan T`): `chan<T> c = nullptr;`, or
   // `c = nullptr` to switch a select case off. Send and receive block
   // forever, close is a usage_error, a select case on it is never chosen.
@@ -572,8 +621,10 @@ class recv_chan {
 
   recv_chan() noexcept = default;  // the nil channel
   recv_chan(std::nullptr_t) noexcept {}
-  recv_chan(const chan<T>& c) noexcept : c_(c.c_) {}  // NOLINT(google-explicit-constructor): as Go's conversion
-  recv_chan(chan<T>&& c) noexcept : c_(std::move(c.c_)) {}
+  template <class A>
+  recv_chan(const chan<T, A>& c) noexcept : c_(c.c_) {}  // NOLINT(google-explicit-constructor): as Go's conversion
+  template <class A>
+  recv_chan(chan<T, A>&& c) noexcept : c_(std::move(c.c_)) {}
 
   std::optional<T> recv() { return detail::chan_recv<T>(c_.get()); }
   std::optional<T> try_recv() { return detail::chan_try_recv<T>(c_.get()); }

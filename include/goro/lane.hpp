@@ -62,6 +62,7 @@ class lane_sched final : public sched_base {
  public:
   lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
     ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
+    memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
   }
   sched_base* rt() const noexcept { return rt_; }
 

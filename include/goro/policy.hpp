@@ -5,8 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <ratio>
 #include <type_traits>
 
@@ -37,6 +39,11 @@ struct default_policy {
   // Bytes of stack per goroutine (fixed size; stacks do not grow).
   static constexpr std::size_t stack_size = 64 * 1024;
   using stack_allocator = goro::default_stack_allocator;
+  // Every allocation the runtime makes besides stacks (G, P and M records,
+  // free lists, timer heaps, the global run queue, out-of-line closures,
+  // select's scratch arrays): a standard Allocator, rebound per type,
+  // thread-safe; the runtime keeps one copy (docs/policies.md, "Allocator").
+  using allocator_type = std::allocator<std::byte>;
 };
 
 // ---- options for goro::policy<...> ----
@@ -96,6 +103,26 @@ struct stacks {
     using stack_allocator = Allocator;
   };
 };
+
+// allocator_type = A: the runtime's allocations go through A (docs/policies.md).
+template <class A>
+struct allocator {
+  template <class B>
+  struct apply : B {
+    using allocator_type = A;
+  };
+};
+
+// The standard Allocator requirements the runtime relies on: value_type,
+// copies, and allocate / deallocate through std::allocator_traits after a
+// rebind (the runtime asks for its record types and for raw aligned units).
+template <class A>
+concept runtime_allocator =
+    requires { typename A::value_type; } && std::is_nothrow_copy_constructible_v<A> &&
+    requires(typename std::allocator_traits<A>::template rebind_alloc<std::max_align_t> a, std::size_t n) {
+      { a.allocate(n) } -> std::same_as<typename std::allocator_traits<decltype(a)>::pointer>;
+      a.deallocate(a.allocate(n), n);
+    };
 
 namespace detail {
 template <class Base, class... Options>
@@ -169,6 +196,13 @@ constexpr bool check_policy() {
     static_assert(goro::stack_allocator<typename P::stack_allocator>,
                   "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
                   "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
+  }
+  if constexpr (!requires { typename P::allocator_type; }) {
+    static_assert(requires { typename P::allocator_type; }, "goro policy: missing field allocator_type");
+  } else {
+    static_assert(goro::runtime_allocator<typename P::allocator_type>,
+                  "goro policy: allocator_type must meet the standard Allocator requirements (value_type; "
+                  "nothrow copies; allocate(n) / deallocate(p, n) through std::allocator_traits after a rebind)");
   }
   return true;
 }

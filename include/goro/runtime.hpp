@@ -90,7 +90,7 @@ namespace detail {
 // instantiates it for default_policy, and GORO_INSTANTIATE_RUNTIME(P) there
 // for any other policy P a program uses.
 template <class Policy>
-sched_base* new_scheduler(const options& o);
+sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a);
 
 // The calling goroutine's M, or a usage_error naming `call`.
 inline m_base* require_goroutine(const char* call) {
@@ -158,8 +158,12 @@ class basic_runtime {
 
  public:
   using policy_type = Policy;
+  using allocator_type = typename Policy::allocator_type;
 
-  explicit basic_runtime(options o = {}) : sched_(detail::new_scheduler<Policy>(o)) {}
+  explicit basic_runtime(options o = {}) : basic_runtime(std::move(o), default_allocator()) {}
+  // With the runtime's one copy of the policy's allocator (goro::allocator<A>):
+  // every allocation the runtime makes comes from copies of it (docs/policies.md).
+  basic_runtime(options o, const allocator_type& a) : sched_(detail::new_scheduler<Policy>(o, a)) {}
 
   // With main_return::unwind, ends the goroutines still alive as run()
   // does when main returns (goroutines started by go() with no run()
@@ -243,7 +247,14 @@ class basic_runtime {
   runtime_stats stats() const noexcept { return sched_->stats(); }
 
  private:
-  std::unique_ptr<detail::sched_base> sched_;
+  static allocator_type default_allocator() {
+    static_assert(std::is_default_constructible_v<allocator_type>,
+                  "goro policy: allocator_type is not default-constructible: pass one to "
+                  "basic_runtime(options, allocator)");
+    return allocator_type();
+  }
+
+  std::unique_ptr<detail::sched_base, detail::sched_delete> sched_;
 };
 
 using runtime = basic_runtime<>;
@@ -394,7 +405,9 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 // Separate compilation: the implementation file compiles the scheduler of
 // every policy the program's runtimes use; default_policy's here, others
 // with GORO_INSTANTIATE_RUNTIME(Policy) after including goro.hpp.
-#define GORO_INSTANTIATE_RUNTIME(...) template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>(const ::goro::options&)
+#define GORO_INSTANTIATE_RUNTIME(...)                                               \
+  template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>( \
+      const ::goro::options&, const typename __VA_ARGS__::allocator_type&)
 
 #if GORO_COMPILE_RUNTIME
 #include "detail/sched.hpp"

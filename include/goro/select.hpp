@@ -117,8 +117,8 @@ struct default_arm {
 }  // namespace detail
 
 // Receives from ch; f(std::optional<T>) gets nullopt when ch is closed and drained.
-template <class T, class F>
-detail::recv_arm<T, std::decay_t<F>> on_recv(const chan<T>& ch, F&& f) {
+template <class T, class A, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(const chan<T, A>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
@@ -130,8 +130,8 @@ detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
   return {ch.impl(), std::forward<F>(f)};
 }
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
-template <class T, class V, class F>
-detail::send_arm<T, std::decay_t<F>> on_send(const chan<T>& ch, V&& value, F&& f) {
+template <class T, class A, class V, class F>
+detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::on_send: the callable must take no arguments");
   if constexpr (detail::chan_boxed<T>)
     return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
@@ -324,12 +324,12 @@ class select_case {
   std::unique_ptr<impl> p_;
   bool default_ = false;
 
-  template <class T, class F>
-  friend select_case recv_case(const chan<T>& ch, F&& f);
+  template <class T, class A, class F>
+  friend select_case recv_case(const chan<T, A>& ch, F&& f);
   template <class T, class F>
   friend select_case recv_case(const recv_chan<T>& ch, F&& f);
-  template <class T, class V, class F>
-  friend select_case send_case(const chan<T>& ch, V&& value, F&& f);
+  template <class T, class A, class V, class F>
+  friend select_case send_case(const chan<T, A>& ch, V&& value, F&& f);
   template <class F>
   friend select_case default_case(F&& f);
   friend GORO_DECL std::size_t select(std::span<select_case> cases);
@@ -337,8 +337,8 @@ class select_case {
 
 // A run-time case receiving from ch (nil: never chosen); f(std::optional<T>)
 // gets nullopt when ch is closed and drained.
-template <class T, class F>
-select_case recv_case(const chan<T>& ch, F&& f) {
+template <class T, class A, class F>
+select_case recv_case(const chan<T, A>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
   return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
@@ -351,8 +351,8 @@ select_case recv_case(const recv_chan<T>& ch, F&& f) {
 }
 // A run-time case sending value on ch, then running f(). On a closed
 // channel, choosing it raises goro::channel_closed.
-template <class T, class V, class F>
-select_case send_case(const chan<T>& ch, V&& value, F&& f) {
+template <class T, class A, class V, class F>
+select_case send_case(const chan<T, A>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::send_case: the callable must take no arguments");
   return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(ch.impl(), T(std::forward<V>(value)),
                                                                        std::forward<F>(f)),
@@ -372,6 +372,66 @@ select_case default_case(F&& f) {
 GORO_DECL std::size_t select(std::span<select_case> cases);
 
 }  // namespace goro
+
+namespace goro::detail {
+// select(span)'s working arrays, one entry per channel case. Up to
+// inline_cases on the stack (no allocation: a run-time select of a few
+// cases, the usual one, costs what the variadic select does); beyond, one
+// block from the calling goroutine's runtime allocator (memory.hpp;
+// operator new on a plain thread).
+struct select_scratch {
+  static constexpr std::size_t inline_cases = 8;
+  select_case* sc;
+  std::size_t* arg_index;
+  std::uint16_t* pollorder;
+  std::uint16_t* lockorder;
+  chan_waiter* waiters;
+};
+
+struct select_scratch_stack {
+  select_case sc[select_scratch::inline_cases];
+  std::size_t arg_index[select_scratch::inline_cases];
+  std::uint16_t pollorder[select_scratch::inline_cases], lockorder[select_scratch::inline_cases];
+  chan_waiter waiters[select_scratch::inline_cases];
+  select_scratch s{sc, arg_index, pollorder, lockorder, waiters};
+};
+
+class select_scratch_heap {
+ public:
+  explicit select_scratch_heap(std::size_t n) : n_(n) {
+    m_base* m = current_m();
+    mem_ = m && m->sched ? m->sched->memory : nullptr;
+    // waiters first (the strictest alignment), then the others by size.
+    static_assert(alignof(chan_waiter) >= alignof(select_case) && alignof(select_case) >= alignof(std::size_t));
+    block_ = static_cast<unsigned char*>(memory_allocate(mem_, bytes(), alignof(chan_waiter)));
+    unsigned char* at = block_;
+    s.waiters = reinterpret_cast<chan_waiter*>(at);
+    std::uninitialized_value_construct_n(s.waiters, n);  // noexcept constructors
+    at += n * sizeof(chan_waiter);
+    s.sc = reinterpret_cast<select_case*>(at);
+    at += n * sizeof(select_case);
+    s.arg_index = reinterpret_cast<std::size_t*>(at);
+    at += n * sizeof(std::size_t);
+    s.pollorder = reinterpret_cast<std::uint16_t*>(at);
+    s.lockorder = s.pollorder + n;
+  }
+  ~select_scratch_heap() {
+    std::destroy_n(s.waiters, n_);
+    memory_deallocate(mem_, block_, bytes(), alignof(chan_waiter));
+  }
+  select_scratch_heap(const select_scratch_heap&) = delete;
+  select_scratch_heap& operator=(const select_scratch_heap&) = delete;
+  select_scratch s{};
+
+ private:
+  std::size_t bytes() const noexcept {
+    return n_ * (sizeof(chan_waiter) + sizeof(select_case) + sizeof(std::size_t) + 2 * sizeof(std::uint16_t));
+  }
+  std::size_t n_;
+  runtime_memory* mem_;
+  unsigned char* block_;
+};
+}  // namespace goro::detail
 
 #if GORO_COMPILE_RUNTIME
 namespace goro {
@@ -499,21 +559,25 @@ GORO_DECL std::size_t select(std::span<select_case> cases) {
 
   std::size_t chosen = default_index;
   if (n > 0) {
-    auto sc = std::make_unique<detail::select_case[]>(n);
-    auto arg_index = std::make_unique<std::size_t[]>(n);
-    auto pollorder = std::make_unique<std::uint16_t[]>(n);
-    auto lockorder = std::make_unique<std::uint16_t[]>(n);
-    auto waiters = std::make_unique<detail::chan_waiter[]>(n);
-    for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
-      if (cases[i].default_) continue;
-      sc[ci] = cases[i].p_->prepare();
-      arg_index[ci++] = i;
+    auto go = [&](detail::select_scratch& w) {
+      for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
+        if (cases[i].default_) continue;
+        w.sc[ci] = cases[i].p_->prepare();
+        w.arg_index[ci++] = i;
+      }
+      bool send_closed = false;
+      std::size_t k =
+          detail::select_go(w.sc, n, ndefault != 0, w.pollorder, w.lockorder, w.waiters, send_closed);
+      if (send_closed) detail::raise_send_closed();
+      if (k != n) chosen = w.arg_index[k];
+    };
+    if (n <= detail::select_scratch::inline_cases) {
+      detail::select_scratch_stack w;
+      go(w.s);
+    } else {
+      detail::select_scratch_heap w(n);
+      go(w.s);
     }
-    bool send_closed = false;
-    std::size_t k = detail::select_go(sc.get(), n, ndefault != 0, pollorder.get(), lockorder.get(), waiters.get(),
-                                      send_closed);
-    if (send_closed) detail::raise_send_closed();
-    if (k != n) chosen = arg_index[k];
   } else if (ndefault == 0) {
     detail::block_forever_nil("select");
   }

@@ -25,6 +25,7 @@
 #include "context.hpp"
 #include "g.hpp"
 #include "gdb_script.hpp"
+#include "memory.hpp"
 #include "wait_reason.hpp"
 
 extern "C" {
@@ -82,24 +83,25 @@ extern "C" {
 
 namespace goro::detail {
 
-// Adds a block of `count` G records of runtime rt (may raise bad_alloc;
-// nothing changes then).
-inline void debug_add_block(g* gs, std::size_t count, const void* rt) {
-  auto* b = new goro_v0_1_debug_block{nullptr, gs, count, rt};
+// Adds a block of `count` G records of runtime rt, its entry from rt's
+// allocator `mem` (memory.hpp; may raise bad_alloc: nothing changes then).
+inline void debug_add_block(g* gs, std::size_t count, const void* rt, runtime_memory* mem) {
+  using block = goro_v0_1_debug_block;
+  auto* b = ::new (memory_allocate(mem, sizeof(block), alignof(block))) block{nullptr, gs, count, rt};
   std::lock_guard<std::mutex> lk(debug_blocks_lock());
   b->next = goro_v0_1_debug.blocks;
   std::atomic_signal_fence(std::memory_order_seq_cst);  // filled in before it is linked
   goro_v0_1_debug.blocks = b;
 }
 
-// Removes every block of runtime rt.
-inline void debug_remove_blocks(const void* rt) noexcept {
+// Removes every block of runtime rt (`mem`: as given to debug_add_block).
+inline void debug_remove_blocks(const void* rt, runtime_memory* mem) noexcept {
   std::lock_guard<std::mutex> lk(debug_blocks_lock());
   for (goro_v0_1_debug_block* volatile* link = &goro_v0_1_debug.blocks; *link;) {
     goro_v0_1_debug_block* b = *link;
     if (b->runtime == rt) {
       *link = b->next;
-      delete b;
+      memory_deallocate(mem, b, sizeof(goro_v0_1_debug_block), alignof(goro_v0_1_debug_block));
     } else {
       link = &b->next;
     }

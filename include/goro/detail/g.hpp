@@ -16,12 +16,17 @@
 #include "../stack.hpp"
 #include "../os/os.hpp"
 #include "config.hpp"
+#include "memory.hpp"
 #include "wait_reason.hpp"
 
 namespace goro::detail {
 
 class sched_base;
 struct m_base;
+class runtime_memory;
+// The runtime's allocator (m.hpp): a closure too big for the G record is
+// stored out of line there.
+runtime_memory* sched_memory(const sched_base* s) noexcept;
 
 enum class g_status : std::uint32_t {
   idle,      // in a free list
@@ -178,7 +183,14 @@ void set_closure(g* gp, F&& f, A&&... args) {
   if constexpr (fits) {
     ::new (static_cast<void*>(gp->inline_closure)) bound(std::forward<F>(f), std::forward<A>(args)...);
   } else {
-    gp->heap_closure = new bound(std::forward<F>(f), std::forward<A>(args)...);
+    runtime_memory* mem = sched_memory(gp->sched);
+    void* p = memory_allocate(mem, sizeof(bound), alignof(bound));
+    GORO_TRY { ::new (p) bound(std::forward<F>(f), std::forward<A>(args)...); }
+    GORO_CATCH_ALL {
+      memory_deallocate(mem, p, sizeof(bound), alignof(bound));
+      GORO_RETHROW;
+    }
+    gp->heap_closure = p;
   }
   gp->closure_op = [](g* self, bool run) {
     bound* b;
@@ -190,10 +202,8 @@ void set_closure(g* gp, F&& f, A&&... args) {
       g* self;
       bound* b;
       ~destroy() {
-        if constexpr (fits)
-          b->~bound();
-        else
-          delete b;
+        b->~bound();
+        if constexpr (!fits) memory_deallocate(sched_memory(self->sched), b, sizeof(bound), alignof(bound));
         self->heap_closure = nullptr;
         self->closure_op = nullptr;
       }

@@ -26,6 +26,7 @@
 #include "../error.hpp"
 #include "chaos.hpp"
 #include "g.hpp"
+#include "memory.hpp"
 #include "spinlock.hpp"
 
 namespace goro::detail {
@@ -35,7 +36,10 @@ class global_run_queue {
   global_run_queue() = default;
   global_run_queue(const global_run_queue&) = delete;
   global_run_queue& operator=(const global_run_queue&) = delete;
-  ~global_run_queue() { delete[] buf_; }
+  ~global_run_queue() { release(buf_, buf_ ? std::size_t{mask_} + 1 : 0); }
+
+  // The runtime's allocator (memory.hpp), before the first reserve.
+  void set_memory(runtime_memory* m) noexcept { mem_ = m; }
 
   void push_back(g* gp) noexcept {
     GORO_CHAOS_POINT("globrunqput");
@@ -114,17 +118,17 @@ class global_run_queue {
     std::size_t want = cap ? cap : 64;
     while (want < n) want *= 2;
     if (want > (std::size_t{1} << 31)) raise_bad_alloc();
-    g** nb = new (std::nothrow) g*[want];
-    if (!nb) raise_bad_alloc();
+    g** nb = static_cast<g**>(memory_allocate(mem_, want * sizeof(g*), alignof(g*)));
     lock_.lock();
     const std::uint32_t size = size_.load(std::memory_order_relaxed);
     for (std::uint32_t i = 0; i < size; ++i) nb[i] = buf_[(head_ + i) & mask_];
     g** old = buf_;
+    const std::size_t old_cap = old ? std::size_t{mask_} + 1 : 0;
     buf_ = nb;
     head_ = 0;
     mask_ = static_cast<std::uint32_t>(want - 1);
     lock_.unlock();
-    delete[] old;
+    release(old, old_cap);
   }
 
  private:
@@ -135,11 +139,16 @@ class global_run_queue {
     size_.store(size + 1, std::memory_order_release);
   }
 
+  void release(g** buf, std::size_t cap) noexcept {
+    if (buf) memory_deallocate(mem_, buf, cap * sizeof(g*), alignof(g*));
+  }
+
   spinlock lock_;
   std::atomic<std::uint32_t> size_{0};
   std::uint32_t head_ = 0;  // index of the first G
   std::uint32_t mask_ = 0;  // capacity - 1 (capacity: a power of two)
   g** buf_ = nullptr;
+  runtime_memory* mem_ = nullptr;  // nullptr: std::allocator
 };
 
 }  // namespace goro::detail

@@ -24,6 +24,7 @@
 #include "config.hpp"
 #include "context.hpp"
 #include "g.hpp"
+#include "memory.hpp"
 #include "runtime_stats.hpp"
 #include "sanitizer.hpp"
 
@@ -52,6 +53,9 @@ class netpoller;
 class sched_base {
  public:
   virtual ~sched_base() = default;
+  // Destroys the scheduler and returns its storage to the allocator it
+  // came from (the policy's allocator_type; see new_scheduler).
+  virtual void destroy() noexcept { delete this; }
   // main_return (goexit.hpp, main_return.hpp): this runtime is ending its
   // goroutines; each one unwinds at its next goro call, and one not yet
   // started is discarded.
@@ -60,6 +64,10 @@ class sched_base {
   // thread_lane's adapter, lane.hpp) its runtime's.
   const std::atomic<bool>* ending_flag = &ending_goroutines;
   bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
+  // The runtime's allocator for its non-template parts (memory.hpp);
+  // nullptr: std::allocator. Set by the scheduler's constructor (a
+  // thread_lane's adapter: its runtime's).
+  runtime_memory* memory = nullptr;
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -117,6 +125,12 @@ class sched_base {
     (void)gp, (void)lane;
   }
   virtual void lane_g_exit(g* gp) noexcept { (void)gp; }
+};
+
+inline runtime_memory* sched_memory(const sched_base* s) noexcept { return s->memory; }
+// basic_runtime's owner of its scheduler.
+struct sched_delete {
+  void operator()(sched_base* s) const noexcept { s->destroy(); }
 };
 
 struct m_base {

@@ -134,18 +134,19 @@ struct main_return_sched {
 
   // One pass of step 2; returns how many goroutines it woke.
   static std::size_t kill_pass(S& s) noexcept {
-    std::vector<g*> parked;
+    using g_list = std::vector<g*, memory_allocator<g*>>;  // the runtime's allocator
+    g_list parked{memory_allocator<g*>(s.memory)};
     s.for_each_g(
         [](g* gp, void* v) {
           // Not a main goroutine: one still parked is left over from a run()
           // that threw deadlock_error, and its run() frame is gone.
           if (gp->status.load(std::memory_order_acquire) == g_status::waiting && !gp->is_main &&
               gp->exiting.load(std::memory_order_relaxed) == exit_state::none)
-            static_cast<std::vector<g*>*>(v)->push_back(gp);
+            static_cast<g_list*>(v)->push_back(gp);
         },
         &parked);
     if (parked.empty()) return 0;
-    std::vector<g*> owned;
+    g_list owned{memory_allocator<g*>(s.memory)};
     {
       runtime_registry& reg = registry();
       std::lock_guard<std::mutex> lk(reg.lock);  // one pinner at a time (the goroutine dump too)

@@ -6,6 +6,8 @@
 #include <numeric>
 #include <vector>
 
+#include "memory.hpp"
+
 namespace goro::detail {
 
 // wyrand: fast, good enough for scheduling decisions; one state per M.
@@ -32,6 +34,8 @@ class coprime_order {
  public:
   coprime_order() = default;
   explicit coprime_order(std::uint32_t count) { reset(count); }
+  // Its table from the runtime's allocator (memory.hpp); before reset.
+  void set_memory(runtime_memory* m) noexcept { coprimes_ = decltype(coprimes_)(memory_allocator<std::uint32_t>(m)); }
 
   void reset(std::uint32_t count) {
     count_ = count;
@@ -63,7 +67,7 @@ class coprime_order {
 
  private:
   std::uint32_t count_ = 0;
-  std::vector<std::uint32_t> coprimes_;
+  std::vector<std::uint32_t, memory_allocator<std::uint32_t>> coprimes_;
 };
 
 }  // namespace goro::detail

@@ -35,6 +35,7 @@
 #include "main_return.hpp"  // main_return::unwind: ending the goroutines when main returns
 #include "global_queue.hpp"
 #include "m.hpp"
+#include "memory.hpp"  // the policy's allocator_type
 #include "netpoll.hpp"  // netpoll
 #include "os_thread.hpp"
 #include "random.hpp"
@@ -101,6 +102,17 @@ class scheduler final : public sched_base {
                                     static_cast<std::uint32_t>(steal_ratio::num),
                                     static_cast<std::uint32_t>(steal_ratio::den)>;
   using allocator = typename Policy::stack_allocator;
+  // The policy's allocator_type (goro::allocator<A>), rebound per record
+  // type: everything the scheduler owns comes from it (memory.hpp).
+  using rt_allocator = typename Policy::allocator_type;
+  template <class T>
+  using alloc_of = rebind_t<rt_allocator, T>;
+  template <class T>
+  using vec = std::vector<T, alloc_of<T>>;
+  template <class T>
+  using owned = record_ptr<T, rt_allocator>;
+  template <class T>
+  using owned_array = record_array_ptr<T, rt_allocator>;
   // With the default allocator stacks are virtual memory that never runs out
   // in practice, so a goroutine gets its stack when it first runs. A custom
   // allocator may be a finite pool: then the stack is taken at spawn, so
@@ -196,8 +208,14 @@ class scheduler final : public sched_base {
   };
 
  public:
-  explicit scheduler(unsigned nprocs, bool detect_deadlock = true)  // checkdead: detect_deadlock
-      : nprocs_(nprocs == 0 ? 1 : nprocs), allp_(new p*[max_procs]()), detect_deadlock_(detect_deadlock) {
+  explicit scheduler(unsigned nprocs, bool detect_deadlock = true,  // checkdead: detect_deadlock
+                     const rt_allocator& a = rt_allocator())
+      : ra_(a),
+        nprocs_(nprocs == 0 ? 1 : nprocs),
+        allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
+        detect_deadlock_(detect_deadlock) {
+    memory = ra_.memory();  // before anything allocates through it
+    globq_.set_memory(memory);
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
     if (shadow_stack_active())  // see cet.hpp
       raise_usage(
@@ -226,6 +244,16 @@ class scheduler final : public sched_base {
 
   ~scheduler() override {
     shutdown();  // unregisters this runtime from the goroutine dump before freeing G records
+  }
+
+  // basic_runtime's deleter: the scheduler's own storage came from the
+  // runtime's allocator (new_scheduler), so it goes back there.
+  void destroy() noexcept override {
+    using traits = std::allocator_traits<alloc_of<scheduler>>;
+    alloc_of<scheduler> a(ra_.get());  // a copy: ra_ goes with the scheduler
+    auto self = std::pointer_traits<typename traits::pointer>::pointer_to(*this);
+    this->~scheduler();
+    traits::deallocate(a, self, 1);
   }
 
   // ---- sched_base ----
@@ -523,8 +551,8 @@ class scheduler final : public sched_base {
   void goexit0(p* pp, g* gp) noexcept;
 
   // ---- gomaxprocs: P records (sched_resize.hpp) ----
-  static std::vector<std::unique_ptr<p>> make_ps(unsigned from, unsigned to);
-  void create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps);
+  vec<owned<p>> make_ps(unsigned from, unsigned to);
+  void create_ps_locked(const sched_lock&, vec<owned<p>> ps);
   void activate_locked(const sched_lock&, unsigned from, unsigned to) noexcept;
   void retire_locked(const sched_lock&, p* pp) noexcept;
   void drop_retired_p(m* mm);
@@ -544,6 +572,9 @@ class scheduler final : public sched_base {
   GORO_NOINLINE void trace_create(m* mm, g* gp) noexcept;
 
   // ---- state ----
+  // The runtime's one copy of the policy's allocator (declared first: it
+  // outlives every member that allocated from it).
+  runtime_allocator_holder<rt_allocator> ra_;
   // gomaxprocs: Ps [0, nprocs_) are active. Records [nprocs_, nallp_) are
   // retired by a shrink (kept, for their counters, timers and a later
   // growth). allp_ has max_procs slots; a slot is written once, under
@@ -551,12 +582,12 @@ class scheduler final : public sched_base {
   // the lock. nprocs_ changes only under lock_ (with the idle list).
   std::atomic<unsigned> nprocs_;
   std::atomic<unsigned> nallp_{0};
-  std::unique_ptr<p*[]> allp_;
-  std::vector<std::unique_ptr<p>> p_records_;  // owns allp_'s records (lock_)
+  owned_array<p*> allp_;
+  vec<owned<p>> p_records_{alloc_of<owned<p>>(ra_.get())};  // owns allp_'s records (lock_)
   // Steal order over [0, nallp_); replaced when nallp_ grows. Old orders are
   // kept (a stealer may still hold one) until the runtime ends.
   std::atomic<const coprime_order*> steal_order_{nullptr};
-  std::vector<std::unique_ptr<coprime_order>> steal_orders_;  // lock_
+  vec<owned<coprime_order>> steal_orders_{alloc_of<owned<coprime_order>>(ra_.get())};  // lock_
 
   std::mutex resize_lock_;  // gomaxprocs: one resize at a time (taken before lock_)
   std::mutex lock_;  // sched.lock: idle P and M lists, allm (not the global queue: it has its own)
@@ -568,7 +599,7 @@ class scheduler final : public sched_base {
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
-  std::vector<m*> allm_;
+  vec<m*> allm_{alloc_of<m*>(ra_.get())};
   thread_config threads_;  // options: thread_factory, thread_name, max_threads (os_thread.hpp)
   // run()'s main goroutine's stack with the default allocator
   // (options::main_stack_size): a thread's 8 MiB by default, since main
@@ -579,8 +610,8 @@ class scheduler final : public sched_base {
   std::atomic<bool> m_start_failed_{false};  // startm could not create a thread: sysmon retries (retry_start_m)
 
   std::mutex gfree_lock_;  // global free G list and G blocks
-  std::vector<g*> gfree_;  // free G records, most recently freed last
-  std::vector<std::unique_ptr<g[]>> g_blocks_;
+  vec<g*> gfree_{alloc_of<g*>(ra_.get())};  // free G records, most recently freed last
+  vec<owned_array<g>> g_blocks_{alloc_of<owned_array<g>>(ra_.get())};  // gfree_batch records each
 
   alignas(cache_line) std::atomic<std::uint64_t> goid_gen_{1};
   std::atomic<std::uint64_t> offp_spawns_{0};
@@ -658,8 +689,19 @@ inline unsigned resolve_maxprocs(unsigned requested) {
 }
 
 template <class Policy>
-sched_base* new_scheduler(const options& o) {
-  auto s = std::make_unique<scheduler<Policy>>(resolve_maxprocs(o.maxprocs), o.detect_deadlock);
+sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a) {
+  // The scheduler record itself comes from the runtime's allocator too
+  // (scheduler::destroy gives it back).
+  using sched_alloc = rebind_t<typename Policy::allocator_type, scheduler<Policy>>;
+  using traits = std::allocator_traits<sched_alloc>;
+  sched_alloc sa(a);
+  scheduler<Policy>* raw = std::to_address(traits::allocate(sa, 1));
+  GORO_TRY { ::new (static_cast<void*>(raw)) scheduler<Policy>(resolve_maxprocs(o.maxprocs), o.detect_deadlock, a); }
+  GORO_CATCH_ALL {
+    traits::deallocate(sa, std::pointer_traits<typename traits::pointer>::pointer_to(*raw), 1);
+    GORO_RETHROW;
+  }
+  std::unique_ptr<scheduler<Policy>, sched_delete> s(raw);
   s->set_unwind_on_main_return(o.on_main_return == main_return::unwind);
   s->set_threads(thread_config{o.thread_factory, o.thread_name, o.max_threads});
   s->set_main_stack_size(o.main_stack_size);

@@ -103,10 +103,10 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
   const std::size_t total = (g_blocks_.size() + 1) * gfree_batch;
   globq_.reserve(total);
   gfree_.reserve(total);
-  g_blocks_.reserve(g_blocks_.size() + 1);
-  auto block = std::unique_ptr<g[]>(new (std::nothrow) g[gfree_batch]);
-  if (!block) raise_bad_alloc();
-  debug_add_block(block.get(), gfree_batch, this);  // debugger: tools/goro-gdb.py (may throw: nothing added)
+  // Geometric: an exact +1 moved every block's owner at each new block.
+  if (g_blocks_.size() == g_blocks_.capacity()) g_blocks_.reserve(2 * g_blocks_.size() + 1);
+  auto block = allocate_records<g>(ra_.get(), gfree_batch);  // the runtime's allocator (may throw)
+  debug_add_block(block.get(), gfree_batch, this, memory);  // debugger: tools/goro-gdb.py (may throw: nothing added)
   for (std::uint32_t i = gfree_batch; i-- > 0;) {
     block[i].sched = this;
     gfree_.push_back(&block[i]);

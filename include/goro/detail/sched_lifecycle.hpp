@@ -30,7 +30,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
 
-  auto mm = std::make_unique<m>();
+  owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
   mm->sched = this;
@@ -152,7 +152,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
-  std::vector<m*> ms;
+  vec<m*> ms{alloc_of<m*>(ra_.get())};
   {
     sched_lock lk(*this);
     ms = allm_;
@@ -161,7 +161,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
     mm->thread.join();
-    delete mm;
+    record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator
   }
   unlink_blocked();
   // Timers still queued (a ticker nobody stopped, with no goroutine left)
@@ -312,8 +312,8 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
   }
   // Unregistered (shutdown): no dump walks the records any more; the
   // lock orders this with a for_each_g that started before.
-  debug_remove_blocks(this);  // debugger: before the records go
-  decltype(g_blocks_) blocks;
+  debug_remove_blocks(this, memory);  // debugger: before the records go
+  decltype(g_blocks_) blocks(g_blocks_.get_allocator());
   {
     std::lock_guard<std::mutex> lk(gfree_lock_);
     blocks.swap(g_blocks_);

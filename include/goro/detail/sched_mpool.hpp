@@ -65,8 +65,9 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
 
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
-  m* mm = new (std::nothrow) m();
-  if (!mm) return ENOMEM;
+  m* mm = nullptr;
+  GORO_TRY { mm = allocate_record<m>(ra_.get()).release(); }  // the runtime's allocator; freed at shutdown
+  GORO_CATCH_ALL { return ENOMEM; }
   mm->sched = this;
   mm->spinning = std::move(spinning);
   mm->nextp = pp;

@@ -69,11 +69,12 @@ inline auto scheduler<Policy>::resize(unsigned n) -> unsigned {
 
 // New P records with ids [from, to) (none if to <= from).
 template <class Policy>
-inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vector<std::unique_ptr<p>> {
-  std::vector<std::unique_ptr<p>> ps;
+inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> vec<owned<p>> {
+  vec<owned<p>> ps{alloc_of<owned<p>>(ra_.get())};
   for (unsigned i = from; i < to; ++i) {
-    ps.push_back(std::make_unique<p>());
+    ps.push_back(allocate_record<p>(ra_.get()));
     ps.back()->id = i;
+    ps.back()->timers.set_memory(memory);
   }
   return ps;
 }
@@ -81,10 +82,12 @@ inline auto scheduler<Policy>::make_ps(unsigned from, unsigned to) -> std::vecto
 // Publishes new P records (lock_ held): their slots, then nallp_, then a
 // steal order covering them.
 template <class Policy>
-inline auto scheduler<Policy>::create_ps_locked(const sched_lock&, std::vector<std::unique_ptr<p>> ps) -> void {
+inline auto scheduler<Policy>::create_ps_locked(const sched_lock&, vec<owned<p>> ps) -> void {
   if (ps.empty()) return;
   unsigned to = ps.back()->id + 1;
-  auto order = std::make_unique<coprime_order>(to);
+  owned<coprime_order> order = allocate_record<coprime_order>(ra_.get());
+  order->set_memory(memory);
+  order->reset(to);
   steal_orders_.reserve(steal_orders_.size() + 1);
   p_records_.reserve(p_records_.size() + ps.size());  // no throw past this point
   for (auto& rec : ps) {

@@ -111,10 +111,17 @@ class sysmon {
   // spawn: run() or go() from outside; never from a goroutine, which
   // exists only after a first spawn). Without a thread the runtime still
   // works, without preemption or hand-offs.
+  // Every spawn calls it: the check stays inline, the start does not.
   void ensure_started() noexcept {
     if (GORO_LIKELY(state_.load(std::memory_order_acquire) != 0)) return;
+    start();
+  }
+
+ private:
+  GORO_NOINLINE void start() noexcept {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
+    ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
     ticks_.assign(s_.created_ps(), p_ticks{});
     int err = thread_.start(
         s_.threads_, "sysmon",
@@ -126,6 +133,8 @@ class sysmon {
         this);
     if (err != 0) state_.store(0, std::memory_order_release);  // no thread (EAGAIN): the next spawn tries again
   }
+
+ public:
 
   // Stops and joins the thread (runtime shutdown, after every goroutine finished).
   void stop() noexcept {
@@ -452,7 +461,7 @@ class sysmon {
   Sched& s_;
   const long schedtrace_ms_;
   const steady::time_point start_;
-  std::vector<p_ticks> ticks_;  // per P, sysmon's thread only (sized before it starts)
+  std::vector<p_ticks, memory_allocator<p_ticks>> ticks_;  // per P, sysmon's thread only (sized before it starts)
   std::int64_t release_first_ = 0, release_changed_ = 0;  // release_stacks (sysmon's thread)
   std::size_t release_seen_ = 0;
   std::int64_t next_busy_timer_ = 0;  // the earliest future timer of a running P at the last retake (sysmon's thread)

@@ -36,6 +36,7 @@
 #include "../os/os.hpp"
 #include "chaos.hpp"
 #include "config.hpp"
+#include "memory.hpp"
 #include "spinlock.hpp"
 
 namespace goro::detail {
@@ -93,6 +94,9 @@ class timer_heap {
   timer_heap() = default;
   timer_heap(const timer_heap&) = delete;
   timer_heap& operator=(const timer_heap&) = delete;
+  // The runtime's allocator (memory.hpp) for the heap's array; set while
+  // the heap is empty (a P's heap, when the P record is made).
+  void set_memory(runtime_memory* m) noexcept { heap_ = decltype(heap_)(memory_allocator<timer*>(m)); }
 
   // The earliest `when` on this heap, 0 if empty. Read without the lock by
   // anyone deciding whether to look closer (Go's timer0When); written with
@@ -141,7 +145,7 @@ class timer_heap {
   GORO_DECL void sift_down(std::uint32_t i) noexcept;
 
   spinlock lock_;
-  std::vector<timer*> heap_;
+  std::vector<timer*, memory_allocator<timer*>> heap_;
   std::atomic<std::int64_t> when0_{0};
   std::atomic<std::size_t> count_{0};
 };
@@ -207,7 +211,7 @@ GORO_DECL std::int64_t timer_heap::run_due(std::int64_t now) noexcept {
 
 GORO_DECL void timer_heap::clear() noexcept {
   lock_.lock();
-  std::vector<timer*> all;
+  std::vector<timer*, memory_allocator<timer*>> all(heap_.get_allocator());
   all.swap(heap_);
   for (timer* t : all) t->where.store(nullptr, std::memory_order_release);
   count_.store(0, std::memory_order_relaxed);
