@@ -3419,16 +3419,31 @@ constexpr bool check_policy() {
                   "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
                   "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
   }
-  if constexpr (!requires { typename P::allocator_type; }) {
-    static_assert(requires { typename P::allocator_type; }, "goro policy: missing field allocator_type");
-  } else {
+  // allocator_type is optional (SPEC's default_policy listing predates it):
+  // a hand-written policy without it gets std::allocator (policy_allocator_t).
+  if constexpr (requires { typename P::allocator_type; }) {
     static_assert(goro::runtime_allocator<typename P::allocator_type>,
                   "goro policy: allocator_type must meet the standard Allocator requirements (value_type; "
                   "nothrow copies; allocate(n) / deallocate(p, n) through std::allocator_traits after a rebind)");
   }
   return true;
 }
+
+// The policy's allocator_type, or std::allocator<std::byte> for a policy
+// written without one.
+template <class P>
+struct policy_allocator {
+  using type = std::allocator<std::byte>;
+};
+template <class P>
+  requires requires { typename P::allocator_type; }
+struct policy_allocator<P> {
+  using type = typename P::allocator_type;
+};
 }  // namespace detail
+
+template <class P>
+using policy_allocator_t = typename detail::policy_allocator<P>::type;
 
 // default_policy with the given options applied left to right.
 template <class... Options>
@@ -3500,7 +3515,7 @@ namespace detail {
 // instantiates it for default_policy, and GORO_INSTANTIATE_RUNTIME(P) there
 // for any other policy P a program uses.
 template <class Policy>
-sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a);
+sched_base* new_scheduler(const options& o, const ::goro::policy_allocator_t<Policy>& a);
 
 // The calling goroutine's M, or a usage_error naming `call`.
 inline m_base* require_goroutine(const char* call) {
@@ -3568,7 +3583,7 @@ class basic_runtime {
 
  public:
   using policy_type = Policy;
-  using allocator_type = typename Policy::allocator_type;
+  using allocator_type = ::goro::policy_allocator_t<Policy>;
 
   explicit basic_runtime(options o = {}) : basic_runtime(std::move(o), default_allocator()) {}
   // With the runtime's one copy of the policy's allocator (goro::allocator<A>):
@@ -3817,7 +3832,7 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 // with GORO_INSTANTIATE_RUNTIME(Policy) after including goro.hpp.
 #define GORO_INSTANTIATE_RUNTIME(...)                                               \
   template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>( \
-      const ::goro::options&, const typename __VA_ARGS__::allocator_type&)
+      const ::goro::options&, const ::goro::policy_allocator_t<__VA_ARGS__>&)
 
 // ---- end goro/runtime.hpp ----
 
@@ -13002,7 +13017,7 @@ class scheduler final : public sched_base {
   using allocator = typename Policy::stack_allocator;
   // The policy's allocator_type (goro::allocator<A>), rebound per record
   // type: everything the scheduler owns comes from it (memory.hpp).
-  using rt_allocator = typename Policy::allocator_type;
+  using rt_allocator = ::goro::policy_allocator_t<Policy>;
   template <class T>
   using alloc_of = rebind_t<rt_allocator, T>;
   template <class T>
@@ -15618,10 +15633,10 @@ inline unsigned resolve_maxprocs(unsigned requested) {
 }
 
 template <class Policy>
-sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a) {
+sched_base* new_scheduler(const options& o, const ::goro::policy_allocator_t<Policy>& a) {
   // The scheduler record itself comes from the runtime's allocator too
   // (scheduler::destroy gives it back).
-  using sched_alloc = rebind_t<typename Policy::allocator_type, scheduler<Policy>>;
+  using sched_alloc = rebind_t<::goro::policy_allocator_t<Policy>, scheduler<Policy>>;
   using traits = std::allocator_traits<sched_alloc>;
   sched_alloc sa(a);
   scheduler<Policy>* raw = std::to_address(traits::allocate(sa, 1));

@@ -57,7 +57,30 @@ static_assert(std::is_base_of_v<goro::error, goro::usage_error> &&
 static_assert(std::is_same_v<goro::runtime, goro::basic_runtime<>>);
 static_assert(goro::default_policy::local_queue_capacity == 256 && goro::default_policy::global_poll_interval == 61);
 
+// A policy written by hand with exactly the fields SPEC's default_policy
+// lists (no allocator_type: it is optional, std::allocator then).
+struct spec_fields_policy {
+  static constexpr std::size_t local_queue_capacity = 64;
+  static constexpr std::uint32_t global_poll_interval = 61;
+  using steal_fraction = std::ratio<1, 2>;
+  using preemption_clock = std::chrono::steady_clock;
+  static constexpr std::chrono::nanoseconds time_slice{10'000'000};
+  static constexpr goro::preemption preempt = goro::preemption::cooperative;
+  static constexpr std::size_t stack_size = 32 * 1024;
+  using stack_allocator = goro::default_stack_allocator;
+};
+static_assert(std::is_same_v<goro::basic_runtime<spec_fields_policy>::allocator_type, std::allocator<std::byte>>);
+
 }  // namespace
+
+TEST_CASE("spec: a hand-written policy with SPEC's fields runs", "[spec]") {
+  goro::basic_runtime<spec_fields_policy> rt({.maxprocs = 2});
+  CHECK(rt.run([] {
+    goro::chan<int> c;
+    goro::go([c]() mutable { c.send(5); });
+    return c.recv().value();
+  }) == 5);
+}
 
 TEST_CASE("spec: every name in the public contract compiles and works", "[spec]") {
   goro::options o;

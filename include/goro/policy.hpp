@@ -197,16 +197,31 @@ constexpr bool check_policy() {
                   "goro policy: stack_allocator must model goro::stack_allocator (default-constructible; "
                   "stack_memory allocate(size_t); void deallocate(stack_memory) noexcept)");
   }
-  if constexpr (!requires { typename P::allocator_type; }) {
-    static_assert(requires { typename P::allocator_type; }, "goro policy: missing field allocator_type");
-  } else {
+  // allocator_type is optional (SPEC's default_policy listing predates it):
+  // a hand-written policy without it gets std::allocator (policy_allocator_t).
+  if constexpr (requires { typename P::allocator_type; }) {
     static_assert(goro::runtime_allocator<typename P::allocator_type>,
                   "goro policy: allocator_type must meet the standard Allocator requirements (value_type; "
                   "nothrow copies; allocate(n) / deallocate(p, n) through std::allocator_traits after a rebind)");
   }
   return true;
 }
+
+// The policy's allocator_type, or std::allocator<std::byte> for a policy
+// written without one.
+template <class P>
+struct policy_allocator {
+  using type = std::allocator<std::byte>;
+};
+template <class P>
+  requires requires { typename P::allocator_type; }
+struct policy_allocator<P> {
+  using type = typename P::allocator_type;
+};
 }  // namespace detail
+
+template <class P>
+using policy_allocator_t = typename detail::policy_allocator<P>::type;
 
 // default_policy with the given options applied left to right.
 template <class... Options>

@@ -90,7 +90,7 @@ namespace detail {
 // instantiates it for default_policy, and GORO_INSTANTIATE_RUNTIME(P) there
 // for any other policy P a program uses.
 template <class Policy>
-sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a);
+sched_base* new_scheduler(const options& o, const ::goro::policy_allocator_t<Policy>& a);
 
 // The calling goroutine's M, or a usage_error naming `call`.
 inline m_base* require_goroutine(const char* call) {
@@ -158,7 +158,7 @@ class basic_runtime {
 
  public:
   using policy_type = Policy;
-  using allocator_type = typename Policy::allocator_type;
+  using allocator_type = ::goro::policy_allocator_t<Policy>;
 
   explicit basic_runtime(options o = {}) : basic_runtime(std::move(o), default_allocator()) {}
   // With the runtime's one copy of the policy's allocator (goro::allocator<A>):
@@ -407,7 +407,7 @@ inline bool inside() noexcept { return detail::current_g() != nullptr; }
 // with GORO_INSTANTIATE_RUNTIME(Policy) after including goro.hpp.
 #define GORO_INSTANTIATE_RUNTIME(...)                                               \
   template ::goro::detail::sched_base* ::goro::detail::new_scheduler<__VA_ARGS__>( \
-      const ::goro::options&, const typename __VA_ARGS__::allocator_type&)
+      const ::goro::options&, const ::goro::policy_allocator_t<__VA_ARGS__>&)
 
 #if GORO_COMPILE_RUNTIME
 #include "detail/sched.hpp"

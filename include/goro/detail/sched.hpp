@@ -104,7 +104,7 @@ class scheduler final : public sched_base {
   using allocator = typename Policy::stack_allocator;
   // The policy's allocator_type (goro::allocator<A>), rebound per record
   // type: everything the scheduler owns comes from it (memory.hpp).
-  using rt_allocator = typename Policy::allocator_type;
+  using rt_allocator = ::goro::policy_allocator_t<Policy>;
   template <class T>
   using alloc_of = rebind_t<rt_allocator, T>;
   template <class T>
@@ -689,10 +689,10 @@ inline unsigned resolve_maxprocs(unsigned requested) {
 }
 
 template <class Policy>
-sched_base* new_scheduler(const options& o, const typename Policy::allocator_type& a) {
+sched_base* new_scheduler(const options& o, const ::goro::policy_allocator_t<Policy>& a) {
   // The scheduler record itself comes from the runtime's allocator too
   // (scheduler::destroy gives it back).
-  using sched_alloc = rebind_t<typename Policy::allocator_type, scheduler<Policy>>;
+  using sched_alloc = rebind_t<::goro::policy_allocator_t<Policy>, scheduler<Policy>>;
   using traits = std::allocator_traits<sched_alloc>;
   sched_alloc sa(a);
   scheduler<Policy>* raw = std::to_address(traits::allocate(sa, 1));
