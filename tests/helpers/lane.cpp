@@ -16,15 +16,19 @@ int main(int argc, char** argv) {
   if (std::strcmp(mode, "destroyed_alive") == 0) {
     goro::runtime rt({.maxprocs = 1});
     goro::chan<int> never;
+#if defined(__cpp_exceptions)
     try {
+#endif
       goro::thread_lane lane;
       lane.go(rt, [never]() mutable { (void)never.recv(); });
       lane.run_until_idle();
+#if defined(__cpp_exceptions)
     } catch (const goro::usage_error& e) {
       std::printf("caught: %s\n", e.what());
       std::fflush(stdout);
     }
-    return 0;  // ~runtime: fatal
+#endif
+    return 0;  // ~runtime: fatal (without exceptions the usage_error itself ends it)
   }
   if (std::strcmp(mode, "runtime_first") == 0) {
     goro::thread_lane lane;

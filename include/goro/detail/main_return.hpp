@@ -173,21 +173,15 @@ struct main_return_sched {
   // Whether nothing in the runtime can run a goroutine now or later: no
   // goroutine running or runnable (one inside goro::blocking is running,
   // its P possibly idle), every P idle, no timer, no I/O wait.
-  // A thread_lane's runnable goroutine (its sched is the lane's adapter)
-  // runs only when its lane's owner pumps it: it does not count.
   static bool stuck(S& s) noexcept {
-    struct ctx {
-      const sched_base* rt;
-      bool active;
-    } c{&s, false};
+    bool active = false;
     s.for_each_g(
         [](g* gp, void* a) {
-          auto* x = static_cast<ctx*>(a);
           const g_status st = gp->status.load(std::memory_order_acquire);
-          if (st == g_status::running || (st == g_status::runnable && gp->sched == x->rt)) x->active = true;
+          if (st == g_status::running || st == g_status::runnable) *static_cast<bool*>(a) = true;
         },
-        &c);
-    if (c.active) return false;
+        &active);
+    if (active) return false;
     typename S::sched_lock lk(s);
     return s.npidle_.load(std::memory_order_relaxed) == s.active_ps() && s.globq_.empty() &&
            s.spinning_.count(std::memory_order_relaxed) == 0 && s.earliest_timer() == 0 &&
