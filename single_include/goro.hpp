@@ -14942,7 +14942,11 @@ template <class Policy>
 inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   bool was_main = gp->is_main;
   gp->status.store(g_status::dead, std::memory_order_relaxed);
-  gp->is_main = false;
+  // Written only for main (already false for every other G): main_return's
+  // kill pass reads is_main of records whose goroutines may be exiting
+  // meanwhile (TSan: a race with an unconditional store); main's is
+  // cleared before main_finished starts that pass.
+  if (was_main) gp->is_main = false;
   clear_preempt(gp);
   release_stack(pp, gp);
   gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
