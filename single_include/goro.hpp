@@ -48,8 +48,8 @@
 #define GORO_VERSION_MINOR 1
 #define GORO_VERSION_PATCH 0
 
-#if !defined(__linux__)
-#error "goro: only Linux is supported (x86-64, AArch64 and RISC-V 64)"
+#if !defined(__linux__) && !(defined(_WIN64) && defined(__x86_64__))
+#error "goro: supported systems are Linux (x86-64, AArch64, RISC-V 64) and Windows x64"
 #endif
 #if defined(__riscv) && (__riscv_xlen != 64 || !defined(__riscv_float_abi_double))
 // The context switch saves fs0-fs11 with fsd: RV64 with the D extension
@@ -236,6 +236,8 @@ inline void cpu_relax() noexcept {
 //       preempt_thread's signal calls inject(interrupted context) on the
 //       alternate signal stack; false passes it to the previous handler.
 //   preempt_thread(thread_handle)       asynchronously interrupts that thread
+//   async_preemption_ported             constexpr bool: false where the above
+//       is not done yet (a preemption::signal policy then does not compile)
 //   preempt_signal                      its signal number (goro::signal refuses it)
 //   signal_context                      the interrupted thread's saved state
 //   context_pc / context_sp(const signal_context*) -> uintptr_t
@@ -549,6 +551,9 @@ class poller {
 namespace goro::detail::os {
 
 using signal_context = ucontext_t;
+
+// Asynchronous preemption works here (os/os.hpp).
+inline constexpr bool async_preemption_ported = true;
 
 inline std::uintptr_t context_pc(const signal_context* uc) noexcept {
 #if defined(__x86_64__)
@@ -1060,6 +1065,550 @@ inline bool signal_has_handler(int sig) noexcept {
 
 }  // namespace goro::detail::os
 // ---- end goro/os/linux/signals.hpp ----
+#elif defined(_WIN64)
+// Windows x64, first step (issue 17): no goro::net (poller), goro::signal,
+// asynchronous preemption or stack-overflow report yet; each file says so.
+// ---- begin goro/os/windows/clock.hpp ----
+// Clocks and sleeping (Go's nanotime / usleep, os_windows.go). The precise
+// monotonic clock, detail::nanotime, is std::chrono::steady_clock
+// (QueryPerformanceCounter in libstdc++ on Windows) and needs nothing here.
+
+#include <cstdint>
+
+// ---- begin goro/os/windows/windows_h.hpp ----
+// <windows.h> for the Windows OS layer, included the one way: without the
+// min/max macros (they break std::numeric_limits<T>::max() and std::min in
+// goro and in the program) and without the rarely used parts (winsock 1,
+// RPC, the shell). A program that includes <windows.h> itself first, with
+// other settings, keeps them: both macros are only defined when unset.
+
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>
+
+// WaitOnAddress (futex.hpp) needs Windows 8; MinGW-w64 targets Windows 10
+// unless told otherwise.
+#if defined(_WIN32_WINNT) && _WIN32_WINNT < 0x0602
+#error "goro: Windows 8 or later is required (WaitOnAddress): define _WIN32_WINNT as 0x0602 or higher"
+#endif
+// ---- end goro/os/windows/windows_h.hpp ----
+
+namespace goro::detail::os {
+
+// The tick count (milliseconds, advanced at the system timer's tick, 1 to
+// 15.6 ms), in nanoseconds: cheaper than the precise clock. Only compared
+// with itself (wait durations).
+inline std::int64_t coarse_nanotime() noexcept {
+  return static_cast<std::int64_t>(GetTickCount64()) * 1'000'000;
+}
+
+// A high-resolution waitable timer for the calling thread (Windows 10
+// 1803+), created on first use and closed when the thread exits; null where
+// the system has none (older Windows; Wine 8 refuses the flag), and sleep_ns
+// then falls back to Sleep. Go's usleep2HighRes does the same.
+inline HANDLE thread_sleep_timer() noexcept {
+  constexpr DWORD high_resolution = 0x2;  // CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
+  struct timer {
+    HANDLE h = CreateWaitableTimerExW(nullptr, nullptr, high_resolution, TIMER_ALL_ACCESS);
+    ~timer() {
+      if (h) CloseHandle(h);
+    }
+  };
+  thread_local timer t;
+  return t.h;
+}
+
+// Sleeps the calling thread for at least about ns nanoseconds: on the
+// high-resolution timer to within about a microsecond where there is one,
+// else with Sleep, in whole milliseconds rounded up (and then to the
+// system timer's tick).
+inline void sleep_ns(long long ns) noexcept {
+  if (ns <= 0) {
+    SwitchToThread();
+    return;
+  }
+  if (HANDLE t = thread_sleep_timer()) {
+    LARGE_INTEGER due;
+    due.QuadPart = -((ns + 99) / 100);  // negative: relative, in 100 ns units
+    if (SetWaitableTimer(t, &due, 0, nullptr, nullptr, FALSE) && WaitForSingleObject(t, INFINITE) == WAIT_OBJECT_0)
+      return;
+  }
+  const long long ms = (ns + 999'999) / 1'000'000;
+  Sleep(ms >= static_cast<long long>(INFINITE) ? INFINITE - 1 : static_cast<DWORD>(ms));
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/clock.hpp ----
+// ---- begin goro/os/windows/fd.hpp ----
+// File descriptors of the C runtime (_pipe, _read, _write, _open): the
+// pipe on which the goroutine dump's thread waits, the tracer's output
+// file, and writes to standard error. The contract is linux/fd.hpp's.
+
+#include <fcntl.h>
+#include <io.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstddef>
+
+
+namespace goro::detail::os {
+
+// fds[0] the read end, fds[1] the write end, neither inherited by child
+// processes; with `nonblocking`, reads of an empty pipe fail at once
+// (PIPE_NOWAIT, the only non-blocking mode anonymous pipes have): 0 or an errno.
+inline int open_pipe(int fds[2], bool nonblocking) noexcept {
+  if (_pipe(fds, 4096, _O_BINARY | _O_NOINHERIT) != 0) return errno;
+  if (nonblocking) {
+    DWORD mode = PIPE_READMODE_BYTE | PIPE_NOWAIT;
+    for (int i = 0; i < 2; ++i) {
+      if (!SetNamedPipeHandleState(reinterpret_cast<HANDLE>(_get_osfhandle(fds[i])), &mode, nullptr, nullptr)) {
+        _close(fds[0]);
+        _close(fds[1]);
+        return EINVAL;
+      }
+    }
+  }
+  return 0;
+}
+
+// Waits until the pipe fd has bytes to read, at most timeout_ms (< 0: no
+// limit); false on a timeout. Anonymous pipes cannot be waited on with a
+// timeout on Windows, so this looks (PeekNamedPipe) every 100 ms: fine for
+// its one user here, the dump thread, which wakes once a second anyway and
+// whose pipe nothing writes on Windows (no SIGQUIT); not for anything
+// latency-sensitive.
+inline bool wait_readable(int fd, int timeout_ms) noexcept {
+  const HANDLE h = reinterpret_cast<HANDLE>(_get_osfhandle(fd));
+  const ULONGLONG start = GetTickCount64();
+  for (;;) {
+    DWORD avail = 0;
+    if (!PeekNamedPipe(h, nullptr, 0, nullptr, &avail, nullptr)) return true;  // broken: a read reports it
+    if (avail > 0) return true;
+    DWORD slice = 100;
+    if (timeout_ms >= 0) {
+      const ULONGLONG waited = GetTickCount64() - start;
+      if (waited >= static_cast<ULONGLONG>(timeout_ms)) return false;
+      if (static_cast<ULONGLONG>(timeout_ms) - waited < slice) slice = static_cast<DWORD>(timeout_ms - waited);
+    }
+    Sleep(slice);
+  }
+}
+
+// _read / _write: the bytes moved, or -1 with errno set.
+inline long read_fd(int fd, void* buf, std::size_t n) noexcept {
+  return static_cast<long>(_read(fd, buf, static_cast<unsigned>(n)));
+}
+inline long write_fd(int fd, const void* buf, std::size_t n) noexcept {
+  return static_cast<long>(_write(fd, buf, static_cast<unsigned>(n)));
+}
+
+// 0 or an errno.
+inline int close_fd(int fd) noexcept { return _close(fd) == 0 ? 0 : errno; }
+
+// Creates (or truncates) the file at path (in the C runtime's code page)
+// for writing, in binary mode (no "\n" -> "\r\n": the tracer writes binary),
+// not inherited: a descriptor, or -1 with errno set.
+inline int create_file(const char* path) noexcept {
+  return _open(path, _O_WRONLY | _O_CREAT | _O_TRUNC | _O_BINARY | _O_NOINHERIT, _S_IREAD | _S_IWRITE);
+}
+
+inline constexpr int stderr_fd = 2;
+
+// Writes n bytes to standard error (no retry).
+inline void write_stderr(const char* buf, std::size_t n) noexcept {
+  (void)_write(stderr_fd, buf, static_cast<unsigned>(n));
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/fd.hpp ----
+// ---- begin goro/os/windows/futex.hpp ----
+// Parking a thread on a 32-bit word: WaitOnAddress / WakeByAddressSingle /
+// WakeByAddressAll (Windows 8+, synchronization.lib: goro's CMake target
+// links it; other builds add -lsynchronization). The same contract as
+// linux/futex.hpp; the portable note on top is detail/note.hpp. (Go parks
+// Ms on per-M event objects instead, os_windows.go semasleep: it predates
+// WaitOnAddress and runs on Windows 7.)
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+
+namespace goro::detail::os {
+
+// Sleeps while *addr == expected (compared by the system against the value
+// as it goes to sleep), until woken or about timeout_ns (>= 0) passes.
+// WaitOnAddress counts in milliseconds: a timeout is rounded up, never
+// down (a timed park must not return early for good), and the wait then
+// ends on the system timer's tick (1 ms to 15.6 ms on Windows, depending on
+// timeBeginPeriod; Wine waits on the Linux host's clock). Spurious returns
+// are allowed: callers loop.
+inline void futex_wait(std::atomic<std::uint32_t>* addr, std::uint32_t expected, long long timeout_ns = -1) noexcept {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  DWORD ms = INFINITE;
+  if (timeout_ns >= 0) {
+    const long long m = (timeout_ns + 999'999) / 1'000'000;
+    ms = m >= static_cast<long long>(INFINITE) ? INFINITE - 1 : static_cast<DWORD>(m);
+  }
+  WaitOnAddress(reinterpret_cast<volatile void*>(addr), &expected, sizeof expected, ms);
+}
+
+// Wakes up to `count` threads sleeping on addr. Harmless when addr's object
+// is already gone: the wake only looks the address up in the system's wait
+// table, it does not touch the memory.
+inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) noexcept {
+  if (count == 1) {
+    WakeByAddressSingle(reinterpret_cast<void*>(addr));
+  } else if (count == INT_MAX) {
+    WakeByAddressAll(reinterpret_cast<void*>(addr));
+  } else {
+    for (int i = 0; i < count; ++i) WakeByAddressSingle(reinterpret_cast<void*>(addr));
+  }
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/futex.hpp ----
+// ---- begin goro/os/windows/poller.hpp ----
+// The I/O readiness poller under detail/netpoll.hpp is not ported to
+// Windows yet (issue 17: an I/O completion port, as Go's
+// netpoll_windows.go). goro::net is the only user of the poller (goro/net.hpp
+// stops the build on Windows with a message); the scheduler asks for it
+// only when a descriptor is registered, and sleeps on its notes until then
+// (timers and sleeps need no poller). If something still opens it,
+// open() fails, and netpoller::init raises std::system_error naming this.
+
+#include <cerrno>
+#include <cstdint>
+
+namespace goro::detail::os {
+
+struct poll_event {
+  std::uint64_t tag;
+};
+
+inline std::uint64_t event_tag(const poll_event& e) noexcept { return e.tag; }
+inline bool event_readable(const poll_event&) noexcept { return false; }
+inline bool event_writable(const poll_event&) noexcept { return false; }
+
+class poller {
+ public:
+  poller() = default;
+  poller(const poller&) = delete;
+  poller& operator=(const poller&) = delete;
+
+  // Never opens: ENOSYS, and *what says why.
+  int open(const char** what) noexcept {
+    *what = "the network poller (IOCP) is not ported to Windows yet (issue 17)";
+    return ENOSYS;
+  }
+  bool is_open() const noexcept { return false; }
+  void close() noexcept {}
+  // Unreachable while the poller is closed (netpoll.hpp opens it first);
+  // they refuse, and wait() reports nothing.
+  int add(int, std::uint64_t) noexcept { return ENOSYS; }
+  void remove(int) noexcept {}
+  int wait(poll_event*, int, long long) noexcept { return -1; }
+  void wake() noexcept {}
+  void drain_wake() noexcept {}
+};
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/poller.hpp ----
+// ---- begin goro/os/windows/preempt.hpp ----
+// Asynchronous preemption (policy preemption::signal) is not ported to
+// Windows yet (issue 17). Go's way, the one to port: sysmon suspends the
+// goroutine's thread (SuspendThread), reads its registers
+// (GetThreadContext), pushes a call to the yield path onto the goroutine's
+// stack, writes them back (SetThreadContext) and resumes it
+// (preemptM, os_windows.go).
+//
+// Until then a preemption::signal policy does not compile on Windows
+// (detail/sched.hpp checks async_preemption_ported), and the names
+// detail/async_preempt.hpp uses exist only so that it compiles: reaching
+// any of them is a bug, reported and fatal.
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+// ---- begin goro/os/windows/thread.hpp ----
+// OS threads: creating, joining and naming the calling thread, yielding,
+// counting CPUs, and the process-wide memory barrier (Go's newosproc /
+// osyield / getproccount, os_windows.go). Threads are Win32 threads
+// started with the C runtime's _beginthreadex (which sets up the runtime's
+// per-thread state, as CreateThread does not for the older msvcrt).
+
+#include <process.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstddef>
+#include <new>
+
+
+namespace goro::detail::os {
+
+// A thread: `handle` is the joinable handle of one create_thread started
+// (null for current_thread(): a pseudo-handle would mean "the calling
+// thread" wherever it is used); `id` names the thread system-wide (what a
+// future SuspendThread-based preemption opens, issue 17).
+struct thread_handle {
+  HANDLE handle = nullptr;
+  DWORD id = 0;
+};
+
+struct thread_start {
+  void* (*fn)(void*);
+  void* arg;
+};
+
+inline unsigned __stdcall thread_trampoline(void* p) {
+  const thread_start s = *static_cast<thread_start*>(p);
+  delete static_cast<thread_start*>(p);
+  s.fn(s.arg);
+  return 0;
+}
+
+// Starts fn(arg) on a new thread with `stack_bytes` of stack (0: the
+// executable's default, 2 MiB with MinGW-w64's linker): 0 or an errno.
+inline int start_thread(thread_handle* t, void* (*fn)(void*), void* arg, std::size_t stack_bytes) noexcept {
+  auto* s = new (std::nothrow) thread_start{fn, arg};
+  if (!s) return ENOMEM;
+  unsigned id = 0;
+  const auto h = _beginthreadex(nullptr, static_cast<unsigned>(stack_bytes), &thread_trampoline, s,
+                                stack_bytes ? STACK_SIZE_PARAM_IS_A_RESERVATION : 0, &id);
+  if (h == 0) {
+    const int err = errno ? errno : EAGAIN;
+    delete s;
+    return err;
+  }
+  *t = {reinterpret_cast<HANDLE>(h), static_cast<DWORD>(id)};
+  return 0;
+}
+
+// Starts fn(arg) on a new joinable thread with the default stack: 0 or an
+// errno (EAGAIN when the system has no resources for one more).
+inline int create_thread(thread_handle* t, void* (*fn)(void*), void* arg) noexcept {
+  return start_thread(t, fn, arg, 0);
+}
+
+// Waits for t to finish and releases its handle (t must come from
+// create_thread, and not be the calling thread).
+inline void join_thread(thread_handle t) noexcept {
+  WaitForSingleObject(t.handle, INFINITE);
+  CloseHandle(t.handle);
+}
+
+// The calling thread (its id; no handle, see thread_handle).
+inline thread_handle current_thread() noexcept { return {nullptr, GetCurrentThreadId()}; }
+
+// Names the calling thread for debuggers and profilers with
+// SetThreadDescription (Windows 10 1607+), looked up at run time so that
+// older systems (and Wine versions without it) simply keep threads
+// unnamed. The name is ASCII in goro; at most 63 characters are kept.
+inline void set_thread_name(const char* name) noexcept {
+  using set_description_fn = HRESULT(WINAPI*)(HANDLE, PCWSTR);
+  static const auto set_description = [] {
+    HMODULE k = GetModuleHandleW(L"kernel32.dll");
+    FARPROC f = k ? GetProcAddress(k, "SetThreadDescription") : nullptr;
+    return reinterpret_cast<set_description_fn>(reinterpret_cast<void*>(f));
+  }();
+  if (!set_description) return;
+  wchar_t wide[64];
+  std::size_t n = 0;
+  for (; name[n] != '\0' && n < 63; ++n) wide[n] = static_cast<unsigned char>(name[n]);
+  wide[n] = L'\0';
+  set_description(GetCurrentThread(), wide);
+}
+
+// Starts fn(arg) on a detached thread with a stack of stack_bytes: 0 or an
+// errno. (Linux also blocks every signal on it; Windows delivers no
+// asynchronous signals to arbitrary threads, so there is nothing to block.)
+inline int start_daemon_thread(void* (*fn)(void*), void* arg, std::size_t stack_bytes) noexcept {
+  thread_handle t;
+  const int err = start_thread(&t, fn, arg, stack_bytes);
+  if (err == 0) CloseHandle(t.handle);  // detached: nobody joins it
+  return err;
+}
+
+// Gives the CPU to another ready thread on this processor, if any (Go's
+// osyield on Windows).
+inline void yield_thread() noexcept { SwitchToThread(); }
+
+// CPUs this process may run on (its affinity mask: at most 64, one
+// processor group, as Go's getproccount), else those active; at least 1.
+inline unsigned usable_cpus() noexcept {
+  DWORD_PTR process = 0, system = 0;
+  if (GetProcessAffinityMask(GetCurrentProcess(), &process, &system) && process != 0)
+    return static_cast<unsigned>(std::popcount(static_cast<unsigned long long>(process)));
+  const DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+  return n > 0 ? static_cast<unsigned>(n) : 1u;
+}
+
+// CPUs active in the machine, every processor group (0 if unknown).
+inline long online_cpus() noexcept { return static_cast<long>(GetActiveProcessorCount(ALL_PROCESSOR_GROUPS)); }
+
+// This process's id.
+inline long process_id() noexcept { return static_cast<long>(GetCurrentProcessId()); }
+
+// A full memory barrier on every thread of the process: FlushProcessWriteBuffers
+// (an IPI to each processor running one of its threads; what membarrier is
+// on Linux). Always available.
+inline bool process_wide_barrier() noexcept {
+  FlushProcessWriteBuffers();
+  return true;
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/thread.hpp ----
+
+namespace goro::detail::os {
+
+inline constexpr bool async_preemption_ported = false;
+
+// The interrupted thread's state (a CONTEXT, once ported).
+struct signal_context;
+
+[[noreturn]] inline void async_preemption_missing() noexcept {
+  std::fputs("goro: asynchronous preemption is not ported to Windows yet (issue 17)\n", stderr);
+  std::abort();
+}
+
+inline std::uintptr_t context_pc(const signal_context*) noexcept { async_preemption_missing(); }
+inline std::uintptr_t context_sp(const signal_context*) noexcept { async_preemption_missing(); }
+inline bool push_sigreturn_call(signal_context*, std::uintptr_t, std::uintptr_t, std::uintptr_t,
+                                std::uintptr_t) noexcept {
+  async_preemption_missing();
+}
+template <bool (*Inject)(signal_context*) noexcept>
+inline void install_preempt_handler() noexcept {
+  async_preemption_missing();
+}
+inline void preempt_thread(thread_handle) noexcept { async_preemption_missing(); }
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/preempt.hpp ----
+// ---- begin goro/os/windows/signals.hpp ----
+// What the Linux layer does with signals (linux/signals.hpp), on Windows:
+// the stack-overflow report, per-thread signal stacks, the plain handlers
+// of goro::signal and the SIGQUIT dump, and aborting. Only aborting is
+// ported so far (issue 17); the rest is absent, each as said here and in
+// docs/platforms.md:
+//   - goro::signal: not ported (goro/signal.hpp stops the build with a
+//     message), so no set_signal_handler & co. here;
+//   - the goroutine dump on SIGQUIT: Windows has no SIGQUIT
+//     (detail/dump_impl.hpp leaves it out); goro::goroutine_dump() works;
+//   - asynchronous preemption: os/windows/preempt.hpp.
+
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+
+namespace goro::detail::os {
+
+// The stack-overflow report (detail/signals.hpp) is not ported: on Linux
+// it runs on a per-thread alternate signal stack, and Windows dispatches
+// an exception on the faulting stack itself, which an overflow has just
+// used up. A goroutine that runs off its stack into the guard region below
+// it (decommitted, stack_memory.hpp) ends the process with the system's
+// access violation (0xC0000005) instead of goro's message. Stacks without
+// a guard region still have their canary checked at each switch. The
+// handler is not installed: nothing to do.
+template <void (*OnFault)(std::uintptr_t) noexcept>
+inline void install_fault_handler() noexcept {}
+
+// Alternate signal stacks do not exist on Windows (see install_fault_handler):
+// the per-thread object the runtime keeps holds nothing.
+class thread_altstack {
+ public:
+  thread_altstack() noexcept {}
+  ~thread_altstack() {}  // user-provided, as Linux's: holding one is not an "unused variable"
+  thread_altstack(const thread_altstack&) = delete;
+  thread_altstack& operator=(const thread_altstack&) = delete;
+  void detach() noexcept {}
+};
+
+// Aborts the process; SIGABRT is reset to its default first so that a
+// program's handler cannot resume it (Go's crash).
+[[noreturn]] inline void abort_process() noexcept {
+  std::signal(SIGABRT, SIG_DFL);
+  std::abort();
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/signals.hpp ----
+// ---- begin goro/os/windows/stack_memory.hpp ----
+// Memory for goroutine stacks: reserving and committing, guard regions,
+// returning pages to the system (Go's sysAlloc / sysFree / sysUnused /
+// sysFault, mem_windows.go). The contract is linux/stack_memory.hpp's.
+//
+// Windows charges committed memory against the commit limit (RAM plus the
+// page file) when it is committed, not when it is touched: a slab of
+// stacks costs its whole size there, less its guard regions, which are
+// decommitted. Physical pages are still only used when touched.
+
+#include <climits>
+#include <cstddef>
+
+
+namespace goro::detail::os {
+
+inline std::size_t page_size() noexcept {
+  static const std::size_t p = [] {
+    SYSTEM_INFO si;
+    GetSystemInfo(&si);
+    return static_cast<std::size_t>(si.dwPageSize);
+  }();
+  return p;
+}
+
+// bytes (a multiple of the page size) of zeroed, readable and writable
+// memory, reserved and committed; nullptr on failure (also when the
+// commit limit is reached). Addresses are 64 KiB aligned (the system's
+// allocation granularity).
+inline void* map_memory(std::size_t bytes) noexcept {
+  return VirtualAlloc(nullptr, bytes, MEM_RESERVE | MEM_COMMIT, PAGE_READWRITE);
+}
+
+// The same for a slab of goroutine stacks (Windows has no MAP_NORESERVE:
+// see the header comment).
+inline void* map_stack_memory(std::size_t bytes) noexcept { return map_memory(bytes); }
+
+// Gives back a whole mapping from map_memory / map_stack_memory: p must be
+// what they returned (VirtualFree releases whole reservations only).
+inline void unmap_memory(void* p, std::size_t) noexcept { VirtualFree(p, 0, MEM_RELEASE); }
+
+// Drops the contents of [p, p + bytes) (page-aligned) and gives the pages
+// back: decommitted, then committed again, so the range stays usable and
+// reads as zeros (MEM_RESET would keep the old contents until the system
+// reuses the pages). The range must not hold a guard region.
+inline void release_pages(void* p, std::size_t bytes) noexcept {
+  if (VirtualFree(p, bytes, MEM_DECOMMIT)) VirtualAlloc(p, bytes, MEM_COMMIT, PAGE_READWRITE);
+}
+
+// Windows has no guard marker that leaves a region's bookkeeping alone
+// (Linux's MADV_GUARD_INSTALL); guard_with_protection is the way.
+inline bool guard_with_marker(void*, std::size_t) noexcept { return false; }
+inline bool guard_markers_available() noexcept { return false; }
+
+// Makes [p, p + bytes) fault on any access by decommitting it (cheaper
+// than PAGE_NOACCESS: the pages no longer count against the commit limit).
+inline bool guard_with_protection(void* p, std::size_t bytes) noexcept {
+  return VirtualFree(p, bytes, MEM_DECOMMIT) != 0;
+}
+
+// How many regions the process may have: Windows has no limit like Linux's
+// vm.max_map_count (its address-space descriptors grow as needed), so
+// guard regions are bounded only by address space and the commit limit.
+inline long max_memory_mappings() noexcept { return LONG_MAX / 2; }
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/stack_memory.hpp ----
 #else
 #error \
     "goro: no OS layer for this system. A port adds include/goro/os/<system>/ with what os/os.hpp lists: futex_wait/futex_wake, threads, clocks, stack memory, signals and preemption delivery (or an equivalent thread interrupt), the self-pipe, and the poller."
@@ -1233,11 +1782,215 @@ inline bool fault(const char* name) noexcept {
 // ---- begin goro/detail/context_asm.hpp ----
 // Generated by scripts/embed_asm.py from include/goro/arch/*.S; do not edit.
 // The switch is emitted in every translation unit that includes goro; the
-// .ifndef guard, the comdat group and the weak hidden symbol make all copies
-// collapse into one, in any number of TUs, shared objects and LTO builds
-// (DESIGN.md section 7).
+// .ifndef guard, the comdat group and the weak hidden symbol (on Windows: a
+// `.linkonce discard` section) make all copies collapse into one, in any
+// number of TUs, shared objects and LTO builds (DESIGN.md section 7).
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(_WIN64)
+// from include/goro/arch/context_win64.S
+asm(R"goro_asm(
+.ifndef goro_v0_1_switch
+.section .text$goro_v0_1_switch,"xr"
+.linkonce discard
+.globl goro_v0_1_switch
+.def goro_v0_1_switch; .scl 2; .type 32; .endef
+.p2align 4
+goro_v0_1_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movl (%rsp), %r9d
+    movzwl 4(%rsp), %r11d
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movl (%rsp), %r10d
+    xorl %r9d, %r10d
+    xorw 4(%rsp), %r11w
+    andl $-64, %r10d
+    orl %r11d, %r10d
+    jne 2f
+1:
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %r8, %rax
+    jmpq *%rcx
+2:
+    andl $63, %r9d
+    movl (%rsp), %r10d
+    andl $-64, %r10d
+    orl %r10d, %r9d
+    movl %r9d, (%rsp)
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
+.section .text$goro_v0_1_switch_ret,"xr"
+.linkonce discard
+.globl goro_v0_1_switch_ret
+.def goro_v0_1_switch_ret; .scl 2; .type 32; .endef
+.p2align 4
+goro_v0_1_switch_ret:
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movl (%rsp), %r9d
+    movzwl 4(%rsp), %r11d
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movl (%rsp), %r10d
+    xorl %r9d, %r10d
+    xorw 4(%rsp), %r11w
+    andl $-64, %r10d
+    orl %r11d, %r10d
+    jne 2f
+1:
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    movq %r8, %rax
+    ret
+2:
+    andl $63, %r9d
+    movl (%rsp), %r10d
+    andl $-64, %r10d
+    orl %r10d, %r9d
+    movl %r9d, (%rsp)
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    jmp 1b
+.section .text$goro_v0_1_start,"xr"
+.linkonce discard
+.globl goro_v0_1_start
+.def goro_v0_1_start; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_start
+goro_v0_1_start:
+    pushq $0
+    subq $40, %rsp
+    .seh_stackalloc 40
+    .seh_endprologue
+    xorl %ebp, %ebp
+    movq %rax, %rcx
+    callq *%rbx
+    ud2
+.seh_endproc
+.section .text$goro_v0_1_async_preempt,"xr"
+.linkonce discard
+.globl goro_v0_1_async_preempt
+.def goro_v0_1_async_preempt; .scl 2; .type 32; .endef
+.p2align 4
+goro_v0_1_async_preempt:
+    ud2
+.section .text$goro_v0_1_asm_end,"xr"
+.linkonce discard
+.globl goro_v0_1_asm_end
+goro_v0_1_asm_end:
+    ud2
+.text
+.endif
+)goro_asm");
+#elif defined(__x86_64__)
 // from include/goro/arch/context_x86_64.S
 asm(R"goro_asm(
 .ifndef goro_v0_1_switch
@@ -1566,7 +2319,16 @@ namespace goro::detail {
 
 // Frame layout, mirrored from the table at the top of each .S file.
 struct switch_frame {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(_WIN64)
+  std::uint32_t mxcsr;
+  std::uint16_t x87_cw;
+  std::uint16_t pad;
+  std::uint64_t stack_base, stack_limit, deallocation_stack;  // the TEB's, for this stack
+  alignas(16) unsigned char xmm6_15[160];
+  std::uint64_t exception_list;  // the TEB's (Wine's handler frames; ~0: none)
+  std::uint64_t r15, r14, r13, r12, rsi, rdi, rbx, rbp;
+  void* resume;
+#elif defined(__x86_64__)
   std::uint32_t mxcsr;
   std::uint16_t x87_cw;
   std::uint16_t pad;
@@ -1585,7 +2347,13 @@ struct switch_frame {
   std::uint64_t frm;
 #endif
 };
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(_WIN64)
+static_assert(offsetof(switch_frame, stack_base) == 8 && offsetof(switch_frame, deallocation_stack) == 24);
+static_assert(offsetof(switch_frame, xmm6_15) == 32 && offsetof(switch_frame, exception_list) == 192);
+static_assert(offsetof(switch_frame, r15) == 200 && offsetof(switch_frame, rsi) == 232);
+static_assert(offsetof(switch_frame, rbx) == 248 && offsetof(switch_frame, resume) == 264);
+static_assert(sizeof(switch_frame) == 272);
+#elif defined(__x86_64__)
 static_assert(offsetof(switch_frame, mxcsr) == 0 && offsetof(switch_frame, x87_cw) == 4);
 static_assert(offsetof(switch_frame, r15) == 8 && offsetof(switch_frame, r12) == 32);
 static_assert(offsetof(switch_frame, rbx) == 40 && offsetof(switch_frame, rbp) == 48);
@@ -1612,7 +2380,20 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
   auto top = (reinterpret_cast<std::uintptr_t>(lo) + size) & ~std::uintptr_t{15};
   auto* f = reinterpret_cast<switch_frame*>(top - sizeof(switch_frame));
   std::memset(static_cast<void*>(f), 0, sizeof(switch_frame));
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(_WIN64)
+  f->mxcsr = 0x1f80;   // as below
+  // 64-bit precision, as MinGW-w64's start-up code leaves every thread
+  // (fninit in _fpreset; GCC's long double is the 80-bit format), not the
+  // 53 bits of MSVC's default.
+  f->x87_cw = 0x037f;
+  f->rbx = reinterpret_cast<std::uint64_t>(entry);
+  // The TEB's view of this stack (context_win64.S): the system unwinder
+  // accepts frames in [stack_limit, stack_base).
+  f->stack_base = top;
+  f->stack_limit = reinterpret_cast<std::uint64_t>(lo);
+  f->deallocation_stack = reinterpret_cast<std::uint64_t>(lo);
+  f->exception_list = ~std::uint64_t{0};
+#elif defined(__x86_64__)
   f->mxcsr = 0x1f80;   // all exceptions masked, round to nearest
   f->x87_cw = 0x037f;  // the same for x87, 64-bit precision
   f->rbx = reinterpret_cast<std::uint64_t>(entry);
@@ -7220,313 +8001,6 @@ inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
 
 }  // namespace goro
 // ---- end goro/lane.hpp ----
-// ---- begin goro/net.hpp ----
-// goro::net: TCP, Unix and UDP sockets on the network poller
-// (detail/netpoll.hpp). A goroutine blocked on a socket parks; its M runs
-// other goroutines. From a plain thread (not a goroutine) the same calls
-// block the thread in poll(2).
-//
-//   auto ln = goro::net::listen_tcp("127.0.0.1:0");
-//   goro::go([ln]() mutable { auto c = ln.accept(); ... });
-//   auto c = goro::net::dial_tcp("localhost:" + std::to_string(ln.port()));
-//
-// Errors: std::system_error with the errno (connection refused, reset...;
-// a malformed address is EINVAL, "goro: bad address \"foo\": missing port");
-// a passed deadline is goro::timeout_error ("goro: i/o timeout"); an
-// operation on a closed socket, or one a close interrupts, is
-// goro::usage_error ("goro: use of closed network connection"); using an
-// empty (default-constructed) handle is goro::usage_error. Every call that
-// can fail also has an overload taking std::error_code& last, which
-// reports instead of throwing (net_address.hpp lists the codes): the way
-// to use goro::net with -fno-exceptions.
-//
-// Handles are shared: copies refer to one socket, closed by close() or
-// when the last copy goes. Goroutines may read (write) one socket
-// concurrently: as in Go, they take turns (a read / write / accept call
-// holds that direction's lock throughout, so one write()'s bytes are never
-// interleaved with another's), and close() wakes them all.
-//
-// Headers: net_address.hpp (address, lookup_host, error codes), this one
-// (conn, listener, TCP and Unix streams, wait_readable / wait_writable),
-// net_udp.hpp (packet_conn); detail/net_socket.hpp is the socket layer.
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <span>
-#include <string>
-#include <string_view>
-#include <system_error>
-
-// ---- begin goro/detail/net_handle.hpp ----
-// goro::net's handle layer (internal): what conn, listener and packet_conn
-// share. socket_handle<Name> holds the shared socket_state and provides
-// close, native_handle, operator bool, deadlines and the addresses; each
-// public class exposes the members it has with using-declarations. Name is
-// the public class's name, for the usage_error an empty handle raises
-// ("net::conn::read on an empty conn"). The std::error_code& members never
-// throw (they must work under -fno-exceptions).
-
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <utility>
-
-// ---- begin goro/net_address.hpp ----
-// goro::net addresses, name resolution and error codes (part of
-// <goro/net.hpp>).
-//
-//   auto a = goro::net::address::parse("[::1]:8080");    // numeric only
-//   a.to_string();  a.port();  a.is_ipv6();
-//   auto v = goro::net::lookup_host("localhost");        // getaddrinfo, port 0
-//
-// An address is an IPv4 or IPv6 address with a port, or a Unix socket path
-// (one that starts with '/' or '.', or '@' for Linux's abstract namespace).
-// It is a plain value (a sockaddr inside), cheap to copy and compare.
-//
-// Error codes: every goro::net call that can fail has an overload taking
-// std::error_code& as its last argument (the std::filesystem convention),
-// which reports there instead of throwing. Besides the errno values
-// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
-//   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
-//   std::errc::invalid_argument   a malformed address, or an empty handle
-//   std::errc::operation_canceled the context given to the call was cancelled
-//   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
-//   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
-
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-
-#include <cerrno>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <vector>
-
-
-namespace goro::net {
-
-// goro::net's own error codes (category "goro.net").
-enum class errc {
-  closed = 1,          // use of closed network connection (Go's net.ErrClosed)
-  host_not_found = 2,  // no such host (getaddrinfo: EAI_NONAME, EAI_NODATA)
-  try_again = 3,       // temporary failure in name resolution (EAI_AGAIN)
-  lookup_failed = 4,   // any other resolver failure
-};
-
-namespace detail {
-
-// Codes that never reach a user: the public overloads turn them into
-// std::errc values (public_code), the throwing ones into the exception
-// today's rules name (raise_net, detail/net_socket.hpp). `deadline` is not
-// ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
-inline constexpr int deadline_code = 100;
-inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
-inline constexpr int bad_addr_last = 107;
-inline constexpr const char* bad_addr_why[] = {
-    "missing port",      "missing ']'",       "too many colons (IPv6 needs [brackets])",
-    "bad port",          "port out of range", "not a numeric IP address",
-    "unix path too long"};
-
-class net_category_impl : public std::error_category {
- public:
-  const char* name() const noexcept override { return "goro.net"; }
-  std::string message(int v) const override {
-    switch (v) {
-      case static_cast<int>(errc::closed):
-        return "use of closed network connection";
-      case static_cast<int>(errc::host_not_found):
-        return "no such host";
-      case static_cast<int>(errc::try_again):
-        return "temporary failure in name resolution";
-      case static_cast<int>(errc::lookup_failed):
-        return "name resolution failed";
-      case deadline_code:
-        return "i/o timeout";
-      default:
-        if (v >= bad_addr_first && v <= bad_addr_last) return bad_addr_why[v - bad_addr_first];
-        return "unknown goro.net error";
-    }
-  }
-};
-
-}  // namespace detail
-
-inline const std::error_category& net_category() noexcept {
-  static const detail::net_category_impl c;
-  return c;
-}
-inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), net_category()}; }
-
-}  // namespace goro::net
-
-template <>
-struct std::is_error_code_enum<goro::net::errc> : std::true_type {};
-
-namespace goro::net {
-namespace detail {
-
-inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
-inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
-
-// Internal codes -> what a std::error_code& overload reports.
-inline void public_code(std::error_code& ec) noexcept {
-  if (ec.category() != net_category()) return;
-  if (ec.value() == deadline_code) ec = std::make_error_code(std::errc::timed_out);
-  if (ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
-    ec = std::make_error_code(std::errc::invalid_argument);
-}
-
-// Splits "host:port" / "[v6]:port" (host may be empty).
-GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) noexcept;
-
-}  // namespace detail
-
-// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty.
-class address {
- public:
-  address() noexcept = default;
-
-  // "127.0.0.1:80", "[::1]:80", or a Unix path ("/tmp/s", "./s", "@abstract").
-  // Numeric hosts only (names: lookup_host). Malformed:
-  // std::system_error(EINVAL) / std::errc::invalid_argument.
-  static address parse(std::string_view s, std::error_code& ec) {
-    address a = parse_raw(s, ec);
-    detail::public_code(ec);
-    return a;
-  }
-  GORO_DECL static address parse(std::string_view s);
-
-  // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
-  // Malformed: an empty address.
-  static address from_ip(std::string_view ip, std::uint16_t port) {
-    address a;
-    if (!a.set_ip(ip, port)) return {};
-    return a;
-  }
-  // The address a sockaddr holds (as accept, recvfrom, getsockname give).
-  static address from_native(const sockaddr* sa, socklen_t len) noexcept {
-    address a;
-    if (len > sizeof a.ss_) len = sizeof a.ss_;
-    std::memcpy(&a.ss_, sa, len);
-    a.len_ = len;
-    return a;
-  }
-
-  // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
-  // when empty (or an unnamed Unix socket).
-  GORO_DECL std::string to_string() const;
-  // The IP without the port ("::1"), or the Unix path.
-  GORO_DECL std::string host() const;
-  // The port (0 for a Unix path or an empty address).
-  std::uint16_t port() const noexcept {
-    if (is_ipv4()) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_port);
-    if (is_ipv6()) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_port);
-    return 0;
-  }
-  // The same IP with another port (an IP address only).
-  address with_port(std::uint16_t p) const noexcept {
-    address a = *this;
-    if (is_ipv4()) reinterpret_cast<sockaddr_in*>(&a.ss_)->sin_port = htons(p);
-    if (is_ipv6()) reinterpret_cast<sockaddr_in6*>(&a.ss_)->sin6_port = htons(p);
-    return a;
-  }
-
-  int family() const noexcept { return len_ ? ss_.ss_family : AF_UNSPEC; }
-  bool is_ipv4() const noexcept { return family() == AF_INET; }
-  bool is_ipv6() const noexcept { return family() == AF_INET6; }
-  bool is_ip() const noexcept { return is_ipv4() || is_ipv6(); }
-  bool is_unix() const noexcept { return family() == AF_UNIX; }
-  bool is_loopback() const noexcept {
-    if (is_ipv4()) return (ntohl(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr.s_addr) >> 24) == 127;
-    if (is_ipv6()) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr);
-    return false;
-  }
-  explicit operator bool() const noexcept { return len_ != 0; }
-
-  const sockaddr* native() const noexcept { return reinterpret_cast<const sockaddr*>(&ss_); }
-  socklen_t native_size() const noexcept { return len_; }
-
-  friend bool operator==(const address& a, const address& b) noexcept {
-    if (a.family() != b.family()) return false;
-    if (a.is_unix()) return a.host() == b.host();
-    return a.port() == b.port() && a.host() == b.host();
-  }
-
- private:
-  GORO_DECL bool set_ip(std::string_view ip, std::uint16_t port);
-  GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
-  // parse, leaving the internal code (which says what is malformed).
-  GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
-  friend address unix_address(std::string_view, std::error_code&) noexcept;
-
-  sockaddr_storage ss_{};
-  socklen_t len_ = 0;
-};
-
-// A Unix socket address for any path (also one parse would not take as a
-// path, like "sock"); too long: std::errc::invalid_argument.
-inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
-  ec.clear();
-  address a;
-  a.set_unix(path, ec);
-  detail::public_code(ec);
-  return a;
-}
-
-// Resolves a host name to its addresses (port 0), in getaddrinfo's order:
-// /etc/hosts, then DNS, as the C library is configured. A numeric IP is
-// returned as it is, without a lookup. getaddrinfo blocks, so it runs
-// inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
-// (the throwing form: std::system_error with that code).
-GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec);
-GORO_DECL std::vector<address> lookup_host(std::string_view name);
-
-}  // namespace goro::net
-
-// ---- end goro/net_address.hpp ----
-// ---- begin goro/detail/net_socket.hpp ----
-// goro::net's socket layer (internal): a socket's fd, its poll descriptor
-// and per-direction locks (socket_state), waits on the poller or, from a
-// plain thread, in poll(2), deadlines, and a context watcher. Every
-// operation here reports failures as a std::error_code and never throws
-// (the public std::error_code& overloads must work under -fno-exceptions);
-// raise_net turns a code into the exception the throwing overloads raise.
-// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
-
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <variant>
-
 // ---- begin goro/select.hpp ----
 // goro::select: Go's select statement (mirror src/runtime/select.go,
 // selectgo).
@@ -8033,6 +8507,358 @@ class select_scratch_heap {
 }  // namespace goro::detail
 
 // ---- end goro/select.hpp ----
+// ---- begin goro/trace.hpp ----
+// goro::trace: an execution trace of every goroutine runtime in the
+// process, written as Chrome trace events (JSON) that chrome://tracing and
+// https://ui.perfetto.dev open. Each runtime shows as two processes: its Ps
+// (a track per P: the goroutines that ran on it, steals, preemptions,
+// blocks, wake-ups) and its Ms (a track per OS thread: the goroutines it
+// ran and its goro::blocking calls). See docs/debugging.md.
+//
+//   goro::trace::start("trace.json");
+//   ... run goroutines ...
+//   goro::trace::stop();
+
+#include <string>
+
+
+namespace goro::trace {
+
+// Starts tracing into the file at `path` (created or truncated at once).
+// One trace at a time: usage_error if one is running; std::system_error if
+// the file cannot be created.
+GORO_DECL void start(const std::string& path);
+
+// Stops tracing, writes what the buffers hold and closes the file.
+// usage_error if no trace is running; std::system_error if writing failed.
+GORO_DECL void stop();
+
+// Whether a trace is running.
+GORO_DECL bool running() noexcept;
+
+}  // namespace goro::trace
+
+// ---- end goro/trace.hpp ----
+
+// Last, so that every header the rest shares is already in (the
+// amalgamation inlines each header where it is first included).
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
+// ---- begin goro/net.hpp ----
+// goro::net: TCP, Unix and UDP sockets on the network poller
+// (detail/netpoll.hpp). A goroutine blocked on a socket parks; its M runs
+// other goroutines. From a plain thread (not a goroutine) the same calls
+// block the thread in poll(2).
+//
+//   auto ln = goro::net::listen_tcp("127.0.0.1:0");
+//   goro::go([ln]() mutable { auto c = ln.accept(); ... });
+//   auto c = goro::net::dial_tcp("localhost:" + std::to_string(ln.port()));
+//
+// Errors: std::system_error with the errno (connection refused, reset...;
+// a malformed address is EINVAL, "goro: bad address \"foo\": missing port");
+// a passed deadline is goro::timeout_error ("goro: i/o timeout"); an
+// operation on a closed socket, or one a close interrupts, is
+// goro::usage_error ("goro: use of closed network connection"); using an
+// empty (default-constructed) handle is goro::usage_error. Every call that
+// can fail also has an overload taking std::error_code& last, which
+// reports instead of throwing (net_address.hpp lists the codes): the way
+// to use goro::net with -fno-exceptions.
+//
+// Handles are shared: copies refer to one socket, closed by close() or
+// when the last copy goes. Goroutines may read (write) one socket
+// concurrently: as in Go, they take turns (a read / write / accept call
+// holds that direction's lock throughout, so one write()'s bytes are never
+// interleaved with another's), and close() wakes them all.
+//
+// Headers: net_address.hpp (address, lookup_host, error codes), this one
+// (conn, listener, TCP and Unix streams, wait_readable / wait_writable),
+// net_udp.hpp (packet_conn); detail/net_socket.hpp is the socket layer.
+
+#if defined(_WIN32)
+#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
+#endif
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+// ---- begin goro/detail/net_handle.hpp ----
+// goro::net's handle layer (internal): what conn, listener and packet_conn
+// share. socket_handle<Name> holds the shared socket_state and provides
+// close, native_handle, operator bool, deadlines and the addresses; each
+// public class exposes the members it has with using-declarations. Name is
+// the public class's name, for the usage_error an empty handle raises
+// ("net::conn::read on an empty conn"). The std::error_code& members never
+// throw (they must work under -fno-exceptions).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+// ---- begin goro/net_address.hpp ----
+// goro::net addresses, name resolution and error codes (part of
+// <goro/net.hpp>).
+//
+//   auto a = goro::net::address::parse("[::1]:8080");    // numeric only
+//   a.to_string();  a.port();  a.is_ipv6();
+//   auto v = goro::net::lookup_host("localhost");        // getaddrinfo, port 0
+//
+// An address is an IPv4 or IPv6 address with a port, or a Unix socket path
+// (one that starts with '/' or '.', or '@' for Linux's abstract namespace).
+// It is a plain value (a sockaddr inside), cheap to copy and compare.
+//
+// Error codes: every goro::net call that can fail has an overload taking
+// std::error_code& as its last argument (the std::filesystem convention),
+// which reports there instead of throwing. Besides the errno values
+// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
+//   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
+//   std::errc::invalid_argument   a malformed address, or an empty handle
+//   std::errc::operation_canceled the context given to the call was cancelled
+//   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
+//   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
+
+#if defined(_WIN32)
+#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
+#endif
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+
+namespace goro::net {
+
+// goro::net's own error codes (category "goro.net").
+enum class errc {
+  closed = 1,          // use of closed network connection (Go's net.ErrClosed)
+  host_not_found = 2,  // no such host (getaddrinfo: EAI_NONAME, EAI_NODATA)
+  try_again = 3,       // temporary failure in name resolution (EAI_AGAIN)
+  lookup_failed = 4,   // any other resolver failure
+};
+
+namespace detail {
+
+// Codes that never reach a user: the public overloads turn them into
+// std::errc values (public_code), the throwing ones into the exception
+// today's rules name (raise_net, detail/net_socket.hpp). `deadline` is not
+// ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
+inline constexpr int deadline_code = 100;
+inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
+inline constexpr int bad_addr_last = 107;
+inline constexpr const char* bad_addr_why[] = {
+    "missing port",      "missing ']'",       "too many colons (IPv6 needs [brackets])",
+    "bad port",          "port out of range", "not a numeric IP address",
+    "unix path too long"};
+
+class net_category_impl : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "goro.net"; }
+  std::string message(int v) const override {
+    switch (v) {
+      case static_cast<int>(errc::closed):
+        return "use of closed network connection";
+      case static_cast<int>(errc::host_not_found):
+        return "no such host";
+      case static_cast<int>(errc::try_again):
+        return "temporary failure in name resolution";
+      case static_cast<int>(errc::lookup_failed):
+        return "name resolution failed";
+      case deadline_code:
+        return "i/o timeout";
+      default:
+        if (v >= bad_addr_first && v <= bad_addr_last) return bad_addr_why[v - bad_addr_first];
+        return "unknown goro.net error";
+    }
+  }
+};
+
+}  // namespace detail
+
+inline const std::error_category& net_category() noexcept {
+  static const detail::net_category_impl c;
+  return c;
+}
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), net_category()}; }
+
+}  // namespace goro::net
+
+template <>
+struct std::is_error_code_enum<goro::net::errc> : std::true_type {};
+
+namespace goro::net {
+namespace detail {
+
+inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
+inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+
+// Internal codes -> what a std::error_code& overload reports.
+inline void public_code(std::error_code& ec) noexcept {
+  if (ec.category() != net_category()) return;
+  if (ec.value() == deadline_code) ec = std::make_error_code(std::errc::timed_out);
+  if (ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
+    ec = std::make_error_code(std::errc::invalid_argument);
+}
+
+// Splits "host:port" / "[v6]:port" (host may be empty).
+GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) noexcept;
+
+}  // namespace detail
+
+// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty.
+class address {
+ public:
+  address() noexcept = default;
+
+  // "127.0.0.1:80", "[::1]:80", or a Unix path ("/tmp/s", "./s", "@abstract").
+  // Numeric hosts only (names: lookup_host). Malformed:
+  // std::system_error(EINVAL) / std::errc::invalid_argument.
+  static address parse(std::string_view s, std::error_code& ec) {
+    address a = parse_raw(s, ec);
+    detail::public_code(ec);
+    return a;
+  }
+  GORO_DECL static address parse(std::string_view s);
+
+  // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
+  // Malformed: an empty address.
+  static address from_ip(std::string_view ip, std::uint16_t port) {
+    address a;
+    if (!a.set_ip(ip, port)) return {};
+    return a;
+  }
+  // The address a sockaddr holds (as accept, recvfrom, getsockname give).
+  static address from_native(const sockaddr* sa, socklen_t len) noexcept {
+    address a;
+    if (len > sizeof a.ss_) len = sizeof a.ss_;
+    std::memcpy(&a.ss_, sa, len);
+    a.len_ = len;
+    return a;
+  }
+
+  // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
+  // when empty (or an unnamed Unix socket).
+  GORO_DECL std::string to_string() const;
+  // The IP without the port ("::1"), or the Unix path.
+  GORO_DECL std::string host() const;
+  // The port (0 for a Unix path or an empty address).
+  std::uint16_t port() const noexcept {
+    if (is_ipv4()) return ntohs(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_port);
+    if (is_ipv6()) return ntohs(reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_port);
+    return 0;
+  }
+  // The same IP with another port (an IP address only).
+  address with_port(std::uint16_t p) const noexcept {
+    address a = *this;
+    if (is_ipv4()) reinterpret_cast<sockaddr_in*>(&a.ss_)->sin_port = htons(p);
+    if (is_ipv6()) reinterpret_cast<sockaddr_in6*>(&a.ss_)->sin6_port = htons(p);
+    return a;
+  }
+
+  int family() const noexcept { return len_ ? ss_.ss_family : AF_UNSPEC; }
+  bool is_ipv4() const noexcept { return family() == AF_INET; }
+  bool is_ipv6() const noexcept { return family() == AF_INET6; }
+  bool is_ip() const noexcept { return is_ipv4() || is_ipv6(); }
+  bool is_unix() const noexcept { return family() == AF_UNIX; }
+  bool is_loopback() const noexcept {
+    if (is_ipv4()) return (ntohl(reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr.s_addr) >> 24) == 127;
+    if (is_ipv6()) return IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr);
+    return false;
+  }
+  explicit operator bool() const noexcept { return len_ != 0; }
+
+  const sockaddr* native() const noexcept { return reinterpret_cast<const sockaddr*>(&ss_); }
+  socklen_t native_size() const noexcept { return len_; }
+
+  friend bool operator==(const address& a, const address& b) noexcept {
+    if (a.family() != b.family()) return false;
+    if (a.is_unix()) return a.host() == b.host();
+    return a.port() == b.port() && a.host() == b.host();
+  }
+
+ private:
+  GORO_DECL bool set_ip(std::string_view ip, std::uint16_t port);
+  GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
+  // parse, leaving the internal code (which says what is malformed).
+  GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
+  friend address unix_address(std::string_view, std::error_code&) noexcept;
+
+  sockaddr_storage ss_{};
+  socklen_t len_ = 0;
+};
+
+// A Unix socket address for any path (also one parse would not take as a
+// path, like "sock"); too long: std::errc::invalid_argument.
+inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
+  ec.clear();
+  address a;
+  a.set_unix(path, ec);
+  detail::public_code(ec);
+  return a;
+}
+
+// Resolves a host name to its addresses (port 0), in getaddrinfo's order:
+// /etc/hosts, then DNS, as the C library is configured. A numeric IP is
+// returned as it is, without a lookup. getaddrinfo blocks, so it runs
+// inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
+// (the throwing form: std::system_error with that code).
+GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec);
+GORO_DECL std::vector<address> lookup_host(std::string_view name);
+
+}  // namespace goro::net
+
+// ---- end goro/net_address.hpp ----
+// ---- begin goro/detail/net_socket.hpp ----
+// goro::net's socket layer (internal): a socket's fd, its poll descriptor
+// and per-direction locks (socket_state), waits on the poller or, from a
+// plain thread, in poll(2), deadlines, and a context watcher. Every
+// operation here reports failures as a std::error_code and never throws
+// (the public std::error_code& overloads must work under -fno-exceptions);
+// raise_net turns a code into the exception the throwing overloads raise.
+// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <variant>
+
+#endif
 // ---- begin goro/detail/netpoll.hpp ----
 // The network poller (Go's src/runtime/netpoll.go): one OS poller per
 // runtime (os::poller: epoll and an eventfd on Linux, as netpoll_epoll.go),
@@ -8370,6 +9196,7 @@ struct netpoll_sched {
 }  // namespace goro::detail
 
 // ---- end goro/detail/netpoll.hpp ----
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 
 namespace goro::net {
 
@@ -9112,6 +9939,10 @@ inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
 // a connected socket, a datagram the peer's host refused (nobody on that
 // port) makes a later read or write fail with ECONNREFUSED.
 
+#if defined(_WIN32)
+#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
+#endif
+
 #include <sys/socket.h>
 
 #include <cstddef>
@@ -9291,6 +10122,10 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
 // until stop (Go: the same).
 
+#if defined(_WIN32)
+#error "goro: goro::signal is not ported to Windows yet (issue 17)"
+#endif
+
 #include <signal.h>
 
 #include <initializer_list>
@@ -9314,38 +10149,7 @@ GORO_DECL void stop(chan<int> c);
 }  // namespace goro::signal
 
 // ---- end goro/signal.hpp ----
-// ---- begin goro/trace.hpp ----
-// goro::trace: an execution trace of every goroutine runtime in the
-// process, written as Chrome trace events (JSON) that chrome://tracing and
-// https://ui.perfetto.dev open. Each runtime shows as two processes: its Ps
-// (a track per P: the goroutines that ran on it, steals, preemptions,
-// blocks, wake-ups) and its Ms (a track per OS thread: the goroutines it
-// ran and its goro::blocking calls). See docs/debugging.md.
-//
-//   goro::trace::start("trace.json");
-//   ... run goroutines ...
-//   goro::trace::stop();
-
-#include <string>
-
-
-namespace goro::trace {
-
-// Starts tracing into the file at `path` (created or truncated at once).
-// One trace at a time: usage_error if one is running; std::system_error if
-// the file cannot be created.
-GORO_DECL void start(const std::string& path);
-
-// Stops tracing, writes what the buffers hold and closes the file.
-// usage_error if no trace is running; std::system_error if writing failed.
-GORO_DECL void stop();
-
-// Whether a trace is running.
-GORO_DECL bool running() noexcept;
-
-}  // namespace goro::trace
-
-// ---- end goro/trace.hpp ----
+#endif
 // ---- end goro/goro.hpp ----
 #if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)
 namespace goro {
@@ -9546,6 +10350,151 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 // and no libbacktrace. Tables are read once per object and kept for the
 // life of the process (a dump is rare; objects are mapped read-only).
 
+#if defined(_WIN32)
+// Windows: PE modules and their COFF symbol tables.
+// ---- begin goro/detail/symbolize_pe.hpp ----
+// Names for code addresses on Windows, for the goroutine dump
+// (detail/symbolize.hpp's interface): the function symbols of the module
+// (executable or DLL) that contains a pc, read from the COFF symbol table
+// that MinGW-w64's linker leaves in the file unless it is stripped (-s);
+// demangled with abi::__cxa_demangle. A stripped module (and MSVC's, whose
+// symbols are in a .pdb) gives "??" and the module's path. Tables are read
+// once per module and kept for the life of the process.
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+
+namespace goro::detail {
+
+struct symbol_info {
+  std::string name;           // demangled; empty when unknown
+  std::uintptr_t offset = 0;  // pc - the symbol's start
+  std::string object;         // the module's path (for unknown symbols)
+};
+
+class symbol_table {
+  struct sym {
+    std::uintptr_t rva;  // relative to the module's base
+    std::string name;    // as in the file (mangled)
+  };
+  struct module {
+    std::uintptr_t base = 0;
+    std::string path;
+    std::vector<sym> syms;  // sorted by rva
+  };
+
+ public:
+  static symbol_table& instance() {
+    static symbol_table* t = new symbol_table;  // never destroyed: a dump may run during exit
+    return *t;
+  }
+
+  // The function symbol containing pc (pc exactly: pass a return address
+  // minus one); without sizes in COFF, the nearest one below.
+  symbol_info lookup(std::uintptr_t pc) {
+    std::lock_guard<std::mutex> lk(lock_);
+    symbol_info r;
+    HMODULE h = nullptr;
+    if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                            reinterpret_cast<LPCWSTR>(pc), &h))
+      return r;
+    const module& m = get(reinterpret_cast<std::uintptr_t>(h));
+    r.object = m.path;
+    const std::uintptr_t rva = pc - m.base;
+    auto it = std::upper_bound(m.syms.begin(), m.syms.end(), rva,
+                               [](std::uintptr_t a, const sym& s) { return a < s.rva; });
+    if (it == m.syms.begin()) return r;
+    --it;
+    r.offset = rva - it->rva;
+    r.name = demangle(it->name.c_str());
+    return r;
+  }
+
+  static std::string demangle(const char* mangled) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    if (status != 0 || !d) return mangled;
+    std::string s(d);
+    std::free(d);
+    return s;
+  }
+
+ private:
+  const module& get(std::uintptr_t base) {
+    for (const module& m : modules_)
+      if (m.base == base) return m;
+    module m;
+    m.base = base;
+    char path[MAX_PATH];
+    const DWORD n = GetModuleFileNameA(reinterpret_cast<HMODULE>(base), path, sizeof path);
+    m.path.assign(path, n < sizeof path ? n : 0);
+    read_symbols(m);
+    modules_.push_back(std::move(m));
+    return modules_.back();
+  }
+
+  // The COFF symbol table: its place is in the mapped headers, its bytes
+  // only in the file. Function symbols (type 0x20) of a section, as RVAs.
+  static void read_symbols(module& m) {
+    const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(m.base);
+    const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS64*>(m.base + static_cast<std::uintptr_t>(dos->e_lfanew));
+    const DWORD table = nt->FileHeader.PointerToSymbolTable, count = nt->FileHeader.NumberOfSymbols;
+    if (table == 0 || count == 0 || m.path.empty()) return;
+    const IMAGE_SECTION_HEADER* sections = IMAGE_FIRST_SECTION(nt);
+    const WORD nsections = nt->FileHeader.NumberOfSections;
+    HANDLE f = CreateFileA(m.path.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                           FILE_ATTRIBUTE_NORMAL, nullptr);
+    if (f == INVALID_HANDLE_VALUE) return;
+    LARGE_INTEGER size{};
+    std::vector<char> bytes;
+    const std::uint64_t start = table, syms_end = start + std::uint64_t{count} * IMAGE_SIZEOF_SYMBOL;
+    if (GetFileSizeEx(f, &size) && static_cast<std::uint64_t>(size.QuadPart) >= syms_end + 4) {
+      bytes.resize(static_cast<std::size_t>(static_cast<std::uint64_t>(size.QuadPart) - start));
+      LARGE_INTEGER at;
+      at.QuadPart = static_cast<LONGLONG>(start);
+      DWORD got = 0;
+      if (!SetFilePointerEx(f, at, nullptr, FILE_BEGIN) ||
+          !ReadFile(f, bytes.data(), static_cast<DWORD>(bytes.size()), &got, nullptr) || got != bytes.size())
+        bytes.clear();
+    }
+    CloseHandle(f);
+    if (bytes.empty()) return;
+    const char* strings = bytes.data() + std::size_t{count} * IMAGE_SIZEOF_SYMBOL;  // string table, after the symbols
+    const std::size_t strings_size = bytes.size() - std::size_t{count} * IMAGE_SIZEOF_SYMBOL;
+    for (DWORD i = 0; i < count; ++i) {
+      IMAGE_SYMBOL s;
+      std::memcpy(&s, bytes.data() + std::size_t{i} * IMAGE_SIZEOF_SYMBOL, sizeof s);
+      const DWORD aux = s.NumberOfAuxSymbols;
+      if (s.Type == 0x20 && s.SectionNumber > 0 && s.SectionNumber <= nsections) {
+        std::string name;
+        if (s.N.Name.Short != 0) {
+          name.assign(reinterpret_cast<const char*>(s.N.ShortName), strnlen(reinterpret_cast<const char*>(s.N.ShortName), 8));
+        } else if (s.N.Name.Long < strings_size) {
+          name = strings + s.N.Name.Long;
+        }
+        if (!name.empty()) m.syms.push_back({sections[s.SectionNumber - 1].VirtualAddress + s.Value, std::move(name)});
+      }
+      i += aux;
+    }
+    std::sort(m.syms.begin(), m.syms.end(), [](const sym& a, const sym& b) { return a.rva < b.rva; });
+  }
+
+  std::mutex lock_;
+  std::vector<module> modules_;
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/symbolize_pe.hpp ----
+#else
+
 #include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -9715,6 +10664,8 @@ class symbol_table {
 };
 
 }  // namespace goro::detail
+
+#endif  // !_WIN32
 // ---- end goro/detail/symbolize.hpp ----
 // ---- begin goro/detail/unwind.hpp ----
 // Stacks for the goroutine dump, found without frame pointers: the C++
@@ -9733,6 +10684,78 @@ class symbol_table {
 // its entry (goro_v0_1_start, which has no unwind info: the walk ends).
 // The goroutine is not resumed and its stack is only read; the caller
 // keeps it from running meanwhile (dump.hpp).
+
+#if defined(_WIN64)
+// Windows x64: the system unwinder, not libgcc's DWARF one.
+// ---- begin goro/detail/unwind_win64.hpp ----
+// Stacks for the goroutine dump on Windows x64 (detail/unwind.hpp's
+// interface). The system's table-driven unwinder does it: each function
+// compiled for Win64 has unwind data (.pdata/.xdata), which
+// RtlLookupFunctionEntry finds and RtlVirtualUnwind applies to a CONTEXT.
+// A parked goroutine's walk starts from the registers its switch saved
+// (context.hpp's switch_frame, context_win64.S) and ends at the null
+// return address goro_v0_1_start pushed below its entry's frame. The
+// goroutine is not resumed and its stack is only read; the caller keeps it
+// from running meanwhile (dump.hpp).
+
+#include <cstddef>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+inline constexpr std::size_t max_dump_frames = 64;
+
+struct backtrace_buf {
+  std::uintptr_t pc[max_dump_frames];
+  std::size_t n = 0;
+};
+
+// The return addresses of the frames of a goroutine switched out with its
+// saved stack pointer at sp, innermost first (its entry's frame last).
+inline void backtrace_from(const void* sp, backtrace_buf& out) noexcept {
+  const auto* f = static_cast<const switch_frame*>(sp);
+  CONTEXT c{};
+  c.Rip = reinterpret_cast<DWORD64>(f->resume);
+  c.Rsp = reinterpret_cast<DWORD64>(sp) + sizeof(switch_frame);
+  c.Rbx = f->rbx;
+  c.Rbp = f->rbp;
+  c.Rsi = f->rsi;
+  c.Rdi = f->rdi;
+  c.R12 = f->r12;
+  c.R13 = f->r13;
+  c.R14 = f->r14;
+  c.R15 = f->r15;
+  // The frames' own bounds, as the system unwinder checks them.
+  const DWORD64 lo = f->stack_limit, hi = f->stack_base;
+  out.n = 0;
+  while (c.Rip != 0 && out.n < max_dump_frames && c.Rsp >= lo && c.Rsp < hi) {
+    out.pc[out.n++] = static_cast<std::uintptr_t>(c.Rip);
+    DWORD64 image = 0;
+    PRUNTIME_FUNCTION fn = RtlLookupFunctionEntry(c.Rip, &image, nullptr);
+    if (!fn) {
+      // A leaf function (no unwind data): its return address is at rsp.
+      c.Rip = *reinterpret_cast<const DWORD64*>(c.Rsp);
+      c.Rsp += 8;
+      continue;
+    }
+    void* handler_data = nullptr;
+    DWORD64 establisher = 0;
+    RtlVirtualUnwind(UNW_FLAG_NHANDLER, image, c.Rip, fn, &c, &handler_data, &establisher, nullptr);
+  }
+}
+
+// The calling thread's own frames, innermost first (this one excluded).
+GORO_NOINLINE inline void backtrace_self(backtrace_buf& out) noexcept {
+  void* pcs[max_dump_frames];
+  const USHORT n = RtlCaptureStackBackTrace(1, static_cast<DWORD>(max_dump_frames), pcs, nullptr);
+  out.n = 0;
+  for (USHORT i = 0; i < n; ++i) out.pc[out.n++] = reinterpret_cast<std::uintptr_t>(pcs[i]);
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/unwind_win64.hpp ----
+#else
 
 #include <unwind.h>
 
@@ -9920,6 +10943,8 @@ GORO_NOINLINE inline void backtrace_self(backtrace_buf& out) noexcept {
 }
 
 }  // namespace goro::detail
+
+#endif  // !_WIN64
 // ---- end goro/detail/unwind.hpp ----
 
 namespace goro {
@@ -10217,10 +11242,15 @@ inline void install_dump_handlers() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     check_goro_debug();
+#if defined(SIGQUIT)
     bool sigquit = debug_setting("sigquit", 1) != 0;
     // The program's own handler stays. An inherited SIG_IGN (a background
     // job of a shell) does not: as in Go, SIGQUIT then still dumps.
     if (sigquit && os::signal_has_handler(SIGQUIT)) sigquit = false;
+#else
+    // No SIGQUIT (Windows): the dump thread only stamps wait times.
+    const bool sigquit = false;
+#endif
     int fds[2];
     if (os::open_pipe(fds, false) != 0) return;
     // The thread blocks every signal: SIGQUIT goes to one that can take it.
@@ -10232,12 +11262,14 @@ inline void install_dump_handlers() noexcept {
       return;
     }
     if (!sigquit) return;
+#if defined(SIGQUIT)
     sigquit_pipe_write() = fds[1];
     // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
     // futex wait then returns EINTR, and os::futex_wait lets the handler run
     // (os/linux/futex.hpp); restarted, the handler would wait for the next
     // wake-up.
     os::set_signal_handler(SIGQUIT, &sigquit_handler, !GORO_TSAN, nullptr);
+#endif
   });
 }
 
@@ -11486,7 +12518,7 @@ namespace goro::detail {
 // would disagree): signal mode stays cooperative under TSan.
 inline constexpr bool async_preempt_supported = false;
 #else
-inline constexpr bool async_preempt_supported = true;
+inline constexpr bool async_preempt_supported = os::async_preemption_ported;
 #endif
 
 // Stack left free below the frame copy for the yield path (the trampoline,
@@ -12059,7 +13091,9 @@ class sysmon {
 // safe-path` decides). Mergeable strings: one copy however many
 // translation units include this.
 
-#if !defined(GORO_NO_GDB_SCRIPT)
+// Not on Windows: PE/COFF has no mergeable sections, and goro's gdb
+// extension is not ported there (issue 17).
+#if !defined(GORO_NO_GDB_SCRIPT) && !defined(_WIN32)
 asm(R"goro_gdb(
 .pushsection .debug_gdb_scripts, "MS",%progbits,1
 .byte 4
@@ -13028,6 +14062,9 @@ class scheduler final : public sched_base {
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
   // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
   static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
+  static_assert(Policy::preempt != preemption::signal || os::async_preemption_ported,
+                "goro: preemption::signal (asynchronous preemption) is not ported to Windows yet (issue 17); "
+                "use preemption::cooperative");
 
   enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
 
@@ -16206,6 +17243,231 @@ GORO_DECL void group::fail(std::error_code ec, std::exception_ptr e) {
 }
 
 }  // namespace goro
+namespace goro {
+
+GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
+                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
+  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
+  send_closed = false;
+  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
+  // whose channel is not nil: a case on a nil channel is never chosen (Go
+  // leaves it out of pollorder, so it is neither polled nor queued on).
+  std::size_t live = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!sc[i].c) continue;
+    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
+    pollorder[live] = pollorder[j];
+    pollorder[j] = static_cast<std::uint16_t>(i);
+    ++live;
+  }
+  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
+  // Lock order: the cases sorted by channel address with a stable
+  // insertion sort (n is small) started from the poll order, so cases on
+  // one channel keep a random relative order -- pass 2 queues them in
+  // this order (as Go's heap sort "starts with the pollorder").
+  for (std::size_t i = 0; i < live; ++i) {
+    std::uint16_t k = pollorder[i];
+    std::size_t j = i;
+    while (j > 0 &&
+           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
+      lockorder[j] = lockorder[j - 1];
+      --j;
+    }
+    lockorder[j] = k;
+  }
+  select_locks locks{sc, lockorder, live};
+  locks.lock_all();
+
+  // Pass 1: the first ready case in poll order.
+  for (std::size_t i = 0; i < live; ++i) {
+    std::size_t k = pollorder[i];
+    chan_waiter* partner = nullptr;
+    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
+    if (r == chan_op::blocked) continue;
+    locks.unlock_all();
+    if (partner) wake_chan_waiter(partner);
+    send_closed = r == chan_op::closed;
+    return k;
+  }
+  if (has_default) {
+    locks.unlock_all();
+    return n;
+  }
+
+  // Pass 2: wait on every case.
+  select_state st;
+  caller self = current_caller();
+  if (GORO_UNLIKELY(inside_blocking(self.m))) {
+    locks.unlock_all();
+    raise_inside_blocking("select");
+  }
+  g* gp = self.gp;
+  for (std::size_t i = 0; i < live; ++i) {
+    std::size_t k = lockorder[i];
+    chan_waiter& w = waiters[k];
+    w.gp = gp;
+    w.elem = sc[k].elem;
+    w.sel = &st;
+    w.success = false;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
+  }
+  struct queued {  // block's unlink: every case's waiter off its queue
+    select_case* sc;
+    std::size_t n;
+    chan_waiter* waiters;
+    select_state* st;
+  } at{sc, n, waiters, &st};
+  GORO_CHAOS_POINT("chan.block");
+  block(
+      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
+      [](void* a) noexcept {
+        auto* x = static_cast<queued*>(a);
+        // Claimed as a case's waker would (dequeue): if one got there
+        // first, it owns the wake-up. Otherwise no case can win any more.
+        std::uint32_t expected = 0;
+        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
+        for (std::size_t k = 0; k < x->n; ++k) {
+          chan_core* c = x->sc[k].c;
+          if (!c) continue;  // a nil channel's case was never queued
+          c->lock.lock();
+          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
+          c->lock.unlock();
+        }
+        return true;
+      },
+      &at, wait_reason::select);
+  // main_return: woken to end (the claim above took every waiter off; no
+  // case won).
+  exit_if_killed(gp);
+
+  // Pass 3: the winner was popped by its waker; take the others back.
+  locks.lock_all();
+  chan_waiter* winner = st.winner;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (&waiters[k] == winner || !sc[k].c) continue;
+    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
+  }
+  locks.unlock_all();
+  std::size_t k = static_cast<std::size_t>(winner - waiters);
+  send_closed = sc[k].is_send && !winner->success;
+  return k;
+}
+
+GORO_DECL std::size_t select(std::span<select_case> cases) {
+  std::size_t ndefault = 0, default_index = cases.size();
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    if (!cases[i].p_) detail::raise_usage("select: a moved-from select_case");
+    if (cases[i].default_) {
+      ++ndefault;
+      default_index = i;
+    }
+  }
+  if (ndefault > 1) detail::raise_usage("select: more than one default_case");
+  const std::size_t n = cases.size() - ndefault;
+  if (n >= 65536) detail::raise_usage("select: too many cases");
+
+  std::size_t chosen = default_index;
+  if (n > 0) {
+    auto go = [&](detail::select_scratch& w) {
+      for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
+        if (cases[i].default_) continue;
+        w.sc[ci] = cases[i].p_->prepare();
+        w.arg_index[ci++] = i;
+      }
+      bool send_closed = false;
+      std::size_t k =
+          detail::select_go(w.sc, n, ndefault != 0, w.pollorder, w.lockorder, w.waiters, send_closed);
+      if (send_closed) detail::raise_send_closed();
+      if (k != n) chosen = w.arg_index[k];
+    };
+    if (n <= detail::select_scratch::inline_cases) {
+      detail::select_scratch_stack w;
+      go(w.s);
+    } else {
+      detail::select_scratch_heap w(n);
+      go(w.s);
+    }
+  } else if (ndefault == 0) {
+    detail::block_forever_nil("select");
+  }
+  cases[chosen].p_->run();
+  return chosen;
+}
+
+}  // namespace goro
+#include <cerrno>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+
+namespace goro::trace {
+
+// Starts tracing into the file at `path` (created or truncated at once).
+// One trace at a time: usage_error if one is running; std::system_error if
+// the file cannot be created.
+GORO_DECL void start(const std::string& path) {
+  auto& s = detail::tracing::global_state();
+  std::lock_guard<std::mutex> ctl(s.ctl);
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.fd >= 0) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
+    const int fd = detail::os::create_file(path.c_str());
+    if (fd < 0) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
+    s.fd = fd;
+    s.write_err = 0;
+    s.first = true;
+    s.p_tracks.clear();
+    s.m_tracks.clear();
+    s.runtimes.clear();
+    s.text = "[";  // the JSON array form: loadable without its closing bracket
+    s.write_text_locked();
+    s.epoch = detail::tracing::now();
+    s.flusher_stop = false;
+    s.session.fetch_add(1, std::memory_order_release);  // buffers drop what an earlier trace left
+  }
+  GORO_TRY { s.flusher = std::thread([&s] { s.flusher_loop(); }); }
+  GORO_CATCH_ALL {
+    std::lock_guard<std::mutex> lk(s.mu);
+    detail::os::close_fd(s.fd);
+    s.fd = -1;
+    GORO_RETHROW;
+  }
+  detail::tracing::on.store(true, std::memory_order_seq_cst);
+}
+
+// Stops tracing, writes what the buffers hold and closes the file.
+// usage_error if no trace is running; std::system_error if writing failed.
+GORO_DECL void stop() {
+  auto& s = detail::tracing::global_state();
+  std::lock_guard<std::mutex> ctl(s.ctl);
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.fd < 0) detail::raise_usage("trace::stop: no trace is running");
+    detail::tracing::on.store(false, std::memory_order_seq_cst);
+    s.flusher_stop = true;
+  }
+  s.flusher_cv.notify_all();
+  if (s.flusher.joinable()) s.flusher.join();
+  std::lock_guard<std::mutex> lk(s.mu);
+  s.drain_locked();
+  // Buffers of threads that have exited (the list holds the last
+  // reference): nobody records into them any more.
+  std::erase_if(s.buffers, [](const auto& b) { return b.use_count() == 1; });
+  s.text += "\n]\n";
+  s.write_text_locked();
+  int err = s.write_err;
+  if (int e = detail::os::close_fd(s.fd); e != 0 && err == 0) err = e;
+  s.fd = -1;  // events still in flight are dropped (write_locked checks)
+  if (err != 0) detail::raise_system(err, "trace::stop: writing the trace failed");
+}
+
+// Whether a trace is running.
+GORO_DECL bool running() noexcept { return detail::tracing::enabled(); }
+
+}  // namespace goro::trace
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net {
 
 GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
@@ -16378,158 +17640,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name) {
 }
 
 }  // namespace goro::net
-namespace goro {
-
-GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,
-                             std::uint16_t* lockorder, chan_waiter* waiters, bool& send_closed) {
-  call_point();  // a runtime call that can switch (detail/preempt.hpp, detail/goexit.hpp)
-  send_closed = false;
-  // Poll order: inside-out Fisher-Yates (Go's pollorder) over the cases
-  // whose channel is not nil: a case on a nil channel is never chosen (Go
-  // leaves it out of pollorder, so it is neither polled nor queued on).
-  std::size_t live = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!sc[i].c) continue;
-    std::size_t j = select_rand(static_cast<std::uint32_t>(live + 1));
-    pollorder[live] = pollorder[j];
-    pollorder[j] = static_cast<std::uint16_t>(i);
-    ++live;
-  }
-  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
-  // Lock order: the cases sorted by channel address with a stable
-  // insertion sort (n is small) started from the poll order, so cases on
-  // one channel keep a random relative order -- pass 2 queues them in
-  // this order (as Go's heap sort "starts with the pollorder").
-  for (std::size_t i = 0; i < live; ++i) {
-    std::uint16_t k = pollorder[i];
-    std::size_t j = i;
-    while (j > 0 &&
-           reinterpret_cast<std::uintptr_t>(sc[lockorder[j - 1]].c) > reinterpret_cast<std::uintptr_t>(sc[k].c)) {
-      lockorder[j] = lockorder[j - 1];
-      --j;
-    }
-    lockorder[j] = k;
-  }
-  select_locks locks{sc, lockorder, live};
-  locks.lock_all();
-
-  // Pass 1: the first ready case in poll order.
-  for (std::size_t i = 0; i < live; ++i) {
-    std::size_t k = pollorder[i];
-    chan_waiter* partner = nullptr;
-    chan_op r = sc[k].poll(sc[k].c, sc[k].elem, partner);
-    if (r == chan_op::blocked) continue;
-    locks.unlock_all();
-    if (partner) wake_chan_waiter(partner);
-    send_closed = r == chan_op::closed;
-    return k;
-  }
-  if (has_default) {
-    locks.unlock_all();
-    return n;
-  }
-
-  // Pass 2: wait on every case.
-  select_state st;
-  caller self = current_caller();
-  if (GORO_UNLIKELY(inside_blocking(self.m))) {
-    locks.unlock_all();
-    raise_inside_blocking("select");
-  }
-  g* gp = self.gp;
-  for (std::size_t i = 0; i < live; ++i) {
-    std::size_t k = lockorder[i];
-    chan_waiter& w = waiters[k];
-    w.gp = gp;
-    w.elem = sc[k].elem;
-    w.sel = &st;
-    w.success = false;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).push_back(&w);
-  }
-  struct queued {  // block's unlink: every case's waiter off its queue
-    select_case* sc;
-    std::size_t n;
-    chan_waiter* waiters;
-    select_state* st;
-  } at{sc, n, waiters, &st};
-  GORO_CHAOS_POINT("chan.block");
-  block(
-      self.m, gp, st.woken, [](void* l) { return static_cast<select_locks*>(l)->unlock_all(); }, &locks,
-      [](void* a) noexcept {
-        auto* x = static_cast<queued*>(a);
-        // Claimed as a case's waker would (dequeue): if one got there
-        // first, it owns the wake-up. Otherwise no case can win any more.
-        std::uint32_t expected = 0;
-        if (!x->st->done.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) return false;
-        for (std::size_t k = 0; k < x->n; ++k) {
-          chan_core* c = x->sc[k].c;
-          if (!c) continue;  // a nil channel's case was never queued
-          c->lock.lock();
-          (x->sc[k].is_send ? c->sendq : c->recvq).remove(&x->waiters[k]);
-          c->lock.unlock();
-        }
-        return true;
-      },
-      &at, wait_reason::select);
-  // main_return: woken to end (the claim above took every waiter off; no
-  // case won).
-  exit_if_killed(gp);
-
-  // Pass 3: the winner was popped by its waker; take the others back.
-  locks.lock_all();
-  chan_waiter* winner = st.winner;
-  for (std::size_t k = 0; k < n; ++k) {
-    if (&waiters[k] == winner || !sc[k].c) continue;
-    (sc[k].is_send ? sc[k].c->sendq : sc[k].c->recvq).remove(&waiters[k]);
-  }
-  locks.unlock_all();
-  std::size_t k = static_cast<std::size_t>(winner - waiters);
-  send_closed = sc[k].is_send && !winner->success;
-  return k;
-}
-
-GORO_DECL std::size_t select(std::span<select_case> cases) {
-  std::size_t ndefault = 0, default_index = cases.size();
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    if (!cases[i].p_) detail::raise_usage("select: a moved-from select_case");
-    if (cases[i].default_) {
-      ++ndefault;
-      default_index = i;
-    }
-  }
-  if (ndefault > 1) detail::raise_usage("select: more than one default_case");
-  const std::size_t n = cases.size() - ndefault;
-  if (n >= 65536) detail::raise_usage("select: too many cases");
-
-  std::size_t chosen = default_index;
-  if (n > 0) {
-    auto go = [&](detail::select_scratch& w) {
-      for (std::size_t i = 0, ci = 0; i < cases.size(); ++i) {
-        if (cases[i].default_) continue;
-        w.sc[ci] = cases[i].p_->prepare();
-        w.arg_index[ci++] = i;
-      }
-      bool send_closed = false;
-      std::size_t k =
-          detail::select_go(w.sc, n, ndefault != 0, w.pollorder, w.lockorder, w.waiters, send_closed);
-      if (send_closed) detail::raise_send_closed();
-      if (k != n) chosen = w.arg_index[k];
-    };
-    if (n <= detail::select_scratch::inline_cases) {
-      detail::select_scratch_stack w;
-      go(w.s);
-    } else {
-      detail::select_scratch_heap w(n);
-      go(w.s);
-    }
-  } else if (ndefault == 0) {
-    detail::block_forever_nil("select");
-  }
-  cases[chosen].p_->run();
-  return chosen;
-}
-
-}  // namespace goro
+#endif
 namespace goro::detail {
 
 GORO_DECL poll_desc* pd_cache::alloc(int fd) {
@@ -16734,6 +17845,7 @@ GORO_DECL pd_error pd_wait_g(poll_desc* pd, char mode) {
 }
 
 }  // namespace goro::detail
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net::detail {
 
 GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
@@ -17020,6 +18132,8 @@ GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, s
 }
 
 }  // namespace goro::net::detail
+#endif
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net {
 
 GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
@@ -17078,6 +18192,8 @@ GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std:
 }
 
 }  // namespace goro::net
+#endif
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net {
 
 GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec) {
@@ -17191,6 +18307,8 @@ GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::e
 }
 
 }  // namespace goro::net
+#endif
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -17397,76 +18515,5 @@ GORO_DECL void stop(chan<int> c) {
 
 }  // namespace signal
 }  // namespace goro
-#include <cerrno>
-#include <cstdio>
-#include <mutex>
-#include <thread>
-#include <vector>
-
-
-namespace goro::trace {
-
-// Starts tracing into the file at `path` (created or truncated at once).
-// One trace at a time: usage_error if one is running; std::system_error if
-// the file cannot be created.
-GORO_DECL void start(const std::string& path) {
-  auto& s = detail::tracing::global_state();
-  std::lock_guard<std::mutex> ctl(s.ctl);
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    if (s.fd >= 0) detail::raise_usage("trace::start: a trace is already running (call trace::stop first)");
-    const int fd = detail::os::create_file(path.c_str());
-    if (fd < 0) detail::raise_system(errno, ("trace::start: cannot create " + path).c_str());
-    s.fd = fd;
-    s.write_err = 0;
-    s.first = true;
-    s.p_tracks.clear();
-    s.m_tracks.clear();
-    s.runtimes.clear();
-    s.text = "[";  // the JSON array form: loadable without its closing bracket
-    s.write_text_locked();
-    s.epoch = detail::tracing::now();
-    s.flusher_stop = false;
-    s.session.fetch_add(1, std::memory_order_release);  // buffers drop what an earlier trace left
-  }
-  GORO_TRY { s.flusher = std::thread([&s] { s.flusher_loop(); }); }
-  GORO_CATCH_ALL {
-    std::lock_guard<std::mutex> lk(s.mu);
-    detail::os::close_fd(s.fd);
-    s.fd = -1;
-    GORO_RETHROW;
-  }
-  detail::tracing::on.store(true, std::memory_order_seq_cst);
-}
-
-// Stops tracing, writes what the buffers hold and closes the file.
-// usage_error if no trace is running; std::system_error if writing failed.
-GORO_DECL void stop() {
-  auto& s = detail::tracing::global_state();
-  std::lock_guard<std::mutex> ctl(s.ctl);
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    if (s.fd < 0) detail::raise_usage("trace::stop: no trace is running");
-    detail::tracing::on.store(false, std::memory_order_seq_cst);
-    s.flusher_stop = true;
-  }
-  s.flusher_cv.notify_all();
-  if (s.flusher.joinable()) s.flusher.join();
-  std::lock_guard<std::mutex> lk(s.mu);
-  s.drain_locked();
-  // Buffers of threads that have exited (the list holds the last
-  // reference): nobody records into them any more.
-  std::erase_if(s.buffers, [](const auto& b) { return b.use_count() == 1; });
-  s.text += "\n]\n";
-  s.write_text_locked();
-  int err = s.write_err;
-  if (int e = detail::os::close_fd(s.fd); e != 0 && err == 0) err = e;
-  s.fd = -1;  // events still in flight are dropped (write_locked checks)
-  if (err != 0) detail::raise_system(err, "trace::stop: writing the trace failed");
-}
-
-// Whether a trace is running.
-GORO_DECL bool running() noexcept { return detail::tracing::enabled(); }
-
-}  // namespace goro::trace
+#endif
 #endif  // GORO_COMPILE_RUNTIME

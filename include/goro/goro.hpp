@@ -10,12 +10,17 @@
 #include "error.hpp"
 #include "group.hpp"
 #include "lane.hpp"
-#include "net.hpp"
 #include "policy.hpp"
 #include "runtime.hpp"
 #include "select.hpp"
-#include "signal.hpp"
 #include "stack.hpp"
 #include "sync.hpp"
 #include "time.hpp"
 #include "trace.hpp"
+
+// Last, so that every header the rest shares is already in (the
+// amalgamation inlines each header where it is first included).
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
+#include "net.hpp"
+#include "signal.hpp"
+#endif

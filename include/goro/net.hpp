@@ -28,6 +28,10 @@
 // net_udp.hpp (packet_conn); detail/net_socket.hpp is the socket layer.
 #pragma once
 
+#if defined(_WIN32)
+#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
+#endif
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>

@@ -20,6 +20,10 @@
 //   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
 #pragma once
 
+#if defined(_WIN32)
+#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
+#endif
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>

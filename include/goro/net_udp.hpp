@@ -16,6 +16,10 @@
 // port) makes a later read or write fail with ECONNREFUSED.
 #pragma once
 
+#if defined(_WIN32)
+#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
+#endif
+
 #include <sys/socket.h>
 
 #include <cstddef>

@@ -36,6 +36,10 @@
 // until stop (Go: the same).
 #pragma once
 
+#if defined(_WIN32)
+#error "goro: goro::signal is not ported to Windows yet (issue 17)"
+#endif
+
 #include <signal.h>
 
 #include <initializer_list>

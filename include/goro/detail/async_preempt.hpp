@@ -65,7 +65,7 @@ namespace goro::detail {
 // would disagree): signal mode stays cooperative under TSan.
 inline constexpr bool async_preempt_supported = false;
 #else
-inline constexpr bool async_preempt_supported = true;
+inline constexpr bool async_preempt_supported = os::async_preemption_ported;
 #endif
 
 // Stack left free below the frame copy for the yield path (the trampoline,

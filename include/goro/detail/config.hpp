@@ -7,8 +7,8 @@
 #define GORO_VERSION_MINOR 1
 #define GORO_VERSION_PATCH 0
 
-#if !defined(__linux__)
-#error "goro: only Linux is supported (x86-64, AArch64 and RISC-V 64)"
+#if !defined(__linux__) && !(defined(_WIN64) && defined(__x86_64__))
+#error "goro: supported systems are Linux (x86-64, AArch64, RISC-V 64) and Windows x64"
 #endif
 #if defined(__riscv) && (__riscv_xlen != 64 || !defined(__riscv_float_abi_double))
 // The context switch saves fs0-fs11 with fsd: RV64 with the D extension

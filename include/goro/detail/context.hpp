@@ -29,7 +29,16 @@ namespace goro::detail {
 
 // Frame layout, mirrored from the table at the top of each .S file.
 struct switch_frame {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(_WIN64)
+  std::uint32_t mxcsr;
+  std::uint16_t x87_cw;
+  std::uint16_t pad;
+  std::uint64_t stack_base, stack_limit, deallocation_stack;  // the TEB's, for this stack
+  alignas(16) unsigned char xmm6_15[160];
+  std::uint64_t exception_list;  // the TEB's (Wine's handler frames; ~0: none)
+  std::uint64_t r15, r14, r13, r12, rsi, rdi, rbx, rbp;
+  void* resume;
+#elif defined(__x86_64__)
   std::uint32_t mxcsr;
   std::uint16_t x87_cw;
   std::uint16_t pad;
@@ -48,7 +57,13 @@ struct switch_frame {
   std::uint64_t frm;
 #endif
 };
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(_WIN64)
+static_assert(offsetof(switch_frame, stack_base) == 8 && offsetof(switch_frame, deallocation_stack) == 24);
+static_assert(offsetof(switch_frame, xmm6_15) == 32 && offsetof(switch_frame, exception_list) == 192);
+static_assert(offsetof(switch_frame, r15) == 200 && offsetof(switch_frame, rsi) == 232);
+static_assert(offsetof(switch_frame, rbx) == 248 && offsetof(switch_frame, resume) == 264);
+static_assert(sizeof(switch_frame) == 272);
+#elif defined(__x86_64__)
 static_assert(offsetof(switch_frame, mxcsr) == 0 && offsetof(switch_frame, x87_cw) == 4);
 static_assert(offsetof(switch_frame, r15) == 8 && offsetof(switch_frame, r12) == 32);
 static_assert(offsetof(switch_frame, rbx) == 40 && offsetof(switch_frame, rbp) == 48);
@@ -75,7 +90,20 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
   auto top = (reinterpret_cast<std::uintptr_t>(lo) + size) & ~std::uintptr_t{15};
   auto* f = reinterpret_cast<switch_frame*>(top - sizeof(switch_frame));
   std::memset(static_cast<void*>(f), 0, sizeof(switch_frame));
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(_WIN64)
+  f->mxcsr = 0x1f80;   // as below
+  // 64-bit precision, as MinGW-w64's start-up code leaves every thread
+  // (fninit in _fpreset; GCC's long double is the 80-bit format), not the
+  // 53 bits of MSVC's default.
+  f->x87_cw = 0x037f;
+  f->rbx = reinterpret_cast<std::uint64_t>(entry);
+  // The TEB's view of this stack (context_win64.S): the system unwinder
+  // accepts frames in [stack_limit, stack_base).
+  f->stack_base = top;
+  f->stack_limit = reinterpret_cast<std::uint64_t>(lo);
+  f->deallocation_stack = reinterpret_cast<std::uint64_t>(lo);
+  f->exception_list = ~std::uint64_t{0};
+#elif defined(__x86_64__)
   f->mxcsr = 0x1f80;   // all exceptions masked, round to nearest
   f->x87_cw = 0x037f;  // the same for x87, 64-bit precision
   f->rbx = reinterpret_cast<std::uint64_t>(entry);

@@ -320,10 +320,15 @@ inline void install_dump_handlers() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     check_goro_debug();
+#if defined(SIGQUIT)
     bool sigquit = debug_setting("sigquit", 1) != 0;
     // The program's own handler stays. An inherited SIG_IGN (a background
     // job of a shell) does not: as in Go, SIGQUIT then still dumps.
     if (sigquit && os::signal_has_handler(SIGQUIT)) sigquit = false;
+#else
+    // No SIGQUIT (Windows): the dump thread only stamps wait times.
+    const bool sigquit = false;
+#endif
     int fds[2];
     if (os::open_pipe(fds, false) != 0) return;
     // The thread blocks every signal: SIGQUIT goes to one that can take it.
@@ -335,12 +340,14 @@ inline void install_dump_handlers() noexcept {
       return;
     }
     if (!sigquit) return;
+#if defined(SIGQUIT)
     sigquit_pipe_write() = fds[1];
     // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
     // futex wait then returns EINTR, and os::futex_wait lets the handler run
     // (os/linux/futex.hpp); restarted, the handler would wait for the next
     // wake-up.
     os::set_signal_handler(SIGQUIT, &sigquit_handler, !GORO_TSAN, nullptr);
+#endif
   });
 }
 

@@ -5,7 +5,9 @@
 // translation units include this.
 #pragma once
 
-#if !defined(GORO_NO_GDB_SCRIPT)
+// Not on Windows: PE/COFF has no mergeable sections, and goro's gdb
+// extension is not ported there (issue 17).
+#if !defined(GORO_NO_GDB_SCRIPT) && !defined(_WIN32)
 asm(R"goro_gdb(
 .pushsection .debug_gdb_scripts, "MS",%progbits,1
 .byte 4

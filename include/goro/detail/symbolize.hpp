@@ -7,6 +7,11 @@
 // life of the process (a dump is rare; objects are mapped read-only).
 #pragma once
 
+#if defined(_WIN32)
+// Windows: PE modules and their COFF symbol tables.
+#include "symbolize_pe.hpp"
+#else
+
 #include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
@@ -176,3 +181,5 @@ class symbol_table {
 };
 
 }  // namespace goro::detail
+
+#endif  // !_WIN32

@@ -16,6 +16,11 @@
 // keeps it from running meanwhile (dump.hpp).
 #pragma once
 
+#if defined(_WIN64)
+// Windows x64: the system unwinder, not libgcc's DWARF one.
+#include "unwind_win64.hpp"
+#else
+
 #include <unwind.h>
 
 #include <cstddef>
@@ -204,3 +209,5 @@ GORO_NOINLINE inline void backtrace_self(backtrace_buf& out) noexcept {
 }
 
 }  // namespace goro::detail
+
+#endif  // !_WIN64

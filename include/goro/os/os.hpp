@@ -60,6 +60,8 @@
 //       preempt_thread's signal calls inject(interrupted context) on the
 //       alternate signal stack; false passes it to the previous handler.
 //   preempt_thread(thread_handle)       asynchronously interrupts that thread
+//   async_preemption_ported             constexpr bool: false where the above
+//       is not done yet (a preemption::signal policy then does not compile)
 //   preempt_signal                      its signal number (goro::signal refuses it)
 //   signal_context                      the interrupted thread's saved state
 //   context_pc / context_sp(const signal_context*) -> uintptr_t
@@ -99,6 +101,17 @@
 #include "linux/signals.hpp"
 #include "linux/stack_memory.hpp"
 #include "linux/thread.hpp"
+#elif defined(_WIN64)
+// Windows x64, first step (issue 17): no goro::net (poller), goro::signal,
+// asynchronous preemption or stack-overflow report yet; each file says so.
+#include "windows/clock.hpp"
+#include "windows/fd.hpp"
+#include "windows/futex.hpp"
+#include "windows/poller.hpp"
+#include "windows/preempt.hpp"
+#include "windows/signals.hpp"
+#include "windows/stack_memory.hpp"
+#include "windows/thread.hpp"
 #else
 #error \
     "goro: no OS layer for this system. A port adds include/goro/os/<system>/ with what os/os.hpp lists: futex_wait/futex_wake, threads, clocks, stack memory, signals and preemption delivery (or an equivalent thread interrupt), the self-pipe, and the poller."

@@ -17,6 +17,9 @@ namespace goro::detail::os {
 
 using signal_context = ucontext_t;
 
+// Asynchronous preemption works here (os/os.hpp).
+inline constexpr bool async_preemption_ported = true;
+
 inline std::uintptr_t context_pc(const signal_context* uc) noexcept {
 #if defined(__x86_64__)
   return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);

@@ -1,0 +1,141 @@
+// Names for code addresses on Windows, for the goroutine dump
+// (detail/symbolize.hpp's interface): the function symbols of the module
+// (executable or DLL) that contains a pc, read from the COFF symbol table
+// that MinGW-w64's linker leaves in the file unless it is stripped (-s);
+// demangled with abi::__cxa_demangle. A stripped module (and MSVC's, whose
+// symbols are in a .pdb) gives "??" and the module's path. Tables are read
+// once per module and kept for the life of the process.
+#pragma once
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../os/windows/windows_h.hpp"
+
+namespace goro::detail {
+
+struct symbol_info {
+  std::string name;           // demangled; empty when unknown
+  std::uintptr_t offset = 0;  // pc - the symbol's start
+  std::string object;         // the module's path (for unknown symbols)
+};
+
+class symbol_table {
+  struct sym {
+    std::uintptr_t rva;  // relative to the module's base
+    std::string name;    // as in the file (mangled)
+  };
+  struct module {
+    std::uintptr_t base = 0;
+    std::string path;
+    std::vector<sym> syms;  // sorted by rva
+  };
+
+ public:
+  static symbol_table& instance() {
+    static symbol_table* t = new symbol_table;  // never destroyed: a dump may run during exit
+    return *t;
+  }
+
+  // The function symbol containing pc (pc exactly: pass a return address
+  // minus one); without sizes in COFF, the nearest one below.
+  symbol_info lookup(std::uintptr_t pc) {
+    std::lock_guard<std::mutex> lk(lock_);
+    symbol_info r;
+    HMODULE h = nullptr;
+    if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                            reinterpret_cast<LPCWSTR>(pc), &h))
+      return r;
+    const module& m = get(reinterpret_cast<std::uintptr_t>(h));
+    r.object = m.path;
+    const std::uintptr_t rva = pc - m.base;
+    auto it = std::upper_bound(m.syms.begin(), m.syms.end(), rva,
+                               [](std::uintptr_t a, const sym& s) { return a < s.rva; });
+    if (it == m.syms.begin()) return r;
+    --it;
+    r.offset = rva - it->rva;
+    r.name = demangle(it->name.c_str());
+    return r;
+  }
+
+  static std::string demangle(const char* mangled) {
+    int status = 0;
+    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    if (status != 0 || !d) return mangled;
+    std::string s(d);
+    std::free(d);
+    return s;
+  }
+
+ private:
+  const module& get(std::uintptr_t base) {
+    for (const module& m : modules_)
+      if (m.base == base) return m;
+    module m;
+    m.base = base;
+    char path[MAX_PATH];
+    const DWORD n = GetModuleFileNameA(reinterpret_cast<HMODULE>(base), path, sizeof path);
+    m.path.assign(path, n < sizeof path ? n : 0);
+    read_symbols(m);
+    modules_.push_back(std::move(m));
+    return modules_.back();
+  }
+
+  // The COFF symbol table: its place is in the mapped headers, its bytes
+  // only in the file. Function symbols (type 0x20) of a section, as RVAs.
+  static void read_symbols(module& m) {
+    const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(m.base);
+    const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS64*>(m.base + static_cast<std::uintptr_t>(dos->e_lfanew));
+    const DWORD table = nt->FileHeader.PointerToSymbolTable, count = nt->FileHeader.NumberOfSymbols;
+    if (table == 0 || count == 0 || m.path.empty()) return;
+    const IMAGE_SECTION_HEADER* sections = IMAGE_FIRST_SECTION(nt);
+    const WORD nsections = nt->FileHeader.NumberOfSections;
+    HANDLE f = CreateFileA(m.path.c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                           FILE_ATTRIBUTE_NORMAL, nullptr);
+    if (f == INVALID_HANDLE_VALUE) return;
+    LARGE_INTEGER size{};
+    std::vector<char> bytes;
+    const std::uint64_t start = table, syms_end = start + std::uint64_t{count} * IMAGE_SIZEOF_SYMBOL;
+    if (GetFileSizeEx(f, &size) && static_cast<std::uint64_t>(size.QuadPart) >= syms_end + 4) {
+      bytes.resize(static_cast<std::size_t>(static_cast<std::uint64_t>(size.QuadPart) - start));
+      LARGE_INTEGER at;
+      at.QuadPart = static_cast<LONGLONG>(start);
+      DWORD got = 0;
+      if (!SetFilePointerEx(f, at, nullptr, FILE_BEGIN) ||
+          !ReadFile(f, bytes.data(), static_cast<DWORD>(bytes.size()), &got, nullptr) || got != bytes.size())
+        bytes.clear();
+    }
+    CloseHandle(f);
+    if (bytes.empty()) return;
+    const char* strings = bytes.data() + std::size_t{count} * IMAGE_SIZEOF_SYMBOL;  // string table, after the symbols
+    const std::size_t strings_size = bytes.size() - std::size_t{count} * IMAGE_SIZEOF_SYMBOL;
+    for (DWORD i = 0; i < count; ++i) {
+      IMAGE_SYMBOL s;
+      std::memcpy(&s, bytes.data() + std::size_t{i} * IMAGE_SIZEOF_SYMBOL, sizeof s);
+      const DWORD aux = s.NumberOfAuxSymbols;
+      if (s.Type == 0x20 && s.SectionNumber > 0 && s.SectionNumber <= nsections) {
+        std::string name;
+        if (s.N.Name.Short != 0) {
+          name.assign(reinterpret_cast<const char*>(s.N.ShortName), strnlen(reinterpret_cast<const char*>(s.N.ShortName), 8));
+        } else if (s.N.Name.Long < strings_size) {
+          name = strings + s.N.Name.Long;
+        }
+        if (!name.empty()) m.syms.push_back({sections[s.SectionNumber - 1].VirtualAddress + s.Value, std::move(name)});
+      }
+      i += aux;
+    }
+    std::sort(m.syms.begin(), m.syms.end(), [](const sym& a, const sym& b) { return a.rva < b.rva; });
+  }
+
+  std::mutex lock_;
+  std::vector<module> modules_;
+};
+
+}  // namespace goro::detail

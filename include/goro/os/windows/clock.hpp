@@ -1,0 +1,54 @@
+// Clocks and sleeping (Go's nanotime / usleep, os_windows.go). The precise
+// monotonic clock, detail::nanotime, is std::chrono::steady_clock
+// (QueryPerformanceCounter in libstdc++ on Windows) and needs nothing here.
+#pragma once
+
+#include <cstdint>
+
+#include "windows_h.hpp"
+
+namespace goro::detail::os {
+
+// The tick count (milliseconds, advanced at the system timer's tick, 1 to
+// 15.6 ms), in nanoseconds: cheaper than the precise clock. Only compared
+// with itself (wait durations).
+inline std::int64_t coarse_nanotime() noexcept {
+  return static_cast<std::int64_t>(GetTickCount64()) * 1'000'000;
+}
+
+// A high-resolution waitable timer for the calling thread (Windows 10
+// 1803+), created on first use and closed when the thread exits; null where
+// the system has none (older Windows; Wine 8 refuses the flag), and sleep_ns
+// then falls back to Sleep. Go's usleep2HighRes does the same.
+inline HANDLE thread_sleep_timer() noexcept {
+  constexpr DWORD high_resolution = 0x2;  // CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
+  struct timer {
+    HANDLE h = CreateWaitableTimerExW(nullptr, nullptr, high_resolution, TIMER_ALL_ACCESS);
+    ~timer() {
+      if (h) CloseHandle(h);
+    }
+  };
+  thread_local timer t;
+  return t.h;
+}
+
+// Sleeps the calling thread for at least about ns nanoseconds: on the
+// high-resolution timer to within about a microsecond where there is one,
+// else with Sleep, in whole milliseconds rounded up (and then to the
+// system timer's tick).
+inline void sleep_ns(long long ns) noexcept {
+  if (ns <= 0) {
+    SwitchToThread();
+    return;
+  }
+  if (HANDLE t = thread_sleep_timer()) {
+    LARGE_INTEGER due;
+    due.QuadPart = -((ns + 99) / 100);  // negative: relative, in 100 ns units
+    if (SetWaitableTimer(t, &due, 0, nullptr, nullptr, FALSE) && WaitForSingleObject(t, INFINITE) == WAIT_OBJECT_0)
+      return;
+  }
+  const long long ms = (ns + 999'999) / 1'000'000;
+  Sleep(ms >= static_cast<long long>(INFINITE) ? INFINITE - 1 : static_cast<DWORD>(ms));
+}
+
+}  // namespace goro::detail::os
