@@ -4,12 +4,14 @@
 #   scripts/deps.sh test   build and run the tests (cmake --workflow --preset test)
 #   scripts/deps.sh demo   + examples and benchmarks against Go, Boost.Fiber, oneTBB
 #   scripts/deps.sh ci     + everything .ci/run uses (meson, clang + sanitizers,
-#                          aarch64 and riscv64 cross compilers and qemu, clang-format)
+#                          aarch64 and riscv64 cross compilers and qemu, clang-format,
+#                          MinGW-w64 and Wine for the Windows x64 build)
 set -euo pipefail
 
 test_pkgs=(cmake ninja-build g++ catch2 python3)
 demo_pkgs=(golang-go libboost-fiber-dev libboost-context-dev libtbb-dev hyperfine wrk)
-ci_pkgs=(gdb gdb-multiarch meson clang libclang-rt-14-dev clang-format g++-aarch64-linux-gnu g++-riscv64-linux-gnu qemu-user)
+ci_pkgs=(gdb gdb-multiarch meson clang libclang-rt-14-dev clang-format g++-aarch64-linux-gnu g++-riscv64-linux-gnu qemu-user
+         g++-mingw-w64-x86-64-posix wine64 wine)
 
 case "${1:-}" in
   test) want=("${test_pkgs[@]}") ;;

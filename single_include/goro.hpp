@@ -1073,6 +1073,7 @@ inline bool signal_has_handler(int sig) noexcept {
 // monotonic clock, detail::nanotime, is std::chrono::steady_clock
 // (QueryPerformanceCounter in libstdc++ on Windows) and needs nothing here.
 
+#include <chrono>
 #include <cstdint>
 
 // ---- begin goro/os/windows/windows_h.hpp ----
@@ -1107,9 +1108,9 @@ inline std::int64_t coarse_nanotime() noexcept {
 }
 
 // A high-resolution waitable timer for the calling thread (Windows 10
-// 1803+), created on first use and closed when the thread exits; null where
-// the system has none (older Windows; Wine 8 refuses the flag), and sleep_ns
-// then falls back to Sleep. Go's usleep2HighRes does the same.
+// 1803+, and Wine), created on first use and closed when the thread exits;
+// null where the system has none, and sleep_ns then falls back to Sleep.
+// Go's usleep2HighRes does the same.
 inline HANDLE thread_sleep_timer() noexcept {
   constexpr DWORD high_resolution = 0x2;  // CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
   struct timer {
@@ -1122,23 +1123,31 @@ inline HANDLE thread_sleep_timer() noexcept {
   return t.h;
 }
 
-// Sleeps the calling thread for at least about ns nanoseconds: on the
-// high-resolution timer to within about a microsecond where there is one,
-// else with Sleep, in whole milliseconds rounded up (and then to the
-// system timer's tick).
+// Sleeps the calling thread for at least ns nanoseconds by the precise
+// clock: on the high-resolution timer to within about a microsecond where
+// there is one, else with Sleep, in whole milliseconds rounded up (then to
+// the system timer's tick). Either wait may end a little before the
+// precise clock says (they count on another clock: under Wine a 10 ms wait
+// was seen to end after 9.3 ms), so the rest is slept again.
 inline void sleep_ns(long long ns) noexcept {
   if (ns <= 0) {
     SwitchToThread();
     return;
   }
-  if (HANDLE t = thread_sleep_timer()) {
+  using clock = std::chrono::steady_clock;
+  const clock::time_point until = clock::now() + std::chrono::nanoseconds(ns);
+  for (;;) {
+    HANDLE t = thread_sleep_timer();
     LARGE_INTEGER due;
     due.QuadPart = -((ns + 99) / 100);  // negative: relative, in 100 ns units
-    if (SetWaitableTimer(t, &due, 0, nullptr, nullptr, FALSE) && WaitForSingleObject(t, INFINITE) == WAIT_OBJECT_0)
-      return;
+    if (!t || !SetWaitableTimer(t, &due, 0, nullptr, nullptr, FALSE) || WaitForSingleObject(t, INFINITE) != WAIT_OBJECT_0) {
+      const long long ms = (ns + 999'999) / 1'000'000;
+      Sleep(ms >= static_cast<long long>(INFINITE) ? INFINITE - 1 : static_cast<DWORD>(ms));
+    }
+    const clock::time_point now = clock::now();
+    if (now >= until) return;
+    ns = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
   }
-  const long long ms = (ns + 999'999) / 1'000'000;
-  Sleep(ms >= static_cast<long long>(INFINITE) ? INFINITE - 1 : static_cast<DWORD>(ms));
 }
 
 }  // namespace goro::detail::os
@@ -16871,8 +16880,11 @@ namespace goro::detail {
 GORO_DECL void sleep_until_ns(std::int64_t when) {
   m_base* m = current_m();
   if (!m || !m->curg) {
-    // A plain thread just sleeps.
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    // A plain thread just sleeps, until the clock says so: with MinGW-w64,
+    // std::this_thread::sleep_until sleeps once and may wake early (9.3 ms
+    // of a 10 ms sleep was seen under Wine).
+    const std::chrono::steady_clock::time_point until{std::chrono::nanoseconds(when)};
+    while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_until(until);
     return;
   }
   if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");

@@ -1,9 +1,11 @@
 // Shared helpers for goro's tests.
 #pragma once
 
+#if !defined(_WIN32)
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 #include <goro/goro.hpp>
 
@@ -36,6 +38,14 @@
 #define GORO_TEST_TSAN 0
 #endif
 
+#if defined(_WIN32)
+// POSIX's environment setters, for the tests that use them (the C
+// runtime's _putenv_s; an empty value removes the variable).
+#include <stdlib.h>
+inline int setenv(const char* name, const char* value, int) { return _putenv_s(name, value); }
+inline int unsetenv(const char* name) { return _putenv_s(name, ""); }
+#endif
+
 namespace goro_test {
 
 // Sizes for stress tests: sanitizers (TSan fibers cost ~0.5 ms each) get less.
@@ -60,6 +70,7 @@ struct child_result {
   std::string output;  // stdout + stderr
 };
 
+#if !defined(_WIN32)  // not on Windows: the tests that run helpers are Linux-only (tests/CMakeLists.txt)
 // Runs a helper program from GORO_HELPERS_DIR with its output captured.
 inline child_result run_helper(const std::string& name, const std::vector<std::string>& args = {}) {
   std::string path = std::string(GORO_HELPERS_DIR) + "/goro_helper_" + name;
@@ -95,6 +106,7 @@ inline child_result run_helper(const std::string& name, const std::vector<std::s
   if (r.signaled) r.signal = WTERMSIG(status);
   return r;
 }
+#endif
 
 // Lets other goroutines run for a while (for tests without timers).
 inline void settle(int rounds = 50) {

@@ -346,8 +346,11 @@ namespace goro::detail {
 GORO_DECL void sleep_until_ns(std::int64_t when) {
   m_base* m = current_m();
   if (!m || !m->curg) {
-    // A plain thread just sleeps.
-    std::this_thread::sleep_until(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(when)));
+    // A plain thread just sleeps, until the clock says so: with MinGW-w64,
+    // std::this_thread::sleep_until sleeps once and may wake early (9.3 ms
+    // of a 10 ms sleep was seen under Wine).
+    const std::chrono::steady_clock::time_point until{std::chrono::nanoseconds(when)};
+    while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_until(until);
     return;
   }
   if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
