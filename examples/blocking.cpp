@@ -29,7 +29,7 @@ int main() {
     // A CPU-bound loop: preempt_point() lets sysmon's time slice (10 ms)
     // give the ticker a turn.
     int before = ticks.load();
-    for (long i = 0; ticks.load() == before && i < 4'000'000'000L; ++i) goro::preempt_point();
+    for (long long i = 0; ticks.load() == before && i < 4'000'000'000LL; ++i) goro::preempt_point();
     stop.store(true);
     wg.wait();
     return seen;

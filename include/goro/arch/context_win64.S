@@ -26,10 +26,16 @@
  *     stack would see them run first (an exception thrown in a goroutine
  *     then ended in std::terminate under Wine). A fresh context starts
  *     with the x86 end-of-chain value, ~0: no frames.
- *   - COFF has no ELF comdat groups, .type or .hidden: the section is
- *     `.linkonce discard`, so the linker keeps one copy of it however
- *     many translation units emit it (the same as GCC does for inline
+ *   - COFF has no ELF comdat groups, .type or .hidden, and GNU as for
+ *     COFF has no .pushsection/.popsection: each function has a section
+ *     of its own, `.linkonce discard`, so the linker keeps one copy of it
+ *     however many translation units emit it (as GCC does for inline
  *     functions), and the .ifndef guard keeps one per translation unit.
+ *     One section per symbol, because GNU ld resolved the other global
+ *     symbols of a shared linkonce section wrongly when it discarded a
+ *     duplicate (goro_v0_1_start pointed into unrelated code). The code
+ *     ends with `.text`: GCC emits top-level asm while in .text, and
+ *     expects to be there after it.
  *   - no endbr64 / notrack: Windows has no indirect-branch tracking (its
  *     CET is the shadow stack, which goro does not claim either).
  *
@@ -79,7 +85,10 @@
  *   there, detail/sched.hpp). The symbol exists because
  *   detail/async_preempt.hpp names it; reaching it traps (ud2).
  *
- * goro_v0_1_asm_end: end of goro's code here.
+ * goro_v0_1_asm_end: kept for the names detail/async_preempt.hpp uses.
+ *   The sections above are placed by the linker one by one, so unlike on
+ *   Linux [goro_v0_1_switch, goro_v0_1_asm_end) is no range of goro's
+ *   code: the async-preemption port must test each function's bounds.
  */
 
 /* goro:embed-begin */
