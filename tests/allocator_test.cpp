@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "test_util.hpp"
@@ -327,4 +328,78 @@ TEST_CASE("allocator: a thread_lane's goroutines take and give back through the 
   // The lane's goroutines' closures were freed (on the lane's thread) to
   // the allocator they came from: everything balances.
   CHECK(runtime_counts.live_bytes() == before);
+}
+
+namespace {
+std::string read_exactly(goro::net::conn& c, std::size_t n) {
+  std::string out(n, '\0');
+  for (std::size_t got = 0; got < n;) {
+    const std::size_t k = c.read(std::as_writable_bytes(std::span<char>(out.data() + got, n - got)));
+    if (k == 0) return out.substr(0, got);
+    got += k;
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("allocator: a runtime's sockets take their poll descriptors from the allocator", "[alloc][net]") {
+  alloc_counts mine;
+  goro::net::conn client, server;  // outlive the runtime that made them
+  std::size_t with_runtime = 0;
+  {
+    goro::basic_runtime<counted_policy> rt({.maxprocs = 2}, counting_alloc<std::byte>(&mine));
+    rt.run([&] {
+      const std::size_t in0 = mine.bytes_in.load();
+      auto ln = goro::net::listen_tcp("127.0.0.1:0");
+      const std::size_t in1 = mine.bytes_in.load();
+      goro::chan<goro::net::conn> accepted(1);
+      goro::go([ln, accepted]() mutable { accepted.send(ln.accept()); });
+      client = goro::net::dial_tcp("127.0.0.1:" + std::to_string(ln.port()));
+      server = *accepted.recv();
+      client.write("ping");
+      const std::string got = read_exactly(server, 4);
+      server.write("pong");
+      const std::string back = read_exactly(client, 4);
+      ln.close();
+      CHECK(got == "ping");
+      CHECK(back == "pong");
+      // The listener's descriptor came with a block of them from A.
+      CHECK(in1 - in0 >= sizeof(goro::detail::poll_desc));
+    });
+    with_runtime = mine.live_bytes();
+  }
+  // The runtime is gone; its two sockets are not, nor their descriptors.
+  CHECK(mine.live_bytes() > 0);
+  CHECK(mine.live_bytes() < with_runtime);
+  // A goroutine of another runtime (on std::allocator) waits on one of
+  // them: its poller registers the descriptor and holds the pool while it
+  // lives, as it may still see events naming it.
+  {
+    goro::runtime other{goro::options{1}};
+    other.run([&] {
+      goro::go([&] {
+        goro::sleep_for(std::chrono::milliseconds(5));
+        server.write("late");
+      });
+      CHECK(read_exactly(client, 4) == "late");
+      client.close();
+      server.close();
+    });
+    CHECK(mine.live_bytes() > 0);  // the other runtime's poller still holds the pool
+  }
+  CHECK(mine.live_bytes() == 0);
+  CHECK(mine.allocs.load() == mine.deallocs.load());
+}
+
+TEST_CASE("allocator: a socket closed after its runtime ended gives its descriptor back then", "[alloc][net]") {
+  alloc_counts mine;
+  goro::net::listener kept;
+  {
+    goro::basic_runtime<counted_policy> rt({.maxprocs = 1}, counting_alloc<std::byte>(&mine));
+    rt.run([&] { kept = goro::net::listen_tcp("127.0.0.1:0"); });
+  }
+  CHECK(mine.live_bytes() > 0);  // the pool, for the listener's descriptor
+  kept.close();                  // on this plain thread
+  CHECK(mine.live_bytes() == 0);
+  CHECK(mine.allocs.load() == mine.deallocs.load());
 }
