@@ -223,6 +223,7 @@ class scheduler final : public sched_base {
         allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
         detect_deadlock_(detect_deadlock) {
     memory = ra_.memory();  // before anything allocates through it
+    threads_.memory = memory;
     globq_.set_memory(memory);
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
     if (shadow_stack_active())  // see cet.hpp
@@ -247,6 +248,7 @@ class scheduler final : public sched_base {
   void set_threads(thread_config c) {
     if (c.max_threads == 0) raise_usage("options::max_threads must be at least 1");
     if (c.name.empty()) c.name = "goro";
+    c.memory = memory;  // the threads' trace buffers
     threads_ = std::move(c);
   }
 
@@ -653,7 +655,8 @@ class scheduler final : public sched_base {
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
 
-  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
+  // netpoll: destroyed after shutdown() joined every M (and sysmon).
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this, &netpoll_sched<scheduler>::make_pool};
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
