@@ -2697,6 +2697,11 @@ class default_stack_allocator {
 
   std::mutex mu_;
   std::vector<slab> slabs_;
+  // Indices into slabs_ by ascending base: find_slab is a binary search.
+  // (It was a linear scan, on every free, under mu_: with 100,000 live
+  // 64 KiB stacks, ~500 slabs, a goroutine exit burst spent its time
+  // there, and Ps queued on the mutex.)
+  std::vector<std::size_t> by_base_;
   carve cur_;
   std::vector<free_list> free_;
   std::vector<pending_stack> pending_;  // freed past the resident bound, not yet released
@@ -8887,12 +8892,15 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name);
 // ready the G they took out (netpollunblock). Every transition is a CAS,
 // so exactly one party readies a given G.
 //
-// Descriptors are never freed: they come from a process-wide free list
-// (Go's pollcache), so a poller or timer holding a stale pointer reads
-// valid memory; a sequence number (bumped when a descriptor is recycled)
-// tags epoll events and deadline timers so stale ones are ignored. At
-// worst a stale event marks a descriptor ready spuriously, which every
-// caller tolerates (it retries the syscall and waits again on EAGAIN).
+// Descriptors are recycled, not freed, while anything may name them:
+// from a process-wide free list (Go's pollcache), or from the runtime's
+// own pool when it was given an allocator (poll_desc.hpp says when that
+// pool's memory goes back), so a poller or timer holding a stale pointer
+// reads valid memory; a sequence number (bumped when a descriptor is
+// recycled) tags epoll events and deadline timers so stale ones are
+// ignored. At worst a stale event marks a descriptor ready spuriously,
+// which every caller tolerates (it retries the syscall and waits again on
+// EAGAIN).
 
 #include <algorithm>
 #include <atomic>
@@ -8903,10 +8911,46 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name);
 #include <new>
 #include <vector>
 
+// ---- begin goro/detail/poll_desc.hpp ----
+// Poll descriptors (Go's pollDesc) and where they come from: the
+// process-wide cache (Go's pollcache) for runtimes on std::allocator and
+// for plain threads, or a runtime's own pool when the runtime was given an
+// allocator (goro::allocator<A>). The semaphores' protocol is described at
+// the top of netpoll.hpp.
+//
+// Why descriptors are recycled and not freed: a poller may hold a stale
+// pointer to one (an epoll event read just before the descriptor was
+// unregistered by another thread), and so may a deadline timer being
+// deleted. A sequence number, bumped when a descriptor is recycled, tags
+// events and timers so stale ones are ignored; the memory itself must stay
+// readable. The process-wide cache never frees. A runtime's pool
+// (pd_pool) frees its blocks to A only once nothing can name them:
+//   - each descriptor it handed out holds a reference until freed (its
+//     deadline timers are deleted synchronously before that, so no timer
+//     names it afterwards);
+//   - the runtime's own poller holds one (the pool's creator) until it is
+//     destroyed, after every M and sysmon have been joined: no poll of its
+//     is in flight then;
+//   - any other poller that ever registered one of its descriptors (a
+//     socket made in runtime A, waited on from runtime B) holds one until
+//     that poller is destroyed, for the same reason.
+// So a stale pointer in any poller or timer always reads memory of a live
+// pool, whose descriptors stay descriptors (recycled within the pool, never
+// handed back to A while it lives), and sockets may outlive their runtime.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
 
 namespace goro::detail {
 
 class netpoller;
+class pd_pool;
 
 inline constexpr std::uintptr_t pd_nil = 0;
 inline constexpr std::uintptr_t pd_ready = 1;
@@ -8917,7 +8961,7 @@ enum class pd_error { none, closing, timeout };
 
 struct poll_desc {
   int fd = -1;
-  // rg / wg: see the top of this file. seq_cst throughout: the waiter's
+  // rg / wg: see the top of netpoll.hpp. seq_cst throughout: the waiter's
   // CAS nil -> wait followed by its read of closing / the deadline, and the
   // closer's (setter's) store followed by its read of the semaphore, are a
   // store-load pair on each side (Dekker): one of them must see the other.
@@ -8931,6 +8975,7 @@ struct poll_desc {
   timer rt, wt;                            // deadline timers (sync: del waits for a running one)
   poll_desc* prev = nullptr;               // owner's list / free list (their locks)
   poll_desc* next = nullptr;
+  pd_pool* pool = nullptr;  // the pool it belongs to for good; nullptr: the process-wide cache
 
   std::atomic<std::uintptr_t>& sema(char mode) noexcept { return mode == 'r' ? rg : wg; }
   std::atomic<std::int64_t>& deadline(char mode) noexcept { return mode == 'r' ? rd : wd; }
@@ -8940,6 +8985,24 @@ struct poll_desc {
     std::int64_t d = deadline(mode).load(std::memory_order_seq_cst);
     if (d != 0 && nanotime() >= d) return pd_error::timeout;
     return pd_error::none;
+  }
+
+  // A descriptor leaving a free list for fd.
+  void reuse(int new_fd) noexcept {
+    next = prev = nullptr;
+    fd = new_fd;
+    rg.store(pd_nil, std::memory_order_relaxed);
+    wg.store(pd_nil, std::memory_order_relaxed);
+    rd.store(0, std::memory_order_relaxed);
+    wd.store(0, std::memory_order_relaxed);
+    owner.store(nullptr, std::memory_order_relaxed);
+    closing.store(false, std::memory_order_seq_cst);
+  }
+  // A descriptor going back to a free list: stale events and timers no
+  // longer match.
+  void retire() noexcept {
+    seq.fetch_add(1, std::memory_order_seq_cst);
+    fd = -1;
   }
 };
 
@@ -8957,6 +9020,88 @@ class pd_cache {
   std::vector<poll_desc*> blocks_;
 };
 
+// A runtime's own descriptors (see the top of this file for when its
+// memory may go): blocks from the runtime's allocator, through a copy of
+// it the pool holds (pd_pool_of), so the pool may outlive the runtime.
+// Reference-counted; created holding the creator's reference.
+class pd_pool {
+ public:
+  pd_pool(const pd_pool&) = delete;
+  pd_pool& operator=(const pd_pool&) = delete;
+
+  // A descriptor for fd, holding a reference to the pool. May raise what
+  // the allocator raises.
+  GORO_DECL poll_desc* alloc(int fd);
+  // pd (this pool's) must be unregistered, its timers deleted and nobody
+  // waiting on it. Drops its reference.
+  GORO_DECL void free(poll_desc* pd) noexcept;
+
+  void ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void unref() noexcept {
+    // acq_rel: every user's writes to the descriptors happen before the
+    // blocks go back to the allocator.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+  }
+  // The allocator's bytes (for the pollers' bookkeeping of references).
+  runtime_memory* memory() const noexcept { return mem_; }
+
+ protected:
+  explicit pd_pool(runtime_memory* mem) noexcept : mem_(mem) {}
+  ~pd_pool() = default;
+  // Returns every block to the allocator (nothing references the pool).
+  GORO_DECL void release_blocks() noexcept;
+  // release_blocks, then the pool's own storage (pd_pool_of).
+  virtual void destroy() noexcept = 0;
+
+ private:
+  static constexpr std::size_t block_descs = 64;
+  struct block {
+    block* next = nullptr;
+    poll_desc descs[block_descs];
+  };
+
+  std::mutex mu_;  // free_, blocks_
+  poll_desc* free_ = nullptr;
+  block* blocks_ = nullptr;
+  std::atomic<std::size_t> refs_{1};
+  runtime_memory* mem_;
+};
+
+// A pd_pool over its own copy of A; made from A too.
+template <class A>
+class pd_pool_of final : public pd_pool {
+  using self_alloc = rebind_t<A, pd_pool_of>;
+  using traits = std::allocator_traits<self_alloc>;
+
+ public:
+  // A new pool holding one reference. May raise what A raises.
+  static pd_pool* make(const A& a) {
+    self_alloc sa(a);
+    pd_pool_of* p = std::to_address(traits::allocate(sa, 1));
+    return ::new (static_cast<void*>(p)) pd_pool_of(a);  // noexcept: copying an allocator does not throw
+  }
+
+  // mem_ points at m_ before m_ is built; nothing reads it until make returns.
+  explicit pd_pool_of(const A& a) noexcept : pd_pool(&m_), m_(a) {}
+
+ private:
+  void destroy() noexcept override {
+    release_blocks();
+    self_alloc sa(m_.get());  // a copy: m_ goes with *this
+    auto storage = std::pointer_traits<typename traits::pointer>::pointer_to(*this);
+    this->~pd_pool_of();
+    traits::deallocate(sa, storage, 1);
+  }
+
+  policy_memory<A> m_;
+};
+
+}  // namespace goro::detail
+
+// ---- end goro/detail/poll_desc.hpp ----
+
+namespace goro::detail {
+
 class netpoller {
  public:
   // Readied goroutines returned by one poll at most (two per event).
@@ -8965,15 +9110,21 @@ class netpoller {
   // on_init(arg) runs once the OS poller exists (the scheduler wakes
   // its timer M, which went to sleep on a futex before there was a poller,
   // so that it sleeps in epoll_wait from now on).
+  // make_pool(arg): the runtime's descriptor pool, from its allocator
+  // (nullptr, or no hook: the process-wide cache).
   using init_hook = void (*)(void*);
+  using pool_hook = pd_pool* (*)(void*);
   netpoller() = default;
-  netpoller(init_hook on_init, void* arg) noexcept : on_init_(on_init), on_init_arg_(arg) {}
+  netpoller(init_hook on_init, void* arg, pool_hook make_pool = nullptr) noexcept
+      : on_init_(on_init), on_init_arg_(arg), make_pool_(make_pool) {}
   netpoller(const netpoller&) = delete;
   netpoller& operator=(const netpoller&) = delete;
 
-  // The runtime is gone (every M joined): descriptors still registered
-  // (sockets outliving their runtime) are detached; a goroutine of another
-  // runtime that waits on one registers it again with its own poller.
+  // The runtime is gone (every M and sysmon joined: no poll in flight):
+  // descriptors still registered (sockets outliving their runtime) are
+  // detached; a goroutine of another runtime that waits on one registers
+  // it again with its own poller. Then the pools this poller may have
+  // seen events of are let go (poll_desc.hpp).
   ~netpoller() {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -8986,6 +9137,28 @@ class netpoller {
       list_ = nullptr;
     }
     os_poller_.close();
+    while (pool_ref* r = foreign_) {
+      foreign_ = r->next;
+      pd_pool* pool = r->pool;
+      memory_deallocate(pool->memory(), r, sizeof(pool_ref), alignof(pool_ref));
+      pool->unref();
+    }
+    if (pd_pool* own = own_.load(std::memory_order_relaxed)) own->unref();
+  }
+
+  // The pool new descriptors of this runtime's goroutines come from:
+  // made on first use; nullptr for a runtime on std::allocator. May
+  // raise what the allocator raises.
+  pd_pool* pool() {
+    if (pd_pool* p = own_.load(std::memory_order_acquire)) return p;
+    if (!make_pool_) return nullptr;
+    std::lock_guard<std::mutex> lk(mu_);
+    pd_pool* p = own_.load(std::memory_order_relaxed);
+    if (!p) {
+      p = make_pool_(on_init_arg_);  // holds the reference this poller drops when destroyed
+      own_.store(p, std::memory_order_release);
+    }
+    return p;
   }
 
   bool inited() const noexcept { return os_poller_.is_open(); }
@@ -9051,8 +9224,21 @@ class netpoller {
            (static_cast<std::uint64_t>(pd->seq.load(std::memory_order_relaxed) & seq_mask) << ptr_bits);
   }
 
+  // A reference to another runtime's pool, held because one of its
+  // descriptors was registered here (from that pool's allocator).
+  struct pool_ref {
+    pd_pool* pool;
+    pool_ref* next;
+  };
+  // The reference that lets this poller see pd's events (mu_ held): false
+  // if the allocator failed.
+  GORO_DECL bool hold_pool_locked(poll_desc* pd) noexcept;
+
   init_hook on_init_ = nullptr;
   void* on_init_arg_ = nullptr;
+  pool_hook make_pool_ = nullptr;
+  std::atomic<pd_pool*> own_{nullptr};  // this runtime's pool (one reference)
+  pool_ref* foreign_ = nullptr;         // mu_
   os::poller os_poller_;
   std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
   std::atomic<bool> polling_{false};
@@ -9080,6 +9266,18 @@ struct netpoll_sched {
   // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
   // it off the idle list; with no timer M it calls wakep, harmless).
   static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
+
+  // netpoller::pool's hook: for a runtime given an allocator, a pool of
+  // descriptors from (a copy of) it; the process-wide cache otherwise.
+  static pd_pool* make_pool(void* arg) {
+    using A = typename S::rt_allocator;
+    if constexpr (is_std_allocator<A>) {
+      (void)arg;
+      return nullptr;
+    } else {
+      return pd_pool_of<A>::make(static_cast<S*>(arg)->ra_.get());
+    }
+  }
 
   // find_runnable's poll (Go: netpoll(0) in findRunnable): only when some
   // goroutine waits on I/O and no other M polls. Returns one G to run now;
@@ -9292,6 +9490,25 @@ inline netpoller* goroutine_poller() noexcept {
   return m->sched->poller();
 }
 
+// A descriptor for fd: from the calling goroutine's runtime's pool when
+// that runtime was given an allocator (memory set), else from the
+// process-wide cache, as before allocators existed (a plain thread, a
+// runtime on std::allocator: no pool, one test more). May raise bad_alloc.
+inline poll_desc* pd_alloc(int fd) {
+  m_base* m = current_m();
+  if (m && m->sched && m->sched->memory)
+    if (netpoller* np = m->sched->poller())
+      if (pd_pool* pool = np->pool()) return pool->alloc(fd);
+  return pd_cache::alloc(fd);
+}
+// Back where pd came from (see pd_cache::free).
+inline void pd_free(poll_desc* pd) noexcept {
+  if (pd->pool)
+    pd->pool->free(pd);
+  else
+    pd_cache::free(pd);
+}
+
 // Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
 // direction readies the waiter, which then sees the passed deadline.
 // Setters are serialized by pd->lock (rearm_timer, time.hpp); the timers'
@@ -9458,7 +9675,7 @@ class socket_state {
   }
 
  public:
-  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_cache::alloc(fd)), peer_(peer) {}
+  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_alloc(fd)), peer_(peer) {}
   socket_state(const socket_state&) = delete;
   socket_state& operator=(const socket_state&) = delete;
   ~socket_state() { destroy(); }  // no handle left: no operation in progress
@@ -10268,11 +10485,14 @@ GORO_DECL void default_stack_allocator::flush_pending(std::unique_lock<std::mute
 }
 
 GORO_DECL std::size_t default_stack_allocator::find_slab(std::uintptr_t lo) const noexcept {
-  for (std::size_t i = slabs_.size(); i-- > 0;) {
-    auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
-    if (lo >= base && lo < base + slabs_[i].bytes) return i;
-  }
-  return npos;
+  // The last slab whose base is at or below lo, if lo lies inside it.
+  const auto it = std::upper_bound(by_base_.begin(), by_base_.end(), lo, [this](std::uintptr_t x, std::size_t i) {
+    return x < reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+  });
+  if (it == by_base_.begin()) return npos;
+  const std::size_t i = *(it - 1);
+  const auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+  return lo < base + slabs_[i].bytes ? i : npos;
 }
 
 GORO_DECL default_stack_allocator::free_list* default_stack_allocator::find_free(std::size_t size) noexcept {
@@ -10322,12 +10542,20 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
                         : detail::os::guard_with_protection(guard, detail::guard_size);
     }
   }
-  GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
+  GORO_TRY {
+    if (slabs_.size() == slabs_.capacity()) slabs_.reserve(2 * slabs_.size() + 8);
+    if (by_base_.size() == by_base_.capacity()) by_base_.reserve(2 * by_base_.size() + 8);
+  }
   GORO_CATCH_ALL {
     detail::os::unmap_memory(base, bytes);
     GORO_RETHROW;
   }
+  slabs_.push_back({base, bytes, stride, guarded});  // capacity reserved: no throw from here
   const auto first = reinterpret_cast<std::uintptr_t>(base);
+  const auto at = std::upper_bound(by_base_.begin(), by_base_.end(), first, [this](std::uintptr_t x, std::size_t i) {
+    return x < reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+  });
+  by_base_.insert(at, slabs_.size() - 1);
   cur_ = {size, stride, skip, first, first + count * stride, guarded};
 }
 
@@ -11819,6 +12047,406 @@ class global_run_queue {
 #include <thread>
 #include <utility>
 
+// ---- begin goro/detail/trace.hpp ----
+// The execution tracer's recording side (goro::trace, trace.hpp, is the
+// public half): scheduler events go into per-thread buffers, which are
+// written to the trace file as Chrome trace events (JSON) when full, every
+// flush_period by the trace's flusher thread, and at trace::stop(). Go's
+// runtime/trace plays the same role (traceEvent, traceFlush); the format
+// here is the one chrome://tracing and Perfetto read: the bare JSON array
+// form, which they also load without its closing `]`, so the file of a
+// program killed or hung mid-trace is loadable. Each write appends whole
+// events only (one write(2) of complete events), and track names are
+// written when a track first appears, not at the end.
+//
+// Cost while no trace runs: one relaxed load and a not-taken branch at each
+// event site (tracing::enabled()). While one runs: a clock read and an
+// uncontended spinlock per event, and a write to the file every
+// buffer_events events per thread or every flush_period.
+//
+// Memory: a thread a runtime owns (its Ms, sysmon: runtime_thread) takes
+// its buffer from that runtime's allocator (goro::allocator<A>) and gives
+// it back, after writing its events out, when the thread's work for the
+// runtime ends (release_thread_buffer), which is before the runtime can be
+// destroyed. Any other thread's buffer (the run() caller's, a lane's, a
+// plain thread's) comes from operator new and stays registered, as before.
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+
+namespace goro::detail::tracing {
+
+enum class kind : std::uint8_t {
+  run,      // a goroutine ran on a P and an M from ts for dur; `end`: how it stopped
+  steal,    // this P took goroutines from P `arg`'s queue
+  preempt,  // goroutine g was preempted (arg 1: by signal)
+  block,    // goroutine g blocked (parked)
+  wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
+  syscall,  // goroutine g was in goro::blocking on an M from ts for dur
+  create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
+};
+
+struct event {
+  std::int64_t ts = 0;   // now()
+  std::int64_t dur = 0;  // run, syscall
+  std::uint64_t g = 0;   // goroutine id
+  std::uint32_t rt = 0;  // runtime number (one trace covers every runtime in the process)
+  std::int32_t p = -1;   // P id, -1: none
+  std::int32_t m = -1;   // M id, -1: not an M of the runtime
+  kind k = kind::run;
+  std::uint64_t arg = 0;  // steal: the victim P; preempt: by signal; create: the parent G; run: 1 if `flow` is a creation
+  const char* end = "";  // run: how the slice ended (a string literal)
+  // Flow arrows: wake and create start flow `flow` (ph "s"); a run slice
+  // with a flow ends it (ph "f", bound to the slice). 0: none.
+  std::uint64_t flow = 0;
+};
+
+// Flow ids: one per wake-up or creation; odd for a creation.
+inline std::atomic<std::uint64_t> next_flow{1};
+inline std::uint64_t new_flow(bool create) noexcept {
+  return next_flow.fetch_add(1, std::memory_order_relaxed) * 2 + (create ? 1 : 0);
+}
+
+inline std::atomic<bool> on{false};
+// Event time stamps: steady_clock nanoseconds (the timers' nanotime).
+inline std::int64_t now() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+inline bool enabled() noexcept { return on.load(std::memory_order_relaxed); }
+
+// Runtime numbers, for the trace's process tracks.
+inline std::atomic<std::uint32_t> next_runtime_number{0};
+
+inline constexpr std::size_t buffer_events = 4096;
+inline constexpr std::chrono::milliseconds flush_period{100};
+
+using event_vector = std::vector<event, memory_allocator<event>>;
+
+struct buffer {
+  explicit buffer(runtime_memory* m) noexcept : events(memory_allocator<event>(m)), memory(m) {}
+  spinlock lock;
+  event_vector events;           // its storage stays with the buffer (drain and record hand it back)
+  std::uint64_t session = 0;     // events from an earlier trace are dropped
+  runtime_memory* const memory;  // a runtime's allocator (a thread it owns); nullptr: operator new
+  buffer* prev = nullptr;        // state::owned (state::mu)
+  buffer* next = nullptr;
+};
+
+// The runtime that owns the calling thread (runtime_thread sets it while
+// the thread works for the runtime): its allocator takes the thread's
+// buffer. nullptr: none, or one on std::allocator.
+inline thread_local runtime_memory* thread_runtime_memory = nullptr;
+
+// The trace being written, and every thread's buffer (a thread outside any
+// runtime that exits leaves its buffer in `buffers`: it is flushed at stop
+// and dropped then; a runtime's thread takes its own out of `owned`).
+struct state {
+  std::mutex ctl;  // start / stop (held across stop's join of the flusher)
+  std::mutex mu;   // the file, `text`, the track sets and `buffers`
+  int fd = -1;     // the trace file; -1: no trace
+  int write_err = 0;  // the first write error (reported at stop)
+  bool first = true;       // no event written yet (commas)
+  std::int64_t epoch = 0;  // now() at start: ts 0
+  std::string text;        // formatted events not written yet (whole events only)
+  // The current trace (0: none yet), bumped by each start. Written under
+  // mu; read without it by record().
+  std::atomic<std::uint64_t> session{0};
+  std::vector<std::shared_ptr<buffer>> buffers;  // operator new's
+  // Runtimes' threads' buffers, linked (registering allocates nothing);
+  // each is owned by its thread.
+  buffer* owned = nullptr;
+  std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
+  std::set<std::uint32_t> runtimes;                                     // runtimes seen
+  // The flusher: every flush_period, every buffer's events to the file.
+  std::thread flusher;
+  std::condition_variable flusher_cv;
+  bool flusher_stop = false;  // under mu
+
+  // Appends events to the file (mu held). A write error is remembered and
+  // reported at stop.
+  void write_locked(const event_vector& evs) {
+    if (fd < 0) return;
+    for (const event& e : evs) write_event_locked(e);
+    write_text_locked();
+  }
+
+  // One write(2) of whole events (mu held).
+  void write_text_locked() {
+    for (std::size_t done = 0; done < text.size();) {
+      const long n = os::write_fd(fd, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        if (write_err == 0) write_err = n < 0 ? errno : EIO;
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    text.clear();
+  }
+
+  // Every buffer's events of this session to the file (mu held).
+  void drain_locked() {
+    for (auto& b : buffers) drain_locked(*b);
+    for (buffer* b = owned; b; b = b->next) drain_locked(*b);
+  }
+  // b's events to the file; its storage goes back to it unless it took new
+  // storage meanwhile (then freed to b's allocator: b, still registered, is
+  // alive, and so is its runtime's allocator, see release_thread_buffer).
+  void drain_locked(buffer& b) {
+    event_vector evs{memory_allocator<event>(b.memory)};
+    {
+      std::lock_guard<spinlock> bl(b.lock);
+      if (b.session == session.load(std::memory_order_relaxed)) evs.swap(b.events);
+    }
+    write_locked(evs);
+    if (evs.capacity() == 0) return;
+    evs.clear();
+    std::lock_guard<spinlock> bl(b.lock);
+    if (b.events.capacity() == 0) b.events.swap(evs);
+  }
+
+  void flusher_loop() {
+    os::set_thread_name("goro-trace");  // process-wide
+    std::unique_lock<std::mutex> lk(mu);
+    while (!flusher_stop) {
+      flusher_cv.wait_for(lk, flush_period);
+      if (!flusher_stop) drain_locked();
+    }
+  }
+
+  // printf into `text`.
+  template <class... A>
+  void emit(const char* fmt, A... a) {
+    char buf[512];
+    const int n = std::snprintf(buf, sizeof buf, fmt, a...);
+    if (n > 0) text.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
+  }
+  void sep() {
+    text += first ? "\n" : ",\n";
+    first = false;
+  }
+
+  // Track names, written when a track first shows up (so a trace cut
+  // short still has them).
+  void meta(const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
+    sep();
+    if (tid)
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid, *tid, name);
+    else
+      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
+  }
+  void runtime_seen(std::uint32_t rt) {
+    if (!runtimes.insert(rt).second) return;
+    char name[64];
+    std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
+    meta("process_name", 2 * rt + 1, nullptr, name);
+    std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
+    meta("process_name", 2 * rt + 2, nullptr, name);
+  }
+  void p_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!p_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    std::snprintf(name, sizeof name, "P%d", id);
+    meta("thread_name", 2 * rt + 1, &id, name);
+  }
+  void m_track_seen(std::uint32_t rt, std::int32_t id) {
+    if (!m_tracks.emplace(rt, id).second) return;
+    runtime_seen(rt);
+    char name[32];
+    if (id < 0)
+      std::snprintf(name, sizeof name, "other threads");
+    else
+      std::snprintf(name, sizeof name, "M%d", id);
+    meta("thread_name", 2 * rt + 2, &id, name);
+  }
+
+  void write_event_locked(const event& e) {
+    const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
+    const double dur = static_cast<double>(e.dur) / 1000.0;
+    const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
+    const std::int32_t ptid = e.p, mtid = e.m;
+    if (e.p >= 0) p_track_seen(e.rt, e.p);
+    if (e.m >= 0) m_track_seen(e.rt, e.m);
+    const auto g = static_cast<unsigned long long>(e.g);
+    const auto flow = static_cast<unsigned long long>(e.flow);
+    switch (e.k) {
+      case kind::run: {
+        const char* why = e.end;
+        if (ptid >= 0) {
+          sep();
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ps, ptid, g, mtid, why);
+        }
+        if (mtid >= 0) {
+          sep();
+          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
+               g, ts, dur, ms, mtid, g, ptid, why);
+        }
+        if (flow != 0 && (ptid >= 0 || mtid >= 0)) {  // the arrow's head: this slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,"
+               "\"tid\":%d}",
+               (flow & 1) ? "go" : "wake", flow, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : mtid);
+        }
+        break;
+      }
+      case kind::syscall:
+        sep();
+        emit("{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
+             "\"tid\":%d,\"args\":{\"g\":%llu}}",
+             g, ts, dur, ms, mtid, g);
+        break;
+      case kind::steal:
+        sep();
+        emit("{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+             "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
+             ts, ps, ptid, static_cast<unsigned>(e.arg), g, mtid);
+        break;
+      case kind::preempt:
+      case kind::block:
+      case kind::wake:
+      case kind::create: {
+        const char* name = e.k == kind::preempt ? "preempt"
+                           : e.k == kind::block ? "block"
+                           : e.k == kind::wake  ? "wake"
+                                                : "go";
+        // An event of a thread outside the runtime goes on the Ms process,
+        // track -1 ("other threads").
+        if (ptid < 0) m_track_seen(e.rt, -1);
+        const unsigned pid = ptid >= 0 ? ps : ms;
+        const std::int32_t tid = ptid >= 0 ? ptid : -1;
+        sep();
+        if (e.k == kind::create)
+          emit("{\"name\":\"go G%llu\",\"cat\":\"go\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"parent\":%llu,\"m\":%d}}",
+               g, ts, pid, tid, g, static_cast<unsigned long long>(e.arg), mtid);
+        else
+          emit("{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
+               "\"args\":{\"g\":%llu,\"m\":%d%s}}",
+               name, g, name, ts, pid, tid, g, mtid, e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
+        if (flow != 0) {  // the arrow's tail: the waker's (creator's) slice
+          sep();
+          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,\"tid\":%d}",
+               e.k == kind::create ? "go" : "wake", flow, ts, pid, tid);
+        }
+        break;
+      }
+    }
+  }
+};
+
+// Leaked: a trace never stopped keeps its flusher thread running to the
+// end of the process (a std::thread destroyed joinable would terminate).
+inline state& global_state() {
+  static state* s = new state;
+  return *s;
+}
+
+inline std::shared_ptr<buffer>& this_thread_slot() noexcept {
+  thread_local std::shared_ptr<buffer> mine;
+  return mine;
+}
+
+// This thread's buffer, registered once (may raise bad_alloc).
+inline buffer& this_thread_buffer() {
+  std::shared_ptr<buffer>& mine = this_thread_slot();
+  if (!mine) {
+    state& s = global_state();
+    if (runtime_memory* m = thread_runtime_memory) {
+      auto b = std::allocate_shared<buffer>(memory_allocator<buffer>(m), m);
+      std::lock_guard<std::mutex> lk(s.mu);
+      b->next = s.owned;
+      if (s.owned) s.owned->prev = b.get();
+      s.owned = b.get();
+      mine = std::move(b);
+    } else {
+      auto b = std::make_shared<buffer>(nullptr);
+      std::lock_guard<std::mutex> lk(s.mu);
+      s.buffers.push_back(b);
+      mine = std::move(b);
+    }
+  }
+  return *mine;
+}
+
+// The calling thread stops working for the runtime that owns it
+// (runtime_thread, when the thread's function returns): a buffer from the
+// runtime's allocator is written out (if a trace runs, so no event is
+// lost), unregistered and freed, while the runtime, which joins the thread
+// before it is destroyed, is certainly alive. Nothing records on this
+// thread for the runtime afterwards.
+inline void release_thread_buffer() noexcept {
+  std::shared_ptr<buffer>& mine = this_thread_slot();
+  if (!mine || !mine->memory) return;
+  state& s = global_state();
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    GORO_TRY { s.drain_locked(*mine); }
+    GORO_CATCH_ALL {}  // out of memory formatting: these events are lost
+    buffer* b = mine.get();
+    (b->prev ? b->prev->next : s.owned) = b->next;
+    if (b->next) b->next->prev = b->prev;
+  }
+  mine.reset();
+}
+
+// Records one event (any thread). Called only when enabled() was true.
+// A full buffer is written to the file right away only off goroutine
+// stacks (g0 or a plain thread: formatting needs stack); a goroutine's
+// events wait for its M's next event on g0 (every run slice is recorded
+// there).
+GORO_NOINLINE inline void record(const event& e, bool may_write) noexcept {
+  GORO_TRY {
+    state& s = global_state();
+    buffer& b = this_thread_buffer();
+    event_vector full{memory_allocator<event>(b.memory)};
+    std::uint64_t session;
+    {
+      std::lock_guard<spinlock> lk(b.lock);
+      session = s.session.load(std::memory_order_acquire);
+      if (b.session != session) {  // left over from an earlier trace
+        b.events.clear();
+        b.session = session;
+      }
+      if (b.events.capacity() == 0) b.events.reserve(buffer_events);
+      b.events.push_back(e);
+      if (may_write && b.events.size() >= buffer_events) full.swap(b.events);
+    }
+    if (!full.empty()) {
+      {
+        std::lock_guard<std::mutex> lk(s.mu);
+        if (s.session.load(std::memory_order_relaxed) == session) s.write_locked(full);  // no-op once stopped
+      }
+      // The storage back to the buffer: one allocation per thread, not one
+      // per buffer_events events.
+      full.clear();
+      std::lock_guard<spinlock> lk(b.lock);
+      if (b.events.capacity() == 0) b.events.swap(full);
+    }
+  }
+  GORO_CATCH_ALL {
+    // Out of memory while tracing: the event is lost, the program goes on.
+  }
+}
+
+}  // namespace goro::detail::tracing
+// ---- end goro/detail/trace.hpp ----
 
 #ifdef GORO_TESTING
 #include <atomic>
@@ -11836,7 +12464,8 @@ inline std::atomic<int> fail_thread_creations{0};
 struct thread_config {
   std::function<std::thread(std::function<void()>)> factory;  // empty: os::create_thread
   std::string name = "goro";
-  unsigned max_threads = 10000;  // Ms, the run() caller included (Go's SetMaxThreads)
+  unsigned max_threads = 10000;      // Ms, the run() caller included (Go's SetMaxThreads)
+  runtime_memory* memory = nullptr;  // the runtime's allocator (its threads' trace buffers); not an option
 };
 
 // One thread of a runtime. Lives at a fixed address from start() until
@@ -11859,6 +12488,7 @@ class runtime_thread {
     std::snprintf(name_, sizeof name_, "%s-%s", cfg.name.c_str(), role);
     fn_ = fn;
     arg_ = arg;
+    memory_ = cfg.memory;
     if (!cfg.factory) {
       const int err = os::create_thread(&os_, &trampoline, this);
       kind_ = err == 0 ? kind::os : kind::none;
@@ -11893,10 +12523,17 @@ class runtime_thread {
   }
 
  private:
+  // The thread works for the runtime while fn runs: its trace buffer, if
+  // it makes one, comes from the runtime's allocator and goes back before
+  // join() can return (a factory's thread may live on, pooled).
   static void* trampoline(void* self_arg) {
     auto* self = static_cast<runtime_thread*>(self_arg);
     os::set_thread_name(self->name_);
-    return self->fn_(self->arg_);
+    tracing::thread_runtime_memory = self->memory_;
+    void* r = self->fn_(self->arg_);
+    tracing::thread_runtime_memory = nullptr;
+    tracing::release_thread_buffer();
+    return r;
   }
 
   enum class kind : unsigned char { none, os, factory };
@@ -11904,6 +12541,7 @@ class runtime_thread {
   char name_[32] = {};
   void* (*fn_)(void*) = nullptr;
   void* arg_ = nullptr;
+  runtime_memory* memory_ = nullptr;
   os::thread_handle os_{};
   std::thread std_;
 };
@@ -13673,335 +14311,6 @@ inline void debug_remove_blocks(const void* rt, runtime_memory* mem) noexcept {
 
 }  // namespace goro::detail
 // ---- end goro/detail/debug_info.hpp ----
-// ---- begin goro/detail/trace.hpp ----
-// The execution tracer's recording side (goro::trace, trace.hpp, is the
-// public half): scheduler events go into per-thread buffers, which are
-// written to the trace file as Chrome trace events (JSON) when full, every
-// flush_period by the trace's flusher thread, and at trace::stop(). Go's
-// runtime/trace plays the same role (traceEvent, traceFlush); the format
-// here is the one chrome://tracing and Perfetto read: the bare JSON array
-// form, which they also load without its closing `]`, so the file of a
-// program killed or hung mid-trace is loadable. Each write appends whole
-// events only (one write(2) of complete events), and track names are
-// written when a track first appears, not at the end.
-//
-// Cost while no trace runs: one relaxed load and a not-taken branch at each
-// event site (tracing::enabled()). While one runs: a clock read and an
-// uncontended spinlock per event, and a write to the file every
-// buffer_events events per thread or every flush_period.
-
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <condition_variable>
-#include <cstdint>
-#include <cstdio>
-#include <memory>
-#include <mutex>
-#include <set>
-#include <string>
-#include <thread>
-#include <utility>
-#include <vector>
-
-
-namespace goro::detail::tracing {
-
-enum class kind : std::uint8_t {
-  run,      // a goroutine ran on a P and an M from ts for dur; `end`: how it stopped
-  steal,    // this P took goroutines from P `arg`'s queue
-  preempt,  // goroutine g was preempted (arg 1: by signal)
-  block,    // goroutine g blocked (parked)
-  wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
-  syscall,  // goroutine g was in goro::blocking on an M from ts for dur
-  create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
-};
-
-struct event {
-  std::int64_t ts = 0;   // now()
-  std::int64_t dur = 0;  // run, syscall
-  std::uint64_t g = 0;   // goroutine id
-  std::uint32_t rt = 0;  // runtime number (one trace covers every runtime in the process)
-  std::int32_t p = -1;   // P id, -1: none
-  std::int32_t m = -1;   // M id, -1: not an M of the runtime
-  kind k = kind::run;
-  std::uint64_t arg = 0;  // steal: the victim P; preempt: by signal; create: the parent G; run: 1 if `flow` is a creation
-  const char* end = "";  // run: how the slice ended (a string literal)
-  // Flow arrows: wake and create start flow `flow` (ph "s"); a run slice
-  // with a flow ends it (ph "f", bound to the slice). 0: none.
-  std::uint64_t flow = 0;
-};
-
-// Flow ids: one per wake-up or creation; odd for a creation.
-inline std::atomic<std::uint64_t> next_flow{1};
-inline std::uint64_t new_flow(bool create) noexcept {
-  return next_flow.fetch_add(1, std::memory_order_relaxed) * 2 + (create ? 1 : 0);
-}
-
-inline std::atomic<bool> on{false};
-// Event time stamps: steady_clock nanoseconds (the timers' nanotime).
-inline std::int64_t now() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-inline bool enabled() noexcept { return on.load(std::memory_order_relaxed); }
-
-// Runtime numbers, for the trace's process tracks.
-inline std::atomic<std::uint32_t> next_runtime_number{0};
-
-inline constexpr std::size_t buffer_events = 4096;
-inline constexpr std::chrono::milliseconds flush_period{100};
-
-struct buffer {
-  spinlock lock;
-  std::vector<event> events;
-  std::uint64_t session = 0;  // events from an earlier trace are dropped
-};
-
-// The trace being written, and every thread's buffer (a thread that exits
-// leaves its buffer here: it is flushed at stop and then reused).
-struct state {
-  std::mutex ctl;  // start / stop (held across stop's join of the flusher)
-  std::mutex mu;   // the file, `text`, the track sets and `buffers`
-  int fd = -1;     // the trace file; -1: no trace
-  int write_err = 0;  // the first write error (reported at stop)
-  bool first = true;       // no event written yet (commas)
-  std::int64_t epoch = 0;  // now() at start: ts 0
-  std::string text;        // formatted events not written yet (whole events only)
-  // The current trace (0: none yet), bumped by each start. Written under
-  // mu; read without it by record().
-  std::atomic<std::uint64_t> session{0};
-  std::vector<std::shared_ptr<buffer>> buffers;
-  std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
-  std::set<std::uint32_t> runtimes;                                     // runtimes seen
-  // The flusher: every flush_period, every buffer's events to the file.
-  std::thread flusher;
-  std::condition_variable flusher_cv;
-  bool flusher_stop = false;  // under mu
-
-  // Appends events to the file (mu held). A write error is remembered and
-  // reported at stop.
-  void write_locked(const std::vector<event>& evs) {
-    if (fd < 0) return;
-    for (const event& e : evs) write_event_locked(e);
-    write_text_locked();
-  }
-
-  // One write(2) of whole events (mu held).
-  void write_text_locked() {
-    for (std::size_t done = 0; done < text.size();) {
-      const long n = os::write_fd(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        if (write_err == 0) write_err = n < 0 ? errno : EIO;
-        break;
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    text.clear();
-  }
-
-  // Every buffer's events of this session to the file (mu held).
-  void drain_locked() {
-    const std::uint64_t cur = session.load(std::memory_order_relaxed);
-    std::vector<event> evs;
-    for (auto& b : buffers) {
-      evs.clear();
-      {
-        std::lock_guard<spinlock> bl(b->lock);
-        if (b->session == cur) evs.swap(b->events);
-      }
-      write_locked(evs);
-    }
-  }
-
-  void flusher_loop() {
-    os::set_thread_name("goro-trace");  // process-wide
-    std::unique_lock<std::mutex> lk(mu);
-    while (!flusher_stop) {
-      flusher_cv.wait_for(lk, flush_period);
-      if (!flusher_stop) drain_locked();
-    }
-  }
-
-  // printf into `text`.
-  template <class... A>
-  void emit(const char* fmt, A... a) {
-    char buf[512];
-    const int n = std::snprintf(buf, sizeof buf, fmt, a...);
-    if (n > 0) text.append(buf, static_cast<std::size_t>(n) < sizeof buf ? static_cast<std::size_t>(n) : sizeof buf - 1);
-  }
-  void sep() {
-    text += first ? "\n" : ",\n";
-    first = false;
-  }
-
-  // Track names, written when a track first shows up (so a trace cut
-  // short still has them).
-  void meta(const char* what, unsigned pid, const std::int32_t* tid, const char* name) {
-    sep();
-    if (tid)
-      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"tid\":%d,\"args\":{\"name\":\"%s\"}}", what, pid, *tid, name);
-    else
-      emit("{\"name\":\"%s\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":\"%s\"}}", what, pid, name);
-  }
-  void runtime_seen(std::uint32_t rt) {
-    if (!runtimes.insert(rt).second) return;
-    char name[64];
-    std::snprintf(name, sizeof name, "goro runtime %u: Ps", rt);
-    meta("process_name", 2 * rt + 1, nullptr, name);
-    std::snprintf(name, sizeof name, "goro runtime %u: Ms (threads)", rt);
-    meta("process_name", 2 * rt + 2, nullptr, name);
-  }
-  void p_track_seen(std::uint32_t rt, std::int32_t id) {
-    if (!p_tracks.emplace(rt, id).second) return;
-    runtime_seen(rt);
-    char name[32];
-    std::snprintf(name, sizeof name, "P%d", id);
-    meta("thread_name", 2 * rt + 1, &id, name);
-  }
-  void m_track_seen(std::uint32_t rt, std::int32_t id) {
-    if (!m_tracks.emplace(rt, id).second) return;
-    runtime_seen(rt);
-    char name[32];
-    if (id < 0)
-      std::snprintf(name, sizeof name, "other threads");
-    else
-      std::snprintf(name, sizeof name, "M%d", id);
-    meta("thread_name", 2 * rt + 2, &id, name);
-  }
-
-  void write_event_locked(const event& e) {
-    const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
-    const double dur = static_cast<double>(e.dur) / 1000.0;
-    const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
-    const std::int32_t ptid = e.p, mtid = e.m;
-    if (e.p >= 0) p_track_seen(e.rt, e.p);
-    if (e.m >= 0) m_track_seen(e.rt, e.m);
-    const auto g = static_cast<unsigned long long>(e.g);
-    const auto flow = static_cast<unsigned long long>(e.flow);
-    switch (e.k) {
-      case kind::run: {
-        const char* why = e.end;
-        if (ptid >= 0) {
-          sep();
-          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-               g, ts, dur, ps, ptid, g, mtid, why);
-        }
-        if (mtid >= 0) {
-          sep();
-          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"p\":%d,\"end\":\"%s\"}}",
-               g, ts, dur, ms, mtid, g, ptid, why);
-        }
-        if (flow != 0 && (ptid >= 0 || mtid >= 0)) {  // the arrow's head: this slice
-          sep();
-          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,"
-               "\"tid\":%d}",
-               (flow & 1) ? "go" : "wake", flow, ts, ptid >= 0 ? ps : ms, ptid >= 0 ? ptid : mtid);
-        }
-        break;
-      }
-      case kind::syscall:
-        sep();
-        emit("{\"name\":\"blocking G%llu\",\"cat\":\"syscall\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,"
-             "\"tid\":%d,\"args\":{\"g\":%llu}}",
-             g, ts, dur, ms, mtid, g);
-        break;
-      case kind::steal:
-        sep();
-        emit("{\"name\":\"steal\",\"cat\":\"steal\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-             "\"args\":{\"from\":%u,\"g\":%llu,\"m\":%d}}",
-             ts, ps, ptid, static_cast<unsigned>(e.arg), g, mtid);
-        break;
-      case kind::preempt:
-      case kind::block:
-      case kind::wake:
-      case kind::create: {
-        const char* name = e.k == kind::preempt ? "preempt"
-                           : e.k == kind::block ? "block"
-                           : e.k == kind::wake  ? "wake"
-                                                : "go";
-        // An event of a thread outside the runtime goes on the Ms process,
-        // track -1 ("other threads").
-        if (ptid < 0) m_track_seen(e.rt, -1);
-        const unsigned pid = ptid >= 0 ? ps : ms;
-        const std::int32_t tid = ptid >= 0 ? ptid : -1;
-        sep();
-        if (e.k == kind::create)
-          emit("{\"name\":\"go G%llu\",\"cat\":\"go\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"parent\":%llu,\"m\":%d}}",
-               g, ts, pid, tid, g, static_cast<unsigned long long>(e.arg), mtid);
-        else
-          emit("{\"name\":\"%s G%llu\",\"cat\":\"%s\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"m\":%d%s}}",
-               name, g, name, ts, pid, tid, g, mtid, e.k == kind::preempt && e.arg ? ",\"signal\":true" : "");
-        if (flow != 0) {  // the arrow's tail: the waker's (creator's) slice
-          sep();
-          emit("{\"name\":\"%s\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":%llu,\"ts\":%.3f,\"pid\":%u,\"tid\":%d}",
-               e.k == kind::create ? "go" : "wake", flow, ts, pid, tid);
-        }
-        break;
-      }
-    }
-  }
-};
-
-// Leaked: a trace never stopped keeps its flusher thread running to the
-// end of the process (a std::thread destroyed joinable would terminate).
-inline state& global_state() {
-  static state* s = new state;
-  return *s;
-}
-
-// This thread's buffer, registered once.
-inline buffer& this_thread_buffer() {
-  thread_local std::shared_ptr<buffer> mine;
-  if (!mine) {
-    auto b = std::make_shared<buffer>();
-    state& s = global_state();
-    std::lock_guard<std::mutex> lk(s.mu);
-    s.buffers.push_back(b);
-    mine = std::move(b);
-  }
-  return *mine;
-}
-
-// Records one event (any thread). Called only when enabled() was true.
-// A full buffer is written to the file right away only off goroutine
-// stacks (g0 or a plain thread: formatting needs stack); a goroutine's
-// events wait for its M's next event on g0 (every run slice is recorded
-// there).
-GORO_NOINLINE inline void record(const event& e, bool may_write) noexcept {
-  GORO_TRY {
-    state& s = global_state();
-    buffer& b = this_thread_buffer();
-    std::vector<event> full;
-    std::uint64_t session;
-    {
-      std::lock_guard<spinlock> lk(b.lock);
-      session = s.session.load(std::memory_order_acquire);
-      if (b.session != session) {  // left over from an earlier trace
-        b.events.clear();
-        b.session = session;
-      }
-      if (b.events.capacity() == 0) b.events.reserve(buffer_events);
-      b.events.push_back(e);
-      if (may_write && b.events.size() >= buffer_events) full.swap(b.events);
-    }
-    if (!full.empty()) {
-      std::lock_guard<std::mutex> lk(s.mu);
-      if (s.session.load(std::memory_order_relaxed) == session) s.write_locked(full);  // no-op once stopped
-    }
-  }
-  GORO_CATCH_ALL {
-    // Out of memory while tracing: the event is lost, the program goes on.
-  }
-}
-
-}  // namespace goro::detail::tracing
-// ---- end goro/detail/trace.hpp ----
 
 namespace goro::detail {
 
@@ -14035,6 +14344,12 @@ inline constexpr std::uint32_t p_gfree_max = 512;
 inline constexpr std::uint32_t gfree_batch = 128;
 inline constexpr std::uint32_t p_stack_cache_max = 256;
 inline constexpr std::uint32_t stack_refill = 16;
+// Stacks of other size classes (spawn_options::stack_size) a P keeps, of
+// any mix of classes: a program that spawns many goroutines of one
+// non-default class reuses them here instead of through the allocator's
+// mutex at each spawn. Few, since each may be large (virtual memory only
+// where untouched); a full cache sends its oldest back.
+inline constexpr std::uint32_t p_class_stack_max = 16;
 // The most Ps a runtime may have (options::maxprocs, GORO_MAXPROCS,
 // gomaxprocs(n)); the table of P records has this many slots.
 inline constexpr unsigned max_procs = 4096;
@@ -14105,6 +14420,8 @@ class scheduler final : public sched_base {
     std::uint32_t ngfree = 0;
     cached_stack stack_cache[p_stack_cache_max];
     std::uint32_t nstack = 0;
+    cached_stack class_stacks[p_class_stack_max];  // other classes, oldest first
+    std::uint32_t nclass_stack = 0;
     std::uint64_t goid_next = 0, goid_end = 0;
     owned_counter spawns, exits, steals, global_polls, parks, unparks;
     timer_heap timers;  // this P's timers (own lock: other Ms add and run them)
@@ -14168,6 +14485,7 @@ class scheduler final : public sched_base {
         allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
         detect_deadlock_(detect_deadlock) {
     memory = ra_.memory();  // before anything allocates through it
+    threads_.memory = memory;
     globq_.set_memory(memory);
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
     if (shadow_stack_active())  // see cet.hpp
@@ -14192,6 +14510,7 @@ class scheduler final : public sched_base {
   void set_threads(thread_config c) {
     if (c.max_threads == 0) raise_usage("options::max_threads must be at least 1");
     if (c.name.empty()) c.name = "goro";
+    c.memory = memory;  // the threads' trace buffers
     threads_ = std::move(c);
   }
 
@@ -14486,10 +14805,10 @@ class scheduler final : public sched_base {
   void new_g_on_p(p* pp, g* gp);
   void start_main_here(p* pp, g* gp);
   void attach_stack(p* pp, g* gp);
-  void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(stack_bytes)); }
+  void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(gp->stack_request ? gp->stack_request : stack_bytes)); }
   void init_stack(g* gp, cached_stack c) noexcept;
   static std::size_t stack_color(const stack_memory& s) noexcept;
-  void release_stack(p* pp, g* gp) noexcept;
+  void release_stack(p* pp, g* gp, bool was_main) noexcept;
   // sysmon: the default allocator's stacks waiting for lazy release.
   std::size_t stacks_waiting_release() const noexcept {
     if constexpr (lazy_stacks) return alloc_.pending();
@@ -14598,7 +14917,8 @@ class scheduler final : public sched_base {
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
 
-  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
+  // netpoll: destroyed after shutdown() joined every M (and sysmon).
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this, &netpoll_sched<scheduler>::make_pool};
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
@@ -15479,7 +15799,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
       allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
     }
     spinning = std::move(mm->spinning);  // back to startm, which releases it
-    delete mm;
+    record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // from allocate_record above
     return err;
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
@@ -15916,8 +16236,16 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
 template <class Policy>
 inline auto scheduler<Policy>::attach_stack(p* pp, g* gp) -> void {
   if (GORO_UNLIKELY(gp->stack_request != 0) && gp->stack_request != stack_bytes) {
-    // spawn_options::stack_size: straight from the allocator, which keeps
-    // a free list per size class (release_stack gives it back there).
+    // spawn_options::stack_size: the newest of its class in pp's cache of
+    // other classes, else from the allocator (a free list per class).
+    for (std::uint32_t i = pp->nclass_stack; i-- > 0;) {
+      if (pp->class_stacks[i].mem.size != gp->stack_request) continue;
+      const cached_stack c = pp->class_stacks[i];
+      std::copy(pp->class_stacks + i + 1, pp->class_stacks + pp->nclass_stack, pp->class_stacks + i);
+      --pp->nclass_stack;
+      init_stack(gp, c);
+      return;
+    }
     init_stack(gp, allocate_stack(gp->stack_request));  // may throw bad_alloc
     return;
   }
@@ -15964,13 +16292,26 @@ inline auto scheduler<Policy>::stack_color(const stack_memory& s) noexcept -> st
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::release_stack(p* pp, g* gp) noexcept -> void {
+inline auto scheduler<Policy>::release_stack(p* pp, g* gp, bool was_main) noexcept -> void {
   stack_memory s = gp->stack;
   gp->stack = {};
   gp->sp = nullptr;
-  if (s.size != stack_bytes) {  // the main goroutine's stack, or a spawn_options::stack_size
-    asan_unpoison(s.lo, s.size);
-    alloc_.deallocate(s);
+  if (s.size != stack_bytes) {
+    if (was_main) {  // main_stack_size: one of its kind
+      asan_unpoison(s.lo, s.size);
+      alloc_.deallocate(s);
+      return;
+    }
+    // A spawn_options::stack_size class: pp's cache of other classes,
+    // whose oldest goes back to the allocator when it is full.
+    if (pp->nclass_stack == p_class_stack_max) {
+      stack_memory x = pp->class_stacks[0].mem;
+      std::copy(pp->class_stacks + 1, pp->class_stacks + p_class_stack_max, pp->class_stacks);
+      --pp->nclass_stack;
+      asan_unpoison(x.lo, x.size);
+      alloc_.deallocate(x);
+    }
+    pp->class_stacks[pp->nclass_stack++] = {s, !gp->stack_canary};
     return;
   }
   pp->stack_cache[pp->nstack++] = {s, !gp->stack_canary};
@@ -15994,7 +16335,7 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   // cleared before main_finished starts that pass.
   if (was_main) gp->is_main = false;
   clear_preempt(gp);
-  release_stack(pp, gp);
+  release_stack(pp, gp, was_main);
   gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return
@@ -16555,6 +16896,11 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
   for_each_p([this](p* pp) {
     while (pp->nstack) {
       stack_memory s = pp->stack_cache[--pp->nstack].mem;
+      asan_unpoison(s.lo, s.size);
+      alloc_.deallocate(s);
+    }
+    while (pp->nclass_stack) {
+      stack_memory s = pp->class_stacks[--pp->nclass_stack].mem;
       asan_unpoison(s.lo, s.size);
       alloc_.deallocate(s);
     }
@@ -17673,20 +18019,12 @@ GORO_DECL poll_desc* pd_cache::alloc(int fd) {
     pd = c.free_;
     c.free_ = pd->next;
   }
-  pd->next = pd->prev = nullptr;
-  pd->fd = fd;
-  pd->rg.store(pd_nil, std::memory_order_relaxed);
-  pd->wg.store(pd_nil, std::memory_order_relaxed);
-  pd->rd.store(0, std::memory_order_relaxed);
-  pd->wd.store(0, std::memory_order_relaxed);
-  pd->owner.store(nullptr, std::memory_order_relaxed);
-  pd->closing.store(false, std::memory_order_seq_cst);
+  pd->reuse(fd);
   return pd;
 }
 
 GORO_DECL void pd_cache::free(poll_desc* pd) noexcept {
-  pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
-  pd->fd = -1;
+  pd->retire();
   pd_cache& c = get();
   std::lock_guard<std::mutex> lk(c.mu_);
   pd->next = c.free_;
@@ -17697,6 +18035,53 @@ GORO_DECL pd_cache& pd_cache::get() {
   static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
   return *c;
 }
+
+GORO_DECL poll_desc* pd_pool::alloc(int fd) {
+  poll_desc* pd;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!free_) {
+      void* raw = memory_allocate(mem_, sizeof(block), alignof(block));  // may raise
+      auto* b = ::new (raw) block;
+      b->next = blocks_;
+      blocks_ = b;
+      for (poll_desc& d : b->descs) {
+        d.pool = this;
+        d.next = free_;
+        free_ = &d;
+      }
+    }
+    pd = free_;
+    free_ = pd->next;
+  }
+  ref();
+  pd->reuse(fd);
+  return pd;
+}
+
+GORO_DECL void pd_pool::free(poll_desc* pd) noexcept {
+  pd->retire();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    pd->next = free_;
+    free_ = pd;
+  }
+  unref();  // after the unlock: it may destroy mu_
+}
+
+GORO_DECL void pd_pool::release_blocks() noexcept {
+  for (block* b = blocks_; b;) {
+    block* next = b->next;
+    b->~block();
+    memory_deallocate(mem_, b, sizeof(block), alignof(block));
+    b = next;
+  }
+  blocks_ = nullptr;
+  free_ = nullptr;
+}
+
+}  // namespace goro::detail
+namespace goro::detail {
 
 GORO_DECL void netpoller::init() {
   if (inited()) return;
@@ -17720,6 +18105,7 @@ GORO_DECL int netpoller::try_open(poll_desc* pd) {
   init();
   {
     std::lock_guard<std::mutex> lk(mu_);
+    if (!hold_pool_locked(pd)) return ENOMEM;
     pd->prev = nullptr;
     pd->next = list_;
     if (list_) list_->prev = pd;
@@ -17731,6 +18117,19 @@ GORO_DECL int netpoller::try_open(poll_desc* pd) {
     return err;
   }
   return 0;
+}
+
+GORO_DECL bool netpoller::hold_pool_locked(poll_desc* pd) noexcept {
+  pd_pool* pool = pd->pool;
+  if (!pool || pool == own_.load(std::memory_order_relaxed)) return true;  // never freed / ours
+  for (pool_ref* r = foreign_; r; r = r->next)
+    if (r->pool == pool) return true;
+  void* raw = nullptr;
+  GORO_TRY { raw = memory_allocate(pool->memory(), sizeof(pool_ref), alignof(pool_ref)); }
+  GORO_CATCH_ALL { return false; }
+  pool->ref();
+  foreign_ = ::new (raw) pool_ref{pool, foreign_};
+  return true;
 }
 
 GORO_DECL void netpoller::close(poll_desc* pd) noexcept {
@@ -17986,7 +18385,7 @@ GORO_DECL void socket_state::destroy() noexcept {
     if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
   }
   ::close(fd_);
-  pd_cache::free(pd_);
+  pd_free(pd_);
   if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
 }
 
@@ -18024,7 +18423,7 @@ GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro:
     return thread_wait(fd, mode, nullptr, &dl, ctx);
   }
   if (d != 0 && d <= nanotime()) return deadline_error();
-  poll_desc* pd = pd_cache::alloc(fd);
+  poll_desc* pd = pd_alloc(fd);
   struct cleanup {
     poll_desc* pd;
     int dup_fd = -1;
@@ -18032,7 +18431,7 @@ GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro:
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
-      pd_cache::free(pd);
+      pd_free(pd);
       if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
     }
   } c{pd};

@@ -77,6 +77,7 @@ class stderr_capture {
 TEST_CASE("main returns: goroutines blocked in goro calls unwind, destructors run") {
   std::atomic<int> unwound{0};
   std::atomic<int> after{0};  // code after a wait that must not run
+  std::atomic<int> started{0};  // a goroutine main returns before is discarded unrun (no raii)
   goro::chan<int> ch_recv, ch_send, ch_sel1, ch_sel2;
   goro::mutex mu;
   goro::wait_group wg;
@@ -89,51 +90,63 @@ TEST_CASE("main returns: goroutines blocked in goro calls unwind, destructors ru
     wg.add(1);  // never done
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       (void)ch_recv.recv();
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       ch_send.send(1);
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       goro::select(goro::on_recv(ch_sel1, [](std::optional<int>) {}), goro::on_send(ch_sel2, 2, [] {}));
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       goro::sleep_for(1h);
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       std::lock_guard<goro::mutex> lk(mu);
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       wg.wait();
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       std::unique_lock<goro::mutex> lk(cmu);
       cv.wait(lk);
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       sem.acquire();
       after.fetch_add(1);
     });
     goro::go([&] {
       raii r{&unwound};
+      started.fetch_add(1);
       goro::chan<int> nil = nullptr;
       (void)nil.recv();
       after.fetch_add(1);
     });
+    // Each has begun (under qemu on a loaded machine 20 ms was not
+    // always enough for all nine to start: unwound was 8).
+    REQUIRE(goro_test::eventually([&] { return started.load() == 9; }));
     wait_parked(10);
   });
   CHECK(unwound.load() == 9);

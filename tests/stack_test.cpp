@@ -5,6 +5,7 @@
 #include <goro/goro.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -342,6 +343,77 @@ TEST_CASE("stack: a custom allocator is asked for the spawn_options size (and ma
     });
   }
   CHECK(pool_allocator::in_use.load() == 0);  // every stack went back to the pool
+}
+
+// Counts what a runtime asks of its stack allocator, per size.
+struct counting_stack_allocator {
+  static inline std::mutex mu;
+  static inline std::vector<std::size_t> sizes;  // one entry per allocate
+  static inline std::atomic<int> in_use{0};
+  goro::default_stack_allocator inner;
+
+  goro::stack_memory allocate(std::size_t n) {
+    goro::stack_memory s = inner.allocate(n);
+    std::lock_guard<std::mutex> lk(mu);
+    sizes.push_back(n);
+    in_use.fetch_add(1);
+    return s;
+  }
+  void deallocate(goro::stack_memory s) noexcept {
+    in_use.fetch_sub(1);
+    inner.deallocate(s);
+  }
+  static std::size_t asked(std::size_t n) {
+    std::lock_guard<std::mutex> lk(mu);
+    return static_cast<std::size_t>(std::count(sizes.begin(), sizes.end(), n));
+  }
+};
+static_assert(goro::stack_allocator<counting_stack_allocator>);
+
+TEST_CASE("stack: spawn_options stacks are reused through the P's cache, and all returned", "[stack][spawn_options][policy]") {
+  using counting_policy = goro::policy<goro::stacks<counting_stack_allocator>>;
+  counting_stack_allocator::sizes.clear();
+  {
+    goro::basic_runtime<counting_policy> rt{goro::options{1}};
+    rt.run([] {
+      // One at a time, alternating two classes: each exit leaves its stack
+      // in the P's cache of other classes for the next spawn of its class.
+      for (int i = 0; i < 200; ++i) {
+        goro::wait_group wg;
+        wg.add(1);
+        goro::go(goro::spawn_options{.stack_size = std::size_t{i % 2 ? 32u : 256u} * 1024}, [&] { wg.done(); });
+        wg.wait();
+      }
+      // More alive at once than the cache holds: still correct.
+      goro::wait_group wg;
+      goro::chan<int> gate;
+      wg.add(40);
+      for (int i = 0; i < 40; ++i)
+        goro::go(goro::spawn_options{.stack_size = 32 * 1024}, [&] {
+          (void)gate.recv();
+          wg.done();
+        });
+      gate.close();
+      wg.wait();
+    });
+    CHECK(counting_stack_allocator::asked(256 * 1024) <= 2);
+    CHECK(counting_stack_allocator::asked(32 * 1024) <= 41);
+  }
+  CHECK(counting_stack_allocator::in_use.load() == 0);  // the caches went back at destruction
+}
+
+TEST_CASE("stack: rt.go from outside with spawn_options gets the size from a custom allocator", "[stack][spawn_options][policy]") {
+  using counting_policy = goro::policy<goro::stacks<counting_stack_allocator>>;
+  goro::basic_runtime<counting_policy> rt{goro::options{1}};
+  std::atomic<std::size_t> sized{0};
+  goro::wait_group wg;
+  wg.add(1);
+  rt.go(goro::spawn_options{.stack_size = 512 * 1024}, [&] {
+    sized = goro::detail::current_g()->stack.size;
+    wg.done();
+  });
+  wg.wait();
+  CHECK(sized.load() == 512u * 1024);
 }
 
 // The main goroutine gets a thread's 8 MiB by default (options::main_stack_size).

@@ -143,6 +143,11 @@ class default_stack_allocator {
 
   std::mutex mu_;
   std::vector<slab> slabs_;
+  // Indices into slabs_ by ascending base: find_slab is a binary search.
+  // (It was a linear scan, on every free, under mu_: with 100,000 live
+  // 64 KiB stacks, ~500 slabs, a goroutine exit burst spent its time
+  // there, and Ps queued on the mutex.)
+  std::vector<std::size_t> by_base_;
   carve cur_;
   std::vector<free_list> free_;
   std::vector<pending_stack> pending_;  // freed past the resident bound, not yet released
@@ -261,11 +266,14 @@ GORO_DECL void default_stack_allocator::flush_pending(std::unique_lock<std::mute
 }
 
 GORO_DECL std::size_t default_stack_allocator::find_slab(std::uintptr_t lo) const noexcept {
-  for (std::size_t i = slabs_.size(); i-- > 0;) {
-    auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
-    if (lo >= base && lo < base + slabs_[i].bytes) return i;
-  }
-  return npos;
+  // The last slab whose base is at or below lo, if lo lies inside it.
+  const auto it = std::upper_bound(by_base_.begin(), by_base_.end(), lo, [this](std::uintptr_t x, std::size_t i) {
+    return x < reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+  });
+  if (it == by_base_.begin()) return npos;
+  const std::size_t i = *(it - 1);
+  const auto base = reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+  return lo < base + slabs_[i].bytes ? i : npos;
 }
 
 GORO_DECL default_stack_allocator::free_list* default_stack_allocator::find_free(std::size_t size) noexcept {
@@ -315,12 +323,20 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
                         : detail::os::guard_with_protection(guard, detail::guard_size);
     }
   }
-  GORO_TRY { slabs_.push_back({base, bytes, stride, guarded}); }
+  GORO_TRY {
+    if (slabs_.size() == slabs_.capacity()) slabs_.reserve(2 * slabs_.size() + 8);
+    if (by_base_.size() == by_base_.capacity()) by_base_.reserve(2 * by_base_.size() + 8);
+  }
   GORO_CATCH_ALL {
     detail::os::unmap_memory(base, bytes);
     GORO_RETHROW;
   }
+  slabs_.push_back({base, bytes, stride, guarded});  // capacity reserved: no throw from here
   const auto first = reinterpret_cast<std::uintptr_t>(base);
+  const auto at = std::upper_bound(by_base_.begin(), by_base_.end(), first, [this](std::uintptr_t x, std::size_t i) {
+    return x < reinterpret_cast<std::uintptr_t>(slabs_[i].base);
+  });
+  by_base_.insert(at, slabs_.size() - 1);
   cur_ = {size, stride, skip, first, first + count * stride, guarded};
 }
 

@@ -127,6 +127,25 @@ inline netpoller* goroutine_poller() noexcept {
   return m->sched->poller();
 }
 
+// A descriptor for fd: from the calling goroutine's runtime's pool when
+// that runtime was given an allocator (memory set), else from the
+// process-wide cache, as before allocators existed (a plain thread, a
+// runtime on std::allocator: no pool, one test more). May raise bad_alloc.
+inline poll_desc* pd_alloc(int fd) {
+  m_base* m = current_m();
+  if (m && m->sched && m->sched->memory)
+    if (netpoller* np = m->sched->poller())
+      if (pd_pool* pool = np->pool()) return pool->alloc(fd);
+  return pd_cache::alloc(fd);
+}
+// Back where pd came from (see pd_cache::free).
+inline void pd_free(poll_desc* pd) noexcept {
+  if (pd->pool)
+    pd->pool->free(pd);
+  else
+    pd_cache::free(pd);
+}
+
 // Deadline timers (Go's poll_runtime_pollSetDeadline): a sync timer per
 // direction readies the waiter, which then sees the passed deadline.
 // Setters are serialized by pd->lock (rearm_timer, time.hpp); the timers'
@@ -293,7 +312,7 @@ class socket_state {
   }
 
  public:
-  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_cache::alloc(fd)), peer_(peer) {}
+  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_alloc(fd)), peer_(peer) {}
   socket_state(const socket_state&) = delete;
   socket_state& operator=(const socket_state&) = delete;
   ~socket_state() { destroy(); }  // no handle left: no operation in progress
@@ -522,7 +541,7 @@ GORO_DECL void socket_state::destroy() noexcept {
     if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
   }
   ::close(fd_);
-  pd_cache::free(pd_);
+  pd_free(pd_);
   if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
 }
 
@@ -560,7 +579,7 @@ GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro:
     return thread_wait(fd, mode, nullptr, &dl, ctx);
   }
   if (d != 0 && d <= nanotime()) return deadline_error();
-  poll_desc* pd = pd_cache::alloc(fd);
+  poll_desc* pd = pd_alloc(fd);
   struct cleanup {
     poll_desc* pd;
     int dup_fd = -1;
@@ -568,7 +587,7 @@ GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro:
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
-      pd_cache::free(pd);
+      pd_free(pd);
       if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
     }
   } c{pd};

@@ -16,12 +16,15 @@
 // ready the G they took out (netpollunblock). Every transition is a CAS,
 // so exactly one party readies a given G.
 //
-// Descriptors are never freed: they come from a process-wide free list
-// (Go's pollcache), so a poller or timer holding a stale pointer reads
-// valid memory; a sequence number (bumped when a descriptor is recycled)
-// tags epoll events and deadline timers so stale ones are ignored. At
-// worst a stale event marks a descriptor ready spuriously, which every
-// caller tolerates (it retries the syscall and waits again on EAGAIN).
+// Descriptors are recycled, not freed, while anything may name them:
+// from a process-wide free list (Go's pollcache), or from the runtime's
+// own pool when it was given an allocator (poll_desc.hpp says when that
+// pool's memory goes back), so a poller or timer holding a stale pointer
+// reads valid memory; a sequence number (bumped when a descriptor is
+// recycled) tags epoll events and deadline timers so stale ones are
+// ignored. At worst a stale event marks a descriptor ready spuriously,
+// which every caller tolerates (it retries the syscall and waits again on
+// EAGAIN).
 #pragma once
 
 #include <algorithm>
@@ -39,61 +42,11 @@
 #include "g.hpp"
 #include "goexit.hpp"
 #include "m.hpp"
+#include "poll_desc.hpp"
 #include "spinlock.hpp"
 #include "timer_heap.hpp"
 
 namespace goro::detail {
-
-class netpoller;
-
-inline constexpr std::uintptr_t pd_nil = 0;
-inline constexpr std::uintptr_t pd_ready = 1;
-inline constexpr std::uintptr_t pd_wait = 2;
-
-// Why a wait ended without readiness (Go's netpollcheckerr).
-enum class pd_error { none, closing, timeout };
-
-struct poll_desc {
-  int fd = -1;
-  // rg / wg: see the top of this file. seq_cst throughout: the waiter's
-  // CAS nil -> wait followed by its read of closing / the deadline, and the
-  // closer's (setter's) store followed by its read of the semaphore, are a
-  // store-load pair on each side (Dekker): one of them must see the other.
-  std::atomic<std::uintptr_t> rg{pd_nil};
-  std::atomic<std::uintptr_t> wg{pd_nil};
-  std::atomic<bool> closing{false};
-  std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
-  std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
-  std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
-  spinlock lock;                           // registration and deadline setters
-  timer rt, wt;                            // deadline timers (sync: del waits for a running one)
-  poll_desc* prev = nullptr;               // owner's list / free list (their locks)
-  poll_desc* next = nullptr;
-
-  std::atomic<std::uintptr_t>& sema(char mode) noexcept { return mode == 'r' ? rg : wg; }
-  std::atomic<std::int64_t>& deadline(char mode) noexcept { return mode == 'r' ? rd : wd; }
-
-  pd_error check(char mode) noexcept {
-    if (closing.load(std::memory_order_seq_cst)) return pd_error::closing;
-    std::int64_t d = deadline(mode).load(std::memory_order_seq_cst);
-    if (d != 0 && nanotime() >= d) return pd_error::timeout;
-    return pd_error::none;
-  }
-};
-
-// Go's pollcache: descriptors allocated in blocks, recycled, never freed.
-class pd_cache {
- public:
-  GORO_DECL static poll_desc* alloc(int fd);
-  // pd must be unregistered, its timers deleted and nobody waiting on it.
-  GORO_DECL static void free(poll_desc* pd) noexcept;
-
- private:
-  GORO_DECL static pd_cache& get();
-  std::mutex mu_;
-  poll_desc* free_ = nullptr;
-  std::vector<poll_desc*> blocks_;
-};
 
 class netpoller {
  public:
@@ -103,15 +56,21 @@ class netpoller {
   // on_init(arg) runs once the OS poller exists (the scheduler wakes
   // its timer M, which went to sleep on a futex before there was a poller,
   // so that it sleeps in epoll_wait from now on).
+  // make_pool(arg): the runtime's descriptor pool, from its allocator
+  // (nullptr, or no hook: the process-wide cache).
   using init_hook = void (*)(void*);
+  using pool_hook = pd_pool* (*)(void*);
   netpoller() = default;
-  netpoller(init_hook on_init, void* arg) noexcept : on_init_(on_init), on_init_arg_(arg) {}
+  netpoller(init_hook on_init, void* arg, pool_hook make_pool = nullptr) noexcept
+      : on_init_(on_init), on_init_arg_(arg), make_pool_(make_pool) {}
   netpoller(const netpoller&) = delete;
   netpoller& operator=(const netpoller&) = delete;
 
-  // The runtime is gone (every M joined): descriptors still registered
-  // (sockets outliving their runtime) are detached; a goroutine of another
-  // runtime that waits on one registers it again with its own poller.
+  // The runtime is gone (every M and sysmon joined: no poll in flight):
+  // descriptors still registered (sockets outliving their runtime) are
+  // detached; a goroutine of another runtime that waits on one registers
+  // it again with its own poller. Then the pools this poller may have
+  // seen events of are let go (poll_desc.hpp).
   ~netpoller() {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -124,6 +83,28 @@ class netpoller {
       list_ = nullptr;
     }
     os_poller_.close();
+    while (pool_ref* r = foreign_) {
+      foreign_ = r->next;
+      pd_pool* pool = r->pool;
+      memory_deallocate(pool->memory(), r, sizeof(pool_ref), alignof(pool_ref));
+      pool->unref();
+    }
+    if (pd_pool* own = own_.load(std::memory_order_relaxed)) own->unref();
+  }
+
+  // The pool new descriptors of this runtime's goroutines come from:
+  // made on first use; nullptr for a runtime on std::allocator. May
+  // raise what the allocator raises.
+  pd_pool* pool() {
+    if (pd_pool* p = own_.load(std::memory_order_acquire)) return p;
+    if (!make_pool_) return nullptr;
+    std::lock_guard<std::mutex> lk(mu_);
+    pd_pool* p = own_.load(std::memory_order_relaxed);
+    if (!p) {
+      p = make_pool_(on_init_arg_);  // holds the reference this poller drops when destroyed
+      own_.store(p, std::memory_order_release);
+    }
+    return p;
   }
 
   bool inited() const noexcept { return os_poller_.is_open(); }
@@ -189,8 +170,21 @@ class netpoller {
            (static_cast<std::uint64_t>(pd->seq.load(std::memory_order_relaxed) & seq_mask) << ptr_bits);
   }
 
+  // A reference to another runtime's pool, held because one of its
+  // descriptors was registered here (from that pool's allocator).
+  struct pool_ref {
+    pd_pool* pool;
+    pool_ref* next;
+  };
+  // The reference that lets this poller see pd's events (mu_ held): false
+  // if the allocator failed.
+  GORO_DECL bool hold_pool_locked(poll_desc* pd) noexcept;
+
   init_hook on_init_ = nullptr;
   void* on_init_arg_ = nullptr;
+  pool_hook make_pool_ = nullptr;
+  std::atomic<pd_pool*> own_{nullptr};  // this runtime's pool (one reference)
+  pool_ref* foreign_ = nullptr;         // mu_
   os::poller os_poller_;
   std::atomic<bool> wake_sig_{false};  // a break is pending (Go's netpollWakeSig)
   std::atomic<bool> polling_{false};
@@ -218,6 +212,18 @@ struct netpoll_sched {
   // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
   // it off the idle list; with no timer M it calls wakep, harmless).
   static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
+
+  // netpoller::pool's hook: for a runtime given an allocator, a pool of
+  // descriptors from (a copy of) it; the process-wide cache otherwise.
+  static pd_pool* make_pool(void* arg) {
+    using A = typename S::rt_allocator;
+    if constexpr (is_std_allocator<A>) {
+      (void)arg;
+      return nullptr;
+    } else {
+      return pd_pool_of<A>::make(static_cast<S*>(arg)->ra_.get());
+    }
+  }
 
   // find_runnable's poll (Go: netpoll(0) in findRunnable): only when some
   // goroutine waits on I/O and no other M polls. Returns one G to run now;
@@ -345,49 +351,6 @@ struct netpoll_sched {
 #if GORO_COMPILE_RUNTIME
 namespace goro::detail {
 
-GORO_DECL poll_desc* pd_cache::alloc(int fd) {
-  pd_cache& c = get();
-  poll_desc* pd;
-  {
-    std::lock_guard<std::mutex> lk(c.mu_);
-    if (!c.free_) {
-      constexpr int block = 64;
-      auto* b = new (std::nothrow) poll_desc[block];
-      if (!b) raise_bad_alloc();
-      c.blocks_.push_back(b);
-      for (int i = 0; i < block; ++i) {
-        b[i].next = c.free_;
-        c.free_ = &b[i];
-      }
-    }
-    pd = c.free_;
-    c.free_ = pd->next;
-  }
-  pd->next = pd->prev = nullptr;
-  pd->fd = fd;
-  pd->rg.store(pd_nil, std::memory_order_relaxed);
-  pd->wg.store(pd_nil, std::memory_order_relaxed);
-  pd->rd.store(0, std::memory_order_relaxed);
-  pd->wd.store(0, std::memory_order_relaxed);
-  pd->owner.store(nullptr, std::memory_order_relaxed);
-  pd->closing.store(false, std::memory_order_seq_cst);
-  return pd;
-}
-
-GORO_DECL void pd_cache::free(poll_desc* pd) noexcept {
-  pd->seq.fetch_add(1, std::memory_order_seq_cst);  // stale events and timers no longer match
-  pd->fd = -1;
-  pd_cache& c = get();
-  std::lock_guard<std::mutex> lk(c.mu_);
-  pd->next = c.free_;
-  c.free_ = pd;
-}
-
-GORO_DECL pd_cache& pd_cache::get() {
-  static pd_cache* c = new pd_cache;  // never destroyed: descriptors outlive everything
-  return *c;
-}
-
 GORO_DECL void netpoller::init() {
   if (inited()) return;
   init_locked();
@@ -410,6 +373,7 @@ GORO_DECL int netpoller::try_open(poll_desc* pd) {
   init();
   {
     std::lock_guard<std::mutex> lk(mu_);
+    if (!hold_pool_locked(pd)) return ENOMEM;
     pd->prev = nullptr;
     pd->next = list_;
     if (list_) list_->prev = pd;
@@ -421,6 +385,19 @@ GORO_DECL int netpoller::try_open(poll_desc* pd) {
     return err;
   }
   return 0;
+}
+
+GORO_DECL bool netpoller::hold_pool_locked(poll_desc* pd) noexcept {
+  pd_pool* pool = pd->pool;
+  if (!pool || pool == own_.load(std::memory_order_relaxed)) return true;  // never freed / ours
+  for (pool_ref* r = foreign_; r; r = r->next)
+    if (r->pool == pool) return true;
+  void* raw = nullptr;
+  GORO_TRY { raw = memory_allocate(pool->memory(), sizeof(pool_ref), alignof(pool_ref)); }
+  GORO_CATCH_ALL { return false; }
+  pool->ref();
+  foreign_ = ::new (raw) pool_ref{pool, foreign_};
+  return true;
 }
 
 GORO_DECL void netpoller::close(poll_desc* pd) noexcept {

@@ -18,6 +18,8 @@
 #include "../error.hpp"
 #include "../os/os.hpp"
 #include "config.hpp"
+#include "memory.hpp"
+#include "trace.hpp"
 
 #ifdef GORO_TESTING
 #include <atomic>
@@ -35,7 +37,8 @@ inline std::atomic<int> fail_thread_creations{0};
 struct thread_config {
   std::function<std::thread(std::function<void()>)> factory;  // empty: os::create_thread
   std::string name = "goro";
-  unsigned max_threads = 10000;  // Ms, the run() caller included (Go's SetMaxThreads)
+  unsigned max_threads = 10000;      // Ms, the run() caller included (Go's SetMaxThreads)
+  runtime_memory* memory = nullptr;  // the runtime's allocator (its threads' trace buffers); not an option
 };
 
 // One thread of a runtime. Lives at a fixed address from start() until
@@ -58,6 +61,7 @@ class runtime_thread {
     std::snprintf(name_, sizeof name_, "%s-%s", cfg.name.c_str(), role);
     fn_ = fn;
     arg_ = arg;
+    memory_ = cfg.memory;
     if (!cfg.factory) {
       const int err = os::create_thread(&os_, &trampoline, this);
       kind_ = err == 0 ? kind::os : kind::none;
@@ -92,10 +96,17 @@ class runtime_thread {
   }
 
  private:
+  // The thread works for the runtime while fn runs: its trace buffer, if
+  // it makes one, comes from the runtime's allocator and goes back before
+  // join() can return (a factory's thread may live on, pooled).
   static void* trampoline(void* self_arg) {
     auto* self = static_cast<runtime_thread*>(self_arg);
     os::set_thread_name(self->name_);
-    return self->fn_(self->arg_);
+    tracing::thread_runtime_memory = self->memory_;
+    void* r = self->fn_(self->arg_);
+    tracing::thread_runtime_memory = nullptr;
+    tracing::release_thread_buffer();
+    return r;
   }
 
   enum class kind : unsigned char { none, os, factory };
@@ -103,6 +114,7 @@ class runtime_thread {
   char name_[32] = {};
   void* (*fn_)(void*) = nullptr;
   void* arg_ = nullptr;
+  runtime_memory* memory_ = nullptr;
   os::thread_handle os_{};
   std::thread std_;
 };

@@ -85,6 +85,12 @@ inline constexpr std::uint32_t p_gfree_max = 512;
 inline constexpr std::uint32_t gfree_batch = 128;
 inline constexpr std::uint32_t p_stack_cache_max = 256;
 inline constexpr std::uint32_t stack_refill = 16;
+// Stacks of other size classes (spawn_options::stack_size) a P keeps, of
+// any mix of classes: a program that spawns many goroutines of one
+// non-default class reuses them here instead of through the allocator's
+// mutex at each spawn. Few, since each may be large (virtual memory only
+// where untouched); a full cache sends its oldest back.
+inline constexpr std::uint32_t p_class_stack_max = 16;
 // The most Ps a runtime may have (options::maxprocs, GORO_MAXPROCS,
 // gomaxprocs(n)); the table of P records has this many slots.
 inline constexpr unsigned max_procs = 4096;
@@ -155,6 +161,8 @@ class scheduler final : public sched_base {
     std::uint32_t ngfree = 0;
     cached_stack stack_cache[p_stack_cache_max];
     std::uint32_t nstack = 0;
+    cached_stack class_stacks[p_class_stack_max];  // other classes, oldest first
+    std::uint32_t nclass_stack = 0;
     std::uint64_t goid_next = 0, goid_end = 0;
     owned_counter spawns, exits, steals, global_polls, parks, unparks;
     timer_heap timers;  // this P's timers (own lock: other Ms add and run them)
@@ -218,6 +226,7 @@ class scheduler final : public sched_base {
         allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
         detect_deadlock_(detect_deadlock) {
     memory = ra_.memory();  // before anything allocates through it
+    threads_.memory = memory;
     globq_.set_memory(memory);
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
     if (shadow_stack_active())  // see cet.hpp
@@ -242,6 +251,7 @@ class scheduler final : public sched_base {
   void set_threads(thread_config c) {
     if (c.max_threads == 0) raise_usage("options::max_threads must be at least 1");
     if (c.name.empty()) c.name = "goro";
+    c.memory = memory;  // the threads' trace buffers
     threads_ = std::move(c);
   }
 
@@ -536,10 +546,10 @@ class scheduler final : public sched_base {
   void new_g_on_p(p* pp, g* gp);
   void start_main_here(p* pp, g* gp);
   void attach_stack(p* pp, g* gp);
-  void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(stack_bytes)); }
+  void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(gp->stack_request ? gp->stack_request : stack_bytes)); }
   void init_stack(g* gp, cached_stack c) noexcept;
   static std::size_t stack_color(const stack_memory& s) noexcept;
-  void release_stack(p* pp, g* gp) noexcept;
+  void release_stack(p* pp, g* gp, bool was_main) noexcept;
   // sysmon: the default allocator's stacks waiting for lazy release.
   std::size_t stacks_waiting_release() const noexcept {
     if constexpr (lazy_stacks) return alloc_.pending();
@@ -648,7 +658,8 @@ class scheduler final : public sched_base {
   friend class sysmon<Policy, scheduler>;
   sysmon<Policy, scheduler> sysmon_{*this};
 
-  netpoller poller_{&netpoll_sched<scheduler>::on_init, this};  // netpoll: destroyed after shutdown() joined every M
+  // netpoll: destroyed after shutdown() joined every M (and sysmon).
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this, &netpoll_sched<scheduler>::make_pool};
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)

@@ -119,8 +119,16 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
 template <class Policy>
 inline auto scheduler<Policy>::attach_stack(p* pp, g* gp) -> void {
   if (GORO_UNLIKELY(gp->stack_request != 0) && gp->stack_request != stack_bytes) {
-    // spawn_options::stack_size: straight from the allocator, which keeps
-    // a free list per size class (release_stack gives it back there).
+    // spawn_options::stack_size: the newest of its class in pp's cache of
+    // other classes, else from the allocator (a free list per class).
+    for (std::uint32_t i = pp->nclass_stack; i-- > 0;) {
+      if (pp->class_stacks[i].mem.size != gp->stack_request) continue;
+      const cached_stack c = pp->class_stacks[i];
+      std::copy(pp->class_stacks + i + 1, pp->class_stacks + pp->nclass_stack, pp->class_stacks + i);
+      --pp->nclass_stack;
+      init_stack(gp, c);
+      return;
+    }
     init_stack(gp, allocate_stack(gp->stack_request));  // may throw bad_alloc
     return;
   }
@@ -167,13 +175,26 @@ inline auto scheduler<Policy>::stack_color(const stack_memory& s) noexcept -> st
 }
 
 template <class Policy>
-inline auto scheduler<Policy>::release_stack(p* pp, g* gp) noexcept -> void {
+inline auto scheduler<Policy>::release_stack(p* pp, g* gp, bool was_main) noexcept -> void {
   stack_memory s = gp->stack;
   gp->stack = {};
   gp->sp = nullptr;
-  if (s.size != stack_bytes) {  // the main goroutine's stack, or a spawn_options::stack_size
-    asan_unpoison(s.lo, s.size);
-    alloc_.deallocate(s);
+  if (s.size != stack_bytes) {
+    if (was_main) {  // main_stack_size: one of its kind
+      asan_unpoison(s.lo, s.size);
+      alloc_.deallocate(s);
+      return;
+    }
+    // A spawn_options::stack_size class: pp's cache of other classes,
+    // whose oldest goes back to the allocator when it is full.
+    if (pp->nclass_stack == p_class_stack_max) {
+      stack_memory x = pp->class_stacks[0].mem;
+      std::copy(pp->class_stacks + 1, pp->class_stacks + p_class_stack_max, pp->class_stacks);
+      --pp->nclass_stack;
+      asan_unpoison(x.lo, x.size);
+      alloc_.deallocate(x);
+    }
+    pp->class_stacks[pp->nclass_stack++] = {s, !gp->stack_canary};
     return;
   }
   pp->stack_cache[pp->nstack++] = {s, !gp->stack_canary};
@@ -197,7 +218,7 @@ inline auto scheduler<Policy>::goexit0(p* pp, g* gp) noexcept -> void {
   // cleared before main_finished starts that pass.
   if (was_main) gp->is_main = false;
   clear_preempt(gp);
-  release_stack(pp, gp);
+  release_stack(pp, gp, was_main);
   gp->eh_caught = nullptr;  // the record's next goroutine starts with no exception state
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);  // main_return

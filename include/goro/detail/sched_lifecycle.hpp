@@ -297,6 +297,11 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
       asan_unpoison(s.lo, s.size);
       alloc_.deallocate(s);
     }
+    while (pp->nclass_stack) {
+      stack_memory s = pp->class_stacks[--pp->nclass_stack].mem;
+      asan_unpoison(s.lo, s.size);
+      alloc_.deallocate(s);
+    }
   });
   for (auto& block : g_blocks_) {
     for (std::uint32_t i = 0; i < gfree_batch; ++i) {

@@ -102,7 +102,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
       allm_.erase(std::find(allm_.begin(), allm_.end(), mm));  // checkdead
     }
     spinning = std::move(mm->spinning);  // back to startm, which releases it
-    delete mm;
+    record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // from allocate_record above
     return err;
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);

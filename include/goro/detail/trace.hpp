@@ -13,6 +13,13 @@
 // event site (tracing::enabled()). While one runs: a clock read and an
 // uncontended spinlock per event, and a write to the file every
 // buffer_events events per thread or every flush_period.
+//
+// Memory: a thread a runtime owns (its Ms, sysmon: runtime_thread) takes
+// its buffer from that runtime's allocator (goro::allocator<A>) and gives
+// it back, after writing its events out, when the thread's work for the
+// runtime ends (release_thread_buffer), which is before the runtime can be
+// destroyed. Any other thread's buffer (the run() caller's, a lane's, a
+// plain thread's) comes from operator new and stays registered, as before.
 #pragma once
 
 #include <atomic>
@@ -31,6 +38,7 @@
 
 #include "../os/os.hpp"
 #include "config.hpp"
+#include "memory.hpp"
 #include "spinlock.hpp"
 
 namespace goro::detail::tracing {
@@ -80,14 +88,26 @@ inline std::atomic<std::uint32_t> next_runtime_number{0};
 inline constexpr std::size_t buffer_events = 4096;
 inline constexpr std::chrono::milliseconds flush_period{100};
 
+using event_vector = std::vector<event, memory_allocator<event>>;
+
 struct buffer {
+  explicit buffer(runtime_memory* m) noexcept : events(memory_allocator<event>(m)), memory(m) {}
   spinlock lock;
-  std::vector<event> events;
-  std::uint64_t session = 0;  // events from an earlier trace are dropped
+  event_vector events;           // its storage stays with the buffer (drain and record hand it back)
+  std::uint64_t session = 0;     // events from an earlier trace are dropped
+  runtime_memory* const memory;  // a runtime's allocator (a thread it owns); nullptr: operator new
+  buffer* prev = nullptr;        // state::owned (state::mu)
+  buffer* next = nullptr;
 };
 
-// The trace being written, and every thread's buffer (a thread that exits
-// leaves its buffer here: it is flushed at stop and then reused).
+// The runtime that owns the calling thread (runtime_thread sets it while
+// the thread works for the runtime): its allocator takes the thread's
+// buffer. nullptr: none, or one on std::allocator.
+inline thread_local runtime_memory* thread_runtime_memory = nullptr;
+
+// The trace being written, and every thread's buffer (a thread outside any
+// runtime that exits leaves its buffer in `buffers`: it is flushed at stop
+// and dropped then; a runtime's thread takes its own out of `owned`).
 struct state {
   std::mutex ctl;  // start / stop (held across stop's join of the flusher)
   std::mutex mu;   // the file, `text`, the track sets and `buffers`
@@ -99,7 +119,10 @@ struct state {
   // The current trace (0: none yet), bumped by each start. Written under
   // mu; read without it by record().
   std::atomic<std::uint64_t> session{0};
-  std::vector<std::shared_ptr<buffer>> buffers;
+  std::vector<std::shared_ptr<buffer>> buffers;  // operator new's
+  // Runtimes' threads' buffers, linked (registering allocates nothing);
+  // each is owned by its thread.
+  buffer* owned = nullptr;
   std::set<std::pair<std::uint32_t, std::int32_t>> p_tracks, m_tracks;  // (runtime, id) seen
   std::set<std::uint32_t> runtimes;                                     // runtimes seen
   // The flusher: every flush_period, every buffer's events to the file.
@@ -109,7 +132,7 @@ struct state {
 
   // Appends events to the file (mu held). A write error is remembered and
   // reported at stop.
-  void write_locked(const std::vector<event>& evs) {
+  void write_locked(const event_vector& evs) {
     if (fd < 0) return;
     for (const event& e : evs) write_event_locked(e);
     write_text_locked();
@@ -131,16 +154,23 @@ struct state {
 
   // Every buffer's events of this session to the file (mu held).
   void drain_locked() {
-    const std::uint64_t cur = session.load(std::memory_order_relaxed);
-    std::vector<event> evs;
-    for (auto& b : buffers) {
-      evs.clear();
-      {
-        std::lock_guard<spinlock> bl(b->lock);
-        if (b->session == cur) evs.swap(b->events);
-      }
-      write_locked(evs);
+    for (auto& b : buffers) drain_locked(*b);
+    for (buffer* b = owned; b; b = b->next) drain_locked(*b);
+  }
+  // b's events to the file; its storage goes back to it unless it took new
+  // storage meanwhile (then freed to b's allocator: b, still registered, is
+  // alive, and so is its runtime's allocator, see release_thread_buffer).
+  void drain_locked(buffer& b) {
+    event_vector evs{memory_allocator<event>(b.memory)};
+    {
+      std::lock_guard<spinlock> bl(b.lock);
+      if (b.session == session.load(std::memory_order_relaxed)) evs.swap(b.events);
     }
+    write_locked(evs);
+    if (evs.capacity() == 0) return;
+    evs.clear();
+    std::lock_guard<spinlock> bl(b.lock);
+    if (b.events.capacity() == 0) b.events.swap(evs);
   }
 
   void flusher_loop() {
@@ -283,17 +313,52 @@ inline state& global_state() {
   return *s;
 }
 
-// This thread's buffer, registered once.
-inline buffer& this_thread_buffer() {
+inline std::shared_ptr<buffer>& this_thread_slot() noexcept {
   thread_local std::shared_ptr<buffer> mine;
+  return mine;
+}
+
+// This thread's buffer, registered once (may raise bad_alloc).
+inline buffer& this_thread_buffer() {
+  std::shared_ptr<buffer>& mine = this_thread_slot();
   if (!mine) {
-    auto b = std::make_shared<buffer>();
     state& s = global_state();
-    std::lock_guard<std::mutex> lk(s.mu);
-    s.buffers.push_back(b);
-    mine = std::move(b);
+    if (runtime_memory* m = thread_runtime_memory) {
+      auto b = std::allocate_shared<buffer>(memory_allocator<buffer>(m), m);
+      std::lock_guard<std::mutex> lk(s.mu);
+      b->next = s.owned;
+      if (s.owned) s.owned->prev = b.get();
+      s.owned = b.get();
+      mine = std::move(b);
+    } else {
+      auto b = std::make_shared<buffer>(nullptr);
+      std::lock_guard<std::mutex> lk(s.mu);
+      s.buffers.push_back(b);
+      mine = std::move(b);
+    }
   }
   return *mine;
+}
+
+// The calling thread stops working for the runtime that owns it
+// (runtime_thread, when the thread's function returns): a buffer from the
+// runtime's allocator is written out (if a trace runs, so no event is
+// lost), unregistered and freed, while the runtime, which joins the thread
+// before it is destroyed, is certainly alive. Nothing records on this
+// thread for the runtime afterwards.
+inline void release_thread_buffer() noexcept {
+  std::shared_ptr<buffer>& mine = this_thread_slot();
+  if (!mine || !mine->memory) return;
+  state& s = global_state();
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    GORO_TRY { s.drain_locked(*mine); }
+    GORO_CATCH_ALL {}  // out of memory formatting: these events are lost
+    buffer* b = mine.get();
+    (b->prev ? b->prev->next : s.owned) = b->next;
+    if (b->next) b->next->prev = b->prev;
+  }
+  mine.reset();
 }
 
 // Records one event (any thread). Called only when enabled() was true.
@@ -305,7 +370,7 @@ GORO_NOINLINE inline void record(const event& e, bool may_write) noexcept {
   GORO_TRY {
     state& s = global_state();
     buffer& b = this_thread_buffer();
-    std::vector<event> full;
+    event_vector full{memory_allocator<event>(b.memory)};
     std::uint64_t session;
     {
       std::lock_guard<spinlock> lk(b.lock);
@@ -319,8 +384,15 @@ GORO_NOINLINE inline void record(const event& e, bool may_write) noexcept {
       if (may_write && b.events.size() >= buffer_events) full.swap(b.events);
     }
     if (!full.empty()) {
-      std::lock_guard<std::mutex> lk(s.mu);
-      if (s.session.load(std::memory_order_relaxed) == session) s.write_locked(full);  // no-op once stopped
+      {
+        std::lock_guard<std::mutex> lk(s.mu);
+        if (s.session.load(std::memory_order_relaxed) == session) s.write_locked(full);  // no-op once stopped
+      }
+      // The storage back to the buffer: one allocation per thread, not one
+      // per buffer_events events.
+      full.clear();
+      std::lock_guard<spinlock> lk(b.lock);
+      if (b.events.capacity() == 0) b.events.swap(full);
     }
   }
   GORO_CATCH_ALL {
