@@ -10587,6 +10587,31 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 // and no libbacktrace. Tables are read once per object and kept for the
 // life of the process (a dump is rare; objects are mapped read-only).
 
+// ---- begin goro/detail/demangle.hpp ----
+// A C++ symbol's readable name, for the goroutine dump's symbolizers
+// (symbolize.hpp for ELF, symbolize_pe.hpp for PE/COFF).
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace goro::detail {
+
+// abi::__cxa_demangle's name, or the symbol as it is (a C name, or one it
+// cannot parse).
+inline std::string demangle(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  if (status != 0 || !d) return mangled;
+  std::string s(d);
+  std::free(d);
+  return s;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/demangle.hpp ----
+
 #if defined(_WIN32)
 // Windows: PE modules and their COFF symbol tables.
 // ---- begin goro/detail/symbolize_pe.hpp ----
@@ -10598,7 +10623,6 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 // symbols are in a .pdb) gives "??" and the module's path. Tables are read
 // once per module and kept for the life of the process.
 
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -10653,15 +10677,6 @@ class symbol_table {
     r.offset = rva - it->rva;
     r.name = demangle(it->name.c_str());
     return r;
-  }
-
-  static std::string demangle(const char* mangled) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    if (status != 0 || !d) return mangled;
-    std::string s(d);
-    std::free(d);
-    return s;
   }
 
  private:
@@ -10732,7 +10747,6 @@ class symbol_table {
 // ---- end goro/detail/symbolize_pe.hpp ----
 #else
 
-#include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -10798,15 +10812,6 @@ class symbol_table {
     r.offset = rel - it->addr;
     r.name = demangle(it->name);
     return r;
-  }
-
-  static std::string demangle(const char* mangled) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    if (status != 0 || !d) return mangled;
-    std::string s(d);
-    std::free(d);
-    return s;
   }
 
  private:

@@ -7,12 +7,13 @@
 // life of the process (a dump is rare; objects are mapped read-only).
 #pragma once
 
+#include "demangle.hpp"  // both symbolizers' (outside the #if: the amalgamation inlines a header once)
+
 #if defined(_WIN32)
 // Windows: PE modules and their COFF symbol tables.
 #include "symbolize_pe.hpp"
 #else
 
-#include <cxxabi.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -78,15 +79,6 @@ class symbol_table {
     r.offset = rel - it->addr;
     r.name = demangle(it->name);
     return r;
-  }
-
-  static std::string demangle(const char* mangled) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    if (status != 0 || !d) return mangled;
-    std::string s(d);
-    std::free(d);
-    return s;
   }
 
  private:

@@ -7,7 +7,6 @@
 // once per module and kept for the life of the process.
 #pragma once
 
-#include <cxxabi.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +17,7 @@
 #include <vector>
 
 #include "../os/windows/windows_h.hpp"
+#include "demangle.hpp"
 
 namespace goro::detail {
 
@@ -63,15 +63,6 @@ class symbol_table {
     r.offset = rva - it->rva;
     r.name = demangle(it->name.c_str());
     return r;
-  }
-
-  static std::string demangle(const char* mangled) {
-    int status = 0;
-    char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-    if (status != 0 || !d) return mangled;
-    std::string s(d);
-    std::free(d);
-    return s;
   }
 
  private:
