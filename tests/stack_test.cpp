@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <new>
@@ -115,6 +116,43 @@ TEST_CASE("stack: default allocator hands out distinct aligned stacks", "[stack]
   void* first = v.back().lo;
   a.deallocate(v.back());
   CHECK(a.allocate(64 * 1024).lo == first);
+}
+
+// Stacks freed out of order from several slabs find their own slab again
+// (deallocate looks it up by address: whether the stack is guarded, and
+// which neighbours it may be released with), through the free lists and
+// through the release of stacks past the resident bound.
+TEST_CASE("stack: stacks freed out of order from many slabs keep their guards", "[stack]") {
+  goro::default_stack_allocator a;
+  constexpr std::size_t size = 64 * 1024;
+  const int n = goro_test::scale(1200, 600);  // several 16 MiB slabs, past the resident bound (256)
+  std::vector<goro::stack_memory> v;
+  bool first_guarded = false;
+  for (int i = 0; i < n; ++i) {
+    bool g = false;
+    v.push_back(a.allocate(size, g));
+    if (i == 0) first_guarded = g;
+    REQUIRE(g == first_guarded);
+    std::memset(v.back().lo, 0x5a, 64);  // touched: a release must not reach a live stack
+  }
+  // Free every other one in a scrambled order, release what waits, then check
+  // that the live ones kept their contents.
+  std::vector<std::size_t> order;
+  for (int i = 0; i < n; i += 2) order.push_back(static_cast<std::size_t>(i));
+  for (std::size_t i = 0; i < order.size(); ++i) std::swap(order[i], order[(i * 7919 + 13) % order.size()]);
+  for (std::size_t i : order) a.deallocate(v[i]);
+  a.scavenge();
+  for (int i = 1; i < n; i += 2) REQUIRE(static_cast<const unsigned char*>(v[static_cast<std::size_t>(i)].lo)[0] == 0x5a);
+  // Reused stacks come back as guarded as they were made.
+  std::vector<goro::stack_memory> again;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    bool g = !first_guarded;
+    again.push_back(a.allocate(size, g));
+    CHECK(g == first_guarded);
+    if (first_guarded) CHECK(unreadable(reinterpret_cast<std::uintptr_t>(again.back().lo) - 1));
+  }
+  for (auto& s : again) a.deallocate(s);
+  for (int i = 1; i < n; i += 2) a.deallocate(v[static_cast<std::size_t>(i)]);
 }
 
 TEST_CASE("stack: small packed stacks (2 KiB, 4 KiB) run goroutines", "[stack][policy]") {
