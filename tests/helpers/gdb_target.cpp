@@ -50,7 +50,9 @@ struct parked {
 }
 [[gnu::noinline]] void gdb_park_sleep(parked& s) {
   s.ids[3] = goro::this_goroutine::id();
-  while (!s.done.load()) goro::sleep_for(50ms);
+  // One long sleep: a sleeper that woke now and then could be runnable at
+  // the moment gdb stops the process (seen under ASan in CI).
+  while (!s.done.load()) goro::sleep_for(24h);
   GDB_KEEP_FRAME();
 }
 [[gnu::noinline]] void gdb_park_mutex(parked& s) {
@@ -86,7 +88,7 @@ struct parked {
 }
 
 [[gnu::noinline]] void gdb_main_wait(parked& s) {
-  while (!s.done.load()) goro::sleep_for(100ms);
+  while (!s.done.load()) goro::sleep_for(24h);
   GDB_KEEP_FRAME();
 }
 
