@@ -129,11 +129,15 @@ TEST_CASE("dump: every wait reason, with the parked function, its stack and its 
     s.wg.add(1);
     s.mu.lock();
     dump_spawner(s);
-    // Wait until every goroutine sits where expected (bounded).
+    // Wait until every goroutine sits where expected (bounded), in the
+    // snapshot and in the text dump taken after it: the sleeper wakes every
+    // 20 ms and is runnable for a moment then.
     std::vector<goro::goroutine_info> gs;
+    std::string text;
     const auto deadline = std::chrono::steady_clock::now() + 20s;
     for (;;) {
       gs = goro::goroutines();
+      text = goro::goroutine_dump();
       std::size_t ok = 0;
       for (const auto& e : expected) {
         for (const auto& gi : gs)
@@ -143,11 +147,15 @@ TEST_CASE("dump: every wait reason, with the parked function, its stack and its 
           }
       }
       bool blocking = false;
-      for (const auto& gi : gs) blocking = blocking || gi.wait_reason == "blocking call";
+      for (const auto& gi : gs) {
+        blocking = blocking || gi.wait_reason == "blocking call";
+        if (gi.state == "waiting" &&
+            text.find("goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason) == std::string::npos)
+          ok = 0;  // it moved between the two
+      }
       if ((ok == std::size(expected) && blocking) || std::chrono::steady_clock::now() > deadline) break;
       goro::sleep_for(10ms);
     }
-    const std::string text = goro::goroutine_dump();
     INFO(text);
     for (const auto& e : expected) {
       CAPTURE(e.function, e.reason);
