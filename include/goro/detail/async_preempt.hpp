@@ -125,8 +125,10 @@ inline void install_async_preempt_handler() noexcept {
 
 // sysmon side (preemptM), after request_preempt(gp): signal the thread
 // running gp if gp is inside an async_preemptible scope. mm may be stale
-// (gp moved on): the handler then finds nothing to do. Ms' threads live
-// until the runtime shuts down, after sysmon has stopped.
+// (gp moved on): the handler then finds nothing to do. The caller holds
+// the scheduler's m_record_lock_, so mm and its thread are alive: other
+// Ms live until shutdown, after sysmon has stopped, and the run() caller's
+// M is taken off every P under that lock before run() returns.
 inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
   if constexpr (async_preempt_supported) {
     if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)

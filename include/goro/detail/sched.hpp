@@ -379,6 +379,7 @@ class scheduler final : public sched_base {
   }
   int running_m(const g* gp) const noexcept override {
     int id = -1;
+    std::lock_guard<spinlock> lk(m_record_lock_);  // sysmon_m may name the run() caller's M: see m_record_lock_
     for_each_p([&](const p* pp) {
       if (pp->sysmon_curg.load(std::memory_order_acquire) == gp)
         if (m_base* mb = pp->sysmon_m.load(std::memory_order_relaxed)) id = static_cast<m*>(mb)->id;
@@ -639,6 +640,16 @@ class scheduler final : public sched_base {
   std::atomic<bool> run_active_{false};
   std::atomic<bool> main_done_{false};
   std::atomic<m*> run_m_{nullptr};
+  // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
+  // run() caller's lives until shutdown; that one is freed when run()
+  // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the
+  // stall monitor may still read it from a P's sysmon_m (execute leaves it
+  // there). Readers that dereference sysmon_m hold this lock from the load
+  // until they are done with the record (and, for SIGURG, its thread);
+  // run_main, under it, clears every sysmon_m naming its M before that M
+  // is freed and its thread may exit (forget_run_m). Never held across the
+  // scheduler lock: the scheduler lock may be held when taking it.
+  mutable spinlock m_record_lock_;
   std::atomic<bool> exiting_{false};
   bool shut_down_ = false;
   std::size_t blocked_at_shutdown_ = 0;

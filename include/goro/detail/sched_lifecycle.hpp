@@ -72,6 +72,15 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     run_m_.store(nullptr, std::memory_order_release);
     deadcheck_at_ = 0;  // checkdead
   }
+  {
+    // m_record_lock_: once no P names this M, nothing reads the record or
+    // signals this thread; the record is freed when run() returns.
+    std::lock_guard<spinlock> lk(m_record_lock_);
+    for_each_p([&](p* pp) {
+      m_base* self = mm.get();
+      pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
+    });
+  }
   // checkdead: main is blocked forever; it is left so, and released by
   // the destructor (shutdown) like any goroutine blocked forever.
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);

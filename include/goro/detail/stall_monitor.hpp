@@ -188,12 +188,17 @@ class stall_monitor {
                          : st == Sched::p_status::running ? "running"
                                                           : "in goro::blocking";
       const auto* gp = pp->sysmon_curg.load(std::memory_order_acquire);  // execute: sysmon_m, then this (release)
-      const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
+      int m_id = -1;
+      {
+        std::lock_guard<spinlock> lk(s_.m_record_lock_);  // sysmon_m may name a freed M: see Sched::m_record_lock_
+        if (const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed)))
+          m_id = mm->id;
+      }
       std::fprintf(f,
                    "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64 " on M%d, parks %" PRIu64
                    ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
                    pp->id, pp->id >= s_.active_ps() ? " (retired)" : "", name, pp->runq.size(),
-                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, mm ? mm->id : -1,
+                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, m_id,
                    static_cast<std::uint64_t>(pp->parks.get()), static_cast<std::uint64_t>(pp->unparks.get()),
                    pp->timers.size(), pp->timers.earliest() ? (pp->timers.earliest() - now) / 1000 : 0);
     }

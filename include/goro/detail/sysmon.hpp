@@ -243,8 +243,13 @@ class sysmon {
   void preemptone(typename Sched::p* pp) noexcept {
     if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
       request_preempt(gp);
-      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
-        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
+      if constexpr (Sched::async_signal) {  // async preemption: SIGURG if gp is in an async_preemptible scope
+        // The M and its thread stay valid while the lock is held (Sched::m_record_lock_).
+        std::lock_guard<spinlock> lk(s_.m_record_lock_);
+        m_base* mm = pp->sysmon_m.load(std::memory_order_relaxed);
+        GORO_CHAOS_POINT("sysmon.preemptone_m");
+        async_preempt_signal(gp, mm);
+      }
     }
   }
 
