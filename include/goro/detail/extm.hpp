@@ -83,6 +83,8 @@ inline void extm_drop() noexcept {
 inline thread_local bool extm_registered = false;
 inline thread_local bool extm_internal = false;  // a runtime's own thread (sysmon, outside timers): never counted
 
+// Its destructor reads nothing of its own: with MinGW-w64's emulated TLS it
+// runs after the thread's thread_local storage was freed (os/windows/thread.hpp).
 struct extm_exit {
   ~extm_exit() { extm_drop(); }
 };

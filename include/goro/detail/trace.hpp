@@ -313,14 +313,33 @@ inline state& global_state() {
   return *s;
 }
 
-inline std::shared_ptr<buffer>& this_thread_slot() noexcept {
+// The calling thread's hold on its buffer. `make`: made on first use (may
+// raise bad_alloc); else null where the thread never made one.
+#if !defined(_WIN32)
+inline std::shared_ptr<buffer>* this_thread_slot(bool /*make*/) {
   thread_local std::shared_ptr<buffer> mine;
+  return &mine;
+}
+#else
+// Windows: on the heap, deleted as the thread ends by os::thread_exit_slot
+// (thread.hpp: a thread_local shared_ptr's destructor ran on freed memory
+// there); never deleted where no slot was left (the buffer then stays
+// alive, as the trace's own hold keeps a plain thread's anyway).
+inline void WINAPI delete_thread_slot(void* mine) noexcept { delete static_cast<std::shared_ptr<buffer>*>(mine); }
+inline std::shared_ptr<buffer>* this_thread_slot(bool make) {
+  static os::thread_exit_slot at_exit{&delete_thread_slot};
+  thread_local std::shared_ptr<buffer>* mine = nullptr;  // trivially destructible
+  if (!mine && make) {
+    mine = new std::shared_ptr<buffer>;
+    (void)at_exit.set(mine);
+  }
   return mine;
 }
+#endif
 
 // This thread's buffer, registered once (may raise bad_alloc).
 inline buffer& this_thread_buffer() {
-  std::shared_ptr<buffer>& mine = this_thread_slot();
+  std::shared_ptr<buffer>& mine = *this_thread_slot(true);
   if (!mine) {
     state& s = global_state();
     if (runtime_memory* m = thread_runtime_memory) {
@@ -347,7 +366,9 @@ inline buffer& this_thread_buffer() {
 // before it is destroyed, is certainly alive. Nothing records on this
 // thread for the runtime afterwards.
 inline void release_thread_buffer() noexcept {
-  std::shared_ptr<buffer>& mine = this_thread_slot();
+  std::shared_ptr<buffer>* slot = this_thread_slot(false);
+  if (!slot) return;
+  std::shared_ptr<buffer>& mine = *slot;
   if (!mine || !mine->memory) return;
   state& s = global_state();
   {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "thread.hpp"
 #include "windows_h.hpp"
 
 namespace goro::detail::os {
@@ -18,19 +19,28 @@ inline std::int64_t coarse_nanotime() noexcept {
 }
 
 // A high-resolution waitable timer for the calling thread (Windows 10
-// 1803+, and Wine), created on first use and closed when the thread exits;
-// null where the system has none, and sleep_ns then falls back to Sleep.
-// Go's usleep2HighRes does the same.
+// 1803+, and Wine), created on first use and closed when the thread exits
+// (thread_exit_slot, thread.hpp: not a thread_local object, whose
+// destructor read the handle from freed memory); null where the system has
+// none, and sleep_ns then falls back to Sleep. Go's usleep2HighRes does the
+// same.
+inline void WINAPI close_sleep_timer(void* h) noexcept {
+  if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+}
 inline HANDLE thread_sleep_timer() noexcept {
   constexpr DWORD high_resolution = 0x2;  // CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
-  struct timer {
-    HANDLE h = CreateWaitableTimerExW(nullptr, nullptr, high_resolution, TIMER_ALL_ACCESS);
-    ~timer() {
-      if (h) CloseHandle(h);
+  static thread_exit_slot slot{&close_sleep_timer};
+  if (!slot.usable()) return nullptr;  // no slot left: no timer (it could not be closed)
+  void* h = slot.get();
+  if (h == nullptr) {
+    h = CreateWaitableTimerExW(nullptr, nullptr, high_resolution, TIMER_ALL_ACCESS);
+    if (h == nullptr) h = INVALID_HANDLE_VALUE;  // none: not tried again on this thread
+    if (!slot.set(h)) {
+      if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+      return nullptr;
     }
-  };
-  thread_local timer t;
-  return t.h;
+  }
+  return h == INVALID_HANDLE_VALUE ? nullptr : static_cast<HANDLE>(h);
 }
 
 // Sleeps the calling thread for at least ns nanoseconds by the precise

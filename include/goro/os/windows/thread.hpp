@@ -99,6 +99,36 @@ inline int start_daemon_thread(void* (*fn)(void*), void* arg, std::size_t stack_
   return err;
 }
 
+// A pointer per thread that is handed to `at_exit` when a thread that set
+// it (non-null) ends: a fiber-local storage slot, whose callback Windows and
+// Wine run as the thread ends, before the loader's thread-detach
+// notifications. What the Windows layer uses instead of a thread_local
+// object with a destructor, which is not safe here: with MinGW-w64's
+// emulated TLS, libstdc++ runs thread_local destructors from a winpthreads
+// key destructor, and winpthreads (MinGW-w64 10 to 12) runs key destructors
+// in creation order, emutls's first, which frees the thread's thread_local
+// storage: the destructors then ran on freed memory (issue 17: an M's
+// destructor closing a handle read from it, or releasing a shared_ptr read
+// from it, now and then broke winpthreads' key lock, and a program hung in
+// exit()). The value must not point into thread_local storage either: a
+// winpthreads thread (std::thread) runs the key destructors, and frees
+// that storage, before it ends. A slot is made once and never freed (one
+// of at least 128 per process); where none was left, usable() is false,
+// get() null and set() false.
+class thread_exit_slot {
+ public:
+  explicit thread_exit_slot(void(WINAPI* at_exit)(void*)) noexcept : index_(FlsAlloc(at_exit)) {}
+  thread_exit_slot(const thread_exit_slot&) = delete;
+  thread_exit_slot& operator=(const thread_exit_slot&) = delete;
+
+  bool usable() const noexcept { return index_ != FLS_OUT_OF_INDEXES; }
+  void* get() const noexcept { return usable() ? FlsGetValue(index_) : nullptr; }
+  bool set(void* value) noexcept { return usable() && FlsSetValue(index_, value); }
+
+ private:
+  DWORD index_;
+};
+
 // Gives the CPU to another ready thread on this processor, if any (Go's
 // osyield on Windows).
 inline void yield_thread() noexcept { SwitchToThread(); }
