@@ -56,6 +56,13 @@ namespace detail {
 
 class lane_state;
 
+// Separate compilation: lane_state and lane_sched are the runtime's (their
+// bodies, the adapter's vtable and its vector are compiled once); a
+// thread_lane reaches them through these.
+GORO_DECL sched_base* lane_adapter(lane_state* st, sched_base* rt);  // adapter_for
+GORO_DECL void lane_started(lane_state* st, g* gp) noexcept;         // counted live, queued
+
+#if GORO_COMPILE_RUNTIME
 // What a lane goroutine's g::sched, and the lane M's m_base::sched while
 // it runs one, point at: one per (lane, runtime).
 class lane_sched final : public sched_base {
@@ -162,6 +169,7 @@ class lane_state {
 };
 
 inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+#endif  // GORO_COMPILE_RUNTIME
 
 }  // namespace detail
 
@@ -169,20 +177,11 @@ class thread_lane {
  public:
   // Bound to the calling thread, which alone may pump it; it is not an M
   // of any runtime.
-  thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
+  GORO_DECL thread_lane();
 
   // A usage_error while lane goroutines are alive (they would never run
   // again): pump the lane until they have finished first.
-  ~thread_lane() noexcept(false) {
-    if (!st_) return;
-    const std::size_t n = st_->live.load(std::memory_order_acquire);
-    if (n == 0) return;
-    (void)st_.release();  // left for their wakers (see lane_state)
-    const std::string what = "thread_lane destroyed with " + std::to_string(n) +
-                             " goroutine(s) alive (run it until they have finished)";
-    if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
-    detail::raise_usage(what.c_str());
-  }
+  GORO_DECL ~thread_lane() noexcept(false);
 
   thread_lane(const thread_lane&) = delete;
   thread_lane& operator=(const thread_lane&) = delete;
@@ -217,12 +216,12 @@ class thread_lane {
   std::size_t run_until_idle() { return pump(INT64_MAX); }
 
   // Lane goroutines not finished yet.
-  std::size_t goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
+  GORO_DECL std::size_t goroutines() const noexcept;
 
  private:
   template <class F, class... A>
   void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
-    detail::lane_sched* ls = st_->adapter_for(rt);
+    detail::sched_base* ls = detail::lane_adapter(st_.get(), rt);
     detail::g* gp = rt->alloc_g();
     gp->created_pc = created_pc;
     gp->stack_request = stack_request;
@@ -237,17 +236,40 @@ class thread_lane {
       rt->free_g(gp);
       GORO_RETHROW;
     }
-    st_->live.fetch_add(1, std::memory_order_relaxed);
-    st_->push(gp);
+    detail::lane_started(st_.get(), gp);
   }
 
-  std::size_t pump(std::int64_t deadline);
-  detail::g* resume(detail::g* gp) noexcept;
+  GORO_DECL std::size_t pump(std::int64_t deadline);
+  GORO_DECL detail::g* resume(detail::g* gp) noexcept;
 
   std::unique_ptr<detail::lane_state> st_;
 };
 
-inline std::size_t thread_lane::pump(std::int64_t deadline) {
+#if GORO_COMPILE_RUNTIME
+namespace detail {
+GORO_DECL sched_base* lane_adapter(lane_state* st, sched_base* rt) { return st->adapter_for(rt); }
+GORO_DECL void lane_started(lane_state* st, g* gp) noexcept {
+  st->live.fetch_add(1, std::memory_order_relaxed);
+  st->push(gp);
+}
+}  // namespace detail
+
+GORO_DECL thread_lane::thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
+
+GORO_DECL thread_lane::~thread_lane() noexcept(false) {
+  if (!st_) return;
+  const std::size_t n = st_->live.load(std::memory_order_acquire);
+  if (n == 0) return;
+  (void)st_.release();  // left for their wakers (see lane_state)
+  const std::string what = "thread_lane destroyed with " + std::to_string(n) +
+                           " goroutine(s) alive (run it until they have finished)";
+  if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
+  detail::raise_usage(what.c_str());
+}
+
+GORO_DECL std::size_t thread_lane::goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
+
+GORO_DECL std::size_t thread_lane::pump(std::int64_t deadline) {
   detail::lane_state& st = *st_;
   if (std::this_thread::get_id() != st.owner)
     detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
@@ -272,7 +294,7 @@ inline std::size_t thread_lane::pump(std::int64_t deadline) {
 
 // Runs gp until it switches out, then carries out its request (the lane's
 // execute, see sched_loop.hpp).
-inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
+GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
   using detail::after_switch;
   using detail::g_status;
   detail::m_base& m = st_->m;
@@ -312,5 +334,7 @@ inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
       detail::fatal("goro: internal error: a thread_lane goroutine switched out with an unexpected request");
   }
 }
+
+#endif  // GORO_COMPILE_RUNTIME
 
 }  // namespace goro

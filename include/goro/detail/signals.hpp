@@ -129,12 +129,15 @@ inline void resolve_runtime_symbols() noexcept {
 }
 
 // Process-wide set-up, once: the fault handler and symbol resolution.
-inline void install_fault_handler() noexcept {
+GORO_DECL void install_fault_handler() noexcept;
+#if GORO_COMPILE_RUNTIME
+GORO_DECL void install_fault_handler() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     resolve_runtime_symbols();
     os::install_fault_handler<&on_memory_fault>();
   });
 }
+#endif
 
 }  // namespace goro::detail
