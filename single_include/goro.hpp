@@ -2560,6 +2560,7 @@ template <class E>
 
 }  // namespace detail
 }  // namespace goro
+
 // ---- end goro/error.hpp ----
 
 namespace goro {
@@ -7711,6 +7712,7 @@ inline void resolve_runtime_symbols() noexcept {
 GORO_DECL void install_fault_handler() noexcept;
 
 }  // namespace goro::detail
+
 // ---- end goro/detail/signals.hpp ----
 
 namespace goro {
@@ -7802,8 +7804,8 @@ class thread_lane {
   std::unique_ptr<detail::lane_state> st_;
 };
 
-
 }  // namespace goro
+
 // ---- end goro/lane.hpp ----
 // ---- begin goro/select.hpp ----
 // goro::select: Go's select statement (mirror src/runtime/select.go,
@@ -7904,6 +7906,7 @@ class coprime_order {
 
 
 }  // namespace goro::detail
+
 // ---- end goro/detail/random.hpp ----
 
 namespace goro {
@@ -10164,6 +10167,8 @@ GORO_DECL void stop(chan<int> c);
 #endif
 // ---- end goro/goro.hpp ----
 #if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)
+namespace goro::detail {
+
 [[noreturn]] GORO_DECL void fatal(const char* msg) noexcept {
   std::fputs(msg, stderr);
   std::fputc('\n', stderr);
@@ -10189,6 +10194,8 @@ GORO_DECL void stop(chan<int> c);
   fatal("goro: out of memory");
 #endif
 }
+
+}  // namespace goro::detail
 namespace goro {
 
 GORO_DECL default_stack_allocator::~default_stack_allocator() {
@@ -17461,6 +17468,8 @@ GORO_DECL void group::fail(std::error_code ec, std::exception_ptr e) {
 }
 
 }  // namespace goro
+namespace goro::detail {
+
 GORO_DECL void install_fault_handler() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -17468,6 +17477,11 @@ GORO_DECL void install_fault_handler() noexcept {
     os::install_fault_handler<&on_memory_fault>();
   });
 }
+
+}  // namespace goro::detail
+namespace goro {
+namespace detail {
+
 // What a lane goroutine's g::sched, and the lane M's m_base::sched while
 // it runs one, point at: one per (lane, runtime).
 class lane_sched final : public sched_base {
@@ -17574,6 +17588,9 @@ class lane_state {
 };
 
 inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+
+}  // namespace detail
+
 namespace detail {
 GORO_DECL sched_base* lane_adapter(lane_state* st, sched_base* rt) { return st->adapter_for(rt); }
 GORO_DECL void lane_started(lane_state* st, g* gp) noexcept {
@@ -17663,12 +17680,17 @@ GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
   }
 }
 
+}  // namespace goro
+namespace goro::detail {
+
 GORO_DECL void coprime_order::reset(std::uint32_t count) {
   count_ = count;
   coprimes_.clear();
   for (std::uint32_t i = 1; i <= count; ++i)
     if (std::gcd(i, count) == 1) coprimes_.push_back(i);
 }
+
+}  // namespace goro::detail
 namespace goro {
 
 GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,

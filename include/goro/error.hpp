@@ -62,7 +62,13 @@ template <class E>
 #endif
 }
 
+
+}  // namespace detail
+}  // namespace goro
+
 #if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
 [[noreturn]] GORO_DECL void fatal(const char* msg) noexcept {
   std::fputs(msg, stderr);
   std::fputc('\n', stderr);
@@ -88,7 +94,6 @@ template <class E>
   fatal("goro: out of memory");
 #endif
 }
-#endif  // GORO_COMPILE_RUNTIME
 
-}  // namespace detail
-}  // namespace goro
+}  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME

@@ -66,13 +66,18 @@ class coprime_order {
   std::vector<std::uint32_t, memory_allocator<std::uint32_t>> coprimes_;
 };
 
+
+}  // namespace goro::detail
+
 #if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
 GORO_DECL void coprime_order::reset(std::uint32_t count) {
   count_ = count;
   coprimes_.clear();
   for (std::uint32_t i = 1; i <= count; ++i)
     if (std::gcd(i, count) == 1) coprimes_.push_back(i);
 }
-#endif
 
 }  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME

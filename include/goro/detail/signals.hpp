@@ -130,7 +130,12 @@ inline void resolve_runtime_symbols() noexcept {
 
 // Process-wide set-up, once: the fault handler and symbol resolution.
 GORO_DECL void install_fault_handler() noexcept;
+
+}  // namespace goro::detail
+
 #if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
 GORO_DECL void install_fault_handler() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -138,6 +143,6 @@ GORO_DECL void install_fault_handler() noexcept {
     os::install_fault_handler<&on_memory_fault>();
   });
 }
-#endif
 
 }  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME
