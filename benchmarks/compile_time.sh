@@ -47,7 +47,7 @@ done
 
 # The user file of a separate build must not contain the runtime.
 "$cxx" -std=c++20 -O2 -I"$inc" -DGORO_SEPARATE_COMPILATION -c "$dir/prog.cpp" -o "$dir/user.o"
-if nm -C "$dir/user.o" | grep -q 'scheduler<'; then
+if nm -C --defined-only "$dir/user.o" | grep -q 'scheduler<'; then
   echo "goro: the separately compiled user file contains the scheduler" >&2
   exit 1
 fi

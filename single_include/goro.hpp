@@ -2541,14 +2541,13 @@ class timeout_error : public error {
 namespace detail {
 
 // Prints `msg` on stderr and aborts; used where an error cannot propagate.
-[[noreturn]] inline void fatal(const char* msg) noexcept {
-  std::fputs(msg, stderr);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-  std::abort();
-}
+// Out of line under separate compilation: the user's files neither build
+// the messages nor instantiate the throws.
+[[noreturn]] GORO_DECL void fatal(const char* msg) noexcept;
+[[noreturn]] GORO_DECL void raise_usage(const char* what);
+[[noreturn]] GORO_DECL void raise_system(int err, const char* what);
+[[noreturn]] GORO_DECL void raise_bad_alloc();
 
-// Throws E(msg), or prints msg and aborts when exceptions are disabled.
 template <class E>
 [[noreturn]] inline void raise(const std::string& msg) {
 #if GORO_EXCEPTIONS
@@ -2558,28 +2557,10 @@ template <class E>
 #endif
 }
 
-[[noreturn]] inline void raise_usage(const char* what) { raise<usage_error>(std::string("goro: ") + what); }
-
-// std::system_error for errno `err` while doing `what`.
-[[noreturn]] inline void raise_system(int err, const char* what) {
-#if GORO_EXCEPTIONS
-  throw std::system_error(err, std::generic_category(), std::string("goro: ") + what);
-#else
-  std::fprintf(stderr, "goro: %s: %s\n", what, std::generic_category().message(err).c_str());
-  std::abort();
-#endif
-}
-
-[[noreturn]] inline void raise_bad_alloc() {
-#if GORO_EXCEPTIONS
-  throw std::bad_alloc();
-#else
-  fatal("goro: out of memory");
-#endif
-}
 
 }  // namespace detail
 }  // namespace goro
+
 // ---- end goro/error.hpp ----
 
 namespace goro {
@@ -3458,10 +3439,14 @@ struct cxa_eh_globals {
 // Non-inlined for the same reason as current_m(): __cxa_get_globals is
 // declared const, so the compiler would reuse one thread's result after
 // a switch that migrated the goroutine.
-GORO_NOINLINE inline cxa_eh_globals* eh_globals() noexcept {
+#if !GORO_COMPILE_RUNTIME
+cxa_eh_globals* eh_globals() noexcept;
+#else
+GORO_NOINLINE GORO_DECL cxa_eh_globals* eh_globals() noexcept {
   asm volatile("" ::: "memory");
   return reinterpret_cast<cxa_eh_globals*>(abi::__cxa_get_globals());
 }
+#endif
 #endif
 
 // Goroutine side, just before switching out: stash the goroutine's
@@ -3739,7 +3724,10 @@ GORO_ALWAYS_INLINE bool preempt_requested_anywhere() noexcept {
 // the caller, clear it and yield to the global run queue (counted in
 // stats().preemptions). Never inside goro::blocking (the M has no P), on
 // g0 (a timer callback) or on a plain thread.
-GORO_NOINLINE inline void preempt_check_slow() noexcept {
+#if !GORO_COMPILE_RUNTIME
+void preempt_check_slow() noexcept;
+#else
+GORO_NOINLINE GORO_DECL void preempt_check_slow() noexcept {
   m_base* m = current_m();
   if (!m || !m->curg || m->in_blocking) return;
   g* gp = m->curg;
@@ -3747,6 +3735,7 @@ GORO_NOINLINE inline void preempt_check_slow() noexcept {
   m->after = after_switch::preempt;
   switch_to_g0(m, gp);
 }
+#endif
 
 // A safe point: honours a pending preemption request of the caller. Inlined:
 // one relaxed load of a global and a branch that is not taken.
@@ -3768,7 +3757,10 @@ GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
 
 // Ends the calling goroutine gp (goro::exit()'s unwinding, or its switch
 // without exceptions).
-[[noreturn]] GORO_NOINLINE inline void end_goroutine(g* gp) {
+#if !GORO_COMPILE_RUNTIME
+[[noreturn]] void end_goroutine(g* gp);
+#else
+[[noreturn]] GORO_NOINLINE GORO_DECL void end_goroutine(g* gp) {
   gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
 #if GORO_EXCEPTIONS
   throw goexit_unwind{};
@@ -3780,14 +3772,19 @@ GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
   fatal("goro: internal error: an exited goroutine was resumed");
 #endif
 }
+#endif
 
 // The slow path of call_point(): a preemption request, then the end.
-GORO_NOINLINE inline void call_point_slow() {
+#if !GORO_COMPILE_RUNTIME
+void call_point_slow();
+#else
+GORO_NOINLINE GORO_DECL void call_point_slow() {
   preempt_check_slow();
   m_base* m = current_m();
   if (!m || !m->curg || m->in_blocking) return;
   if (must_end(m->curg)) end_goroutine(m->curg);
 }
+#endif
 
 // A goro call's entry (see the top of this file). Inlined: one relaxed
 // load of a global and a branch that is not taken.
@@ -4312,10 +4309,19 @@ namespace detail {
 template <class Policy>
 sched_base* new_scheduler(const options& o, const ::goro::policy_allocator_t<Policy>& a);
 
+// A usage_error: `call` was made outside a goroutine.
+#if !GORO_COMPILE_RUNTIME
+[[noreturn]] void raise_outside_goroutine(const char* call);
+#else
+[[noreturn]] GORO_NOINLINE GORO_DECL void raise_outside_goroutine(const char* call) {
+  raise_usage((std::string(call) + " called outside a goroutine").c_str());
+}
+#endif
+
 // The calling goroutine's M, or a usage_error naming `call`.
 inline m_base* require_goroutine(const char* call) {
   m_base* m = current_m();
-  if (GORO_UNLIKELY(!m || !m->curg)) raise_usage((std::string(call) + " called outside a goroutine").c_str());
+  if (GORO_UNLIKELY(!m || !m->curg)) raise_outside_goroutine(call);
   return m;
 }
 
@@ -4484,7 +4490,7 @@ using runtime = basic_runtime<>;
 // destructor (and so this call) waits for every goroutine.
 template <class F>
 std::invoke_result_t<F> run(F&& f, options o = {}) {
-  runtime rt{o};
+  runtime rt{std::move(o)};
   return rt.run(std::forward<F>(f));
 }
 
@@ -6192,49 +6198,16 @@ struct chan_timer {
   sched_base* owner = nullptr;
   bool self_owned = false;
 
-  chan_timer(std::int64_t when, std::int64_t period) {
-    t.when = when;
-    t.period = period;
-    t.sync = true;
-    t.arg = this;
-    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      auto now = std::chrono::steady_clock::now();
-      // Full: the reader is behind, drop it. Closed (through impl()): nobody
-      // to deliver to. Never raises: this runs on g0, in a noexcept path.
-      static_cast<chan_timer*>(arg)->c.impl()->offer(now);
-    };
-  }
-  ~chan_timer() { timer_heap::del(&t); }
+  GORO_DECL chan_timer(std::int64_t when, std::int64_t period);
+  GORO_DECL ~chan_timer();
 
-  bool stop() noexcept {
-    std::lock_guard<spinlock> lk(op);
-    return timer_heap::del(&t);
-  }
+  GORO_DECL bool stop() noexcept;
 
   // An after_func timer's handle is going away: dropping it must not cancel
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
-  bool detach() noexcept {
-    bool requeued = false;
-    GORO_TRY {
-      requeued = rearm_timer(op, t, [this](bool pending) {
-        if (!pending) return false;  // fired (or stopped): nothing left to run
-        self_owned = true;
-        t.sync = false;
-        t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
-        return true;
-      });
-    }
-    GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-    return requeued;
-  }
-  bool reset(std::int64_t when, std::int64_t period) {
-    return rearm_timer(op, t, [&](bool) {
-      t.when = when;
-      t.period = period;
-      return true;
-    });
-  }
+  GORO_DECL bool detach() noexcept;
+  GORO_DECL bool reset(std::int64_t when, std::int64_t period);
 };
 
 }  // namespace detail
@@ -6420,8 +6393,7 @@ namespace detail {
 
 class context_state : public std::enable_shared_from_this<context_state> {
  public:
-  context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
-      : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
+  GORO_DECL context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns);
   context_state(const context_state&) = delete;
   context_state& operator=(const context_state&) = delete;
 
@@ -7737,15 +7709,10 @@ inline void resolve_runtime_symbols() noexcept {
 }
 
 // Process-wide set-up, once: the fault handler and symbol resolution.
-inline void install_fault_handler() noexcept {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    resolve_runtime_symbols();
-    os::install_fault_handler<&on_memory_fault>();
-  });
-}
+GORO_DECL void install_fault_handler() noexcept;
 
 }  // namespace goro::detail
+
 // ---- end goro/detail/signals.hpp ----
 
 namespace goro {
@@ -7756,112 +7723,12 @@ namespace detail {
 
 class lane_state;
 
-// What a lane goroutine's g::sched, and the lane M's m_base::sched while
-// it runs one, point at: one per (lane, runtime).
-class lane_sched final : public sched_base {
- public:
-  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
-    ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
-    memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
-  }
-  sched_base* rt() const noexcept { return rt_; }
+// Separate compilation: lane_state and lane_sched are the runtime's (their
+// bodies, the adapter's vtable and its vector are compiled once); a
+// thread_lane reaches them through these.
+GORO_DECL sched_base* lane_adapter(lane_state* st, sched_base* rt);  // adapter_for
+GORO_DECL void lane_started(lane_state* st, g* gp) noexcept;         // counted live, queued
 
-  void ready(g* gp) noexcept override;  // back onto the lane's queue (below)
-
-  // A lane goroutine's goro::go, timers, sockets, ...: the runtime's.
-  g* alloc_g() override { return rt_->alloc_g(); }
-  void free_g(g* gp) noexcept override { rt_->free_g(gp); }
-  void start_g(g* gp) override { rt_->start_g(gp); }
-  void add_timer(timer* t) override { rt_->add_timer(t); }
-  netpoller* poller() noexcept override { return rt_->poller(); }
-  std::size_t live_goroutines() const noexcept override { return rt_->live_goroutines(); }
-  runtime_stats stats() const noexcept override { return rt_->stats(); }
-  unsigned procs() const noexcept override { return rt_->procs(); }
-  unsigned resize_procs(unsigned n) override { return rt_->resize_procs(n); }
-  sched_base* runtime() noexcept override { return rt_; }
-  void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
-
-  // goro::blocking: no P to hand off; the lane's thread makes the call
-  // (the goroutine's waits meanwhile block the thread, as on any M).
-  void enter_syscall(bool) noexcept override { current_m()->in_blocking = true; }
-  void exit_syscall() noexcept override { current_m()->in_blocking = false; }
-  // goro::yield: to the back of the lane's queue (run_for).
-  void gosched(m_base* m) noexcept override {
-    m->after = after_switch::yield;
-    switch_to_g0(m, m->curg);
-  }
-  void direct_switch_done(m_base*) noexcept override {
-    fatal("goro: internal error: a direct switch on a thread_lane");
-  }
-
- private:
-  lane_state* lane_;
-  sched_base* rt_;
-};
-
-// A lane's queue, adapters and M. Heap-allocated: a lane destroyed with
-// goroutines alive (a usage_error) leaves it behind for their wakers.
-class lane_state {
- public:
-  lane_state() : owner(std::this_thread::get_id()) {
-    extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
-  }
-  ~lane_state() {
-    if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
-    extm_hold(false);
-  }
-  lane_state(const lane_state&) = delete;
-  lane_state& operator=(const lane_state&) = delete;
-
-  // Runnable lane goroutines, FIFO through g::link (a lane goroutine is
-  // on no other queue or free list).
-  void push(g* gp) noexcept {
-    gp->status.store(g_status::runnable, std::memory_order_relaxed);
-    gp->link = nullptr;
-    lock.lock();
-    if (tail)
-      tail->link = gp;
-    else
-      head = gp;
-    tail = gp;
-    queued.store(queued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    lock.unlock();
-  }
-  g* pop() noexcept {
-    if (queued.load(std::memory_order_relaxed) == 0) return nullptr;  // a hint: checked again under the lock
-    lock.lock();
-    g* gp = head;
-    if (gp) {
-      head = gp->link;
-      if (!head) tail = nullptr;
-      gp->link = nullptr;
-      queued.store(queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-    }
-    lock.unlock();
-    return gp;
-  }
-
-  lane_sched* adapter_for(sched_base* rt) {
-    std::lock_guard<std::mutex> lk(adapters_lock);
-    for (auto& a : adapters)
-      if (a->rt() == rt) return a.get();
-    adapters.push_back(std::make_unique<lane_sched>(this, rt));
-    return adapters.back().get();
-  }
-
-  const std::thread::id owner;
-  spinlock lock;  // head, tail
-  g* head = nullptr;
-  g* tail = nullptr;
-  std::atomic<std::size_t> queued{0};  // written under lock; read without it as a hint
-  std::atomic<std::size_t> live{0};    // lane goroutines not finished
-  m_base m;                            // the owner's M while it pumps
-  os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
-  std::mutex adapters_lock;
-  std::vector<std::unique_ptr<lane_sched>> adapters;
-};
-
-inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
 
 }  // namespace detail
 
@@ -7869,20 +7736,11 @@ class thread_lane {
  public:
   // Bound to the calling thread, which alone may pump it; it is not an M
   // of any runtime.
-  thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
+  GORO_DECL thread_lane();
 
   // A usage_error while lane goroutines are alive (they would never run
   // again): pump the lane until they have finished first.
-  ~thread_lane() noexcept(false) {
-    if (!st_) return;
-    const std::size_t n = st_->live.load(std::memory_order_acquire);
-    if (n == 0) return;
-    (void)st_.release();  // left for their wakers (see lane_state)
-    const std::string what = "thread_lane destroyed with " + std::to_string(n) +
-                             " goroutine(s) alive (run it until they have finished)";
-    if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
-    detail::raise_usage(what.c_str());
-  }
+  GORO_DECL ~thread_lane() noexcept(false);
 
   thread_lane(const thread_lane&) = delete;
   thread_lane& operator=(const thread_lane&) = delete;
@@ -7917,12 +7775,12 @@ class thread_lane {
   std::size_t run_until_idle() { return pump(INT64_MAX); }
 
   // Lane goroutines not finished yet.
-  std::size_t goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
+  GORO_DECL std::size_t goroutines() const noexcept;
 
  private:
   template <class F, class... A>
   void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
-    detail::lane_sched* ls = st_->adapter_for(rt);
+    detail::sched_base* ls = detail::lane_adapter(st_.get(), rt);
     detail::g* gp = rt->alloc_g();
     gp->created_pc = created_pc;
     gp->stack_request = stack_request;
@@ -7937,83 +7795,17 @@ class thread_lane {
       rt->free_g(gp);
       GORO_RETHROW;
     }
-    st_->live.fetch_add(1, std::memory_order_relaxed);
-    st_->push(gp);
+    detail::lane_started(st_.get(), gp);
   }
 
-  std::size_t pump(std::int64_t deadline);
-  detail::g* resume(detail::g* gp) noexcept;
+  GORO_DECL std::size_t pump(std::int64_t deadline);
+  GORO_DECL detail::g* resume(detail::g* gp) noexcept;
 
   std::unique_ptr<detail::lane_state> st_;
 };
 
-inline std::size_t thread_lane::pump(std::int64_t deadline) {
-  detail::lane_state& st = *st_;
-  if (std::this_thread::get_id() != st.owner)
-    detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
-  if (detail::current_m() != nullptr) detail::raise_usage("thread_lane::run_for called inside a goroutine");
-  detail::g* gp = st.pop();
-  if (!gp) return 0;
-  detail::thread_eh_scope caller_eh;  // the caller's exception state is not the goroutines'
-  st.m.g0_tsan_fiber = detail::tsan_current_fiber();
-  detail::set_current_m(&st.m);
-  std::size_t n = 0;
-  for (;;) {
-    ++n;
-    gp = resume(gp);  // a G to resume at once, if any
-    if (gp) continue;
-    if (detail::nanotime() >= deadline) break;
-    gp = st.pop();
-    if (!gp) break;
-  }
-  detail::set_current_m(nullptr);
-  return n;
-}
-
-// Runs gp until it switches out, then carries out its request (the lane's
-// execute, see sched_loop.hpp).
-inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
-  using detail::after_switch;
-  using detail::g_status;
-  detail::m_base& m = st_->m;
-  gp->status.store(g_status::running, std::memory_order_relaxed);
-  detail::dump_resume_check(gp);  // goroutine dump
-  m.curg = gp;
-  m.sched = gp->sched;
-  detail::switch_to_g(&m, gp);
-  m.curg = nullptr;
-  detail::check_stack_canary(gp);
-  const after_switch what = m.after;
-  m.after = after_switch::none;
-  switch (what) {
-    case after_switch::yield:
-    case after_switch::preempt:
-      st_->push(gp);
-      return nullptr;
-    case after_switch::park: {
-      gp->status.store(g_status::waiting, std::memory_order_release);
-      auto unlock = std::exchange(m.park_unlock, nullptr);
-      if (unlock && !unlock(m.park_arg)) {
-        gp->status.store(g_status::running, std::memory_order_relaxed);
-        return gp;  // the park was called off: resume it at once
-      }
-      return nullptr;  // gp may be readied, queued and even run by now
-    }
-    case after_switch::exit: {
-      detail::sched_base* rt = static_cast<detail::lane_sched*>(gp->sched)->rt();
-      st_->live.fetch_sub(1, std::memory_order_release);
-      rt->lane_g_exit(gp);
-      return nullptr;
-    }
-    case after_switch::call:
-      m.g0_call(m.g0_arg);
-      return gp;
-    default:
-      detail::fatal("goro: internal error: a thread_lane goroutine switched out with an unexpected request");
-  }
-}
-
 }  // namespace goro
+
 // ---- end goro/lane.hpp ----
 // ---- begin goro/select.hpp ----
 // goro::select: Go's select statement (mirror src/runtime/select.go,
@@ -8084,12 +7876,7 @@ class coprime_order {
   // Its table from the runtime's allocator (memory.hpp); before reset.
   void set_memory(runtime_memory* m) noexcept { coprimes_ = decltype(coprimes_)(memory_allocator<std::uint32_t>(m)); }
 
-  void reset(std::uint32_t count) {
-    count_ = count;
-    coprimes_.clear();
-    for (std::uint32_t i = 1; i <= count; ++i)
-      if (std::gcd(i, count) == 1) coprimes_.push_back(i);
-  }
+  GORO_DECL void reset(std::uint32_t count);
   std::uint32_t count() const noexcept { return count_; }
 
   class enumerator {
@@ -8117,7 +7904,9 @@ class coprime_order {
   std::vector<std::uint32_t, memory_allocator<std::uint32_t>> coprimes_;
 };
 
+
 }  // namespace goro::detail
+
 // ---- end goro/detail/random.hpp ----
 
 namespace goro {
@@ -10378,6 +10167,35 @@ GORO_DECL void stop(chan<int> c);
 #endif
 // ---- end goro/goro.hpp ----
 #if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)
+namespace goro::detail {
+
+[[noreturn]] GORO_DECL void fatal(const char* msg) noexcept {
+  std::fputs(msg, stderr);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+
+[[noreturn]] GORO_DECL void raise_usage(const char* what) { raise<usage_error>(std::string("goro: ") + what); }
+
+[[noreturn]] GORO_DECL void raise_system(int err, const char* what) {
+#if GORO_EXCEPTIONS
+  throw std::system_error(err, std::generic_category(), std::string("goro: ") + what);
+#else
+  std::fprintf(stderr, "goro: %s: %s\n", what, std::generic_category().message(err).c_str());
+  std::abort();
+#endif
+}
+
+[[noreturn]] GORO_DECL void raise_bad_alloc() {
+#if GORO_EXCEPTIONS
+  throw std::bad_alloc();
+#else
+  fatal("goro: out of memory");
+#endif
+}
+
+}  // namespace goro::detail
 namespace goro {
 
 GORO_DECL default_stack_allocator::~default_stack_allocator() {
@@ -17228,6 +17046,47 @@ GORO_DECL void timer_heap::sift_down(std::uint32_t i) noexcept {
 }  // namespace goro::detail
 namespace goro::detail {
 
+GORO_DECL chan_timer::chan_timer(std::int64_t when, std::int64_t period) {
+  t.when = when;
+  t.period = period;
+  t.sync = true;
+  t.arg = this;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto now = std::chrono::steady_clock::now();
+    // Full: the reader is behind, drop it. Closed (through impl()): nobody
+    // to deliver to. Never raises: this runs on g0, in a noexcept path.
+    static_cast<chan_timer*>(arg)->c.impl()->offer(now);
+  };
+}
+GORO_DECL chan_timer::~chan_timer() { timer_heap::del(&t); }
+
+GORO_DECL bool chan_timer::stop() noexcept {
+  std::lock_guard<spinlock> lk(op);
+  return timer_heap::del(&t);
+}
+
+GORO_DECL bool chan_timer::detach() noexcept {
+  bool requeued = false;
+  GORO_TRY {
+    requeued = rearm_timer(op, t, [this](bool pending) {
+      if (!pending) return false;  // fired (or stopped): nothing left to run
+      self_owned = true;
+      t.sync = false;
+      t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+      return true;
+    });
+  }
+  GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
+  return requeued;
+}
+GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
+  return rearm_timer(op, t, [&](bool) {
+    t.when = when;
+    t.period = period;
+    return true;
+  });
+}
+
 GORO_DECL void sleep_until_ns(std::int64_t when) {
   m_base* m = current_m();
   if (!m || !m->curg) {
@@ -17302,6 +17161,9 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
 }  // namespace goro::detail
 namespace goro {
 namespace detail {
+
+GORO_DECL context_state::context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
+    : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
 
 GORO_DECL context_state::~context_state() {
   if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
@@ -17606,6 +17468,229 @@ GORO_DECL void group::fail(std::error_code ec, std::exception_ptr e) {
 }
 
 }  // namespace goro
+namespace goro::detail {
+
+GORO_DECL void install_fault_handler() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    resolve_runtime_symbols();
+    os::install_fault_handler<&on_memory_fault>();
+  });
+}
+
+}  // namespace goro::detail
+namespace goro {
+namespace detail {
+
+// What a lane goroutine's g::sched, and the lane M's m_base::sched while
+// it runs one, point at: one per (lane, runtime).
+class lane_sched final : public sched_base {
+ public:
+  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
+    ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
+    memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
+  }
+  sched_base* rt() const noexcept { return rt_; }
+
+  void ready(g* gp) noexcept override;  // back onto the lane's queue (below)
+
+  // A lane goroutine's goro::go, timers, sockets, ...: the runtime's.
+  g* alloc_g() override { return rt_->alloc_g(); }
+  void free_g(g* gp) noexcept override { rt_->free_g(gp); }
+  void start_g(g* gp) override { rt_->start_g(gp); }
+  void add_timer(timer* t) override { rt_->add_timer(t); }
+  netpoller* poller() noexcept override { return rt_->poller(); }
+  std::size_t live_goroutines() const noexcept override { return rt_->live_goroutines(); }
+  runtime_stats stats() const noexcept override { return rt_->stats(); }
+  unsigned procs() const noexcept override { return rt_->procs(); }
+  unsigned resize_procs(unsigned n) override { return rt_->resize_procs(n); }
+  sched_base* runtime() noexcept override { return rt_; }
+  void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
+
+  // goro::blocking: no P to hand off; the lane's thread makes the call
+  // (the goroutine's waits meanwhile block the thread, as on any M).
+  void enter_syscall(bool) noexcept override { current_m()->in_blocking = true; }
+  void exit_syscall() noexcept override { current_m()->in_blocking = false; }
+  // goro::yield: to the back of the lane's queue (run_for).
+  void gosched(m_base* m) noexcept override {
+    m->after = after_switch::yield;
+    switch_to_g0(m, m->curg);
+  }
+  void direct_switch_done(m_base*) noexcept override {
+    fatal("goro: internal error: a direct switch on a thread_lane");
+  }
+
+ private:
+  lane_state* lane_;
+  sched_base* rt_;
+};
+
+// A lane's queue, adapters and M. Heap-allocated: a lane destroyed with
+// goroutines alive (a usage_error) leaves it behind for their wakers.
+class lane_state {
+ public:
+  lane_state() : owner(std::this_thread::get_id()) {
+    extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
+  }
+  ~lane_state() {
+    if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    extm_hold(false);
+  }
+  lane_state(const lane_state&) = delete;
+  lane_state& operator=(const lane_state&) = delete;
+
+  // Runnable lane goroutines, FIFO through g::link (a lane goroutine is
+  // on no other queue or free list).
+  void push(g* gp) noexcept {
+    gp->status.store(g_status::runnable, std::memory_order_relaxed);
+    gp->link = nullptr;
+    lock.lock();
+    if (tail)
+      tail->link = gp;
+    else
+      head = gp;
+    tail = gp;
+    queued.store(queued.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    lock.unlock();
+  }
+  g* pop() noexcept {
+    if (queued.load(std::memory_order_relaxed) == 0) return nullptr;  // a hint: checked again under the lock
+    lock.lock();
+    g* gp = head;
+    if (gp) {
+      head = gp->link;
+      if (!head) tail = nullptr;
+      gp->link = nullptr;
+      queued.store(queued.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    }
+    lock.unlock();
+    return gp;
+  }
+
+  lane_sched* adapter_for(sched_base* rt) {
+    std::lock_guard<std::mutex> lk(adapters_lock);
+    for (auto& a : adapters)
+      if (a->rt() == rt) return a.get();
+    adapters.push_back(std::make_unique<lane_sched>(this, rt));
+    return adapters.back().get();
+  }
+
+  const std::thread::id owner;
+  spinlock lock;  // head, tail
+  g* head = nullptr;
+  g* tail = nullptr;
+  std::atomic<std::size_t> queued{0};  // written under lock; read without it as a hint
+  std::atomic<std::size_t> live{0};    // lane goroutines not finished
+  m_base m;                            // the owner's M while it pumps
+  os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
+  std::mutex adapters_lock;
+  std::vector<std::unique_ptr<lane_sched>> adapters;
+};
+
+inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+
+}  // namespace detail
+
+namespace detail {
+GORO_DECL sched_base* lane_adapter(lane_state* st, sched_base* rt) { return st->adapter_for(rt); }
+GORO_DECL void lane_started(lane_state* st, g* gp) noexcept {
+  st->live.fetch_add(1, std::memory_order_relaxed);
+  st->push(gp);
+}
+}  // namespace detail
+
+GORO_DECL thread_lane::thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
+
+GORO_DECL thread_lane::~thread_lane() noexcept(false) {
+  if (!st_) return;
+  const std::size_t n = st_->live.load(std::memory_order_acquire);
+  if (n == 0) return;
+  (void)st_.release();  // left for their wakers (see lane_state)
+  const std::string what = "thread_lane destroyed with " + std::to_string(n) +
+                           " goroutine(s) alive (run it until they have finished)";
+  if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
+  detail::raise_usage(what.c_str());
+}
+
+GORO_DECL std::size_t thread_lane::goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
+
+GORO_DECL std::size_t thread_lane::pump(std::int64_t deadline) {
+  detail::lane_state& st = *st_;
+  if (std::this_thread::get_id() != st.owner)
+    detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
+  if (detail::current_m() != nullptr) detail::raise_usage("thread_lane::run_for called inside a goroutine");
+  detail::g* gp = st.pop();
+  if (!gp) return 0;
+  detail::thread_eh_scope caller_eh;  // the caller's exception state is not the goroutines'
+  st.m.g0_tsan_fiber = detail::tsan_current_fiber();
+  detail::set_current_m(&st.m);
+  std::size_t n = 0;
+  for (;;) {
+    ++n;
+    gp = resume(gp);  // a G to resume at once, if any
+    if (gp) continue;
+    if (detail::nanotime() >= deadline) break;
+    gp = st.pop();
+    if (!gp) break;
+  }
+  detail::set_current_m(nullptr);
+  return n;
+}
+
+// Runs gp until it switches out, then carries out its request (the lane's
+// execute, see sched_loop.hpp).
+GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
+  using detail::after_switch;
+  using detail::g_status;
+  detail::m_base& m = st_->m;
+  gp->status.store(g_status::running, std::memory_order_relaxed);
+  detail::dump_resume_check(gp);  // goroutine dump
+  m.curg = gp;
+  m.sched = gp->sched;
+  detail::switch_to_g(&m, gp);
+  m.curg = nullptr;
+  detail::check_stack_canary(gp);
+  const after_switch what = m.after;
+  m.after = after_switch::none;
+  switch (what) {
+    case after_switch::yield:
+    case after_switch::preempt:
+      st_->push(gp);
+      return nullptr;
+    case after_switch::park: {
+      gp->status.store(g_status::waiting, std::memory_order_release);
+      auto unlock = std::exchange(m.park_unlock, nullptr);
+      if (unlock && !unlock(m.park_arg)) {
+        gp->status.store(g_status::running, std::memory_order_relaxed);
+        return gp;  // the park was called off: resume it at once
+      }
+      return nullptr;  // gp may be readied, queued and even run by now
+    }
+    case after_switch::exit: {
+      detail::sched_base* rt = static_cast<detail::lane_sched*>(gp->sched)->rt();
+      st_->live.fetch_sub(1, std::memory_order_release);
+      rt->lane_g_exit(gp);
+      return nullptr;
+    }
+    case after_switch::call:
+      m.g0_call(m.g0_arg);
+      return gp;
+    default:
+      detail::fatal("goro: internal error: a thread_lane goroutine switched out with an unexpected request");
+  }
+}
+
+}  // namespace goro
+namespace goro::detail {
+
+GORO_DECL void coprime_order::reset(std::uint32_t count) {
+  count_ = count;
+  coprimes_.clear();
+  for (std::uint32_t i = 1; i <= count; ++i)
+    if (std::gcd(i, count) == 1) coprimes_.push_back(i);
+}
+
+}  // namespace goro::detail
 namespace goro {
 
 GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has_default, std::uint16_t* pollorder,

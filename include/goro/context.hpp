@@ -57,8 +57,7 @@ namespace detail {
 
 class context_state : public std::enable_shared_from_this<context_state> {
  public:
-  context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
-      : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
+  GORO_DECL context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns);
   context_state(const context_state&) = delete;
   context_state& operator=(const context_state&) = delete;
 
@@ -177,6 +176,9 @@ GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chro
 #if GORO_COMPILE_RUNTIME
 namespace goro {
 namespace detail {
+
+GORO_DECL context_state::context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
+    : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
 
 GORO_DECL context_state::~context_state() {
   if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)

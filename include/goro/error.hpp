@@ -46,14 +46,13 @@ class timeout_error : public error {
 namespace detail {
 
 // Prints `msg` on stderr and aborts; used where an error cannot propagate.
-[[noreturn]] inline void fatal(const char* msg) noexcept {
-  std::fputs(msg, stderr);
-  std::fputc('\n', stderr);
-  std::fflush(stderr);
-  std::abort();
-}
+// Out of line under separate compilation: the user's files neither build
+// the messages nor instantiate the throws.
+[[noreturn]] GORO_DECL void fatal(const char* msg) noexcept;
+[[noreturn]] GORO_DECL void raise_usage(const char* what);
+[[noreturn]] GORO_DECL void raise_system(int err, const char* what);
+[[noreturn]] GORO_DECL void raise_bad_alloc();
 
-// Throws E(msg), or prints msg and aborts when exceptions are disabled.
 template <class E>
 [[noreturn]] inline void raise(const std::string& msg) {
 #if GORO_EXCEPTIONS
@@ -63,10 +62,23 @@ template <class E>
 #endif
 }
 
-[[noreturn]] inline void raise_usage(const char* what) { raise<usage_error>(std::string("goro: ") + what); }
 
-// std::system_error for errno `err` while doing `what`.
-[[noreturn]] inline void raise_system(int err, const char* what) {
+}  // namespace detail
+}  // namespace goro
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
+[[noreturn]] GORO_DECL void fatal(const char* msg) noexcept {
+  std::fputs(msg, stderr);
+  std::fputc('\n', stderr);
+  std::fflush(stderr);
+  std::abort();
+}
+
+[[noreturn]] GORO_DECL void raise_usage(const char* what) { raise<usage_error>(std::string("goro: ") + what); }
+
+[[noreturn]] GORO_DECL void raise_system(int err, const char* what) {
 #if GORO_EXCEPTIONS
   throw std::system_error(err, std::generic_category(), std::string("goro: ") + what);
 #else
@@ -75,7 +87,7 @@ template <class E>
 #endif
 }
 
-[[noreturn]] inline void raise_bad_alloc() {
+[[noreturn]] GORO_DECL void raise_bad_alloc() {
 #if GORO_EXCEPTIONS
   throw std::bad_alloc();
 #else
@@ -83,5 +95,5 @@ template <class E>
 #endif
 }
 
-}  // namespace detail
-}  // namespace goro
+}  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME

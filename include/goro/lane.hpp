@@ -56,6 +56,93 @@ namespace detail {
 
 class lane_state;
 
+// Separate compilation: lane_state and lane_sched are the runtime's (their
+// bodies, the adapter's vtable and its vector are compiled once); a
+// thread_lane reaches them through these.
+GORO_DECL sched_base* lane_adapter(lane_state* st, sched_base* rt);  // adapter_for
+GORO_DECL void lane_started(lane_state* st, g* gp) noexcept;         // counted live, queued
+
+
+}  // namespace detail
+
+class thread_lane {
+ public:
+  // Bound to the calling thread, which alone may pump it; it is not an M
+  // of any runtime.
+  GORO_DECL thread_lane();
+
+  // A usage_error while lane goroutines are alive (they would never run
+  // again): pump the lane until they have finished first.
+  GORO_DECL ~thread_lane() noexcept(false);
+
+  thread_lane(const thread_lane&) = delete;
+  thread_lane& operator=(const thread_lane&) = delete;
+
+  // Starts f(args...) as a goroutine of rt that only ever runs on this
+  // lane's thread. From any thread. Goroutines it spawns with goro::go run
+  // on rt's Ps.
+  template <class Rt, class F, class... A>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
+  GORO_ALWAYS_INLINE void go(Rt& rt, F&& f, A&&... args) {
+    spawn(rt.sched_.get(), detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
+  }
+  // The same with per-goroutine options (its stack size).
+  template <class Rt, class F, class... A>
+  GORO_ALWAYS_INLINE void go(Rt& rt, const spawn_options& o, F&& f, A&&... args) {
+    spawn(rt.sched_.get(), detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
+          std::forward<A>(args)...);
+  }
+
+  // On the owner thread, outside any goroutine: runs the lane's ready
+  // goroutines, in FIFO order, each until it blocks, yields or ends, until
+  // none is ready or `budget` has passed (checked between resumptions;
+  // one runs even with a zero budget). Returns the number of resumptions;
+  // at once, 0, when none is ready.
+  std::size_t run_for(std::chrono::nanoseconds budget) {
+    const std::int64_t b = budget.count() < 0 ? 0 : budget.count();
+    const std::int64_t now = detail::nanotime();
+    return pump(b > INT64_MAX - now ? INT64_MAX : now + b);
+  }
+  // run_for without a budget: until no lane goroutine is ready (one that
+  // keeps yielding keeps it running).
+  std::size_t run_until_idle() { return pump(INT64_MAX); }
+
+  // Lane goroutines not finished yet.
+  GORO_DECL std::size_t goroutines() const noexcept;
+
+ private:
+  template <class F, class... A>
+  void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
+    detail::sched_base* ls = detail::lane_adapter(st_.get(), rt);
+    detail::g* gp = rt->alloc_g();
+    gp->created_pc = created_pc;
+    gp->stack_request = stack_request;
+    GORO_TRY { detail::set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
+    GORO_CATCH_ALL {
+      rt->free_g(gp);
+      GORO_RETHROW;
+    }
+    GORO_TRY { rt->start_lane_g(gp, ls); }
+    GORO_CATCH_ALL {
+      gp->closure_op(gp, false);
+      rt->free_g(gp);
+      GORO_RETHROW;
+    }
+    detail::lane_started(st_.get(), gp);
+  }
+
+  GORO_DECL std::size_t pump(std::int64_t deadline);
+  GORO_DECL detail::g* resume(detail::g* gp) noexcept;
+
+  std::unique_ptr<detail::lane_state> st_;
+};
+
+}  // namespace goro
+
+#if GORO_COMPILE_RUNTIME
+namespace goro {
+namespace detail {
+
 // What a lane goroutine's g::sched, and the lane M's m_base::sched while
 // it runs one, point at: one per (lane, runtime).
 class lane_sched final : public sched_base {
@@ -165,89 +252,30 @@ inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
 
 }  // namespace detail
 
-class thread_lane {
- public:
-  // Bound to the calling thread, which alone may pump it; it is not an M
-  // of any runtime.
-  thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
+namespace detail {
+GORO_DECL sched_base* lane_adapter(lane_state* st, sched_base* rt) { return st->adapter_for(rt); }
+GORO_DECL void lane_started(lane_state* st, g* gp) noexcept {
+  st->live.fetch_add(1, std::memory_order_relaxed);
+  st->push(gp);
+}
+}  // namespace detail
 
-  // A usage_error while lane goroutines are alive (they would never run
-  // again): pump the lane until they have finished first.
-  ~thread_lane() noexcept(false) {
-    if (!st_) return;
-    const std::size_t n = st_->live.load(std::memory_order_acquire);
-    if (n == 0) return;
-    (void)st_.release();  // left for their wakers (see lane_state)
-    const std::string what = "thread_lane destroyed with " + std::to_string(n) +
-                             " goroutine(s) alive (run it until they have finished)";
-    if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
-    detail::raise_usage(what.c_str());
-  }
+GORO_DECL thread_lane::thread_lane() : st_(std::make_unique<detail::lane_state>()) {}
 
-  thread_lane(const thread_lane&) = delete;
-  thread_lane& operator=(const thread_lane&) = delete;
+GORO_DECL thread_lane::~thread_lane() noexcept(false) {
+  if (!st_) return;
+  const std::size_t n = st_->live.load(std::memory_order_acquire);
+  if (n == 0) return;
+  (void)st_.release();  // left for their wakers (see lane_state)
+  const std::string what = "thread_lane destroyed with " + std::to_string(n) +
+                           " goroutine(s) alive (run it until they have finished)";
+  if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());
+  detail::raise_usage(what.c_str());
+}
 
-  // Starts f(args...) as a goroutine of rt that only ever runs on this
-  // lane's thread. From any thread. Goroutines it spawns with goro::go run
-  // on rt's Ps.
-  template <class Rt, class F, class... A>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, spawn_options>)
-  GORO_ALWAYS_INLINE void go(Rt& rt, F&& f, A&&... args) {
-    spawn(rt.sched_.get(), detail::current_pc(), 0, std::forward<F>(f), std::forward<A>(args)...);
-  }
-  // The same with per-goroutine options (its stack size).
-  template <class Rt, class F, class... A>
-  GORO_ALWAYS_INLINE void go(Rt& rt, const spawn_options& o, F&& f, A&&... args) {
-    spawn(rt.sched_.get(), detail::current_pc(), detail::stack_class(o.stack_size), std::forward<F>(f),
-          std::forward<A>(args)...);
-  }
+GORO_DECL std::size_t thread_lane::goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
 
-  // On the owner thread, outside any goroutine: runs the lane's ready
-  // goroutines, in FIFO order, each until it blocks, yields or ends, until
-  // none is ready or `budget` has passed (checked between resumptions;
-  // one runs even with a zero budget). Returns the number of resumptions;
-  // at once, 0, when none is ready.
-  std::size_t run_for(std::chrono::nanoseconds budget) {
-    const std::int64_t b = budget.count() < 0 ? 0 : budget.count();
-    const std::int64_t now = detail::nanotime();
-    return pump(b > INT64_MAX - now ? INT64_MAX : now + b);
-  }
-  // run_for without a budget: until no lane goroutine is ready (one that
-  // keeps yielding keeps it running).
-  std::size_t run_until_idle() { return pump(INT64_MAX); }
-
-  // Lane goroutines not finished yet.
-  std::size_t goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
-
- private:
-  template <class F, class... A>
-  void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
-    detail::lane_sched* ls = st_->adapter_for(rt);
-    detail::g* gp = rt->alloc_g();
-    gp->created_pc = created_pc;
-    gp->stack_request = stack_request;
-    GORO_TRY { detail::set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
-    GORO_CATCH_ALL {
-      rt->free_g(gp);
-      GORO_RETHROW;
-    }
-    GORO_TRY { rt->start_lane_g(gp, ls); }
-    GORO_CATCH_ALL {
-      gp->closure_op(gp, false);
-      rt->free_g(gp);
-      GORO_RETHROW;
-    }
-    st_->live.fetch_add(1, std::memory_order_relaxed);
-    st_->push(gp);
-  }
-
-  std::size_t pump(std::int64_t deadline);
-  detail::g* resume(detail::g* gp) noexcept;
-
-  std::unique_ptr<detail::lane_state> st_;
-};
-
-inline std::size_t thread_lane::pump(std::int64_t deadline) {
+GORO_DECL std::size_t thread_lane::pump(std::int64_t deadline) {
   detail::lane_state& st = *st_;
   if (std::this_thread::get_id() != st.owner)
     detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
@@ -272,7 +300,7 @@ inline std::size_t thread_lane::pump(std::int64_t deadline) {
 
 // Runs gp until it switches out, then carries out its request (the lane's
 // execute, see sched_loop.hpp).
-inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
+GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
   using detail::after_switch;
   using detail::g_status;
   detail::m_base& m = st_->m;
@@ -314,3 +342,4 @@ inline detail::g* thread_lane::resume(detail::g* gp) noexcept {
 }
 
 }  // namespace goro
+#endif  // GORO_COMPILE_RUNTIME

@@ -92,10 +92,19 @@ namespace detail {
 template <class Policy>
 sched_base* new_scheduler(const options& o, const ::goro::policy_allocator_t<Policy>& a);
 
+// A usage_error: `call` was made outside a goroutine.
+#if !GORO_COMPILE_RUNTIME
+[[noreturn]] void raise_outside_goroutine(const char* call);
+#else
+[[noreturn]] GORO_NOINLINE GORO_DECL void raise_outside_goroutine(const char* call) {
+  raise_usage((std::string(call) + " called outside a goroutine").c_str());
+}
+#endif
+
 // The calling goroutine's M, or a usage_error naming `call`.
 inline m_base* require_goroutine(const char* call) {
   m_base* m = current_m();
-  if (GORO_UNLIKELY(!m || !m->curg)) raise_usage((std::string(call) + " called outside a goroutine").c_str());
+  if (GORO_UNLIKELY(!m || !m->curg)) raise_outside_goroutine(call);
   return m;
 }
 
@@ -264,7 +273,7 @@ using runtime = basic_runtime<>;
 // destructor (and so this call) waits for every goroutine.
 template <class F>
 std::invoke_result_t<F> run(F&& f, options o = {}) {
-  runtime rt{o};
+  runtime rt{std::move(o)};
   return rt.run(std::forward<F>(f));
 }
 

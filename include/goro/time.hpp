@@ -123,49 +123,16 @@ struct chan_timer {
   sched_base* owner = nullptr;
   bool self_owned = false;
 
-  chan_timer(std::int64_t when, std::int64_t period) {
-    t.when = when;
-    t.period = period;
-    t.sync = true;
-    t.arg = this;
-    t.f = [](void* arg, std::uintptr_t, std::int64_t) {
-      auto now = std::chrono::steady_clock::now();
-      // Full: the reader is behind, drop it. Closed (through impl()): nobody
-      // to deliver to. Never raises: this runs on g0, in a noexcept path.
-      static_cast<chan_timer*>(arg)->c.impl()->offer(now);
-    };
-  }
-  ~chan_timer() { timer_heap::del(&t); }
+  GORO_DECL chan_timer(std::int64_t when, std::int64_t period);
+  GORO_DECL ~chan_timer();
 
-  bool stop() noexcept {
-    std::lock_guard<spinlock> lk(op);
-    return timer_heap::del(&t);
-  }
+  GORO_DECL bool stop() noexcept;
 
   // An after_func timer's handle is going away: dropping it must not cancel
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
-  bool detach() noexcept {
-    bool requeued = false;
-    GORO_TRY {
-      requeued = rearm_timer(op, t, [this](bool pending) {
-        if (!pending) return false;  // fired (or stopped): nothing left to run
-        self_owned = true;
-        t.sync = false;
-        t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
-        return true;
-      });
-    }
-    GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-    return requeued;
-  }
-  bool reset(std::int64_t when, std::int64_t period) {
-    return rearm_timer(op, t, [&](bool) {
-      t.when = when;
-      t.period = period;
-      return true;
-    });
-  }
+  GORO_DECL bool detach() noexcept;
+  GORO_DECL bool reset(std::int64_t when, std::int64_t period);
 };
 
 }  // namespace detail
@@ -342,6 +309,47 @@ class ticker {
 
 #if GORO_COMPILE_RUNTIME
 namespace goro::detail {
+
+GORO_DECL chan_timer::chan_timer(std::int64_t when, std::int64_t period) {
+  t.when = when;
+  t.period = period;
+  t.sync = true;
+  t.arg = this;
+  t.f = [](void* arg, std::uintptr_t, std::int64_t) {
+    auto now = std::chrono::steady_clock::now();
+    // Full: the reader is behind, drop it. Closed (through impl()): nobody
+    // to deliver to. Never raises: this runs on g0, in a noexcept path.
+    static_cast<chan_timer*>(arg)->c.impl()->offer(now);
+  };
+}
+GORO_DECL chan_timer::~chan_timer() { timer_heap::del(&t); }
+
+GORO_DECL bool chan_timer::stop() noexcept {
+  std::lock_guard<spinlock> lk(op);
+  return timer_heap::del(&t);
+}
+
+GORO_DECL bool chan_timer::detach() noexcept {
+  bool requeued = false;
+  GORO_TRY {
+    requeued = rearm_timer(op, t, [this](bool pending) {
+      if (!pending) return false;  // fired (or stopped): nothing left to run
+      self_owned = true;
+      t.sync = false;
+      t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+      return true;
+    });
+  }
+  GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
+  return requeued;
+}
+GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
+  return rearm_timer(op, t, [&](bool) {
+    t.when = when;
+    t.period = period;
+    return true;
+  });
+}
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {
   m_base* m = current_m();

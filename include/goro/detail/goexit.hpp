@@ -44,7 +44,10 @@ GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
 
 // Ends the calling goroutine gp (goro::exit()'s unwinding, or its switch
 // without exceptions).
-[[noreturn]] GORO_NOINLINE inline void end_goroutine(g* gp) {
+#if !GORO_COMPILE_RUNTIME
+[[noreturn]] void end_goroutine(g* gp);
+#else
+[[noreturn]] GORO_NOINLINE GORO_DECL void end_goroutine(g* gp) {
   gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
 #if GORO_EXCEPTIONS
   throw goexit_unwind{};
@@ -56,14 +59,19 @@ GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
   fatal("goro: internal error: an exited goroutine was resumed");
 #endif
 }
+#endif
 
 // The slow path of call_point(): a preemption request, then the end.
-GORO_NOINLINE inline void call_point_slow() {
+#if !GORO_COMPILE_RUNTIME
+void call_point_slow();
+#else
+GORO_NOINLINE GORO_DECL void call_point_slow() {
   preempt_check_slow();
   m_base* m = current_m();
   if (!m || !m->curg || m->in_blocking) return;
   if (must_end(m->curg)) end_goroutine(m->curg);
 }
+#endif
 
 // A goro call's entry (see the top of this file). Inlined: one relaxed
 // load of a global and a branch that is not taken.

@@ -218,10 +218,14 @@ struct cxa_eh_globals {
 // Non-inlined for the same reason as current_m(): __cxa_get_globals is
 // declared const, so the compiler would reuse one thread's result after
 // a switch that migrated the goroutine.
-GORO_NOINLINE inline cxa_eh_globals* eh_globals() noexcept {
+#if !GORO_COMPILE_RUNTIME
+cxa_eh_globals* eh_globals() noexcept;
+#else
+GORO_NOINLINE GORO_DECL cxa_eh_globals* eh_globals() noexcept {
   asm volatile("" ::: "memory");
   return reinterpret_cast<cxa_eh_globals*>(abi::__cxa_get_globals());
 }
+#endif
 #endif
 
 // Goroutine side, just before switching out: stash the goroutine's

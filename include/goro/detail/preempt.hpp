@@ -69,7 +69,10 @@ GORO_ALWAYS_INLINE bool preempt_requested_anywhere() noexcept {
 // the caller, clear it and yield to the global run queue (counted in
 // stats().preemptions). Never inside goro::blocking (the M has no P), on
 // g0 (a timer callback) or on a plain thread.
-GORO_NOINLINE inline void preempt_check_slow() noexcept {
+#if !GORO_COMPILE_RUNTIME
+void preempt_check_slow() noexcept;
+#else
+GORO_NOINLINE GORO_DECL void preempt_check_slow() noexcept {
   m_base* m = current_m();
   if (!m || !m->curg || m->in_blocking) return;
   g* gp = m->curg;
@@ -77,6 +80,7 @@ GORO_NOINLINE inline void preempt_check_slow() noexcept {
   m->after = after_switch::preempt;
   switch_to_g0(m, gp);
 }
+#endif
 
 // A safe point: honours a pending preemption request of the caller. Inlined:
 // one relaxed load of a global and a branch that is not taken.

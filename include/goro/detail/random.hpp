@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "config.hpp"
 #include "memory.hpp"
 
 namespace goro::detail {
@@ -37,12 +38,7 @@ class coprime_order {
   // Its table from the runtime's allocator (memory.hpp); before reset.
   void set_memory(runtime_memory* m) noexcept { coprimes_ = decltype(coprimes_)(memory_allocator<std::uint32_t>(m)); }
 
-  void reset(std::uint32_t count) {
-    count_ = count;
-    coprimes_.clear();
-    for (std::uint32_t i = 1; i <= count; ++i)
-      if (std::gcd(i, count) == 1) coprimes_.push_back(i);
-  }
+  GORO_DECL void reset(std::uint32_t count);
   std::uint32_t count() const noexcept { return count_; }
 
   class enumerator {
@@ -70,4 +66,18 @@ class coprime_order {
   std::vector<std::uint32_t, memory_allocator<std::uint32_t>> coprimes_;
 };
 
+
 }  // namespace goro::detail
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
+GORO_DECL void coprime_order::reset(std::uint32_t count) {
+  count_ = count;
+  coprimes_.clear();
+  for (std::uint32_t i = 1; i <= count; ++i)
+    if (std::gcd(i, count) == 1) coprimes_.push_back(i);
+}
+
+}  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME

@@ -129,7 +129,14 @@ inline void resolve_runtime_symbols() noexcept {
 }
 
 // Process-wide set-up, once: the fault handler and symbol resolution.
-inline void install_fault_handler() noexcept {
+GORO_DECL void install_fault_handler() noexcept;
+
+}  // namespace goro::detail
+
+#if GORO_COMPILE_RUNTIME
+namespace goro::detail {
+
+GORO_DECL void install_fault_handler() noexcept {
   static std::once_flag once;
   std::call_once(once, [] {
     resolve_runtime_symbols();
@@ -138,3 +145,4 @@ inline void install_fault_handler() noexcept {
 }
 
 }  // namespace goro::detail
+#endif  // GORO_COMPILE_RUNTIME
