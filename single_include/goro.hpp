@@ -1076,6 +1076,20 @@ inline bool signal_has_handler(int sig) noexcept {
 #include <chrono>
 #include <cstdint>
 
+// ---- begin goro/os/windows/thread.hpp ----
+// OS threads: creating, joining and naming the calling thread, yielding,
+// counting CPUs, and the process-wide memory barrier (Go's newosproc /
+// osyield / getproccount, os_windows.go). Threads are Win32 threads
+// started with the C runtime's _beginthreadex (which sets up the runtime's
+// per-thread state, as CreateThread does not for the older msvcrt).
+
+#include <process.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstddef>
+#include <new>
+
 // ---- begin goro/os/windows/windows_h.hpp ----
 // <windows.h> for the Windows OS layer, included the one way: without the
 // min/max macros (they break std::numeric_limits<T>::max() and std::min in
@@ -1100,6 +1114,152 @@ inline bool signal_has_handler(int sig) noexcept {
 
 namespace goro::detail::os {
 
+// A thread: `handle` is the joinable handle of one create_thread started
+// (null for current_thread(): a pseudo-handle would mean "the calling
+// thread" wherever it is used); `id` names the thread system-wide (what a
+// future SuspendThread-based preemption opens, issue 17).
+struct thread_handle {
+  HANDLE handle = nullptr;
+  DWORD id = 0;
+};
+
+struct thread_start {
+  void* (*fn)(void*);
+  void* arg;
+};
+
+inline unsigned __stdcall thread_trampoline(void* p) {
+  const thread_start s = *static_cast<thread_start*>(p);
+  delete static_cast<thread_start*>(p);
+  s.fn(s.arg);
+  return 0;
+}
+
+// Starts fn(arg) on a new thread with `stack_bytes` of stack (0: the
+// executable's default, 2 MiB with MinGW-w64's linker): 0 or an errno.
+inline int start_thread(thread_handle* t, void* (*fn)(void*), void* arg, std::size_t stack_bytes) noexcept {
+  auto* s = new (std::nothrow) thread_start{fn, arg};
+  if (!s) return ENOMEM;
+  unsigned id = 0;
+  const auto h = _beginthreadex(nullptr, static_cast<unsigned>(stack_bytes), &thread_trampoline, s,
+                                stack_bytes ? STACK_SIZE_PARAM_IS_A_RESERVATION : 0, &id);
+  if (h == 0) {
+    const int err = errno ? errno : EAGAIN;
+    delete s;
+    return err;
+  }
+  *t = {reinterpret_cast<HANDLE>(h), static_cast<DWORD>(id)};
+  return 0;
+}
+
+// Starts fn(arg) on a new joinable thread with the default stack: 0 or an
+// errno (EAGAIN when the system has no resources for one more).
+inline int create_thread(thread_handle* t, void* (*fn)(void*), void* arg) noexcept {
+  return start_thread(t, fn, arg, 0);
+}
+
+// Waits for t to finish and releases its handle (t must come from
+// create_thread, and not be the calling thread).
+inline void join_thread(thread_handle t) noexcept {
+  WaitForSingleObject(t.handle, INFINITE);
+  CloseHandle(t.handle);
+}
+
+// The calling thread (its id; no handle, see thread_handle).
+inline thread_handle current_thread() noexcept { return {nullptr, GetCurrentThreadId()}; }
+
+// Names the calling thread for debuggers and profilers with
+// SetThreadDescription (Windows 10 1607+), looked up at run time so that
+// older systems (and Wine versions without it) simply keep threads
+// unnamed. The name is ASCII in goro; at most 63 characters are kept.
+inline void set_thread_name(const char* name) noexcept {
+  using set_description_fn = HRESULT(WINAPI*)(HANDLE, PCWSTR);
+  static const auto set_description = [] {
+    HMODULE k = GetModuleHandleW(L"kernel32.dll");
+    FARPROC f = k ? GetProcAddress(k, "SetThreadDescription") : nullptr;
+    return reinterpret_cast<set_description_fn>(reinterpret_cast<void*>(f));
+  }();
+  if (!set_description) return;
+  wchar_t wide[64];
+  std::size_t n = 0;
+  for (; name[n] != '\0' && n < 63; ++n) wide[n] = static_cast<unsigned char>(name[n]);
+  wide[n] = L'\0';
+  set_description(GetCurrentThread(), wide);
+}
+
+// Starts fn(arg) on a detached thread with a stack of stack_bytes: 0 or an
+// errno. (Linux also blocks every signal on it; Windows delivers no
+// asynchronous signals to arbitrary threads, so there is nothing to block.)
+inline int start_daemon_thread(void* (*fn)(void*), void* arg, std::size_t stack_bytes) noexcept {
+  thread_handle t;
+  const int err = start_thread(&t, fn, arg, stack_bytes);
+  if (err == 0) CloseHandle(t.handle);  // detached: nobody joins it
+  return err;
+}
+
+// A pointer per thread that is handed to `at_exit` when a thread that set
+// it (non-null) ends: a fiber-local storage slot, whose callback Windows and
+// Wine run as the thread ends, before the loader's thread-detach
+// notifications. What the Windows layer uses instead of a thread_local
+// object with a destructor, which is not safe here: with MinGW-w64's
+// emulated TLS, libstdc++ runs thread_local destructors from a winpthreads
+// key destructor, and winpthreads (MinGW-w64 10 to 12) runs key destructors
+// in creation order, emutls's first, which frees the thread's thread_local
+// storage: the destructors then ran on freed memory (issue 17: an M's
+// destructor closing a handle read from it, or releasing a shared_ptr read
+// from it, now and then broke winpthreads' key lock, and a program hung in
+// exit()). The value must not point into thread_local storage either: a
+// winpthreads thread (std::thread) runs the key destructors, and frees
+// that storage, before it ends. A slot is made once and never freed (one
+// of at least 128 per process); where none was left, usable() is false,
+// get() null and set() false.
+class thread_exit_slot {
+ public:
+  explicit thread_exit_slot(void(WINAPI* at_exit)(void*)) noexcept : index_(FlsAlloc(at_exit)) {}
+  thread_exit_slot(const thread_exit_slot&) = delete;
+  thread_exit_slot& operator=(const thread_exit_slot&) = delete;
+
+  bool usable() const noexcept { return index_ != FLS_OUT_OF_INDEXES; }
+  void* get() const noexcept { return usable() ? FlsGetValue(index_) : nullptr; }
+  bool set(void* value) noexcept { return usable() && FlsSetValue(index_, value); }
+
+ private:
+  DWORD index_;
+};
+
+// Gives the CPU to another ready thread on this processor, if any (Go's
+// osyield on Windows).
+inline void yield_thread() noexcept { SwitchToThread(); }
+
+// CPUs this process may run on (its affinity mask: at most 64, one
+// processor group, as Go's getproccount), else those active; at least 1.
+inline unsigned usable_cpus() noexcept {
+  DWORD_PTR process = 0, system = 0;
+  if (GetProcessAffinityMask(GetCurrentProcess(), &process, &system) && process != 0)
+    return static_cast<unsigned>(std::popcount(static_cast<unsigned long long>(process)));
+  const DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+  return n > 0 ? static_cast<unsigned>(n) : 1u;
+}
+
+// CPUs active in the machine, every processor group (0 if unknown).
+inline long online_cpus() noexcept { return static_cast<long>(GetActiveProcessorCount(ALL_PROCESSOR_GROUPS)); }
+
+// This process's id.
+inline long process_id() noexcept { return static_cast<long>(GetCurrentProcessId()); }
+
+// A full memory barrier on every thread of the process: FlushProcessWriteBuffers
+// (an IPI to each processor running one of its threads; what membarrier is
+// on Linux). Always available.
+inline bool process_wide_barrier() noexcept {
+  FlushProcessWriteBuffers();
+  return true;
+}
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/thread.hpp ----
+
+namespace goro::detail::os {
+
 // The tick count (milliseconds, advanced at the system timer's tick, 1 to
 // 15.6 ms), in nanoseconds: cheaper than the precise clock. Only compared
 // with itself (wait durations).
@@ -1108,19 +1268,28 @@ inline std::int64_t coarse_nanotime() noexcept {
 }
 
 // A high-resolution waitable timer for the calling thread (Windows 10
-// 1803+, and Wine), created on first use and closed when the thread exits;
-// null where the system has none, and sleep_ns then falls back to Sleep.
-// Go's usleep2HighRes does the same.
+// 1803+, and Wine), created on first use and closed when the thread exits
+// (thread_exit_slot, thread.hpp: not a thread_local object, whose
+// destructor read the handle from freed memory); null where the system has
+// none, and sleep_ns then falls back to Sleep. Go's usleep2HighRes does the
+// same.
+inline void WINAPI close_sleep_timer(void* h) noexcept {
+  if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+}
 inline HANDLE thread_sleep_timer() noexcept {
   constexpr DWORD high_resolution = 0x2;  // CREATE_WAITABLE_TIMER_HIGH_RESOLUTION
-  struct timer {
-    HANDLE h = CreateWaitableTimerExW(nullptr, nullptr, high_resolution, TIMER_ALL_ACCESS);
-    ~timer() {
-      if (h) CloseHandle(h);
+  static thread_exit_slot slot{&close_sleep_timer};
+  if (!slot.usable()) return nullptr;  // no slot left: no timer (it could not be closed)
+  void* h = slot.get();
+  if (h == nullptr) {
+    h = CreateWaitableTimerExW(nullptr, nullptr, high_resolution, TIMER_ALL_ACCESS);
+    if (h == nullptr) h = INVALID_HANDLE_VALUE;  // none: not tried again on this thread
+    if (!slot.set(h)) {
+      if (h != INVALID_HANDLE_VALUE) CloseHandle(h);
+      return nullptr;
     }
-  };
-  thread_local timer t;
-  return t.h;
+  }
+  return h == INVALID_HANDLE_VALUE ? nullptr : static_cast<HANDLE>(h);
 }
 
 // Sleeps the calling thread for at least ns nanoseconds by the precise
@@ -1345,136 +1514,6 @@ class poller {
 #include <cstdio>
 #include <cstdlib>
 
-// ---- begin goro/os/windows/thread.hpp ----
-// OS threads: creating, joining and naming the calling thread, yielding,
-// counting CPUs, and the process-wide memory barrier (Go's newosproc /
-// osyield / getproccount, os_windows.go). Threads are Win32 threads
-// started with the C runtime's _beginthreadex (which sets up the runtime's
-// per-thread state, as CreateThread does not for the older msvcrt).
-
-#include <process.h>
-
-#include <bit>
-#include <cerrno>
-#include <cstddef>
-#include <new>
-
-
-namespace goro::detail::os {
-
-// A thread: `handle` is the joinable handle of one create_thread started
-// (null for current_thread(): a pseudo-handle would mean "the calling
-// thread" wherever it is used); `id` names the thread system-wide (what a
-// future SuspendThread-based preemption opens, issue 17).
-struct thread_handle {
-  HANDLE handle = nullptr;
-  DWORD id = 0;
-};
-
-struct thread_start {
-  void* (*fn)(void*);
-  void* arg;
-};
-
-inline unsigned __stdcall thread_trampoline(void* p) {
-  const thread_start s = *static_cast<thread_start*>(p);
-  delete static_cast<thread_start*>(p);
-  s.fn(s.arg);
-  return 0;
-}
-
-// Starts fn(arg) on a new thread with `stack_bytes` of stack (0: the
-// executable's default, 2 MiB with MinGW-w64's linker): 0 or an errno.
-inline int start_thread(thread_handle* t, void* (*fn)(void*), void* arg, std::size_t stack_bytes) noexcept {
-  auto* s = new (std::nothrow) thread_start{fn, arg};
-  if (!s) return ENOMEM;
-  unsigned id = 0;
-  const auto h = _beginthreadex(nullptr, static_cast<unsigned>(stack_bytes), &thread_trampoline, s,
-                                stack_bytes ? STACK_SIZE_PARAM_IS_A_RESERVATION : 0, &id);
-  if (h == 0) {
-    const int err = errno ? errno : EAGAIN;
-    delete s;
-    return err;
-  }
-  *t = {reinterpret_cast<HANDLE>(h), static_cast<DWORD>(id)};
-  return 0;
-}
-
-// Starts fn(arg) on a new joinable thread with the default stack: 0 or an
-// errno (EAGAIN when the system has no resources for one more).
-inline int create_thread(thread_handle* t, void* (*fn)(void*), void* arg) noexcept {
-  return start_thread(t, fn, arg, 0);
-}
-
-// Waits for t to finish and releases its handle (t must come from
-// create_thread, and not be the calling thread).
-inline void join_thread(thread_handle t) noexcept {
-  WaitForSingleObject(t.handle, INFINITE);
-  CloseHandle(t.handle);
-}
-
-// The calling thread (its id; no handle, see thread_handle).
-inline thread_handle current_thread() noexcept { return {nullptr, GetCurrentThreadId()}; }
-
-// Names the calling thread for debuggers and profilers with
-// SetThreadDescription (Windows 10 1607+), looked up at run time so that
-// older systems (and Wine versions without it) simply keep threads
-// unnamed. The name is ASCII in goro; at most 63 characters are kept.
-inline void set_thread_name(const char* name) noexcept {
-  using set_description_fn = HRESULT(WINAPI*)(HANDLE, PCWSTR);
-  static const auto set_description = [] {
-    HMODULE k = GetModuleHandleW(L"kernel32.dll");
-    FARPROC f = k ? GetProcAddress(k, "SetThreadDescription") : nullptr;
-    return reinterpret_cast<set_description_fn>(reinterpret_cast<void*>(f));
-  }();
-  if (!set_description) return;
-  wchar_t wide[64];
-  std::size_t n = 0;
-  for (; name[n] != '\0' && n < 63; ++n) wide[n] = static_cast<unsigned char>(name[n]);
-  wide[n] = L'\0';
-  set_description(GetCurrentThread(), wide);
-}
-
-// Starts fn(arg) on a detached thread with a stack of stack_bytes: 0 or an
-// errno. (Linux also blocks every signal on it; Windows delivers no
-// asynchronous signals to arbitrary threads, so there is nothing to block.)
-inline int start_daemon_thread(void* (*fn)(void*), void* arg, std::size_t stack_bytes) noexcept {
-  thread_handle t;
-  const int err = start_thread(&t, fn, arg, stack_bytes);
-  if (err == 0) CloseHandle(t.handle);  // detached: nobody joins it
-  return err;
-}
-
-// Gives the CPU to another ready thread on this processor, if any (Go's
-// osyield on Windows).
-inline void yield_thread() noexcept { SwitchToThread(); }
-
-// CPUs this process may run on (its affinity mask: at most 64, one
-// processor group, as Go's getproccount), else those active; at least 1.
-inline unsigned usable_cpus() noexcept {
-  DWORD_PTR process = 0, system = 0;
-  if (GetProcessAffinityMask(GetCurrentProcess(), &process, &system) && process != 0)
-    return static_cast<unsigned>(std::popcount(static_cast<unsigned long long>(process)));
-  const DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
-  return n > 0 ? static_cast<unsigned>(n) : 1u;
-}
-
-// CPUs active in the machine, every processor group (0 if unknown).
-inline long online_cpus() noexcept { return static_cast<long>(GetActiveProcessorCount(ALL_PROCESSOR_GROUPS)); }
-
-// This process's id.
-inline long process_id() noexcept { return static_cast<long>(GetCurrentProcessId()); }
-
-// A full memory barrier on every thread of the process: FlushProcessWriteBuffers
-// (an IPI to each processor running one of its threads; what membarrier is
-// on Linux). Always available.
-inline bool process_wide_barrier() noexcept {
-  FlushProcessWriteBuffers();
-  return true;
-}
-
-}  // namespace goro::detail::os
-// ---- end goro/os/windows/thread.hpp ----
 
 namespace goro::detail::os {
 
@@ -4946,6 +4985,8 @@ inline void extm_drop() noexcept {
 inline thread_local bool extm_registered = false;
 inline thread_local bool extm_internal = false;  // a runtime's own thread (sysmon, outside timers): never counted
 
+// Its destructor reads nothing of its own: with MinGW-w64's emulated TLS it
+// runs after the thread's thread_local storage was freed (os/windows/thread.hpp).
 struct extm_exit {
   ~extm_exit() { extm_drop(); }
 };
@@ -12181,14 +12222,33 @@ inline state& global_state() {
   return *s;
 }
 
-inline std::shared_ptr<buffer>& this_thread_slot() noexcept {
+// The calling thread's hold on its buffer. `make`: made on first use (may
+// raise bad_alloc); else null where the thread never made one.
+#if !defined(_WIN32)
+inline std::shared_ptr<buffer>* this_thread_slot(bool /*make*/) {
   thread_local std::shared_ptr<buffer> mine;
+  return &mine;
+}
+#else
+// Windows: on the heap, deleted as the thread ends by os::thread_exit_slot
+// (thread.hpp: a thread_local shared_ptr's destructor ran on freed memory
+// there); never deleted where no slot was left (the buffer then stays
+// alive, as the trace's own hold keeps a plain thread's anyway).
+inline void WINAPI delete_thread_slot(void* mine) noexcept { delete static_cast<std::shared_ptr<buffer>*>(mine); }
+inline std::shared_ptr<buffer>* this_thread_slot(bool make) {
+  static os::thread_exit_slot at_exit{&delete_thread_slot};
+  thread_local std::shared_ptr<buffer>* mine = nullptr;  // trivially destructible
+  if (!mine && make) {
+    mine = new std::shared_ptr<buffer>;
+    (void)at_exit.set(mine);
+  }
   return mine;
 }
+#endif
 
 // This thread's buffer, registered once (may raise bad_alloc).
 inline buffer& this_thread_buffer() {
-  std::shared_ptr<buffer>& mine = this_thread_slot();
+  std::shared_ptr<buffer>& mine = *this_thread_slot(true);
   if (!mine) {
     state& s = global_state();
     if (runtime_memory* m = thread_runtime_memory) {
@@ -12215,7 +12275,9 @@ inline buffer& this_thread_buffer() {
 // before it is destroyed, is certainly alive. Nothing records on this
 // thread for the runtime afterwards.
 inline void release_thread_buffer() noexcept {
-  std::shared_ptr<buffer>& mine = this_thread_slot();
+  std::shared_ptr<buffer>* slot = this_thread_slot(false);
+  if (!slot) return;
+  std::shared_ptr<buffer>& mine = *slot;
   if (!mine || !mine->memory) return;
   state& s = global_state();
   {
@@ -12780,12 +12842,17 @@ class stall_monitor {
                          : st == Sched::p_status::running ? "running"
                                                           : "in goro::blocking";
       const auto* gp = pp->sysmon_curg.load(std::memory_order_acquire);  // execute: sysmon_m, then this (release)
-      const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed));
+      int m_id = -1;
+      {
+        std::lock_guard<spinlock> lk(s_.m_record_lock_);  // sysmon_m may name a freed M: see Sched::m_record_lock_
+        if (const auto* mm = static_cast<const typename Sched::m*>(pp->sysmon_m.load(std::memory_order_relaxed)))
+          m_id = mm->id;
+      }
       std::fprintf(f,
                    "  P%u%s: %s, run queue %u, schedtick %u, last ran goroutine %" PRIu64 " on M%d, parks %" PRIu64
                    ", unparks %" PRIu64 ", timers %zu (earliest %" PRId64 " us from now)\n",
                    pp->id, pp->id >= s_.active_ps() ? " (retired)" : "", name, pp->runq.size(),
-                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, mm ? mm->id : -1,
+                   pp->sysmon_schedtick.load(std::memory_order_relaxed), gp ? gp->id : 0, m_id,
                    static_cast<std::uint64_t>(pp->parks.get()), static_cast<std::uint64_t>(pp->unparks.get()),
                    pp->timers.size(), pp->timers.earliest() ? (pp->timers.earliest() - now) / 1000 : 0);
     }
@@ -13048,8 +13115,10 @@ inline void install_async_preempt_handler() noexcept {
 
 // sysmon side (preemptM), after request_preempt(gp): signal the thread
 // running gp if gp is inside an async_preemptible scope. mm may be stale
-// (gp moved on): the handler then finds nothing to do. Ms' threads live
-// until the runtime shuts down, after sysmon has stopped.
+// (gp moved on): the handler then finds nothing to do. The caller holds
+// the scheduler's m_record_lock_, so mm and its thread are alive: other
+// Ms live until shutdown, after sysmon has stopped, and the run() caller's
+// M is taken off every P under that lock before run() returns.
 inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
   if constexpr (async_preempt_supported) {
     if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)
@@ -13295,8 +13364,13 @@ class sysmon {
   void preemptone(typename Sched::p* pp) noexcept {
     if (g* gp = pp->sysmon_curg.load(std::memory_order_acquire)) {
       request_preempt(gp);
-      if constexpr (Sched::async_signal)  // async preemption: SIGURG if gp is in an async_preemptible scope
-        async_preempt_signal(gp, pp->sysmon_m.load(std::memory_order_relaxed));
+      if constexpr (Sched::async_signal) {  // async preemption: SIGURG if gp is in an async_preemptible scope
+        // The M and its thread stay valid while the lock is held (Sched::m_record_lock_).
+        std::lock_guard<spinlock> lk(s_.m_record_lock_);
+        m_base* mm = pp->sysmon_m.load(std::memory_order_relaxed);
+        GORO_CHAOS_POINT("sysmon.preemptone_m");
+        async_preempt_signal(gp, mm);
+      }
     }
   }
 
@@ -14461,6 +14535,7 @@ class scheduler final : public sched_base {
   }
   int running_m(const g* gp) const noexcept override {
     int id = -1;
+    std::lock_guard<spinlock> lk(m_record_lock_);  // sysmon_m may name the run() caller's M: see m_record_lock_
     for_each_p([&](const p* pp) {
       if (pp->sysmon_curg.load(std::memory_order_acquire) == gp)
         if (m_base* mb = pp->sysmon_m.load(std::memory_order_relaxed)) id = static_cast<m*>(mb)->id;
@@ -14721,6 +14796,16 @@ class scheduler final : public sched_base {
   std::atomic<bool> run_active_{false};
   std::atomic<bool> main_done_{false};
   std::atomic<m*> run_m_{nullptr};
+  // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
+  // run() caller's lives until shutdown; that one is freed when run()
+  // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the
+  // stall monitor may still read it from a P's sysmon_m (execute leaves it
+  // there). Readers that dereference sysmon_m hold this lock from the load
+  // until they are done with the record (and, for SIGURG, its thread);
+  // run_main, under it, clears every sysmon_m naming its M before that M
+  // is freed and its thread may exit (forget_run_m). Never held across the
+  // scheduler lock: the scheduler lock may be held when taking it.
+  mutable spinlock m_record_lock_;
   std::atomic<bool> exiting_{false};
   bool shut_down_ = false;
   std::size_t blocked_at_shutdown_ = 0;
@@ -16496,6 +16581,15 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     sched_lock lk(*this);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
     deadcheck_at_ = 0;  // checkdead
+  }
+  {
+    // m_record_lock_: once no P names this M, nothing reads the record or
+    // signals this thread; the record is freed when run() returns.
+    std::lock_guard<spinlock> lk(m_record_lock_);
+    for_each_p([&](p* pp) {
+      m_base* self = mm.get();
+      pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
+    });
   }
   // checkdead: main is blocked forever; it is left so, and released by
   // the destructor (shutdown) like any goroutine blocked forever.
