@@ -7,6 +7,7 @@
 // file case also under sanitizers (gcore would write their shadow memory).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,9 +43,14 @@ struct gdbt_target {
     int fds[2];
     REQUIRE(pipe(fds) == 0);
     const std::string path = std::string(GORO_HELPERS_DIR) + "/goro_helper_gdb_target";
+    const pid_t parent = getpid();
     pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+      // The helper sleeps until killed: if this test dies first (a failed
+      // REQUIRE elsewhere, an interrupted run), the kernel ends it too.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
       dup2(fds[1], 1);
       close(fds[0]);
       close(fds[1]);
