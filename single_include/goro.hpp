@@ -1128,8 +1128,10 @@ inline bool signal_has_handler(int sig) noexcept {
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
-#include <winsock2.h>
+#include <winsock2.h>  // first: Winsock 2, not <windows.h>'s winsock 1
+// (then)
 #include <windows.h>
+// (then, needing both)
 #include <mswsock.h>
 
 // WaitOnAddress (futex.hpp) needs Windows 8; MinGW-w64 targets Windows 10
@@ -1523,10 +1525,10 @@ inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) no
 // with the completion port: sockets themselves are never associated, so
 // a socket may be waited on from any runtime's poller in turn.
 
+// (after <windows.h>)
 #include <winternl.h>
 
 #include <cstdint>
-
 
 namespace goro::detail::os::afd {
 
@@ -1553,8 +1555,8 @@ inline constexpr ULONG read_events =
 inline constexpr ULONG write_events = poll_send | poll_abort | poll_local_close | poll_connect_fail;
 
 struct poll_handle {
-  HANDLE handle;   // the socket's base handle
-  ULONG events;    // asked for; on completion, what holds
+  HANDLE handle;  // the socket's base handle
+  ULONG events;   // asked for; on completion, what holds
   NTSTATUS status;
 };
 // AFD_POLL_INFO with room for one handle; the output buffer is the input.
@@ -1581,8 +1583,8 @@ inline HANDLE open_afd_handle(NTSTATUS* st) noexcept {
   InitializeObjectAttributes(&oa, &us, 0, nullptr, nullptr);
   IO_STATUS_BLOCK iosb{};
   HANDLE h = nullptr;
-  *st = NtCreateFile(&h, SYNCHRONIZE, &oa, &iosb, nullptr, 0, FILE_SHARE_READ | FILE_SHARE_WRITE, FILE_OPEN, 0,
-                     nullptr, 0);
+  *st = NtCreateFile(&h, SYNCHRONIZE, &oa, &iosb, nullptr, 0, FILE_SHARE_READ | FILE_SHARE_WRITE, FILE_OPEN, 0, nullptr,
+                     0);
   return *st == 0 ? h : nullptr;
 }
 
@@ -1702,8 +1704,7 @@ class poller {
   int add(socket_t fd, std::uint64_t, poll_slot& slot) noexcept {
     SOCKET base = INVALID_SOCKET;
     DWORD n = 0;
-    if (WSAIoctl(static_cast<SOCKET>(fd), SIO_BASE_HANDLE, nullptr, 0, &base, sizeof base, &n, nullptr, nullptr) !=
-            0 ||
+    if (WSAIoctl(static_cast<SOCKET>(fd), SIO_BASE_HANDLE, nullptr, 0, &base, sizeof base, &n, nullptr, nullptr) != 0 ||
         base == INVALID_SOCKET)
       base = static_cast<SOCKET>(fd);  // no layered provider in the way (or an old one): the socket itself
     slot.base = reinterpret_cast<HANDLE>(base);

@@ -16,11 +16,11 @@
 // a socket may be waited on from any runtime's poller in turn.
 #pragma once
 
+#include "windows_h.hpp"
+// (after <windows.h>)
 #include <winternl.h>
 
 #include <cstdint>
-
-#include "windows_h.hpp"
 
 namespace goro::detail::os::afd {
 
@@ -47,8 +47,8 @@ inline constexpr ULONG read_events =
 inline constexpr ULONG write_events = poll_send | poll_abort | poll_local_close | poll_connect_fail;
 
 struct poll_handle {
-  HANDLE handle;   // the socket's base handle
-  ULONG events;    // asked for; on completion, what holds
+  HANDLE handle;  // the socket's base handle
+  ULONG events;   // asked for; on completion, what holds
   NTSTATUS status;
 };
 // AFD_POLL_INFO with room for one handle; the output buffer is the input.
@@ -75,8 +75,8 @@ inline HANDLE open_afd_handle(NTSTATUS* st) noexcept {
   InitializeObjectAttributes(&oa, &us, 0, nullptr, nullptr);
   IO_STATUS_BLOCK iosb{};
   HANDLE h = nullptr;
-  *st = NtCreateFile(&h, SYNCHRONIZE, &oa, &iosb, nullptr, 0, FILE_SHARE_READ | FILE_SHARE_WRITE, FILE_OPEN, 0,
-                     nullptr, 0);
+  *st = NtCreateFile(&h, SYNCHRONIZE, &oa, &iosb, nullptr, 0, FILE_SHARE_READ | FILE_SHARE_WRITE, FILE_OPEN, 0, nullptr,
+                     0);
   return *st == 0 ? h : nullptr;
 }
 

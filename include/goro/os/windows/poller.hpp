@@ -130,8 +130,7 @@ class poller {
   int add(socket_t fd, std::uint64_t, poll_slot& slot) noexcept {
     SOCKET base = INVALID_SOCKET;
     DWORD n = 0;
-    if (WSAIoctl(static_cast<SOCKET>(fd), SIO_BASE_HANDLE, nullptr, 0, &base, sizeof base, &n, nullptr, nullptr) !=
-            0 ||
+    if (WSAIoctl(static_cast<SOCKET>(fd), SIO_BASE_HANDLE, nullptr, 0, &base, sizeof base, &n, nullptr, nullptr) != 0 ||
         base == INVALID_SOCKET)
       base = static_cast<SOCKET>(fd);  // no layered provider in the way (or an old one): the socket itself
     slot.base = reinterpret_cast<HANDLE>(base);

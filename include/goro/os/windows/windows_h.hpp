@@ -14,8 +14,10 @@
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
-#include <winsock2.h>
+#include <winsock2.h>  // first: Winsock 2, not <windows.h>'s winsock 1
+// (then)
 #include <windows.h>
+// (then, needing both)
 #include <mswsock.h>
 
 // WaitOnAddress (futex.hpp) needs Windows 8; MinGW-w64 targets Windows 10
