@@ -8774,7 +8774,8 @@ GORO_DECL bool running() noexcept;
 // Error codes: every goro::net call that can fail has an overload taking
 // std::error_code& as its last argument (the std::filesystem convention),
 // which reports there instead of throwing. Besides the errno values
-// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
+// (std::generic_category: ECONNREFUSED, ECONNRESET...; on Windows the
+// socket ones are in an equivalent category with Linux's messages), it reports
 //   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
 //   std::errc::invalid_argument   a malformed address, or an empty handle
 //   std::errc::operation_canceled the context given to the call was cancelled
@@ -8799,6 +8800,7 @@ GORO_DECL bool running() noexcept;
 //   unix_sockets                        constexpr bool: AF_UNIX streams offered
 //   net_startup()                       once before the first socket or lookup
 //   socket_errno() -> errno             the failed call's error (WSA codes mapped)
+//   errno_text(e) -> const char*        a message strerror lacks (Windows), or nullptr
 //   open_socket(family, type, &err), accept_socket(s, sa, &len, &err),
 //       dup_socket(s, &err) -> socket_t | invalid_socket   non-blocking, not inherited
 //   close_socket(s)
@@ -8848,6 +8850,9 @@ inline constexpr bool unix_sockets = true;
   asm volatile("" ::: "memory");
   return errno;
 }
+
+// strerror knows every errno here: no text of goro's own (Windows has some).
+inline const char* errno_text(int) noexcept { return nullptr; }
 
 // Nothing to start on Linux (Winsock's WSAStartup elsewhere).
 inline void net_startup() noexcept {}
@@ -9086,6 +9091,66 @@ inline int errno_from_wsa(int e) noexcept {
   }
 }
 
+// Text for the errno values Winsock's codes map to: MinGW's C runtime
+// has none for them (strerror(ECONNREFUSED) is "Unknown error"); the
+// words are Linux's. nullptr for the others (the C runtime knows them).
+inline const char* errno_text(int e) noexcept {
+  switch (e) {
+    case EWOULDBLOCK:
+      return "Resource temporarily unavailable";
+    case EINPROGRESS:
+      return "Operation now in progress";
+    case EALREADY:
+      return "Operation already in progress";
+    case ENOTSOCK:
+      return "Socket operation on non-socket";
+    case EDESTADDRREQ:
+      return "Destination address required";
+    case EMSGSIZE:
+      return "Message too long";
+    case EPROTOTYPE:
+      return "Protocol wrong type for socket";
+    case ENOPROTOOPT:
+      return "Protocol not available";
+    case EPROTONOSUPPORT:
+      return "Protocol not supported";
+    case EOPNOTSUPP:
+      return "Operation not supported";
+    case EAFNOSUPPORT:
+      return "Address family not supported by protocol";
+    case EADDRINUSE:
+      return "Address already in use";
+    case EADDRNOTAVAIL:
+      return "Cannot assign requested address";
+    case ENETDOWN:
+      return "Network is down";
+    case ENETUNREACH:
+      return "Network is unreachable";
+    case ENETRESET:
+      return "Network dropped connection on reset";
+    case ECONNABORTED:
+      return "Software caused connection abort";
+    case ECONNRESET:
+      return "Connection reset by peer";
+    case ENOBUFS:
+      return "No buffer space available";
+    case EISCONN:
+      return "Transport endpoint is already connected";
+    case ENOTCONN:
+      return "Transport endpoint is not connected";
+    case ETIMEDOUT:
+      return "Connection timed out";
+    case ECONNREFUSED:
+      return "Connection refused";
+    case EHOSTUNREACH:
+      return "No route to host";
+    case ECANCELED:
+      return "Operation canceled";
+    default:
+      return nullptr;
+  }
+}
+
 // The errno of the Winsock call that just failed (WSAGetLastError is per
 // thread: read right after the call, as errno).
 inline int socket_errno() noexcept { return errno_from_wsa(WSAGetLastError()); }
@@ -9318,7 +9383,29 @@ namespace goro::net {
 namespace detail {
 
 inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
-inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+// An errno value as a code: std::generic_category, except for the values
+// the system's C runtime has no text for (os::errno_text: Winsock's codes
+// mapped to errno on Windows), which carry errno_category: the same value,
+// equivalent to the generic code (`ec == std::errc::connection_refused`
+// holds), with a message.
+class errno_category_impl : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "goro.errno"; }
+  std::string message(int v) const override {
+    if (const char* t = goro::detail::os::errno_text(v)) return t;
+    return std::generic_category().message(v);
+  }
+  std::error_condition default_error_condition(int v) const noexcept override {
+    return {v, std::generic_category()};
+  }
+};
+inline std::error_code errno_code(int e) noexcept {
+  if (goro::detail::os::errno_text(e)) {
+    static const errno_category_impl c;
+    return {e, c};
+  }
+  return {e, std::generic_category()};
+}
 
 // Internal codes -> what a std::error_code& overload reports.
 inline void public_code(std::error_code& ec) noexcept {
@@ -19601,7 +19688,7 @@ GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_
 }
 
 GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::error_code& ec) {
-  if constexpr (!os::unix_sockets) return ec = std::make_error_code(std::errc::address_family_not_supported), listener{};
+  if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), listener{};
   address a = unix_address(path, ec);
   if (ec) return {};
   auto s = bind_to(a, SOCK_STREAM, ec);
@@ -19610,7 +19697,7 @@ GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::erro
 }
 
 GORO_DECL conn detail::handles::dial_unix(std::string_view path, std::error_code& ec) {
-  if constexpr (!os::unix_sockets) return ec = std::make_error_code(std::errc::address_family_not_supported), conn{};
+  if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), conn{};
   address a = unix_address(path, ec);
   if (ec) return {};
   return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));

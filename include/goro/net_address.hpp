@@ -12,7 +12,8 @@
 // Error codes: every goro::net call that can fail has an overload taking
 // std::error_code& as its last argument (the std::filesystem convention),
 // which reports there instead of throwing. Besides the errno values
-// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
+// (std::generic_category: ECONNREFUSED, ECONNRESET...; on Windows the
+// socket ones are in an equivalent category with Linux's messages), it reports
 //   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
 //   std::errc::invalid_argument   a malformed address, or an empty handle
 //   std::errc::operation_canceled the context given to the call was cancelled
@@ -97,7 +98,29 @@ namespace goro::net {
 namespace detail {
 
 inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
-inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+// An errno value as a code: std::generic_category, except for the values
+// the system's C runtime has no text for (os::errno_text: Winsock's codes
+// mapped to errno on Windows), which carry errno_category: the same value,
+// equivalent to the generic code (`ec == std::errc::connection_refused`
+// holds), with a message.
+class errno_category_impl : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "goro.errno"; }
+  std::string message(int v) const override {
+    if (const char* t = goro::detail::os::errno_text(v)) return t;
+    return std::generic_category().message(v);
+  }
+  std::error_condition default_error_condition(int v) const noexcept override {
+    return {v, std::generic_category()};
+  }
+};
+inline std::error_code errno_code(int e) noexcept {
+  if (goro::detail::os::errno_text(e)) {
+    static const errno_category_impl c;
+    return {e, c};
+  }
+  return {e, std::generic_category()};
+}
 
 // Internal codes -> what a std::error_code& overload reports.
 inline void public_code(std::error_code& ec) noexcept {

@@ -6,6 +6,7 @@
 //   unix_sockets                        constexpr bool: AF_UNIX streams offered
 //   net_startup()                       once before the first socket or lookup
 //   socket_errno() -> errno             the failed call's error (WSA codes mapped)
+//   errno_text(e) -> const char*        a message strerror lacks (Windows), or nullptr
 //   open_socket(family, type, &err), accept_socket(s, sa, &len, &err),
 //       dup_socket(s, &err) -> socket_t | invalid_socket   non-blocking, not inherited
 //   close_socket(s)

@@ -37,6 +37,9 @@ inline constexpr bool unix_sockets = true;
   return errno;
 }
 
+// strerror knows every errno here: no text of goro's own (Windows has some).
+inline const char* errno_text(int) noexcept { return nullptr; }
+
 // Nothing to start on Linux (Winsock's WSAStartup elsewhere).
 inline void net_startup() noexcept {}
 

@@ -108,6 +108,66 @@ inline int errno_from_wsa(int e) noexcept {
   }
 }
 
+// Text for the errno values Winsock's codes map to: MinGW's C runtime
+// has none for them (strerror(ECONNREFUSED) is "Unknown error"); the
+// words are Linux's. nullptr for the others (the C runtime knows them).
+inline const char* errno_text(int e) noexcept {
+  switch (e) {
+    case EWOULDBLOCK:
+      return "Resource temporarily unavailable";
+    case EINPROGRESS:
+      return "Operation now in progress";
+    case EALREADY:
+      return "Operation already in progress";
+    case ENOTSOCK:
+      return "Socket operation on non-socket";
+    case EDESTADDRREQ:
+      return "Destination address required";
+    case EMSGSIZE:
+      return "Message too long";
+    case EPROTOTYPE:
+      return "Protocol wrong type for socket";
+    case ENOPROTOOPT:
+      return "Protocol not available";
+    case EPROTONOSUPPORT:
+      return "Protocol not supported";
+    case EOPNOTSUPP:
+      return "Operation not supported";
+    case EAFNOSUPPORT:
+      return "Address family not supported by protocol";
+    case EADDRINUSE:
+      return "Address already in use";
+    case EADDRNOTAVAIL:
+      return "Cannot assign requested address";
+    case ENETDOWN:
+      return "Network is down";
+    case ENETUNREACH:
+      return "Network is unreachable";
+    case ENETRESET:
+      return "Network dropped connection on reset";
+    case ECONNABORTED:
+      return "Software caused connection abort";
+    case ECONNRESET:
+      return "Connection reset by peer";
+    case ENOBUFS:
+      return "No buffer space available";
+    case EISCONN:
+      return "Transport endpoint is already connected";
+    case ENOTCONN:
+      return "Transport endpoint is not connected";
+    case ETIMEDOUT:
+      return "Connection timed out";
+    case ECONNREFUSED:
+      return "Connection refused";
+    case EHOSTUNREACH:
+      return "No route to host";
+    case ECANCELED:
+      return "Operation canceled";
+    default:
+      return nullptr;
+  }
+}
+
 // The errno of the Winsock call that just failed (WSAGetLastError is per
 // thread: read right after the call, as errno).
 inline int socket_errno() noexcept { return errno_from_wsa(WSAGetLastError()); }
