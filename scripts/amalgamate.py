@@ -12,7 +12,7 @@ end, into one `#if GORO_COMPILE_RUNTIME` section: were its headers
 inlined where first seen, a header both parts use would land inside the
 block and be missing from the translation units that leave the block out.
 A block from a header included under a condition (goro.hpp leaves
-goro::net out on Windows) keeps that condition around it at the end. A
+goro::signal out on Windows) keeps that condition around it at the end. A
 header that is included under a condition first but unconditionally
 elsewhere (netpoll.hpp: by goro::net, and by the scheduler) is inlined
 outside the condition, which is closed around it and reopened.

@@ -260,12 +260,21 @@ inline void cpu_relax() noexcept {
 //   stderr_fd, write_stderr(buf, n)     async-signal-safe
 //
 // The poller (linux/poller.hpp), under detail/netpoll.hpp
+//   socket_t, invalid_socket            a socket as the system names it (int; SOCKET)
+//   poll_slot                           the poller's per-descriptor state (in poll_desc)
+//   poller_arms                         constexpr bool: readiness must be asked for per
+//       wait (arm) rather than reported once added (false with epoll)
 //   poller: open(const char** what) -> 0 | errno, is_open(), close(),
-//       add(fd, uint64_t tag != 0) -> 0 | errno (edge-triggered, both ways),
-//       remove(fd), wait(poll_event*, max, timeout_ns) -> count (< 0: interrupted;
+//       add(fd, uint64_t tag != 0, slot&) -> 0 | errno (edge-triggered, both ways),
+//       remove(fd, slot&), arm(fd, tag, slot&, 'r' | 'w') -> 0 | errno (the next
+//       readiness that way, as one event; only where poller_arms),
+//       wait(poll_event*, max, timeout_ns) -> count (< 0: interrupted;
 //       0 ns: just look; < 0: no limit), wake() (a wait returns an event
 //       tagged 0 until drain_wake()), drain_wake()
 //   poll_event, event_tag(e), event_readable(e), event_writable(e)
+//
+// Sockets (os/socket.hpp, included by goro::net's headers only) list
+// theirs there.
 
 #if defined(__linux__)
 // ---- begin goro/os/linux/clock.hpp ----
@@ -415,6 +424,18 @@ inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) no
 
 namespace goro::detail::os {
 
+// A socket as the system names it: a file descriptor.
+using socket_t = int;
+inline constexpr socket_t invalid_socket = -1;
+
+// What the poller keeps per registered descriptor (in its poll_desc):
+// nothing, epoll keeps it all.
+struct poll_slot {};
+
+// epoll reports readiness by itself once a descriptor is added: arm() is
+// not needed (netpoll.hpp skips it).
+inline constexpr bool poller_arms = false;
+
 // One readiness event: the tag its fd was added with (0: the wake-up) and
 // which directions became ready.
 using poll_event = epoll_event;
@@ -478,17 +499,19 @@ class poller {
   // as events tagged `tag` (not 0). Adding reports the fd's current
   // readiness at once. 0 or an errno (EPERM: a regular file; EEXIST:
   // already added).
-  int add(int fd, std::uint64_t tag) noexcept {
+  int add(socket_t fd, std::uint64_t tag, poll_slot&) noexcept {
     epoll_event e{};
     e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     e.data.u64 = tag;
     return epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, fd, &e) != 0 ? errno : 0;
   }
   // netpollclose: no more events for fd (before it is closed).
-  void remove(int fd) noexcept {
+  void remove(socket_t fd, poll_slot&) noexcept {
     epoll_event e{};
     epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, fd, &e);
   }
+  // Unused (poller_arms is false): edge-triggered events need no re-arming.
+  int arm(socket_t, std::uint64_t, poll_slot&, char) noexcept { return 0; }
 
   // netpoll's wait: up to max events into evs, waiting up to timeout_ns
   // (0: just looks; < 0: until an event or a wake()). Returns their number
@@ -1066,8 +1089,7 @@ inline bool signal_has_handler(int sig) noexcept {
 }  // namespace goro::detail::os
 // ---- end goro/os/linux/signals.hpp ----
 #elif defined(_WIN64)
-// Windows x64, first step (issue 17): no goro::net (poller), goro::signal,
-// asynchronous preemption or stack-overflow report yet; each file says so.
+// Windows x64 (issue 17): each file says what is not ported yet.
 // ---- begin goro/os/windows/clock.hpp ----
 // Clocks and sleeping (Go's nanotime / usleep, os_windows.go). The precise
 // monotonic clock, detail::nanotime, is std::chrono::steady_clock
@@ -1094,8 +1116,11 @@ inline bool signal_has_handler(int sig) noexcept {
 // <windows.h> for the Windows OS layer, included the one way: without the
 // min/max macros (they break std::numeric_limits<T>::max() and std::min in
 // goro and in the program) and without the rarely used parts (winsock 1,
-// RPC, the shell). A program that includes <windows.h> itself first, with
-// other settings, keeps them: both macros are only defined when unset.
+// RPC, the shell). <winsock2.h> (and <mswsock.h>, for the poller's
+// SIO_BASE_HANDLE) come first, as Winsock requires; a program that
+// includes <windows.h> itself should include <winsock2.h> before it. A
+// program that includes <windows.h> first, with other settings, keeps
+// them: both macros are only defined when unset.
 
 #ifndef NOMINMAX
 #define NOMINMAX
@@ -1103,7 +1128,11 @@ inline bool signal_has_handler(int sig) noexcept {
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
+#include <winsock2.h>  // first: Winsock 2, not <windows.h>'s winsock 1
+// (then)
 #include <windows.h>
+// (then, needing both)
+#include <mswsock.h>
 
 // WaitOnAddress (futex.hpp) needs Windows 8; MinGW-w64 targets Windows 10
 // unless told otherwise.
@@ -1452,26 +1481,171 @@ inline void futex_wake(std::atomic<std::uint32_t>* addr, int count = INT_MAX) no
 }  // namespace goro::detail::os
 // ---- end goro/os/windows/futex.hpp ----
 // ---- begin goro/os/windows/poller.hpp ----
-// The I/O readiness poller under detail/netpoll.hpp is not ported to
-// Windows yet (issue 17: an I/O completion port, as Go's
-// netpoll_windows.go). goro::net is the only user of the poller (goro/net.hpp
-// stops the build on Windows with a message); the scheduler asks for it
-// only when a descriptor is registered, and sleeps on its notes until then
-// (timers and sleeps need no poller). If something still opens it,
-// open() fails, and netpoller::init raises std::system_error naming this.
+// The I/O readiness poller under detail/netpoll.hpp: an I/O completion
+// port, and AFD poll requests (afd.hpp) completing on it. The counterpart
+// of Go's netpoll_windows.go (netpollinit, netpollopen, netpollclose,
+// netpoll, netpollBreak), with one difference: Go issues overlapped
+// reads and writes and is woken by their completion; goro keeps the
+// readiness model of the epoll poller (try the call, park on
+// WSAEWOULDBLOCK until the socket is ready, try again), so detail/
+// net_socket.hpp is the same code on both systems.
+//
+// AFD polls report readiness once per request, level-style (a request made
+// while the socket is readable completes at once). So no request is
+// outstanding while nobody waits: the goroutine about to park asks for its
+// direction (arm(), from pd_block), and the completion readies it. Per
+// descriptor and direction there is at most one request in flight (its
+// poll_slot entry); a wait that ends by a deadline leaves it in flight for
+// the next wait, so short deadlines in a loop do not pile requests up.
+//
+// An in-flight request (afd_op) is referenced by its slot entry and by the
+// kernel (until its completion packet is dequeued); whoever drops the last
+// reference frees it. remove() takes it out of the slot and cancels it.
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <new>
+
+// ---- begin goro/os/windows/afd.hpp ----
+// AFD poll requests: the readiness of sockets, delivered through an I/O
+// completion port. AFD (the "ancillary function driver") is the kernel
+// side of Winsock; IOCTL_AFD_POLL is what select() and WSAPoll are made
+// of, and it accepts an OVERLAPPED-style completion, so a poll request
+// finishes as one completion packet when any of the asked events holds
+// (at once if one holds already). It is not in the Windows SDK's
+// documented headers; the definitions below are the ones libuv, wepoll
+// and mio rely on, and Wine implements the same (checked under Wine 8:
+// accept, receive, send, peer close, local close, a refused connect and
+// CancelIoEx all complete as on Windows).
+//
+// One request asks about one socket (its base handle: SIO_BASE_HANDLE,
+// under any layered service provider) and is issued on a handle of our
+// own to the AFD device (open_afd_handle), which is what is associated
+// with the completion port: sockets themselves are never associated, so
+// a socket may be waited on from any runtime's poller in turn.
+
+// (after <windows.h>)
+#include <winternl.h>
+
+#include <cstdint>
+
+namespace goro::detail::os::afd {
+
+// CTL_CODE(FILE_DEVICE_NETWORK, 9, METHOD_BUFFERED, FILE_ANY_ACCESS).
+inline constexpr ULONG ioctl_poll = 0x00012024;
+
+// Events (AFD_POLL_*). A request completes when any asked one holds; the
+// handle's `events` then says which.
+inline constexpr ULONG poll_receive = 0x0001;       // data (or a datagram) to read
+inline constexpr ULONG poll_send = 0x0004;          // room to write; also a finished connect
+inline constexpr ULONG poll_disconnect = 0x0008;    // the peer shut down its side (FIN)
+inline constexpr ULONG poll_abort = 0x0010;         // the connection was reset
+inline constexpr ULONG poll_local_close = 0x0020;   // the socket was closed here
+inline constexpr ULONG poll_accept = 0x0080;        // a connection waits to be accepted
+inline constexpr ULONG poll_connect_fail = 0x0100;  // a connect failed (SO_ERROR says why)
+// (0x0040, "connect", is left out: Wine reports it on any connected
+// socket, and a finished connect shows as poll_send anyway.)
+
+// What a reader / writer waits for: its own event, or anything after which
+// its call fails at once instead of blocking (Go's netpoll readies both
+// directions on an error as well).
+inline constexpr ULONG read_events =
+    poll_receive | poll_accept | poll_disconnect | poll_abort | poll_local_close | poll_connect_fail;
+inline constexpr ULONG write_events = poll_send | poll_abort | poll_local_close | poll_connect_fail;
+
+struct poll_handle {
+  HANDLE handle;  // the socket's base handle
+  ULONG events;   // asked for; on completion, what holds
+  NTSTATUS status;
+};
+// AFD_POLL_INFO with room for one handle; the output buffer is the input.
+struct poll_info {
+  LARGE_INTEGER timeout;  // absolute, 100 ns units: INT64_MAX is never
+  ULONG count;            // handles (1)
+  ULONG exclusive;        // FALSE: other requests on the socket stay
+  poll_handle handles[1];
+};
+
+inline constexpr NTSTATUS status_pending = 0x00000103;
+inline constexpr NTSTATUS status_cancelled = static_cast<NTSTATUS>(0xC0000120);
+
+// A handle to the AFD device, for issuing poll requests on (synchronize
+// access only: it is no socket), or nullptr and the NTSTATUS in *st.
+inline HANDLE open_afd_handle(NTSTATUS* st) noexcept {
+  // Any name under \Device\Afd opens the device; ours says who opened it.
+  wchar_t name[] = L"\\Device\\Afd\\goro";
+  UNICODE_STRING us;
+  us.Buffer = name;
+  us.Length = static_cast<USHORT>(sizeof name - sizeof(wchar_t));
+  us.MaximumLength = static_cast<USHORT>(sizeof name);
+  OBJECT_ATTRIBUTES oa;
+  InitializeObjectAttributes(&oa, &us, 0, nullptr, nullptr);
+  IO_STATUS_BLOCK iosb{};
+  HANDLE h = nullptr;
+  *st = NtCreateFile(&h, SYNCHRONIZE, &oa, &iosb, nullptr, 0, FILE_SHARE_READ | FILE_SHARE_WRITE, FILE_OPEN, 0, nullptr,
+                     0);
+  return *st == 0 ? h : nullptr;
+}
+
+// Starts a poll request on afd_handle for info's socket. Its completion
+// packet carries `context` as the OVERLAPPED pointer; iosb (which must live
+// until then, like info) is what CancelIoEx names to cancel it. Returns the
+// NTSTATUS: status_pending or success (a packet will come), else a
+// failure (none will).
+inline NTSTATUS start_poll(HANDLE afd_handle, void* context, IO_STATUS_BLOCK* iosb, poll_info* info) noexcept {
+  iosb->Status = status_pending;
+  return NtDeviceIoControlFile(afd_handle, nullptr, nullptr, context, iosb, ioctl_poll, info, sizeof *info, info,
+                               sizeof *info);
+}
+
+}  // namespace goro::detail::os::afd
+// ---- end goro/os/windows/afd.hpp ----
 
 namespace goro::detail::os {
 
+// A socket as the system names it: SOCKET (UINT_PTR), not an int.
+using socket_t = std::uintptr_t;
+inline constexpr socket_t invalid_socket = ~socket_t{0};  // INVALID_SOCKET
+
+struct afd_op;
+
+// What the poller keeps per descriptor (in its poll_desc): the socket's
+// base handle and each direction's request in flight ([0] read, [1] write).
+struct poll_slot {
+  std::atomic<afd_op*> op[2]{nullptr, nullptr};
+  HANDLE base = nullptr;
+};
+
+// One poll request: what the kernel writes (iosb, info) and what its
+// completion means (tag, direction).
+struct afd_op {
+  IO_STATUS_BLOCK iosb;
+  afd::poll_info info;
+  std::uint64_t tag;
+  poll_slot* slot;
+  int dir;
+  std::atomic<int> refs{2};  // the slot entry's and the kernel's
+};
+
+inline void afd_op_unref(afd_op* op) noexcept {
+  if (op->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete op;
+}
+
+// Readiness is asked for per wait (netpoll.hpp calls arm()).
+inline constexpr bool poller_arms = true;
+
+// One readiness event: the tag the request was made with (0: the wake-up)
+// and its direction.
 struct poll_event {
   std::uint64_t tag;
+  bool readable;
+  bool writable;
 };
 
 inline std::uint64_t event_tag(const poll_event& e) noexcept { return e.tag; }
-inline bool event_readable(const poll_event&) noexcept { return false; }
-inline bool event_writable(const poll_event&) noexcept { return false; }
+inline bool event_readable(const poll_event& e) noexcept { return e.readable; }
+inline bool event_writable(const poll_event& e) noexcept { return e.writable; }
 
 class poller {
  public:
@@ -1479,20 +1653,161 @@ class poller {
   poller(const poller&) = delete;
   poller& operator=(const poller&) = delete;
 
-  // Never opens: ENOSYS, and *what says why.
+  // netpollinit: the completion port and our AFD handle, associated with
+  // it; published (release) once both exist. 0, or an errno with *what
+  // naming the call that failed (then nothing is left open).
   int open(const char** what) noexcept {
-    *what = "the network poller (IOCP) is not ported to Windows yet (issue 17)";
-    return ENOSYS;
+    HANDLE port = CreateIoCompletionPort(INVALID_HANDLE_VALUE, nullptr, 0, 0);
+    if (!port) {
+      *what = "CreateIoCompletionPort";
+      return ENOMEM;
+    }
+    NTSTATUS st = 0;
+    HANDLE h = afd::open_afd_handle(&st);
+    if (!h) {
+      CloseHandle(port);
+      *what = "NtCreateFile(\\Device\\Afd): no AFD driver to poll sockets with";
+      return ENOSYS;
+    }
+    if (!CreateIoCompletionPort(h, port, afd_key, 0)) {
+      CloseHandle(h);
+      CloseHandle(port);
+      *what = "CreateIoCompletionPort(AFD handle)";
+      return EIO;
+    }
+    // Completions go to the port only; nobody waits on the handle.
+    SetFileCompletionNotificationModes(h, FILE_SKIP_SET_EVENT_ON_HANDLE);
+    afd_ = h;
+    port_.store(port, std::memory_order_release);
+    return 0;
   }
-  bool is_open() const noexcept { return false; }
-  void close() noexcept {}
-  // Unreachable while the poller is closed (netpoll.hpp opens it first);
-  // they refuse, and wait() reports nothing.
-  int add(int, std::uint64_t) noexcept { return ENOSYS; }
-  void remove(int) noexcept {}
-  int wait(poll_event*, int, long long) noexcept { return -1; }
-  void wake() noexcept {}
+  bool is_open() const noexcept { return port_.load(std::memory_order_acquire) != nullptr; }
+
+  // Nobody may use it any more. Requests still in flight are cancelled and
+  // their packets taken (a second at most), so their memory is freed and
+  // no slot names them.
+  void close() noexcept {
+    HANDLE port = port_.load(std::memory_order_acquire);
+    if (!port) return;
+    CancelIoEx(afd_, nullptr);
+    const ULONGLONG start = GetTickCount64();
+    while (in_flight_.load(std::memory_order_acquire) > 0 && GetTickCount64() - start < 1000) {
+      poll_event evs[16];
+      wait(evs, 16, 10'000'000);
+    }
+    CloseHandle(afd_);
+    CloseHandle(port);
+  }
+
+  // netpollopen: notes fd's base handle (no request yet: arm() makes them).
+  // 0, or an errno. Unlike epoll, several descriptors may name one socket.
+  int add(socket_t fd, std::uint64_t, poll_slot& slot) noexcept {
+    SOCKET base = INVALID_SOCKET;
+    DWORD n = 0;
+    if (WSAIoctl(static_cast<SOCKET>(fd), SIO_BASE_HANDLE, nullptr, 0, &base, sizeof base, &n, nullptr, nullptr) != 0 ||
+        base == INVALID_SOCKET)
+      base = static_cast<SOCKET>(fd);  // no layered provider in the way (or an old one): the socket itself
+    slot.base = reinterpret_cast<HANDLE>(base);
+    // A previous poller's requests (the descriptor outlived its runtime)
+    // were cancelled when that poller closed.
+    slot.op[0].store(nullptr, std::memory_order_relaxed);
+    slot.op[1].store(nullptr, std::memory_order_relaxed);
+    return 0;
+  }
+
+  // netpollclose: cancels the requests in flight (before the socket is
+  // closed; closing it would complete them too).
+  void remove(socket_t, poll_slot& slot) noexcept {
+    for (auto& e : slot.op) {
+      if (afd_op* op = e.exchange(nullptr, std::memory_order_acq_rel)) {
+        CancelIoEx(afd_, reinterpret_cast<OVERLAPPED*>(&op->iosb));
+        afd_op_unref(op);  // the slot's reference: the memory lived through the cancel
+      }
+    }
+  }
+
+  // Asks for the next readiness of `mode` ('r' / 'w'), reported as an event
+  // tagged `tag`, unless a request for it is in flight already. 0, or an
+  // errno (ENOMEM; EBADF: the system refused the request).
+  int arm(socket_t, std::uint64_t tag, poll_slot& slot, char mode) noexcept {
+    const int dir = mode == 'r' ? 0 : 1;
+    if (slot.op[dir].load(std::memory_order_acquire)) return 0;
+    auto* op = new (std::nothrow) afd_op;
+    if (!op) return ENOMEM;
+    op->tag = tag;
+    op->slot = &slot;
+    op->dir = dir;
+    op->info.timeout.QuadPart = INT64_MAX;
+    op->info.count = 1;
+    op->info.exclusive = FALSE;
+    op->info.handles[0] = {slot.base, dir == 0 ? afd::read_events : afd::write_events, 0};
+    afd_op* none = nullptr;
+    if (!slot.op[dir].compare_exchange_strong(none, op, std::memory_order_acq_rel)) {
+      delete op;  // another waiter's request just went out (wait_fd's descriptors are shared)
+      return 0;
+    }
+    in_flight_.fetch_add(1, std::memory_order_relaxed);
+    NTSTATUS st = afd::start_poll(afd_, op, &op->iosb, &op->info);
+    if (st == afd::status_pending || st == 0) return 0;  // a packet will come, even for an immediate success
+    in_flight_.fetch_sub(1, std::memory_order_relaxed);
+    afd_op* mine = op;
+    if (slot.op[dir].compare_exchange_strong(mine, nullptr, std::memory_order_acq_rel)) afd_op_unref(op);
+    afd_op_unref(op);  // the kernel's: it will not complete
+    return EBADF;
+  }
+
+  // netpoll's wait: up to max events into evs, waiting up to timeout_ns
+  // (0: just looks; < 0: until an event or a wake()). Returns their number
+  // (< 0 on failure). A wake() shows as an event tagged 0; one taken by a
+  // look (0 ns) is posted again, so it keeps showing until a blocking
+  // wait takes it (drain_wake has nothing left to do then).
+  //
+  // GetQueuedCompletionStatusEx waits in whole ms: rounded up (never early).
+  int wait(poll_event* evs, int max, long long timeout_ns) noexcept {
+    HANDLE port = port_.load(std::memory_order_acquire);
+    OVERLAPPED_ENTRY ents[max_entries];
+    ULONG want = static_cast<ULONG>(max < max_entries ? max : max_entries);
+    DWORD ms = timeout_ns < 0 ? INFINITE : static_cast<DWORD>((timeout_ns + 999'999) / 1'000'000);
+    ULONG n = 0;
+    if (!GetQueuedCompletionStatusEx(port, ents, want, &n, ms, FALSE)) return GetLastError() == WAIT_TIMEOUT ? 0 : -1;
+    int k = 0;
+    bool repost = false;
+    for (ULONG i = 0; i < n; ++i) {
+      if (ents[i].lpCompletionKey != afd_key) {  // the wake-up
+        evs[k++] = {0, false, false};
+        repost = repost || timeout_ns == 0;
+        continue;
+      }
+      auto* op = reinterpret_cast<afd_op*>(ents[i].lpOverlapped);
+      const bool cancelled = op->iosb.Status == afd::status_cancelled;
+      const poll_event ev{op->tag, op->dir == 0, op->dir == 1};
+      afd_op* mine = op;
+      // The slot's memory stays valid while a request may name it (poll
+      // descriptors are recycled, never freed before the poller closes).
+      if (op->slot->op[op->dir].compare_exchange_strong(mine, nullptr, std::memory_order_acq_rel)) afd_op_unref(op);
+      afd_op_unref(op);
+      in_flight_.fetch_sub(1, std::memory_order_release);
+      // Any other completion (data, a close, a reset, even a failure to
+      // poll) makes the waiter try its call again, which tells.
+      if (!cancelled) evs[k++] = ev;
+    }
+    if (repost) wake();
+    return k;
+  }
+
+  // netpollBreak: a packet with no request behind it (key wake_key).
+  void wake() noexcept { PostQueuedCompletionStatus(port_.load(std::memory_order_acquire), 0, wake_key, nullptr); }
+  // The blocking wait consumed the packet already.
   void drain_wake() noexcept {}
+
+ private:
+  static constexpr ULONG_PTR wake_key = 0;
+  static constexpr ULONG_PTR afd_key = 1;
+  static constexpr int max_entries = 64;
+
+  std::atomic<HANDLE> port_{nullptr};
+  HANDLE afd_ = nullptr;
+  std::atomic<long> in_flight_{0};  // requests whose packet is still to come
 };
 
 }  // namespace goro::detail::os
@@ -8386,12 +8701,14 @@ GORO_DECL bool running() noexcept;
 
 // Last, so that every header the rest shares is already in (the
 // amalgamation inlines each header where it is first included).
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 // ---- begin goro/net.hpp ----
 // goro::net: TCP, Unix and UDP sockets on the network poller
 // (detail/netpoll.hpp). A goroutine blocked on a socket parks; its M runs
 // other goroutines. From a plain thread (not a goroutine) the same calls
-// block the thread in poll(2).
+// block the thread in poll(2) (WSAPoll on Windows). On Windows the poller
+// is an I/O completion port (os/windows/poller.hpp) and Unix sockets are
+// not offered (listen_unix / dial_unix fail with
+// std::errc::address_family_not_supported: os/windows/socket.hpp).
 //
 //   auto ln = goro::net::listen_tcp("127.0.0.1:0");
 //   goro::go([ln]() mutable { auto c = ln.accept(); ... });
@@ -8416,15 +8733,6 @@ GORO_DECL bool running() noexcept;
 // Headers: net_address.hpp (address, lookup_host, error codes), this one
 // (conn, listener, TCP and Unix streams, wait_readable / wait_writable),
 // net_udp.hpp (packet_conn); detail/net_socket.hpp is the socket layer.
-
-#if defined(_WIN32)
-#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
-#endif
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
@@ -8466,22 +8774,13 @@ GORO_DECL bool running() noexcept;
 // Error codes: every goro::net call that can fail has an overload taking
 // std::error_code& as its last argument (the std::filesystem convention),
 // which reports there instead of throwing. Besides the errno values
-// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
+// (std::generic_category: ECONNREFUSED, ECONNRESET...; on Windows the
+// socket ones are in an equivalent category with Linux's messages), it reports
 //   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
 //   std::errc::invalid_argument   a malformed address, or an empty handle
 //   std::errc::operation_canceled the context given to the call was cancelled
 //   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
 //   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
-
-#if defined(_WIN32)
-#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
-#endif
-
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -8492,6 +8791,534 @@ GORO_DECL bool running() noexcept;
 #include <system_error>
 #include <vector>
 
+// ---- begin goro/os/socket.hpp ----
+// Sockets for goro::net (net_address.hpp, net.hpp, net_udp.hpp,
+// detail/net_socket.hpp), beside the OS layer of os.hpp: only the network
+// headers include it. Each system's file provides, in goro::detail::os
+// (socket_t and invalid_socket come from its poller.hpp):
+//   sock_len                            socklen_t / int
+//   unix_sockets                        constexpr bool: AF_UNIX streams offered
+//   net_startup()                       once before the first socket or lookup
+//   socket_errno() -> errno             the failed call's error (WSA codes mapped)
+//   errno_text(e) -> const char*        a message strerror lacks (Windows), or nullptr
+//   open_socket(family, type, &err), accept_socket(s, sa, &len, &err),
+//       dup_socket(s, &err) -> socket_t | invalid_socket   non-blocking, not inherited
+//   close_socket(s)
+//   socket_read / socket_send / socket_recvfrom / socket_sendto -> bytes | -1 and err
+//   socket_connect -> 0 | EINPROGRESS | errno, socket_bind, socket_listen,
+//       socket_shutdown_write, socket_name(s, peer, sa, &len), socket_take_error -> 0 | errno
+//   socket_set_reuseaddr(s), socket_set_nodelay(s)
+//   socket_poll(s, mode, timeout_ms) -> 1 | 0 | -errno   a plain thread's wait
+//   gai_noname, gai_nodata, gai_addrfamily, gai_again, gai_system, gai_memory
+//   unlink_path(path)
+
+
+#if defined(__linux__)
+// ---- begin goro/os/linux/socket.hpp ----
+// Sockets under goro::net (detail/net_socket.hpp, net.hpp, net_udp.hpp,
+// net_address.hpp): the BSD calls, non-blocking. Failures are errno
+// values, returned or stored in *err, read right after the call that
+// failed (a goroutine cannot switch threads in between: DESIGN §7).
+// The contract is what windows/socket.hpp provides too; socket_t and
+// invalid_socket are in poller.hpp.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+
+
+namespace goro::detail::os {
+
+using sock_len = socklen_t;
+
+// AF_UNIX streams work here (listen_unix / dial_unix).
+inline constexpr bool unix_sockets = true;
+
+// The errno of the call that just failed. Not inlined: the caller's copy of
+// &errno may be a thread's it no longer runs on (DESIGN §7).
+[[gnu::noinline]] inline int socket_errno() noexcept {
+  asm volatile("" ::: "memory");
+  return errno;
+}
+
+// strerror knows every errno here: no text of goro's own (Windows has some).
+inline const char* errno_text(int) noexcept { return nullptr; }
+
+// Nothing to start on Linux (Winsock's WSAStartup elsewhere).
+inline void net_startup() noexcept {}
+
+// A new non-blocking, close-on-exec socket, or invalid_socket and *err.
+inline socket_t open_socket(int family, int type, int* err) noexcept {
+  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) *err = socket_errno();
+  return fd;
+}
+
+// accept4: a non-blocking, close-on-exec socket, or invalid_socket and
+// *err (EAGAIN: nobody is waiting to be accepted).
+inline socket_t accept_socket(socket_t s, sockaddr* sa, sock_len* len, int* err) noexcept {
+  int fd = ::accept4(s, sa, len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (fd < 0) *err = socket_errno();
+  return fd;
+}
+
+inline void close_socket(socket_t s) noexcept { ::close(s); }
+
+// A copy of s for a second registration with the poller (wait_fd), or
+// invalid_socket and *err.
+inline socket_t dup_socket(socket_t s, int* err) noexcept {
+  int fd = ::fcntl(s, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) *err = socket_errno();
+  return fd;
+}
+
+// read(2) / send(2) as plain system calls: glibc's wrappers are
+// thread-cancellation points, which costs two extra calls around each (a
+// few per cent of a request/response server's CPU); Go makes raw system
+// calls too. Under the sanitizers the wrappers stay: ThreadSanitizer
+// intercepts them to see the happens-before edge a byte sent over a
+// socket carries. The bytes moved, or -1 and *err.
+inline long long socket_read(socket_t s, void* buf, std::size_t n, int* err) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  long long r = ::read(s, buf, n);
+#else
+  long long r = ::syscall(SYS_read, s, buf, n);
+#endif
+  if (r < 0) *err = socket_errno();
+  return r;
+}
+inline long long socket_send(socket_t s, const void* buf, std::size_t n, int* err) noexcept {
+#if GORO_TSAN || GORO_ASAN
+  long long r = ::send(s, buf, n, MSG_NOSIGNAL);
+#else
+  long long r = ::syscall(SYS_sendto, s, buf, n, MSG_NOSIGNAL, nullptr, 0);
+#endif
+  if (r < 0) *err = socket_errno();
+  return r;
+}
+inline long long socket_recvfrom(socket_t s, void* buf, std::size_t n, sockaddr* from, sock_len* len,
+                                 int* err) noexcept {
+  long long r = ::recvfrom(s, buf, n, 0, from, len);
+  if (r < 0) *err = socket_errno();
+  return r;
+}
+inline long long socket_sendto(socket_t s, const void* buf, std::size_t n, const sockaddr* to, sock_len len,
+                               int* err) noexcept {
+  long long r = ::sendto(s, buf, n, MSG_NOSIGNAL, to, len);
+  if (r < 0) *err = socket_errno();
+  return r;
+}
+
+// 0 (connected), EINPROGRESS (wait until writable, then socket_take_error)
+// or an errno.
+inline int socket_connect(socket_t s, const sockaddr* sa, sock_len len) noexcept {
+  return ::connect(s, sa, len) == 0 ? 0 : socket_errno();
+}
+inline int socket_bind(socket_t s, const sockaddr* sa, sock_len len) noexcept {
+  return ::bind(s, sa, len) == 0 ? 0 : socket_errno();
+}
+inline int socket_listen(socket_t s) noexcept { return ::listen(s, SOMAXCONN) == 0 ? 0 : socket_errno(); }
+inline int socket_shutdown_write(socket_t s) noexcept { return ::shutdown(s, SHUT_WR) == 0 ? 0 : socket_errno(); }
+// getsockname / getpeername: 0 or an errno.
+inline int socket_name(socket_t s, bool peer, sockaddr* sa, sock_len* len) noexcept {
+  int r = peer ? ::getpeername(s, sa, len) : ::getsockname(s, sa, len);
+  return r == 0 ? 0 : socket_errno();
+}
+// SO_ERROR (a finished connect's result): 0 or an errno.
+inline int socket_take_error(socket_t s) noexcept {
+  int e = 0;
+  socklen_t len = sizeof e;
+  if (::getsockopt(s, SOL_SOCKET, SO_ERROR, &e, &len) != 0) return socket_errno();
+  return e;
+}
+inline void socket_set_reuseaddr(socket_t s) noexcept {
+  int one = 1;
+  ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+}
+inline void socket_set_nodelay(socket_t s) noexcept {
+  int one = 1;
+  ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+// A plain thread's wait, poll(2): 1 ready ('r' readable, 'w' writable, or
+// an error / hang-up pending), 0 after timeout_ms, or -errno (EBADF: not
+// a descriptor; EINTR).
+inline int socket_poll(socket_t s, char mode, int timeout_ms) noexcept {
+  pollfd p{s, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
+  int r = ::poll(&p, 1, timeout_ms);
+  if (r < 0) return -socket_errno();
+  if (r > 0 && (p.revents & POLLNVAL)) return -EBADF;
+  return r;
+}
+
+// getaddrinfo's failures, for lookup_host.
+inline constexpr int gai_noname = EAI_NONAME;
+#ifdef EAI_NODATA
+inline constexpr int gai_nodata = EAI_NODATA;
+#else
+inline constexpr int gai_nodata = EAI_NONAME;
+#endif
+#ifdef EAI_ADDRFAMILY
+inline constexpr int gai_addrfamily = EAI_ADDRFAMILY;
+#else
+inline constexpr int gai_addrfamily = EAI_NONAME;
+#endif
+inline constexpr int gai_again = EAI_AGAIN;
+inline constexpr int gai_system = EAI_SYSTEM;  // the errno says
+inline constexpr int gai_memory = EAI_MEMORY;
+
+// Removes a Unix listener's socket file.
+inline void unlink_path(const char* path) noexcept { ::unlink(path); }
+
+}  // namespace goro::detail::os
+// ---- end goro/os/linux/socket.hpp ----
+#elif defined(_WIN64)
+// ---- begin goro/os/windows/socket.hpp ----
+// Sockets under goro::net: Winsock 2, with the contract of
+// linux/socket.hpp. Sockets are SOCKET (socket_t, poller.hpp), made
+// non-blocking and not inherited by child processes. Failures are errno
+// values: Winsock's WSAE* codes are mapped to the errno a Linux system
+// reports for the same condition (WSAECONNREFUSED -> ECONNREFUSED, ...),
+// so a std::error_code from goro::net compares equal to the same
+// std::errc on both systems. WSAStartup runs once, on first use.
+//
+// Unix sockets: unix_sockets is false. Winsock has AF_UNIX since Windows
+// 10 1803, but Wine 8 (where goro's Windows build is tested) refuses the
+// family (WSAEAFNOSUPPORT), so listen_unix / dial_unix are not offered on
+// Windows: they fail with std::errc::address_family_not_supported.
+
+// (after windows_h.hpp: it includes <winsock2.h> before <windows.h>)
+#include <afunix.h>
+#include <ws2tcpip.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstddef>
+#include <cstdio>
+
+
+namespace goro::detail::os {
+
+using sock_len = int;
+
+inline constexpr bool unix_sockets = false;
+
+// Winsock's codes as errno values (those MinGW-w64's <errno.h> and
+// libstdc++'s std::errc use); anything else is EIO.
+inline int errno_from_wsa(int e) noexcept {
+  switch (e) {
+    case 0:
+      return 0;
+    case WSAEWOULDBLOCK:
+      return EWOULDBLOCK;
+    case WSAEINPROGRESS:
+      return EINPROGRESS;
+    case WSAEALREADY:
+      return EALREADY;
+    case WSAEINTR:
+      return EINTR;
+    case WSAEBADF:
+    case WSA_INVALID_HANDLE:
+      return EBADF;
+    case WSAEACCES:
+      return EACCES;
+    case WSAEFAULT:
+      return EFAULT;
+    case WSAEINVAL:
+      return EINVAL;
+    case WSAEMFILE:
+      return EMFILE;
+    case WSAENOTSOCK:
+      return ENOTSOCK;
+    case WSAEDESTADDRREQ:
+      return EDESTADDRREQ;
+    case WSAEMSGSIZE:
+      return EMSGSIZE;
+    case WSAEPROTOTYPE:
+      return EPROTOTYPE;
+    case WSAENOPROTOOPT:
+      return ENOPROTOOPT;
+    case WSAEPROTONOSUPPORT:
+    case WSAESOCKTNOSUPPORT:
+      return EPROTONOSUPPORT;
+    case WSAEOPNOTSUPP:
+      return EOPNOTSUPP;
+    case WSAEAFNOSUPPORT:
+    case WSAEPFNOSUPPORT:
+      return EAFNOSUPPORT;
+    case WSAEADDRINUSE:
+      return EADDRINUSE;
+    case WSAEADDRNOTAVAIL:
+      return EADDRNOTAVAIL;
+    case WSAENETDOWN:
+      return ENETDOWN;
+    case WSAENETUNREACH:
+      return ENETUNREACH;
+    case WSAENETRESET:
+      return ENETRESET;
+    case WSAECONNABORTED:
+      return ECONNABORTED;
+    case WSAECONNRESET:
+      return ECONNRESET;
+    case WSAENOBUFS:
+    case WSA_NOT_ENOUGH_MEMORY:
+      return ENOBUFS;
+    case WSAEISCONN:
+      return EISCONN;
+    case WSAENOTCONN:
+      return ENOTCONN;
+    case WSAESHUTDOWN:
+      return EPIPE;  // a send after close_write: EPIPE on Linux
+    case WSAETIMEDOUT:
+      return ETIMEDOUT;
+    case WSAECONNREFUSED:
+      return ECONNREFUSED;
+    case WSAEHOSTUNREACH:
+    case WSAEHOSTDOWN:
+      return EHOSTUNREACH;
+    default:
+      return EIO;
+  }
+}
+
+// Text for the errno values Winsock's codes map to: MinGW's C runtime
+// has none for them (strerror(ECONNREFUSED) is "Unknown error"); the
+// words are Linux's. nullptr for the others (the C runtime knows them).
+inline const char* errno_text(int e) noexcept {
+  switch (e) {
+    case EWOULDBLOCK:
+      return "Resource temporarily unavailable";
+    case EINPROGRESS:
+      return "Operation now in progress";
+    case EALREADY:
+      return "Operation already in progress";
+    case ENOTSOCK:
+      return "Socket operation on non-socket";
+    case EDESTADDRREQ:
+      return "Destination address required";
+    case EMSGSIZE:
+      return "Message too long";
+    case EPROTOTYPE:
+      return "Protocol wrong type for socket";
+    case ENOPROTOOPT:
+      return "Protocol not available";
+    case EPROTONOSUPPORT:
+      return "Protocol not supported";
+    case EOPNOTSUPP:
+      return "Operation not supported";
+    case EAFNOSUPPORT:
+      return "Address family not supported by protocol";
+    case EADDRINUSE:
+      return "Address already in use";
+    case EADDRNOTAVAIL:
+      return "Cannot assign requested address";
+    case ENETDOWN:
+      return "Network is down";
+    case ENETUNREACH:
+      return "Network is unreachable";
+    case ENETRESET:
+      return "Network dropped connection on reset";
+    case ECONNABORTED:
+      return "Software caused connection abort";
+    case ECONNRESET:
+      return "Connection reset by peer";
+    case ENOBUFS:
+      return "No buffer space available";
+    case EISCONN:
+      return "Transport endpoint is already connected";
+    case ENOTCONN:
+      return "Transport endpoint is not connected";
+    case ETIMEDOUT:
+      return "Connection timed out";
+    case ECONNREFUSED:
+      return "Connection refused";
+    case EHOSTUNREACH:
+      return "No route to host";
+    case ECANCELED:
+      return "Operation canceled";
+    default:
+      return nullptr;
+  }
+}
+
+// The errno of the Winsock call that just failed (WSAGetLastError is per
+// thread: read right after the call, as errno).
+inline int socket_errno() noexcept { return errno_from_wsa(WSAGetLastError()); }
+
+// WSAStartup, once per process (never undone: the runtime may outlive main).
+inline void net_startup() noexcept {
+  static const int started = [] {
+    WSADATA d;
+    return WSAStartup(MAKEWORD(2, 2), &d);
+  }();
+  (void)started;
+}
+
+// Non-blocking and not inherited: 0 or an errno.
+inline int socket_setup(socket_t s) noexcept {
+  u_long one = 1;
+  if (ioctlsocket(static_cast<SOCKET>(s), FIONBIO, &one) != 0) return socket_errno();
+  SetHandleInformation(reinterpret_cast<HANDLE>(s), HANDLE_FLAG_INHERIT, 0);
+  return 0;
+}
+
+// A datagram socket's errors as Linux reports them: an ICMP "port
+// unreachable" for an earlier datagram is WSAECONNRESET on Windows,
+// ECONNREFUSED on Linux (which reports it on connected sockets only; a
+// bound one has it turned off, socket_bind).
+inline int dgram_errno(int wsa) noexcept { return wsa == WSAECONNRESET ? ECONNREFUSED : errno_from_wsa(wsa); }
+
+inline void close_socket(socket_t s) noexcept { closesocket(static_cast<SOCKET>(s)); }
+
+inline socket_t open_socket(int family, int type, int* err) noexcept {
+  net_startup();
+  SOCKET s = WSASocketW(family, type, 0, nullptr, 0, WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+  if (s == INVALID_SOCKET) {
+    *err = socket_errno();
+    return invalid_socket;
+  }
+  if (int e = socket_setup(s)) {
+    closesocket(s);
+    *err = e;
+    return invalid_socket;
+  }
+  return s;
+}
+
+inline socket_t accept_socket(socket_t s, sockaddr* sa, sock_len* len, int* err) noexcept {
+  SOCKET c = ::accept(static_cast<SOCKET>(s), sa, len);
+  if (c == INVALID_SOCKET) {
+    *err = socket_errno();
+    return invalid_socket;
+  }
+  if (int e = socket_setup(c)) {
+    closesocket(c);
+    *err = e;
+    return invalid_socket;
+  }
+  return c;
+}
+
+// Windows cannot duplicate a socket for a second poller registration, and
+// needs none (any number of AFD polls may name one socket).
+inline socket_t dup_socket(socket_t, int* err) noexcept {
+  *err = ENOSYS;
+  return invalid_socket;
+}
+
+// Winsock counts bytes in an int: longer buffers move in several calls.
+inline int io_len(std::size_t n) noexcept { return n > INT_MAX ? INT_MAX : static_cast<int>(n); }
+
+inline long long socket_read(socket_t s, void* buf, std::size_t n, int* err) noexcept {
+  int r = ::recv(static_cast<SOCKET>(s), static_cast<char*>(buf), io_len(n), 0);
+  if (r < 0) *err = socket_errno();
+  return r;
+}
+inline long long socket_send(socket_t s, const void* buf, std::size_t n, int* err) noexcept {
+  int r = ::send(static_cast<SOCKET>(s), static_cast<const char*>(buf), io_len(n), 0);
+  if (r < 0) *err = socket_errno();
+  return r;
+}
+// A datagram longer than buf: Linux returns the part that fits; Winsock
+// fills buf and fails with WSAEMSGSIZE. Reported as Linux does.
+inline long long socket_recvfrom(socket_t s, void* buf, std::size_t n, sockaddr* from, sock_len* len,
+                                 int* err) noexcept {
+  int r = ::recvfrom(static_cast<SOCKET>(s), static_cast<char*>(buf), io_len(n), 0, from, len);
+  if (r < 0) {
+    int e = WSAGetLastError();
+    if (e == WSAEMSGSIZE) return io_len(n);
+    *err = dgram_errno(e);
+  }
+  return r;
+}
+inline long long socket_sendto(socket_t s, const void* buf, std::size_t n, const sockaddr* to, sock_len len,
+                               int* err) noexcept {
+  int r = ::sendto(static_cast<SOCKET>(s), static_cast<const char*>(buf), io_len(n), 0, to, len);
+  if (r < 0) *err = dgram_errno(WSAGetLastError());
+  return r;
+}
+
+// A non-blocking connect in progress is WSAEWOULDBLOCK on Windows:
+// EINPROGRESS, as on Linux.
+inline int socket_connect(socket_t s, const sockaddr* sa, sock_len len) noexcept {
+  if (::connect(static_cast<SOCKET>(s), sa, len) == 0) return 0;
+  int e = socket_errno();
+  return e == EWOULDBLOCK ? EINPROGRESS : e;
+}
+// A bound datagram socket (listen_udp) ignores ICMP "port unreachable"
+// as an unconnected Linux socket does (Go turns it off the same way);
+// the request fails harmlessly on a stream socket.
+inline int socket_bind(socket_t s, const sockaddr* sa, sock_len len) noexcept {
+  if (::bind(static_cast<SOCKET>(s), sa, len) != 0) return socket_errno();
+  BOOL off = FALSE;
+  DWORD n = 0;
+  WSAIoctl(static_cast<SOCKET>(s), SIO_UDP_CONNRESET, &off, sizeof off, nullptr, 0, &n, nullptr, nullptr);
+  return 0;
+}
+inline int socket_listen(socket_t s) noexcept {
+  return ::listen(static_cast<SOCKET>(s), SOMAXCONN) == 0 ? 0 : socket_errno();
+}
+inline int socket_shutdown_write(socket_t s) noexcept {
+  return ::shutdown(static_cast<SOCKET>(s), SD_SEND) == 0 ? 0 : socket_errno();
+}
+inline int socket_name(socket_t s, bool peer, sockaddr* sa, sock_len* len) noexcept {
+  int r = peer ? ::getpeername(static_cast<SOCKET>(s), sa, len) : ::getsockname(static_cast<SOCKET>(s), sa, len);
+  return r == 0 ? 0 : socket_errno();
+}
+inline int socket_take_error(socket_t s) noexcept {
+  int e = 0;
+  int len = sizeof e;
+  if (::getsockopt(static_cast<SOCKET>(s), SOL_SOCKET, SO_ERROR, reinterpret_cast<char*>(&e), &len) != 0)
+    return socket_errno();
+  return errno_from_wsa(e);
+}
+// SO_EXCLUSIVEADDRUSE, not SO_REUSEADDR: on Windows the latter lets a
+// second socket bind a port in use (Linux's SO_REUSEADDR only allows
+// rebinding past TIME_WAIT, which Windows allows anyway).
+inline void socket_set_reuseaddr(socket_t s) noexcept {
+  BOOL one = TRUE;
+  ::setsockopt(static_cast<SOCKET>(s), SOL_SOCKET, SO_EXCLUSIVEADDRUSE, reinterpret_cast<const char*>(&one),
+               sizeof one);
+}
+inline void socket_set_nodelay(socket_t s) noexcept {
+  BOOL one = TRUE;
+  ::setsockopt(static_cast<SOCKET>(s), IPPROTO_TCP, TCP_NODELAY, reinterpret_cast<const char*>(&one), sizeof one);
+}
+
+// A plain thread's wait, WSAPoll: 1 ready, 0 after timeout_ms, or -errno.
+inline int socket_poll(socket_t s, char mode, int timeout_ms) noexcept {
+  WSAPOLLFD p{static_cast<SOCKET>(s), static_cast<SHORT>(mode == 'r' ? POLLRDNORM : POLLWRNORM), 0};
+  int r = WSAPoll(&p, 1, timeout_ms);
+  if (r < 0) return -socket_errno();
+  if (r > 0 && (p.revents & POLLNVAL)) return -EBADF;
+  return r;
+}
+
+// getaddrinfo's failures (WSA codes on Windows), for lookup_host. Windows
+// has no EAI_SYSTEM (the code is the error itself): a value it never returns.
+inline constexpr int gai_noname = EAI_NONAME;
+inline constexpr int gai_nodata = EAI_NODATA;
+inline constexpr int gai_addrfamily = EAI_NONAME;
+inline constexpr int gai_again = EAI_AGAIN;
+inline constexpr int gai_system = INT_MIN;
+inline constexpr int gai_memory = EAI_MEMORY;
+
+inline void unlink_path(const char* path) noexcept { std::remove(path); }
+
+}  // namespace goro::detail::os
+// ---- end goro/os/windows/socket.hpp ----
+#endif
+// ---- end goro/os/socket.hpp ----
 
 namespace goro::net {
 
@@ -8556,7 +9383,29 @@ namespace goro::net {
 namespace detail {
 
 inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
-inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+// An errno value as a code: std::generic_category, except for the values
+// the system's C runtime has no text for (os::errno_text: Winsock's codes
+// mapped to errno on Windows), which carry errno_category: the same value,
+// equivalent to the generic code (`ec == std::errc::connection_refused`
+// holds), with a message.
+class errno_category_impl : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "goro.errno"; }
+  std::string message(int v) const override {
+    if (const char* t = goro::detail::os::errno_text(v)) return t;
+    return std::generic_category().message(v);
+  }
+  std::error_condition default_error_condition(int v) const noexcept override {
+    return {v, std::generic_category()};
+  }
+};
+inline std::error_code errno_code(int e) noexcept {
+  if (goro::detail::os::errno_text(e)) {
+    static const errno_category_impl c;
+    return {e, c};
+  }
+  return {e, std::generic_category()};
+}
 
 // Internal codes -> what a std::error_code& overload reports.
 inline void public_code(std::error_code& ec) noexcept {
@@ -8595,9 +9444,9 @@ class address {
     return a;
   }
   // The address a sockaddr holds (as accept, recvfrom, getsockname give).
-  static address from_native(const sockaddr* sa, socklen_t len) noexcept {
+  static address from_native(const sockaddr* sa, goro::detail::os::sock_len len) noexcept {
     address a;
-    if (len > sizeof a.ss_) len = sizeof a.ss_;
+    if (static_cast<std::size_t>(len) > sizeof a.ss_) len = static_cast<goro::detail::os::sock_len>(sizeof a.ss_);
     std::memcpy(&a.ss_, sa, len);
     a.len_ = len;
     return a;
@@ -8635,7 +9484,7 @@ class address {
   explicit operator bool() const noexcept { return len_ != 0; }
 
   const sockaddr* native() const noexcept { return reinterpret_cast<const sockaddr*>(&ss_); }
-  socklen_t native_size() const noexcept { return len_; }
+  goro::detail::os::sock_len native_size() const noexcept { return len_; }
 
   friend bool operator==(const address& a, const address& b) noexcept {
     if (a.family() != b.family()) return false;
@@ -8651,7 +9500,7 @@ class address {
   friend address unix_address(std::string_view, std::error_code&) noexcept;
 
   sockaddr_storage ss_{};
-  socklen_t len_ = 0;
+  goro::detail::os::sock_len len_ = 0;
 };
 
 // A Unix socket address for any path (also one parse would not take as a
@@ -8682,13 +9531,8 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name);
 // operation here reports failures as a std::error_code and never throws
 // (the public std::error_code& overloads must work under -fno-exceptions);
 // raise_net turns a code into the exception the throwing overloads raise.
-// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
-
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP). The system calls
+// are os/socket.hpp's (BSD sockets on Linux, Winsock on Windows).
 
 #include <atomic>
 #include <chrono>
@@ -8702,7 +9546,6 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name);
 #include <system_error>
 #include <variant>
 
-#endif
 // ---- begin goro/detail/netpoll.hpp ----
 // The network poller (Go's src/runtime/netpoll.go): one OS poller per
 // runtime (os::poller: epoll and an eventfd on Linux, as netpoll_epoll.go),
@@ -8790,7 +9633,10 @@ inline constexpr std::uintptr_t pd_wait = 2;
 enum class pd_error { none, closing, timeout };
 
 struct poll_desc {
-  int fd = -1;
+  os::socket_t fd = os::invalid_socket;
+  // The OS poller's own per-descriptor state (empty with epoll; the
+  // in-flight AFD polls on Windows), its owner's to touch.
+  [[no_unique_address]] os::poll_slot slot;
   // rg / wg: see the top of netpoll.hpp. seq_cst throughout: the waiter's
   // CAS nil -> wait followed by its read of closing / the deadline, and the
   // closer's (setter's) store followed by its read of the semaphore, are a
@@ -8818,7 +9664,7 @@ struct poll_desc {
   }
 
   // A descriptor leaving a free list for fd.
-  void reuse(int new_fd) noexcept {
+  void reuse(os::socket_t new_fd) noexcept {
     next = prev = nullptr;
     fd = new_fd;
     rg.store(pd_nil, std::memory_order_relaxed);
@@ -8832,14 +9678,14 @@ struct poll_desc {
   // longer match.
   void retire() noexcept {
     seq.fetch_add(1, std::memory_order_seq_cst);
-    fd = -1;
+    fd = os::invalid_socket;
   }
 };
 
 // Go's pollcache: descriptors allocated in blocks, recycled, never freed.
 class pd_cache {
  public:
-  GORO_DECL static poll_desc* alloc(int fd);
+  GORO_DECL static poll_desc* alloc(os::socket_t fd);
   // pd must be unregistered, its timers deleted and nobody waiting on it.
   GORO_DECL static void free(poll_desc* pd) noexcept;
 
@@ -8861,7 +9707,7 @@ class pd_pool {
 
   // A descriptor for fd, holding a reference to the pool. May raise what
   // the allocator raises.
-  GORO_DECL poll_desc* alloc(int fd);
+  GORO_DECL poll_desc* alloc(os::socket_t fd);
   // pd (this pool's) must be unregistered, its timers deleted and nobody
   // waiting on it. Drops its reference.
   GORO_DECL void free(poll_desc* pd) noexcept;
@@ -9019,6 +9865,11 @@ class netpoller {
   GORO_DECL void open(poll_desc* pd);
   // The same, returning the errno instead (EPERM: a regular file).
   GORO_DECL int try_open(poll_desc* pd);
+
+  // A poller that reports readiness once per request (os::poller_arms:
+  // Windows' AFD polls) is asked for it here, by the goroutine about to
+  // park on pd in `mode` (pd_block); epoll needs nothing. 0 or an errno.
+  int arm(poll_desc* pd, char mode) noexcept { return os_poller_.arm(pd->fd, tag(pd), pd->slot, mode); }
 
   // pollClose: unregisters pd (before its fd is closed).
   GORO_DECL void close(poll_desc* pd) noexcept;
@@ -9233,11 +10084,14 @@ struct netpoll_sched {
 }  // namespace goro::detail
 
 // ---- end goro/detail/netpoll.hpp ----
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 
 namespace goro::net {
 
 using time_point = std::chrono::steady_clock::time_point;
+
+// A socket as the system names it (native_handle(), wait_readable): an
+// int file descriptor on Linux, a SOCKET on Windows.
+using native_socket = goro::detail::os::socket_t;
 
 namespace detail {
 using namespace goro::detail;
@@ -9284,27 +10138,6 @@ inline std::error_code context_code(const goro::context& ctx) noexcept {
   }
 }
 
-// read(2) / send(2) on a non-blocking socket as plain system calls: glibc's
-// wrappers are thread-cancellation points, which costs two extra calls
-// around each (a few per cent of a request/response server's CPU); Go
-// makes raw system calls too. They set errno as the wrappers do. Under
-// the sanitizers the wrappers stay: ThreadSanitizer intercepts them to
-// see the happens-before edge a byte sent over a socket carries.
-inline ssize_t sys_read(int fd, void* buf, std::size_t n) noexcept {
-#if GORO_TSAN || GORO_ASAN
-  return ::read(fd, buf, n);
-#else
-  return static_cast<ssize_t>(::syscall(SYS_read, fd, buf, n));
-#endif
-}
-inline ssize_t sys_send(int fd, const void* buf, std::size_t n) noexcept {
-#if GORO_TSAN || GORO_ASAN
-  return ::send(fd, buf, n, MSG_NOSIGNAL);
-#else
-  return static_cast<ssize_t>(::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL, nullptr, 0));
-#endif
-}
-
 // steady_clock time_point -> nanotime() (the same clock); the epoch clears.
 inline std::int64_t deadline_ns(time_point t) noexcept {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -9324,7 +10157,7 @@ inline netpoller* goroutine_poller() noexcept {
 // that runtime was given an allocator (memory set), else from the
 // process-wide cache, as before allocators existed (a plain thread, a
 // runtime on std::allocator: no pool, one test more). May raise bad_alloc.
-inline poll_desc* pd_alloc(int fd) {
+inline poll_desc* pd_alloc(native_socket fd) {
   m_base* m = current_m();
   if (m && m->sched && m->sched->memory)
     if (netpoller* np = m->sched->poller())
@@ -9349,10 +10182,10 @@ GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d);
 // Registers pd with the calling goroutine's poller if it is on none.
 GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
 
-// A plain thread's wait: poll(2) in slices, so a close, a deadline change
+// A plain thread's wait: poll(2) (WSAPoll) in slices, so a close, a deadline change
 // or a cancelled context (ctx, may be null) is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
-GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
                                    const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
 
 // Wakes a goroutine's wait on pd when a context is done (Go's
@@ -9505,12 +10338,12 @@ class socket_state {
   }
 
  public:
-  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_alloc(fd)), peer_(peer) {}
+  explicit socket_state(native_socket fd, address peer = {}) : fd_(fd), pd_(pd_alloc(fd)), peer_(peer) {}
   socket_state(const socket_state&) = delete;
   socket_state& operator=(const socket_state&) = delete;
   ~socket_state() { destroy(); }  // no handle left: no operation in progress
 
-  int fd() const noexcept { return fd_; }
+  native_socket fd() const noexcept { return fd_; }
   poll_desc* pd() const noexcept { return pd_; }
   // The peer's address, when known at creation (accepted, dialed).
   const address& peer() const noexcept { return peer_; }
@@ -9543,7 +10376,7 @@ class socket_state {
   // Runs once, with nobody inside an operation.
   GORO_DECL void destroy() noexcept;
 
-  int fd_;
+  native_socket fd_;
   poll_desc* pd_;
   std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
   std::atomic<bool> destroyed_{false};
@@ -9553,7 +10386,7 @@ class socket_state {
 };
 
 // Wraps fd in a socket_state (closing fd if that fails).
-GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {});
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(native_socket fd, address peer = {});
 
 // A new non-blocking, close-on-exec socket wrapped in a socket_state (the
 // fd is closed if the wrapping fails).
@@ -9572,9 +10405,10 @@ GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept;
 // already (another goroutine waits on it: EEXIST), this wait registers a
 // dup of it instead, which epoll treats as a registration of its own
 // (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
-// from several threads). With a context, its deadline bounds the wait too,
+// from several threads). (Windows' poller never refuses a second
+// registration: each waiter's AFD poll is its own.) With a context, its deadline bounds the wait too,
 // and its cancellation ends it (context_code).
-GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr);
+GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, const goro::context* ctx = nullptr);
 
 // Connects a new socket of `type` to a: a non-blocking connect, then a
 // wait until writable (bounded by deadline d and ctx) and SO_ERROR.
@@ -9651,8 +10485,9 @@ class socket_handle {
       s_->close();
   }
 
-  // The socket's fd (-1 for an empty handle); still owned by the handle.
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
+  // The socket's fd (a SOCKET on Windows; -1, INVALID_SOCKET there, for
+  // an empty handle); still owned by the handle.
+  native_socket native_handle() const noexcept { return s_ ? s_->fd() : goro::detail::os::invalid_socket; }
   explicit operator bool() const noexcept { return s_ != nullptr; }
 
   // Deadlines (steady_clock; a default time_point clears): an operation
@@ -9732,10 +10567,7 @@ class listener;
 namespace detail {
 struct handles;  // makes conns and listeners from socket_states
 
-inline void set_nodelay(int fd) noexcept {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
+inline void set_nodelay(native_socket fd) noexcept { goro::detail::os::socket_set_nodelay(fd); }
 
 // One read(2): parks until some data arrives; 0 at end of stream.
 GORO_DECL std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec);
@@ -9940,38 +10772,38 @@ inline conn dial_unix(std::string_view path) {
 // poller for this wait only. Regular files are always ready.
 namespace detail {
 // A deadline wait: true when ready; a failure in ec.
-GORO_DECL bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec);
+GORO_DECL bool wait_fd_for(native_socket fd, char mode, time_point deadline, std::error_code& ec);
 // A context wait: false once ctx is done; other failures in ec.
-GORO_DECL bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec);
+GORO_DECL bool wait_fd_for(native_socket fd, char mode, const context& ctx, std::error_code& ec);
 // wait_readable / wait_writable (mode 'r' / 'w') until a deadline or a
 // context: the throwing overloads and the std::error_code& ones.
 template <class Until>
-bool wait_or_raise(int fd, char mode, const Until& until) {
+bool wait_or_raise(native_socket fd, char mode, const Until& until) {
   std::error_code ec;
   return or_raise(wait_fd_for(fd, mode, until, ec), ec, mode == 'r' ? "wait_readable" : "wait_writable");
 }
 template <class Until>
-bool wait_or_report(int fd, char mode, const Until& until, std::error_code& ec) {
+bool wait_or_report(native_socket fd, char mode, const Until& until, std::error_code& ec) {
   return reported(wait_fd_for(fd, mode, until, ec), ec);
 }
 }  // namespace detail
 
-inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
-inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
-inline bool wait_readable(int fd, time_point deadline, std::error_code& ec) {
+inline bool wait_readable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
+inline bool wait_writable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(native_socket fd, time_point deadline, std::error_code& ec) {
   return detail::wait_or_report(fd, 'r', deadline, ec);
 }
-inline bool wait_writable(int fd, time_point deadline, std::error_code& ec) {
+inline bool wait_writable(native_socket fd, time_point deadline, std::error_code& ec) {
   return detail::wait_or_report(fd, 'w', deadline, ec);
 }
-inline bool wait_readable(int fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
-inline bool wait_writable(int fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
-inline bool wait_readable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'r', ctx); }
-inline bool wait_writable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'w', ctx); }
-inline bool wait_readable(int fd, const context& ctx, std::error_code& ec) {
+inline bool wait_readable(native_socket fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
+inline bool wait_writable(native_socket fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
+inline bool wait_readable(native_socket fd, const context& ctx) { return detail::wait_or_raise(fd, 'r', ctx); }
+inline bool wait_writable(native_socket fd, const context& ctx) { return detail::wait_or_raise(fd, 'w', ctx); }
+inline bool wait_readable(native_socket fd, const context& ctx, std::error_code& ec) {
   return detail::wait_or_report(fd, 'r', ctx, ec);
 }
-inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
+inline bool wait_writable(native_socket fd, const context& ctx, std::error_code& ec) {
   return detail::wait_or_report(fd, 'w', ctx, ec);
 }
 
@@ -9994,12 +10826,6 @@ inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
 // errors and the std::error_code& overloads are as for conn (net.hpp). On
 // a connected socket, a datagram the peer's host refused (nobody on that
 // port) makes a later read or write fail with ECONNREFUSED.
-
-#if defined(_WIN32)
-#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
-#endif
-
-#include <sys/socket.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -10140,6 +10966,7 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // ---- end goro/net_udp.hpp ----
 
 // ---- end goro/net.hpp ----
+#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 // ---- begin goro/signal.hpp ----
 // goro::signal: Go's os/signal Notify and Stop. OS signals are relayed to
 // channels with non-blocking sends: a channel that is full when a signal
@@ -18009,7 +18836,6 @@ GORO_DECL void stop() {
 GORO_DECL bool running() noexcept { return detail::tracing::enabled(); }
 
 }  // namespace goro::trace
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net {
 
 GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
@@ -18057,7 +18883,8 @@ GORO_DECL std::string address::to_string() const {
 GORO_DECL std::string address::host() const {
   if (is_unix()) {
     const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
-    std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
+    const auto len = static_cast<std::size_t>(len_);
+    std::size_t n = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
     if (n == 0) return {};
     if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
     return std::string(un->sun_path, strnlen(un->sun_path, n));
@@ -18075,7 +18902,7 @@ GORO_DECL bool address::set_ip(std::string_view ip, std::uint16_t port) {
   for (int family : {AF_INET, AF_INET6}) {
     bool v4 = family == AF_INET;
     if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
-      ss_.ss_family = static_cast<sa_family_t>(family);
+      ss_.ss_family = static_cast<decltype(ss_.ss_family)>(family);
       len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
       *this = with_port(port);
       return true;
@@ -18095,9 +18922,9 @@ GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noe
   std::memcpy(un->sun_path, path.data(), path.size());
   if (path.front() == '@') {  // abstract: a leading NUL, no terminator
     un->sun_path[0] = '\0';
-    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    len_ = static_cast<goro::detail::os::sock_len>(offsetof(sockaddr_un, sun_path) + path.size());
   } else {
-    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    len_ = static_cast<goro::detail::os::sock_len>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
   }
 }
 
@@ -18124,6 +18951,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
   addrinfo* res = nullptr;
   int errno_copy = 0;
+  goro::detail::os::net_startup();
   int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
@@ -18131,29 +18959,17 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   });
   std::vector<address> out;
   if (r != 0) {
-    switch (r) {
-      case EAI_NONAME:
-#ifdef EAI_NODATA
-      case EAI_NODATA:
-#endif
-#ifdef EAI_ADDRFAMILY
-      case EAI_ADDRFAMILY:
-#endif
-        ec = errc::host_not_found;
-        break;
-      case EAI_AGAIN:
-        ec = errc::try_again;
-        break;
-      case EAI_SYSTEM:
-        ec = detail::errno_code(errno_copy ? errno_copy : EIO);
-        break;
-      case EAI_MEMORY:
-        ec = std::make_error_code(std::errc::not_enough_memory);
-        break;
-      default:
-        ec = errc::lookup_failed;
-        break;
-    }
+    namespace os = goro::detail::os;
+    if (r == os::gai_noname || r == os::gai_nodata || r == os::gai_addrfamily)
+      ec = errc::host_not_found;
+    else if (r == os::gai_again)
+      ec = errc::try_again;
+    else if (r == os::gai_system)
+      ec = detail::errno_code(errno_copy ? errno_copy : EIO);
+    else if (r == os::gai_memory)
+      ec = std::make_error_code(std::errc::not_enough_memory);
+    else
+      ec = errc::lookup_failed;
     return out;
   }
   for (addrinfo* p = res; p; p = p->ai_next) {
@@ -18182,10 +18998,9 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name) {
 }
 
 }  // namespace goro::net
-#endif
 namespace goro::detail {
 
-GORO_DECL poll_desc* pd_cache::alloc(int fd) {
+GORO_DECL poll_desc* pd_cache::alloc(os::socket_t fd) {
   pd_cache& c = get();
   poll_desc* pd;
   {
@@ -18220,7 +19035,7 @@ GORO_DECL pd_cache& pd_cache::get() {
   return *c;
 }
 
-GORO_DECL poll_desc* pd_pool::alloc(int fd) {
+GORO_DECL poll_desc* pd_pool::alloc(os::socket_t fd) {
   poll_desc* pd;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -18296,7 +19111,7 @@ GORO_DECL int netpoller::try_open(poll_desc* pd) {
     list_ = pd;
   }
   pd->owner.store(this, std::memory_order_seq_cst);
-  if (int err = os_poller_.add(pd->fd, tag(pd))) {
+  if (int err = os_poller_.add(pd->fd, tag(pd), pd->slot)) {
     unlink(pd);  // no remove: on EEXIST the registration is someone else's
     return err;
   }
@@ -18317,7 +19132,7 @@ GORO_DECL bool netpoller::hold_pool_locked(poll_desc* pd) noexcept {
 }
 
 GORO_DECL void netpoller::close(poll_desc* pd) noexcept {
-  os_poller_.remove(pd->fd);
+  os_poller_.remove(pd->fd, pd->slot);
   unlink(pd);
 }
 
@@ -18388,7 +19203,20 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
   }
   // Re-check after announcing the wait: a close or deadline that came
   // before our CAS is seen here (see poll_desc's memory-order note).
-  if (pd->check(mode) == pd_error::none) {
+  bool wait = pd->check(mode) == pd_error::none;
+  if constexpr (os::poller_arms) {
+    // Ask for the readiness only now: the request reports it if it is
+    // there already, so none is lost since the caller's EAGAIN. If the
+    // request cannot be made, the caller retries its call (which fails
+    // with the socket's error, or asks again).
+    if (wait)
+      if (netpoller* np = pd->owner.load(std::memory_order_seq_cst))
+        if (np->arm(pd, mode) != 0) {
+          s.store(pd_nil, std::memory_order_seq_cst);
+          return true;
+        }
+  }
+  if (wait) {
     struct commit_args {
       std::atomic<std::uintptr_t>* s;
       g* gp;
@@ -18440,7 +19268,6 @@ GORO_DECL pd_error pd_wait_g(poll_desc* pd, char mode) {
 }
 
 }  // namespace goro::detail
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net::detail {
 
 GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
@@ -18474,7 +19301,7 @@ GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
   return {};
 }
 
-GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
                                    const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
   extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
   for (;;) {
@@ -18487,16 +19314,9 @@ GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>
       if (left <= 0) return deadline_error();
       if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
     }
-    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
-    int r = ::poll(&p, 1, ms);
-    if (r > 0) {
-      if (p.revents & POLLNVAL) return errno_code(EBADF);
-      return {};
-    }
-    if (r < 0) {
-      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
-      if (e != EINTR) return errno_code(e);
-    }
+    int r = os::socket_poll(fd, mode, ms);
+    if (r > 0) return {};
+    if (r < 0 && r != -EINTR) return errno_code(-r);
   }
 }
 
@@ -18568,25 +19388,26 @@ GORO_DECL void socket_state::destroy() noexcept {
     std::lock_guard<spinlock> lk(pd_->lock);
     if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
   }
-  ::close(fd_);
+  os::close_socket(fd_);
   pd_free(pd_);
-  if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+  if (!unlink_path_.empty()) os::unlink_path(unlink_path_.c_str());
 }
 
-GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer) {
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(native_socket fd, address peer) {
   std::shared_ptr<socket_state> s;
   GORO_TRY { s = std::make_shared<socket_state>(fd, peer); }
   GORO_CATCH_ALL {
-    ::close(fd);
+    os::close_socket(fd);
     GORO_RETHROW;
   }
   return s;
 }
 
 GORO_DECL std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer) {
-  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    ec = errno_code(goro::detail::thread_errno());
+  int err = 0;
+  native_socket fd = os::open_socket(family, type, &err);
+  if (fd == os::invalid_socket) {
+    ec = errno_code(err);
     return nullptr;
   }
   return adopt_fd(fd, peer);
@@ -18598,7 +19419,7 @@ GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept {
   return d ? deadline_ns(*d) : 0;
 }
 
-GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx) {
+GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, const goro::context* ctx) {
   if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
   d = earlier(d, context_deadline(ctx));
   netpoller* np = goroutine_poller();
@@ -18610,21 +19431,22 @@ GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro:
   poll_desc* pd = pd_alloc(fd);
   struct cleanup {
     poll_desc* pd;
-    int dup_fd = -1;
+    native_socket dup_fd = os::invalid_socket;
     ~cleanup() {
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
       pd_free(pd);
-      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
+      if (dup_fd != os::invalid_socket) os::close_socket(dup_fd);  // after the EPOLL_CTL_DEL
     }
   } c{pd};
   {
     std::lock_guard<spinlock> lk(pd->lock);
     int err = np->try_open(pd);
     if (err == EEXIST) {  // another waiter registered fd: register a dup
-      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-      if (c.dup_fd < 0) return errno_code(goro::detail::thread_errno());
+      int e = 0;
+      c.dup_fd = os::dup_socket(fd, &e);
+      if (c.dup_fd == os::invalid_socket) return errno_code(e);
       pd->fd = c.dup_fd;
       err = np->try_open(pd);
     }
@@ -18647,8 +19469,8 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   auto s = new_socket(a.family(), type, ec, a);
   if (!s) return nullptr;
   socket_state::op o(*s);
-  if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
-  int e = goro::detail::thread_errno();
+  int e = os::socket_connect(s->fd(), a.native(), a.native_size());
+  if (e == 0) return s;
   if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', d);
   {
@@ -18657,10 +19479,7 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
     if (w.stop() || (is_deadline(ec) && ctx && ctx->err() != cancel_reason::none)) ec = context_code(*ctx);
   }
   if (ec) return nullptr;
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = goro::detail::thread_errno();
-  if (err != 0) return ec = errno_code(err), nullptr;
+  if (int err = os::socket_take_error(s->fd())) return ec = errno_code(err), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', 0);
   return s;
 }
@@ -18704,12 +19523,10 @@ GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec)
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
   auto s = new_socket(a.family(), type, ec);
   if (!s) return nullptr;
-  if (a.is_ip() && type == SOCK_STREAM) {
-    int one = 1;
-    ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  }
-  if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
-    return ec = errno_code(goro::detail::thread_errno()), nullptr;
+  if (a.is_ip() && type == SOCK_STREAM) os::socket_set_reuseaddr(s->fd());
+  int err = os::socket_bind(s->fd(), a.native(), a.native_size());
+  if (err == 0 && type == SOCK_STREAM) err = os::socket_listen(s->fd());
+  if (err != 0) return ec = errno_code(err), nullptr;
   return s;
 }
 
@@ -18718,17 +19535,14 @@ GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, s
   socket_state::op o(*s);
   if (!o) return ec = closed_code(), address{};
   sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
-               : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
-  if (r != 0) return ec = errno_code(goro::detail::thread_errno()), address{};
+  os::sock_len len = sizeof ss;
+  if (int err = os::socket_name(s->fd(), peer, reinterpret_cast<sockaddr*>(&ss), &len))
+    return ec = errno_code(err), address{};
   ec.clear();
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
 }  // namespace goro::net::detail
-#endif
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net {
 
 GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
@@ -18738,14 +19552,14 @@ GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> b
   if (!g) return ec = closed_code(), 0;
   for (;;) {
     sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    ssize_t n = ::recvfrom(s.fd(), buf.data(), buf.size(), 0, from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
-                           from ? &len : nullptr);
+    os::sock_len len = sizeof ss;
+    int e = 0;
+    long long n = os::socket_recvfrom(s.fd(), buf.data(), buf.size(), from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
+                                      from ? &len : nullptr, &e);
     if (n >= 0) {
       if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
       return static_cast<std::size_t>(n);
     }
-    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -18760,10 +19574,10 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
   for (;;) {
-    ssize_t n =
-        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
+    int e = 0;
+    long long n = os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr,
+                                    to ? to->native_size() : 0, &e);
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return 0;
     } else if (e != EINTR) {
@@ -18787,8 +19601,6 @@ GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std:
 }
 
 }  // namespace goro::net
-#endif
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 namespace goro::net {
 
 GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec) {
@@ -18798,9 +19610,9 @@ GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> 
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
   for (;;) {
-    ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
+    int e = 0;
+    long long n = os::socket_read(s.fd(), buf.data(), buf.size(), &e);
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -18816,12 +19628,12 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   if (!g) return ec = closed_code(), 0;
   std::size_t done = 0;
   while (done < buf.size()) {
-    ssize_t n = sys_send(s.fd(), buf.data() + done, buf.size() - done);
+    int e = 0;
+    long long n = os::socket_send(s.fd(), buf.data() + done, buf.size() - done, &e);
     if (n >= 0) {
       done += static_cast<std::size_t>(n);
       continue;
     }
-    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return done;
     } else if (e != EINTR) {
@@ -18835,8 +19647,8 @@ GORO_DECL void conn::close_write(detail::socket_state& s, std::error_code& ec) n
   detail::socket_state::op o(s);
   if (!o)
     ec = detail::closed_code();
-  else if (::shutdown(s.fd(), SHUT_WR) != 0)
-    ec = detail::errno_code(goro::detail::thread_errno());
+  else if (int e = goro::detail::os::socket_shutdown_write(s.fd()))
+    ec = detail::errno_code(e);
 }
 
 GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
@@ -18846,13 +19658,13 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
   if (!g) return ec = detail::closed_code(), conn{};
   for (;;) {
     sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    int fd = ::accept4(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
+    goro::detail::os::sock_len len = sizeof ss;
+    int e = 0;
+    native_socket fd = goro::detail::os::accept_socket(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, &e);
+    if (fd != goro::detail::os::invalid_socket) {
       if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
       return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
     }
-    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return conn{};
     } else if (e != EINTR && e != ECONNABORTED) {
@@ -18876,6 +19688,7 @@ GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_
 }
 
 GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::error_code& ec) {
+  if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), listener{};
   address a = unix_address(path, ec);
   if (ec) return {};
   auto s = bind_to(a, SOCK_STREAM, ec);
@@ -18884,17 +19697,18 @@ GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::erro
 }
 
 GORO_DECL conn detail::handles::dial_unix(std::string_view path, std::error_code& ec) {
+  if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), conn{};
   address a = unix_address(path, ec);
   if (ec) return {};
   return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
 }
 
-GORO_DECL bool detail::wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
+GORO_DECL bool detail::wait_fd_for(native_socket fd, char mode, time_point deadline, std::error_code& ec) {
   ec = wait_fd(fd, mode, deadline_ns(deadline));
   return !ec;
 }
 
-GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
+GORO_DECL bool detail::wait_fd_for(native_socket fd, char mode, const context& ctx, std::error_code& ec) {
   ec = wait_fd(fd, mode, 0, &ctx);
   if (!ec) return true;
   if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();
@@ -18902,7 +19716,6 @@ GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::e
 }
 
 }  // namespace goro::net
-#endif
 #if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 #include <atomic>
 #include <cerrno>

@@ -6,11 +6,15 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#if defined(_WIN32)
+#include <goro/os/windows/windows_h.hpp>
+#else
 #include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -24,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "net_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace std::chrono_literals;
@@ -31,6 +36,11 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
+#if defined(_WIN32)
+// Windows has no /proc/self/fd: the leak checks compare -1 with -1 there
+// (the handle count moves with the runtime's threads too).
+int open_fds() { return -1; }
+#else
 int open_fds() {
   int n = 0;
   DIR* d = opendir("/proc/self/fd");
@@ -40,6 +50,8 @@ int open_fds() {
   closedir(d);
   return n - 1;  // the DIR's own fd
 }
+#endif
+
 
 std::string addr(const goro::net::listener& ln, const char* host = "127.0.0.1") {
   return std::string(host) + ":" + std::to_string(ln.port());
@@ -72,7 +84,13 @@ void echo_loop(goro::net::conn c) {
 }  // namespace
 
 TEST_CASE("net: echo server, 64 clients x 500 messages at one proc", "[net]") {
+#if defined(_WIN32)
+  // Under Wine every socket call and poll request is a round trip to
+  // wineserver: ~1000 echoes a second here, so 16 x 100 (~2 s).
+  const int clients = 16, messages = 100;
+#else
   const int clients = goro_test::scale(64, 8), messages = goro_test::scale(500, 50);
+#endif
   { goro::runtime first{goro::options{1}}; }  // the process-wide state the first runtime sets up (the dump thread's pipe) is no leak
   int fds_before = open_fds();
   std::atomic<int> ok{0};
@@ -271,7 +289,12 @@ TEST_CASE("net: close wakes a blocked reader and accept; use after close is an e
 }
 
 TEST_CASE("net: thousands of concurrent connections", "[net]") {
-  int want = goro_test::scale(5000, 300);
+#if defined(_WIN32)
+  const int want = 1000;  // Wine's sockets are slow (see the echo test above)
+#else
+  const int want = goro_test::scale(5000, 300);
+#endif
+#if !defined(_WIN32)  // Windows has no descriptor limit to raise
   rlimit rl{};
   REQUIRE(getrlimit(RLIMIT_NOFILE, &rl) == 0);
   if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < static_cast<rlim_t>(2 * want + 100)) {
@@ -281,6 +304,7 @@ TEST_CASE("net: thousands of concurrent connections", "[net]") {
   rlimit raised = rl;
   raised.rlim_cur = rl.rlim_max;
   REQUIRE(setrlimit(RLIMIT_NOFILE, &raised) == 0);
+#endif
   int fds_before = open_fds();
   std::atomic<int> ok{0};
   {
@@ -317,46 +341,44 @@ TEST_CASE("net: thousands of concurrent connections", "[net]") {
       ln.close();
     });
   }
+#if !defined(_WIN32)
   setrlimit(RLIMIT_NOFILE, &rl);
+#endif
   CHECK(ok.load() == want);
   CHECK(open_fds() == fds_before);
 }
 
 TEST_CASE("net: wait_readable on a pipe, with a deadline, from a goroutine and a thread", "[net]") {
-  int p[2];
-  REQUIRE(pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  goro_test::test_pipe p;
   goro::runtime rt{goro::options{1}};
   rt.run([&] {
     auto t0 = steady::now();
-    CHECK_THROWS_AS(goro::net::wait_readable(p[0], t0 + 30ms), goro::timeout_error);
+    CHECK_THROWS_AS(goro::net::wait_readable(p.r(), t0 + 30ms), goro::timeout_error);
     CHECK(steady::now() - t0 >= 30ms);
     std::atomic<bool> done{false}, good{false};
     goro::go([&] {  // Catch2 assertions stay on the test's goroutine
-      bool ready = goro::net::wait_readable(p[0]);
-      char c = 0;
-      good.store(ready && read(p[0], &c, 1) == 1 && c == 'k');
+      bool ready = goro::net::wait_readable(p.r());
+      good.store(ready && p.get() == 'k');
       done.store(true);
     });
     goro::sleep_for(20ms);
     CHECK_FALSE(done.load());
-    CHECK(goro::net::wait_writable(p[1]));
-    CHECK(write(p[1], "k", 1) == 1);
+    CHECK(goro::net::wait_writable(p.w()));
+    CHECK(p.put('k'));
     while (!done.load()) goro::yield();
     CHECK(good.load());
   });
-  // A plain thread blocks in poll(2).
+  // A plain thread blocks in poll(2) (WSAPoll).
   auto t0 = steady::now();
-  CHECK_THROWS_AS(goro::net::wait_readable(p[0], t0 + 20ms), goro::timeout_error);
+  CHECK_THROWS_AS(goro::net::wait_readable(p.r(), t0 + 20ms), goro::timeout_error);
   std::atomic<bool> wrote{false};
   std::thread w([&] {
     std::this_thread::sleep_for(20ms);
-    wrote.store(write(p[1], "z", 1) == 1);
+    wrote.store(p.put('z'));
   });
-  CHECK(goro::net::wait_readable(p[0]));
+  CHECK(goro::net::wait_readable(p.r()));
   w.join();
   CHECK(wrote.load());
-  close(p[0]);
-  close(p[1]);
 }
 
 TEST_CASE("net: plain threads use the same sockets", "[net]") {
@@ -466,15 +488,15 @@ TEST_CASE("net: goroutines blocked on I/O cost no CPU; sleepers beside them wake
       got.store(server.read(bytes(buf)) == 1);
     });
     goro::sleep_for(10ms);
-    // The reader is parked; the idle Ms sleep in epoll_wait, not spinning.
-    auto cpu0 = std::clock();
+    // The reader is parked; the idle Ms sleep in epoll_wait (GetQueuedCompletionStatusEx), not spinning.
+    double cpu0 = goro_test::cpu_ms();
     auto t0 = steady::now();
     goro::sleep_for(300ms);
     auto slept = steady::now() - t0;
-    double cpu_ms = 1000.0 * static_cast<double>(std::clock() - cpu0) / CLOCKS_PER_SEC;
+    double cpu = goro_test::cpu_ms() - cpu0;
     CHECK(slept >= 300ms);
     CHECK(slept < goro_test::scale(1000, 3000) * 1ms);  // a loaded, shared machine
-    CHECK(cpu_ms < goro_test::scale(60, 300));
+    CHECK(cpu < goro_test::scale(60, 300));
     CHECK_FALSE(got.load());
     client.write(std::string_view("!"));
     while (!got.load()) goro::yield();
@@ -578,8 +600,7 @@ TEST_CASE("net: concurrent writes are not interleaved", "[net]") {
 }
 
 TEST_CASE("net: two goroutines wait_readable on one fd", "[net]") {
-  int p[2];
-  REQUIRE(pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  goro_test::test_pipe p;
   int fds_before = open_fds();
   {
     goro::runtime rt{goro::options{2}};
@@ -589,25 +610,27 @@ TEST_CASE("net: two goroutines wait_readable on one fd", "[net]") {
       wg.add(2);
       for (int i = 0; i < 2; ++i)
         goro::go([&] {
-          if (goro::net::wait_readable(p[0])) ready.fetch_add(1);
+          if (goro::net::wait_readable(p.r())) ready.fetch_add(1);
           wg.done();
         });
       goro::sleep_for(20ms);
       CHECK(ready.load() == 0);
-      CHECK(write(p[1], "k", 1) == 1);
+      CHECK(p.put('k'));
       wg.wait();
       CHECK(ready.load() == 2);
     });
   }
   CHECK(open_fds() == fds_before);  // the dup is gone
-  close(p[0]);
-  close(p[1]);
 }
 
 TEST_CASE("net: sub-millisecond sleeps while the poller is in use", "[net]") {
   // The idle M sleeps in epoll_pwait2 (ns timeout) until the next timer;
   // with epoll_wait's ms timeout a 100 us sleep would take >= 1 ms.
   bool have_pwait2 = false;
+#if defined(_WIN32)
+  WARN("Windows: the poller waits in whole ms (GetQueuedCompletionStatusEx): timers round up to 1 ms; skipped");
+  return;
+#endif
 #ifdef __NR_epoll_pwait2
   {
     int ep = epoll_create1(EPOLL_CLOEXEC);

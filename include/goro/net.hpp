@@ -1,7 +1,10 @@
 // goro::net: TCP, Unix and UDP sockets on the network poller
 // (detail/netpoll.hpp). A goroutine blocked on a socket parks; its M runs
 // other goroutines. From a plain thread (not a goroutine) the same calls
-// block the thread in poll(2).
+// block the thread in poll(2) (WSAPoll on Windows). On Windows the poller
+// is an I/O completion port (os/windows/poller.hpp) and Unix sockets are
+// not offered (listen_unix / dial_unix fail with
+// std::errc::address_family_not_supported: os/windows/socket.hpp).
 //
 //   auto ln = goro::net::listen_tcp("127.0.0.1:0");
 //   goro::go([ln]() mutable { auto c = ln.accept(); ... });
@@ -28,15 +31,6 @@
 // net_udp.hpp (packet_conn); detail/net_socket.hpp is the socket layer.
 #pragma once
 
-#if defined(_WIN32)
-#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
-#endif
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +46,7 @@
 #include "detail/net_socket.hpp"
 #include "error.hpp"
 #include "net_address.hpp"
+#include "os/socket.hpp"
 #include "time.hpp"
 
 namespace goro::net {
@@ -61,10 +56,7 @@ class listener;
 namespace detail {
 struct handles;  // makes conns and listeners from socket_states
 
-inline void set_nodelay(int fd) noexcept {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
+inline void set_nodelay(native_socket fd) noexcept { goro::detail::os::socket_set_nodelay(fd); }
 
 // One read(2): parks until some data arrives; 0 at end of stream.
 GORO_DECL std::size_t stream_read(socket_state& s, std::span<std::byte> buf, std::error_code& ec);
@@ -269,38 +261,38 @@ inline conn dial_unix(std::string_view path) {
 // poller for this wait only. Regular files are always ready.
 namespace detail {
 // A deadline wait: true when ready; a failure in ec.
-GORO_DECL bool wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec);
+GORO_DECL bool wait_fd_for(native_socket fd, char mode, time_point deadline, std::error_code& ec);
 // A context wait: false once ctx is done; other failures in ec.
-GORO_DECL bool wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec);
+GORO_DECL bool wait_fd_for(native_socket fd, char mode, const context& ctx, std::error_code& ec);
 // wait_readable / wait_writable (mode 'r' / 'w') until a deadline or a
 // context: the throwing overloads and the std::error_code& ones.
 template <class Until>
-bool wait_or_raise(int fd, char mode, const Until& until) {
+bool wait_or_raise(native_socket fd, char mode, const Until& until) {
   std::error_code ec;
   return or_raise(wait_fd_for(fd, mode, until, ec), ec, mode == 'r' ? "wait_readable" : "wait_writable");
 }
 template <class Until>
-bool wait_or_report(int fd, char mode, const Until& until, std::error_code& ec) {
+bool wait_or_report(native_socket fd, char mode, const Until& until, std::error_code& ec) {
   return reported(wait_fd_for(fd, mode, until, ec), ec);
 }
 }  // namespace detail
 
-inline bool wait_readable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
-inline bool wait_writable(int fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
-inline bool wait_readable(int fd, time_point deadline, std::error_code& ec) {
+inline bool wait_readable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
+inline bool wait_writable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(native_socket fd, time_point deadline, std::error_code& ec) {
   return detail::wait_or_report(fd, 'r', deadline, ec);
 }
-inline bool wait_writable(int fd, time_point deadline, std::error_code& ec) {
+inline bool wait_writable(native_socket fd, time_point deadline, std::error_code& ec) {
   return detail::wait_or_report(fd, 'w', deadline, ec);
 }
-inline bool wait_readable(int fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
-inline bool wait_writable(int fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
-inline bool wait_readable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'r', ctx); }
-inline bool wait_writable(int fd, const context& ctx) { return detail::wait_or_raise(fd, 'w', ctx); }
-inline bool wait_readable(int fd, const context& ctx, std::error_code& ec) {
+inline bool wait_readable(native_socket fd, std::error_code& ec) { return wait_readable(fd, time_point{}, ec); }
+inline bool wait_writable(native_socket fd, std::error_code& ec) { return wait_writable(fd, time_point{}, ec); }
+inline bool wait_readable(native_socket fd, const context& ctx) { return detail::wait_or_raise(fd, 'r', ctx); }
+inline bool wait_writable(native_socket fd, const context& ctx) { return detail::wait_or_raise(fd, 'w', ctx); }
+inline bool wait_readable(native_socket fd, const context& ctx, std::error_code& ec) {
   return detail::wait_or_report(fd, 'r', ctx, ec);
 }
-inline bool wait_writable(int fd, const context& ctx, std::error_code& ec) {
+inline bool wait_writable(native_socket fd, const context& ctx, std::error_code& ec) {
   return detail::wait_or_report(fd, 'w', ctx, ec);
 }
 
@@ -318,9 +310,9 @@ GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> 
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
   for (;;) {
-    ssize_t n = sys_read(s.fd(), buf.data(), buf.size());
+    int e = 0;
+    long long n = os::socket_read(s.fd(), buf.data(), buf.size(), &e);
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();  // right after the call: errno is per thread (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -336,12 +328,12 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   if (!g) return ec = closed_code(), 0;
   std::size_t done = 0;
   while (done < buf.size()) {
-    ssize_t n = sys_send(s.fd(), buf.data() + done, buf.size() - done);
+    int e = 0;
+    long long n = os::socket_send(s.fd(), buf.data() + done, buf.size() - done, &e);
     if (n >= 0) {
       done += static_cast<std::size_t>(n);
       continue;
     }
-    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return done;
     } else if (e != EINTR) {
@@ -355,8 +347,8 @@ GORO_DECL void conn::close_write(detail::socket_state& s, std::error_code& ec) n
   detail::socket_state::op o(s);
   if (!o)
     ec = detail::closed_code();
-  else if (::shutdown(s.fd(), SHUT_WR) != 0)
-    ec = detail::errno_code(goro::detail::thread_errno());
+  else if (int e = goro::detail::os::socket_shutdown_write(s.fd()))
+    ec = detail::errno_code(e);
 }
 
 GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
@@ -366,13 +358,13 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
   if (!g) return ec = detail::closed_code(), conn{};
   for (;;) {
     sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    int fd = ::accept4(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
+    goro::detail::os::sock_len len = sizeof ss;
+    int e = 0;
+    native_socket fd = goro::detail::os::accept_socket(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, &e);
+    if (fd != goro::detail::os::invalid_socket) {
       if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
       return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
     }
-    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return conn{};
     } else if (e != EINTR && e != ECONNABORTED) {
@@ -396,6 +388,7 @@ GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_
 }
 
 GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::error_code& ec) {
+  if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), listener{};
   address a = unix_address(path, ec);
   if (ec) return {};
   auto s = bind_to(a, SOCK_STREAM, ec);
@@ -404,17 +397,18 @@ GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::erro
 }
 
 GORO_DECL conn detail::handles::dial_unix(std::string_view path, std::error_code& ec) {
+  if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), conn{};
   address a = unix_address(path, ec);
   if (ec) return {};
   return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
 }
 
-GORO_DECL bool detail::wait_fd_for(int fd, char mode, time_point deadline, std::error_code& ec) {
+GORO_DECL bool detail::wait_fd_for(native_socket fd, char mode, time_point deadline, std::error_code& ec) {
   ec = wait_fd(fd, mode, deadline_ns(deadline));
   return !ec;
 }
 
-GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::error_code& ec) {
+GORO_DECL bool detail::wait_fd_for(native_socket fd, char mode, const context& ctx, std::error_code& ec) {
   ec = wait_fd(fd, mode, 0, &ctx);
   if (!ec) return true;
   if (ctx.err() != cancel_reason::none || is_deadline(ec) || ec == std::errc::operation_canceled) ec.clear();

@@ -12,23 +12,14 @@
 // Error codes: every goro::net call that can fail has an overload taking
 // std::error_code& as its last argument (the std::filesystem convention),
 // which reports there instead of throwing. Besides the errno values
-// (std::generic_category: ECONNREFUSED, ECONNRESET...), it reports
+// (std::generic_category: ECONNREFUSED, ECONNRESET...; on Windows the
+// socket ones are in an equivalent category with Linux's messages), it reports
 //   std::errc::timed_out          a deadline passed (the throwing form: goro::timeout_error)
 //   std::errc::invalid_argument   a malformed address, or an empty handle
 //   std::errc::operation_canceled the context given to the call was cancelled
 //   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
 //   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
 #pragma once
-
-#if defined(_WIN32)
-#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
-#endif
-
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -42,6 +33,7 @@
 #include "blocking.hpp"
 #include "detail/config.hpp"
 #include "error.hpp"
+#include "os/socket.hpp"
 
 namespace goro::net {
 
@@ -106,7 +98,29 @@ namespace goro::net {
 namespace detail {
 
 inline std::error_code bad_addr(int i) noexcept { return {bad_addr_first + i, net_category()}; }
-inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+// An errno value as a code: std::generic_category, except for the values
+// the system's C runtime has no text for (os::errno_text: Winsock's codes
+// mapped to errno on Windows), which carry errno_category: the same value,
+// equivalent to the generic code (`ec == std::errc::connection_refused`
+// holds), with a message.
+class errno_category_impl : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "goro.errno"; }
+  std::string message(int v) const override {
+    if (const char* t = goro::detail::os::errno_text(v)) return t;
+    return std::generic_category().message(v);
+  }
+  std::error_condition default_error_condition(int v) const noexcept override {
+    return {v, std::generic_category()};
+  }
+};
+inline std::error_code errno_code(int e) noexcept {
+  if (goro::detail::os::errno_text(e)) {
+    static const errno_category_impl c;
+    return {e, c};
+  }
+  return {e, std::generic_category()};
+}
 
 // Internal codes -> what a std::error_code& overload reports.
 inline void public_code(std::error_code& ec) noexcept {
@@ -145,9 +159,9 @@ class address {
     return a;
   }
   // The address a sockaddr holds (as accept, recvfrom, getsockname give).
-  static address from_native(const sockaddr* sa, socklen_t len) noexcept {
+  static address from_native(const sockaddr* sa, goro::detail::os::sock_len len) noexcept {
     address a;
-    if (len > sizeof a.ss_) len = sizeof a.ss_;
+    if (static_cast<std::size_t>(len) > sizeof a.ss_) len = static_cast<goro::detail::os::sock_len>(sizeof a.ss_);
     std::memcpy(&a.ss_, sa, len);
     a.len_ = len;
     return a;
@@ -185,7 +199,7 @@ class address {
   explicit operator bool() const noexcept { return len_ != 0; }
 
   const sockaddr* native() const noexcept { return reinterpret_cast<const sockaddr*>(&ss_); }
-  socklen_t native_size() const noexcept { return len_; }
+  goro::detail::os::sock_len native_size() const noexcept { return len_; }
 
   friend bool operator==(const address& a, const address& b) noexcept {
     if (a.family() != b.family()) return false;
@@ -201,7 +215,7 @@ class address {
   friend address unix_address(std::string_view, std::error_code&) noexcept;
 
   sockaddr_storage ss_{};
-  socklen_t len_ = 0;
+  goro::detail::os::sock_len len_ = 0;
 };
 
 // A Unix socket address for any path (also one parse would not take as a
@@ -272,7 +286,8 @@ GORO_DECL std::string address::to_string() const {
 GORO_DECL std::string address::host() const {
   if (is_unix()) {
     const auto* un = reinterpret_cast<const sockaddr_un*>(&ss_);
-    std::size_t n = len_ > offsetof(sockaddr_un, sun_path) ? len_ - offsetof(sockaddr_un, sun_path) : 0;
+    const auto len = static_cast<std::size_t>(len_);
+    std::size_t n = len > offsetof(sockaddr_un, sun_path) ? len - offsetof(sockaddr_un, sun_path) : 0;
     if (n == 0) return {};
     if (un->sun_path[0] == '\0') return "@" + std::string(un->sun_path + 1, n - 1);
     return std::string(un->sun_path, strnlen(un->sun_path, n));
@@ -290,7 +305,7 @@ GORO_DECL bool address::set_ip(std::string_view ip, std::uint16_t port) {
   for (int family : {AF_INET, AF_INET6}) {
     bool v4 = family == AF_INET;
     if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
-      ss_.ss_family = static_cast<sa_family_t>(family);
+      ss_.ss_family = static_cast<decltype(ss_.ss_family)>(family);
       len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
       *this = with_port(port);
       return true;
@@ -310,9 +325,9 @@ GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noe
   std::memcpy(un->sun_path, path.data(), path.size());
   if (path.front() == '@') {  // abstract: a leading NUL, no terminator
     un->sun_path[0] = '\0';
-    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    len_ = static_cast<goro::detail::os::sock_len>(offsetof(sockaddr_un, sun_path) + path.size());
   } else {
-    len_ = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+    len_ = static_cast<goro::detail::os::sock_len>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
   }
 }
 
@@ -339,6 +354,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   hints.ai_socktype = SOCK_STREAM;  // one entry per address, not one per socket type
   addrinfo* res = nullptr;
   int errno_copy = 0;
+  goro::detail::os::net_startup();
   int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
@@ -346,29 +362,17 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   });
   std::vector<address> out;
   if (r != 0) {
-    switch (r) {
-      case EAI_NONAME:
-#ifdef EAI_NODATA
-      case EAI_NODATA:
-#endif
-#ifdef EAI_ADDRFAMILY
-      case EAI_ADDRFAMILY:
-#endif
-        ec = errc::host_not_found;
-        break;
-      case EAI_AGAIN:
-        ec = errc::try_again;
-        break;
-      case EAI_SYSTEM:
-        ec = detail::errno_code(errno_copy ? errno_copy : EIO);
-        break;
-      case EAI_MEMORY:
-        ec = std::make_error_code(std::errc::not_enough_memory);
-        break;
-      default:
-        ec = errc::lookup_failed;
-        break;
-    }
+    namespace os = goro::detail::os;
+    if (r == os::gai_noname || r == os::gai_nodata || r == os::gai_addrfamily)
+      ec = errc::host_not_found;
+    else if (r == os::gai_again)
+      ec = errc::try_again;
+    else if (r == os::gai_system)
+      ec = detail::errno_code(errno_copy ? errno_copy : EIO);
+    else if (r == os::gai_memory)
+      ec = std::make_error_code(std::errc::not_enough_memory);
+    else
+      ec = errc::lookup_failed;
     return out;
   }
   for (addrinfo* p = res; p; p = p->ai_next) {

@@ -16,12 +16,6 @@
 // port) makes a later read or write fail with ECONNREFUSED.
 #pragma once
 
-#if defined(_WIN32)
-#error "goro: goro::net is not ported to Windows yet (issue 17: an IOCP poller)"
-#endif
-
-#include <sys/socket.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,6 +31,7 @@
 #include "detail/net_socket.hpp"
 #include "error.hpp"
 #include "net_address.hpp"
+#include "os/socket.hpp"
 
 namespace goro::net {
 
@@ -173,14 +168,14 @@ GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> b
   if (!g) return ec = closed_code(), 0;
   for (;;) {
     sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    ssize_t n = ::recvfrom(s.fd(), buf.data(), buf.size(), 0, from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
-                           from ? &len : nullptr);
+    os::sock_len len = sizeof ss;
+    int e = 0;
+    long long n = os::socket_recvfrom(s.fd(), buf.data(), buf.size(), from ? reinterpret_cast<sockaddr*>(&ss) : nullptr,
+                                      from ? &len : nullptr, &e);
     if (n >= 0) {
       if (from) *from = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
       return static_cast<std::size_t>(n);
     }
-    int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return 0;
     } else if (e != EINTR) {
@@ -195,10 +190,10 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
   for (;;) {
-    ssize_t n =
-        ::sendto(s.fd(), buf.data(), buf.size(), MSG_NOSIGNAL, to ? to->native() : nullptr, to ? to->native_size() : 0);
+    int e = 0;
+    long long n = os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr,
+                                    to ? to->native_size() : 0, &e);
     if (n >= 0) return static_cast<std::size_t>(n);
-    int e = goro::detail::thread_errno();
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return 0;
     } else if (e != EINTR) {

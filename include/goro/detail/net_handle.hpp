@@ -63,8 +63,9 @@ class socket_handle {
       s_->close();
   }
 
-  // The socket's fd (-1 for an empty handle); still owned by the handle.
-  int native_handle() const noexcept { return s_ ? s_->fd() : -1; }
+  // The socket's fd (a SOCKET on Windows; -1, INVALID_SOCKET there, for
+  // an empty handle); still owned by the handle.
+  native_socket native_handle() const noexcept { return s_ ? s_->fd() : goro::detail::os::invalid_socket; }
   explicit operator bool() const noexcept { return s_ != nullptr; }
 
   // Deadlines (steady_clock; a default time_point clears): an operation

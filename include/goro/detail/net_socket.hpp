@@ -4,14 +4,9 @@
 // operation here reports failures as a std::error_code and never throws
 // (the public std::error_code& overloads must work under -fno-exceptions);
 // raise_net turns a code into the exception the throwing overloads raise.
-// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP).
+// Used by net.hpp (TCP, Unix) and net_udp.hpp (UDP). The system calls
+// are os/socket.hpp's (BSD sockets on Linux, Winsock on Windows).
 #pragma once
-
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -29,6 +24,7 @@
 #include "../context.hpp"
 #include "../error.hpp"
 #include "../net_address.hpp"
+#include "../os/socket.hpp"
 #include "../runtime.hpp"
 #include "../select.hpp"
 #include "../time.hpp"
@@ -45,6 +41,10 @@
 namespace goro::net {
 
 using time_point = std::chrono::steady_clock::time_point;
+
+// A socket as the system names it (native_handle(), wait_readable): an
+// int file descriptor on Linux, a SOCKET on Windows.
+using native_socket = goro::detail::os::socket_t;
 
 namespace detail {
 using namespace goro::detail;
@@ -91,27 +91,6 @@ inline std::error_code context_code(const goro::context& ctx) noexcept {
   }
 }
 
-// read(2) / send(2) on a non-blocking socket as plain system calls: glibc's
-// wrappers are thread-cancellation points, which costs two extra calls
-// around each (a few per cent of a request/response server's CPU); Go
-// makes raw system calls too. They set errno as the wrappers do. Under
-// the sanitizers the wrappers stay: ThreadSanitizer intercepts them to
-// see the happens-before edge a byte sent over a socket carries.
-inline ssize_t sys_read(int fd, void* buf, std::size_t n) noexcept {
-#if GORO_TSAN || GORO_ASAN
-  return ::read(fd, buf, n);
-#else
-  return static_cast<ssize_t>(::syscall(SYS_read, fd, buf, n));
-#endif
-}
-inline ssize_t sys_send(int fd, const void* buf, std::size_t n) noexcept {
-#if GORO_TSAN || GORO_ASAN
-  return ::send(fd, buf, n, MSG_NOSIGNAL);
-#else
-  return static_cast<ssize_t>(::syscall(SYS_sendto, fd, buf, n, MSG_NOSIGNAL, nullptr, 0));
-#endif
-}
-
 // steady_clock time_point -> nanotime() (the same clock); the epoch clears.
 inline std::int64_t deadline_ns(time_point t) noexcept {
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
@@ -131,7 +110,7 @@ inline netpoller* goroutine_poller() noexcept {
 // that runtime was given an allocator (memory set), else from the
 // process-wide cache, as before allocators existed (a plain thread, a
 // runtime on std::allocator: no pool, one test more). May raise bad_alloc.
-inline poll_desc* pd_alloc(int fd) {
+inline poll_desc* pd_alloc(native_socket fd) {
   m_base* m = current_m();
   if (m && m->sched && m->sched->memory)
     if (netpoller* np = m->sched->poller())
@@ -156,10 +135,10 @@ GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d);
 // Registers pd with the calling goroutine's poller if it is on none.
 GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
 
-// A plain thread's wait: poll(2) in slices, so a close, a deadline change
+// A plain thread's wait: poll(2) (WSAPoll) in slices, so a close, a deadline change
 // or a cancelled context (ctx, may be null) is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
-GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
                                    const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
 
 // Wakes a goroutine's wait on pd when a context is done (Go's
@@ -312,12 +291,12 @@ class socket_state {
   }
 
  public:
-  explicit socket_state(int fd, address peer = {}) : fd_(fd), pd_(pd_alloc(fd)), peer_(peer) {}
+  explicit socket_state(native_socket fd, address peer = {}) : fd_(fd), pd_(pd_alloc(fd)), peer_(peer) {}
   socket_state(const socket_state&) = delete;
   socket_state& operator=(const socket_state&) = delete;
   ~socket_state() { destroy(); }  // no handle left: no operation in progress
 
-  int fd() const noexcept { return fd_; }
+  native_socket fd() const noexcept { return fd_; }
   poll_desc* pd() const noexcept { return pd_; }
   // The peer's address, when known at creation (accepted, dialed).
   const address& peer() const noexcept { return peer_; }
@@ -350,7 +329,7 @@ class socket_state {
   // Runs once, with nobody inside an operation.
   GORO_DECL void destroy() noexcept;
 
-  int fd_;
+  native_socket fd_;
   poll_desc* pd_;
   std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
   std::atomic<bool> destroyed_{false};
@@ -360,7 +339,7 @@ class socket_state {
 };
 
 // Wraps fd in a socket_state (closing fd if that fails).
-GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer = {});
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(native_socket fd, address peer = {});
 
 // A new non-blocking, close-on-exec socket wrapped in a socket_state (the
 // fd is closed if the wrapping fails).
@@ -379,9 +358,10 @@ GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept;
 // already (another goroutine waits on it: EEXIST), this wait registers a
 // dup of it instead, which epoll treats as a registration of its own
 // (epoll(7)), so every waiter is woken by the readiness (as with poll(2)
-// from several threads). With a context, its deadline bounds the wait too,
+// from several threads). (Windows' poller never refuses a second
+// registration: each waiter's AFD poll is its own.) With a context, its deadline bounds the wait too,
 // and its cancellation ends it (context_code).
-GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx = nullptr);
+GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, const goro::context* ctx = nullptr);
 
 // Connects a new socket of `type` to a: a non-blocking connect, then a
 // wait until writable (bounded by deadline d and ctx) and SO_ERROR.
@@ -446,7 +426,7 @@ GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
   return {};
 }
 
-GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>* closing,
+GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
                                    const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
   extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
   for (;;) {
@@ -459,16 +439,9 @@ GORO_DECL std::error_code thread_wait(int fd, char mode, const std::atomic<bool>
       if (left <= 0) return deadline_error();
       if (left < std::int64_t{ms} * 1'000'000) ms = static_cast<int>((left + 999'999) / 1'000'000);
     }
-    pollfd p{fd, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
-    int r = ::poll(&p, 1, ms);
-    if (r > 0) {
-      if (p.revents & POLLNVAL) return errno_code(EBADF);
-      return {};
-    }
-    if (r < 0) {
-      int e = goro::detail::thread_errno();  // right after the call (DESIGN §7)
-      if (e != EINTR) return errno_code(e);
-    }
+    int r = os::socket_poll(fd, mode, ms);
+    if (r > 0) return {};
+    if (r < 0 && r != -EINTR) return errno_code(-r);
   }
 }
 
@@ -540,25 +513,26 @@ GORO_DECL void socket_state::destroy() noexcept {
     std::lock_guard<spinlock> lk(pd_->lock);
     if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
   }
-  ::close(fd_);
+  os::close_socket(fd_);
   pd_free(pd_);
-  if (!unlink_path_.empty()) ::unlink(unlink_path_.c_str());
+  if (!unlink_path_.empty()) os::unlink_path(unlink_path_.c_str());
 }
 
-GORO_DECL std::shared_ptr<socket_state> adopt_fd(int fd, address peer) {
+GORO_DECL std::shared_ptr<socket_state> adopt_fd(native_socket fd, address peer) {
   std::shared_ptr<socket_state> s;
   GORO_TRY { s = std::make_shared<socket_state>(fd, peer); }
   GORO_CATCH_ALL {
-    ::close(fd);
+    os::close_socket(fd);
     GORO_RETHROW;
   }
   return s;
 }
 
 GORO_DECL std::shared_ptr<socket_state> new_socket(int family, int type, std::error_code& ec, address peer) {
-  int fd = ::socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    ec = errno_code(goro::detail::thread_errno());
+  int err = 0;
+  native_socket fd = os::open_socket(family, type, &err);
+  if (fd == os::invalid_socket) {
+    ec = errno_code(err);
     return nullptr;
   }
   return adopt_fd(fd, peer);
@@ -570,7 +544,7 @@ GORO_DECL std::int64_t context_deadline(const goro::context* ctx) noexcept {
   return d ? deadline_ns(*d) : 0;
 }
 
-GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro::context* ctx) {
+GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, const goro::context* ctx) {
   if (ctx && ctx->err() != cancel_reason::none) return context_code(*ctx);
   d = earlier(d, context_deadline(ctx));
   netpoller* np = goroutine_poller();
@@ -582,21 +556,22 @@ GORO_DECL std::error_code wait_fd(int fd, char mode, std::int64_t d, const goro:
   poll_desc* pd = pd_alloc(fd);
   struct cleanup {
     poll_desc* pd;
-    int dup_fd = -1;
+    native_socket dup_fd = os::invalid_socket;
     ~cleanup() {
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
       pd_free(pd);
-      if (dup_fd >= 0) ::close(dup_fd);  // after the EPOLL_CTL_DEL
+      if (dup_fd != os::invalid_socket) os::close_socket(dup_fd);  // after the EPOLL_CTL_DEL
     }
   } c{pd};
   {
     std::lock_guard<spinlock> lk(pd->lock);
     int err = np->try_open(pd);
     if (err == EEXIST) {  // another waiter registered fd: register a dup
-      c.dup_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-      if (c.dup_fd < 0) return errno_code(goro::detail::thread_errno());
+      int e = 0;
+      c.dup_fd = os::dup_socket(fd, &e);
+      if (c.dup_fd == os::invalid_socket) return errno_code(e);
       pd->fd = c.dup_fd;
       err = np->try_open(pd);
     }
@@ -619,8 +594,8 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   auto s = new_socket(a.family(), type, ec, a);
   if (!s) return nullptr;
   socket_state::op o(*s);
-  if (::connect(s->fd(), a.native(), a.native_size()) == 0) return s;
-  int e = goro::detail::thread_errno();
+  int e = os::socket_connect(s->fd(), a.native(), a.native_size());
+  if (e == 0) return s;
   if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', d);
   {
@@ -629,10 +604,7 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
     if (w.stop() || (is_deadline(ec) && ctx && ctx->err() != cancel_reason::none)) ec = context_code(*ctx);
   }
   if (ec) return nullptr;
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (::getsockopt(s->fd(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = goro::detail::thread_errno();
-  if (err != 0) return ec = errno_code(err), nullptr;
+  if (int err = os::socket_take_error(s->fd())) return ec = errno_code(err), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', 0);
   return s;
 }
@@ -676,12 +648,10 @@ GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec)
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
   auto s = new_socket(a.family(), type, ec);
   if (!s) return nullptr;
-  if (a.is_ip() && type == SOCK_STREAM) {
-    int one = 1;
-    ::setsockopt(s->fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  }
-  if (::bind(s->fd(), a.native(), a.native_size()) != 0 || (type == SOCK_STREAM && ::listen(s->fd(), SOMAXCONN) != 0))
-    return ec = errno_code(goro::detail::thread_errno()), nullptr;
+  if (a.is_ip() && type == SOCK_STREAM) os::socket_set_reuseaddr(s->fd());
+  int err = os::socket_bind(s->fd(), a.native(), a.native_size());
+  if (err == 0 && type == SOCK_STREAM) err = os::socket_listen(s->fd());
+  if (err != 0) return ec = errno_code(err), nullptr;
   return s;
 }
 
@@ -690,10 +660,9 @@ GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, s
   socket_state::op o(*s);
   if (!o) return ec = closed_code(), address{};
   sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  int r = peer ? ::getpeername(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len)
-               : ::getsockname(s->fd(), reinterpret_cast<sockaddr*>(&ss), &len);
-  if (r != 0) return ec = errno_code(goro::detail::thread_errno()), address{};
+  os::sock_len len = sizeof ss;
+  if (int err = os::socket_name(s->fd(), peer, reinterpret_cast<sockaddr*>(&ss), &len))
+    return ec = errno_code(err), address{};
   ec.clear();
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
 }

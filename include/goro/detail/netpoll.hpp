@@ -136,6 +136,11 @@ class netpoller {
   // The same, returning the errno instead (EPERM: a regular file).
   GORO_DECL int try_open(poll_desc* pd);
 
+  // A poller that reports readiness once per request (os::poller_arms:
+  // Windows' AFD polls) is asked for it here, by the goroutine about to
+  // park on pd in `mode` (pd_block); epoll needs nothing. 0 or an errno.
+  int arm(poll_desc* pd, char mode) noexcept { return os_poller_.arm(pd->fd, tag(pd), pd->slot, mode); }
+
   // pollClose: unregisters pd (before its fd is closed).
   GORO_DECL void close(poll_desc* pd) noexcept;
 
@@ -380,7 +385,7 @@ GORO_DECL int netpoller::try_open(poll_desc* pd) {
     list_ = pd;
   }
   pd->owner.store(this, std::memory_order_seq_cst);
-  if (int err = os_poller_.add(pd->fd, tag(pd))) {
+  if (int err = os_poller_.add(pd->fd, tag(pd), pd->slot)) {
     unlink(pd);  // no remove: on EEXIST the registration is someone else's
     return err;
   }
@@ -401,7 +406,7 @@ GORO_DECL bool netpoller::hold_pool_locked(poll_desc* pd) noexcept {
 }
 
 GORO_DECL void netpoller::close(poll_desc* pd) noexcept {
-  os_poller_.remove(pd->fd);
+  os_poller_.remove(pd->fd, pd->slot);
   unlink(pd);
 }
 
@@ -472,7 +477,20 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
   }
   // Re-check after announcing the wait: a close or deadline that came
   // before our CAS is seen here (see poll_desc's memory-order note).
-  if (pd->check(mode) == pd_error::none) {
+  bool wait = pd->check(mode) == pd_error::none;
+  if constexpr (os::poller_arms) {
+    // Ask for the readiness only now: the request reports it if it is
+    // there already, so none is lost since the caller's EAGAIN. If the
+    // request cannot be made, the caller retries its call (which fails
+    // with the socket's error, or asks again).
+    if (wait)
+      if (netpoller* np = pd->owner.load(std::memory_order_seq_cst))
+        if (np->arm(pd, mode) != 0) {
+          s.store(pd_nil, std::memory_order_seq_cst);
+          return true;
+        }
+  }
+  if (wait) {
     struct commit_args {
       std::atomic<std::uintptr_t>* s;
       g* gp;

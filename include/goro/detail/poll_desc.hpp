@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../os/os.hpp"
 #include "config.hpp"
 #include "memory.hpp"
 #include "spinlock.hpp"
@@ -52,7 +53,10 @@ inline constexpr std::uintptr_t pd_wait = 2;
 enum class pd_error { none, closing, timeout };
 
 struct poll_desc {
-  int fd = -1;
+  os::socket_t fd = os::invalid_socket;
+  // The OS poller's own per-descriptor state (empty with epoll; the
+  // in-flight AFD polls on Windows), its owner's to touch.
+  [[no_unique_address]] os::poll_slot slot;
   // rg / wg: see the top of netpoll.hpp. seq_cst throughout: the waiter's
   // CAS nil -> wait followed by its read of closing / the deadline, and the
   // closer's (setter's) store followed by its read of the semaphore, are a
@@ -80,7 +84,7 @@ struct poll_desc {
   }
 
   // A descriptor leaving a free list for fd.
-  void reuse(int new_fd) noexcept {
+  void reuse(os::socket_t new_fd) noexcept {
     next = prev = nullptr;
     fd = new_fd;
     rg.store(pd_nil, std::memory_order_relaxed);
@@ -94,14 +98,14 @@ struct poll_desc {
   // longer match.
   void retire() noexcept {
     seq.fetch_add(1, std::memory_order_seq_cst);
-    fd = -1;
+    fd = os::invalid_socket;
   }
 };
 
 // Go's pollcache: descriptors allocated in blocks, recycled, never freed.
 class pd_cache {
  public:
-  GORO_DECL static poll_desc* alloc(int fd);
+  GORO_DECL static poll_desc* alloc(os::socket_t fd);
   // pd must be unregistered, its timers deleted and nobody waiting on it.
   GORO_DECL static void free(poll_desc* pd) noexcept;
 
@@ -123,7 +127,7 @@ class pd_pool {
 
   // A descriptor for fd, holding a reference to the pool. May raise what
   // the allocator raises.
-  GORO_DECL poll_desc* alloc(int fd);
+  GORO_DECL poll_desc* alloc(os::socket_t fd);
   // pd (this pool's) must be unregistered, its timers deleted and nobody
   // waiting on it. Drops its reference.
   GORO_DECL void free(poll_desc* pd) noexcept;
@@ -193,7 +197,7 @@ class pd_pool_of final : public pd_pool {
 #if GORO_COMPILE_RUNTIME
 namespace goro::detail {
 
-GORO_DECL poll_desc* pd_cache::alloc(int fd) {
+GORO_DECL poll_desc* pd_cache::alloc(os::socket_t fd) {
   pd_cache& c = get();
   poll_desc* pd;
   {
@@ -228,7 +232,7 @@ GORO_DECL pd_cache& pd_cache::get() {
   return *c;
 }
 
-GORO_DECL poll_desc* pd_pool::alloc(int fd) {
+GORO_DECL poll_desc* pd_pool::alloc(os::socket_t fd) {
   poll_desc* pd;
   {
     std::lock_guard<std::mutex> lk(mu_);

@@ -84,12 +84,21 @@
 //   stderr_fd, write_stderr(buf, n)     async-signal-safe
 //
 // The poller (linux/poller.hpp), under detail/netpoll.hpp
+//   socket_t, invalid_socket            a socket as the system names it (int; SOCKET)
+//   poll_slot                           the poller's per-descriptor state (in poll_desc)
+//   poller_arms                         constexpr bool: readiness must be asked for per
+//       wait (arm) rather than reported once added (false with epoll)
 //   poller: open(const char** what) -> 0 | errno, is_open(), close(),
-//       add(fd, uint64_t tag != 0) -> 0 | errno (edge-triggered, both ways),
-//       remove(fd), wait(poll_event*, max, timeout_ns) -> count (< 0: interrupted;
+//       add(fd, uint64_t tag != 0, slot&) -> 0 | errno (edge-triggered, both ways),
+//       remove(fd, slot&), arm(fd, tag, slot&, 'r' | 'w') -> 0 | errno (the next
+//       readiness that way, as one event; only where poller_arms),
+//       wait(poll_event*, max, timeout_ns) -> count (< 0: interrupted;
 //       0 ns: just look; < 0: no limit), wake() (a wait returns an event
 //       tagged 0 until drain_wake()), drain_wake()
 //   poll_event, event_tag(e), event_readable(e), event_writable(e)
+//
+// Sockets (os/socket.hpp, included by goro::net's headers only) list
+// theirs there.
 #pragma once
 
 #if defined(__linux__)
@@ -102,8 +111,7 @@
 #include "linux/stack_memory.hpp"
 #include "linux/thread.hpp"
 #elif defined(_WIN64)
-// Windows x64, first step (issue 17): no goro::net (poller), goro::signal,
-// asynchronous preemption or stack-overflow report yet; each file says so.
+// Windows x64 (issue 17): each file says what is not ported yet.
 #include "windows/clock.hpp"
 #include "windows/fd.hpp"
 #include "windows/futex.hpp"

@@ -16,6 +16,18 @@
 
 namespace goro::detail::os {
 
+// A socket as the system names it: a file descriptor.
+using socket_t = int;
+inline constexpr socket_t invalid_socket = -1;
+
+// What the poller keeps per registered descriptor (in its poll_desc):
+// nothing, epoll keeps it all.
+struct poll_slot {};
+
+// epoll reports readiness by itself once a descriptor is added: arm() is
+// not needed (netpoll.hpp skips it).
+inline constexpr bool poller_arms = false;
+
 // One readiness event: the tag its fd was added with (0: the wake-up) and
 // which directions became ready.
 using poll_event = epoll_event;
@@ -79,17 +91,19 @@ class poller {
   // as events tagged `tag` (not 0). Adding reports the fd's current
   // readiness at once. 0 or an errno (EPERM: a regular file; EEXIST:
   // already added).
-  int add(int fd, std::uint64_t tag) noexcept {
+  int add(socket_t fd, std::uint64_t tag, poll_slot&) noexcept {
     epoll_event e{};
     e.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     e.data.u64 = tag;
     return epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_ADD, fd, &e) != 0 ? errno : 0;
   }
   // netpollclose: no more events for fd (before it is closed).
-  void remove(int fd) noexcept {
+  void remove(socket_t fd, poll_slot&) noexcept {
     epoll_event e{};
     epoll_ctl(epfd_.load(std::memory_order_acquire), EPOLL_CTL_DEL, fd, &e);
   }
+  // Unused (poller_arms is false): edge-triggered events need no re-arming.
+  int arm(socket_t, std::uint64_t, poll_slot&, char) noexcept { return 0; }
 
   // netpoll's wait: up to max events into evs, waiting up to timeout_ns
   // (0: just looks; < 0: until an event or a wake()). Returns their number
