@@ -1748,35 +1748,63 @@ inline void preempt_thread(thread_handle t, M* m) noexcept {
 // ---- end goro/os/windows/preempt.hpp ----
 // ---- begin goro/os/windows/signals.hpp ----
 // What the Linux layer does with signals (linux/signals.hpp), on Windows:
-// the stack-overflow report, per-thread signal stacks, the plain handlers
-// of goro::signal and the SIGQUIT dump, and aborting. Only aborting is
-// ported so far (issue 17); the rest is absent, each as said here and in
-// docs/platforms.md:
+// the stack-overflow report (a vectored exception handler) and aborting.
+// Absent, as said here and in docs/platforms.md:
 //   - goro::signal: not ported (goro/signal.hpp stops the build with a
 //     message), so no set_signal_handler & co. here;
 //   - the goroutine dump on SIGQUIT: Windows has no SIGQUIT
 //     (detail/dump_impl.hpp leaves it out); goro::goroutine_dump() works;
+//   - per-thread signal stacks: none (thread_altstack holds nothing);
 //   - asynchronous preemption: os/windows/preempt.hpp.
 
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
 
+
 namespace goro::detail::os {
 
-// The stack-overflow report (detail/signals.hpp) is not ported: on Linux
-// it runs on a per-thread alternate signal stack, and Windows dispatches
-// an exception on the faulting stack itself, which an overflow has just
-// used up. A goroutine that runs off its stack into the guard region below
-// it (decommitted, stack_memory.hpp) ends the process with the system's
-// access violation (0xC0000005) instead of goro's message. Stacks without
-// a guard region still have their canary checked at each switch. The
-// handler is not installed: nothing to do.
+// The stack-overflow report (detail/signals.hpp). Windows dispatches an
+// exception on the faulting stack itself (no alternate stack), so what
+// makes the report possible is the guard region's top zone
+// (stack_memory.hpp): the first touch below a goroutine's stack hits its
+// PAGE_GUARD page, the system raises STATUS_GUARD_PAGE_VIOLATION and
+// builds the dispatcher's frame in the committed zone below, and this
+// vectored handler, first in the chain, runs there: OnFault(address)
+// reports and aborts when the address is below the current goroutine's
+// stack, and otherwise the exception goes on to the program's handlers.
+// Access violations (a guard region's decommitted part, reached only by
+// code that skips the page probes) and STATUS_STACK_OVERFLOW are offered
+// to OnFault as well. C++ exceptions (and every other code) pass through
+// at the cost of one comparison.
 template <void (*OnFault)(std::uintptr_t) noexcept>
-inline void install_fault_handler() noexcept {}
+inline LONG WINAPI fault_exception_handler(EXCEPTION_POINTERS* ep) noexcept {
+  const EXCEPTION_RECORD* r = ep->ExceptionRecord;
+  switch (r->ExceptionCode) {
+    case STATUS_GUARD_PAGE_VIOLATION:
+    case STATUS_ACCESS_VIOLATION:
+      if (r->NumberParameters >= 2) OnFault(static_cast<std::uintptr_t>(r->ExceptionInformation[1]));
+      break;
+    case STATUS_STACK_OVERFLOW:
+      OnFault(static_cast<std::uintptr_t>(
+          r->NumberParameters >= 2 ? r->ExceptionInformation[1] : ep->ContextRecord->Rsp));
+      break;
+    default:
+      break;
+  }
+  return EXCEPTION_CONTINUE_SEARCH;
+}
 
-// Alternate signal stacks do not exist on Windows (see install_fault_handler):
-// the per-thread object the runtime keeps holds nothing.
+// Installs OnFault as described above (a vectored exception handler,
+// first in the chain). Call once per process.
+template <void (*OnFault)(std::uintptr_t) noexcept>
+inline void install_fault_handler() noexcept {
+  AddVectoredExceptionHandler(1, &fault_exception_handler<OnFault>);
+}
+
+// Alternate signal stacks do not exist on Windows (the report runs on the
+// guard region's zone instead, see install_fault_handler): the per-thread
+// object the runtime keeps holds nothing.
 class thread_altstack {
  public:
   thread_altstack() noexcept {}
@@ -1803,7 +1831,8 @@ class thread_altstack {
 // Windows charges committed memory against the commit limit (RAM plus the
 // page file) when it is committed, not when it is touched: a slab of
 // stacks costs its whole size there, less its guard regions, which are
-// decommitted. Physical pages are still only used when touched.
+// decommitted but for a 32 KiB zone each (guard_with_protection).
+// Physical pages are still only used when touched.
 
 #include <climits>
 #include <cstddef>
@@ -1849,10 +1878,32 @@ inline void release_pages(void* p, std::size_t bytes) noexcept {
 inline bool guard_with_marker(void*, std::size_t) noexcept { return false; }
 inline bool guard_markers_available() noexcept { return false; }
 
-// Makes [p, p + bytes) fault on any access by decommitting it (cheaper
-// than PAGE_NOACCESS: the pages no longer count against the commit limit).
+// The top of every guard region (the part just below the stack it
+// guards): the stack-overflow report's own stack. Windows dispatches an
+// exception on the faulting stack itself, which an overflow has used up,
+// so the first touch below a goroutine's stack must leave room for the
+// dispatcher's frame (a CONTEXT and an EXCEPTION_RECORD, ~1.5 KiB), the
+// vectored handler and the report: the zone's highest page is committed
+// PAGE_GUARD (a one-shot alarm: the first access raises
+// STATUS_GUARD_PAGE_VIOLATION and leaves the page readable and writable),
+// the pages below it plain committed memory where that runs
+// (os/windows/signals.hpp). Windows code probes every page of a frame
+// larger than a page in order (___chkstk_ms / __chkstk), so an overflow
+// always touches the guard page first, however large the frame.
+inline constexpr std::size_t guard_report_zone = 32 * 1024;
+
+// Makes [p, p + bytes) fault on any access: decommitted (cheaper than
+// PAGE_NOACCESS: the pages no longer count against the commit limit), but
+// for its top guard_report_zone bytes, kept committed with the highest
+// page PAGE_GUARD (above). The zone is re-armed by nothing: its page
+// fires only on an overflow, which the report ends the process for.
 inline bool guard_with_protection(void* p, std::size_t bytes) noexcept {
-  return VirtualFree(p, bytes, MEM_DECOMMIT) != 0;
+  const std::size_t page = page_size();
+  if (bytes < guard_report_zone + page) return VirtualFree(p, bytes, MEM_DECOMMIT) != 0;
+  const std::size_t low = bytes - guard_report_zone;
+  if (!VirtualFree(p, low, MEM_DECOMMIT)) return false;
+  DWORD old = 0;
+  return VirtualProtect(static_cast<char*>(p) + bytes - page, page, PAGE_READWRITE | PAGE_GUARD, &old) != 0;
 }
 
 // How many regions the process may have: Windows has no limit like Linux's

@@ -1,12 +1,11 @@
 // What the Linux layer does with signals (linux/signals.hpp), on Windows:
-// the stack-overflow report, per-thread signal stacks, the plain handlers
-// of goro::signal and the SIGQUIT dump, and aborting. Only aborting is
-// ported so far (issue 17); the rest is absent, each as said here and in
-// docs/platforms.md:
+// the stack-overflow report (a vectored exception handler) and aborting.
+// Absent, as said here and in docs/platforms.md:
 //   - goro::signal: not ported (goro/signal.hpp stops the build with a
 //     message), so no set_signal_handler & co. here;
 //   - the goroutine dump on SIGQUIT: Windows has no SIGQUIT
 //     (detail/dump_impl.hpp leaves it out); goro::goroutine_dump() works;
+//   - per-thread signal stacks: none (thread_altstack holds nothing);
 //   - asynchronous preemption: os/windows/preempt.hpp.
 #pragma once
 
@@ -14,21 +13,51 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "windows_h.hpp"
+
 namespace goro::detail::os {
 
-// The stack-overflow report (detail/signals.hpp) is not ported: on Linux
-// it runs on a per-thread alternate signal stack, and Windows dispatches
-// an exception on the faulting stack itself, which an overflow has just
-// used up. A goroutine that runs off its stack into the guard region below
-// it (decommitted, stack_memory.hpp) ends the process with the system's
-// access violation (0xC0000005) instead of goro's message. Stacks without
-// a guard region still have their canary checked at each switch. The
-// handler is not installed: nothing to do.
+// The stack-overflow report (detail/signals.hpp). Windows dispatches an
+// exception on the faulting stack itself (no alternate stack), so what
+// makes the report possible is the guard region's top zone
+// (stack_memory.hpp): the first touch below a goroutine's stack hits its
+// PAGE_GUARD page, the system raises STATUS_GUARD_PAGE_VIOLATION and
+// builds the dispatcher's frame in the committed zone below, and this
+// vectored handler, first in the chain, runs there: OnFault(address)
+// reports and aborts when the address is below the current goroutine's
+// stack, and otherwise the exception goes on to the program's handlers.
+// Access violations (a guard region's decommitted part, reached only by
+// code that skips the page probes) and STATUS_STACK_OVERFLOW are offered
+// to OnFault as well. C++ exceptions (and every other code) pass through
+// at the cost of one comparison.
 template <void (*OnFault)(std::uintptr_t) noexcept>
-inline void install_fault_handler() noexcept {}
+inline LONG WINAPI fault_exception_handler(EXCEPTION_POINTERS* ep) noexcept {
+  const EXCEPTION_RECORD* r = ep->ExceptionRecord;
+  switch (r->ExceptionCode) {
+    case STATUS_GUARD_PAGE_VIOLATION:
+    case STATUS_ACCESS_VIOLATION:
+      if (r->NumberParameters >= 2) OnFault(static_cast<std::uintptr_t>(r->ExceptionInformation[1]));
+      break;
+    case STATUS_STACK_OVERFLOW:
+      OnFault(static_cast<std::uintptr_t>(
+          r->NumberParameters >= 2 ? r->ExceptionInformation[1] : ep->ContextRecord->Rsp));
+      break;
+    default:
+      break;
+  }
+  return EXCEPTION_CONTINUE_SEARCH;
+}
 
-// Alternate signal stacks do not exist on Windows (see install_fault_handler):
-// the per-thread object the runtime keeps holds nothing.
+// Installs OnFault as described above (a vectored exception handler,
+// first in the chain). Call once per process.
+template <void (*OnFault)(std::uintptr_t) noexcept>
+inline void install_fault_handler() noexcept {
+  AddVectoredExceptionHandler(1, &fault_exception_handler<OnFault>);
+}
+
+// Alternate signal stacks do not exist on Windows (the report runs on the
+// guard region's zone instead, see install_fault_handler): the per-thread
+// object the runtime keeps holds nothing.
 class thread_altstack {
  public:
   thread_altstack() noexcept {}
