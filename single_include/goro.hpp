@@ -227,15 +227,26 @@ inline void cpu_relax() noexcept {
 //   guard_markers_available() -> bool
 //   max_memory_mappings() -> long
 //
-// Signals and preemption delivery (linux/signals.hpp, linux/signal_context.hpp)
+// Signals and preemption delivery (linux/signals.hpp, linux/signal_context.hpp;
+// windows/signals.hpp, windows/preempt.hpp)
 //   install_fault_handler<void (*on_fault)(uintptr_t addr) noexcept>()
 //       memory faults call on_fault(fault address) on the alternate signal
-//       stack; if it returns, the previous handler (or the default action)
-//       takes the fault. Once per process.
+//       stack (Windows: a vectored exception handler on the guard region's
+//       committed zone); if it returns, the previous handler (or the
+//       default action) takes the fault. Once per process.
 //   install_preempt_handler<bool (*inject)(signal_context*) noexcept>()
 //       preempt_thread's signal calls inject(interrupted context) on the
-//       alternate signal stack; false passes it to the previous handler.
-//   preempt_thread(thread_handle)       asynchronously interrupts that thread
+//       alternate signal stack; false passes it to the previous handler
+//       (Windows: no handler; measures what preempt_thread needs).
+//   preempt_thread<M, bool (*inject_m)(signal_context*, M*) noexcept>(thread_handle, M*)
+//       asynchronously interrupts that thread (Linux: the signal, whose
+//       handler decides on the thread's own M; Windows: suspends it and
+//       calls inject_m(its context, m) on the caller's thread)
+//   open_preemption_target() -> thread_handle, close_preemption_target(thread_handle&)
+//       the calling thread as preempt_thread needs it (Windows: a real
+//       handle with suspend/context rights; closed once unused)
+//   pc_preemptible(pc) -> bool         false where the OS layer forbids it
+//       (Windows: outside goro's module, or inside goro's assembly)
 //   async_preemption_ported             constexpr bool: false where the above
 //       is not done yet (a preemption::signal policy then does not compile)
 //   preempt_signal                      its signal number (goro::signal refuses it)
@@ -1080,8 +1091,7 @@ inline bool signal_has_handler(int sig) noexcept {
 }  // namespace goro::detail::os
 // ---- end goro/os/linux/signals.hpp ----
 #elif defined(_WIN64)
-// Windows x64, first step (issue 17): no goro::net (poller), goro::signal,
-// asynchronous preemption or stack-overflow report yet; each file says so.
+// Windows x64 (issue 17): no goro::net (poller) yet; poller.hpp says so.
 // ---- begin goro/os/windows/clock.hpp ----
 // Clocks and sleeping (Go's nanotime / usleep, os_windows.go). The precise
 // monotonic clock, detail::nanotime, is std::chrono::steady_clock
@@ -1748,15 +1758,17 @@ inline void preempt_thread(thread_handle t, M* m) noexcept {
 // ---- end goro/os/windows/preempt.hpp ----
 // ---- begin goro/os/windows/signals.hpp ----
 // What the Linux layer does with signals (linux/signals.hpp), on Windows:
-// the stack-overflow report (a vectored exception handler) and aborting.
-// Absent, as said here and in docs/platforms.md:
-//   - goro::signal: not ported (goro/signal.hpp stops the build with a
-//     message), so no set_signal_handler & co. here;
+// the stack-overflow report (a vectored exception handler), the console
+// control events behind goro::signal (set_signal_handler & co., Go's
+// ctrlHandler in os_windows.go) and aborting. Absent, as said here and in
+// docs/platforms.md:
 //   - the goroutine dump on SIGQUIT: Windows has no SIGQUIT
 //     (detail/dump_impl.hpp leaves it out); goro::goroutine_dump() works;
 //   - per-thread signal stacks: none (thread_altstack holds nothing);
 //   - asynchronous preemption: os/windows/preempt.hpp.
 
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -1813,6 +1825,88 @@ class thread_altstack {
   thread_altstack& operator=(const thread_altstack&) = delete;
   void detach() noexcept {}
 };
+
+// ---- Console control events as signals (goro::signal) ----
+//
+// Windows delivers no POSIX signals from outside the process; what a
+// terminal's Ctrl+C, a closed console window or a log-off send are console
+// control events, each run by the system on a new thread of the process
+// through the handlers of SetConsoleCtrlHandler. As Go's ctrlHandler:
+// CTRL_C_EVENT and CTRL_BREAK_EVENT are SIGINT; CTRL_CLOSE_EVENT,
+// CTRL_LOGOFF_EVENT and CTRL_SHUTDOWN_EVENT are SIGTERM. No other signal
+// arrives from outside (raise() runs the C runtime's signal() handlers
+// only, in the raising thread), so goro::signal relays only these two
+// (goro/signal.hpp's signal_not_relayable).
+
+// The plain handlers of set_signal_handler, by signal (SIGINT, SIGTERM;
+// null: not handled). Read by the console handler's thread, written
+// under the relay's lock.
+inline std::atomic<void (*)(int)>& console_signal_slot(int sig) noexcept {
+  static std::atomic<void (*)(int)> slots[2] = {};
+  return slots[sig == SIGTERM ? 1 : 0];
+}
+
+// The signal a console control event stands for, or 0.
+inline int console_event_signal(DWORD event) noexcept {
+  switch (event) {
+    case CTRL_C_EVENT:
+    case CTRL_BREAK_EVENT:
+      return SIGINT;
+    case CTRL_CLOSE_EVENT:
+    case CTRL_LOGOFF_EVENT:
+    case CTRL_SHUTDOWN_EVENT:
+      return SIGTERM;
+    default:
+      return 0;
+  }
+}
+
+// Runs the handler set for event's signal: its signal, or 0 when none is
+// set (the event then goes on to the handlers installed before, and at
+// the end of the chain to the system's default: ending the process).
+inline int dispatch_console_event(DWORD event) noexcept {
+  const int sig = console_event_signal(event);
+  if (sig == 0) return 0;
+  void (*fn)(int) = console_signal_slot(sig).load(std::memory_order_acquire);
+  if (!fn) return 0;
+  fn(sig);
+  return sig;
+}
+
+// The handler goro installs, once (Go's ctrlHandler). After a SIGTERM
+// event the system ends the process as soon as the handler returns (or
+// after its own time limit, 5 s for CTRL_CLOSE_EVENT), so, as Go, it
+// keeps the event's thread waiting for good: the program's goroutines
+// get the signal and whatever time the system allows to end on their own.
+inline BOOL WINAPI console_ctrl_handler(DWORD event) noexcept {
+  const int sig = dispatch_console_event(event);
+  if (sig == 0) return FALSE;
+  if (sig == SIGTERM) Sleep(INFINITE);
+  return TRUE;
+}
+
+// A signal's disposition as set_signal_handler saves it.
+struct signal_action {
+  void (*fn)(int) = nullptr;
+};
+
+// Installs handler(sig) for sig (SIGINT or SIGTERM, above; `restart` has
+// no meaning here). The previous one goes to *saved when not null. 0, or
+// EINVAL for another signal.
+inline int set_signal_handler(int sig, void (*handler)(int), bool, signal_action* saved) noexcept {
+  if (sig != SIGINT && sig != SIGTERM) return EINVAL;
+  static const bool installed = SetConsoleCtrlHandler(&console_ctrl_handler, TRUE) != 0;
+  if (!installed) return static_cast<int>(GetLastError() == ERROR_NOT_ENOUGH_MEMORY ? ENOMEM : EINVAL);
+  void (*old)(int) = console_signal_slot(sig).exchange(handler, std::memory_order_acq_rel);
+  if (saved) saved->fn = old;
+  return 0;
+}
+
+// Puts back what set_signal_handler saved (null: the event passes on, as
+// if goro's handler were not there).
+inline void restore_signal_handler(int sig, const signal_action& saved) noexcept {
+  if (sig == SIGINT || sig == SIGTERM) console_signal_slot(sig).store(saved.fn, std::memory_order_release);
+}
 
 // Aborts the process; SIGABRT is reset to its default first so that a
 // program's handler cannot resume it (Go's crash).
@@ -10452,6 +10546,7 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // ---- end goro/net_udp.hpp ----
 
 // ---- end goro/net.hpp ----
+#endif
 // ---- begin goro/signal.hpp ----
 // goro::signal: Go's os/signal Notify and Stop. OS signals are relayed to
 // channels with non-blocking sends: a channel that is full when a signal
@@ -10489,10 +10584,22 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // them), and SIGURG (goro's preemption signal). An empty list relays every
 // other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
 // until stop (Go: the same).
-
-#if defined(_WIN32)
-#error "goro: goro::signal is not ported to Windows yet (issue 17)"
-#endif
+//
+// Windows (os/windows/signals.hpp; Go's ctrlHandler): the signals are the
+// console control events, SIGINT for CTRL_C_EVENT and CTRL_BREAK_EVENT,
+// SIGTERM for CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT and
+// CTRL_SHUTDOWN_EVENT, and only those two can be notified (any other
+// signal number is a usage_error: nothing would ever deliver it; an empty
+// list means both). The system runs a console handler on a thread of its
+// own, which plays the POSIX handler's part below (pending mask, a byte in
+// the pipe); the relay thread looks at the pipe every 100 ms at most
+// (anonymous pipes cannot be waited on with a timeout there, os/windows/fd.hpp),
+// so a Ctrl+C reaches the channel within ~100 ms. An event that no channel
+// is notified of goes on to the handlers installed before goro's and then
+// to the system's default (ending the process). After a SIGTERM event the
+// system ends the process once the handler returns, so goro's handler, as
+// Go's, never returns from one it relayed: the program has the system's
+// grace period (5 s for a closed console window) to end on its own.
 
 #include <signal.h>
 
@@ -10517,7 +10624,6 @@ GORO_DECL void stop(chan<int> c);
 }  // namespace goro::signal
 
 // ---- end goro/signal.hpp ----
-#endif
 // ---- end goro/goro.hpp ----
 #if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)
 namespace goro::detail {
@@ -19239,7 +19345,6 @@ GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::e
 
 }  // namespace goro::net
 #endif
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -19253,7 +19358,8 @@ GORO_DECL bool detail::wait_fd_for(int fd, char mode, const context& ctx, std::e
 namespace goro {
 namespace detail {
 
-// Signals 1..max_signal (Linux: NSIG is 65, real-time signals included).
+// Signals 1..max_signal (Linux: NSIG is 65, real-time signals included;
+// MinGW-w64: 23).
 inline constexpr int max_signal = NSIG - 1;
 
 struct signal_mask {
@@ -19267,6 +19373,12 @@ struct signal_mask {
 // Why sig cannot be relayed, or nullptr.
 inline const char* signal_not_relayable(int sig) noexcept {
   if (sig <= 0 || sig > max_signal) return "not a signal number";
+#if defined(_WIN32)
+  if (sig != SIGINT && sig != SIGTERM)
+    return "Windows delivers only SIGINT (CTRL_C_EVENT, CTRL_BREAK_EVENT) and SIGTERM (CTRL_CLOSE_EVENT, "
+           "CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT)";
+  return nullptr;
+#else
   switch (sig) {
     case SIGKILL:
     case SIGSTOP:
@@ -19282,6 +19394,7 @@ inline const char* signal_not_relayable(int sig) noexcept {
     default:
       return nullptr;
   }
+#endif
 }
 
 // The process-wide relay: registrations, the saved dispositions, the
@@ -19446,5 +19559,4 @@ GORO_DECL void stop(chan<int> c) {
 
 }  // namespace signal
 }  // namespace goro
-#endif
 #endif  // GORO_COMPILE_RUNTIME

@@ -22,5 +22,5 @@
 // amalgamation inlines each header where it is first included).
 #if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 #include "net.hpp"
-#include "signal.hpp"
 #endif
+#include "signal.hpp"
