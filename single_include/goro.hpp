@@ -1636,8 +1636,8 @@ inline bool pc_preemptible(std::uintptr_t pc) noexcept {
 // from the module's exception directory (the RUNTIME_FUNCTION table the
 // .seh_proc directives of arch/context_win64.S fill): read directly, as
 // RtlLookupFunctionEntry may take a lock. False when there is none.
-inline bool function_bounds(std::uintptr_t base, const IMAGE_NT_HEADERS* nt, std::uintptr_t fn,
-                            std::uintptr_t* lo, std::uintptr_t* hi) noexcept {
+inline bool function_bounds(std::uintptr_t base, const IMAGE_NT_HEADERS* nt, std::uintptr_t fn, std::uintptr_t* lo,
+                            std::uintptr_t* hi) noexcept {
   const IMAGE_DATA_DIRECTORY& dir = nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXCEPTION];
   if (dir.VirtualAddress == 0 || fn < base) return false;
   const auto* table = reinterpret_cast<const RUNTIME_FUNCTION*>(base + dir.VirtualAddress);
@@ -1669,7 +1669,7 @@ inline bool push_sigreturn_call(signal_context* c, std::uintptr_t stack_limit, s
   const std::uintptr_t t = x - 32;
   if (t < stack_limit) return false;
   auto* w = reinterpret_cast<std::uint64_t*>(b);
-  const std::uint64_t regs[17] = {c->R15, c->R14, c->R13, c->R12, c->Rdi, c->Rsi, c->Rbp, c->Rbx, c->R11,
+  const std::uint64_t regs[17] = {c->R15, c->R14, c->R13, c->R12, c->Rdi, c->Rsi, c->Rbp,    c->Rbx, c->R11,
                                   c->R10, c->R9,  c->R8,  c->Rdx, c->Rcx, c->Rax, c->EFlags, c->Rip};
   for (std::size_t i = 0; i < 17; ++i) w[i] = regs[i];
   // xrstor faults on a header with reserved bytes set: zero the area.
@@ -1701,10 +1701,9 @@ inline void install_preempt_handler() noexcept {
     const auto base = reinterpret_cast<std::uintptr_t>(mod);
     const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(base);
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS*>(base + static_cast<std::uintptr_t>(dos->e_lfanew));
-    const void* fns[4] = {reinterpret_cast<const void*>(&goro_v0_1_switch),
-                          reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
-                          reinterpret_cast<const void*>(&goro_v0_1_start),
-                          reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
+    const void* fns[4] = {
+        reinterpret_cast<const void*>(&goro_v0_1_switch), reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
+        reinterpret_cast<const void*>(&goro_v0_1_start), reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
     bool found = true;
     for (std::size_t i = 0; i < 4; ++i)
       found = found && function_bounds(base, nt, reinterpret_cast<std::uintptr_t>(fns[i]), &s.asm_lo[i], &s.asm_hi[i]);
@@ -1724,10 +1723,9 @@ inline void install_preempt_handler() noexcept {
 // nothing can preempt through it any more.
 inline thread_handle open_preemption_target() noexcept {
   HANDLE h = nullptr;
-  if (!DuplicateHandle(GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &h,
-                       THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_SET_CONTEXT |
-                           THREAD_QUERY_LIMITED_INFORMATION,
-                       FALSE, 0))
+  if (!DuplicateHandle(
+          GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &h,
+          THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_SET_CONTEXT | THREAD_QUERY_LIMITED_INFORMATION, FALSE, 0))
     h = nullptr;  // then this M is never preempted asynchronously
   return {h, GetCurrentThreadId()};
 }
@@ -1798,8 +1796,8 @@ inline LONG WINAPI fault_exception_handler(EXCEPTION_POINTERS* ep) noexcept {
       if (r->NumberParameters >= 2) OnFault(static_cast<std::uintptr_t>(r->ExceptionInformation[1]));
       break;
     case STATUS_STACK_OVERFLOW:
-      OnFault(static_cast<std::uintptr_t>(
-          r->NumberParameters >= 2 ? r->ExceptionInformation[1] : ep->ContextRecord->Rsp));
+      OnFault(
+          static_cast<std::uintptr_t>(r->NumberParameters >= 2 ? r->ExceptionInformation[1] : ep->ContextRecord->Rsp));
       break;
     default:
       break;
@@ -17121,7 +17119,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
     mm->thread.join();
-    os::close_preemption_target(mm->os_thread);  // async preemption: sysmon has stopped
+    os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator
   }
   unlink_blocked();

@@ -355,7 +355,7 @@ TEST_CASE("async preemption cost (SuspendThread round trips from another thread)
         goro::detail::request_preempt(gp);
         const auto s0 = std::chrono::steady_clock::now();
         goro::detail::os::preempt_thread<goro::detail::m_base, &goro::detail::async_preempt_inject_m>(mm->os_thread,
-                                                                                                   mm);
+                                                                                                      mm);
         suspend_ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - s0).count();
         // Wait until the spinner has been through the yield and runs again.
         const std::uint64_t seen = resumed.load();
@@ -370,9 +370,10 @@ TEST_CASE("async preemption cost (SuspendThread round trips from another thread)
   });
   CHECK(moved.load() == 0);
   CHECK(injected >= rounds / 2);  // a round may find the spinner at a point it declines (e.g. mid-switch)
-  std::printf("async preemption round trip (SuspendThread, context rewrite, switch to g0 and back): %.0f ns, "
-              "of which suspend/inject/resume %.0f ns (%d of %d rounds injected)\n",
-              ns_per, suspend_ns / rounds, injected, rounds);
+  std::printf(
+      "async preemption round trip (SuspendThread, context rewrite, switch to g0 and back): %.0f ns, "
+      "of which suspend/inject/resume %.0f ns (%d of %d rounds injected)\n",
+      ns_per, suspend_ns / rounds, injected, rounds);
 }
 #else
 TEST_CASE("async preemption cost (self-signalled round trips)") {

@@ -171,7 +171,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
     mm->thread.join();
-    os::close_preemption_target(mm->os_thread);  // async preemption: sysmon has stopped
+    os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator
   }
   unlink_blocked();

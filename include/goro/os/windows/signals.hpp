@@ -41,8 +41,8 @@ inline LONG WINAPI fault_exception_handler(EXCEPTION_POINTERS* ep) noexcept {
       if (r->NumberParameters >= 2) OnFault(static_cast<std::uintptr_t>(r->ExceptionInformation[1]));
       break;
     case STATUS_STACK_OVERFLOW:
-      OnFault(static_cast<std::uintptr_t>(
-          r->NumberParameters >= 2 ? r->ExceptionInformation[1] : ep->ContextRecord->Rsp));
+      OnFault(
+          static_cast<std::uintptr_t>(r->NumberParameters >= 2 ? r->ExceptionInformation[1] : ep->ContextRecord->Rsp));
       break;
     default:
       break;
