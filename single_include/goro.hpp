@@ -2395,6 +2395,7 @@ goro_v0_1_async_preempt:
     .seh_pushreg %r15
     .seh_setframe %rbp, 0
     .seh_endprologue
+    cld
     testq %r14, %r14
     jz 1f
     movl $0xe7, %eax

@@ -92,7 +92,9 @@
  *
  *   with rbp = B, rbx = X, r12 = the yield function, r13 = its argument,
  *   r14 = 1 for xsave (x87, SSE, AVX, AVX-512: mask 0xe7) else fxsave.
- *   It saves the vector state, calls r12(r13) (which switches away; the
+ *   It clears the direction flag (the ABI's state at a call; the
+ *   interrupted code may have set it, and popfq restores it), saves the
+ *   vector state, calls r12(r13) (which switches away; the
  *   goroutine resumes on the same thread), restores the vector state,
  *   pops the registers and flags, and returns to the interrupted rip with
  *   rsp = S. Its unwind data declares the frame as if a prologue had
@@ -323,6 +325,7 @@ goro_v0_1_async_preempt:
     .seh_pushreg %r15
     .seh_setframe %rbp, 0
     .seh_endprologue
+    cld
     testq %r14, %r14
     jz 1f
     movl $0xe7, %eax
