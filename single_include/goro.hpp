@@ -227,15 +227,26 @@ inline void cpu_relax() noexcept {
 //   guard_markers_available() -> bool
 //   max_memory_mappings() -> long
 //
-// Signals and preemption delivery (linux/signals.hpp, linux/signal_context.hpp)
+// Signals and preemption delivery (linux/signals.hpp, linux/signal_context.hpp;
+// windows/signals.hpp, windows/preempt.hpp)
 //   install_fault_handler<void (*on_fault)(uintptr_t addr) noexcept>()
 //       memory faults call on_fault(fault address) on the alternate signal
-//       stack; if it returns, the previous handler (or the default action)
-//       takes the fault. Once per process.
+//       stack (Windows: a vectored exception handler on the guard region's
+//       committed zone); if it returns, the previous handler (or the
+//       default action) takes the fault. Once per process.
 //   install_preempt_handler<bool (*inject)(signal_context*) noexcept>()
 //       preempt_thread's signal calls inject(interrupted context) on the
-//       alternate signal stack; false passes it to the previous handler.
-//   preempt_thread(thread_handle)       asynchronously interrupts that thread
+//       alternate signal stack; false passes it to the previous handler
+//       (Windows: no handler; measures what preempt_thread needs).
+//   preempt_thread<M, bool (*inject_m)(signal_context*, M*) noexcept>(thread_handle, M*)
+//       asynchronously interrupts that thread (Linux: the signal, whose
+//       handler decides on the thread's own M; Windows: suspends it and
+//       calls inject_m(its context, m) on the caller's thread)
+//   open_preemption_target() -> thread_handle, close_preemption_target(thread_handle&)
+//       the calling thread as preempt_thread needs it (Windows: a real
+//       handle with suspend/context rights; closed once unused)
+//   pc_preemptible(pc) -> bool         false where the OS layer forbids it
+//       (Windows: outside goro's module, or inside goro's assembly)
 //   async_preemption_ported             constexpr bool: false where the above
 //       is not done yet (a preemption::signal policy then does not compile)
 //   preempt_signal                      its signal number (goro::signal refuses it)
@@ -1009,8 +1020,22 @@ inline void install_preempt_handler() noexcept {
 }
 
 // Sends the preemption signal to thread t (Go's preemptM / signalM). t
-// must still exist; it may run something else by then.
-inline void preempt_thread(thread_handle t) noexcept { pthread_kill(t, preempt_signal); }
+// must still exist; it may run something else by then. The handler
+// (install_preempt_handler) decides on t itself, from its own M: Inject
+// and m are for systems where the caller decides (os/windows/preempt.hpp).
+template <class M, bool (*Inject)(signal_context*, M*) noexcept>
+inline void preempt_thread(thread_handle t, M*) noexcept {
+  pthread_kill(t, preempt_signal);
+}
+
+// The thread handle sysmon preempts the calling thread through, and its
+// release (nothing to open or close here: a pthread_t).
+inline thread_handle open_preemption_target() noexcept { return current_thread(); }
+inline void close_preemption_target(thread_handle&) noexcept {}
+
+// Whether an interrupted pc may be preempted as far as the OS layer is
+// concerned (Windows excludes system DLLs); on Linux any pc.
+inline bool pc_preemptible(std::uintptr_t) noexcept { return true; }
 
 // An alternate signal stack for the calling thread (so the fault handler
 // can run when the goroutine's stack is exhausted). Restores the previous
@@ -1089,7 +1114,7 @@ inline bool signal_has_handler(int sig) noexcept {
 }  // namespace goro::detail::os
 // ---- end goro/os/linux/signals.hpp ----
 #elif defined(_WIN64)
-// Windows x64 (issue 17): each file says what is not ported yet.
+// Windows x64 (issue 17): each file says what differs from Linux.
 // ---- begin goro/os/windows/clock.hpp ----
 // Clocks and sleeping (Go's nanotime / usleep, os_windows.go). The precise
 // monotonic clock, detail::nanotime, is std::chrono::steady_clock
@@ -1813,80 +1838,299 @@ class poller {
 }  // namespace goro::detail::os
 // ---- end goro/os/windows/poller.hpp ----
 // ---- begin goro/os/windows/preempt.hpp ----
-// Asynchronous preemption (policy preemption::signal) is not ported to
-// Windows yet (issue 17). Go's way, the one to port: sysmon suspends the
-// goroutine's thread (SuspendThread), reads its registers
-// (GetThreadContext), pushes a call to the yield path onto the goroutine's
-// stack, writes them back (SetThreadContext) and resumes it
-// (preemptM, os_windows.go).
+// Asynchronous preemption (policy preemption::signal) on Windows x64, Go's
+// way (preemptM, os_windows.go): no signal reaches a Windows thread, so
+// sysmon itself suspends the goroutine's thread (SuspendThread), reads its
+// registers (GetThreadContext, CONTEXT_CONTROL | CONTEXT_INTEGER), decides
+// (the same checks as the Linux handler, detail/async_preempt.hpp), makes
+// the goroutine "call" the trampoline goro_v0_1_async_preempt
+// (arch/context_win64.S) by writing a frame below its sp and pointing its
+// rip there, writes the registers back (SetThreadContext) and resumes it
+// (ResumeThread). The decision and the rewrite run on sysmon's thread,
+// not on the target's: push_sigreturn_call's name is the Linux one, the
+// shared code calls both the same.
 //
-// Until then a preemption::signal policy does not compile on Windows
-// (detail/sched.hpp checks async_preemption_ported), and the names
-// detail/async_preempt.hpp uses exist only so that it compiles: reaching
-// any of them is a bug, reported and fatal.
+// Why it is synchronous: SuspendThread only asks; GetThreadContext waits
+// until the thread has stopped (Windows and Wine both), so the context
+// read is the thread's state from then until ResumeThread, and the
+// kernel round trips of both calls order the target's earlier plain
+// stores (m->curg, m->after, g::async_scope) before sysmon's reads and
+// sysmon's frame writes before the target's next instruction.
+//
+// While the target is suspended sysmon calls nothing that may take a lock
+// the target could hold: no allocation (the process heap's lock), no
+// printing, no loader or unwinder calls (RtlLookupFunctionEntry may lock).
+// Everything it needs (the module range, the xsave size) is computed once
+// in install_preempt_handler, before any preemption.
+//
+// The frame written below the interrupted sp S (Win64 has no red zone; 8
+// bytes each, addresses falling):
+//
+//   S-8     interrupted rip        (popped by the trampoline's final ret)
+//   S-16    interrupted rflags     (popfq)
+//   S-24..  rax rcx rdx r8 r9 r10 r11
+//   S-80..  rbx rbp rsi rdi r12 r13 r14 r15   (r15 at B = S-136)
+//   X       an xsave (or fxsave) area, 64-byte aligned, header zeroed
+//   X-32    shadow space; rsp = X-32 at the trampoline (16-byte aligned)
+//
+// and the registers at the trampoline: rbp = B (its SEH unwind data
+// declares rbp the frame register, so RtlVirtualUnwind, hence the
+// goroutine dump, walks from the trampoline to the interrupted frame at
+// S), rbx = X, r12 = fn, r13 = arg, r14 = 1 when xsave is used. The
+// trampoline saves the vector state with xsave (x87, SSE, AVX and AVX-512
+// state, upper halves included; fxsave where the system has no XSAVE), calls
+// fn(arg), restores it, pops the registers, flags and rip: the
+// interrupted instruction runs on with everything as it was.
+//
+// Limits, as on Linux plus: only a pc inside the module that holds goro's
+// code (the executable, or the DLL that includes goro) is preempted, so
+// never one in a system DLL or inside a system call (where a rewritten
+// context would lose the call's result); the trampoline's ret is not on a
+// CET shadow stack (goro claims no shadow-stack compatibility on Windows,
+// as for its switch).
 
+#include <cpuid.h>
+
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
+#include <cstring>
 
+
+extern "C" {
+// goro's assembly (arch/context_win64.S; declared as detail/context.hpp
+// and detail/async_preempt.hpp do).
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void goro_v0_1_start();
+__attribute__((visibility("hidden"))) void goro_v0_1_async_preempt();
+}
 
 namespace goro::detail::os {
 
-inline constexpr bool async_preemption_ported = false;
+inline constexpr bool async_preemption_ported = true;
 
-// The interrupted thread's state (a CONTEXT, once ported).
-struct signal_context;
+// The interrupted thread's state, as GetThreadContext returns it.
+using signal_context = CONTEXT;
 
-[[noreturn]] inline void async_preemption_missing() noexcept {
-  std::fputs("goro: asynchronous preemption is not ported to Windows yet (issue 17)\n", stderr);
-  std::abort();
+inline std::uintptr_t context_pc(const signal_context* c) noexcept { return static_cast<std::uintptr_t>(c->Rip); }
+inline std::uintptr_t context_sp(const signal_context* c) noexcept { return static_cast<std::uintptr_t>(c->Rsp); }
+
+// What install_preempt_handler measures once: the bounds of the module
+// that holds goro's code, those of goro's assembly functions (never
+// preempted), and the xsave area's size (0: fxsave, 512 bytes).
+struct preempt_setup {
+  std::uintptr_t module_lo = 0, module_hi = 0;
+  std::uintptr_t asm_lo[4] = {}, asm_hi[4] = {};
+  std::size_t xsave_size = 0;
+};
+
+inline preempt_setup& preempt_config() noexcept {
+  static preempt_setup s;
+  return s;
 }
 
-inline std::uintptr_t context_pc(const signal_context*) noexcept { async_preemption_missing(); }
-inline std::uintptr_t context_sp(const signal_context*) noexcept { async_preemption_missing(); }
-inline bool push_sigreturn_call(signal_context*, std::uintptr_t, std::uintptr_t, std::uintptr_t,
-                                std::uintptr_t) noexcept {
-  async_preemption_missing();
+// The size of the xsave area for the components the OS enabled (CPUID
+// leaf 0xD, EBX), or 0 when the OS does not use XSAVE (CPUID.1:ECX.OSXSAVE).
+inline std::size_t measure_xsave_size() noexcept {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27))) return 0;
+  __cpuid_count(0xd, 0, a, b, c, d);
+  return b >= 576 ? b : 0;
 }
+
+// Whether pc lies in the module that holds goro's code (see the limits
+// above). Reads only what install_preempt_handler stored.
+inline bool pc_preemptible(std::uintptr_t pc) noexcept {
+  const preempt_setup& s = preempt_config();
+  if (pc < s.module_lo || pc >= s.module_hi) return false;
+  for (std::size_t i = 0; i < 4; ++i)
+    if (pc >= s.asm_lo[i] && pc < s.asm_hi[i]) return false;
+  return true;
+}
+
+// The [begin, end) of the function starting at rva in the module at base,
+// from the module's exception directory (the RUNTIME_FUNCTION table the
+// .seh_proc directives of arch/context_win64.S fill): read directly, as
+// RtlLookupFunctionEntry may take a lock. False when there is none.
+inline bool function_bounds(std::uintptr_t base, const IMAGE_NT_HEADERS* nt, std::uintptr_t fn, std::uintptr_t* lo,
+                            std::uintptr_t* hi) noexcept {
+  const IMAGE_DATA_DIRECTORY& dir = nt->OptionalHeader.DataDirectory[IMAGE_DIRECTORY_ENTRY_EXCEPTION];
+  if (dir.VirtualAddress == 0 || fn < base) return false;
+  const auto* table = reinterpret_cast<const RUNTIME_FUNCTION*>(base + dir.VirtualAddress);
+  const std::size_t n = dir.Size / sizeof(RUNTIME_FUNCTION);
+  const std::uintptr_t rva = fn - base;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (table[i].BeginAddress == rva) {
+      *lo = fn;
+      *hi = base + table[i].EndAddress;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Writes the frame above (header comment) below the interrupted sp and
+// points the context at `trampoline`, which calls fn(arg) and resumes the
+// interrupted code. False, leaving everything untouched, when the frame
+// would reach below stack_limit. Runs on sysmon's thread with the target
+// suspended: plain stores into the target's stack, no call that locks.
+inline bool push_sigreturn_call(signal_context* c, std::uintptr_t stack_limit, std::uintptr_t trampoline,
+                                std::uintptr_t fn, std::uintptr_t arg) noexcept {
+  const std::size_t xsave = preempt_config().xsave_size;
+  const std::size_t save_size = xsave ? xsave : 512;
+  const std::uintptr_t sp = static_cast<std::uintptr_t>(c->Rsp);
+  if (sp & 7) return false;  // not a sp any Win64 code runs with
+  const std::uintptr_t b = sp - 136;
+  const std::uintptr_t x = (b - save_size) & ~std::uintptr_t{63};
+  const std::uintptr_t t = x - 32;
+  if (t < stack_limit) return false;
+  auto* w = reinterpret_cast<std::uint64_t*>(b);
+  const std::uint64_t regs[17] = {c->R15, c->R14, c->R13, c->R12, c->Rdi, c->Rsi, c->Rbp,    c->Rbx, c->R11,
+                                  c->R10, c->R9,  c->R8,  c->Rdx, c->Rcx, c->Rax, c->EFlags, c->Rip};
+  for (std::size_t i = 0; i < 17; ++i) w[i] = regs[i];
+  // xrstor faults on a header with reserved bytes set: zero the area.
+  std::memset(reinterpret_cast<void*>(x), 0, save_size);
+  c->Rsp = t;
+  c->Rip = trampoline;
+  c->Rbp = b;
+  c->Rbx = x;
+  c->R12 = fn;
+  c->R13 = arg;
+  c->R14 = xsave ? 1 : 0;
+  return true;
+}
+
+// Measures what preemption needs (the module holding goro's code, the
+// xsave size) before the first preemption. Windows has no handler to
+// install: Inject runs on sysmon's thread (preempt_thread). Call once per
+// process.
 template <bool (*Inject)(signal_context*) noexcept>
 inline void install_preempt_handler() noexcept {
-  async_preemption_missing();
+  // Any address in this module: an inline function of goro's, emitted here.
+  const void* anchor = reinterpret_cast<const void*>(&measure_xsave_size);
+  preempt_setup& s = preempt_config();
+  s.xsave_size = measure_xsave_size();
+  HMODULE mod = nullptr;
+  if (GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                         static_cast<LPCWSTR>(anchor), &mod) &&
+      mod) {
+    const auto base = reinterpret_cast<std::uintptr_t>(mod);
+    const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(base);
+    const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS*>(base + static_cast<std::uintptr_t>(dos->e_lfanew));
+    const void* fns[4] = {
+        reinterpret_cast<const void*>(&goro_v0_1_switch), reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
+        reinterpret_cast<const void*>(&goro_v0_1_start), reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
+    bool found = true;
+    for (std::size_t i = 0; i < 4; ++i)
+      found = found && function_bounds(base, nt, reinterpret_cast<std::uintptr_t>(fns[i]), &s.asm_lo[i], &s.asm_hi[i]);
+    // Without the bounds of goro's assembly nothing is preempted (the
+    // module range stays empty): signal mode then acts as cooperative.
+    if (found) {
+      s.module_lo = base;
+      s.module_hi = base + nt->OptionalHeader.SizeOfImage;
+    }
+  }
 }
-inline void preempt_thread(thread_handle) noexcept { async_preemption_missing(); }
+
+// A handle sysmon can suspend the calling thread with (Windows' thread
+// pseudo-handle means "the calling thread" wherever it is used, and
+// _beginthreadex's handle is not made for every M: the run() caller's
+// thread is the program's own). Released by close_preemption_target once
+// nothing can preempt through it any more.
+inline thread_handle open_preemption_target() noexcept {
+  HANDLE h = nullptr;
+  if (!DuplicateHandle(
+          GetCurrentProcess(), GetCurrentThread(), GetCurrentProcess(), &h,
+          THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_SET_CONTEXT | THREAD_QUERY_LIMITED_INFORMATION, FALSE, 0))
+    h = nullptr;  // then this M is never preempted asynchronously
+  return {h, GetCurrentThreadId()};
+}
+
+inline void close_preemption_target(thread_handle& t) noexcept {
+  if (t.handle) CloseHandle(t.handle);
+  t.handle = nullptr;
+}
+
+// Preempts the goroutine thread t runs, if Inject(context, m) says so and
+// rewrote the context (Go's preemptM). t's handle must still be open (the
+// caller holds the scheduler's m_record_lock_); the thread may run
+// something else by now, or have ended (SuspendThread then fails).
+template <class M, bool (*Inject)(signal_context*, M*) noexcept>
+inline void preempt_thread(thread_handle t, M* m) noexcept {
+  if (!t.handle || t.id == GetCurrentThreadId()) return;
+  if (SuspendThread(t.handle) == static_cast<DWORD>(-1)) return;
+  CONTEXT c;
+  std::memset(&c, 0, sizeof c);
+  c.ContextFlags = CONTEXT_CONTROL | CONTEXT_INTEGER;
+  // GetThreadContext returns once the thread has stopped: from here on it
+  // runs nothing until ResumeThread.
+  if (GetThreadContext(t.handle, &c) && Inject(&c, m)) SetThreadContext(t.handle, &c);
+  ResumeThread(t.handle);
+}
 
 }  // namespace goro::detail::os
 // ---- end goro/os/windows/preempt.hpp ----
 // ---- begin goro/os/windows/signals.hpp ----
 // What the Linux layer does with signals (linux/signals.hpp), on Windows:
-// the stack-overflow report, per-thread signal stacks, the plain handlers
-// of goro::signal and the SIGQUIT dump, and aborting. Only aborting is
-// ported so far (issue 17); the rest is absent, each as said here and in
+// the stack-overflow report (a vectored exception handler), the console
+// control events behind goro::signal (set_signal_handler & co., Go's
+// ctrlHandler in os_windows.go) and aborting. Absent, as said here and in
 // docs/platforms.md:
-//   - goro::signal: not ported (goro/signal.hpp stops the build with a
-//     message), so no set_signal_handler & co. here;
 //   - the goroutine dump on SIGQUIT: Windows has no SIGQUIT
 //     (detail/dump_impl.hpp leaves it out); goro::goroutine_dump() works;
+//   - per-thread signal stacks: none (thread_altstack holds nothing);
 //   - asynchronous preemption: os/windows/preempt.hpp.
 
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
 
+
 namespace goro::detail::os {
 
-// The stack-overflow report (detail/signals.hpp) is not ported: on Linux
-// it runs on a per-thread alternate signal stack, and Windows dispatches
-// an exception on the faulting stack itself, which an overflow has just
-// used up. A goroutine that runs off its stack into the guard region below
-// it (decommitted, stack_memory.hpp) ends the process with the system's
-// access violation (0xC0000005) instead of goro's message. Stacks without
-// a guard region still have their canary checked at each switch. The
-// handler is not installed: nothing to do.
+// The stack-overflow report (detail/signals.hpp). Windows dispatches an
+// exception on the faulting stack itself (no alternate stack), so what
+// makes the report possible is the guard region's top zone
+// (stack_memory.hpp): the first touch below a goroutine's stack hits its
+// PAGE_GUARD page, the system raises STATUS_GUARD_PAGE_VIOLATION and
+// builds the dispatcher's frame in the committed zone below, and this
+// vectored handler, first in the chain, runs there: OnFault(address)
+// reports and aborts when the address is below the current goroutine's
+// stack, and otherwise the exception goes on to the program's handlers.
+// Access violations (a guard region's decommitted part, reached only by
+// code that skips the page probes) and STATUS_STACK_OVERFLOW are offered
+// to OnFault as well. C++ exceptions (and every other code) pass through
+// at the cost of one comparison.
 template <void (*OnFault)(std::uintptr_t) noexcept>
-inline void install_fault_handler() noexcept {}
+inline LONG WINAPI fault_exception_handler(EXCEPTION_POINTERS* ep) noexcept {
+  const EXCEPTION_RECORD* r = ep->ExceptionRecord;
+  switch (r->ExceptionCode) {
+    case STATUS_GUARD_PAGE_VIOLATION:
+    case STATUS_ACCESS_VIOLATION:
+      if (r->NumberParameters >= 2) OnFault(static_cast<std::uintptr_t>(r->ExceptionInformation[1]));
+      break;
+    case STATUS_STACK_OVERFLOW:
+      OnFault(
+          static_cast<std::uintptr_t>(r->NumberParameters >= 2 ? r->ExceptionInformation[1] : ep->ContextRecord->Rsp));
+      break;
+    default:
+      break;
+  }
+  return EXCEPTION_CONTINUE_SEARCH;
+}
 
-// Alternate signal stacks do not exist on Windows (see install_fault_handler):
-// the per-thread object the runtime keeps holds nothing.
+// Installs OnFault as described above (a vectored exception handler,
+// first in the chain). Call once per process.
+template <void (*OnFault)(std::uintptr_t) noexcept>
+inline void install_fault_handler() noexcept {
+  AddVectoredExceptionHandler(1, &fault_exception_handler<OnFault>);
+}
+
+// Alternate signal stacks do not exist on Windows (the report runs on the
+// guard region's zone instead, see install_fault_handler): the per-thread
+// object the runtime keeps holds nothing.
 class thread_altstack {
  public:
   thread_altstack() noexcept {}
@@ -1895,6 +2139,88 @@ class thread_altstack {
   thread_altstack& operator=(const thread_altstack&) = delete;
   void detach() noexcept {}
 };
+
+// ---- Console control events as signals (goro::signal) ----
+//
+// Windows delivers no POSIX signals from outside the process; what a
+// terminal's Ctrl+C, a closed console window or a log-off send are console
+// control events, each run by the system on a new thread of the process
+// through the handlers of SetConsoleCtrlHandler. As Go's ctrlHandler:
+// CTRL_C_EVENT and CTRL_BREAK_EVENT are SIGINT; CTRL_CLOSE_EVENT,
+// CTRL_LOGOFF_EVENT and CTRL_SHUTDOWN_EVENT are SIGTERM. No other signal
+// arrives from outside (raise() runs the C runtime's signal() handlers
+// only, in the raising thread), so goro::signal relays only these two
+// (goro/signal.hpp's signal_not_relayable).
+
+// The plain handlers of set_signal_handler, by signal (SIGINT, SIGTERM;
+// null: not handled). Read by the console handler's thread, written
+// under the relay's lock.
+inline std::atomic<void (*)(int)>& console_signal_slot(int sig) noexcept {
+  static std::atomic<void (*)(int)> slots[2] = {};
+  return slots[sig == SIGTERM ? 1 : 0];
+}
+
+// The signal a console control event stands for, or 0.
+inline int console_event_signal(DWORD event) noexcept {
+  switch (event) {
+    case CTRL_C_EVENT:
+    case CTRL_BREAK_EVENT:
+      return SIGINT;
+    case CTRL_CLOSE_EVENT:
+    case CTRL_LOGOFF_EVENT:
+    case CTRL_SHUTDOWN_EVENT:
+      return SIGTERM;
+    default:
+      return 0;
+  }
+}
+
+// Runs the handler set for event's signal: its signal, or 0 when none is
+// set (the event then goes on to the handlers installed before, and at
+// the end of the chain to the system's default: ending the process).
+inline int dispatch_console_event(DWORD event) noexcept {
+  const int sig = console_event_signal(event);
+  if (sig == 0) return 0;
+  void (*fn)(int) = console_signal_slot(sig).load(std::memory_order_acquire);
+  if (!fn) return 0;
+  fn(sig);
+  return sig;
+}
+
+// The handler goro installs, once (Go's ctrlHandler). After a SIGTERM
+// event the system ends the process as soon as the handler returns (or
+// after its own time limit, 5 s for CTRL_CLOSE_EVENT), so, as Go, it
+// keeps the event's thread waiting for good: the program's goroutines
+// get the signal and whatever time the system allows to end on their own.
+inline BOOL WINAPI console_ctrl_handler(DWORD event) noexcept {
+  const int sig = dispatch_console_event(event);
+  if (sig == 0) return FALSE;
+  if (sig == SIGTERM) Sleep(INFINITE);
+  return TRUE;
+}
+
+// A signal's disposition as set_signal_handler saves it.
+struct signal_action {
+  void (*fn)(int) = nullptr;
+};
+
+// Installs handler(sig) for sig (SIGINT or SIGTERM, above; `restart` has
+// no meaning here). The previous one goes to *saved when not null. 0, or
+// EINVAL for another signal.
+inline int set_signal_handler(int sig, void (*handler)(int), bool, signal_action* saved) noexcept {
+  if (sig != SIGINT && sig != SIGTERM) return EINVAL;
+  static const bool installed = SetConsoleCtrlHandler(&console_ctrl_handler, TRUE) != 0;
+  if (!installed) return static_cast<int>(GetLastError() == ERROR_NOT_ENOUGH_MEMORY ? ENOMEM : EINVAL);
+  void (*old)(int) = console_signal_slot(sig).exchange(handler, std::memory_order_acq_rel);
+  if (saved) saved->fn = old;
+  return 0;
+}
+
+// Puts back what set_signal_handler saved (null: the event passes on, as
+// if goro's handler were not there).
+inline void restore_signal_handler(int sig, const signal_action& saved) noexcept {
+  if (sig == SIGINT || sig == SIGTERM) console_signal_slot(sig).store(saved.fn, std::memory_order_release);
+}
 
 // Aborts the process; SIGABRT is reset to its default first so that a
 // program's handler cannot resume it (Go's crash).
@@ -1913,7 +2239,8 @@ class thread_altstack {
 // Windows charges committed memory against the commit limit (RAM plus the
 // page file) when it is committed, not when it is touched: a slab of
 // stacks costs its whole size there, less its guard regions, which are
-// decommitted. Physical pages are still only used when touched.
+// decommitted but for a 32 KiB zone each (guard_with_protection).
+// Physical pages are still only used when touched.
 
 #include <climits>
 #include <cstddef>
@@ -1959,10 +2286,32 @@ inline void release_pages(void* p, std::size_t bytes) noexcept {
 inline bool guard_with_marker(void*, std::size_t) noexcept { return false; }
 inline bool guard_markers_available() noexcept { return false; }
 
-// Makes [p, p + bytes) fault on any access by decommitting it (cheaper
-// than PAGE_NOACCESS: the pages no longer count against the commit limit).
+// The top of every guard region (the part just below the stack it
+// guards): the stack-overflow report's own stack. Windows dispatches an
+// exception on the faulting stack itself, which an overflow has used up,
+// so the first touch below a goroutine's stack must leave room for the
+// dispatcher's frame (a CONTEXT and an EXCEPTION_RECORD, ~1.5 KiB), the
+// vectored handler and the report: the zone's highest page is committed
+// PAGE_GUARD (a one-shot alarm: the first access raises
+// STATUS_GUARD_PAGE_VIOLATION and leaves the page readable and writable),
+// the pages below it plain committed memory where that runs
+// (os/windows/signals.hpp). Windows code probes every page of a frame
+// larger than a page in order (___chkstk_ms / __chkstk), so an overflow
+// always touches the guard page first, however large the frame.
+inline constexpr std::size_t guard_report_zone = 32 * 1024;
+
+// Makes [p, p + bytes) fault on any access: decommitted (cheaper than
+// PAGE_NOACCESS: the pages no longer count against the commit limit), but
+// for its top guard_report_zone bytes, kept committed with the highest
+// page PAGE_GUARD (above). The zone is re-armed by nothing: its page
+// fires only on an overflow, which the report ends the process for.
 inline bool guard_with_protection(void* p, std::size_t bytes) noexcept {
-  return VirtualFree(p, bytes, MEM_DECOMMIT) != 0;
+  const std::size_t page = page_size();
+  if (bytes < guard_report_zone + page) return VirtualFree(p, bytes, MEM_DECOMMIT) != 0;
+  const std::size_t low = bytes - guard_report_zone;
+  if (!VirtualFree(p, low, MEM_DECOMMIT)) return false;
+  DWORD old = 0;
+  return VirtualProtect(static_cast<char*>(p) + bytes - page, page, PAGE_READWRITE | PAGE_GUARD, &old) != 0;
 }
 
 // How many regions the process may have: Windows has no limit like Linux's
@@ -2158,7 +2507,9 @@ asm(R"goro_asm(
 .globl goro_v0_1_switch
 .def goro_v0_1_switch; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_switch
 goro_v0_1_switch:
+    .seh_endprologue
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -2238,12 +2589,15 @@ goro_v0_1_switch:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.seh_endproc
 .section .text$goro_v0_1_switch_ret,"xr"
 .linkonce discard
 .globl goro_v0_1_switch_ret
 .def goro_v0_1_switch_ret; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_switch_ret
 goro_v0_1_switch_ret:
+    .seh_endprologue
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -2322,6 +2676,7 @@ goro_v0_1_switch_ret:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.seh_endproc
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard
 .globl goro_v0_1_start
@@ -2343,8 +2698,59 @@ goro_v0_1_start:
 .globl goro_v0_1_async_preempt
 .def goro_v0_1_async_preempt; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_async_preempt
 goro_v0_1_async_preempt:
-    ud2
+    .seh_stackalloc 64
+    .seh_pushreg %rbx
+    .seh_pushreg %rbp
+    .seh_pushreg %rsi
+    .seh_pushreg %rdi
+    .seh_pushreg %r12
+    .seh_pushreg %r13
+    .seh_pushreg %r14
+    .seh_pushreg %r15
+    .seh_setframe %rbp, 0
+    .seh_endprologue
+    cld
+    testq %r14, %r14
+    jz 1f
+    movl $0xe7, %eax
+    xorl %edx, %edx
+    xsave64 (%rbx)
+    jmp 2f
+1:
+    fxsave64 (%rbx)
+2:
+    movq %r13, %rcx
+    callq *%r12
+    testq %r14, %r14
+    jz 3f
+    movl $0xe7, %eax
+    xorl %edx, %edx
+    xrstor64 (%rbx)
+    jmp 4f
+3:
+    fxrstor64 (%rbx)
+4:
+    movq %rbp, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rdi
+    popq %rsi
+    popq %rbp
+    popq %rbx
+    popq %r11
+    popq %r10
+    popq %r9
+    popq %r8
+    popq %rdx
+    popq %rcx
+    popq %rax
+    popfq
+    ret
+.seh_endproc
 .section .text$goro_v0_1_asm_end,"xr"
 .linkonce discard
 .globl goro_v0_1_asm_end
@@ -10966,7 +11372,6 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // ---- end goro/net_udp.hpp ----
 
 // ---- end goro/net.hpp ----
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 // ---- begin goro/signal.hpp ----
 // goro::signal: Go's os/signal Notify and Stop. OS signals are relayed to
 // channels with non-blocking sends: a channel that is full when a signal
@@ -11004,10 +11409,22 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // them), and SIGURG (goro's preemption signal). An empty list relays every
 // other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
 // until stop (Go: the same).
-
-#if defined(_WIN32)
-#error "goro: goro::signal is not ported to Windows yet (issue 17)"
-#endif
+//
+// Windows (os/windows/signals.hpp; Go's ctrlHandler): the signals are the
+// console control events, SIGINT for CTRL_C_EVENT and CTRL_BREAK_EVENT,
+// SIGTERM for CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT and
+// CTRL_SHUTDOWN_EVENT, and only those two can be notified (any other
+// signal number is a usage_error: nothing would ever deliver it; an empty
+// list means both). The system runs a console handler on a thread of its
+// own, which plays the POSIX handler's part below (pending mask, a byte in
+// the pipe); the relay thread looks at the pipe every 100 ms at most
+// (anonymous pipes cannot be waited on with a timeout there, os/windows/fd.hpp),
+// so a Ctrl+C reaches the channel within ~100 ms. An event that no channel
+// is notified of goes on to the handlers installed before goro's and then
+// to the system's default (ending the process). After a SIGTERM event the
+// system ends the process once the handler returns, so goro's handler, as
+// Go's, never returns from one it relayed: the program has the system's
+// grace period (5 s for a closed console window) to end on its own.
 
 #include <signal.h>
 
@@ -11032,7 +11449,6 @@ GORO_DECL void stop(chan<int> c);
 }  // namespace goro::signal
 
 // ---- end goro/signal.hpp ----
-#endif
 // ---- end goro/goro.hpp ----
 #if GORO_COMPILE_RUNTIME  // the runtime's out-of-line parts (detail/config.hpp)
 namespace goro::detail {
@@ -13903,10 +14319,27 @@ inline void async_preempt_yield(m_base* m) noexcept {
   // Resumed on this same M (async_pinned), back to the trampoline.
 }
 
-// The handler's decision and the context rewrite; true when injected.
-// When it declines, the handler passes the signal on (os::install_preempt_handler).
-__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::signal_context* uc) noexcept {
-  m_base* m = tls_current_m;  // direct read: this thread, no switch in between
+// Whether pc is in goro's own assembly (the switch, the first frame, the
+// trampoline), which is never preempted: its stack and, on Windows, the
+// thread information block's stack fields are mid-change there. On ELF
+// the functions share one section, [goro_v0_1_switch, goro_v0_1_asm_end).
+// On Windows each has a section of its own, placed by the linker, and
+// os::pc_preemptible excludes their ranges (os/windows/preempt.hpp).
+inline bool pc_in_goro_asm(std::uintptr_t pc) noexcept {
+#if defined(_WIN32)
+  (void)pc;
+  return false;
+#else
+  return pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
+         pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end);
+#endif
+}
+
+// The decision and the context rewrite for the M m, which is stopped in
+// the state uc holds (on Linux: the handler on m's own thread; on Windows:
+// sysmon, with m's thread suspended); true when injected.
+__attribute__((no_sanitize("address"))) inline bool async_preempt_inject_m(os::signal_context* uc,
+                                                                           m_base* m) noexcept {
   if (!m || !m->async_signal) return false;  // not an M of a signal-mode runtime
   g* gp = m->curg;
   // A goroutine (not g0), not in goro::blocking (no P), not already
@@ -13919,10 +14352,9 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::sig
   const auto hi = lo + gp->stack.size;
   const std::uintptr_t pc = os::context_pc(uc);
   const std::uintptr_t sp = os::context_sp(uc);
-  // Never inside the switch or the trampoline.
-  if (pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
-      pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end))
-    return false;
+  // Never inside the switch or the trampoline, nor where the OS layer
+  // says no (Windows: outside the module holding goro's code).
+  if (pc_in_goro_asm(pc) || !os::pc_preemptible(pc)) return false;
   // The interrupted sp must be on gp's stack (it is not while g0 runs the
   // scheduler with curg already set, nor on some other stack).
   if (sp <= lo || sp > hi) return false;
@@ -13930,6 +14362,12 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::sig
                                  reinterpret_cast<std::uintptr_t>(&goro_v0_1_async_preempt),
                                  reinterpret_cast<std::uintptr_t>(&async_preempt_yield),
                                  reinterpret_cast<std::uintptr_t>(m));
+}
+
+// The Linux handler's entry: the M is this thread's own.
+// When it declines, the handler passes the signal on (os::install_preempt_handler).
+__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::signal_context* uc) noexcept {
+  return async_preempt_inject_m(uc, tls_current_m);  // direct read: this thread, no switch in between
 }
 
 // Once per process, by the first signal-mode runtime.
@@ -13949,7 +14387,7 @@ inline void install_async_preempt_handler() noexcept {
 inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
   if constexpr (async_preempt_supported) {
     if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)
-      os::preempt_thread(mm->os_thread);
+      os::preempt_thread<m_base, &async_preempt_inject_m>(mm->os_thread, mm);
   }
 }
 
@@ -15108,10 +15546,10 @@ class scheduler final : public sched_base {
   // exhaustion is reported by the go() call that needed it.
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
-  // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
+  // async preemption: Ms of this runtime take SIGURG (Windows: SuspendThread) preemption (not under TSan).
   static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
   static_assert(Policy::preempt != preemption::signal || os::async_preemption_ported,
-                "goro: preemption::signal (asynchronous preemption) is not ported to Windows yet (issue 17); "
+                "goro: preemption::signal (asynchronous preemption) is not ported to this system; "
                 "use preemption::cooperative");
 
   enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };
@@ -16546,7 +16984,7 @@ template <class Policy>
 inline auto scheduler<Policy>::m_thread_main(m* mm) -> void {
   os::thread_altstack altstack;
   set_current_m(mm);
-  mm->os_thread = os::current_thread();  // async preemption
+  mm->os_thread = async_signal ? os::open_preemption_target() : os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->g0_tsan_fiber = tsan_current_fiber();
   if (mm->nextp) {
@@ -17376,7 +17814,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
   set_current_m(mm.get());
-  mm->os_thread = os::current_thread();  // async preemption
+  mm->os_thread = async_signal ? os::open_preemption_target() : os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
   mm->g0_tsan_fiber = tsan_current_fiber();
@@ -17418,6 +17856,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
       pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
     });
   }
+  os::close_preemption_target(mm->os_thread);  // async preemption: nothing names this M any more (above)
   // checkdead: main is blocked forever; it is left so, and released by
   // the destructor (shutdown) like any goroutine blocked forever.
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
@@ -17507,6 +17946,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
     mm->thread.join();
+    os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator
   }
   unlink_blocked();
@@ -19716,7 +20156,6 @@ GORO_DECL bool detail::wait_fd_for(native_socket fd, char mode, const context& c
 }
 
 }  // namespace goro::net
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -19730,7 +20169,8 @@ GORO_DECL bool detail::wait_fd_for(native_socket fd, char mode, const context& c
 namespace goro {
 namespace detail {
 
-// Signals 1..max_signal (Linux: NSIG is 65, real-time signals included).
+// Signals 1..max_signal (Linux: NSIG is 65, real-time signals included;
+// MinGW-w64: 23).
 inline constexpr int max_signal = NSIG - 1;
 
 struct signal_mask {
@@ -19744,6 +20184,12 @@ struct signal_mask {
 // Why sig cannot be relayed, or nullptr.
 inline const char* signal_not_relayable(int sig) noexcept {
   if (sig <= 0 || sig > max_signal) return "not a signal number";
+#if defined(_WIN32)
+  if (sig != SIGINT && sig != SIGTERM)
+    return "Windows delivers only SIGINT (CTRL_C_EVENT, CTRL_BREAK_EVENT) and SIGTERM (CTRL_CLOSE_EVENT, "
+           "CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT)";
+  return nullptr;
+#else
   switch (sig) {
     case SIGKILL:
     case SIGSTOP:
@@ -19759,6 +20205,7 @@ inline const char* signal_not_relayable(int sig) noexcept {
     default:
       return nullptr;
   }
+#endif
 }
 
 // The process-wide relay: registrations, the saved dispositions, the
@@ -19923,5 +20370,4 @@ GORO_DECL void stop(chan<int> c) {
 
 }  // namespace signal
 }  // namespace goro
-#endif
 #endif  // GORO_COMPILE_RUNTIME

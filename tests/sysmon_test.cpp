@@ -5,9 +5,11 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#if !defined(_WIN32)
 #include <dirent.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -69,6 +71,10 @@ int first_preemption_ms(int slice_ms) {
   return preempted_at;
 }
 
+// A plain sleep of the calling thread (portable).
+void sleep_us(long us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
+
+#if !defined(_WIN32)
 // Sum of voluntary_ctxt_switches over this process's threads (Linux /proc).
 long long voluntary_switches() {
   long long total = 0;
@@ -84,6 +90,7 @@ long long voluntary_switches() {
   closedir(dir);
   return total;
 }
+#endif
 
 }  // namespace
 
@@ -264,7 +271,7 @@ TEST_CASE("sysmon: ping-pong hog and light pairs share one P (Go's PingPongHog)"
       run_pair(lights, goro_test::scale(1'000, 10), light_count, stop, done);
       // Main gives the P up for a while (the pairs run on another M), then
       // stops them; it gets back on the P when a pair is preempted.
-      goro::blocking(goro::long_call, [] { usleep(200'000); });
+      goro::blocking(goro::long_call, [] { sleep_us(200'000); });
       stop.store(true);
       done.wait();
     });
@@ -299,7 +306,7 @@ TEST_CASE("blocking: at 1 proc other goroutines run during a long blocking call"
         }
         wg.done();
       });
-    goro::blocking([] { usleep(200'000); });
+    goro::blocking([] { sleep_us(200'000); });
     seen_at_return = count.load();
     wg.wait();
   });
@@ -382,6 +389,7 @@ TEST_CASE("blocking: from a plain thread it just calls f", "[sysmon][blocking]")
   CHECK(goro::blocking(goro::long_call, [] { return 6; }) == 6);
 }
 
+#if !defined(_WIN32)  // POSIX pipes
 TEST_CASE("blocking: a pipe ping-pong between goroutines blocked in read()", "[sysmon][blocking]") {
   // Each side blocks in the kernel in turn: at 1 proc this only finishes
   // because sysmon hands the P of the blocked reader to another M, and the
@@ -420,6 +428,8 @@ TEST_CASE("blocking: a pipe ping-pong between goroutines blocked in read()", "[s
   }
 }
 
+#endif
+
 TEST_CASE("blocking: many goroutines in short and long blocking calls", "[sysmon][blocking]") {
   const int n = goro_test::scale(32, 8), iters = goro_test::scale(40, 10);
   goro::runtime rt{goro::options{2}};
@@ -431,9 +441,9 @@ TEST_CASE("blocking: many goroutines in short and long blocking calls", "[sysmon
       goro::go([&, i] {
         for (int k = 0; k < iters; ++k) {
           if ((i + k) % 5 == 0)
-            goro::blocking(goro::long_call, [] { usleep(100); });
+            goro::blocking(goro::long_call, [] { sleep_us(100); });
           else
-            goro::blocking([k] { usleep(static_cast<useconds_t>(k % 3 == 0 ? 200 : 5)); });
+            goro::blocking([k] { sleep_us(k % 3 == 0 ? 200 : 5); });
           if (k % 4 == 0) goro::yield();
           done.fetch_add(1);
         }
@@ -444,6 +454,7 @@ TEST_CASE("blocking: many goroutines in short and long blocking calls", "[sysmon
   CHECK(done.load() == n * iters);
 }
 
+#if !defined(_WIN32)  // the schedtrace helper, setenv, /proc and getrusage: Linux-only
 TEST_CASE("sysmon: GORO_DEBUG=schedtrace prints Go's SCHED line", "[sysmon]") {
   setenv("GORO_DEBUG", "schedtrace=10", 1);
   auto r = goro_test::run_helper("schedtrace");
@@ -495,6 +506,8 @@ TEST_CASE("sysmon: an idle runtime costs no CPU", "[sysmon]") {
 // requests) must not wake it by futex at each burst. A plain thread feeds
 // a goroutine one value every ~50 us; parking at the first idle round
 // parked sysmon on a good share of the 2,000 gaps.
+#endif
+
 TEST_CASE("sysmon: microsecond idle gaps do not park sysmon", "[sysmon]") {
   goro::runtime rt{goro::options{.maxprocs = 1, .detect_deadlock = false}};  // fed by a plain thread
   goro::chan<int> c;

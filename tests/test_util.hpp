@@ -1,13 +1,15 @@
 // Shared helpers for goro's tests.
 #pragma once
 
+#include <goro/goro.hpp>
+
 #if !defined(_WIN32)
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #endif
 
-#include <goro/goro.hpp>
+#include <csignal>
 
 #include <chrono>
 #include <cstdio>
@@ -70,7 +72,64 @@ struct child_result {
   std::string output;  // stdout + stderr
 };
 
-#if !defined(_WIN32)  // not on Windows: the tests that run helpers are Linux-only (tests/CMakeLists.txt)
+// Whether the child ended by abort(): SIGABRT on Linux; on Windows the C
+// runtime's abort() ends the process with exit code 3.
+inline bool aborted(const child_result& r) {
+#if defined(_WIN32)
+  return r.exited && r.exit_code == 3;
+#else
+  return r.signaled && r.signal == SIGABRT;
+#endif
+}
+
+#if defined(_WIN32)
+// Runs a helper program from GORO_HELPERS_DIR with its output captured
+// (CreateProcess, stdout and stderr on one pipe). Under Wine the directory
+// is a Unix path: it is reached through Wine's Z: drive.
+inline child_result run_helper(const std::string& name, const std::vector<std::string>& args = {}) {
+  std::string path = std::string(GORO_HELPERS_DIR) + "/goro_helper_" + name + ".exe";
+  if (!path.empty() && path[0] == '/') path = "Z:" + path;
+  for (char& c : path)
+    if (c == '/') c = '\\';
+  std::string cmd = "\"" + path + "\"";
+  for (const auto& a : args) cmd += " \"" + a + "\"";
+  child_result r;
+  SECURITY_ATTRIBUTES sa{sizeof sa, nullptr, TRUE};
+  HANDLE rd = nullptr, wr = nullptr;
+  if (!CreatePipe(&rd, &wr, &sa, 0)) return r;
+  SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
+  STARTUPINFOA si{};
+  si.cb = sizeof si;
+  si.dwFlags = STARTF_USESTDHANDLES;
+  si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+  si.hStdOutput = wr;
+  si.hStdError = wr;
+  PROCESS_INFORMATION pi{};
+  std::vector<char> line(cmd.begin(), cmd.end());
+  line.push_back('\0');
+  const BOOL ok = CreateProcessA(path.c_str(), line.data(), nullptr, nullptr, TRUE, 0, nullptr, nullptr, &si, &pi);
+  CloseHandle(wr);
+  if (!ok) {
+    CloseHandle(rd);
+    r.output = "CreateProcess failed for " + path;
+    return r;
+  }
+  char buf[4096];
+  DWORD n = 0;
+  while (ReadFile(rd, buf, sizeof buf, &n, nullptr) && n > 0)
+    for (DWORD i = 0; i < n; ++i)
+      if (buf[i] != '\r') r.output += buf[i];  // the C runtime's text mode writes "\r\n"
+  CloseHandle(rd);
+  WaitForSingleObject(pi.hProcess, INFINITE);
+  DWORD code = 0;
+  GetExitCodeProcess(pi.hProcess, &code);
+  CloseHandle(pi.hProcess);
+  CloseHandle(pi.hThread);
+  r.exited = true;
+  r.exit_code = static_cast<int>(code);
+  return r;
+}
+#else
 // Runs a helper program from GORO_HELPERS_DIR with its output captured.
 inline child_result run_helper(const std::string& name, const std::vector<std::string>& args = {}) {
   std::string path = std::string(GORO_HELPERS_DIR) + "/goro_helper_" + name;

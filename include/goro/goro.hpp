@@ -21,6 +21,4 @@
 // Last, so that every header the rest shares is already in (the
 // amalgamation inlines each header where it is first included).
 #include "net.hpp"
-#if !defined(_WIN32)  // not ported to Windows yet (issue 17)
 #include "signal.hpp"
-#endif

@@ -34,11 +34,23 @@
 // them), and SIGURG (goro's preemption signal). An empty list relays every
 // other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
 // until stop (Go: the same).
+//
+// Windows (os/windows/signals.hpp; Go's ctrlHandler): the signals are the
+// console control events, SIGINT for CTRL_C_EVENT and CTRL_BREAK_EVENT,
+// SIGTERM for CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT and
+// CTRL_SHUTDOWN_EVENT, and only those two can be notified (any other
+// signal number is a usage_error: nothing would ever deliver it; an empty
+// list means both). The system runs a console handler on a thread of its
+// own, which plays the POSIX handler's part below (pending mask, a byte in
+// the pipe); the relay thread looks at the pipe every 100 ms at most
+// (anonymous pipes cannot be waited on with a timeout there, os/windows/fd.hpp),
+// so a Ctrl+C reaches the channel within ~100 ms. An event that no channel
+// is notified of goes on to the handlers installed before goro's and then
+// to the system's default (ending the process). After a SIGTERM event the
+// system ends the process once the handler returns, so goro's handler, as
+// Go's, never returns from one it relayed: the program has the system's
+// grace period (5 s for a closed console window) to end on its own.
 #pragma once
-
-#if defined(_WIN32)
-#error "goro: goro::signal is not ported to Windows yet (issue 17)"
-#endif
 
 #include <signal.h>
 
@@ -81,7 +93,8 @@ GORO_DECL void stop(chan<int> c);
 namespace goro {
 namespace detail {
 
-// Signals 1..max_signal (Linux: NSIG is 65, real-time signals included).
+// Signals 1..max_signal (Linux: NSIG is 65, real-time signals included;
+// MinGW-w64: 23).
 inline constexpr int max_signal = NSIG - 1;
 
 struct signal_mask {
@@ -95,6 +108,12 @@ struct signal_mask {
 // Why sig cannot be relayed, or nullptr.
 inline const char* signal_not_relayable(int sig) noexcept {
   if (sig <= 0 || sig > max_signal) return "not a signal number";
+#if defined(_WIN32)
+  if (sig != SIGINT && sig != SIGTERM)
+    return "Windows delivers only SIGINT (CTRL_C_EVENT, CTRL_BREAK_EVENT) and SIGTERM (CTRL_CLOSE_EVENT, "
+           "CTRL_LOGOFF_EVENT, CTRL_SHUTDOWN_EVENT)";
+  return nullptr;
+#else
   switch (sig) {
     case SIGKILL:
     case SIGSTOP:
@@ -110,6 +129,7 @@ inline const char* signal_not_relayable(int sig) noexcept {
     default:
       return nullptr;
   }
+#endif
 }
 
 // The process-wide relay: registrations, the saved dispositions, the

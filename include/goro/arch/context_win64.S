@@ -80,15 +80,38 @@
  *   the shadow space and calls the entry function held in rbx with the
  *   switch's arg (rax) in rcx. The entry function never returns.
  *
- * goro_v0_1_async_preempt: asynchronous preemption is not ported to
- *   Windows yet (issue 17; a preemption::signal policy does not compile
- *   there, detail/sched.hpp). The symbol exists because
- *   detail/async_preempt.hpp names it; reaching it traps (ud2).
+ * goro_v0_1_async_preempt (async preemption, os/windows/preempt.hpp):
+ *   never called; sysmon, with the goroutine's thread suspended, wrote a
+ *   frame below the interrupted sp S and pointed the thread's rip here:
  *
- * goro_v0_1_asm_end: kept for the names detail/async_preempt.hpp uses.
- *   The sections above are placed by the linker one by one, so unlike on
- *   Linux [goro_v0_1_switch, goro_v0_1_asm_end) is no range of goro's
- *   code: the async-preemption port must test each function's bounds.
+ *     S-8     interrupted rip          S-16    interrupted rflags
+ *     S-24    rax, rcx, rdx, r8, r9, r10, r11 (down to S-72)
+ *     S-80    rbx, rbp, rsi, rdi, r12, r13, r14, r15 (r15 at B = S-136)
+ *     X       xsave/fxsave area (64-byte aligned, header zeroed)
+ *     X-32    shadow space: rsp here (16-byte aligned)
+ *
+ *   with rbp = B, rbx = X, r12 = the yield function, r13 = its argument,
+ *   r14 = 1 for xsave (x87, SSE, AVX, AVX-512: mask 0xe7) else fxsave.
+ *   It clears the direction flag (the ABI's state at a call; the
+ *   interrupted code may have set it, and popfq restores it), saves the
+ *   vector state, calls r12(r13) (which switches away; the
+ *   goroutine resumes on the same thread), restores the vector state,
+ *   pops the registers and flags, and returns to the interrupted rip with
+ *   rsp = S. Its unwind data declares the frame as if a prologue had
+ *   pushed it (rbp the frame register), so RtlVirtualUnwind walks from
+ *   here into the interrupted function.
+ *
+ * Bounds: every function here has a .pdata entry (switch and switch_ret
+ *   one with no unwind codes, which the system unwinder treats as it
+ *   treats a function without one); async preemption reads them from the
+ *   module's exception directory to never preempt inside this code. A
+ *   function's symbol must stay at the start of its section: GNU ld
+ *   resolved a call to a linkonce symbol placed after other bytes of its
+ *   section (a length word tried there) to the wrong address.
+ *
+ * goro_v0_1_asm_end: kept for the names detail/async_preempt.hpp uses on
+ *   ELF; the sections above are placed by the linker one by one, so
+ *   [goro_v0_1_switch, goro_v0_1_asm_end) is no range of goro's code here.
  */
 
 /* goro:embed-begin */
@@ -98,7 +121,9 @@
 .globl goro_v0_1_switch
 .def goro_v0_1_switch; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_switch
 goro_v0_1_switch:
+    .seh_endprologue
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -178,12 +203,15 @@ goro_v0_1_switch:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.seh_endproc
 .section .text$goro_v0_1_switch_ret,"xr"
 .linkonce discard
 .globl goro_v0_1_switch_ret
 .def goro_v0_1_switch_ret; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_switch_ret
 goro_v0_1_switch_ret:
+    .seh_endprologue
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -262,6 +290,7 @@ goro_v0_1_switch_ret:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.seh_endproc
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard
 .globl goro_v0_1_start
@@ -283,8 +312,59 @@ goro_v0_1_start:
 .globl goro_v0_1_async_preempt
 .def goro_v0_1_async_preempt; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_async_preempt
 goro_v0_1_async_preempt:
-    ud2
+    .seh_stackalloc 64
+    .seh_pushreg %rbx
+    .seh_pushreg %rbp
+    .seh_pushreg %rsi
+    .seh_pushreg %rdi
+    .seh_pushreg %r12
+    .seh_pushreg %r13
+    .seh_pushreg %r14
+    .seh_pushreg %r15
+    .seh_setframe %rbp, 0
+    .seh_endprologue
+    cld
+    testq %r14, %r14
+    jz 1f
+    movl $0xe7, %eax
+    xorl %edx, %edx
+    xsave64 (%rbx)
+    jmp 2f
+1:
+    fxsave64 (%rbx)
+2:
+    movq %r13, %rcx
+    callq *%r12
+    testq %r14, %r14
+    jz 3f
+    movl $0xe7, %eax
+    xorl %edx, %edx
+    xrstor64 (%rbx)
+    jmp 4f
+3:
+    fxrstor64 (%rbx)
+4:
+    movq %rbp, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rdi
+    popq %rsi
+    popq %rbp
+    popq %rbx
+    popq %r11
+    popq %r10
+    popq %r9
+    popq %r8
+    popq %rdx
+    popq %rcx
+    popq %rax
+    popfq
+    ret
+.seh_endproc
 .section .text$goro_v0_1_asm_end,"xr"
 .linkonce discard
 .globl goro_v0_1_asm_end

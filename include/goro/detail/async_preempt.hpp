@@ -86,10 +86,27 @@ inline void async_preempt_yield(m_base* m) noexcept {
   // Resumed on this same M (async_pinned), back to the trampoline.
 }
 
-// The handler's decision and the context rewrite; true when injected.
-// When it declines, the handler passes the signal on (os::install_preempt_handler).
-__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::signal_context* uc) noexcept {
-  m_base* m = tls_current_m;  // direct read: this thread, no switch in between
+// Whether pc is in goro's own assembly (the switch, the first frame, the
+// trampoline), which is never preempted: its stack and, on Windows, the
+// thread information block's stack fields are mid-change there. On ELF
+// the functions share one section, [goro_v0_1_switch, goro_v0_1_asm_end).
+// On Windows each has a section of its own, placed by the linker, and
+// os::pc_preemptible excludes their ranges (os/windows/preempt.hpp).
+inline bool pc_in_goro_asm(std::uintptr_t pc) noexcept {
+#if defined(_WIN32)
+  (void)pc;
+  return false;
+#else
+  return pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
+         pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end);
+#endif
+}
+
+// The decision and the context rewrite for the M m, which is stopped in
+// the state uc holds (on Linux: the handler on m's own thread; on Windows:
+// sysmon, with m's thread suspended); true when injected.
+__attribute__((no_sanitize("address"))) inline bool async_preempt_inject_m(os::signal_context* uc,
+                                                                           m_base* m) noexcept {
   if (!m || !m->async_signal) return false;  // not an M of a signal-mode runtime
   g* gp = m->curg;
   // A goroutine (not g0), not in goro::blocking (no P), not already
@@ -102,10 +119,9 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::sig
   const auto hi = lo + gp->stack.size;
   const std::uintptr_t pc = os::context_pc(uc);
   const std::uintptr_t sp = os::context_sp(uc);
-  // Never inside the switch or the trampoline.
-  if (pc >= reinterpret_cast<std::uintptr_t>(&goro_v0_1_switch) &&
-      pc < reinterpret_cast<std::uintptr_t>(&goro_v0_1_asm_end))
-    return false;
+  // Never inside the switch or the trampoline, nor where the OS layer
+  // says no (Windows: outside the module holding goro's code).
+  if (pc_in_goro_asm(pc) || !os::pc_preemptible(pc)) return false;
   // The interrupted sp must be on gp's stack (it is not while g0 runs the
   // scheduler with curg already set, nor on some other stack).
   if (sp <= lo || sp > hi) return false;
@@ -113,6 +129,12 @@ __attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::sig
                                  reinterpret_cast<std::uintptr_t>(&goro_v0_1_async_preempt),
                                  reinterpret_cast<std::uintptr_t>(&async_preempt_yield),
                                  reinterpret_cast<std::uintptr_t>(m));
+}
+
+// The Linux handler's entry: the M is this thread's own.
+// When it declines, the handler passes the signal on (os::install_preempt_handler).
+__attribute__((no_sanitize("address"))) inline bool async_preempt_inject(os::signal_context* uc) noexcept {
+  return async_preempt_inject_m(uc, tls_current_m);  // direct read: this thread, no switch in between
 }
 
 // Once per process, by the first signal-mode runtime.
@@ -132,7 +154,7 @@ inline void install_async_preempt_handler() noexcept {
 inline void async_preempt_signal(g* gp, m_base* mm) noexcept {
   if constexpr (async_preempt_supported) {
     if (mm && mm->async_signal && gp->async_scope.load(std::memory_order_relaxed) != 0)
-      os::preempt_thread(mm->os_thread);
+      os::preempt_thread<m_base, &async_preempt_inject_m>(mm->os_thread, mm);
   }
 }
 

@@ -14,7 +14,9 @@ asm(R"goro_asm(
 .globl goro_v0_1_switch
 .def goro_v0_1_switch; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_switch
 goro_v0_1_switch:
+    .seh_endprologue
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -94,12 +96,15 @@ goro_v0_1_switch:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.seh_endproc
 .section .text$goro_v0_1_switch_ret,"xr"
 .linkonce discard
 .globl goro_v0_1_switch_ret
 .def goro_v0_1_switch_ret; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_switch_ret
 goro_v0_1_switch_ret:
+    .seh_endprologue
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -178,6 +183,7 @@ goro_v0_1_switch_ret:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.seh_endproc
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard
 .globl goro_v0_1_start
@@ -199,8 +205,59 @@ goro_v0_1_start:
 .globl goro_v0_1_async_preempt
 .def goro_v0_1_async_preempt; .scl 2; .type 32; .endef
 .p2align 4
+.seh_proc goro_v0_1_async_preempt
 goro_v0_1_async_preempt:
-    ud2
+    .seh_stackalloc 64
+    .seh_pushreg %rbx
+    .seh_pushreg %rbp
+    .seh_pushreg %rsi
+    .seh_pushreg %rdi
+    .seh_pushreg %r12
+    .seh_pushreg %r13
+    .seh_pushreg %r14
+    .seh_pushreg %r15
+    .seh_setframe %rbp, 0
+    .seh_endprologue
+    cld
+    testq %r14, %r14
+    jz 1f
+    movl $0xe7, %eax
+    xorl %edx, %edx
+    xsave64 (%rbx)
+    jmp 2f
+1:
+    fxsave64 (%rbx)
+2:
+    movq %r13, %rcx
+    callq *%r12
+    testq %r14, %r14
+    jz 3f
+    movl $0xe7, %eax
+    xorl %edx, %edx
+    xrstor64 (%rbx)
+    jmp 4f
+3:
+    fxrstor64 (%rbx)
+4:
+    movq %rbp, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rdi
+    popq %rsi
+    popq %rbp
+    popq %rbx
+    popq %r11
+    popq %r10
+    popq %r9
+    popq %r8
+    popq %rdx
+    popq %rcx
+    popq %rax
+    popfq
+    ret
+.seh_endproc
 .section .text$goro_v0_1_asm_end,"xr"
 .linkonce discard
 .globl goro_v0_1_asm_end

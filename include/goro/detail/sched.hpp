@@ -125,10 +125,10 @@ class scheduler final : public sched_base {
   // exhaustion is reported by the go() call that needed it.
   static constexpr bool lazy_stacks = std::is_same_v<allocator, default_stack_allocator>;
   static constexpr std::size_t stack_bytes = (Policy::stack_size + 15) & ~std::size_t{15};
-  // async preemption: Ms of this runtime take SIGURG preemption (not under TSan).
+  // async preemption: Ms of this runtime take SIGURG (Windows: SuspendThread) preemption (not under TSan).
   static constexpr bool async_signal = Policy::preempt == preemption::signal && async_preempt_supported;
   static_assert(Policy::preempt != preemption::signal || os::async_preemption_ported,
-                "goro: preemption::signal (asynchronous preemption) is not ported to Windows yet (issue 17); "
+                "goro: preemption::signal (asynchronous preemption) is not ported to this system; "
                 "use preemption::cooperative");
 
   enum class p_status : std::uint32_t { idle, running, syscall /* in goro::blocking, no owner: see sysmon.hpp */ };

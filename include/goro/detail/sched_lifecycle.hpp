@@ -39,7 +39,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
   set_current_m(mm.get());
-  mm->os_thread = os::current_thread();  // async preemption
+  mm->os_thread = async_signal ? os::open_preemption_target() : os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->keeps_main = async_signal;  // async preemption: see m_base::keeps_main
   mm->g0_tsan_fiber = tsan_current_fiber();
@@ -81,6 +81,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
       pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
     });
   }
+  os::close_preemption_target(mm->os_thread);  // async preemption: nothing names this M any more (above)
   // checkdead: main is blocked forever; it is left so, and released by
   // the destructor (shutdown) like any goroutine blocked forever.
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
@@ -170,6 +171,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   poller_.brk();  // netpoll: the M blocked in epoll_wait
   for (m* mm : ms) {
     mm->thread.join();
+    os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator
   }
   unlink_blocked();

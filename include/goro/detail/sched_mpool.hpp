@@ -114,7 +114,7 @@ template <class Policy>
 inline auto scheduler<Policy>::m_thread_main(m* mm) -> void {
   os::thread_altstack altstack;
   set_current_m(mm);
-  mm->os_thread = os::current_thread();  // async preemption
+  mm->os_thread = async_signal ? os::open_preemption_target() : os::current_thread();  // async preemption
   mm->async_signal = async_signal;
   mm->g0_tsan_fiber = tsan_current_fiber();
   if (mm->nextp) {

@@ -51,15 +51,26 @@
 //   guard_markers_available() -> bool
 //   max_memory_mappings() -> long
 //
-// Signals and preemption delivery (linux/signals.hpp, linux/signal_context.hpp)
+// Signals and preemption delivery (linux/signals.hpp, linux/signal_context.hpp;
+// windows/signals.hpp, windows/preempt.hpp)
 //   install_fault_handler<void (*on_fault)(uintptr_t addr) noexcept>()
 //       memory faults call on_fault(fault address) on the alternate signal
-//       stack; if it returns, the previous handler (or the default action)
-//       takes the fault. Once per process.
+//       stack (Windows: a vectored exception handler on the guard region's
+//       committed zone); if it returns, the previous handler (or the
+//       default action) takes the fault. Once per process.
 //   install_preempt_handler<bool (*inject)(signal_context*) noexcept>()
 //       preempt_thread's signal calls inject(interrupted context) on the
-//       alternate signal stack; false passes it to the previous handler.
-//   preempt_thread(thread_handle)       asynchronously interrupts that thread
+//       alternate signal stack; false passes it to the previous handler
+//       (Windows: no handler; measures what preempt_thread needs).
+//   preempt_thread<M, bool (*inject_m)(signal_context*, M*) noexcept>(thread_handle, M*)
+//       asynchronously interrupts that thread (Linux: the signal, whose
+//       handler decides on the thread's own M; Windows: suspends it and
+//       calls inject_m(its context, m) on the caller's thread)
+//   open_preemption_target() -> thread_handle, close_preemption_target(thread_handle&)
+//       the calling thread as preempt_thread needs it (Windows: a real
+//       handle with suspend/context rights; closed once unused)
+//   pc_preemptible(pc) -> bool         false where the OS layer forbids it
+//       (Windows: outside goro's module, or inside goro's assembly)
 //   async_preemption_ported             constexpr bool: false where the above
 //       is not done yet (a preemption::signal policy then does not compile)
 //   preempt_signal                      its signal number (goro::signal refuses it)
@@ -111,7 +122,7 @@
 #include "linux/stack_memory.hpp"
 #include "linux/thread.hpp"
 #elif defined(_WIN64)
-// Windows x64 (issue 17): each file says what is not ported yet.
+// Windows x64 (issue 17): each file says what differs from Linux.
 #include "windows/clock.hpp"
 #include "windows/fd.hpp"
 #include "windows/futex.hpp"

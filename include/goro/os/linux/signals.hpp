@@ -92,8 +92,22 @@ inline void install_preempt_handler() noexcept {
 }
 
 // Sends the preemption signal to thread t (Go's preemptM / signalM). t
-// must still exist; it may run something else by then.
-inline void preempt_thread(thread_handle t) noexcept { pthread_kill(t, preempt_signal); }
+// must still exist; it may run something else by then. The handler
+// (install_preempt_handler) decides on t itself, from its own M: Inject
+// and m are for systems where the caller decides (os/windows/preempt.hpp).
+template <class M, bool (*Inject)(signal_context*, M*) noexcept>
+inline void preempt_thread(thread_handle t, M*) noexcept {
+  pthread_kill(t, preempt_signal);
+}
+
+// The thread handle sysmon preempts the calling thread through, and its
+// release (nothing to open or close here: a pthread_t).
+inline thread_handle open_preemption_target() noexcept { return current_thread(); }
+inline void close_preemption_target(thread_handle&) noexcept {}
+
+// Whether an interrupted pc may be preempted as far as the OS layer is
+// concerned (Windows excludes system DLLs); on Linux any pc.
+inline bool pc_preemptible(std::uintptr_t) noexcept { return true; }
 
 // An alternate signal stack for the calling thread (so the fault handler
 // can run when the goroutine's stack is exhausted). Restores the previous

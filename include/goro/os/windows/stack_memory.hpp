@@ -5,7 +5,8 @@
 // Windows charges committed memory against the commit limit (RAM plus the
 // page file) when it is committed, not when it is touched: a slab of
 // stacks costs its whole size there, less its guard regions, which are
-// decommitted. Physical pages are still only used when touched.
+// decommitted but for a 32 KiB zone each (guard_with_protection).
+// Physical pages are still only used when touched.
 #pragma once
 
 #include <climits>
@@ -53,10 +54,32 @@ inline void release_pages(void* p, std::size_t bytes) noexcept {
 inline bool guard_with_marker(void*, std::size_t) noexcept { return false; }
 inline bool guard_markers_available() noexcept { return false; }
 
-// Makes [p, p + bytes) fault on any access by decommitting it (cheaper
-// than PAGE_NOACCESS: the pages no longer count against the commit limit).
+// The top of every guard region (the part just below the stack it
+// guards): the stack-overflow report's own stack. Windows dispatches an
+// exception on the faulting stack itself, which an overflow has used up,
+// so the first touch below a goroutine's stack must leave room for the
+// dispatcher's frame (a CONTEXT and an EXCEPTION_RECORD, ~1.5 KiB), the
+// vectored handler and the report: the zone's highest page is committed
+// PAGE_GUARD (a one-shot alarm: the first access raises
+// STATUS_GUARD_PAGE_VIOLATION and leaves the page readable and writable),
+// the pages below it plain committed memory where that runs
+// (os/windows/signals.hpp). Windows code probes every page of a frame
+// larger than a page in order (___chkstk_ms / __chkstk), so an overflow
+// always touches the guard page first, however large the frame.
+inline constexpr std::size_t guard_report_zone = 32 * 1024;
+
+// Makes [p, p + bytes) fault on any access: decommitted (cheaper than
+// PAGE_NOACCESS: the pages no longer count against the commit limit), but
+// for its top guard_report_zone bytes, kept committed with the highest
+// page PAGE_GUARD (above). The zone is re-armed by nothing: its page
+// fires only on an overflow, which the report ends the process for.
 inline bool guard_with_protection(void* p, std::size_t bytes) noexcept {
-  return VirtualFree(p, bytes, MEM_DECOMMIT) != 0;
+  const std::size_t page = page_size();
+  if (bytes < guard_report_zone + page) return VirtualFree(p, bytes, MEM_DECOMMIT) != 0;
+  const std::size_t low = bytes - guard_report_zone;
+  if (!VirtualFree(p, low, MEM_DECOMMIT)) return false;
+  DWORD old = 0;
+  return VirtualProtect(static_cast<char*>(p) + bytes - page, page, PAGE_READWRITE | PAGE_GUARD, &old) != 0;
 }
 
 // How many regions the process may have: Windows has no limit like Linux's
