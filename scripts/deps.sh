@@ -6,7 +6,7 @@
 #   scripts/deps.sh ci     + everything .ci/run uses (meson, clang + sanitizers,
 #                          aarch64 and riscv64 cross compilers and qemu, clang-format)
 #   scripts/deps.sh windows + MinGW-w64 and Wine for the Windows x64 build
-#                          (.ci/run windows, an opt-in step: docs/platforms.md)
+#                          (.ci/run's windows step: docs/platforms.md)
 set -euo pipefail
 
 test_pkgs=(cmake ninja-build g++ catch2 python3)
