@@ -13817,6 +13817,9 @@ class local_run_queue {
     }
   }
 
+  // What runnext holds now (a snapshot, for a thief that waits for it).
+  T* runnext_snapshot() const noexcept { return runnext_.load(std::memory_order_relaxed); }
+
   // Number of elements in the ring plus runnext (a snapshot; exact only
   // when nobody else touches the queue).
   std::uint32_t size() const noexcept {
@@ -15517,9 +15520,9 @@ inline constexpr std::uint32_t p_class_stack_max = 16;
 inline constexpr unsigned max_procs = 4096;
 // Goroutine ids are handed to Ps in batches (Go: 16).
 inline constexpr std::uint64_t goid_batch = 16;
-// Go sleeps ~3 us before stealing a running P's runnext: its owner is
-// probably about to run it.
-inline constexpr long runnext_steal_grace_us = 3;
+// Go waits ~3 us before stealing a running P's runnext: its owner is
+// probably about to run it (steal_work waits on the clock, not in a sleep).
+inline constexpr std::int64_t runnext_steal_grace_ns = 3'000;
 
 template <class Policy>
 class scheduler final : public sched_base {
@@ -15608,6 +15611,9 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
+    // steal_work: whether its first wait for a victim's runnext spins on
+    // the clock (it last led to a steal) or sleeps (see there).
+    bool steal_wait_spins = true;
     runtime_thread thread;  // named "<thread_name>-m<id>" (os_thread.hpp)
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted
@@ -16547,18 +16553,42 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
   // Over every P record (gomaxprocs: a retired P may still hold work;
   // idle ones are skipped).
   const coprime_order* order = steal_order_.load(std::memory_order_acquire);
+  // Waits for a victim's runnext in this call (Go's runqgrab usleep(3)s
+  // before taking a running P's runnext: its owner probably runs it next).
+  // A 3 us nanosleep takes ~90 us on these VMs (50 us of timer slack, then
+  // the wake-up; Windows rounds it to a millisecond), long enough for this
+  // thief to miss a burst of new work: a frame's jobs spawned by the
+  // goroutine it waited for. So the first wait spins 3 us on the clock,
+  // while that has led to steals. When it has not (ping-pong pairs: the
+  // owners keep readying goroutines into runnext, never into the ring),
+  // the waits sleep as Go's do, which keeps this M spinning (no wakep per
+  // ready()) and off the owners' cache lines; a steal from a ring after a
+  // wait switches the clock back on.
+  int waits = 0;
+  bool spun = false;
+  const g* waited_for = nullptr;
+  auto wait_for_runnext = [&](const g* next) {
+    waited_for = next;
+    if (waits++ == 0 && mm->steal_wait_spins) {
+      spun = true;
+      const std::int64_t until = nanotime() + runnext_steal_grace_ns;
+      while (nanotime() < until) cpu_relax();
+    } else {
+      os::sleep_ns(runnext_steal_grace_ns);
+    }
+  };
   for (int i = 0; i < steal_tries; ++i) {
     bool last = i == steal_tries - 1;
     for (auto e = order->start(mm->rng.next()); !e.done(); e.next()) {
       p* victim = allp_[e.position()];
       GORO_CHAOS_POINT("stealwork.victim");
       if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
-      g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
-        if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
-          os::sleep_ns(runnext_steal_grace_us * 1000);
-        }
+      g* gp = pp->runq.steal_from(victim->runq, last, [&] {
+        if (victim->status.load(std::memory_order_relaxed) == p_status::running)
+          wait_for_runnext(victim->runq.runnext_snapshot());
       });
       if (gp) {
+        if (waits != 0 && gp != waited_for) mm->steal_wait_spins = true;
         pp->steals.inc();
         if (GORO_UNLIKELY(tracing::enabled()))
           tracing::record({tracing::now(), 0, gp->id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
@@ -16568,6 +16598,7 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
       }
     }
   }
+  if (spun) mm->steal_wait_spins = false;
   return nullptr;
 }
 

@@ -141,6 +141,9 @@ class local_run_queue {
     }
   }
 
+  // What runnext holds now (a snapshot, for a thief that waits for it).
+  T* runnext_snapshot() const noexcept { return runnext_.load(std::memory_order_relaxed); }
+
   // Number of elements in the ring plus runnext (a snapshot; exact only
   // when nobody else touches the queue).
   std::uint32_t size() const noexcept {

@@ -96,9 +96,9 @@ inline constexpr std::uint32_t p_class_stack_max = 16;
 inline constexpr unsigned max_procs = 4096;
 // Goroutine ids are handed to Ps in batches (Go: 16).
 inline constexpr std::uint64_t goid_batch = 16;
-// Go sleeps ~3 us before stealing a running P's runnext: its owner is
-// probably about to run it.
-inline constexpr long runnext_steal_grace_us = 3;
+// Go waits ~3 us before stealing a running P's runnext: its owner is
+// probably about to run it (steal_work waits on the clock, not in a sleep).
+inline constexpr std::int64_t runnext_steal_grace_ns = 3'000;
 
 template <class Policy>
 class scheduler final : public sched_base {
@@ -187,6 +187,9 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
+    // steal_work: whether its first wait for a victim's runnext spins on
+    // the clock (it last led to a steal) or sleeps (see there).
+    bool steal_wait_spins = true;
     runtime_thread thread;  // named "<thread_name>-m<id>" (os_thread.hpp)
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted

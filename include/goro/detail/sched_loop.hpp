@@ -436,18 +436,42 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
   // Over every P record (gomaxprocs: a retired P may still hold work;
   // idle ones are skipped).
   const coprime_order* order = steal_order_.load(std::memory_order_acquire);
+  // Waits for a victim's runnext in this call (Go's runqgrab usleep(3)s
+  // before taking a running P's runnext: its owner probably runs it next).
+  // A 3 us nanosleep takes ~90 us on these VMs (50 us of timer slack, then
+  // the wake-up; Windows rounds it to a millisecond), long enough for this
+  // thief to miss a burst of new work: a frame's jobs spawned by the
+  // goroutine it waited for. So the first wait spins 3 us on the clock,
+  // while that has led to steals. When it has not (ping-pong pairs: the
+  // owners keep readying goroutines into runnext, never into the ring),
+  // the waits sleep as Go's do, which keeps this M spinning (no wakep per
+  // ready()) and off the owners' cache lines; a steal from a ring after a
+  // wait switches the clock back on.
+  int waits = 0;
+  bool spun = false;
+  const g* waited_for = nullptr;
+  auto wait_for_runnext = [&](const g* next) {
+    waited_for = next;
+    if (waits++ == 0 && mm->steal_wait_spins) {
+      spun = true;
+      const std::int64_t until = nanotime() + runnext_steal_grace_ns;
+      while (nanotime() < until) cpu_relax();
+    } else {
+      os::sleep_ns(runnext_steal_grace_ns);
+    }
+  };
   for (int i = 0; i < steal_tries; ++i) {
     bool last = i == steal_tries - 1;
     for (auto e = order->start(mm->rng.next()); !e.done(); e.next()) {
       p* victim = allp_[e.position()];
       GORO_CHAOS_POINT("stealwork.victim");
       if (victim == pp || victim->status.load(std::memory_order_relaxed) == p_status::idle) continue;
-      g* gp = pp->runq.steal_from(victim->runq, last, [victim] {
-        if (victim->status.load(std::memory_order_relaxed) == p_status::running) {
-          os::sleep_ns(runnext_steal_grace_us * 1000);
-        }
+      g* gp = pp->runq.steal_from(victim->runq, last, [&] {
+        if (victim->status.load(std::memory_order_relaxed) == p_status::running)
+          wait_for_runnext(victim->runq.runnext_snapshot());
       });
       if (gp) {
+        if (waits != 0 && gp != waited_for) mm->steal_wait_spins = true;
         pp->steals.inc();
         if (GORO_UNLIKELY(tracing::enabled()))
           tracing::record({tracing::now(), 0, gp->id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
@@ -457,6 +481,7 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
       }
     }
   }
+  if (spun) mm->steal_wait_spins = false;
   return nullptr;
 }
 
