@@ -1,19 +1,13 @@
 // main_thread: keep the main goroutine on the process's main thread with
 // lock_os_thread(), as a GUI or OpenGL program must, while workers run on
 // the runtime's other threads.
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <cstdio>
+#include <thread>
 
 #include "goro/goro.hpp"
 
-namespace {
-long thread_id() { return ::syscall(SYS_gettid); }
-}  // namespace
-
 int main() {
-  const long main_thread = thread_id();
+  const std::thread::id main_thread = std::this_thread::get_id();
   int frames_shown = 0;
   bool stayed = true;
   goro::run(
@@ -32,7 +26,7 @@ int main() {
         for (int i = 0; i < 30; ++i) {
           sum += *frames.recv();
           ++frames_shown;
-          stayed = stayed && thread_id() == main_thread;
+          stayed = stayed && std::this_thread::get_id() == main_thread;
         }
         std::printf("main_thread: %d frames on the main thread, sum %ld\n", frames_shown, sum);
         goro::unlock_os_thread();
