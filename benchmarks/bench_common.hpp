@@ -1,6 +1,8 @@
 // Shared helpers for the goro benchmarks and their C++ peers (Boost.Fiber,
-// oneTBB, Boost.Context): argument parsing, a monotonic clock, the
-// calibrated busy-spin of the imbalance workload, and the RESULT line.
+// oneTBB, Boost.Context): argument parsing, a monotonic clock, process and
+// thread CPU time and resident memory (the one place with per-OS code: the
+// goro workloads also build for Windows), the calibrated busy-spin of the
+// imbalance workload, and the RESULT line.
 //
 // Every benchmark program prints one line per measurement:
 //
@@ -18,6 +20,24 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+
+#if defined(_WIN32)
+// As goro's own Windows layer includes it (os/windows/windows_h.hpp):
+// Winsock 2 before <windows.h>, without the min/max macros.
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <winsock2.h>
+#include <windows.h>
+#include <psapi.h>  // GetProcessMemoryInfo: K32GetProcessMemoryInfo in kernel32
+#else
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#endif
 
 namespace bench {
 
@@ -73,6 +93,58 @@ inline std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+#if defined(_WIN32)
+// FILETIME durations count 100 ns units.
+inline std::int64_t filetime_ns(const FILETIME& t) {
+  return ((std::int64_t(t.dwHighDateTime) << 32) | t.dwLowDateTime) * 100;
+}
+#endif
+
+// CPU time of the whole process, user + system, all threads.
+inline std::int64_t process_cpu_ns() {
+#if defined(_WIN32)
+  FILETIME created, exited, kernel, user;
+  if (!GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)) return 0;
+  return filetime_ns(kernel) + filetime_ns(user);
+#else
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto tv = [](const timeval& t) { return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000; };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+#endif
+}
+
+// CPU time of the calling thread. Windows charges it by clock tick (up to
+// 15.6 ms), so there only sums over many calls on one thread mean much.
+inline std::int64_t thread_cpu_ns() {
+#if defined(_WIN32)
+  FILETIME created, exited, kernel, user;
+  if (!GetThreadTimes(GetCurrentThread(), &created, &exited, &kernel, &user)) return 0;
+  return filetime_ns(kernel) + filetime_ns(user);
+#else
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+#endif
+}
+
+// Resident memory of the process: /proc/self/statm on Linux, the working
+// set on Windows (0 where neither can be read).
+inline std::int64_t resident_bytes() {
+#if defined(_WIN32)
+  PROCESS_MEMORY_COUNTERS pmc{};
+  if (!GetProcessMemoryInfo(GetCurrentProcess(), &pmc, sizeof pmc)) return 0;
+  return static_cast<std::int64_t>(pmc.WorkingSetSize);
+#else
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<std::int64_t>(resident) * sysconf(_SC_PAGESIZE);
+#endif
 }
 
 // The RESULT line; `extra` is appended verbatim (" key=value ...").

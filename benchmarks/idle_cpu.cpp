@@ -2,26 +2,18 @@
 // A runtime with 2 Ps runs a main goroutine that spawns goroutines (so every
 // P and M has been woken) and waits for them; then the main goroutine blocks
 // on a wait_group that a plain std::thread releases after --ms (default
-// 1000) ms. Process CPU time (getrusage, user + system, all threads) is
-// sampled by that thread at the start and end of the idle window.
+// 1000) ms. Process CPU time (getrusage; GetProcessTimes on Windows; user
+// + system, all threads) is sampled by that thread at the start and end of
+// the idle window.
 // Metric: cpu_pct = 100 * cpu_time / wall of the window (percent of one
 // core; target ~0).
 //
 //   idle_cpu [--procs 2] [--ms 1000] [--reps 3] [--warmup 0]
 #include <goro/goro.hpp>
 
-#include <sys/resource.h>
-
 #include <thread>
 
 #include "bench_common.hpp"
-
-static std::int64_t cpu_ns() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto tv = [](const timeval& t) { return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000; };
-  return tv(ru.ru_utime) + tv(ru.ru_stime);
-}
 
 int main(int argc, char** argv) {
   auto c = bench::parse_common(argc, argv);
@@ -45,9 +37,9 @@ int main(int argc, char** argv) {
       idle.add(1);
       double pct = 0, wall_ms = 0;
       std::thread releaser([&] {
-        std::int64_t c0 = cpu_ns(), t0 = bench::now_ns();
+        std::int64_t c0 = bench::process_cpu_ns(), t0 = bench::now_ns();
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-        std::int64_t c1 = cpu_ns(), t1 = bench::now_ns();
+        std::int64_t c1 = bench::process_cpu_ns(), t1 = bench::now_ns();
         pct = 100.0 * double(c1 - c0) / double(t1 - t0);
         wall_ms = double(t1 - t0) / 1e6;
         idle.done();

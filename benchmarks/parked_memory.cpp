@@ -1,29 +1,17 @@
 // parked_memory: N goroutines (default 100,000) each park on one channel's
 // receive; the process's resident memory grows by how much per goroutine?
-// Measured from /proc/self/statm once all of them have started (each calls
-// wg.done() just before it blocks in recv), then the channel is closed and
-// every goroutine returns. `--small 1` runs the same on a runtime whose
-// policy has 4 KiB stacks (goro::stack<4096>) instead of the default 64 KiB.
+// Measured from /proc/self/statm (Windows: the working set) once all of
+// them have started (each calls wg.done() just before it blocks in recv),
+// then the channel is closed and every goroutine returns. `--small 1` runs
+// the same on a runtime whose policy has 4 KiB stacks (goro::stack<4096>)
+// instead of the default 64 KiB.
 //
 //   parked_memory [--procs 2] [--n 100000] [--reps 3] [--small 0|1]
 #include <goro/goro.hpp>
 
-#include <unistd.h>
-
-#include <cstdio>
-
 #include "bench_common.hpp"
 
 namespace {
-
-std::int64_t resident_bytes() {
-  long pages = 0, resident = 0;
-  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<std::int64_t>(resident) * sysconf(_SC_PAGESIZE);
-}
 
 // One repetition on a fresh runtime: a runtime keeps the stacks and G
 // records it has used (RSS would not grow a second time), and its
@@ -36,7 +24,7 @@ double measure_once(unsigned procs, std::uint64_t n) {
     goro::wait_group started, finished;
     started.add(static_cast<std::int64_t>(n));
     finished.add(static_cast<std::int64_t>(n));
-    const std::int64_t before = resident_bytes();
+    const std::int64_t before = bench::resident_bytes();
     for (std::uint64_t i = 0; i < n; ++i)
       goro::go([ch, &started, &finished]() mutable {
         started.done();
@@ -45,7 +33,7 @@ double measure_once(unsigned procs, std::uint64_t n) {
       });
     started.wait();
     goro::sleep_for(std::chrono::milliseconds(20));  // let the last ones park
-    const std::int64_t after = resident_bytes();
+    const std::int64_t after = bench::resident_bytes();
     ch.close();
     finished.wait();
     return double(after - before) / double(n);

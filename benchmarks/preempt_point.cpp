@@ -5,17 +5,7 @@
 //   preempt_point [--n 500000000] [--reps 3] [--warmup 1]
 #include <goro/goro.hpp>
 
-#include <time.h>
-
 #include "bench_common.hpp"
-
-// CPU time of the calling thread: the machine may be shared, wall time
-// includes time other processes took.
-static std::int64_t thread_cpu_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 int main(int argc, char** argv) {
   auto c = bench::parse_common(argc, argv);
@@ -24,15 +14,17 @@ int main(int argc, char** argv) {
   goro::runtime rt{goro::options{.maxprocs = 1}};
   rt.run([&] {
     for (unsigned rep = 0; rep < c.warmup + c.reps; ++rep) {
-      // The goroutine may be preempted and resumed on another thread
-      // (same P): CPU time is summed per stretch on one thread.
+      // Thread CPU time too: the machine may be shared, wall time includes
+      // time other processes took. The goroutine may be preempted and
+      // resumed on another thread (same P): it is summed per stretch on
+      // one thread.
       std::int64_t t0 = bench::now_ns();
       std::int64_t cpu = 0;
       const std::uint64_t chunk = 1'000'000;
       for (std::uint64_t done = 0; done < n; done += chunk) {
-        std::int64_t c0 = thread_cpu_ns();
+        std::int64_t c0 = bench::thread_cpu_ns();
         for (std::uint64_t i = 0; i < chunk; ++i) goro::preempt_point();
-        cpu += thread_cpu_ns() - c0;
+        cpu += bench::thread_cpu_ns() - c0;
       }
       std::int64_t dt = bench::now_ns() - t0;
       if (rep >= c.warmup)

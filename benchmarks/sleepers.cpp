@@ -8,20 +8,11 @@
 //   sleepers [--procs 2] [--n 100000] [--reps 3] [--warmup 1]
 #include <goro/goro.hpp>
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <random>
 #include <vector>
 
 #include "bench_common.hpp"
-
-static std::int64_t cpu_ns() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  auto tv = [](const timeval& t) { return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_usec * 1000; };
-  return tv(ru.ru_utime) + tv(ru.ru_stime);
-}
 
 int main(int argc, char** argv) {
   auto c = bench::parse_common(argc, argv);
@@ -36,7 +27,7 @@ int main(int argc, char** argv) {
     for (unsigned rep = 0; rep < c.warmup + c.reps; ++rep) {
       goro::wait_group wg;
       wg.add(static_cast<std::int64_t>(n));
-      std::int64_t c0 = cpu_ns(), t0 = bench::now_ns();
+      std::int64_t c0 = bench::process_cpu_ns(), t0 = bench::now_ns();
       for (std::uint64_t i = 0; i < n; ++i) {
         auto d = durations[i];
         goro::go([&wg, d] {
@@ -45,7 +36,7 @@ int main(int argc, char** argv) {
         });
       }
       wg.wait();
-      std::int64_t dt = bench::now_ns() - t0, dc = cpu_ns() - c0;
+      std::int64_t dt = bench::now_ns() - t0, dc = bench::process_cpu_ns() - c0;
       if (rep >= c.warmup)
         bench::result("sleepers", "goro", c.procs, "wall_ms", double(dt) / 1e6,
                       bench::kv("cpu_ms", double(dc) / 1e6) + bench::kv("n", double(n)));
