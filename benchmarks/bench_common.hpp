@@ -96,18 +96,21 @@ inline std::int64_t now_ns() {
 }
 
 #if defined(_WIN32)
-// FILETIME durations count 100 ns units.
-inline std::int64_t filetime_ns(const FILETIME& t) {
-  return ((std::int64_t(t.dwHighDateTime) << 32) | t.dwLowDateTime) * 100;
+// Kernel + user time of a process or thread (GetProcessTimes and
+// GetThreadTimes have one signature); FILETIME counts 100 ns units.
+inline std::int64_t windows_cpu_ns(BOOL(WINAPI* times)(HANDLE, FILETIME*, FILETIME*, FILETIME*, FILETIME*),
+                                   HANDLE h) {
+  FILETIME created, exited, kernel, user;
+  if (!times(h, &created, &exited, &kernel, &user)) return 0;
+  auto ns = [](const FILETIME& t) { return ((std::int64_t(t.dwHighDateTime) << 32) | t.dwLowDateTime) * 100; };
+  return ns(kernel) + ns(user);
 }
 #endif
 
 // CPU time of the whole process, user + system, all threads.
 inline std::int64_t process_cpu_ns() {
 #if defined(_WIN32)
-  FILETIME created, exited, kernel, user;
-  if (!GetProcessTimes(GetCurrentProcess(), &created, &exited, &kernel, &user)) return 0;
-  return filetime_ns(kernel) + filetime_ns(user);
+  return windows_cpu_ns(&GetProcessTimes, GetCurrentProcess());
 #else
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -120,9 +123,7 @@ inline std::int64_t process_cpu_ns() {
 // 15.6 ms), so there only sums over many calls on one thread mean much.
 inline std::int64_t thread_cpu_ns() {
 #if defined(_WIN32)
-  FILETIME created, exited, kernel, user;
-  if (!GetThreadTimes(GetCurrentThread(), &created, &exited, &kernel, &user)) return 0;
-  return filetime_ns(kernel) + filetime_ns(user);
+  return windows_cpu_ns(&GetThreadTimes, GetCurrentThread());
 #else
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
