@@ -22,16 +22,9 @@
 #include <string_view>
 
 #if defined(_WIN32)
-// As goro's own Windows layer includes it (os/windows/windows_h.hpp):
-// Winsock 2 before <windows.h>, without the min/max macros.
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#include <winsock2.h>
-#include <windows.h>
+// <windows.h> the way goro's Windows layer includes it (Winsock 2 first,
+// no min/max macros); only goro's workloads build for Windows.
+#include <goro/os/windows/windows_h.hpp>
 #include <psapi.h>  // GetProcessMemoryInfo: K32GetProcessMemoryInfo in kernel32
 #else
 #include <sys/resource.h>
