@@ -97,7 +97,7 @@ inline constexpr unsigned max_procs = 4096;
 // Goroutine ids are handed to Ps in batches (Go: 16).
 inline constexpr std::uint64_t goid_batch = 16;
 // Go waits ~3 us before stealing a running P's runnext: its owner is
-// probably about to run it (steal_work waits on the clock, not in a sleep).
+// probably about to run it (steal_work: a spin on the clock, or a sleep).
 inline constexpr std::int64_t runnext_steal_grace_ns = 3'000;
 
 template <class Policy>
