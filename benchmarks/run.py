@@ -63,6 +63,12 @@ WORKLOADS: list[Workload] = [
     Workload("context_switch", "ns_per_op", "ns/switch", ["goro", "boost_context"],
              ["--n", "10000000", "--reps", "3"], ["--n", "2000000", "--reps", "2"],
              Target("ratio_le", 0.9, "boost_context", "<= 0.9x jump_fcontext"), fixed_procs=[1]),
+    # The same with policy fp_control::shared (the switch leaves MXCSR and
+    # the x87 control word alone, as Go's does); the peer runs again.
+    Workload("context_switch_fp_shared", "ns_per_op", "ns/switch", ["goro", "boost_context"],
+             ["--n", "10000000", "--reps", "3"], ["--n", "2000000", "--reps", "2"],
+             Target("ratio_le", 0.9, "boost_context", "<= 0.9x jump_fcontext"), fixed_procs=[1],
+             program="context_switch", per_impl_args={"goro": ["--fp-shared", "1"]}),
     Workload("spawn", "ns_per_op", "ns/goroutine", ["goro", "go", "boost_fiber", "tbb"],
              ["--n", "1000000", "--reps", "3"], ["--n", "200000", "--reps", "2"],
              Target("ratio_le", 0.4, "go", "<= 0.4x Go"),
@@ -209,7 +215,7 @@ WORKLOADS += [
 ]
 BY_NAME = {w.name: w for w in WORKLOADS}
 # The targets are for 2 threads; context switch and preempt_point are single-threaded.
-TARGET_PROCS = {"context_switch": 1, "preempt_point": 1}
+TARGET_PROCS = {"context_switch": 1, "context_switch_fp_shared": 1, "preempt_point": 1}
 
 
 def log(msg: str) -> None:

@@ -1,6 +1,6 @@
 // policy: a runtime with a custom compile-time policy (small 4 KiB stacks,
-// a short local run queue, a quarter per steal), then its counters.
-// Exits 0 on success.
+// a short local run queue, a quarter per steal, switches that leave the FP
+// control state to the thread), then its counters. Exits 0 on success.
 #include <goro/goro.hpp>
 
 #include <atomic>
@@ -9,7 +9,9 @@
 // Options are applied left to right on goro::default_policy.
 using small_policy = goro::policy<goro::queue_capacity<64>,  // per-P ring slots (power of two)
                                   goro::steal<1, 4>,          // a thief takes a quarter, rounded up
-                                  goro::stack<4 * 1024>>;     // 4 KiB stacks: packed, canary-checked
+                                  goro::stack<4 * 1024>,      // 4 KiB stacks: packed, canary-checked
+                                  // nothing here calls fesetround: switches need not carry the FP control words
+                                  goro::fp_control_mode<goro::fp_control::shared>>;
 
 int main() {
   constexpr int n = 10'000;

@@ -1901,6 +1901,8 @@ extern "C" {
 // and detail/async_preempt.hpp do).
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, void* to_sp, void* arg);
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_nofp(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret_nofp(void** save_sp, void* to_sp, void* arg);
 __attribute__((visibility("hidden"))) void goro_v0_1_start();
 __attribute__((visibility("hidden"))) void goro_v0_1_async_preempt();
 }
@@ -1920,7 +1922,7 @@ inline std::uintptr_t context_sp(const signal_context* c) noexcept { return stat
 // preempted), and the xsave area's size (0: fxsave, 512 bytes).
 struct preempt_setup {
   std::uintptr_t module_lo = 0, module_hi = 0;
-  std::uintptr_t asm_lo[4] = {}, asm_hi[4] = {};
+  std::uintptr_t asm_lo[6] = {}, asm_hi[6] = {};
   std::size_t xsave_size = 0;
 };
 
@@ -1943,7 +1945,7 @@ inline std::size_t measure_xsave_size() noexcept {
 inline bool pc_preemptible(std::uintptr_t pc) noexcept {
   const preempt_setup& s = preempt_config();
   if (pc < s.module_lo || pc >= s.module_hi) return false;
-  for (std::size_t i = 0; i < 4; ++i)
+  for (std::size_t i = 0; i < 6; ++i)
     if (pc >= s.asm_lo[i] && pc < s.asm_hi[i]) return false;
   return true;
 }
@@ -2017,11 +2019,14 @@ inline void install_preempt_handler() noexcept {
     const auto base = reinterpret_cast<std::uintptr_t>(mod);
     const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(base);
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS*>(base + static_cast<std::uintptr_t>(dos->e_lfanew));
-    const void* fns[4] = {
-        reinterpret_cast<const void*>(&goro_v0_1_switch), reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
-        reinterpret_cast<const void*>(&goro_v0_1_start), reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
+    const void* fns[6] = {reinterpret_cast<const void*>(&goro_v0_1_switch),
+                          reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
+                          reinterpret_cast<const void*>(&goro_v0_1_switch_nofp),
+                          reinterpret_cast<const void*>(&goro_v0_1_switch_ret_nofp),
+                          reinterpret_cast<const void*>(&goro_v0_1_start),
+                          reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
     bool found = true;
-    for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t i = 0; i < 6; ++i)
       found = found && function_bounds(base, nt, reinterpret_cast<std::uintptr_t>(fns[i]), &s.asm_lo[i], &s.asm_hi[i]);
     // Without the bounds of goro's assembly nothing is preempted (the
     // module range stays empty): signal mode then acts as cooperative.
@@ -2677,6 +2682,141 @@ goro_v0_1_switch_ret:
     fldcw 4(%rsp)
     jmp 1b
 .seh_endproc
+.section .text$goro_v0_1_switch_nofp,"xr"
+.linkonce discard
+.globl goro_v0_1_switch_nofp
+.def goro_v0_1_switch_nofp; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch_nofp
+goro_v0_1_switch_nofp:
+    .seh_endprologue
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %r8, %rax
+    jmpq *%rcx
+.seh_endproc
+.section .text$goro_v0_1_switch_ret_nofp,"xr"
+.linkonce discard
+.globl goro_v0_1_switch_ret_nofp
+.def goro_v0_1_switch_ret_nofp; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch_ret_nofp
+goro_v0_1_switch_ret_nofp:
+    .seh_endprologue
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    movq %r8, %rax
+    ret
+.seh_endproc
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard
 .globl goro_v0_1_start
@@ -2770,6 +2910,12 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -2864,6 +3010,51 @@ goro_v0_1_switch_ret:
     jmp 1b
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
+goro_v0_1_switch_nofp:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %rdx, %rax
+    notrack jmpq *%rcx
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.p2align 4
+goro_v0_1_switch_ret_nofp:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    movq %rdx, %rax
+    ret
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.p2align 4
 goro_v0_1_start:
     endbr64
     xorl %ebp, %ebp
@@ -2896,6 +3087,12 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -2945,6 +3142,39 @@ goro_v0_1_switch_ret:
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
+goro_v0_1_switch_nofp:
+goro_v0_1_switch_ret_nofp:
+    hint #34
+    sub sp, sp, #176
+    stp x19, x20, [sp, #0]
+    stp x21, x22, [sp, #16]
+    stp x23, x24, [sp, #32]
+    stp x25, x26, [sp, #48]
+    stp x27, x28, [sp, #64]
+    stp x29, x30, [sp, #80]
+    stp d8, d9, [sp, #96]
+    stp d10, d11, [sp, #112]
+    stp d12, d13, [sp, #128]
+    stp d14, d15, [sp, #144]
+    mov x11, sp
+    str x11, [x0]
+    mov sp, x1
+    ldp x19, x20, [sp, #0]
+    ldp x21, x22, [sp, #16]
+    ldp x23, x24, [sp, #32]
+    ldp x25, x26, [sp, #48]
+    ldp x27, x28, [sp, #64]
+    ldp x29, x30, [sp, #80]
+    ldp d8, d9, [sp, #96]
+    ldp d10, d11, [sp, #112]
+    ldp d12, d13, [sp, #128]
+    ldp d14, d15, [sp, #144]
+    add sp, sp, #176
+    mov x0, x2
+    ret x30
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.p2align 4
 goro_v0_1_start:
     hint #34
     mov x29, #0
@@ -2974,6 +3204,12 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -3050,6 +3286,67 @@ goro_v0_1_switch_ret:
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
+goro_v0_1_switch_nofp:
+goro_v0_1_switch_ret_nofp:
+    addi sp, sp, -208
+    sd s0, 0(sp)
+    sd s1, 8(sp)
+    sd s2, 16(sp)
+    sd s3, 24(sp)
+    sd s4, 32(sp)
+    sd s5, 40(sp)
+    sd s6, 48(sp)
+    sd s7, 56(sp)
+    sd s8, 64(sp)
+    sd s9, 72(sp)
+    sd s10, 80(sp)
+    sd s11, 88(sp)
+    sd ra, 96(sp)
+    fsd fs0, 104(sp)
+    fsd fs1, 112(sp)
+    fsd fs2, 120(sp)
+    fsd fs3, 128(sp)
+    fsd fs4, 136(sp)
+    fsd fs5, 144(sp)
+    fsd fs6, 152(sp)
+    fsd fs7, 160(sp)
+    fsd fs8, 168(sp)
+    fsd fs9, 176(sp)
+    fsd fs10, 184(sp)
+    fsd fs11, 192(sp)
+    sd sp, 0(a0)
+    mv sp, a1
+    ld s0, 0(sp)
+    ld s1, 8(sp)
+    ld s2, 16(sp)
+    ld s3, 24(sp)
+    ld s4, 32(sp)
+    ld s5, 40(sp)
+    ld s6, 48(sp)
+    ld s7, 56(sp)
+    ld s8, 64(sp)
+    ld s9, 72(sp)
+    ld s10, 80(sp)
+    ld s11, 88(sp)
+    ld ra, 96(sp)
+    fld fs0, 104(sp)
+    fld fs1, 112(sp)
+    fld fs2, 120(sp)
+    fld fs3, 128(sp)
+    fld fs4, 136(sp)
+    fld fs5, 144(sp)
+    fld fs6, 152(sp)
+    fld fs7, 160(sp)
+    fld fs8, 168(sp)
+    fld fs9, 176(sp)
+    fld fs10, 184(sp)
+    fld fs11, 192(sp)
+    addi sp, sp, 208
+    mv a0, a2
+    ret
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.p2align 4
 goro_v0_1_start:
     li s0, 0
     jalr s1
@@ -3080,6 +3377,10 @@ __attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, voi
 // switch between two contexts suspended at the same call site (yield's
 // direct switch), which the return stack buffer then predicts.
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg);
+// The same two without the FP control words (fp_control::shared): they
+// stay the thread's. A context is resumed by the kind that suspended it.
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_nofp(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret_nofp(void** save_sp, void* to_sp, void* arg);
 // First resume address of a fresh context (calls the entry function).
 __attribute__((visibility("hidden"))) void goro_v0_1_start();
 }
@@ -3177,34 +3478,38 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
   return f;
 }
 
-GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg) noexcept {
-  return goro_v0_1_switch(save_sp, to_sp, arg);
+// fp_shared: the policy's fp_control is shared (m_base::fp_shared); one
+// runtime switches all its contexts with one kind, so each context is
+// resumed by the kind that suspended it (the frame layout is the same).
+GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg, bool fp_shared) noexcept {
+  return fp_shared ? goro_v0_1_switch_nofp(save_sp, to_sp, arg) : goro_v0_1_switch(save_sp, to_sp, arg);
 }
 
-GORO_ALWAYS_INLINE void* raw_switch_ret(void** save_sp, void* to_sp, void* arg) noexcept {
-  return goro_v0_1_switch_ret(save_sp, to_sp, arg);
+GORO_ALWAYS_INLINE void* raw_switch_ret(void** save_sp, void* to_sp, void* arg, bool fp_shared) noexcept {
+  return fp_shared ? goro_v0_1_switch_ret_nofp(save_sp, to_sp, arg) : goro_v0_1_switch_ret(save_sp, to_sp, arg);
 }
 
 // Measures the raw switch (no scheduler): two contexts on a private stack
 // ping-pong `n` times; returns nanoseconds per switch. Used by the
 // context-switch benchmark against Boost.Context's jump_fcontext.
+// fp_shared: the switch without the FP control words (fp_control::shared).
 struct bench_switch_state {
   void* main_sp;
   void* co_sp;
-  std::size_t remaining;
+  bool fp_shared;
 };
 inline void bench_switch_entry(void* arg) {
   auto* s = static_cast<bench_switch_state*>(arg);
-  for (;;) raw_switch(&s->co_sp, s->main_sp, s);
+  for (;;) raw_switch(&s->co_sp, s->main_sp, s, s->fp_shared);
 }
-inline double context_switch_bench(std::size_t n) {
+inline double context_switch_bench(std::size_t n, bool fp_shared = false) {
   constexpr std::size_t size = 64 * 1024;
   void* mem = os::map_memory(size);
   if (!mem) return -1;
-  bench_switch_state s{nullptr, make_context(mem, size, &bench_switch_entry), n};
-  raw_switch(&s.main_sp, s.co_sp, &s);  // first entry
+  bench_switch_state s{nullptr, make_context(mem, size, &bench_switch_entry), fp_shared};
+  raw_switch(&s.main_sp, s.co_sp, &s, fp_shared);  // first entry
   auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < n; ++i) raw_switch(&s.main_sp, s.co_sp, &s);
+  for (std::size_t i = 0; i < n; ++i) raw_switch(&s.main_sp, s.co_sp, &s, s.fp_shared);
   auto t1 = std::chrono::steady_clock::now();
   os::unmap_memory(mem, size);
   // each iteration is two switches (there and back)
@@ -4049,6 +4354,10 @@ class sched_base {
   // nullptr: std::allocator. Set by the scheduler's constructor (a
   // thread_lane's adapter: its runtime's).
   runtime_memory* memory = nullptr;
+  // The policy's fp_control is shared: its Ms switch without the FP
+  // control words (context.hpp raw_switch). Set by the scheduler's
+  // constructor (a thread_lane's adapter: its runtime's).
+  bool fp_shared = false;
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -4118,6 +4427,9 @@ struct m_base {
   void* g0_sp = nullptr;  // the scheduler context while a goroutine runs
   g* curg = nullptr;
   sched_base* sched = nullptr;
+  // sched->fp_shared, kept here for the switch (raw_switch): every switch
+  // of this M, both ways, is of one kind while a goroutine runs.
+  bool fp_shared = false;
 
   after_switch after = after_switch::none;
   bool (*park_unlock)(void*) = nullptr;  // returns false to cancel the park
@@ -4296,7 +4608,7 @@ GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(m->g0_tsan_fiber, 0);
 #endif
-  void* from = raw_switch(&gp->sp, m->g0_sp, nullptr);
+  void* from = raw_switch(&gp->sp, m->g0_sp, nullptr, m->fp_shared);
   goroutine_resumed(gp, from);
 }
 
@@ -4315,7 +4627,7 @@ GORO_ALWAYS_INLINE void switch_g_to_g(m_base* m, g* gp, g* next) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(next->tsan_fiber, 0);
 #endif
-  void* from = raw_switch_ret(&gp->sp, next->sp, m);
+  void* from = raw_switch_ret(&gp->sp, next->sp, m, m->fp_shared);
   goroutine_resumed(gp, from);
 }
 
@@ -4327,7 +4639,7 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(gp->tsan_fiber, 0);
 #endif
-  raw_switch(&m->g0_sp, gp->sp, nullptr);  // nullptr: resumed by g0 (goroutine_resumed)
+  raw_switch(&m->g0_sp, gp->sp, nullptr, m->fp_shared);  // nullptr: resumed by g0 (goroutine_resumed)
 #if GORO_ASAN
   __sanitizer_finish_switch_fiber(m->g0_asan_fake_stack, nullptr, nullptr);
 #endif
@@ -4797,6 +5109,14 @@ enum class preemption {
   signal,       // also SIGURG + async preemption inside goro::async_preemptible scopes
 };
 
+// What a context switch does with the FP control state: MXCSR and the
+// x87 control word on x86-64, FPCR on AArch64, frm on RISC-V (never the
+// exception flags, which the ABIs make caller-saved).
+enum class fp_control {
+  per_goroutine,  // each goroutine keeps its own across switches and migration (fesetround stays its own)
+  shared,         // the switch leaves them alone: a goroutine sees its thread's, as in Go; ~2-5 ns less per switch
+};
+
 struct default_policy {
   // Slots in each P's local run queue (Go: 256). Power of two >= 2.
   static constexpr std::size_t local_queue_capacity = 256;
@@ -4818,6 +5138,8 @@ struct default_policy {
   // select's scratch arrays): a standard Allocator, rebound per type,
   // thread-safe; the runtime keeps one copy (docs/policies.md, "Allocator").
   using allocator_type = std::allocator<std::byte>;
+  // FP control state across context switches (docs/policies.md, "FP control").
+  static constexpr fp_control fp_mode = fp_control::per_goroutine;
 };
 
 // ---- options for goro::policy<...> ----
@@ -4863,6 +5185,14 @@ struct preemption_mode {
     static constexpr preemption preempt = Mode;
   };
 };
+template <fp_control Mode>
+struct fp_control_mode {
+  template <class B>
+  struct apply : B {
+    static constexpr fp_control fp_mode = Mode;
+  };
+};
+
 template <std::size_t Bytes>
 struct stack {
   template <class B>
@@ -4978,6 +5308,11 @@ constexpr bool check_policy() {
                   "goro policy: allocator_type must meet the standard Allocator requirements (value_type; "
                   "nothrow copies; allocate(n) / deallocate(p, n) through std::allocator_traits after a rebind)");
   }
+  // fp_mode is optional too (SPEC's listing predates it): per_goroutine.
+  if constexpr (requires { P::fp_mode; }) {
+    static_assert(std::is_same_v<std::remove_cv_t<decltype(P::fp_mode)>, fp_control>,
+                  "goro policy: fp_mode must be a goro::fp_control");
+  }
   return true;
 }
 
@@ -4996,6 +5331,17 @@ struct policy_allocator<P> {
 
 template <class P>
 using policy_allocator_t = typename detail::policy_allocator<P>::type;
+
+// The policy's fp_mode, or fp_control::per_goroutine for a policy written
+// without one.
+template <class P>
+inline constexpr fp_control policy_fp_control_v = [] {
+  if constexpr (requires { P::fp_mode; }) {
+    return P::fp_mode;
+  } else {
+    return fp_control::per_goroutine;
+  }
+}();
 
 // default_policy with the given options applied left to right.
 template <class... Options>
@@ -15653,6 +15999,7 @@ class scheduler final : public sched_base {
         allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
         detect_deadlock_(detect_deadlock) {
     memory = ra_.memory();  // before anything allocates through it
+    fp_shared = policy_fp_control_v<Policy> == fp_control::shared;
     threads_.memory = memory;
     globq_.set_memory(memory);
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");
@@ -16970,6 +17317,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   GORO_TRY { mm = allocate_record<m>(ra_.get()).release(); }  // the runtime's allocator; freed at shutdown
   GORO_CATCH_ALL { return ENOMEM; }
   mm->sched = this;
+  mm->fp_shared = fp_shared;
   mm->spinning = std::move(spinning);
   mm->nextp = pp;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
@@ -17840,6 +18188,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
   mm->sched = this;
+  mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
   run_m_.store(mm.get(), std::memory_order_release);
   os::thread_altstack altstack;
@@ -18881,6 +19230,7 @@ class lane_sched final : public sched_base {
   lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
     ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
     memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
+    fp_shared = rt->fp_shared;             // its goroutines switch as the runtime's do
   }
   sched_base* rt() const noexcept { return rt_; }
 
@@ -19039,6 +19389,7 @@ GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
   detail::dump_resume_check(gp);  // goroutine dump
   m.curg = gp;
   m.sched = gp->sched;
+  m.fp_shared = gp->sched->fp_shared;  // the kind of switch of gp's runtime (raw_switch), both ways
   detail::switch_to_g(&m, gp);
   m.curg = nullptr;
   detail::check_stack_canary(gp);

@@ -611,10 +611,10 @@ void riscv_fp_entry(void* arg) {
   std::fesetround(FE_UPWARD);
   std::feclearexcept(FE_ALL_EXCEPT);
   std::feraiseexcept(FE_DIVBYZERO);
-  goro::detail::raw_switch(&s->co_sp, s->main_sp, s);
+  goro::detail::raw_switch(&s->co_sp, s->main_sp, s, false);
   if (std::fegetround() != FE_UPWARD) s->bad |= 4;
   if (std::fetestexcept(FE_ALL_EXCEPT) != FE_OVERFLOW) s->bad |= 8;  // main raised it last
-  for (;;) goro::detail::raw_switch(&s->co_sp, s->main_sp, s);
+  for (;;) goro::detail::raw_switch(&s->co_sp, s->main_sp, s, false);
 }
 }  // namespace
 
@@ -627,12 +627,12 @@ TEST_CASE("runtime: RISC-V switch carries frm and leaves fflags to the thread", 
   std::fesetround(FE_TOWARDZERO);
   std::feclearexcept(FE_ALL_EXCEPT);
   std::feraiseexcept(FE_INEXACT);
-  goro::detail::raw_switch(&s.main_sp, s.co_sp, &s);
+  goro::detail::raw_switch(&s.main_sp, s.co_sp, &s, false);
   CHECK(std::fegetround() == FE_TOWARDZERO);
   CHECK(std::fetestexcept(FE_ALL_EXCEPT) == FE_DIVBYZERO);  // as the other side left them
   std::feclearexcept(FE_ALL_EXCEPT);
   std::feraiseexcept(FE_OVERFLOW);
-  goro::detail::raw_switch(&s.main_sp, s.co_sp, &s);
+  goro::detail::raw_switch(&s.main_sp, s.co_sp, &s, false);
   CHECK(std::fegetround() == FE_TOWARDZERO);
   CHECK(s.bad == 0);
   std::feclearexcept(FE_ALL_EXCEPT);
@@ -640,6 +640,76 @@ TEST_CASE("runtime: RISC-V switch carries frm and leaves fflags to the thread", 
   goro::detail::os::unmap_memory(mem, size);
 }
 #endif
+
+// Policy fp_control::shared: the switch leaves the FP control state (MXCSR
+// and the x87 control word, FPCR, frm) to the thread, as Go's does. Two raw
+// contexts on this thread first: the fresh context starts with the mode
+// the thread has (not its frame's default), and its change stays on the
+// thread after it switches back.
+namespace {
+struct fp_shared_state {
+  void* main_sp;
+  void* co_sp;
+  int seen;
+};
+void fp_shared_entry(void* arg) {
+  auto* s = static_cast<fp_shared_state*>(arg);
+  s->seen = std::fegetround();
+  std::fesetround(FE_DOWNWARD);
+  for (;;) goro::detail::raw_switch(&s->co_sp, s->main_sp, s, true);
+}
+}  // namespace
+
+TEST_CASE("runtime: the fp_control::shared switch leaves the FP control state to the thread", "[runtime][context]") {
+  constexpr std::size_t size = 64 * 1024;
+  void* mem = goro::detail::os::map_memory(size);
+  REQUIRE(mem != nullptr);
+  const int round0 = std::fegetround();
+  fp_shared_state s{nullptr, goro::detail::make_context(mem, size, &fp_shared_entry), -1};
+  std::fesetround(FE_UPWARD);
+  goro::detail::raw_switch(&s.main_sp, s.co_sp, &s, true);
+  const int after = std::fegetround();
+  std::fesetround(round0);
+  CHECK(s.seen == FE_UPWARD);    // the per_goroutine switch would give the fresh frame's FE_TONEAREST
+  CHECK(after == FE_DOWNWARD);   // and would give main back its FE_UPWARD
+  goro::detail::os::unmap_memory(mem, size);
+}
+
+// The policy reaches the switch: with one P, the main goroutine sets a
+// rounding mode and parks; a goroutine it started then runs on the same
+// thread and sees that mode under fp_control::shared, and the default
+// (per_goroutine) mode under the default policy.
+template <class Policy>
+static int rounding_seen_by_next_goroutine() {
+  goro::basic_runtime<Policy> rt{goro::options{1}};
+  int seen = -1;
+  bool same_thread = false;
+  const int round0 = std::fegetround();
+  rt.run([&] {
+    const auto main_thread = std::this_thread::get_id();
+    std::fesetround(FE_UPWARD);
+    goro::wait_group wg;
+    wg.add(1);
+    goro::go([&] {
+      seen = std::fegetround();
+      same_thread = std::this_thread::get_id() == main_thread;
+      std::fesetround(FE_UPWARD);  // shared: main's mode is the thread's, whatever this goroutine did
+      wg.done();
+    });
+    wg.wait();
+    std::fesetround(round0);
+  });
+  REQUIRE(same_thread);  // one P, no blocking call: nothing moves main's P to another M
+  return seen;
+}
+
+TEST_CASE("runtime: a policy with fp_control::shared switches without the FP control words", "[runtime][context][policy]") {
+  using shared = goro::policy<goro::fp_control_mode<goro::fp_control::shared>>;
+  static_assert(shared::fp_mode == goro::fp_control::shared);
+  static_assert(goro::default_policy::fp_mode == goro::fp_control::per_goroutine);
+  CHECK(rounding_seen_by_next_goroutine<shared>() == FE_UPWARD);
+  CHECK(rounding_seen_by_next_goroutine<goro::default_policy>() == FE_TONEAREST);
+}
 
 TEST_CASE("runtime: an exception being handled survives a switch", "[runtime][context]") {
   goro::runtime rt{goro::options{2}};

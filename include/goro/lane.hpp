@@ -150,6 +150,7 @@ class lane_sched final : public sched_base {
   lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
     ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
     memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
+    fp_shared = rt->fp_shared;             // its goroutines switch as the runtime's do
   }
   sched_base* rt() const noexcept { return rt_; }
 
@@ -308,6 +309,7 @@ GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
   detail::dump_resume_check(gp);  // goroutine dump
   m.curg = gp;
   m.sched = gp->sched;
+  m.fp_shared = gp->sched->fp_shared;  // the kind of switch of gp's runtime (raw_switch), both ways
   detail::switch_to_g(&m, gp);
   m.curg = nullptr;
   detail::check_stack_canary(gp);

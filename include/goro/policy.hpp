@@ -23,6 +23,14 @@ enum class preemption {
   signal,       // also SIGURG + async preemption inside goro::async_preemptible scopes
 };
 
+// What a context switch does with the FP control state: MXCSR and the
+// x87 control word on x86-64, FPCR on AArch64, frm on RISC-V (never the
+// exception flags, which the ABIs make caller-saved).
+enum class fp_control {
+  per_goroutine,  // each goroutine keeps its own across switches and migration (fesetround stays its own)
+  shared,         // the switch leaves them alone: a goroutine sees its thread's, as in Go; ~2-5 ns less per switch
+};
+
 struct default_policy {
   // Slots in each P's local run queue (Go: 256). Power of two >= 2.
   static constexpr std::size_t local_queue_capacity = 256;
@@ -44,6 +52,8 @@ struct default_policy {
   // select's scratch arrays): a standard Allocator, rebound per type,
   // thread-safe; the runtime keeps one copy (docs/policies.md, "Allocator").
   using allocator_type = std::allocator<std::byte>;
+  // FP control state across context switches (docs/policies.md, "FP control").
+  static constexpr fp_control fp_mode = fp_control::per_goroutine;
 };
 
 // ---- options for goro::policy<...> ----
@@ -89,6 +99,14 @@ struct preemption_mode {
     static constexpr preemption preempt = Mode;
   };
 };
+template <fp_control Mode>
+struct fp_control_mode {
+  template <class B>
+  struct apply : B {
+    static constexpr fp_control fp_mode = Mode;
+  };
+};
+
 template <std::size_t Bytes>
 struct stack {
   template <class B>
@@ -204,6 +222,11 @@ constexpr bool check_policy() {
                   "goro policy: allocator_type must meet the standard Allocator requirements (value_type; "
                   "nothrow copies; allocate(n) / deallocate(p, n) through std::allocator_traits after a rebind)");
   }
+  // fp_mode is optional too (SPEC's listing predates it): per_goroutine.
+  if constexpr (requires { P::fp_mode; }) {
+    static_assert(std::is_same_v<std::remove_cv_t<decltype(P::fp_mode)>, fp_control>,
+                  "goro policy: fp_mode must be a goro::fp_control");
+  }
   return true;
 }
 
@@ -222,6 +245,17 @@ struct policy_allocator<P> {
 
 template <class P>
 using policy_allocator_t = typename detail::policy_allocator<P>::type;
+
+// The policy's fp_mode, or fp_control::per_goroutine for a policy written
+// without one.
+template <class P>
+inline constexpr fp_control policy_fp_control_v = [] {
+  if constexpr (requires { P::fp_mode; }) {
+    return P::fp_mode;
+  } else {
+    return fp_control::per_goroutine;
+  }
+}();
 
 // default_policy with the given options applied left to right.
 template <class... Options>

@@ -49,6 +49,15 @@
  *   return stack buffer predicts the `ret`, and a `jmp` would leave the
  *   call's entry on it (the next `ret` of the resumed side mispredicts).
  *
+ * void* goro_v0_1_switch_nofp(...), goro_v0_1_switch_ret_nofp(...)
+ *   the same two switches without the FP control words (policy
+ *   fp_control::shared, docs/policies.md): MXCSR and the x87 control word
+ *   stay as they are, and the frame's first 8 bytes are neither written
+ *   nor read. The frame layout is the same, so a fresh context works with
+ *   either; a context must be resumed by the kind that suspended it (one
+ *   runtime uses one kind throughout). Reading MXCSR (`stmxcsr`) alone
+ *   costs ~3.5 ns on some CPUs (AMD EPYC, benchmarks/README.md).
+ *
  * goro_v0_1_start: first resume address of a fresh context. The switch
  *   left `arg` in rax; call the entry function held in rbx with it. The
  *   entry function never returns.
@@ -78,6 +87,12 @@
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -171,6 +186,51 @@ goro_v0_1_switch_ret:
     fldcw 4(%rsp)
     jmp 1b
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
+.p2align 4
+goro_v0_1_switch_nofp:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %rdx, %rax
+    notrack jmpq *%rcx
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.p2align 4
+goro_v0_1_switch_ret_nofp:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    movq %rdx, %rax
+    ret
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
 .p2align 4
 goro_v0_1_start:
     endbr64

@@ -21,6 +21,10 @@ __attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, voi
 // switch between two contexts suspended at the same call site (yield's
 // direct switch), which the return stack buffer then predicts.
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg);
+// The same two without the FP control words (fp_control::shared): they
+// stay the thread's. A context is resumed by the kind that suspended it.
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_nofp(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret_nofp(void** save_sp, void* to_sp, void* arg);
 // First resume address of a fresh context (calls the entry function).
 __attribute__((visibility("hidden"))) void goro_v0_1_start();
 }
@@ -118,34 +122,38 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
   return f;
 }
 
-GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg) noexcept {
-  return goro_v0_1_switch(save_sp, to_sp, arg);
+// fp_shared: the policy's fp_control is shared (m_base::fp_shared); one
+// runtime switches all its contexts with one kind, so each context is
+// resumed by the kind that suspended it (the frame layout is the same).
+GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg, bool fp_shared) noexcept {
+  return fp_shared ? goro_v0_1_switch_nofp(save_sp, to_sp, arg) : goro_v0_1_switch(save_sp, to_sp, arg);
 }
 
-GORO_ALWAYS_INLINE void* raw_switch_ret(void** save_sp, void* to_sp, void* arg) noexcept {
-  return goro_v0_1_switch_ret(save_sp, to_sp, arg);
+GORO_ALWAYS_INLINE void* raw_switch_ret(void** save_sp, void* to_sp, void* arg, bool fp_shared) noexcept {
+  return fp_shared ? goro_v0_1_switch_ret_nofp(save_sp, to_sp, arg) : goro_v0_1_switch_ret(save_sp, to_sp, arg);
 }
 
 // Measures the raw switch (no scheduler): two contexts on a private stack
 // ping-pong `n` times; returns nanoseconds per switch. Used by the
 // context-switch benchmark against Boost.Context's jump_fcontext.
+// fp_shared: the switch without the FP control words (fp_control::shared).
 struct bench_switch_state {
   void* main_sp;
   void* co_sp;
-  std::size_t remaining;
+  bool fp_shared;
 };
 inline void bench_switch_entry(void* arg) {
   auto* s = static_cast<bench_switch_state*>(arg);
-  for (;;) raw_switch(&s->co_sp, s->main_sp, s);
+  for (;;) raw_switch(&s->co_sp, s->main_sp, s, s->fp_shared);
 }
-inline double context_switch_bench(std::size_t n) {
+inline double context_switch_bench(std::size_t n, bool fp_shared = false) {
   constexpr std::size_t size = 64 * 1024;
   void* mem = os::map_memory(size);
   if (!mem) return -1;
-  bench_switch_state s{nullptr, make_context(mem, size, &bench_switch_entry), n};
-  raw_switch(&s.main_sp, s.co_sp, &s);  // first entry
+  bench_switch_state s{nullptr, make_context(mem, size, &bench_switch_entry), fp_shared};
+  raw_switch(&s.main_sp, s.co_sp, &s, fp_shared);  // first entry
   auto t0 = std::chrono::steady_clock::now();
-  for (std::size_t i = 0; i < n; ++i) raw_switch(&s.main_sp, s.co_sp, &s);
+  for (std::size_t i = 0; i < n; ++i) raw_switch(&s.main_sp, s.co_sp, &s, s.fp_shared);
   auto t1 = std::chrono::steady_clock::now();
   os::unmap_memory(mem, size);
   // each iteration is two switches (there and back)

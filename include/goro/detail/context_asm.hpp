@@ -184,6 +184,141 @@ goro_v0_1_switch_ret:
     fldcw 4(%rsp)
     jmp 1b
 .seh_endproc
+.section .text$goro_v0_1_switch_nofp,"xr"
+.linkonce discard
+.globl goro_v0_1_switch_nofp
+.def goro_v0_1_switch_nofp; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch_nofp
+goro_v0_1_switch_nofp:
+    .seh_endprologue
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %r8, %rax
+    jmpq *%rcx
+.seh_endproc
+.section .text$goro_v0_1_switch_ret_nofp,"xr"
+.linkonce discard
+.globl goro_v0_1_switch_ret_nofp
+.def goro_v0_1_switch_ret_nofp; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch_ret_nofp
+goro_v0_1_switch_ret_nofp:
+    .seh_endprologue
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    movq %r8, %rax
+    ret
+.seh_endproc
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard
 .globl goro_v0_1_start
@@ -277,6 +412,12 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -371,6 +512,51 @@ goro_v0_1_switch_ret:
     jmp 1b
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
+goro_v0_1_switch_nofp:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %rdx, %rax
+    notrack jmpq *%rcx
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.p2align 4
+goro_v0_1_switch_ret_nofp:
+    endbr64
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    movq %rdx, %rax
+    ret
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.p2align 4
 goro_v0_1_start:
     endbr64
     xorl %ebp, %ebp
@@ -403,6 +589,12 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -452,6 +644,39 @@ goro_v0_1_switch_ret:
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
+goro_v0_1_switch_nofp:
+goro_v0_1_switch_ret_nofp:
+    hint #34
+    sub sp, sp, #176
+    stp x19, x20, [sp, #0]
+    stp x21, x22, [sp, #16]
+    stp x23, x24, [sp, #32]
+    stp x25, x26, [sp, #48]
+    stp x27, x28, [sp, #64]
+    stp x29, x30, [sp, #80]
+    stp d8, d9, [sp, #96]
+    stp d10, d11, [sp, #112]
+    stp d12, d13, [sp, #128]
+    stp d14, d15, [sp, #144]
+    mov x11, sp
+    str x11, [x0]
+    mov sp, x1
+    ldp x19, x20, [sp, #0]
+    ldp x21, x22, [sp, #16]
+    ldp x23, x24, [sp, #32]
+    ldp x25, x26, [sp, #48]
+    ldp x27, x28, [sp, #64]
+    ldp x29, x30, [sp, #80]
+    ldp d8, d9, [sp, #96]
+    ldp d10, d11, [sp, #112]
+    ldp d12, d13, [sp, #128]
+    ldp d14, d15, [sp, #144]
+    add sp, sp, #176
+    mov x0, x2
+    ret x30
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.p2align 4
 goro_v0_1_start:
     hint #34
     mov x29, #0
@@ -481,6 +706,12 @@ asm(R"goro_asm(
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -556,6 +787,67 @@ goro_v0_1_switch_ret:
     ret
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
+.p2align 4
+goro_v0_1_switch_nofp:
+goro_v0_1_switch_ret_nofp:
+    addi sp, sp, -208
+    sd s0, 0(sp)
+    sd s1, 8(sp)
+    sd s2, 16(sp)
+    sd s3, 24(sp)
+    sd s4, 32(sp)
+    sd s5, 40(sp)
+    sd s6, 48(sp)
+    sd s7, 56(sp)
+    sd s8, 64(sp)
+    sd s9, 72(sp)
+    sd s10, 80(sp)
+    sd s11, 88(sp)
+    sd ra, 96(sp)
+    fsd fs0, 104(sp)
+    fsd fs1, 112(sp)
+    fsd fs2, 120(sp)
+    fsd fs3, 128(sp)
+    fsd fs4, 136(sp)
+    fsd fs5, 144(sp)
+    fsd fs6, 152(sp)
+    fsd fs7, 160(sp)
+    fsd fs8, 168(sp)
+    fsd fs9, 176(sp)
+    fsd fs10, 184(sp)
+    fsd fs11, 192(sp)
+    sd sp, 0(a0)
+    mv sp, a1
+    ld s0, 0(sp)
+    ld s1, 8(sp)
+    ld s2, 16(sp)
+    ld s3, 24(sp)
+    ld s4, 32(sp)
+    ld s5, 40(sp)
+    ld s6, 48(sp)
+    ld s7, 56(sp)
+    ld s8, 64(sp)
+    ld s9, 72(sp)
+    ld s10, 80(sp)
+    ld s11, 88(sp)
+    ld ra, 96(sp)
+    fld fs0, 104(sp)
+    fld fs1, 112(sp)
+    fld fs2, 120(sp)
+    fld fs3, 128(sp)
+    fld fs4, 136(sp)
+    fld fs5, 144(sp)
+    fld fs6, 152(sp)
+    fld fs7, 160(sp)
+    fld fs8, 168(sp)
+    fld fs9, 176(sp)
+    fld fs10, 184(sp)
+    fld fs11, 192(sp)
+    addi sp, sp, 208
+    mv a0, a2
+    ret
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
 .p2align 4
 goro_v0_1_start:
     li s0, 0

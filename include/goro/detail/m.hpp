@@ -68,6 +68,10 @@ class sched_base {
   // nullptr: std::allocator. Set by the scheduler's constructor (a
   // thread_lane's adapter: its runtime's).
   runtime_memory* memory = nullptr;
+  // The policy's fp_control is shared: its Ms switch without the FP
+  // control words (context.hpp raw_switch). Set by the scheduler's
+  // constructor (a thread_lane's adapter: its runtime's).
+  bool fp_shared = false;
   // A fresh G record for a spawn from the calling thread.
   virtual g* alloc_g() = 0;
   // Returns an unused G from alloc_g() (after a failed spawn).
@@ -137,6 +141,9 @@ struct m_base {
   void* g0_sp = nullptr;  // the scheduler context while a goroutine runs
   g* curg = nullptr;
   sched_base* sched = nullptr;
+  // sched->fp_shared, kept here for the switch (raw_switch): every switch
+  // of this M, both ways, is of one kind while a goroutine runs.
+  bool fp_shared = false;
 
   after_switch after = after_switch::none;
   bool (*park_unlock)(void*) = nullptr;  // returns false to cancel the park
@@ -315,7 +322,7 @@ GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(m->g0_tsan_fiber, 0);
 #endif
-  void* from = raw_switch(&gp->sp, m->g0_sp, nullptr);
+  void* from = raw_switch(&gp->sp, m->g0_sp, nullptr, m->fp_shared);
   goroutine_resumed(gp, from);
 }
 
@@ -334,7 +341,7 @@ GORO_ALWAYS_INLINE void switch_g_to_g(m_base* m, g* gp, g* next) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(next->tsan_fiber, 0);
 #endif
-  void* from = raw_switch_ret(&gp->sp, next->sp, m);
+  void* from = raw_switch_ret(&gp->sp, next->sp, m, m->fp_shared);
   goroutine_resumed(gp, from);
 }
 
@@ -346,7 +353,7 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(gp->tsan_fiber, 0);
 #endif
-  raw_switch(&m->g0_sp, gp->sp, nullptr);  // nullptr: resumed by g0 (goroutine_resumed)
+  raw_switch(&m->g0_sp, gp->sp, nullptr, m->fp_shared);  // nullptr: resumed by g0 (goroutine_resumed)
 #if GORO_ASAN
   __sanitizer_finish_switch_fiber(m->g0_asan_fake_stack, nullptr, nullptr);
 #endif

@@ -229,6 +229,7 @@ class scheduler final : public sched_base {
         allp_(allocate_records<p*, rt_allocator, true>(ra_.get(), max_procs)),  // zeroed
         detect_deadlock_(detect_deadlock) {
     memory = ra_.memory();  // before anything allocates through it
+    fp_shared = policy_fp_control_v<Policy> == fp_control::shared;
     threads_.memory = memory;
     globq_.set_memory(memory);
     if (nprocs > max_procs) raise_usage("maxprocs must be at most 4096");

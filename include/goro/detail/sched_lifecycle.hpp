@@ -34,6 +34,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
   mm->sched = this;
+  mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
   run_m_.store(mm.get(), std::memory_order_release);
   os::thread_altstack altstack;

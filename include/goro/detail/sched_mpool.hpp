@@ -69,6 +69,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   GORO_TRY { mm = allocate_record<m>(ra_.get()).release(); }  // the runtime's allocator; freed at shutdown
   GORO_CATCH_ALL { return ENOMEM; }
   mm->sched = this;
+  mm->fp_shared = fp_shared;
   mm->spinning = std::move(spinning);
   mm->nextp = pp;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);

@@ -32,6 +32,10 @@
  *   differs from the current one, still in x9: it is a system-register
  *   write, which some cores serialize, and goroutines rarely change it.
  *
+ * goro_v0_1_switch_nofp, goro_v0_1_switch_ret_nofp: the same switch
+ *   without FPCR (policy fp_control::shared, as on x86-64): the frame's
+ *   FPCR slot is neither written nor read.
+ *
  * goro_v0_1_start: first resume address of a fresh context; x0 already
  *   holds `arg`; call the entry function in x19 (it never returns).
  *
@@ -59,6 +63,12 @@
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -107,6 +117,39 @@ goro_v0_1_switch_ret:
     ret x30
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
+.p2align 4
+goro_v0_1_switch_nofp:
+goro_v0_1_switch_ret_nofp:
+    hint #34
+    sub sp, sp, #176
+    stp x19, x20, [sp, #0]
+    stp x21, x22, [sp, #16]
+    stp x23, x24, [sp, #32]
+    stp x25, x26, [sp, #48]
+    stp x27, x28, [sp, #64]
+    stp x29, x30, [sp, #80]
+    stp d8, d9, [sp, #96]
+    stp d10, d11, [sp, #112]
+    stp d12, d13, [sp, #128]
+    stp d14, d15, [sp, #144]
+    mov x11, sp
+    str x11, [x0]
+    mov sp, x1
+    ldp x19, x20, [sp, #0]
+    ldp x21, x22, [sp, #16]
+    ldp x23, x24, [sp, #32]
+    ldp x25, x26, [sp, #48]
+    ldp x27, x28, [sp, #64]
+    ldp x29, x30, [sp, #80]
+    ldp d8, d9, [sp, #96]
+    ldp d10, d11, [sp, #112]
+    ldp d12, d13, [sp, #128]
+    ldp d14, d15, [sp, #144]
+    add sp, sp, #176
+    mov x0, x2
+    ret x30
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
 .p2align 4
 goro_v0_1_start:
     hint #34

@@ -28,6 +28,10 @@
  *   side's differs from the current one, still in t0: a CSR write, which
  *   some cores serialize, and goroutines rarely change it.
  *
+ * goro_v0_1_switch_nofp, goro_v0_1_switch_ret_nofp: the same switch
+ *   without frm (policy fp_control::shared, as on x86-64): the frame's
+ *   frm slot is neither written nor read.
+ *
  * goro_v0_1_start: first resume address of a fresh context; a0 already
  *   holds `arg`; s0 (fp) is zero so that frame-pointer walks stop here,
  *   and this code has no unwind info, so DWARF walks stop too; calls the
@@ -56,6 +60,12 @@
 .weak goro_v0_1_switch_ret
 .hidden goro_v0_1_switch_ret
 .type goro_v0_1_switch_ret,%function
+.weak goro_v0_1_switch_nofp
+.hidden goro_v0_1_switch_nofp
+.type goro_v0_1_switch_nofp,%function
+.weak goro_v0_1_switch_ret_nofp
+.hidden goro_v0_1_switch_ret_nofp
+.type goro_v0_1_switch_ret_nofp,%function
 .weak goro_v0_1_start
 .hidden goro_v0_1_start
 .type goro_v0_1_start,%function
@@ -131,6 +141,67 @@ goro_v0_1_switch_ret:
     ret
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
+.p2align 4
+goro_v0_1_switch_nofp:
+goro_v0_1_switch_ret_nofp:
+    addi sp, sp, -208
+    sd s0, 0(sp)
+    sd s1, 8(sp)
+    sd s2, 16(sp)
+    sd s3, 24(sp)
+    sd s4, 32(sp)
+    sd s5, 40(sp)
+    sd s6, 48(sp)
+    sd s7, 56(sp)
+    sd s8, 64(sp)
+    sd s9, 72(sp)
+    sd s10, 80(sp)
+    sd s11, 88(sp)
+    sd ra, 96(sp)
+    fsd fs0, 104(sp)
+    fsd fs1, 112(sp)
+    fsd fs2, 120(sp)
+    fsd fs3, 128(sp)
+    fsd fs4, 136(sp)
+    fsd fs5, 144(sp)
+    fsd fs6, 152(sp)
+    fsd fs7, 160(sp)
+    fsd fs8, 168(sp)
+    fsd fs9, 176(sp)
+    fsd fs10, 184(sp)
+    fsd fs11, 192(sp)
+    sd sp, 0(a0)
+    mv sp, a1
+    ld s0, 0(sp)
+    ld s1, 8(sp)
+    ld s2, 16(sp)
+    ld s3, 24(sp)
+    ld s4, 32(sp)
+    ld s5, 40(sp)
+    ld s6, 48(sp)
+    ld s7, 56(sp)
+    ld s8, 64(sp)
+    ld s9, 72(sp)
+    ld s10, 80(sp)
+    ld s11, 88(sp)
+    ld ra, 96(sp)
+    fld fs0, 104(sp)
+    fld fs1, 112(sp)
+    fld fs2, 120(sp)
+    fld fs3, 128(sp)
+    fld fs4, 136(sp)
+    fld fs5, 144(sp)
+    fld fs6, 152(sp)
+    fld fs7, 160(sp)
+    fld fs8, 168(sp)
+    fld fs9, 176(sp)
+    fld fs10, 184(sp)
+    fld fs11, 192(sp)
+    addi sp, sp, 208
+    mv a0, a2
+    ret
+.size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
+.size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
 .p2align 4
 goro_v0_1_start:
     li s0, 0

@@ -74,6 +74,10 @@
  *
  * void* goro_v0_1_switch_ret(...)   the same, resuming with `ret`.
  *
+ * goro_v0_1_switch_nofp, goro_v0_1_switch_ret_nofp: the same two without
+ *   MXCSR and the x87 control word (policy fp_control::shared, as in the
+ *   System V file): the frame's first 8 bytes are neither written nor read.
+ *
  * goro_v0_1_start: first resume address of a fresh context (sp = the
  *   stack's top, 16-byte aligned). Pushes a null return address (the
  *   unwinder's end of the stack: its SEH unwind data says so), reserves
@@ -290,6 +294,141 @@ goro_v0_1_switch_ret:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.seh_endproc
+.section .text$goro_v0_1_switch_nofp,"xr"
+.linkonce discard
+.globl goro_v0_1_switch_nofp
+.def goro_v0_1_switch_nofp; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch_nofp
+goro_v0_1_switch_nofp:
+    .seh_endprologue
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    popq %rcx
+    movq %r8, %rax
+    jmpq *%rcx
+.seh_endproc
+.section .text$goro_v0_1_switch_ret_nofp,"xr"
+.linkonce discard
+.globl goro_v0_1_switch_ret_nofp
+.def goro_v0_1_switch_ret_nofp; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch_ret_nofp
+goro_v0_1_switch_ret_nofp:
+    .seh_endprologue
+    pushq %rbp
+    pushq %rbx
+    pushq %rdi
+    pushq %rsi
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $200, %rsp
+    movaps %xmm6, 32(%rsp)
+    movaps %xmm7, 48(%rsp)
+    movaps %xmm8, 64(%rsp)
+    movaps %xmm9, 80(%rsp)
+    movaps %xmm10, 96(%rsp)
+    movaps %xmm11, 112(%rsp)
+    movaps %xmm12, 128(%rsp)
+    movaps %xmm13, 144(%rsp)
+    movaps %xmm14, 160(%rsp)
+    movaps %xmm15, 176(%rsp)
+    movq %gs:0x08, %r10
+    movq %r10, 8(%rsp)
+    movq %gs:0x10, %r10
+    movq %r10, 16(%rsp)
+    movq %gs:0x1478, %r10
+    movq %r10, 24(%rsp)
+    movq %gs:0x00, %r10
+    movq %r10, 192(%rsp)
+    movq %rsp, (%rcx)
+    movq %rdx, %rsp
+    movq 8(%rsp), %r10
+    movq %r10, %gs:0x08
+    movq 16(%rsp), %r10
+    movq %r10, %gs:0x10
+    movq 24(%rsp), %r10
+    movq %r10, %gs:0x1478
+    movq 192(%rsp), %r10
+    movq %r10, %gs:0x00
+    movaps 32(%rsp), %xmm6
+    movaps 48(%rsp), %xmm7
+    movaps 64(%rsp), %xmm8
+    movaps 80(%rsp), %xmm9
+    movaps 96(%rsp), %xmm10
+    movaps 112(%rsp), %xmm11
+    movaps 128(%rsp), %xmm12
+    movaps 144(%rsp), %xmm13
+    movaps 160(%rsp), %xmm14
+    movaps 176(%rsp), %xmm15
+    addq $200, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rsi
+    popq %rdi
+    popq %rbx
+    popq %rbp
+    movq %r8, %rax
+    ret
 .seh_endproc
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard

@@ -64,6 +64,8 @@ extern "C" {
 // and detail/async_preempt.hpp do).
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch(void** save_sp, void* to_sp, void* arg);
 __attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_nofp(void** save_sp, void* to_sp, void* arg);
+__attribute__((visibility("hidden"))) void* goro_v0_1_switch_ret_nofp(void** save_sp, void* to_sp, void* arg);
 __attribute__((visibility("hidden"))) void goro_v0_1_start();
 __attribute__((visibility("hidden"))) void goro_v0_1_async_preempt();
 }
@@ -83,7 +85,7 @@ inline std::uintptr_t context_sp(const signal_context* c) noexcept { return stat
 // preempted), and the xsave area's size (0: fxsave, 512 bytes).
 struct preempt_setup {
   std::uintptr_t module_lo = 0, module_hi = 0;
-  std::uintptr_t asm_lo[4] = {}, asm_hi[4] = {};
+  std::uintptr_t asm_lo[6] = {}, asm_hi[6] = {};
   std::size_t xsave_size = 0;
 };
 
@@ -106,7 +108,7 @@ inline std::size_t measure_xsave_size() noexcept {
 inline bool pc_preemptible(std::uintptr_t pc) noexcept {
   const preempt_setup& s = preempt_config();
   if (pc < s.module_lo || pc >= s.module_hi) return false;
-  for (std::size_t i = 0; i < 4; ++i)
+  for (std::size_t i = 0; i < 6; ++i)
     if (pc >= s.asm_lo[i] && pc < s.asm_hi[i]) return false;
   return true;
 }
@@ -180,11 +182,14 @@ inline void install_preempt_handler() noexcept {
     const auto base = reinterpret_cast<std::uintptr_t>(mod);
     const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(base);
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS*>(base + static_cast<std::uintptr_t>(dos->e_lfanew));
-    const void* fns[4] = {
-        reinterpret_cast<const void*>(&goro_v0_1_switch), reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
-        reinterpret_cast<const void*>(&goro_v0_1_start), reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
+    const void* fns[6] = {reinterpret_cast<const void*>(&goro_v0_1_switch),
+                          reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
+                          reinterpret_cast<const void*>(&goro_v0_1_switch_nofp),
+                          reinterpret_cast<const void*>(&goro_v0_1_switch_ret_nofp),
+                          reinterpret_cast<const void*>(&goro_v0_1_start),
+                          reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
     bool found = true;
-    for (std::size_t i = 0; i < 4; ++i)
+    for (std::size_t i = 0; i < 6; ++i)
       found = found && function_bounds(base, nt, reinterpret_cast<std::uintptr_t>(fns[i]), &s.asm_lo[i], &s.asm_hi[i]);
     // Without the bounds of goro's assembly nothing is preempted (the
     // module range stays empty): signal mode then acts as cooperative.
