@@ -81,28 +81,22 @@
 /* goro:embed-begin */
 .ifndef goro_v0_1_switch
 .pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
-.weak goro_v0_1_switch
-.hidden goro_v0_1_switch
-.type goro_v0_1_switch,%function
-.weak goro_v0_1_switch_ret
-.hidden goro_v0_1_switch_ret
-.type goro_v0_1_switch_ret,%function
-.weak goro_v0_1_switch_nofp
-.hidden goro_v0_1_switch_nofp
-.type goro_v0_1_switch_nofp,%function
-.weak goro_v0_1_switch_ret_nofp
-.hidden goro_v0_1_switch_ret_nofp
-.type goro_v0_1_switch_ret_nofp,%function
-.weak goro_v0_1_start
-.hidden goro_v0_1_start
-.type goro_v0_1_start,%function
-.weak goro_v0_1_async_preempt
-.hidden goro_v0_1_async_preempt
-.type goro_v0_1_async_preempt,%function
+.macro goro_v0_1_function name
+.weak \name
+.hidden \name
+.type \name,%function
+.endm
+goro_v0_1_function goro_v0_1_switch
+goro_v0_1_function goro_v0_1_switch_ret
+goro_v0_1_function goro_v0_1_switch_nofp
+goro_v0_1_function goro_v0_1_switch_ret_nofp
+goro_v0_1_function goro_v0_1_start
+goro_v0_1_function goro_v0_1_async_preempt
 .weak goro_v0_1_asm_end
 .hidden goro_v0_1_asm_end
-.p2align 4
-goro_v0_1_switch:
+/* The four switches: fp = 1 carries the FP control words, ret = 1
+ * resumes with `ret` instead of `jmp`. */
+.macro goro_v0_1_switch_body fp, ret
     endbr64
     pushq %rbp
     pushq %rbx
@@ -111,12 +105,15 @@ goro_v0_1_switch:
     pushq %r14
     pushq %r15
     subq $8, %rsp
+.if \fp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
     movl (%rsp), %r8d
     movzwl 4(%rsp), %r9d
+.endif
     movq %rsp, (%rdi)
     movq %rsi, %rsp
+.if \fp
     movl (%rsp), %r10d
     xorl %r8d, %r10d
     xorw 4(%rsp), %r9w
@@ -124,6 +121,7 @@ goro_v0_1_switch:
     orl %r9d, %r10d
     jne 2f
 1:
+.endif
     addq $8, %rsp
     popq %r15
     popq %r14
@@ -131,9 +129,15 @@ goro_v0_1_switch:
     popq %r12
     popq %rbx
     popq %rbp
+.if \ret
+    movq %rdx, %rax
+    ret
+.else
     popq %rcx
     movq %rdx, %rax
     notrack jmpq *%rcx
+.endif
+.if \fp
 2:
     andl $63, %r8d
     movl (%rsp), %r10d
@@ -143,94 +147,26 @@ goro_v0_1_switch:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.endif
+.endm
+.p2align 4
+goro_v0_1_switch:
+    goro_v0_1_switch_body 1, 0
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .p2align 4
 goro_v0_1_switch_ret:
-    endbr64
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
-    movl (%rsp), %r8d
-    movzwl 4(%rsp), %r9d
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    movl (%rsp), %r10d
-    xorl %r8d, %r10d
-    xorw 4(%rsp), %r9w
-    andl $-64, %r10d
-    orl %r9d, %r10d
-    jne 2f
-1:
-    addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    movq %rdx, %rax
-    ret
-2:
-    andl $63, %r8d
-    movl (%rsp), %r10d
-    andl $-64, %r10d
-    orl %r10d, %r8d
-    movl %r8d, (%rsp)
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    jmp 1b
+    goro_v0_1_switch_body 1, 1
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_switch_nofp:
-    endbr64
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $8, %rsp
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    popq %rcx
-    movq %rdx, %rax
-    notrack jmpq *%rcx
+    goro_v0_1_switch_body 0, 0
 .size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
 .p2align 4
 goro_v0_1_switch_ret_nofp:
-    endbr64
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $8, %rsp
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    movq %rdx, %rax
-    ret
+    goro_v0_1_switch_body 0, 1
 .size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.purgem goro_v0_1_switch_body
+.purgem goro_v0_1_function
 .p2align 4
 goro_v0_1_start:
     endbr64

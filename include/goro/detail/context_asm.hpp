@@ -9,14 +9,9 @@
 // from include/goro/arch/context_win64.S
 asm(R"goro_asm(
 .ifndef goro_v0_1_switch
-.section .text$goro_v0_1_switch,"xr"
-.linkonce discard
-.globl goro_v0_1_switch
-.def goro_v0_1_switch; .scl 2; .type 32; .endef
-.p2align 4
-.seh_proc goro_v0_1_switch
-goro_v0_1_switch:
-    .seh_endprologue
+/* The four switches: fp = 1 carries the FP control words, ret = 1
+ * resumes with `ret` instead of `jmp`. */
+.macro goro_v0_1_switch_body fp, ret
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -44,10 +39,12 @@ goro_v0_1_switch:
     movq %r10, 24(%rsp)
     movq %gs:0x00, %r10
     movq %r10, 192(%rsp)
+.if \fp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
     movl (%rsp), %r9d
     movzwl 4(%rsp), %r11d
+.endif
     movq %rsp, (%rcx)
     movq %rdx, %rsp
     movq 8(%rsp), %r10
@@ -58,6 +55,7 @@ goro_v0_1_switch:
     movq %r10, %gs:0x1478
     movq 192(%rsp), %r10
     movq %r10, %gs:0x00
+.if \fp
     movl (%rsp), %r10d
     xorl %r9d, %r10d
     xorw 4(%rsp), %r11w
@@ -65,6 +63,7 @@ goro_v0_1_switch:
     orl %r11d, %r10d
     jne 2f
 1:
+.endif
     movaps 32(%rsp), %xmm6
     movaps 48(%rsp), %xmm7
     movaps 64(%rsp), %xmm8
@@ -84,9 +83,15 @@ goro_v0_1_switch:
     popq %rdi
     popq %rbx
     popq %rbp
+.if \ret
+    movq %r8, %rax
+    ret
+.else
     popq %rcx
     movq %r8, %rax
     jmpq *%rcx
+.endif
+.if \fp
 2:
     andl $63, %r9d
     movl (%rsp), %r10d
@@ -96,6 +101,17 @@ goro_v0_1_switch:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.endif
+.endm
+.section .text$goro_v0_1_switch,"xr"
+.linkonce discard
+.globl goro_v0_1_switch
+.def goro_v0_1_switch; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch
+goro_v0_1_switch:
+    .seh_endprologue
+    goro_v0_1_switch_body 1, 0
 .seh_endproc
 .section .text$goro_v0_1_switch_ret,"xr"
 .linkonce discard
@@ -105,84 +121,7 @@ goro_v0_1_switch:
 .seh_proc goro_v0_1_switch_ret
 goro_v0_1_switch_ret:
     .seh_endprologue
-    pushq %rbp
-    pushq %rbx
-    pushq %rdi
-    pushq %rsi
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $200, %rsp
-    movaps %xmm6, 32(%rsp)
-    movaps %xmm7, 48(%rsp)
-    movaps %xmm8, 64(%rsp)
-    movaps %xmm9, 80(%rsp)
-    movaps %xmm10, 96(%rsp)
-    movaps %xmm11, 112(%rsp)
-    movaps %xmm12, 128(%rsp)
-    movaps %xmm13, 144(%rsp)
-    movaps %xmm14, 160(%rsp)
-    movaps %xmm15, 176(%rsp)
-    movq %gs:0x08, %r10
-    movq %r10, 8(%rsp)
-    movq %gs:0x10, %r10
-    movq %r10, 16(%rsp)
-    movq %gs:0x1478, %r10
-    movq %r10, 24(%rsp)
-    movq %gs:0x00, %r10
-    movq %r10, 192(%rsp)
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
-    movl (%rsp), %r9d
-    movzwl 4(%rsp), %r11d
-    movq %rsp, (%rcx)
-    movq %rdx, %rsp
-    movq 8(%rsp), %r10
-    movq %r10, %gs:0x08
-    movq 16(%rsp), %r10
-    movq %r10, %gs:0x10
-    movq 24(%rsp), %r10
-    movq %r10, %gs:0x1478
-    movq 192(%rsp), %r10
-    movq %r10, %gs:0x00
-    movl (%rsp), %r10d
-    xorl %r9d, %r10d
-    xorw 4(%rsp), %r11w
-    andl $-64, %r10d
-    orl %r11d, %r10d
-    jne 2f
-1:
-    movaps 32(%rsp), %xmm6
-    movaps 48(%rsp), %xmm7
-    movaps 64(%rsp), %xmm8
-    movaps 80(%rsp), %xmm9
-    movaps 96(%rsp), %xmm10
-    movaps 112(%rsp), %xmm11
-    movaps 128(%rsp), %xmm12
-    movaps 144(%rsp), %xmm13
-    movaps 160(%rsp), %xmm14
-    movaps 176(%rsp), %xmm15
-    addq $200, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rsi
-    popq %rdi
-    popq %rbx
-    popq %rbp
-    movq %r8, %rax
-    ret
-2:
-    andl $63, %r9d
-    movl (%rsp), %r10d
-    andl $-64, %r10d
-    orl %r10d, %r9d
-    movl %r9d, (%rsp)
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    jmp 1b
+    goro_v0_1_switch_body 1, 1
 .seh_endproc
 .section .text$goro_v0_1_switch_nofp,"xr"
 .linkonce discard
@@ -192,65 +131,7 @@ goro_v0_1_switch_ret:
 .seh_proc goro_v0_1_switch_nofp
 goro_v0_1_switch_nofp:
     .seh_endprologue
-    pushq %rbp
-    pushq %rbx
-    pushq %rdi
-    pushq %rsi
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $200, %rsp
-    movaps %xmm6, 32(%rsp)
-    movaps %xmm7, 48(%rsp)
-    movaps %xmm8, 64(%rsp)
-    movaps %xmm9, 80(%rsp)
-    movaps %xmm10, 96(%rsp)
-    movaps %xmm11, 112(%rsp)
-    movaps %xmm12, 128(%rsp)
-    movaps %xmm13, 144(%rsp)
-    movaps %xmm14, 160(%rsp)
-    movaps %xmm15, 176(%rsp)
-    movq %gs:0x08, %r10
-    movq %r10, 8(%rsp)
-    movq %gs:0x10, %r10
-    movq %r10, 16(%rsp)
-    movq %gs:0x1478, %r10
-    movq %r10, 24(%rsp)
-    movq %gs:0x00, %r10
-    movq %r10, 192(%rsp)
-    movq %rsp, (%rcx)
-    movq %rdx, %rsp
-    movq 8(%rsp), %r10
-    movq %r10, %gs:0x08
-    movq 16(%rsp), %r10
-    movq %r10, %gs:0x10
-    movq 24(%rsp), %r10
-    movq %r10, %gs:0x1478
-    movq 192(%rsp), %r10
-    movq %r10, %gs:0x00
-    movaps 32(%rsp), %xmm6
-    movaps 48(%rsp), %xmm7
-    movaps 64(%rsp), %xmm8
-    movaps 80(%rsp), %xmm9
-    movaps 96(%rsp), %xmm10
-    movaps 112(%rsp), %xmm11
-    movaps 128(%rsp), %xmm12
-    movaps 144(%rsp), %xmm13
-    movaps 160(%rsp), %xmm14
-    movaps 176(%rsp), %xmm15
-    addq $200, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rsi
-    popq %rdi
-    popq %rbx
-    popq %rbp
-    popq %rcx
-    movq %r8, %rax
-    jmpq *%rcx
+    goro_v0_1_switch_body 0, 0
 .seh_endproc
 .section .text$goro_v0_1_switch_ret_nofp,"xr"
 .linkonce discard
@@ -260,65 +141,9 @@ goro_v0_1_switch_nofp:
 .seh_proc goro_v0_1_switch_ret_nofp
 goro_v0_1_switch_ret_nofp:
     .seh_endprologue
-    pushq %rbp
-    pushq %rbx
-    pushq %rdi
-    pushq %rsi
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $200, %rsp
-    movaps %xmm6, 32(%rsp)
-    movaps %xmm7, 48(%rsp)
-    movaps %xmm8, 64(%rsp)
-    movaps %xmm9, 80(%rsp)
-    movaps %xmm10, 96(%rsp)
-    movaps %xmm11, 112(%rsp)
-    movaps %xmm12, 128(%rsp)
-    movaps %xmm13, 144(%rsp)
-    movaps %xmm14, 160(%rsp)
-    movaps %xmm15, 176(%rsp)
-    movq %gs:0x08, %r10
-    movq %r10, 8(%rsp)
-    movq %gs:0x10, %r10
-    movq %r10, 16(%rsp)
-    movq %gs:0x1478, %r10
-    movq %r10, 24(%rsp)
-    movq %gs:0x00, %r10
-    movq %r10, 192(%rsp)
-    movq %rsp, (%rcx)
-    movq %rdx, %rsp
-    movq 8(%rsp), %r10
-    movq %r10, %gs:0x08
-    movq 16(%rsp), %r10
-    movq %r10, %gs:0x10
-    movq 24(%rsp), %r10
-    movq %r10, %gs:0x1478
-    movq 192(%rsp), %r10
-    movq %r10, %gs:0x00
-    movaps 32(%rsp), %xmm6
-    movaps 48(%rsp), %xmm7
-    movaps 64(%rsp), %xmm8
-    movaps 80(%rsp), %xmm9
-    movaps 96(%rsp), %xmm10
-    movaps 112(%rsp), %xmm11
-    movaps 128(%rsp), %xmm12
-    movaps 144(%rsp), %xmm13
-    movaps 160(%rsp), %xmm14
-    movaps 176(%rsp), %xmm15
-    addq $200, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rsi
-    popq %rdi
-    popq %rbx
-    popq %rbp
-    movq %r8, %rax
-    ret
+    goro_v0_1_switch_body 0, 1
 .seh_endproc
+.purgem goro_v0_1_switch_body
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard
 .globl goro_v0_1_start
@@ -406,28 +231,22 @@ goro_v0_1_asm_end:
 asm(R"goro_asm(
 .ifndef goro_v0_1_switch
 .pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
-.weak goro_v0_1_switch
-.hidden goro_v0_1_switch
-.type goro_v0_1_switch,%function
-.weak goro_v0_1_switch_ret
-.hidden goro_v0_1_switch_ret
-.type goro_v0_1_switch_ret,%function
-.weak goro_v0_1_switch_nofp
-.hidden goro_v0_1_switch_nofp
-.type goro_v0_1_switch_nofp,%function
-.weak goro_v0_1_switch_ret_nofp
-.hidden goro_v0_1_switch_ret_nofp
-.type goro_v0_1_switch_ret_nofp,%function
-.weak goro_v0_1_start
-.hidden goro_v0_1_start
-.type goro_v0_1_start,%function
-.weak goro_v0_1_async_preempt
-.hidden goro_v0_1_async_preempt
-.type goro_v0_1_async_preempt,%function
+.macro goro_v0_1_function name
+.weak \name
+.hidden \name
+.type \name,%function
+.endm
+goro_v0_1_function goro_v0_1_switch
+goro_v0_1_function goro_v0_1_switch_ret
+goro_v0_1_function goro_v0_1_switch_nofp
+goro_v0_1_function goro_v0_1_switch_ret_nofp
+goro_v0_1_function goro_v0_1_start
+goro_v0_1_function goro_v0_1_async_preempt
 .weak goro_v0_1_asm_end
 .hidden goro_v0_1_asm_end
-.p2align 4
-goro_v0_1_switch:
+/* The four switches: fp = 1 carries the FP control words, ret = 1
+ * resumes with `ret` instead of `jmp`. */
+.macro goro_v0_1_switch_body fp, ret
     endbr64
     pushq %rbp
     pushq %rbx
@@ -436,12 +255,15 @@ goro_v0_1_switch:
     pushq %r14
     pushq %r15
     subq $8, %rsp
+.if \fp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
     movl (%rsp), %r8d
     movzwl 4(%rsp), %r9d
+.endif
     movq %rsp, (%rdi)
     movq %rsi, %rsp
+.if \fp
     movl (%rsp), %r10d
     xorl %r8d, %r10d
     xorw 4(%rsp), %r9w
@@ -449,6 +271,7 @@ goro_v0_1_switch:
     orl %r9d, %r10d
     jne 2f
 1:
+.endif
     addq $8, %rsp
     popq %r15
     popq %r14
@@ -456,9 +279,15 @@ goro_v0_1_switch:
     popq %r12
     popq %rbx
     popq %rbp
+.if \ret
+    movq %rdx, %rax
+    ret
+.else
     popq %rcx
     movq %rdx, %rax
     notrack jmpq *%rcx
+.endif
+.if \fp
 2:
     andl $63, %r8d
     movl (%rsp), %r10d
@@ -468,94 +297,26 @@ goro_v0_1_switch:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.endif
+.endm
+.p2align 4
+goro_v0_1_switch:
+    goro_v0_1_switch_body 1, 0
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .p2align 4
 goro_v0_1_switch_ret:
-    endbr64
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
-    movl (%rsp), %r8d
-    movzwl 4(%rsp), %r9d
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    movl (%rsp), %r10d
-    xorl %r8d, %r10d
-    xorw 4(%rsp), %r9w
-    andl $-64, %r10d
-    orl %r9d, %r10d
-    jne 2f
-1:
-    addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    movq %rdx, %rax
-    ret
-2:
-    andl $63, %r8d
-    movl (%rsp), %r10d
-    andl $-64, %r10d
-    orl %r10d, %r8d
-    movl %r8d, (%rsp)
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    jmp 1b
+    goro_v0_1_switch_body 1, 1
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_switch_nofp:
-    endbr64
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $8, %rsp
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    popq %rcx
-    movq %rdx, %rax
-    notrack jmpq *%rcx
+    goro_v0_1_switch_body 0, 0
 .size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
 .p2align 4
 goro_v0_1_switch_ret_nofp:
-    endbr64
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $8, %rsp
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    addq $8, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    movq %rdx, %rax
-    ret
+    goro_v0_1_switch_body 0, 1
 .size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.purgem goro_v0_1_switch_body
+.purgem goro_v0_1_function
 .p2align 4
 goro_v0_1_start:
     endbr64
@@ -583,29 +344,21 @@ goro_v0_1_asm_end:
 asm(R"goro_asm(
 .ifndef goro_v0_1_switch
 .pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
-.weak goro_v0_1_switch
-.hidden goro_v0_1_switch
-.type goro_v0_1_switch,%function
-.weak goro_v0_1_switch_ret
-.hidden goro_v0_1_switch_ret
-.type goro_v0_1_switch_ret,%function
-.weak goro_v0_1_switch_nofp
-.hidden goro_v0_1_switch_nofp
-.type goro_v0_1_switch_nofp,%function
-.weak goro_v0_1_switch_ret_nofp
-.hidden goro_v0_1_switch_ret_nofp
-.type goro_v0_1_switch_ret_nofp,%function
-.weak goro_v0_1_start
-.hidden goro_v0_1_start
-.type goro_v0_1_start,%function
-.weak goro_v0_1_async_preempt
-.hidden goro_v0_1_async_preempt
-.type goro_v0_1_async_preempt,%function
+.macro goro_v0_1_function name
+.weak \name
+.hidden \name
+.type \name,%function
+.endm
+goro_v0_1_function goro_v0_1_switch
+goro_v0_1_function goro_v0_1_switch_ret
+goro_v0_1_function goro_v0_1_switch_nofp
+goro_v0_1_function goro_v0_1_switch_ret_nofp
+goro_v0_1_function goro_v0_1_start
+goro_v0_1_function goro_v0_1_async_preempt
 .weak goro_v0_1_asm_end
 .hidden goro_v0_1_asm_end
-.p2align 4
-goro_v0_1_switch:
-goro_v0_1_switch_ret:
+/* The switch; fp = 1 carries FPCR. */
+.macro goro_v0_1_switch_body fp
     hint #34
     sub sp, sp, #176
     stp x19, x20, [sp, #0]
@@ -618,8 +371,10 @@ goro_v0_1_switch_ret:
     stp d10, d11, [sp, #112]
     stp d12, d13, [sp, #128]
     stp d14, d15, [sp, #144]
+.if \fp
     mrs x9, fpcr
     str x9, [sp, #160]
+.endif
     mov x11, sp
     str x11, [x0]
     mov sp, x1
@@ -633,49 +388,31 @@ goro_v0_1_switch_ret:
     ldp d10, d11, [sp, #112]
     ldp d12, d13, [sp, #128]
     ldp d14, d15, [sp, #144]
+.if \fp
     ldr x10, [sp, #160]
     cmp x9, x10
     b.eq 1f
     msr fpcr, x10
 1:
+.endif
     add sp, sp, #176
     mov x0, x2
     ret x30
+.endm
+.p2align 4
+goro_v0_1_switch:
+goro_v0_1_switch_ret:
+    goro_v0_1_switch_body 1
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_switch_nofp:
 goro_v0_1_switch_ret_nofp:
-    hint #34
-    sub sp, sp, #176
-    stp x19, x20, [sp, #0]
-    stp x21, x22, [sp, #16]
-    stp x23, x24, [sp, #32]
-    stp x25, x26, [sp, #48]
-    stp x27, x28, [sp, #64]
-    stp x29, x30, [sp, #80]
-    stp d8, d9, [sp, #96]
-    stp d10, d11, [sp, #112]
-    stp d12, d13, [sp, #128]
-    stp d14, d15, [sp, #144]
-    mov x11, sp
-    str x11, [x0]
-    mov sp, x1
-    ldp x19, x20, [sp, #0]
-    ldp x21, x22, [sp, #16]
-    ldp x23, x24, [sp, #32]
-    ldp x25, x26, [sp, #48]
-    ldp x27, x28, [sp, #64]
-    ldp x29, x30, [sp, #80]
-    ldp d8, d9, [sp, #96]
-    ldp d10, d11, [sp, #112]
-    ldp d12, d13, [sp, #128]
-    ldp d14, d15, [sp, #144]
-    add sp, sp, #176
-    mov x0, x2
-    ret x30
+    goro_v0_1_switch_body 0
 .size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
 .size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.purgem goro_v0_1_switch_body
+.purgem goro_v0_1_function
 .p2align 4
 goro_v0_1_start:
     hint #34
@@ -700,29 +437,21 @@ goro_v0_1_asm_end:
 asm(R"goro_asm(
 .ifndef goro_v0_1_switch
 .pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
-.weak goro_v0_1_switch
-.hidden goro_v0_1_switch
-.type goro_v0_1_switch,%function
-.weak goro_v0_1_switch_ret
-.hidden goro_v0_1_switch_ret
-.type goro_v0_1_switch_ret,%function
-.weak goro_v0_1_switch_nofp
-.hidden goro_v0_1_switch_nofp
-.type goro_v0_1_switch_nofp,%function
-.weak goro_v0_1_switch_ret_nofp
-.hidden goro_v0_1_switch_ret_nofp
-.type goro_v0_1_switch_ret_nofp,%function
-.weak goro_v0_1_start
-.hidden goro_v0_1_start
-.type goro_v0_1_start,%function
-.weak goro_v0_1_async_preempt
-.hidden goro_v0_1_async_preempt
-.type goro_v0_1_async_preempt,%function
+.macro goro_v0_1_function name
+.weak \name
+.hidden \name
+.type \name,%function
+.endm
+goro_v0_1_function goro_v0_1_switch
+goro_v0_1_function goro_v0_1_switch_ret
+goro_v0_1_function goro_v0_1_switch_nofp
+goro_v0_1_function goro_v0_1_switch_ret_nofp
+goro_v0_1_function goro_v0_1_start
+goro_v0_1_function goro_v0_1_async_preempt
 .weak goro_v0_1_asm_end
 .hidden goro_v0_1_asm_end
-.p2align 4
-goro_v0_1_switch:
-goro_v0_1_switch_ret:
+/* The switch; fp = 1 carries frm. */
+.macro goro_v0_1_switch_body fp
     addi sp, sp, -208
     sd s0, 0(sp)
     sd s1, 8(sp)
@@ -749,8 +478,10 @@ goro_v0_1_switch_ret:
     fsd fs9, 176(sp)
     fsd fs10, 184(sp)
     fsd fs11, 192(sp)
+.if \fp
     frrm t0
     sd t0, 200(sp)
+.endif
     sd sp, 0(a0)
     mv sp, a1
     ld s0, 0(sp)
@@ -778,76 +509,30 @@ goro_v0_1_switch_ret:
     fld fs9, 176(sp)
     fld fs10, 184(sp)
     fld fs11, 192(sp)
+.if \fp
     ld t1, 200(sp)
     beq t0, t1, 1f
     fsrm t1
 1:
+.endif
     addi sp, sp, 208
     mv a0, a2
     ret
+.endm
+.p2align 4
+goro_v0_1_switch:
+goro_v0_1_switch_ret:
+    goro_v0_1_switch_body 1
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_switch_nofp:
 goro_v0_1_switch_ret_nofp:
-    addi sp, sp, -208
-    sd s0, 0(sp)
-    sd s1, 8(sp)
-    sd s2, 16(sp)
-    sd s3, 24(sp)
-    sd s4, 32(sp)
-    sd s5, 40(sp)
-    sd s6, 48(sp)
-    sd s7, 56(sp)
-    sd s8, 64(sp)
-    sd s9, 72(sp)
-    sd s10, 80(sp)
-    sd s11, 88(sp)
-    sd ra, 96(sp)
-    fsd fs0, 104(sp)
-    fsd fs1, 112(sp)
-    fsd fs2, 120(sp)
-    fsd fs3, 128(sp)
-    fsd fs4, 136(sp)
-    fsd fs5, 144(sp)
-    fsd fs6, 152(sp)
-    fsd fs7, 160(sp)
-    fsd fs8, 168(sp)
-    fsd fs9, 176(sp)
-    fsd fs10, 184(sp)
-    fsd fs11, 192(sp)
-    sd sp, 0(a0)
-    mv sp, a1
-    ld s0, 0(sp)
-    ld s1, 8(sp)
-    ld s2, 16(sp)
-    ld s3, 24(sp)
-    ld s4, 32(sp)
-    ld s5, 40(sp)
-    ld s6, 48(sp)
-    ld s7, 56(sp)
-    ld s8, 64(sp)
-    ld s9, 72(sp)
-    ld s10, 80(sp)
-    ld s11, 88(sp)
-    ld ra, 96(sp)
-    fld fs0, 104(sp)
-    fld fs1, 112(sp)
-    fld fs2, 120(sp)
-    fld fs3, 128(sp)
-    fld fs4, 136(sp)
-    fld fs5, 144(sp)
-    fld fs6, 152(sp)
-    fld fs7, 160(sp)
-    fld fs8, 168(sp)
-    fld fs9, 176(sp)
-    fld fs10, 184(sp)
-    fld fs11, 192(sp)
-    addi sp, sp, 208
-    mv a0, a2
-    ret
+    goro_v0_1_switch_body 0
 .size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
 .size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.purgem goro_v0_1_switch_body
+.purgem goro_v0_1_function
 .p2align 4
 goro_v0_1_start:
     li s0, 0

@@ -57,29 +57,21 @@
 /* goro:embed-begin */
 .ifndef goro_v0_1_switch
 .pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
-.weak goro_v0_1_switch
-.hidden goro_v0_1_switch
-.type goro_v0_1_switch,%function
-.weak goro_v0_1_switch_ret
-.hidden goro_v0_1_switch_ret
-.type goro_v0_1_switch_ret,%function
-.weak goro_v0_1_switch_nofp
-.hidden goro_v0_1_switch_nofp
-.type goro_v0_1_switch_nofp,%function
-.weak goro_v0_1_switch_ret_nofp
-.hidden goro_v0_1_switch_ret_nofp
-.type goro_v0_1_switch_ret_nofp,%function
-.weak goro_v0_1_start
-.hidden goro_v0_1_start
-.type goro_v0_1_start,%function
-.weak goro_v0_1_async_preempt
-.hidden goro_v0_1_async_preempt
-.type goro_v0_1_async_preempt,%function
+.macro goro_v0_1_function name
+.weak \name
+.hidden \name
+.type \name,%function
+.endm
+goro_v0_1_function goro_v0_1_switch
+goro_v0_1_function goro_v0_1_switch_ret
+goro_v0_1_function goro_v0_1_switch_nofp
+goro_v0_1_function goro_v0_1_switch_ret_nofp
+goro_v0_1_function goro_v0_1_start
+goro_v0_1_function goro_v0_1_async_preempt
 .weak goro_v0_1_asm_end
 .hidden goro_v0_1_asm_end
-.p2align 4
-goro_v0_1_switch:
-goro_v0_1_switch_ret:
+/* The switch; fp = 1 carries FPCR. */
+.macro goro_v0_1_switch_body fp
     hint #34
     sub sp, sp, #176
     stp x19, x20, [sp, #0]
@@ -92,8 +84,10 @@ goro_v0_1_switch_ret:
     stp d10, d11, [sp, #112]
     stp d12, d13, [sp, #128]
     stp d14, d15, [sp, #144]
+.if \fp
     mrs x9, fpcr
     str x9, [sp, #160]
+.endif
     mov x11, sp
     str x11, [x0]
     mov sp, x1
@@ -107,49 +101,31 @@ goro_v0_1_switch_ret:
     ldp d10, d11, [sp, #112]
     ldp d12, d13, [sp, #128]
     ldp d14, d15, [sp, #144]
+.if \fp
     ldr x10, [sp, #160]
     cmp x9, x10
     b.eq 1f
     msr fpcr, x10
 1:
+.endif
     add sp, sp, #176
     mov x0, x2
     ret x30
+.endm
+.p2align 4
+goro_v0_1_switch:
+goro_v0_1_switch_ret:
+    goro_v0_1_switch_body 1
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_switch_nofp:
 goro_v0_1_switch_ret_nofp:
-    hint #34
-    sub sp, sp, #176
-    stp x19, x20, [sp, #0]
-    stp x21, x22, [sp, #16]
-    stp x23, x24, [sp, #32]
-    stp x25, x26, [sp, #48]
-    stp x27, x28, [sp, #64]
-    stp x29, x30, [sp, #80]
-    stp d8, d9, [sp, #96]
-    stp d10, d11, [sp, #112]
-    stp d12, d13, [sp, #128]
-    stp d14, d15, [sp, #144]
-    mov x11, sp
-    str x11, [x0]
-    mov sp, x1
-    ldp x19, x20, [sp, #0]
-    ldp x21, x22, [sp, #16]
-    ldp x23, x24, [sp, #32]
-    ldp x25, x26, [sp, #48]
-    ldp x27, x28, [sp, #64]
-    ldp x29, x30, [sp, #80]
-    ldp d8, d9, [sp, #96]
-    ldp d10, d11, [sp, #112]
-    ldp d12, d13, [sp, #128]
-    ldp d14, d15, [sp, #144]
-    add sp, sp, #176
-    mov x0, x2
-    ret x30
+    goro_v0_1_switch_body 0
 .size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
 .size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.purgem goro_v0_1_switch_body
+.purgem goro_v0_1_function
 .p2align 4
 goro_v0_1_start:
     hint #34

@@ -54,29 +54,21 @@
 /* goro:embed-begin */
 .ifndef goro_v0_1_switch
 .pushsection .text.goro_v0_1_switch,"axG",%progbits,goro_v0_1_switch,comdat
-.weak goro_v0_1_switch
-.hidden goro_v0_1_switch
-.type goro_v0_1_switch,%function
-.weak goro_v0_1_switch_ret
-.hidden goro_v0_1_switch_ret
-.type goro_v0_1_switch_ret,%function
-.weak goro_v0_1_switch_nofp
-.hidden goro_v0_1_switch_nofp
-.type goro_v0_1_switch_nofp,%function
-.weak goro_v0_1_switch_ret_nofp
-.hidden goro_v0_1_switch_ret_nofp
-.type goro_v0_1_switch_ret_nofp,%function
-.weak goro_v0_1_start
-.hidden goro_v0_1_start
-.type goro_v0_1_start,%function
-.weak goro_v0_1_async_preempt
-.hidden goro_v0_1_async_preempt
-.type goro_v0_1_async_preempt,%function
+.macro goro_v0_1_function name
+.weak \name
+.hidden \name
+.type \name,%function
+.endm
+goro_v0_1_function goro_v0_1_switch
+goro_v0_1_function goro_v0_1_switch_ret
+goro_v0_1_function goro_v0_1_switch_nofp
+goro_v0_1_function goro_v0_1_switch_ret_nofp
+goro_v0_1_function goro_v0_1_start
+goro_v0_1_function goro_v0_1_async_preempt
 .weak goro_v0_1_asm_end
 .hidden goro_v0_1_asm_end
-.p2align 4
-goro_v0_1_switch:
-goro_v0_1_switch_ret:
+/* The switch; fp = 1 carries frm. */
+.macro goro_v0_1_switch_body fp
     addi sp, sp, -208
     sd s0, 0(sp)
     sd s1, 8(sp)
@@ -103,8 +95,10 @@ goro_v0_1_switch_ret:
     fsd fs9, 176(sp)
     fsd fs10, 184(sp)
     fsd fs11, 192(sp)
+.if \fp
     frrm t0
     sd t0, 200(sp)
+.endif
     sd sp, 0(a0)
     mv sp, a1
     ld s0, 0(sp)
@@ -132,76 +126,30 @@ goro_v0_1_switch_ret:
     fld fs9, 176(sp)
     fld fs10, 184(sp)
     fld fs11, 192(sp)
+.if \fp
     ld t1, 200(sp)
     beq t0, t1, 1f
     fsrm t1
 1:
+.endif
     addi sp, sp, 208
     mv a0, a2
     ret
+.endm
+.p2align 4
+goro_v0_1_switch:
+goro_v0_1_switch_ret:
+    goro_v0_1_switch_body 1
 .size goro_v0_1_switch, .-goro_v0_1_switch
 .size goro_v0_1_switch_ret, .-goro_v0_1_switch_ret
 .p2align 4
 goro_v0_1_switch_nofp:
 goro_v0_1_switch_ret_nofp:
-    addi sp, sp, -208
-    sd s0, 0(sp)
-    sd s1, 8(sp)
-    sd s2, 16(sp)
-    sd s3, 24(sp)
-    sd s4, 32(sp)
-    sd s5, 40(sp)
-    sd s6, 48(sp)
-    sd s7, 56(sp)
-    sd s8, 64(sp)
-    sd s9, 72(sp)
-    sd s10, 80(sp)
-    sd s11, 88(sp)
-    sd ra, 96(sp)
-    fsd fs0, 104(sp)
-    fsd fs1, 112(sp)
-    fsd fs2, 120(sp)
-    fsd fs3, 128(sp)
-    fsd fs4, 136(sp)
-    fsd fs5, 144(sp)
-    fsd fs6, 152(sp)
-    fsd fs7, 160(sp)
-    fsd fs8, 168(sp)
-    fsd fs9, 176(sp)
-    fsd fs10, 184(sp)
-    fsd fs11, 192(sp)
-    sd sp, 0(a0)
-    mv sp, a1
-    ld s0, 0(sp)
-    ld s1, 8(sp)
-    ld s2, 16(sp)
-    ld s3, 24(sp)
-    ld s4, 32(sp)
-    ld s5, 40(sp)
-    ld s6, 48(sp)
-    ld s7, 56(sp)
-    ld s8, 64(sp)
-    ld s9, 72(sp)
-    ld s10, 80(sp)
-    ld s11, 88(sp)
-    ld ra, 96(sp)
-    fld fs0, 104(sp)
-    fld fs1, 112(sp)
-    fld fs2, 120(sp)
-    fld fs3, 128(sp)
-    fld fs4, 136(sp)
-    fld fs5, 144(sp)
-    fld fs6, 152(sp)
-    fld fs7, 160(sp)
-    fld fs8, 168(sp)
-    fld fs9, 176(sp)
-    fld fs10, 184(sp)
-    fld fs11, 192(sp)
-    addi sp, sp, 208
-    mv a0, a2
-    ret
+    goro_v0_1_switch_body 0
 .size goro_v0_1_switch_nofp, .-goro_v0_1_switch_nofp
 .size goro_v0_1_switch_ret_nofp, .-goro_v0_1_switch_ret_nofp
+.purgem goro_v0_1_switch_body
+.purgem goro_v0_1_function
 .p2align 4
 goro_v0_1_start:
     li s0, 0

@@ -120,14 +120,9 @@
 
 /* goro:embed-begin */
 .ifndef goro_v0_1_switch
-.section .text$goro_v0_1_switch,"xr"
-.linkonce discard
-.globl goro_v0_1_switch
-.def goro_v0_1_switch; .scl 2; .type 32; .endef
-.p2align 4
-.seh_proc goro_v0_1_switch
-goro_v0_1_switch:
-    .seh_endprologue
+/* The four switches: fp = 1 carries the FP control words, ret = 1
+ * resumes with `ret` instead of `jmp`. */
+.macro goro_v0_1_switch_body fp, ret
     pushq %rbp
     pushq %rbx
     pushq %rdi
@@ -155,10 +150,12 @@ goro_v0_1_switch:
     movq %r10, 24(%rsp)
     movq %gs:0x00, %r10
     movq %r10, 192(%rsp)
+.if \fp
     stmxcsr (%rsp)
     fnstcw 4(%rsp)
     movl (%rsp), %r9d
     movzwl 4(%rsp), %r11d
+.endif
     movq %rsp, (%rcx)
     movq %rdx, %rsp
     movq 8(%rsp), %r10
@@ -169,6 +166,7 @@ goro_v0_1_switch:
     movq %r10, %gs:0x1478
     movq 192(%rsp), %r10
     movq %r10, %gs:0x00
+.if \fp
     movl (%rsp), %r10d
     xorl %r9d, %r10d
     xorw 4(%rsp), %r11w
@@ -176,6 +174,7 @@ goro_v0_1_switch:
     orl %r11d, %r10d
     jne 2f
 1:
+.endif
     movaps 32(%rsp), %xmm6
     movaps 48(%rsp), %xmm7
     movaps 64(%rsp), %xmm8
@@ -195,9 +194,15 @@ goro_v0_1_switch:
     popq %rdi
     popq %rbx
     popq %rbp
+.if \ret
+    movq %r8, %rax
+    ret
+.else
     popq %rcx
     movq %r8, %rax
     jmpq *%rcx
+.endif
+.if \fp
 2:
     andl $63, %r9d
     movl (%rsp), %r10d
@@ -207,6 +212,17 @@ goro_v0_1_switch:
     ldmxcsr (%rsp)
     fldcw 4(%rsp)
     jmp 1b
+.endif
+.endm
+.section .text$goro_v0_1_switch,"xr"
+.linkonce discard
+.globl goro_v0_1_switch
+.def goro_v0_1_switch; .scl 2; .type 32; .endef
+.p2align 4
+.seh_proc goro_v0_1_switch
+goro_v0_1_switch:
+    .seh_endprologue
+    goro_v0_1_switch_body 1, 0
 .seh_endproc
 .section .text$goro_v0_1_switch_ret,"xr"
 .linkonce discard
@@ -216,84 +232,7 @@ goro_v0_1_switch:
 .seh_proc goro_v0_1_switch_ret
 goro_v0_1_switch_ret:
     .seh_endprologue
-    pushq %rbp
-    pushq %rbx
-    pushq %rdi
-    pushq %rsi
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $200, %rsp
-    movaps %xmm6, 32(%rsp)
-    movaps %xmm7, 48(%rsp)
-    movaps %xmm8, 64(%rsp)
-    movaps %xmm9, 80(%rsp)
-    movaps %xmm10, 96(%rsp)
-    movaps %xmm11, 112(%rsp)
-    movaps %xmm12, 128(%rsp)
-    movaps %xmm13, 144(%rsp)
-    movaps %xmm14, 160(%rsp)
-    movaps %xmm15, 176(%rsp)
-    movq %gs:0x08, %r10
-    movq %r10, 8(%rsp)
-    movq %gs:0x10, %r10
-    movq %r10, 16(%rsp)
-    movq %gs:0x1478, %r10
-    movq %r10, 24(%rsp)
-    movq %gs:0x00, %r10
-    movq %r10, 192(%rsp)
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
-    movl (%rsp), %r9d
-    movzwl 4(%rsp), %r11d
-    movq %rsp, (%rcx)
-    movq %rdx, %rsp
-    movq 8(%rsp), %r10
-    movq %r10, %gs:0x08
-    movq 16(%rsp), %r10
-    movq %r10, %gs:0x10
-    movq 24(%rsp), %r10
-    movq %r10, %gs:0x1478
-    movq 192(%rsp), %r10
-    movq %r10, %gs:0x00
-    movl (%rsp), %r10d
-    xorl %r9d, %r10d
-    xorw 4(%rsp), %r11w
-    andl $-64, %r10d
-    orl %r11d, %r10d
-    jne 2f
-1:
-    movaps 32(%rsp), %xmm6
-    movaps 48(%rsp), %xmm7
-    movaps 64(%rsp), %xmm8
-    movaps 80(%rsp), %xmm9
-    movaps 96(%rsp), %xmm10
-    movaps 112(%rsp), %xmm11
-    movaps 128(%rsp), %xmm12
-    movaps 144(%rsp), %xmm13
-    movaps 160(%rsp), %xmm14
-    movaps 176(%rsp), %xmm15
-    addq $200, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rsi
-    popq %rdi
-    popq %rbx
-    popq %rbp
-    movq %r8, %rax
-    ret
-2:
-    andl $63, %r9d
-    movl (%rsp), %r10d
-    andl $-64, %r10d
-    orl %r10d, %r9d
-    movl %r9d, (%rsp)
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    jmp 1b
+    goro_v0_1_switch_body 1, 1
 .seh_endproc
 .section .text$goro_v0_1_switch_nofp,"xr"
 .linkonce discard
@@ -303,65 +242,7 @@ goro_v0_1_switch_ret:
 .seh_proc goro_v0_1_switch_nofp
 goro_v0_1_switch_nofp:
     .seh_endprologue
-    pushq %rbp
-    pushq %rbx
-    pushq %rdi
-    pushq %rsi
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $200, %rsp
-    movaps %xmm6, 32(%rsp)
-    movaps %xmm7, 48(%rsp)
-    movaps %xmm8, 64(%rsp)
-    movaps %xmm9, 80(%rsp)
-    movaps %xmm10, 96(%rsp)
-    movaps %xmm11, 112(%rsp)
-    movaps %xmm12, 128(%rsp)
-    movaps %xmm13, 144(%rsp)
-    movaps %xmm14, 160(%rsp)
-    movaps %xmm15, 176(%rsp)
-    movq %gs:0x08, %r10
-    movq %r10, 8(%rsp)
-    movq %gs:0x10, %r10
-    movq %r10, 16(%rsp)
-    movq %gs:0x1478, %r10
-    movq %r10, 24(%rsp)
-    movq %gs:0x00, %r10
-    movq %r10, 192(%rsp)
-    movq %rsp, (%rcx)
-    movq %rdx, %rsp
-    movq 8(%rsp), %r10
-    movq %r10, %gs:0x08
-    movq 16(%rsp), %r10
-    movq %r10, %gs:0x10
-    movq 24(%rsp), %r10
-    movq %r10, %gs:0x1478
-    movq 192(%rsp), %r10
-    movq %r10, %gs:0x00
-    movaps 32(%rsp), %xmm6
-    movaps 48(%rsp), %xmm7
-    movaps 64(%rsp), %xmm8
-    movaps 80(%rsp), %xmm9
-    movaps 96(%rsp), %xmm10
-    movaps 112(%rsp), %xmm11
-    movaps 128(%rsp), %xmm12
-    movaps 144(%rsp), %xmm13
-    movaps 160(%rsp), %xmm14
-    movaps 176(%rsp), %xmm15
-    addq $200, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rsi
-    popq %rdi
-    popq %rbx
-    popq %rbp
-    popq %rcx
-    movq %r8, %rax
-    jmpq *%rcx
+    goro_v0_1_switch_body 0, 0
 .seh_endproc
 .section .text$goro_v0_1_switch_ret_nofp,"xr"
 .linkonce discard
@@ -371,65 +252,9 @@ goro_v0_1_switch_nofp:
 .seh_proc goro_v0_1_switch_ret_nofp
 goro_v0_1_switch_ret_nofp:
     .seh_endprologue
-    pushq %rbp
-    pushq %rbx
-    pushq %rdi
-    pushq %rsi
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    subq $200, %rsp
-    movaps %xmm6, 32(%rsp)
-    movaps %xmm7, 48(%rsp)
-    movaps %xmm8, 64(%rsp)
-    movaps %xmm9, 80(%rsp)
-    movaps %xmm10, 96(%rsp)
-    movaps %xmm11, 112(%rsp)
-    movaps %xmm12, 128(%rsp)
-    movaps %xmm13, 144(%rsp)
-    movaps %xmm14, 160(%rsp)
-    movaps %xmm15, 176(%rsp)
-    movq %gs:0x08, %r10
-    movq %r10, 8(%rsp)
-    movq %gs:0x10, %r10
-    movq %r10, 16(%rsp)
-    movq %gs:0x1478, %r10
-    movq %r10, 24(%rsp)
-    movq %gs:0x00, %r10
-    movq %r10, 192(%rsp)
-    movq %rsp, (%rcx)
-    movq %rdx, %rsp
-    movq 8(%rsp), %r10
-    movq %r10, %gs:0x08
-    movq 16(%rsp), %r10
-    movq %r10, %gs:0x10
-    movq 24(%rsp), %r10
-    movq %r10, %gs:0x1478
-    movq 192(%rsp), %r10
-    movq %r10, %gs:0x00
-    movaps 32(%rsp), %xmm6
-    movaps 48(%rsp), %xmm7
-    movaps 64(%rsp), %xmm8
-    movaps 80(%rsp), %xmm9
-    movaps 96(%rsp), %xmm10
-    movaps 112(%rsp), %xmm11
-    movaps 128(%rsp), %xmm12
-    movaps 144(%rsp), %xmm13
-    movaps 160(%rsp), %xmm14
-    movaps 176(%rsp), %xmm15
-    addq $200, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rsi
-    popq %rdi
-    popq %rbx
-    popq %rbp
-    movq %r8, %rax
-    ret
+    goro_v0_1_switch_body 0, 1
 .seh_endproc
+.purgem goro_v0_1_switch_body
 .section .text$goro_v0_1_start,"xr"
 .linkonce discard
 .globl goro_v0_1_start
