@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cfenv>
 #include <chrono>
 #include <csignal>
 #include <goro/goro.hpp>
@@ -162,6 +163,50 @@ TEST_CASE("lane.go from another thread, and goroutines of two runtimes on one la
   CHECK(ran.load() == 11);
   CHECK(a.num_goroutine() == 0);
   CHECK(b.num_goroutine() == 0);
+}
+
+// The lane's M switches each goroutine with the kind of its own runtime
+// (policy fp_control, docs/policies.md): a per_goroutine goroutine keeps
+// its rounding mode across yields while a shared one, pumped in turn on
+// the same thread, sees the owner's; the owner's mode survives both. A
+// wrong kind on either side (the g0 frame read by the kind that did not
+// write it) shows up as a wrong mode somewhere here.
+TEST_CASE("a lane switches each goroutine with its runtime's fp_control") {
+  using shared_policy = goro::policy<goro::fp_control_mode<goro::fp_control::shared>>;
+  goro::runtime per({.maxprocs = 1});
+  goro::basic_runtime<shared_policy> shared({.maxprocs = 1});
+  goro::thread_lane lane;
+  const int round0 = std::fegetround();
+  std::fesetround(FE_UPWARD);
+  int fresh_per = -1, fresh_shared = -1, bad_per = 0, bad_shared = 0;
+  lane.go(per, [&] {
+    fresh_per = std::fegetround();
+    std::fesetround(FE_DOWNWARD);
+    for (int i = 0; i < 50; ++i) {
+      goro::yield();
+      if (std::fegetround() != FE_DOWNWARD) ++bad_per;
+    }
+  });
+  lane.go(shared, [&] {
+    fresh_shared = std::fegetround();
+    for (int i = 0; i < 50; ++i) {
+      goro::yield();
+      if (std::fegetround() != FE_UPWARD) ++bad_shared;  // the owner's, not the other goroutine's
+    }
+  });
+  drain(lane);
+  const int owner_after_mixed = std::fegetround();
+  // A shared goroutine's change stays on the thread once it switches back.
+  lane.go(shared, [] { std::fesetround(FE_TOWARDZERO); });
+  drain(lane);
+  const int owner_after_shared = std::fegetround();
+  std::fesetround(round0);
+  CHECK(fresh_per == FE_TONEAREST);  // a fresh per_goroutine context: the default mode
+  CHECK(fresh_shared == FE_UPWARD);  // a fresh shared one: the thread's
+  CHECK(bad_per == 0);
+  CHECK(bad_shared == 0);
+  CHECK(owner_after_mixed == FE_UPWARD);
+  CHECK(owner_after_shared == FE_TOWARDZERO);
 }
 
 TEST_CASE("run_for is only for the owner thread, outside goroutines") {
