@@ -151,11 +151,13 @@ TEST_CASE("runtime: exit unwinds the goroutine and runs destructors", "[runtime]
     goro::wait_group wg;
     wg.add(1);
     goro::go([&] {
-      guard g{destroyed};
+      // d before g: destroyed in reverse, so g's count is in before done()
+      // lets main look (the other order raced: main could check first).
       struct done_on_exit {
         goro::wait_group& wg;
         ~done_on_exit() { wg.done(); }
       } d{wg};
+      guard g{destroyed};
       goro::exit();
       after_exit = true;
     });
