@@ -125,6 +125,7 @@ inline void* make_context(void* lo, std::size_t size, context_entry entry) noexc
 // fp_shared: the policy's fp_control is shared (m_base::fp_shared); one
 // runtime switches all its contexts with one kind, so each context is
 // resumed by the kind that suspended it (the frame layout is the same).
+// The scheduler's switches (m.hpp) make the same choice inline.
 GORO_ALWAYS_INLINE void* raw_switch(void** save_sp, void* to_sp, void* arg, bool fp_shared) noexcept {
   return fp_shared ? goro_v0_1_switch_nofp(save_sp, to_sp, arg) : goro_v0_1_switch(save_sp, to_sp, arg);
 }

@@ -322,7 +322,12 @@ GORO_ALWAYS_INLINE void switch_to_g0(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(m->g0_tsan_fiber, 0);
 #endif
-  void* from = raw_switch(&gp->sp, m->g0_sp, nullptr, m->fp_shared);
+  // The switch's kind (m->fp_shared, context.hpp raw_switch) is picked
+  // here rather than through raw_switch, in all three switches below: at
+  // -O0 an inlined wrapper's parameters take stack, and the yield path
+  // then outgrew a 2 KiB goroutine stack (stack_test, meson-clang step).
+  void* from = m->fp_shared ? goro_v0_1_switch_nofp(&gp->sp, m->g0_sp, nullptr)
+                            : goro_v0_1_switch(&gp->sp, m->g0_sp, nullptr);
   goroutine_resumed(gp, from);
 }
 
@@ -341,7 +346,8 @@ GORO_ALWAYS_INLINE void switch_g_to_g(m_base* m, g* gp, g* next) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(next->tsan_fiber, 0);
 #endif
-  void* from = raw_switch_ret(&gp->sp, next->sp, m, m->fp_shared);
+  void* from = m->fp_shared ? goro_v0_1_switch_ret_nofp(&gp->sp, next->sp, m)
+                            : goro_v0_1_switch_ret(&gp->sp, next->sp, m);
   goroutine_resumed(gp, from);
 }
 
@@ -353,7 +359,10 @@ GORO_ALWAYS_INLINE void switch_to_g(m_base* m, g* gp) noexcept {
 #if GORO_TSAN
   __tsan_switch_to_fiber(gp->tsan_fiber, 0);
 #endif
-  raw_switch(&m->g0_sp, gp->sp, nullptr, m->fp_shared);  // nullptr: resumed by g0 (goroutine_resumed)
+  if (m->fp_shared)  // nullptr: resumed by g0 (goroutine_resumed)
+    goro_v0_1_switch_nofp(&m->g0_sp, gp->sp, nullptr);
+  else
+    goro_v0_1_switch(&m->g0_sp, gp->sp, nullptr);
 #if GORO_ASAN
   __sanitizer_finish_switch_fiber(m->g0_asan_fake_stack, nullptr, nullptr);
 #endif
