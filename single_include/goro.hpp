@@ -1921,8 +1921,10 @@ inline std::uintptr_t context_sp(const signal_context* c) noexcept { return stat
 // that holds goro's code, those of goro's assembly functions (never
 // preempted), and the xsave area's size (0: fxsave, 512 bytes).
 struct preempt_setup {
+  // goro's assembly functions: the four switches, start, async_preempt.
+  static constexpr std::size_t asm_functions = 6;
   std::uintptr_t module_lo = 0, module_hi = 0;
-  std::uintptr_t asm_lo[6] = {}, asm_hi[6] = {};
+  std::uintptr_t asm_lo[asm_functions] = {}, asm_hi[asm_functions] = {};
   std::size_t xsave_size = 0;
 };
 
@@ -1945,7 +1947,7 @@ inline std::size_t measure_xsave_size() noexcept {
 inline bool pc_preemptible(std::uintptr_t pc) noexcept {
   const preempt_setup& s = preempt_config();
   if (pc < s.module_lo || pc >= s.module_hi) return false;
-  for (std::size_t i = 0; i < 6; ++i)
+  for (std::size_t i = 0; i < preempt_setup::asm_functions; ++i)
     if (pc >= s.asm_lo[i] && pc < s.asm_hi[i]) return false;
   return true;
 }
@@ -2019,14 +2021,14 @@ inline void install_preempt_handler() noexcept {
     const auto base = reinterpret_cast<std::uintptr_t>(mod);
     const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(base);
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS*>(base + static_cast<std::uintptr_t>(dos->e_lfanew));
-    const void* fns[6] = {reinterpret_cast<const void*>(&goro_v0_1_switch),
+    const void* fns[preempt_setup::asm_functions] = {reinterpret_cast<const void*>(&goro_v0_1_switch),
                           reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
                           reinterpret_cast<const void*>(&goro_v0_1_switch_nofp),
                           reinterpret_cast<const void*>(&goro_v0_1_switch_ret_nofp),
                           reinterpret_cast<const void*>(&goro_v0_1_start),
                           reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
     bool found = true;
-    for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t i = 0; i < preempt_setup::asm_functions; ++i)
       found = found && function_bounds(base, nt, reinterpret_cast<std::uintptr_t>(fns[i]), &s.asm_lo[i], &s.asm_hi[i]);
     // Without the bounds of goro's assembly nothing is preempted (the
     // module range stays empty): signal mode then acts as cooperative.
@@ -4041,7 +4043,7 @@ class sched_base {
   // thread_lane's adapter: its runtime's).
   runtime_memory* memory = nullptr;
   // The policy's fp_control is shared: its Ms switch without the FP
-  // control words (context.hpp raw_switch). Set by the scheduler's
+  // control words (m_base::fp_shared). Set by the scheduler's
   // constructor (a thread_lane's adapter: its runtime's).
   bool fp_shared = false;
   // A fresh G record for a spawn from the calling thread.
@@ -4113,8 +4115,9 @@ struct m_base {
   void* g0_sp = nullptr;  // the scheduler context while a goroutine runs
   g* curg = nullptr;
   sched_base* sched = nullptr;
-  // sched->fp_shared, kept here for the switch (raw_switch): every switch
-  // of this M, both ways, is of one kind while a goroutine runs.
+  // sched->fp_shared, kept here for the switches below (switch_to_g0,
+  // switch_g_to_g, switch_to_g): every switch of this M, both ways, is of
+  // one kind while a goroutine runs.
   bool fp_shared = false;
 
   after_switch after = after_switch::none;
@@ -19084,7 +19087,7 @@ GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
   detail::dump_resume_check(gp);  // goroutine dump
   m.curg = gp;
   m.sched = gp->sched;
-  m.fp_shared = gp->sched->fp_shared;  // the kind of switch of gp's runtime (raw_switch), both ways
+  m.fp_shared = gp->sched->fp_shared;  // the kind of switch of gp's runtime, both ways
   detail::switch_to_g(&m, gp);
   m.curg = nullptr;
   detail::check_stack_canary(gp);

@@ -309,7 +309,7 @@ GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
   detail::dump_resume_check(gp);  // goroutine dump
   m.curg = gp;
   m.sched = gp->sched;
-  m.fp_shared = gp->sched->fp_shared;  // the kind of switch of gp's runtime (raw_switch), both ways
+  m.fp_shared = gp->sched->fp_shared;  // the kind of switch of gp's runtime, both ways
   detail::switch_to_g(&m, gp);
   m.curg = nullptr;
   detail::check_stack_canary(gp);

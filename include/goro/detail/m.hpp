@@ -69,7 +69,7 @@ class sched_base {
   // thread_lane's adapter: its runtime's).
   runtime_memory* memory = nullptr;
   // The policy's fp_control is shared: its Ms switch without the FP
-  // control words (context.hpp raw_switch). Set by the scheduler's
+  // control words (m_base::fp_shared). Set by the scheduler's
   // constructor (a thread_lane's adapter: its runtime's).
   bool fp_shared = false;
   // A fresh G record for a spawn from the calling thread.
@@ -141,8 +141,9 @@ struct m_base {
   void* g0_sp = nullptr;  // the scheduler context while a goroutine runs
   g* curg = nullptr;
   sched_base* sched = nullptr;
-  // sched->fp_shared, kept here for the switch (raw_switch): every switch
-  // of this M, both ways, is of one kind while a goroutine runs.
+  // sched->fp_shared, kept here for the switches below (switch_to_g0,
+  // switch_g_to_g, switch_to_g): every switch of this M, both ways, is of
+  // one kind while a goroutine runs.
   bool fp_shared = false;
 
   after_switch after = after_switch::none;

@@ -84,8 +84,10 @@ inline std::uintptr_t context_sp(const signal_context* c) noexcept { return stat
 // that holds goro's code, those of goro's assembly functions (never
 // preempted), and the xsave area's size (0: fxsave, 512 bytes).
 struct preempt_setup {
+  // goro's assembly functions: the four switches, start, async_preempt.
+  static constexpr std::size_t asm_functions = 6;
   std::uintptr_t module_lo = 0, module_hi = 0;
-  std::uintptr_t asm_lo[6] = {}, asm_hi[6] = {};
+  std::uintptr_t asm_lo[asm_functions] = {}, asm_hi[asm_functions] = {};
   std::size_t xsave_size = 0;
 };
 
@@ -108,7 +110,7 @@ inline std::size_t measure_xsave_size() noexcept {
 inline bool pc_preemptible(std::uintptr_t pc) noexcept {
   const preempt_setup& s = preempt_config();
   if (pc < s.module_lo || pc >= s.module_hi) return false;
-  for (std::size_t i = 0; i < 6; ++i)
+  for (std::size_t i = 0; i < preempt_setup::asm_functions; ++i)
     if (pc >= s.asm_lo[i] && pc < s.asm_hi[i]) return false;
   return true;
 }
@@ -182,14 +184,14 @@ inline void install_preempt_handler() noexcept {
     const auto base = reinterpret_cast<std::uintptr_t>(mod);
     const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(base);
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS*>(base + static_cast<std::uintptr_t>(dos->e_lfanew));
-    const void* fns[6] = {reinterpret_cast<const void*>(&goro_v0_1_switch),
+    const void* fns[preempt_setup::asm_functions] = {reinterpret_cast<const void*>(&goro_v0_1_switch),
                           reinterpret_cast<const void*>(&goro_v0_1_switch_ret),
                           reinterpret_cast<const void*>(&goro_v0_1_switch_nofp),
                           reinterpret_cast<const void*>(&goro_v0_1_switch_ret_nofp),
                           reinterpret_cast<const void*>(&goro_v0_1_start),
                           reinterpret_cast<const void*>(&goro_v0_1_async_preempt)};
     bool found = true;
-    for (std::size_t i = 0; i < 6; ++i)
+    for (std::size_t i = 0; i < preempt_setup::asm_functions; ++i)
       found = found && function_bounds(base, nt, reinterpret_cast<std::uintptr_t>(fns[i]), &s.asm_lo[i], &s.asm_hi[i]);
     // Without the bounds of goro's assembly nothing is preempted (the
     // module range stays empty): signal mode then acts as cooperative.
