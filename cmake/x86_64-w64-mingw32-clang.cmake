@@ -41,7 +41,13 @@ set(CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES
 # different size" notes (COMDAT type-name strings that Clang and GCC lay
 # out differently) are harmless.
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-static -B${GORO_MINGW_GCC_DIR} -L${GORO_MINGW_GCC_DIR} -fuse-ld=bfd")
-set(CMAKE_CXX_STANDARD_LIBRARIES "-Wl,--start-group -lstdc++ -lwinpthread -lsynchronization -lws2_32 -Wl,--end-group")
+# Both a cache entry and a normal variable: CMake's Windows-GNU platform
+# file sets the cache entry to its own list (kernel32, user32, ...) unless
+# one exists, and before policy CMP0126 (cmake_minimum_required < 3.21,
+# as in benchmarks/) that set also drops a normal variable of the name.
+set(GORO_MINGW_CLANG_STD_LIBS "-Wl,--start-group -lstdc++ -lwinpthread -lsynchronization -lws2_32 -Wl,--end-group")
+set(CMAKE_CXX_STANDARD_LIBRARIES "${GORO_MINGW_CLANG_STD_LIBS}" CACHE STRING "Libraries linked into every C++ program")
+set(CMAKE_CXX_STANDARD_LIBRARIES "${GORO_MINGW_CLANG_STD_LIBS}")
 
 find_program(GORO_WINE NAMES wine64 wine PATHS /usr/lib/wine REQUIRED)
 set(CMAKE_CROSSCOMPILING_EMULATOR ${GORO_WINE})
