@@ -16112,6 +16112,9 @@ class scheduler final : public sched_base {
   std::atomic<bool> run_active_{false};
   std::atomic<bool> main_done_{false};
   std::atomic<m*> run_m_{nullptr};
+  // +1 per run() (lock_ held): the M that finished a run's main goroutine
+  // wakes that run's caller, not the next run's (main_finished).
+  std::uint64_t run_epoch_ = 0;
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
   // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the
@@ -17893,7 +17896,11 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   mm->sched = this;
   mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
-  run_m_.store(mm.get(), std::memory_order_release);
+  {
+    sched_lock lk(*this);  // see main_finished
+    run_m_.store(mm.get(), std::memory_order_release);
+    ++run_epoch_;
+  }
   os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
   set_current_m(mm.get());
@@ -18112,18 +18119,29 @@ inline auto scheduler<Policy>::take_run_m_locked(const sched_lock& held, m* rm) 
 // The run() caller may see main_done_ and return (destroying its M) at any
 // moment after the store, so run_m_ is read under lock_, which run_main
 // holds to clear it before the M is destroyed; an M found in the idle list
-// is parked and cannot go away until the wake-up below.
+// is parked and cannot go away until the wake-up below. The caller may
+// also have started the next run() by then, with a new M (often at the
+// same address) in run_m_: the run's epoch, read before the store (the
+// caller cannot return before it), tells this run's M from the next's.
+// (Seen under TSan: chan_test's run() loop, this M reading the next run's
+// record; a chaos point below widens the window.)
 template <class Policy>
 inline auto scheduler<Policy>::main_finished() noexcept -> void {
   // main_return: the other goroutines start ending now (the ender thread
   // is published to run_main by the store below).
   if (unwind_on_main_return_) main_return_ops::main_finished(*this);
+  std::uint64_t epoch;
+  {
+    sched_lock lk(*this);
+    epoch = run_epoch_;
+  }
   main_done_.store(true, std::memory_order_seq_cst);
+  GORO_CHAOS_POINT("main_finished.published");
   m* rm = nullptr;
   bool was_timer_m = false;
   {
     sched_lock lk(*this);
-    m* r = run_m_.load(std::memory_order_relaxed);
+    m* r = run_epoch_ == epoch ? run_m_.load(std::memory_order_relaxed) : nullptr;
     if (r && r != this_m() && r->in_idle_list) {
       was_timer_m = r == timer_m_;
       m_idle_remove(lk, r);

@@ -27,6 +27,28 @@ TEST_CASE("runtime: run returns the main goroutine's result", "[runtime]") {
   CHECK(goro::run([] { return goro::this_goroutine::inside(); }));
 }
 
+// The M that finishes one run's main goroutine wakes that run's caller
+// only: the caller may already be in the next run(), with a new M record
+// (often at the old one's address) in the scheduler. Main ends on
+// whichever M readied it. Under ThreadSanitizer this M reading the next
+// run's record was a data race (seen in chan_test's run() loop; with the
+// chaos point main_finished.published, 3 runs of 3 reported it).
+TEST_CASE("runtime: back-to-back runs on one runtime, main ending on another M", "[runtime]") {
+  goro::runtime rt{goro::options{4}};
+  const int rounds = goro_test::scale(2000, 300, 200);
+  long total = 0;
+  for (int round = 0; round < rounds; ++round) {
+    total += rt.run([] {
+      goro::chan<int> c;
+      for (int k = 0; k < 3; ++k) goro::go([&c, k] { c.send(k); });
+      int s = 0;
+      for (int k = 0; k < 3; ++k) s += *c.recv();
+      return s;
+    });
+  }
+  CHECK(total == 3L * rounds);
+}
+
 TEST_CASE("runtime: run returns a move-only result and references", "[runtime]") {
   goro::runtime rt{goro::options{1}};
   auto p = rt.run([] { return std::make_unique<int>(7); });

@@ -644,6 +644,9 @@ class scheduler final : public sched_base {
   std::atomic<bool> run_active_{false};
   std::atomic<bool> main_done_{false};
   std::atomic<m*> run_m_{nullptr};
+  // +1 per run() (lock_ held): the M that finished a run's main goroutine
+  // wakes that run's caller, not the next run's (main_finished).
+  std::uint64_t run_epoch_ = 0;
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
   // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the
