@@ -8395,8 +8395,12 @@ class group {
 // stack bounds, and a canary at the bottom of every stack is checked each
 // time a goroutine switches out (for stacks packed without guard regions).
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <new>
 
@@ -8492,26 +8496,59 @@ inline void on_memory_fault(std::uintptr_t addr) noexcept {
   }
 }
 
-// Resolves, once, the lazily bound library functions the runtime calls on
-// goroutine stacks. The dynamic linker's first-call resolver saves the
-// whole vector register file on the caller's stack (about 3 KiB with
-// AVX-512), which alone would overflow a 2 KiB goroutine stack.
+// Binds, once, before any goroutine runs, the lazily bound library
+// functions the runtime calls on goroutine stacks. An ELF program without
+// -z now binds each on its first call, in the dynamic linker's resolver,
+// on the caller's stack: glibc's x86-64 resolver reserves room for the
+// whole register file (xsavec, ~2.7 KiB with AVX-512) and wrote up to
+// ~1.8 KiB below a 2 KiB goroutine stack, into its neighbour (a goroutine
+// napping in a contended spinlock, nanosleep's first call: tests/helpers/
+// tiny_stack.cpp). The list is every C and C++ library call on the
+// runtime's goroutine-side paths: locks (futex, sched_yield, nanosleep,
+// pthread mutexes), clocks, the poller's wake-up write, allocation (g
+// records and channels are over-aligned), element copies and errno.
+// A program's own first calls are its own: docs/policies.md ("Small
+// stacks") says when to link with -z now.
 inline void resolve_runtime_symbols() noexcept {
 #if GORO_EXCEPTIONS
   (void)eh_globals();  // not abi::__cxa_get_globals() itself: it is const, the call would be dropped
 #endif
   std::atomic<std::uint32_t> word{0};
   os::futex_wake(&word, 1);
+  os::futex_wait(&word, 1, 0);  // not equal: returns at once
   std::mutex mu;
   mu.lock();
   mu.unlock();
   os::yield_thread();
+  os::sleep_ns(0);  // spinlock::nap
+  (void)os::coarse_nanotime();
+  (void)std::chrono::steady_clock::now();  // detail::nanotime
+  (void)std::chrono::system_clock::now();  // time::now
+  (void)os::current_thread();
+#if defined(__ELF__)
+  (void)os::write_fd(-1, nullptr, 0);  // EBADF: the poller's break (an eventfd write)
+  (void)os::read_fd(-1, nullptr, 0);
+#endif
+  errno = 0;
   void* volatile p = operator new(16);
   operator delete(p);
 #if defined(__cpp_sized_deallocation)
   void* volatile q = operator new(16);
   operator delete(q, 16);
 #endif
+#if defined(__cpp_aligned_new)
+  void* volatile a = operator new(64, std::align_val_t{64});
+  operator delete(a, std::align_val_t{64});
+  void* volatile b = operator new(64, std::align_val_t{64});
+  operator delete(b, 64, std::align_val_t{64});
+#endif
+  // Calls, not builtins the compiler expands: the size is not a constant.
+  unsigned char from[64] = {}, to[64];
+  const std::size_t volatile n = sizeof from;
+  std::memcpy(to, from, n);
+  std::memmove(to, to + 1, n - 1);
+  std::memset(to, 0, n);
+  asm volatile("" : : "r"(to) : "memory");
 }
 
 // Process-wide set-up, once: the fault handler and symbol resolution.
