@@ -15692,9 +15692,10 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
-    // steal_work: whether its first wait for a victim's runnext spins on
-    // the clock (it last led to a steal) or sleeps (see there).
-    bool steal_wait_spins = true;
+    // steal_work: spins on the clock for a victim's runnext that led to
+    // nothing since the last one that led to a steal from a ring; at
+    // steal_wait_miss_limit the first wait sleeps instead (see there).
+    std::uint8_t steal_wait_misses = 0;
     runtime_thread thread;  // named "<thread_name>-m<id>" (os_thread.hpp)
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted
@@ -16644,22 +16645,27 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
   // the wake-up; Windows rounds it to a millisecond), long enough for this
   // thief to miss a burst of new work: a frame's jobs spawned by the
   // goroutine it waited for. So the first wait spins 3 us on the clock,
-  // while that has led to steals. When it has not (ping-pong pairs: the
-  // owners keep readying goroutines into runnext, never into the ring),
-  // the waits sleep as Go's do, which keeps this M spinning (no wakep per
-  // ready()) and off the owners' cache lines; a steal from a ring after a
-  // wait switches the clock back on. Only a lone spinning M spins here:
+  // while that leads to steals. When it has not twice in a row (ping-pong
+  // pairs: the owners keep readying goroutines into runnext, never into
+  // the ring), the waits sleep as Go's do, which keeps this M spinning (no
+  // wakep per ready()) and off the owners' cache lines; a steal from a
+  // ring after a wait switches the clock back on. Twice, not once: at a
+  // frame's end the spawner can take 3 us to spawn the next frame's first
+  // jobs, and a thief that then slept 90 us missed them (frame_loop at 2
+  // Ps: 600-670 such sleeps per 1,000 frames, 143 after; p50 749 -> 730
+  // us, p99 897 -> 873, pingpong unchanged). Only a lone spinning M spins here:
   // with others spinning, they cover the sleeper, and many thieves
   // spinning on one spawner take its goroutines one at a time as they
   // appear, each a transfer of the spawner's queue lines (spawn at 16 Ps
   // on a 16-core VM: 335 ns per goroutine spinning, 109 sleeping; the
   // frame loop's p99 at 16 Ps 574 against 255 us).
+  constexpr std::uint8_t steal_wait_miss_limit = 2;
   int waits = 0;
   bool spun = false;
   const g* waited_for = nullptr;
   auto wait_for_runnext = [&](const g* next) {
     waited_for = next;
-    if (waits++ == 0 && mm->steal_wait_spins && spinning_.count(std::memory_order_relaxed) <= 1) {
+    if (waits++ == 0 && mm->steal_wait_misses < steal_wait_miss_limit && spinning_.count(std::memory_order_relaxed) <= 1) {
       spun = true;
       const std::int64_t until = nanotime() + runnext_steal_grace_ns;
       while (nanotime() < until) cpu_relax();
@@ -16678,7 +16684,7 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
           wait_for_runnext(victim->runq.runnext_snapshot());
       });
       if (gp) {
-        if (waits != 0 && gp != waited_for) mm->steal_wait_spins = true;
+        if (waits != 0 && gp != waited_for) mm->steal_wait_misses = 0;
         pp->steals.inc();
         if (GORO_UNLIKELY(tracing::enabled()))
           tracing::record({tracing::now(), 0, gp->id, trace_rt_, static_cast<std::int32_t>(pp->id), mm->id,
@@ -16688,7 +16694,7 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
       }
     }
   }
-  if (spun) mm->steal_wait_spins = false;
+  if (spun) ++mm->steal_wait_misses;  // only while under the limit: no overflow
   return nullptr;
 }
 

@@ -187,9 +187,10 @@ class scheduler final : public sched_base {
     note park_note;
     m* link = nullptr;  // idle list
     fast_rand rng;
-    // steal_work: whether its first wait for a victim's runnext spins on
-    // the clock (it last led to a steal) or sleeps (see there).
-    bool steal_wait_spins = true;
+    // steal_work: spins on the clock for a victim's runnext that led to
+    // nothing since the last one that led to a steal from a ring; at
+    // steal_wait_miss_limit the first wait sleeps instead (see there).
+    std::uint8_t steal_wait_misses = 0;
     runtime_thread thread;  // named "<thread_name>-m<id>" (os_thread.hpp)
     p* oldp = nullptr;  // sysmon: the P left in `syscall` status by goro::blocking
     // lockosthread: sleeping in stoplockedm (outside the idle list; counted
