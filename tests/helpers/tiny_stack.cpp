@@ -8,7 +8,8 @@
 // wrote up to ~1.8 KiB below the stack, into the neighbouring one (in
 // stack_test's 2 KiB case under load it hit the canary instead). The
 // runtime binds such functions before any goroutine runs
-// (detail::resolve_runtime_symbols).
+// (detail::resolve_runtime_symbols). Then timers, channels, select, a
+// contended mutex and a spawn, each first used on a 2 KiB stack.
 //
 // The stacks come from an allocator that puts a 4 KiB red zone below
 // each 2 KiB stack; the helper prints "ok" and exits 0 when every red
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace {
@@ -85,6 +87,19 @@ __attribute__((noinline)) void lock_deep(goro::detail::spinlock& lock, int depth
   (void)frame[0];
 }
 
+// Runs fn a few hundred bytes down the goroutine's stack.
+template <class F>
+__attribute__((noinline)) void at_depth(int depth, F&& fn) {
+  volatile char frame[96];
+  for (auto& c : frame) c = 1;
+  if (depth > 0) {
+    at_depth(depth - 1, fn);
+  } else {
+    fn();
+  }
+  (void)frame[0];
+}
+
 }  // namespace
 
 int main() {
@@ -115,6 +130,33 @@ int main() {
         wg.done();
       });
       wg.wait();
+      // The runtime's other goroutine-side paths, each first taken on a
+      // 2 KiB stack a few frames down: timers, blocking channel
+      // operations, select with a timeout, a contended mutex, spawning.
+      goro::chan<int> ch;
+      goro::mutex mu;
+      wg.add(2);
+      goro::go([&] {
+        at_depth(2, [&] {
+          goro::sleep_for(std::chrono::milliseconds(1));
+          ch.send(1);
+          goro::select(goro::on_recv(ch, [](std::optional<int>) {}),
+                       goro::on_recv(goro::after(std::chrono::milliseconds(1)), [](auto) {}));
+          std::lock_guard<goro::mutex> lk(mu);
+          goro::yield();  // holding it: the other goroutine blocks on it
+        });
+        wg.done();
+      });
+      goro::go([&] {
+        at_depth(2, [&] {
+          (void)ch.recv();
+          ch.send(2);
+          std::lock_guard<goro::mutex> lk(mu);
+          goro::go([&] { wg.done(); });
+        });
+      });
+      wg.wait();
+      got += 1;
     });
   }
   holder.join();
@@ -123,6 +165,6 @@ int main() {
     std::printf("goro-test: %zu bytes below the 2 KiB stacks were overwritten\n", damaged);
     return 1;
   }
-  std::puts(got == 1 ? "ok" : "goro-test: the goroutine did not finish");
-  return got == 1 ? 0 : 1;
+  std::puts(got == 2 ? "ok" : "goro-test: a goroutine did not finish");
+  return got == 2 ? 0 : 1;
 }
