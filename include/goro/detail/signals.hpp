@@ -153,8 +153,10 @@ inline void resolve_runtime_symbols() noexcept {
 #if defined(__cpp_aligned_new)
   void* volatile a = operator new(64, std::align_val_t{64});
   operator delete(a, std::align_val_t{64});
+#if defined(__cpp_sized_deallocation)
   void* volatile b = operator new(64, std::align_val_t{64});
   operator delete(b, 64, std::align_val_t{64});
+#endif
 #endif
   // Calls, not builtins the compiler expands: the size is not a constant.
   unsigned char from[64] = {}, to[64];
