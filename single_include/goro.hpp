@@ -6911,12 +6911,16 @@ namespace goro {
 namespace detail {
 
 // A std::chrono duration in nanoseconds, rounded up (never early) and
-// saturated (hours::max() is "forever", not an overflow).
+// saturated (hours::max() is "forever", not an overflow). The saturation
+// test is in double, not long double: AArch64's and RISC-V's long double
+// is quad precision done by libgcc_s calls, whose first call ran the
+// dynamic linker's resolver on a 2 KiB goroutine stack (timers in
+// tests/helpers/tiny_stack.cpp); a double is exact to ~1 us at the cap.
 template <class Rep, class Period>
 std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
   using namespace std::chrono;
   if (d <= d.zero()) return 0;
-  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  if (duration<double, std::nano>(d).count() >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
   return ceil<nanoseconds>(d).count();
 }
 
@@ -7355,6 +7359,31 @@ GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chro
 #include <mutex>
 #include <utility>
 
+// ---- begin goro/detail/cpus.hpp ----
+// Whether the machine has more than one CPU online, read once and cached
+// (Go's ncpu, set in schedinit). Spinning for a mutex pays only when its
+// owner can run at the same time (sync.hpp). Read before any goroutine
+// runs (resolve_runtime_symbols, signals.hpp): the first read goes to
+// sysconf, which parses /sys with a buffer on the stack, too deep for a
+// small goroutine stack.
+
+#include <atomic>
+
+
+namespace goro::detail {
+
+inline bool multicore() noexcept {
+  static std::atomic<int> cached{-1};  // a constant-initialised atomic: no guard
+  int v = cached.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = os::online_cpus() > 1 ? 1 : 0;
+    cached.store(v, std::memory_order_relaxed);
+  }
+  return v != 0;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/cpus.hpp ----
 // ---- begin goro/detail/sema.hpp ----
 // The two blocking structures the sync primitives sit on, both built on
 // park.hpp's waiter / block_on / wake (so goroutines park and plain threads
@@ -7510,9 +7539,9 @@ std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noe
   using namespace std::chrono;
   const auto d = tp - Clock::now();  // another clock: converted through "how long from now"
   if (d <= d.zero()) return nanotime();
-  const long double ns = duration<long double, std::nano>(d).count();
+  const double ns = duration<double, std::nano>(d).count();  // not long double: see to_ns
   const std::int64_t now = nanotime();
-  if (ns >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  if (ns >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
   return when_after(now, static_cast<std::int64_t>(ns) + 1);
 }
 
@@ -7747,8 +7776,7 @@ class mutex {
   // on another CPU at the same time.
   static bool can_spin(int iter) noexcept {
     if (iter >= active_spin) return false;
-    static const bool multicore = detail::os::online_cpus() > 1;
-    if (!multicore) return false;
+    if (!detail::multicore()) return false;
     detail::m_base* m = detail::current_m();
     return !m || !m->curg || m->sched->procs() > 1;
   }
@@ -8403,6 +8431,9 @@ class group {
 #include <cstring>
 #include <mutex>
 #include <new>
+#if defined(__GLIBCXX__)
+#include <ext/atomicity.h>
+#endif
 
 
 namespace goro::detail {
@@ -8525,6 +8556,15 @@ inline void resolve_runtime_symbols() noexcept {
   (void)std::chrono::steady_clock::now();  // detail::nanotime
   (void)std::chrono::system_clock::now();  // time::now
   (void)os::current_thread();
+  (void)os::page_size();
+  (void)multicore();  // sysconf, which reads /sys with a buffer on the stack
+#if defined(__GLIBCXX__) && !defined(_GLIBCXX_ATOMIC_BUILTINS)
+  // shared_ptr's reference counts where libstdc++ does not inline them
+  // (RISC-V): out-of-line calls into libstdc++.
+  _Atomic_word w = 0;
+  __gnu_cxx::__atomic_add(&w, 1);
+  (void)__gnu_cxx::__exchange_and_add(&w, -1);
+#endif
 #if defined(__ELF__)
   (void)os::write_fd(-1, nullptr, 0);  // EBADF: the poller's break (an eventfd write)
   (void)os::read_fd(-1, nullptr, 0);

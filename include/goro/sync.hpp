@@ -12,6 +12,7 @@
 #include <mutex>
 #include <utility>
 
+#include "detail/cpus.hpp"
 #include "detail/goexit.hpp"
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
@@ -153,8 +154,7 @@ class mutex {
   // on another CPU at the same time.
   static bool can_spin(int iter) noexcept {
     if (iter >= active_spin) return false;
-    static const bool multicore = detail::os::online_cpus() > 1;
-    if (!multicore) return false;
+    if (!detail::multicore()) return false;
     detail::m_base* m = detail::current_m();
     return !m || !m->curg || m->sched->procs() > 1;
   }

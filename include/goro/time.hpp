@@ -30,12 +30,16 @@ namespace goro {
 namespace detail {
 
 // A std::chrono duration in nanoseconds, rounded up (never early) and
-// saturated (hours::max() is "forever", not an overflow).
+// saturated (hours::max() is "forever", not an overflow). The saturation
+// test is in double, not long double: AArch64's and RISC-V's long double
+// is quad precision done by libgcc_s calls, whose first call ran the
+// dynamic linker's resolver on a 2 KiB goroutine stack (timers in
+// tests/helpers/tiny_stack.cpp); a double is exact to ~1 us at the cap.
 template <class Rep, class Period>
 std::int64_t to_ns(const std::chrono::duration<Rep, Period>& d) noexcept {
   using namespace std::chrono;
   if (d <= d.zero()) return 0;
-  if (duration<long double, std::nano>(d).count() >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  if (duration<double, std::nano>(d).count() >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
   return ceil<nanoseconds>(d).count();
 }
 

@@ -138,7 +138,7 @@ int main() {
       // The runtime's other goroutine-side paths, each first taken on a
       // 2 KiB stack a few frames down: timers, blocking channel
       // operations, select with a timeout, a contended mutex, spawning.
-      goro::chan<int> ch;
+      goro::chan<int> ch(1);  // buffered: if the select times out, the second send still completes
       goro::mutex mu;
       wg.add(2);
       goro::go([&] {

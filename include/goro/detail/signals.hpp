@@ -13,9 +13,13 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#if defined(__GLIBCXX__)
+#include <ext/atomicity.h>
+#endif
 
 #include "../os/os.hpp"
 #include "../stack.hpp"
+#include "cpus.hpp"
 #include "g.hpp"
 #include "m.hpp"
 
@@ -139,6 +143,15 @@ inline void resolve_runtime_symbols() noexcept {
   (void)std::chrono::steady_clock::now();  // detail::nanotime
   (void)std::chrono::system_clock::now();  // time::now
   (void)os::current_thread();
+  (void)os::page_size();
+  (void)multicore();  // sysconf, which reads /sys with a buffer on the stack
+#if defined(__GLIBCXX__) && !defined(_GLIBCXX_ATOMIC_BUILTINS)
+  // shared_ptr's reference counts where libstdc++ does not inline them
+  // (RISC-V): out-of-line calls into libstdc++.
+  _Atomic_word w = 0;
+  __gnu_cxx::__atomic_add(&w, 1);
+  (void)__gnu_cxx::__exchange_and_add(&w, -1);
+#endif
 #if defined(__ELF__)
   (void)os::write_fd(-1, nullptr, 0);  // EBADF: the poller's break (an eventfd write)
   (void)os::read_fd(-1, nullptr, 0);

@@ -132,9 +132,9 @@ std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noe
   using namespace std::chrono;
   const auto d = tp - Clock::now();  // another clock: converted through "how long from now"
   if (d <= d.zero()) return nanotime();
-  const long double ns = duration<long double, std::nano>(d).count();
+  const double ns = duration<double, std::nano>(d).count();  // not long double: see to_ns
   const std::int64_t now = nanotime();
-  if (ns >= static_cast<long double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  if (ns >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
   return when_after(now, static_cast<std::int64_t>(ns) + 1);
 }
 
