@@ -8577,11 +8577,11 @@ inline void resolve_runtime_symbols() noexcept {
   operator delete(q, 16);
 #endif
 #if defined(__cpp_aligned_new)
-  void* volatile a = operator new(64, std::align_val_t{64});
-  operator delete(a, std::align_val_t{64});
+  void* volatile a = operator new (64, std::align_val_t{64});
+  operator delete (a, std::align_val_t{64});
 #if defined(__cpp_sized_deallocation)
-  void* volatile b = operator new(64, std::align_val_t{64});
-  operator delete(b, 64, std::align_val_t{64});
+  void* volatile b = operator new (64, std::align_val_t{64});
+  operator delete (b, 64, std::align_val_t{64});
 #endif
 #endif
   // Calls, not builtins the compiler expands: the size is not a constant.
@@ -16707,7 +16707,8 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
   const g* waited_for = nullptr;
   auto wait_for_runnext = [&](const g* next) {
     waited_for = next;
-    if (waits++ == 0 && mm->steal_wait_misses < steal_wait_miss_limit && spinning_.count(std::memory_order_relaxed) <= 1) {
+    if (waits++ == 0 && mm->steal_wait_misses < steal_wait_miss_limit &&
+        spinning_.count(std::memory_order_relaxed) <= 1) {
       spun = true;
       const std::int64_t until = nanotime() + runnext_steal_grace_ns;
       while (nanotime() < until) cpu_relax();

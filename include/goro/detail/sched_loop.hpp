@@ -462,7 +462,8 @@ inline auto scheduler<Policy>::steal_work(m* mm, p* pp) -> g* {
   const g* waited_for = nullptr;
   auto wait_for_runnext = [&](const g* next) {
     waited_for = next;
-    if (waits++ == 0 && mm->steal_wait_misses < steal_wait_miss_limit && spinning_.count(std::memory_order_relaxed) <= 1) {
+    if (waits++ == 0 && mm->steal_wait_misses < steal_wait_miss_limit &&
+        spinning_.count(std::memory_order_relaxed) <= 1) {
       spun = true;
       const std::int64_t until = nanotime() + runnext_steal_grace_ns;
       while (nanotime() < until) cpu_relax();

@@ -164,11 +164,11 @@ inline void resolve_runtime_symbols() noexcept {
   operator delete(q, 16);
 #endif
 #if defined(__cpp_aligned_new)
-  void* volatile a = operator new(64, std::align_val_t{64});
-  operator delete(a, std::align_val_t{64});
+  void* volatile a = operator new (64, std::align_val_t{64});
+  operator delete (a, std::align_val_t{64});
 #if defined(__cpp_sized_deallocation)
-  void* volatile b = operator new(64, std::align_val_t{64});
-  operator delete(b, 64, std::align_val_t{64});
+  void* volatile b = operator new (64, std::align_val_t{64});
+  operator delete (b, 64, std::align_val_t{64});
 #endif
 #endif
   // Calls, not builtins the compiler expands: the size is not a constant.
