@@ -15,6 +15,7 @@
 #include <chrono>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "test_util.hpp"
 
@@ -134,10 +135,12 @@ void blocking_fairness(unsigned procs, unsigned writers, std::chrono::millisecon
   bool sleeper_woke = false;
   steady::duration sleeper_late{};
   rt.run([&] {
-    goro::wait_group wg;
+    goro::wait_group wg, started;
     wg.add(static_cast<std::int64_t>(writers));
+    started.add(static_cast<std::int64_t>(writers));
     for (unsigned i = 0; i < writers; ++i) {
       goro::go([&] {
+        bool first = true;
         // Until the sleeper sets the flag, or the watchdog fires (the sleeper never ran).
         while (!flag.load(std::memory_order_relaxed) && !dog.fired()) {
           goro::blocking([&] {
@@ -148,11 +151,17 @@ void blocking_fairness(unsigned procs, unsigned writers, std::chrono::millisecon
             return n;
           });
           writes.fetch_add(1, std::memory_order_relaxed);
+          if (std::exchange(first, false)) started.done();
         }
+        if (first) started.done();  // the watchdog fired first
         wg.done();
       });
     }
-    // This goroutine is the sleeper: the writers hold every P by now.
+    // This goroutine is the sleeper. It sleeps once every writer has
+    // written: the writers hold every P then. (Under qemu-riscv64 a
+    // writer's first call, thread start and lazy binding included, once
+    // took longer than the whole 1 ms sleep, and the sleeper saw 0 writes.)
+    started.wait();
     auto t0 = steady::now();
     goro::select(goro::on_recv(goro::after(sleep), [&](auto) { sleeper_woke = true; }),
                  goro::on_recv(dog.c(), [](auto) {}));
