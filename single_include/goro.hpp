@@ -3691,8 +3691,11 @@ enum class wait_reason : std::uint8_t {
   cond_wait,
   semacquire,
   io_wait,
-  blocking_call,  // running inside goro::blocking (Go's "syscall")
-  other,          // a park site that names no reason
+  blocking_call,     // running inside goro::blocking (Go's "syscall")
+  chan_receive_nil,  // a receive on a nil channel: blocks forever
+  chan_send_nil,     // a send on a nil channel: blocks forever
+  select_no_cases,   // a select whose every case is on a nil channel
+  other,             // a park site that names no reason
 };
 
 // The names, indexed by wait_reason (also read by tools/goro-gdb.py through
@@ -3709,9 +3712,13 @@ inline constexpr const char* wait_reason_names[] = {
     "semacquire",
     "IO wait",
     "blocking call",
+    "chan receive (nil chan)",  // Go's names for the three
+    "chan send (nil chan)",
+    "select (no cases)",
     "waiting",  // other
 };
-static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) == static_cast<std::size_t>(wait_reason::other) + 1);
+static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ==
+              static_cast<std::size_t>(wait_reason::other) + 1);
 
 inline const char* wait_reason_name(wait_reason r) noexcept {
   const auto i = static_cast<std::size_t>(r);
@@ -6164,7 +6171,7 @@ struct queued_waiter {
 // deadlock detector counts it as blocked; a plain thread sleeps for good
 // (not counted as a live external M: nothing can wake it). Inside
 // goro::blocking it is a usage_error, as any wait there.
-[[noreturn]] GORO_NOINLINE inline void block_forever_nil(const char* call) {
+[[noreturn]] GORO_NOINLINE inline void block_forever_nil(const char* call, wait_reason why) {
   caller self = current_caller();
   if (GORO_UNLIKELY(inside_blocking(self.m))) raise_inside_blocking(call);
   std::atomic<std::uint32_t> never{0};
@@ -6173,7 +6180,7 @@ struct queued_waiter {
       call_point();  // main_return: ends here once its runtime ends its goroutines
       self.m = current_m();  // call_point may have switched (TLS rule)
       self.gp->unlink_wait = &orphaned_wait;  // nobody else can wake it (main_return.hpp)
-      park(self.m, [](void*) { return true; }, nullptr);
+      park(self.m, [](void*) { return true; }, nullptr, why);
       self.gp->unlink_wait = nullptr;
       exit_if_killed(self.gp);
     } else {
@@ -6459,7 +6466,7 @@ std::optional<T> chan_unbox(std::optional<chan_elem<T>>&& o) {
 // Receives from c into `out` (empty); c == nullptr is a nil channel.
 template <class T>
 void chan_recv_into(hchan<chan_elem<T>>* c, std::optional<T>& out) {
-  if (GORO_UNLIKELY(!c)) block_forever_nil("chan recv");
+  if (GORO_UNLIKELY(!c)) block_forever_nil("chan recv", wait_reason::chan_receive_nil);
   if constexpr (chan_boxed<T>) {
     std::optional<std::unique_ptr<T>> b;
     c->recv_into(b);
@@ -6527,7 +6534,7 @@ class chan {
   // Blocks until a receiver takes v or there is room in the buffer.
   // On a closed channel (also one closed while blocked): goro::channel_closed.
   void send(T v) {
-    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan send");
+    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan send", detail::wait_reason::chan_send_nil);
     if constexpr (detail::chan_boxed<T>) {
       auto b = std::make_unique<T>(std::move(v));
       c_->send(b);
@@ -8950,9 +8957,11 @@ template <class... Cases>
   requires(!(sizeof...(Cases) == 1 && (std::is_convertible_v<Cases, std::span<select_case>> && ...)))
 std::size_t select(Cases&&... cases) {
   static_assert(sizeof...(Cases) > 0, "goro::select: give at least one case");
-  static_assert((detail::case_traits<std::remove_cvref_t<Cases>>::is_case && ...),
+  static_assert((true && ... && detail::case_traits<std::remove_cvref_t<Cases>>::is_case),
                 "goro::select: arguments must be goro::on_recv / on_send / on_default cases");
-  constexpr std::size_t ndefault = (std::size_t{detail::case_traits<std::remove_cvref_t<Cases>>::is_default} + ...);
+  // Folds with an initial value: an empty select reports only the assertion above.
+  constexpr std::size_t ndefault =
+      (std::size_t{0} + ... + std::size_t{detail::case_traits<std::remove_cvref_t<Cases>>::is_default});
   static_assert(ndefault <= 1, "goro::select: at most one on_default case");
   constexpr std::size_t n = sizeof...(Cases) - ndefault;
   static_assert(n < 65536, "goro::select: too many cases");
@@ -19258,7 +19267,8 @@ GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has
     pollorder[j] = static_cast<std::uint16_t>(i);
     ++live;
   }
-  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
+  // Go's `select {}`: every case is on a nil channel.
+  if (live == 0 && !has_default) block_forever_nil("select", wait_reason::select_no_cases);
   // Lock order: the cases sorted by channel address with a stable
   // insertion sort (n is small) started from the poll order, so cases on
   // one channel keep a random relative order -- pass 2 queues them in
@@ -19386,7 +19396,7 @@ GORO_DECL std::size_t select(std::span<select_case> cases) {
       go(w.s);
     }
   } else if (ndefault == 0) {
-    detail::block_forever_nil("select");
+    detail::block_forever_nil("select", detail::wait_reason::select_no_cases);
   }
   cases[chosen].p_->run();
   return chosen;

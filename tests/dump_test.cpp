@@ -330,3 +330,49 @@ TEST_CASE("dump: the shutdown report lists the goroutines blocked forever", "[du
   CHECK(r.output.find(" [sync.WaitGroup.Wait]:\n") != std::string::npos);
   if (frames_expected) CHECK(r.output.find("helper_forever") != std::string::npos);
 }
+
+TEST_CASE("dump: goroutines blocked on nil channels show Go's wait reasons", "[dump][nil]") {
+  // Go prints [chan receive (nil chan)], [chan send (nil chan)] and
+  // [select (no cases)]: a hang on a nil channel is then read off the dump.
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> nil_c = nullptr;
+    goro::wait_group started;
+    started.add(3);
+    goro::go([&] {
+      started.done();
+      (void)nil_c.recv();
+    });
+    goro::go([&] {
+      started.done();
+      nil_c.send(1);
+    });
+    goro::go([&] {
+      started.done();
+      goro::select(goro::on_recv(nil_c, [](std::optional<int>) {}));
+    });
+    started.wait();
+    const char* reasons[] = {"chan receive (nil chan)", "chan send (nil chan)", "select (no cases)"};
+    std::vector<goro::goroutine_info> gs;
+    std::string text;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    std::size_t seen = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      gs = goro::goroutines();
+      text = goro::goroutine_dump();
+      seen = 0;
+      for (const char* r : reasons)
+        for (const auto& gi : gs)
+          if (gi.wait_reason == r && gi.state == "waiting" &&
+              text.find("goroutine " + std::to_string(gi.id) + " [" + r + "]:\n") != std::string::npos) {
+            ++seen;
+            break;
+          }
+      if (seen == std::size(reasons)) break;
+      goro::sleep_for(5ms);
+    }
+    INFO(text);
+    CHECK(seen == std::size(reasons));
+    // main returns: main_return::unwind ends the three.
+  });
+}

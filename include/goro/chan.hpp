@@ -166,7 +166,7 @@ struct queued_waiter {
 // deadlock detector counts it as blocked; a plain thread sleeps for good
 // (not counted as a live external M: nothing can wake it). Inside
 // goro::blocking it is a usage_error, as any wait there.
-[[noreturn]] GORO_NOINLINE inline void block_forever_nil(const char* call) {
+[[noreturn]] GORO_NOINLINE inline void block_forever_nil(const char* call, wait_reason why) {
   caller self = current_caller();
   if (GORO_UNLIKELY(inside_blocking(self.m))) raise_inside_blocking(call);
   std::atomic<std::uint32_t> never{0};
@@ -175,7 +175,7 @@ struct queued_waiter {
       call_point();  // main_return: ends here once its runtime ends its goroutines
       self.m = current_m();  // call_point may have switched (TLS rule)
       self.gp->unlink_wait = &orphaned_wait;  // nobody else can wake it (main_return.hpp)
-      park(self.m, [](void*) { return true; }, nullptr);
+      park(self.m, [](void*) { return true; }, nullptr, why);
       self.gp->unlink_wait = nullptr;
       exit_if_killed(self.gp);
     } else {
@@ -461,7 +461,7 @@ std::optional<T> chan_unbox(std::optional<chan_elem<T>>&& o) {
 // Receives from c into `out` (empty); c == nullptr is a nil channel.
 template <class T>
 void chan_recv_into(hchan<chan_elem<T>>* c, std::optional<T>& out) {
-  if (GORO_UNLIKELY(!c)) block_forever_nil("chan recv");
+  if (GORO_UNLIKELY(!c)) block_forever_nil("chan recv", wait_reason::chan_receive_nil);
   if constexpr (chan_boxed<T>) {
     std::optional<std::unique_ptr<T>> b;
     c->recv_into(b);
@@ -529,7 +529,7 @@ class chan {
   // Blocks until a receiver takes v or there is room in the buffer.
   // On a closed channel (also one closed while blocked): goro::channel_closed.
   void send(T v) {
-    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan send");
+    if (GORO_UNLIKELY(!c_)) detail::block_forever_nil("chan send", detail::wait_reason::chan_send_nil);
     if constexpr (detail::chan_boxed<T>) {
       auto b = std::make_unique<T>(std::move(v));
       c_->send(b);

@@ -189,9 +189,11 @@ template <class... Cases>
   requires(!(sizeof...(Cases) == 1 && (std::is_convertible_v<Cases, std::span<select_case>> && ...)))
 std::size_t select(Cases&&... cases) {
   static_assert(sizeof...(Cases) > 0, "goro::select: give at least one case");
-  static_assert((detail::case_traits<std::remove_cvref_t<Cases>>::is_case && ...),
+  static_assert((true && ... && detail::case_traits<std::remove_cvref_t<Cases>>::is_case),
                 "goro::select: arguments must be goro::on_recv / on_send / on_default cases");
-  constexpr std::size_t ndefault = (std::size_t{detail::case_traits<std::remove_cvref_t<Cases>>::is_default} + ...);
+  // Folds with an initial value: an empty select reports only the assertion above.
+  constexpr std::size_t ndefault =
+      (std::size_t{0} + ... + std::size_t{detail::case_traits<std::remove_cvref_t<Cases>>::is_default});
   static_assert(ndefault <= 1, "goro::select: at most one on_default case");
   constexpr std::size_t n = sizeof...(Cases) - ndefault;
   static_assert(n < 65536, "goro::select: too many cases");
@@ -451,7 +453,8 @@ GORO_DECL std::size_t detail::select_go(select_case* sc, std::size_t n, bool has
     pollorder[j] = static_cast<std::uint16_t>(i);
     ++live;
   }
-  if (live == 0 && !has_default) block_forever_nil("select");  // Go's `select {}` (every case nil)
+  // Go's `select {}`: every case is on a nil channel.
+  if (live == 0 && !has_default) block_forever_nil("select", wait_reason::select_no_cases);
   // Lock order: the cases sorted by channel address with a stable
   // insertion sort (n is small) started from the poll order, so cases on
   // one channel keep a random relative order -- pass 2 queues them in
@@ -579,7 +582,7 @@ GORO_DECL std::size_t select(std::span<select_case> cases) {
       go(w.s);
     }
   } else if (ndefault == 0) {
-    detail::block_forever_nil("select");
+    detail::block_forever_nil("select", detail::wait_reason::select_no_cases);
   }
   cases[chosen].p_->run();
   return chosen;

@@ -23,8 +23,11 @@ enum class wait_reason : std::uint8_t {
   cond_wait,
   semacquire,
   io_wait,
-  blocking_call,  // running inside goro::blocking (Go's "syscall")
-  other,          // a park site that names no reason
+  blocking_call,     // running inside goro::blocking (Go's "syscall")
+  chan_receive_nil,  // a receive on a nil channel: blocks forever
+  chan_send_nil,     // a send on a nil channel: blocks forever
+  select_no_cases,   // a select whose every case is on a nil channel
+  other,             // a park site that names no reason
 };
 
 // The names, indexed by wait_reason (also read by tools/goro-gdb.py through
@@ -41,9 +44,13 @@ inline constexpr const char* wait_reason_names[] = {
     "semacquire",
     "IO wait",
     "blocking call",
+    "chan receive (nil chan)",  // Go's names for the three
+    "chan send (nil chan)",
+    "select (no cases)",
     "waiting",  // other
 };
-static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) == static_cast<std::size_t>(wait_reason::other) + 1);
+static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ==
+              static_cast<std::size_t>(wait_reason::other) + 1);
 
 inline const char* wait_reason_name(wait_reason r) noexcept {
   const auto i = static_cast<std::size_t>(r);
