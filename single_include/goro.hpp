@@ -3837,7 +3837,8 @@ struct alignas(64) g {
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
 
   // goroutine dump: the pc in the function that called go() ("created by");
-  // written at spawn, read only by a dump: a cold line.
+  // written at spawn, read only by a dump: a cold line. id, sched and this
+  // are written with set_dump_field (below).
   const void* created_pc = nullptr;
   // spawn_options::stack_size as a size class (runtime.hpp stack_class);
   // 0: the policy's stack. Set by every spawn (and run() for main), read
@@ -3866,6 +3867,23 @@ inline std::mutex& unlink_lock() noexcept {
 }
 
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
+
+// Fields of a G that a goroutine dump reads from another thread while the
+// record may exit and be reused by a spawn meanwhile (id, sched,
+// created_pc): their writes and the dump's reads are relaxed atomic
+// accesses, so a dump sees the previous or the next incarnation's value (it
+// names the goroutine it saw), never a torn one, and ThreadSanitizer sees
+// no race. A relaxed store is a plain store on every target: spawn pays
+// nothing. Reads by the G's owner need no atomic: the queue hand-off orders
+// them after the write.
+template <class T>
+GORO_ALWAYS_INLINE void set_dump_field(T& field, std::type_identity_t<T> v) noexcept {
+  std::atomic_ref<T>(field).store(v, std::memory_order_relaxed);
+}
+template <class T>
+GORO_ALWAYS_INLINE T dump_field(T& field) noexcept {
+  return std::atomic_ref<T>(field).load(std::memory_order_relaxed);
+}
 
 // goroutine dump: an M has just set gp's status to running and is about to
 // resume it. A dump pins a G (dump_pin), then runs membarrier() (a fence on
@@ -4642,7 +4660,9 @@ GORO_ALWAYS_INLINE void check_may_park(const char* call) {
 // visible to, or the M's status store visible from, every other thread, so
 // a goroutine whose stack is being read never runs meanwhile. A running
 // goroutine shows `running` and the M it runs on, without frames (except
-// the one calling the dump, which unwinds itself).
+// the one calling the dump, which unwinds itself). A record the dump did
+// not pin may exit and be reused by a spawn while it is read: its id,
+// runtime and creator are relaxed atomics for that (set_dump_field in g.hpp).
 //
 // Also here: SIGQUIT prints the dump on stderr and exits with status 2
 // (unless the program had its own SIGQUIT handler, or GORO_DEBUG=sigquit=0),
@@ -5168,7 +5188,7 @@ inline std::uint32_t stack_class(std::size_t bytes) {
 template <class F, class... A>
 void spawn(sched_base* s, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
   g* gp = s->alloc_g();
-  gp->created_pc = created_pc;
+  set_dump_field(gp->created_pc, created_pc);
   gp->stack_request = stack_request;
   GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
   GORO_CATCH_ALL {
@@ -8674,7 +8694,7 @@ class thread_lane {
   void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
     detail::sched_base* ls = detail::lane_adapter(st_.get(), rt);
     detail::g* gp = rt->alloc_g();
-    gp->created_pc = created_pc;
+    detail::set_dump_field(gp->created_pc, created_pc);
     gp->stack_request = stack_request;
     GORO_TRY { detail::set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
     GORO_CATCH_ALL {
@@ -12508,7 +12528,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       s.gp->dump_pin.store(true, std::memory_order_relaxed);
       s.pinned = true;
       s.was_waiting = st == g_status::waiting;
-      s.id = s.gp->id;
+      s.id = dump_field(s.gp->id);
     }
     // The asymmetric half of the pin protocol; without it (the kernel
     // offers none) the dump reads no other goroutine's stack.
@@ -12525,10 +12545,11 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       // resume now); or waiting when pinned and readied since but not
       // resumed (runnable, the same goroutine: not a record that exited
       // and was reused, whose saved context would be stale).
+      const std::uint64_t id = dump_field(gp->id);
       const bool parked =
           s.pinned && barrier &&
-          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && gp->id == s.id));
-      s.id = gp->id;
+          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && id == s.id));
+      s.id = id;
       s.why = gp->waiting_on.load(std::memory_order_relaxed);
       s.since = gp->wait_since.load(std::memory_order_relaxed);
       if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
@@ -12536,9 +12557,9 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
         s.since = os::coarse_nanotime();
         if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
       }
-      s.created_pc = gp->created_pc;
+      s.created_pc = dump_field(gp->created_pc);
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
-      s.lane = gp->sched != s.rt;  // thread_lane: its sched is the lane's adapter
+      s.lane = dump_field(gp->sched) != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
       if (s.is_self) {
@@ -15852,7 +15873,7 @@ class scheduler final : public sched_base {
   void start_g(g* gp) override {
     m* mm = this_m();
     p* pp = mm ? mm->pp : nullptr;
-    gp->sched = this;
+    set_dump_field(gp->sched, this);
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
     if (pp) {
@@ -15862,7 +15883,7 @@ class scheduler final : public sched_base {
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
       if constexpr (!lazy_stacks) attach_stack_global(gp);
-      gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+      set_dump_field(gp->id, goid_gen_.fetch_add(1, std::memory_order_relaxed));
       if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
@@ -17492,7 +17513,7 @@ inline auto scheduler<Policy>::allocate_stack(std::size_t size) -> cached_stack 
 // starts on the run() caller's thread).
 template <class Policy>
 inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
-  gp->sched = this;
+  set_dump_field(gp->sched, this);
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   sysmon_.ensure_started();
   new_g_on_p(pp, gp);
@@ -17508,7 +17529,7 @@ inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
     pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
     pp->goid_end = pp->goid_next + goid_batch;
   }
-  gp->id = pp->goid_next++;
+  set_dump_field(gp->id, pp->goid_next++);
   pp->spawns.inc();
 }
 
@@ -17706,8 +17727,8 @@ template <class Policy>
 inline auto scheduler<Policy>::start_lane_g(g* gp, sched_base* lane) -> void {
   if (shut_down_) raise_usage("thread_lane::go: the runtime is shutting down");
   init_stack(gp, allocate_stack(gp->stack_request != 0 ? gp->stack_request : stack_bytes));  // may throw bad_alloc
-  gp->sched = lane;
-  gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+  set_dump_field(gp->sched, lane);
+  set_dump_field(gp->id, goid_gen_.fetch_add(1, std::memory_order_relaxed));
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   lane_live_.fetch_add(1, std::memory_order_relaxed);
   offp_spawns_.fetch_add(1, std::memory_order_relaxed);
@@ -17729,7 +17750,7 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->no_kill = false;
   gp->lock_count = 0;
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
-  gp->sched = this;
+  set_dump_field(gp->sched, this);
   lane_live_.fetch_sub(1, std::memory_order_relaxed);
   offp_exits_.fetch_add(1, std::memory_order_relaxed);
   gfput_global(gp);
@@ -17980,7 +18001,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     GORO_RETHROW;
   }
   main_g->is_main = true;
-  main_g->created_pc = nullptr;  // goroutine dump: main has no creator
+  set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead

@@ -13,6 +13,7 @@
 #include <goro/goro.hpp>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.hpp"
@@ -375,4 +376,51 @@ TEST_CASE("dump: goroutines blocked on nil channels show Go's wait reasons", "[d
     CHECK(seen == std::size(reasons));
     // main returns: main_return::unwind ends the three.
   });
+}
+
+TEST_CASE("dump: taken from a plain thread while goroutines spawn and exit", "[dump][churn]") {
+  // G records are freed and reused by spawns while the dump reads them:
+  // under ThreadSanitizer the dump's reads of a record's id, runtime and
+  // creator raced with the spawn writing them (3 of 3 runs reported it).
+  goro::runtime rt{goro::options{3}};
+  std::atomic<bool> stop{false};
+  std::atomic<int> dumps{0};
+  std::atomic<int> bad{0};
+  std::thread dumper([&] {
+    while (!stop.load()) {
+      auto gs = goro::goroutines();
+      for (std::size_t i = 1; i < gs.size(); ++i)
+        if (gs[i - 1].id >= gs[i].id) bad.fetch_add(1);
+      for (const auto& gi : gs)
+        if (gi.state != "running" && gi.state != "runnable" && gi.state != "waiting") bad.fetch_add(1);
+      (void)goro::goroutine_dump();
+      dumps.fetch_add(1);
+    }
+  });
+  rt.run([&] {
+    goro::chan<int> c(4);
+    goro::wait_group wg;
+    const auto until = std::chrono::steady_clock::now() + 300ms;
+    for (int w = 0; w < 3; ++w) {
+      wg.add(1);
+      goro::go([&] {
+        while (std::chrono::steady_clock::now() < until || dumps.load() < 3) {
+          goro::wait_group one;
+          one.add(1);
+          goro::go([&] {
+            c.send(1);
+            one.done();
+          });
+          (void)c.recv();
+          one.wait();
+        }
+        wg.done();
+      });
+    }
+    wg.wait();
+  });
+  stop = true;
+  dumper.join();
+  CHECK(dumps.load() >= 3);
+  CHECK(bad.load() == 0);
 }

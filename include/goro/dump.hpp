@@ -22,7 +22,9 @@
 // visible to, or the M's status store visible from, every other thread, so
 // a goroutine whose stack is being read never runs meanwhile. A running
 // goroutine shows `running` and the M it runs on, without frames (except
-// the one calling the dump, which unwinds itself).
+// the one calling the dump, which unwinds itself). A record the dump did
+// not pin may exit and be reused by a spawn while it is read: its id,
+// runtime and creator are relaxed atomics for that (set_dump_field in g.hpp).
 //
 // Also here: SIGQUIT prints the dump on stderr and exits with status 2
 // (unless the program had its own SIGQUIT handler, or GORO_DEBUG=sigquit=0),

@@ -115,7 +115,7 @@ class thread_lane {
   void spawn(detail::sched_base* rt, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
     detail::sched_base* ls = detail::lane_adapter(st_.get(), rt);
     detail::g* gp = rt->alloc_g();
-    gp->created_pc = created_pc;
+    detail::set_dump_field(gp->created_pc, created_pc);
     gp->stack_request = stack_request;
     GORO_TRY { detail::set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
     GORO_CATCH_ALL {

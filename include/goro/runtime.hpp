@@ -140,7 +140,7 @@ inline std::uint32_t stack_class(std::size_t bytes) {
 template <class F, class... A>
 void spawn(sched_base* s, const void* created_pc, std::uint32_t stack_request, F&& f, A&&... args) {
   g* gp = s->alloc_g();
-  gp->created_pc = created_pc;
+  set_dump_field(gp->created_pc, created_pc);
   gp->stack_request = stack_request;
   GORO_TRY { set_closure(gp, std::forward<F>(f), std::forward<A>(args)...); }
   GORO_CATCH_ALL {

@@ -110,7 +110,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       s.gp->dump_pin.store(true, std::memory_order_relaxed);
       s.pinned = true;
       s.was_waiting = st == g_status::waiting;
-      s.id = s.gp->id;
+      s.id = dump_field(s.gp->id);
     }
     // The asymmetric half of the pin protocol; without it (the kernel
     // offers none) the dump reads no other goroutine's stack.
@@ -127,10 +127,11 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       // resume now); or waiting when pinned and readied since but not
       // resumed (runnable, the same goroutine: not a record that exited
       // and was reused, whose saved context would be stale).
+      const std::uint64_t id = dump_field(gp->id);
       const bool parked =
           s.pinned && barrier &&
-          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && gp->id == s.id));
-      s.id = gp->id;
+          (s.status == g_status::waiting || (s.status == g_status::runnable && s.was_waiting && id == s.id));
+      s.id = id;
       s.why = gp->waiting_on.load(std::memory_order_relaxed);
       s.since = gp->wait_since.load(std::memory_order_relaxed);
       if (s.since == 0) {  // not stamped yet: from now on (a lower bound)
@@ -138,9 +139,9 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
         s.since = os::coarse_nanotime();
         if (!gp->wait_since.compare_exchange_strong(expect, s.since, std::memory_order_relaxed)) s.since = expect;
       }
-      s.created_pc = gp->created_pc;
+      s.created_pc = dump_field(gp->created_pc);
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
-      s.lane = gp->sched != s.rt;  // thread_lane: its sched is the lane's adapter
+      s.lane = dump_field(gp->sched) != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
       if (s.is_self) {

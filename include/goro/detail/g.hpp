@@ -128,7 +128,8 @@ struct alignas(64) g {
   void* asan_fake_stack = nullptr;  // AddressSanitizer fake-stack handle while switched out
 
   // goroutine dump: the pc in the function that called go() ("created by");
-  // written at spawn, read only by a dump: a cold line.
+  // written at spawn, read only by a dump: a cold line. id, sched and this
+  // are written with set_dump_field (below).
   const void* created_pc = nullptr;
   // spawn_options::stack_size as a size class (runtime.hpp stack_class);
   // 0: the policy's stack. Set by every spawn (and run() for main), read
@@ -157,6 +158,23 @@ inline std::mutex& unlink_lock() noexcept {
 }
 
 static_assert(offsetof(g, lockedm) + sizeof(g::lockedm) <= 64, "g: the fields a switch touches share one cache line");
+
+// Fields of a G that a goroutine dump reads from another thread while the
+// record may exit and be reused by a spawn meanwhile (id, sched,
+// created_pc): their writes and the dump's reads are relaxed atomic
+// accesses, so a dump sees the previous or the next incarnation's value (it
+// names the goroutine it saw), never a torn one, and ThreadSanitizer sees
+// no race. A relaxed store is a plain store on every target: spawn pays
+// nothing. Reads by the G's owner need no atomic: the queue hand-off orders
+// them after the write.
+template <class T>
+GORO_ALWAYS_INLINE void set_dump_field(T& field, std::type_identity_t<T> v) noexcept {
+  std::atomic_ref<T>(field).store(v, std::memory_order_relaxed);
+}
+template <class T>
+GORO_ALWAYS_INLINE T dump_field(T& field) noexcept {
+  return std::atomic_ref<T>(field).load(std::memory_order_relaxed);
+}
 
 // goroutine dump: an M has just set gp's status to running and is about to
 // resume it. A dump pins a G (dump_pin), then runs membarrier() (a fence on

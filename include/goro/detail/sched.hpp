@@ -296,7 +296,7 @@ class scheduler final : public sched_base {
   void start_g(g* gp) override {
     m* mm = this_m();
     p* pp = mm ? mm->pp : nullptr;
-    gp->sched = this;
+    set_dump_field(gp->sched, this);
     gp->status.store(g_status::runnable, std::memory_order_relaxed);
     sysmon_.ensure_started();  // sysmon: the first spawn comes from outside any goroutine
     if (pp) {
@@ -306,7 +306,7 @@ class scheduler final : public sched_base {
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
       if constexpr (!lazy_stacks) attach_stack_global(gp);
-      gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+      set_dump_field(gp->id, goid_gen_.fetch_add(1, std::memory_order_relaxed));
       if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);

@@ -22,7 +22,7 @@ inline auto scheduler<Policy>::allocate_stack(std::size_t size) -> cached_stack 
 // starts on the run() caller's thread).
 template <class Policy>
 inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
-  gp->sched = this;
+  set_dump_field(gp->sched, this);
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   sysmon_.ensure_started();
   new_g_on_p(pp, gp);
@@ -38,7 +38,7 @@ inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
     pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
     pp->goid_end = pp->goid_next + goid_batch;
   }
-  gp->id = pp->goid_next++;
+  set_dump_field(gp->id, pp->goid_next++);
   pp->spawns.inc();
 }
 
@@ -236,8 +236,8 @@ template <class Policy>
 inline auto scheduler<Policy>::start_lane_g(g* gp, sched_base* lane) -> void {
   if (shut_down_) raise_usage("thread_lane::go: the runtime is shutting down");
   init_stack(gp, allocate_stack(gp->stack_request != 0 ? gp->stack_request : stack_bytes));  // may throw bad_alloc
-  gp->sched = lane;
-  gp->id = goid_gen_.fetch_add(1, std::memory_order_relaxed);
+  set_dump_field(gp->sched, lane);
+  set_dump_field(gp->id, goid_gen_.fetch_add(1, std::memory_order_relaxed));
   gp->status.store(g_status::runnable, std::memory_order_relaxed);
   lane_live_.fetch_add(1, std::memory_order_relaxed);
   offp_spawns_.fetch_add(1, std::memory_order_relaxed);
@@ -259,7 +259,7 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->no_kill = false;
   gp->lock_count = 0;
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
-  gp->sched = this;
+  set_dump_field(gp->sched, this);
   lane_live_.fetch_sub(1, std::memory_order_relaxed);
   offp_exits_.fetch_add(1, std::memory_order_relaxed);
   gfput_global(gp);

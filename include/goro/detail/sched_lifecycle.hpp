@@ -25,7 +25,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     GORO_RETHROW;
   }
   main_g->is_main = true;
-  main_g->created_pc = nullptr;  // goroutine dump: main has no creator
+  set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
