@@ -338,6 +338,46 @@ TEST_CASE("net_ext: deadlines, closed sockets and empty handles through error_co
   });
 }
 
+TEST_CASE("net_ext: close is idempotent: a twice-closed conn stays closed and never reaches a reused fd", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    for (int closes = 2; closes <= 4; ++closes) {
+      auto stale = net::dial_tcp(loopback(ln));
+      auto stale_peer = ln.accept();
+      for (int i = 0; i < closes; ++i) stale.close();
+      // A new connection, most likely on the fd number the stale one had.
+      auto c = net::dial_tcp(loopback(ln));
+      auto peer = ln.accept();
+      std::error_code ec;
+      stale.close_write(ec);
+      CHECK(ec == net::errc::closed);
+      stale.local_address(ec);
+      CHECK(ec == net::errc::closed);
+      CHECK_THROWS_AS(stale.close_write(), goro::usage_error);
+      std::string buf(16, '\0');
+      CHECK(stale.read(wbytes(buf), ec) == 0);
+      CHECK(ec == net::errc::closed);
+      CHECK(stale.write("x", ec) == 0);
+      CHECK(ec == net::errc::closed);
+      // The new connection is untouched: no end of stream, no "closed".
+      c.write("ok", ec);
+      CHECK_FALSE(ec);
+      CHECK(peer.read(wbytes(buf), ec) == 2);
+      CHECK_FALSE(ec);
+      peer.write("ok", ec);
+      CHECK_FALSE(ec);
+      CHECK(c.read(wbytes(buf), ec) == 2);
+      CHECK_FALSE(ec);
+    }
+    ln.close();
+    ln.close();
+    std::error_code ec;
+    ln.accept(ec);
+    CHECK(ec == net::errc::closed);
+  });
+}
+
 TEST_CASE("net_ext: dial_tcp with a timeout gives up on a connect that hangs", "[net]") {
   goro::runtime rt{goro::options{2}};
   rt.run([] {
