@@ -8321,7 +8321,22 @@ class group {
   void spawn(F&& f) {
     wg_.add(1);
     active_.fetch_add(1, std::memory_order_acq_rel);
-    goro::go([this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
+    // A go() that throws (called outside a goroutine, no stack to be had)
+    // started nothing: undo the counts, or wait() and ~group() would hang.
+    GORO_TRY {
+      goro::go([this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
+    }
+    GORO_CATCH_ALL {
+      release();
+      GORO_RETHROW;
+    }
+  }
+
+  // A task's end: its slot, its count, then done (the last touch of the group).
+  void release() {
+    if (sem_) (void)sem_.try_recv();  // frees a slot: tasks hold one each
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+    wg_.done();
   }
 
   // One task: its failure recorded, then done (also when it unwinds
@@ -8331,11 +8346,7 @@ class group {
   void run(F& closure_fn) {
     struct finish {
       group* g;
-      ~finish() {
-        if (g->sem_) (void)g->sem_.try_recv();  // frees a slot: tasks hold one each
-        g->active_.fetch_sub(1, std::memory_order_acq_rel);
-        g->wg_.done();  // last touch of the group
-      }
+      ~finish() { g->release(); }
     } guard{this};
     F fn(std::move(closure_fn));  // destroyed before the guard's done(): its captures go before wait() returns
 #if GORO_EXCEPTIONS

@@ -110,3 +110,22 @@ TEST_CASE("group: set_limit bounds the running tasks; try_go does not block", "[
     CHECK(!t.wait());
   });
 }
+
+TEST_CASE("group: go / try_go outside a goroutine are usage_errors and leave the group usable", "[group]") {
+  goro::runtime rt{goro::options{2}};
+  goro::group g;  // owned by this plain thread
+  g.set_limit(1);
+  CHECK_THROWS_AS(g.go([] {}), goro::usage_error);
+  CHECK_THROWS_AS(g.try_go([] {}), goro::usage_error);
+  // Nothing is left counted: no slot taken, no task to wait for (wait()
+  // and the destructor used to hang here), and the limit can change.
+  CHECK(!g.wait());
+  g.set_limit(2);
+  std::atomic<int> ran{0};
+  rt.run([&] {
+    CHECK(g.try_go([&] { ran.fetch_add(1); }));
+    CHECK(g.try_go([&] { ran.fetch_add(1); }));
+    CHECK(!g.wait());
+  });
+  CHECK(ran.load() == 2);
+}
