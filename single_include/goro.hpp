@@ -10912,6 +10912,13 @@ class socket_state {
 
   GORO_DECL std::error_code set_deadline(char mode, std::int64_t d);
 
+  // Go's prepareRead / prepareWrite: a call made after its deadline fails
+  // even when it would not block (docs/net.md). Under the io_guard.
+  std::error_code passed(char mode) const noexcept {
+    std::int64_t d = pd_->deadline(mode).load(std::memory_order_seq_cst);
+    return d != 0 && d <= nanotime() ? deadline_error() : std::error_code{};
+  }
+
  private:
   // Runs once, with nobody inside an operation.
   GORO_DECL void destroy() noexcept;
@@ -20192,6 +20199,7 @@ GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> b
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('r'))) return 0;
   for (;;) {
     sockaddr_storage ss{};
     os::sock_len len = sizeof ss;
@@ -20215,6 +20223,7 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('w'))) return 0;
   for (;;) {
     int e = 0;
     long long n = os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr,
@@ -20251,6 +20260,7 @@ GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> 
   if (buf.empty()) return 0;
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('r'))) return 0;
   for (;;) {
     int e = 0;
     long long n = os::socket_read(s.fd(), buf.data(), buf.size(), &e);
@@ -20268,6 +20278,7 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('w'))) return 0;
   std::size_t done = 0;
   while (done < buf.size()) {
     int e = 0;

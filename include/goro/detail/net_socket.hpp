@@ -325,6 +325,13 @@ class socket_state {
 
   GORO_DECL std::error_code set_deadline(char mode, std::int64_t d);
 
+  // Go's prepareRead / prepareWrite: a call made after its deadline fails
+  // even when it would not block (docs/net.md). Under the io_guard.
+  std::error_code passed(char mode) const noexcept {
+    std::int64_t d = pd_->deadline(mode).load(std::memory_order_seq_cst);
+    return d != 0 && d <= nanotime() ? deadline_error() : std::error_code{};
+  }
+
  private:
   // Runs once, with nobody inside an operation.
   GORO_DECL void destroy() noexcept;
