@@ -3840,7 +3840,9 @@ struct alignas(64) g {
   // main_return.hpp: ending this goroutine after main returned. exit_state
   // is written by the goroutine and by the runtime's killer (while the G is
   // pinned and parked); no_kill is set by the G around a wait the killer
-  // must leave alone (rw_mutex: the wake-up hands over the lock).
+  // must leave alone (rw_mutex: the wake-up hands over the lock), and
+  // around goro calls that cannot unwind (goexit.hpp no_unwind_scope),
+  // where its goro calls do not end it either.
   std::atomic<exit_state> exiting{exit_state::none};
   bool no_kill = false;
   // tracer: the flow (arrow) that ends at this G's next run slice, set by
@@ -4521,7 +4523,7 @@ namespace goro::detail {
 // Whether gp must end at this goro call.
 GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
   const exit_state st = gp->exiting.load(std::memory_order_relaxed);
-  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending();
+  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending() && !gp->no_kill;
   return st == exit_state::killed;
 }
 
@@ -4567,6 +4569,26 @@ GORO_ALWAYS_INLINE void call_point() {
 GORO_ALWAYS_INLINE void exit_if_killed(g* gp) {
   if (gp && GORO_UNLIKELY(gp->exiting.load(std::memory_order_relaxed) == exit_state::killed)) end_goroutine(gp);
 }
+
+// Around goro calls that cannot unwind (a library destructor, noexcept:
+// goexit_unwind would be std::terminate): the goroutine is neither woken
+// to end nor ended at its goro calls meanwhile; it ends at its next goro
+// call after the scope. Its waits must end by themselves.
+class no_unwind_scope {
+ public:
+  no_unwind_scope() noexcept : gp_(current_g()), prev_(gp_ && gp_->no_kill) {
+    if (gp_) gp_->no_kill = true;
+  }
+  ~no_unwind_scope() {
+    if (gp_) gp_->no_kill = prev_;
+  }
+  no_unwind_scope(const no_unwind_scope&) = delete;
+  no_unwind_scope& operator=(const no_unwind_scope&) = delete;
+
+ private:
+  g* gp_;
+  bool prev_;
+};
 
 // Whether gp was woken to end: then it is unwinding from here on (its goro
 // calls behave normally) and the caller must restore what the wait's
@@ -8384,6 +8406,7 @@ class group {
   bool failed_ = false;  // guarded by lock_
   std::error_code err_;  // guarded by lock_ until wg_.wait() returns
   std::exception_ptr exc_;
+  int uncaught_ = std::uncaught_exceptions();  // at construction: ~group tells an exception's unwinding
 };
 
 }  // namespace goro
@@ -18997,6 +19020,13 @@ GORO_DECL group::group(context parent) {
 }
 
 GORO_DECL group::~group() {
+  // Destroyed by an exception (no wait() reached): nobody will read the
+  // result, and tasks watching ctx() would otherwise keep this waiting.
+  if (std::uncaught_exceptions() > uncaught_) cancel_();
+  // noexcept: main returning must not end this goroutine in here
+  // (std::terminate); the tasks it waits for end then, and so does it,
+  // at its next goro call after this.
+  detail::no_unwind_scope scope;
   wg_.wait();
   cancel_();
 }

@@ -129,3 +129,59 @@ TEST_CASE("group: go / try_go outside a goroutine are usage_errors and leave the
   });
   CHECK(ran.load() == 2);
 }
+
+TEST_CASE("group: main returning while a goroutine waits in a group's destructor ends it (no std::terminate)",
+          "[group]") {
+  struct count_on_exit {
+    std::atomic<int>* n;
+    ~count_on_exit() { n->fetch_add(1); }
+  };
+  std::atomic<int> task_unwound{0}, outer_unwound{0}, past_group{0};
+  goro::chan<int> never;
+  goro::run([&] {
+    goro::go([&] {
+      count_on_exit outer{&outer_unwound};
+      {
+        goro::group g;
+        g.go([&] {
+          count_on_exit t{&task_unwound};
+          (void)never.recv();
+        });
+      }  // ~group (noexcept) waits for the task: main returns meanwhile
+      past_group.fetch_add(1);
+      goro::yield();  // ends here, outside the destructor
+      past_group.fetch_add(100);
+    });
+    REQUIRE(goro_test::eventually([] { return goro::num_goroutine() == 3; }));
+    goro::sleep_for(20ms);  // both parked
+  });
+  CHECK(task_unwound.load() == 1);
+  CHECK(past_group.load() == 1);
+  CHECK(outer_unwound.load() == 1);
+}
+
+TEST_CASE("group: an exception unwinding past a group cancels ctx() first, so tasks watching it end", "[group]") {
+  std::atomic<int> ended{0};
+  CHECK_THROWS_AS(goro::run([&] {
+                    goro::group g;
+                    for (int i = 0; i < 3; ++i)
+                      g.go([&] {
+                        (void)g.ctx().done().recv();
+                        ended.fetch_add(1);
+                      });
+                    REQUIRE(goro_test::eventually([] { return goro::num_goroutine() == 4; }));
+                    throw std::runtime_error("failed before wait()");
+                  }),
+                  std::runtime_error);
+  CHECK(ended.load() == 3);
+  // Not unwinding: the destructor waits for the tasks without cancelling.
+  std::atomic<bool> cancelled{true};
+  goro::run([&] {
+    goro::group g;
+    g.go([&] {
+      goro::sleep_for(20ms);
+      cancelled = g.ctx().err() != goro::cancel_reason::none;
+    });
+  });
+  CHECK_FALSE(cancelled.load());
+}

@@ -26,6 +26,7 @@
 #include "chan.hpp"
 #include "context.hpp"
 #include "detail/config.hpp"
+#include "detail/goexit.hpp"
 #include "detail/spinlock.hpp"
 #include "error.hpp"
 #include "runtime.hpp"
@@ -151,6 +152,7 @@ class group {
   bool failed_ = false;  // guarded by lock_
   std::error_code err_;  // guarded by lock_ until wg_.wait() returns
   std::exception_ptr exc_;
+  int uncaught_ = std::uncaught_exceptions();  // at construction: ~group tells an exception's unwinding
 };
 
 }  // namespace goro
@@ -165,6 +167,13 @@ GORO_DECL group::group(context parent) {
 }
 
 GORO_DECL group::~group() {
+  // Destroyed by an exception (no wait() reached): nobody will read the
+  // result, and tasks watching ctx() would otherwise keep this waiting.
+  if (std::uncaught_exceptions() > uncaught_) cancel_();
+  // noexcept: main returning must not end this goroutine in here
+  // (std::terminate); the tasks it waits for end then, and so does it,
+  // at its next goro call after this.
+  detail::no_unwind_scope scope;
   wg_.wait();
   cancel_();
 }
