@@ -4105,6 +4105,9 @@ class sched_base {
     (void)gp, (void)lane;
   }
   virtual void lane_g_exit(g* gp) noexcept { (void)gp; }
+  // thread_lane: its owner thread's lane count (extm.hpp lanes_owned_here),
+  // which names the owner; nullptr for a runtime.
+  virtual const void* lane_owner() const noexcept { return nullptr; }
 };
 
 inline runtime_memory* sched_memory(const sched_base* s) noexcept { return s->memory; }
@@ -5614,6 +5617,7 @@ decltype(auto) blocking(long_call_t, F&& f) {
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 // ---- begin goro/detail/note.hpp ----
 // The one-shot `note` an idle M sleeps on (Go's note: notesleep /
@@ -5809,6 +5813,17 @@ inline void extm_mark_internal() noexcept { extm_internal = true; }
 // Whether the calling thread counts in extm_live (run() reads it for its
 // own thread, which is no external M while inside run()).
 inline bool extm_counted_here() noexcept { return extm_registered; }
+
+// The thread_lanes (lane.hpp) the calling thread owns, each a live
+// external M (extm_hold) for its whole life -- except while this thread is
+// inside run(): it cannot pump them then, so run()'s checkdead discounts
+// them as it does the thread's own count. Shared: a lane destroyed on
+// another thread still uncounts itself here.
+using lane_count = std::atomic<std::uint32_t>;
+inline const std::shared_ptr<lane_count>& lanes_owned_here() {
+  static thread_local const std::shared_ptr<lane_count> n = std::make_shared<lane_count>(0);
+  return n;
+}
 
 // Counts (+1) or uncounts (-1) one of the runtime's own helper threads as
 // an external M while it may still wake a goroutine: the outside-timer
@@ -12894,7 +12909,7 @@ struct deadcheck_sched {
         // the two) we see its decrement and do not sleep.
         extm_watcher w{&mm->park_note};
         extm_watch(&w);
-        if (extm_live.load(std::memory_order_seq_cst) > (mm->extm_self ? 1u : 0u)) mm->park_note.sleep();
+        if (extm_live.load(std::memory_order_seq_cst) > own_count(mm)) mm->park_note.sleep();
         extm_unwatch(&w);  // no watcher wake after this
       } else if (std::int64_t ns = until - nanotime(); ns > 0) {
         (void)mm->park_note.sleep_for(ns);
@@ -12910,6 +12925,13 @@ struct deadcheck_sched {
   }
 
  private:
+  // What of extm_live is run()'s own thread: its plain-thread count, and
+  // the thread_lanes it owns (it cannot pump them while inside run()).
+  template <class M>
+  static std::uint32_t own_count(const M* rm) noexcept {
+    return (rm->extm_self ? 1u : 0u) + (rm->extm_lanes ? rm->extm_lanes->load(std::memory_order_seq_cst) : 0u);
+  }
+
   template <class M>
   static bool stopped(const M* mm) noexcept {
     return mm->in_idle_list || mm->locked_wait;
@@ -12931,7 +12953,7 @@ struct deadcheck_sched {
       return 0;
     }
     const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
-    const bool live = extm_live.load(std::memory_order_seq_cst) > (rm->extm_self ? 1u : 0u);
+    const bool live = extm_live.load(std::memory_order_seq_cst) > own_count(rm);
     const std::int64_t now = nanotime();
     if (epoch != s.deadcheck_epoch_ || live) {
       s.deadcheck_epoch_ = epoch;
@@ -13059,6 +13081,10 @@ struct main_return_sched {
       const std::size_t woken = kill_pass(s);
       const std::size_t live = s.live_goroutines();
       if (live == 0) break;
+      // The rest live on thread_lanes of the thread in run(), which cannot
+      // pump them before run() returns: they end at their lane's next
+      // run_for (a parked one was killed above), not waited for here.
+      if (live == stranded(s)) break;
       if (woken == 0 && live == last_live && stuck(s)) {
         if (++quiet >= 3) break;
       } else {
@@ -13112,6 +13138,23 @@ struct main_return_sched {
     }
     for (g* gp : owned) gp->sched->ready(gp);
     return owned.size();
+  }
+
+  // Goroutines on thread_lanes that run()'s own thread owns (lane.hpp).
+  static std::size_t stranded(S& s) noexcept {
+    struct arg {
+      const void* lanes;
+      std::size_t n;
+    } a{s.run_lanes_, 0};
+    if (!a.lanes) return 0;
+    s.for_each_g(
+        [](g* gp, void* v) {
+          auto* p = static_cast<arg*>(v);
+          const g_status st = gp->status.load(std::memory_order_acquire);
+          if ((st == g_status::runnable || st == g_status::waiting) && gp->sched->lane_owner() == p->lanes) ++p->n;
+        },
+        &a);
+    return a.n;
   }
 
   // Whether nothing in the runtime can run a goroutine now or later: no
@@ -15771,6 +15814,7 @@ class scheduler final : public sched_base {
     spin_token spinning;  // holds the spinning role (spin_gate)
     bool run_caller = false;  // the thread inside run(): leaves when main finishes
     bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
+    const lane_count* extm_lanes = nullptr;  // checkdead: run()'s thread's lanes (extm.hpp), which it cannot pump
     bool in_idle_list = false;
     note park_note;
     m* link = nullptr;  // idle list
@@ -16236,6 +16280,7 @@ class scheduler final : public sched_base {
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
+  const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
   // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the
@@ -18020,6 +18065,8 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
+  mm->extm_lanes = lanes_owned_here().get();
+  run_lanes_ = mm->extm_lanes;  // main_return
   mm->sched = this;
   mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
@@ -19102,6 +19149,7 @@ class lane_sched final : public sched_base {
   unsigned procs() const noexcept override { return rt_->procs(); }
   unsigned resize_procs(unsigned n) override { return rt_->resize_procs(n); }
   sched_base* runtime() noexcept override { return rt_; }
+  const void* lane_owner() const noexcept override;
   void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
 
   // goro::blocking: no P to hand off; the lane's thread makes the call
@@ -19126,11 +19174,13 @@ class lane_sched final : public sched_base {
 // goroutines alive (a usage_error) leaves it behind for their wakers.
 class lane_state {
  public:
-  lane_state() : owner(std::this_thread::get_id()) {
+  lane_state() : owner(std::this_thread::get_id()), owner_lanes(lanes_owned_here()) {
+    owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
   ~lane_state() {
     if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    owner_lanes->fetch_sub(1, std::memory_order_seq_cst);
     extm_hold(false);
   }
   lane_state(const lane_state&) = delete;
@@ -19173,6 +19223,7 @@ class lane_state {
   }
 
   const std::thread::id owner;
+  const std::shared_ptr<lane_count> owner_lanes;  // the owner's count (extm.hpp)
   spinlock lock;  // head, tail
   g* head = nullptr;
   g* tail = nullptr;
@@ -19185,6 +19236,7 @@ class lane_state {
 };
 
 inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+inline const void* lane_sched::lane_owner() const noexcept { return lane_->owner_lanes.get(); }
 
 }  // namespace detail
 

@@ -33,6 +33,8 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
+  mm->extm_lanes = lanes_owned_here().get();
+  run_lanes_ = mm->extm_lanes;  // main_return
   mm->sched = this;
   mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
