@@ -13064,6 +13064,20 @@ struct main_return_sched {
     unwind_all(s);
   }
 
+  // run() throws deadlock_error and leaves main parked for good: its
+  // waiter comes off the object's queue (kill_pass's protocol), so that
+  // nothing -- a plain thread's later send, unlock or done() -- wakes it
+  // into run()'s frame, gone by then. Shutdown finds it blocked forever.
+  static void detach_main(g* gp) noexcept {
+    std::lock_guard<std::mutex> lk(registry().lock);
+    gp->dump_pin.store(true, std::memory_order_relaxed);
+    if (os::process_wide_barrier() && gp->status.load(std::memory_order_acquire) == g_status::waiting) {
+      std::lock_guard<std::mutex> ul(unlink_lock());
+      if (auto unlink = gp->unlink_wait; unlink && unlink(gp->unlink_arg)) gp->unlink_wait = nullptr;
+    }
+    gp->dump_pin.store(false, std::memory_order_release);
+  }
+
  private:
   static void begin(S& s) noexcept {
     if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
@@ -18126,6 +18140,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
   // main_return: main returned (or threw): the others end before run() returns.
   if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
+  if (deadlocked) main_return_ops::detach_main(main_g);
   if (deadlocked)
     raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
                           format_goroutines(collect_goroutines(this)));  // goroutine dump

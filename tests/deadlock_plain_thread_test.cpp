@@ -316,3 +316,19 @@ TEST_CASE("plain-thread deadlock: a plain thread that receives, works, then answ
     return got == 6 ? ok : wrong_result;
   }));
 }
+
+TEST_CASE("deadlock: a send after run() threw deadlock_error does not wake main into run()'s dead frame",
+          "[deadlock][plain_thread]") {
+  goro::runtime rt;
+  goro::chan<int> c(1);
+  CHECK_THROWS_AS(rt.run([c]() mutable { return c.recv().value_or(-1); }), goro::deadlock_error);
+  // main is left parked for good (SPEC: released by the destructor); the
+  // value must stay in the channel, not be handed to main, whose result
+  // would be written into run()'s frame, long gone.
+  int v = 5;
+  CHECK(c.try_send(v));
+  std::this_thread::sleep_for(50ms);
+  CHECK(c.size() == 1);
+  CHECK(rt.num_goroutine() == 1);
+  CHECK(c.try_recv() == std::optional<int>(5));
+}

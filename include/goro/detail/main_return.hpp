@@ -98,6 +98,20 @@ struct main_return_sched {
     unwind_all(s);
   }
 
+  // run() throws deadlock_error and leaves main parked for good: its
+  // waiter comes off the object's queue (kill_pass's protocol), so that
+  // nothing -- a plain thread's later send, unlock or done() -- wakes it
+  // into run()'s frame, gone by then. Shutdown finds it blocked forever.
+  static void detach_main(g* gp) noexcept {
+    std::lock_guard<std::mutex> lk(registry().lock);
+    gp->dump_pin.store(true, std::memory_order_relaxed);
+    if (os::process_wide_barrier() && gp->status.load(std::memory_order_acquire) == g_status::waiting) {
+      std::lock_guard<std::mutex> ul(unlink_lock());
+      if (auto unlink = gp->unlink_wait; unlink && unlink(gp->unlink_arg)) gp->unlink_wait = nullptr;
+    }
+    gp->dump_pin.store(false, std::memory_order_release);
+  }
+
  private:
   static void begin(S& s) noexcept {
     if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
