@@ -7,6 +7,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 #include "test_util.hpp"
 
@@ -184,4 +185,60 @@ TEST_CASE("group: an exception unwinding past a group cancels ctx() first, so ta
     });
   });
   CHECK_FALSE(cancelled.load());
+}
+
+TEST_CASE("group: a task with a limit that ends after main returned frees its slot without std::terminate", "[group]") {
+  std::atomic<bool> started{false}, finish{false};
+  std::atomic<int> task_done{0};
+  std::thread releaser([&] {
+    while (!started.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(100ms);  // main has returned by now
+    finish = true;
+  });
+  goro::run([&] {
+    goro::go([&] {
+      goro::group g;
+      g.set_limit(1);
+      g.go([&] {
+        started = true;
+        while (!finish.load()) {  // no goro call: main's return waits for it
+        }
+        task_done.fetch_add(1);
+      });  // its end frees the slot (a goro call) in a destructor
+      (void)g.wait();
+    });
+    while (!started.load()) goro::yield();
+  });
+  releaser.join();
+  CHECK(task_done.load() == 1);
+}
+
+TEST_CASE("group: a task discarded unrun because main returned still counts as done", "[group]") {
+  std::atomic<bool> spawned{false}, go_on{false};
+  std::atomic<int> ran{0}, past_group{0};
+  std::thread releaser([&] {
+    while (!spawned.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(100ms);  // main has returned: the task is discarded
+    go_on = true;
+  });
+  {
+    goro::runtime rt({.maxprocs = 2});
+    rt.run([&] {
+      goro::go([&] {
+        {
+          goro::group g;
+          g.go([&] { ran.fetch_add(1); });  // queued on this P, which stays busy
+          spawned = true;
+          while (!go_on.load()) {  // no goro call
+          }
+        }  // ~group: the unrun task must not keep it waiting
+        past_group.fetch_add(1);
+      });
+      while (!spawned.load()) {  // no goro call either: this P takes nothing
+      }
+    });
+  }
+  releaser.join();
+  CHECK(ran.load() == 0);
+  CHECK(past_group.load() == 1);
 }

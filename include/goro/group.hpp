@@ -85,38 +85,45 @@ class group {
                   "goro::group: a task returns void or std::error_code");
   }
 
+  // A task's hold on the group (a wait_group count, its slot), carried by
+  // its closure: released when that goes -- after the task ran, or unrun
+  // (a go() that threw; a goroutine discarded because main returned).
+  class task_hold {
+   public:
+    explicit task_hold(group* g) noexcept : g_(g) {}
+    task_hold(task_hold&& o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+    task_hold& operator=(task_hold&&) = delete;
+    ~task_hold() {
+      if (g_) g_->release();
+    }
+
+   private:
+    group* g_;
+  };
+
   template <class F>
   void spawn(F&& f) {
     wg_.add(1);
     active_.fetch_add(1, std::memory_order_acq_rel);
-    // A go() that throws (called outside a goroutine, no stack to be had)
-    // started nothing: undo the counts, or wait() and ~group() would hang.
-    GORO_TRY {
-      goro::go([this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
-    }
-    GORO_CATCH_ALL {
-      release();
-      GORO_RETHROW;
-    }
+    task_hold hold(this);
+    goro::go([this, hold = std::move(hold), fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
   }
 
-  // A task's end: its slot, its count, then done (the last touch of the group).
+  // A task's end: its slot, its count, then done (the last touch of the
+  // group). In a destructor: main returning must not end the goroutine here.
   void release() {
+    detail::no_unwind_scope scope;
     if (sem_) (void)sem_.try_recv();  // frees a slot: tasks hold one each
     active_.fetch_sub(1, std::memory_order_acq_rel);
     wg_.done();
   }
 
-  // One task: its failure recorded, then done (also when it unwinds
-  // through goro::exit(), which is not a failure -- Go's Goexit runs the
-  // deferred done).
+  // One task: its failure recorded (its end, also when it unwinds through
+  // goro::exit(), which is not a failure, releases the closure's hold:
+  // Go's Goexit runs the deferred done).
   template <class F>
   void run(F& closure_fn) {
-    struct finish {
-      group* g;
-      ~finish() { g->release(); }
-    } guard{this};
-    F fn(std::move(closure_fn));  // destroyed before the guard's done(): its captures go before wait() returns
+    F fn(std::move(closure_fn));  // destroyed before the hold's done(): its captures go before wait() returns
 #if GORO_EXCEPTIONS
     try {
       invoke_task(fn);
