@@ -3851,7 +3851,9 @@ struct alignas(64) g {
   // main_return.hpp: ending this goroutine after main returned. exit_state
   // is written by the goroutine and by the runtime's killer (while the G is
   // pinned and parked); no_kill is set by the G around a wait the killer
-  // must leave alone (rw_mutex: the wake-up hands over the lock).
+  // must leave alone (rw_mutex: the wake-up hands over the lock), and
+  // around goro calls that cannot unwind (goexit.hpp no_unwind_scope),
+  // where its goro calls do not end it either.
   std::atomic<exit_state> exiting{exit_state::none};
   bool no_kill = false;
   // tracer: the flow (arrow) that ends at this G's next run slice, set by
@@ -4131,6 +4133,9 @@ class sched_base {
     (void)gp, (void)lane;
   }
   virtual void lane_g_exit(g* gp) noexcept { (void)gp; }
+  // thread_lane: its owner thread's lane count (extm.hpp lanes_owned_here),
+  // which names the owner; nullptr for a runtime.
+  virtual const void* lane_owner() const noexcept { return nullptr; }
 };
 
 inline runtime_memory* sched_memory(const sched_base* s) noexcept { return s->memory; }
@@ -4550,7 +4555,7 @@ namespace goro::detail {
 // Whether gp must end at this goro call.
 GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
   const exit_state st = gp->exiting.load(std::memory_order_relaxed);
-  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending();
+  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending() && !gp->no_kill;
   return st == exit_state::killed;
 }
 
@@ -4624,6 +4629,26 @@ GORO_ALWAYS_INLINE void exit_if_killed(g* gp) {
     end_goroutine(gp);
   }
 }
+
+// Around goro calls that cannot unwind (a library destructor, noexcept:
+// goexit_unwind would be std::terminate): the goroutine is neither woken
+// to end nor ended at its goro calls meanwhile; it ends at its next goro
+// call after the scope. Its waits must end by themselves.
+class no_unwind_scope {
+ public:
+  no_unwind_scope() noexcept : gp_(current_g()), prev_(gp_ && gp_->no_kill) {
+    if (gp_) gp_->no_kill = true;
+  }
+  ~no_unwind_scope() {
+    if (gp_) gp_->no_kill = prev_;
+  }
+  no_unwind_scope(const no_unwind_scope&) = delete;
+  no_unwind_scope& operator=(const no_unwind_scope&) = delete;
+
+ private:
+  g* gp_;
+  bool prev_;
+};
 
 // Whether gp was woken to end: then it is unwinding from here on (its goro
 // calls behave normally) and the caller must restore what the wait's
@@ -5652,6 +5677,7 @@ decltype(auto) blocking(long_call_t, F&& f) {
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 // ---- begin goro/detail/note.hpp ----
 // The one-shot `note` an idle M sleeps on (Go's note: notesleep /
@@ -5847,6 +5873,17 @@ inline void extm_mark_internal() noexcept { extm_internal = true; }
 // Whether the calling thread counts in extm_live (run() reads it for its
 // own thread, which is no external M while inside run()).
 inline bool extm_counted_here() noexcept { return extm_registered; }
+
+// The thread_lanes (lane.hpp) the calling thread owns, each a live
+// external M (extm_hold) for its whole life -- except while this thread is
+// inside run(): it cannot pump them then, so run()'s checkdead discounts
+// them as it does the thread's own count. Shared: a lane destroyed on
+// another thread still uncounts itself here.
+using lane_count = std::atomic<std::uint32_t>;
+inline const std::shared_ptr<lane_count>& lanes_owned_here() {
+  static thread_local const std::shared_ptr<lane_count> n = std::make_shared<lane_count>(0);
+  return n;
+}
 
 // Counts (+1) or uncounts (-1) one of the runtime's own helper threads as
 // an external M while it may still wake a goroutine: the outside-timer
@@ -8377,27 +8414,45 @@ class group {
                   "goro::group: a task returns void or std::error_code");
   }
 
+  // A task's hold on the group (a wait_group count, its slot), carried by
+  // its closure: released when that goes -- after the task ran, or unrun
+  // (a go() that threw; a goroutine discarded because main returned).
+  class task_hold {
+   public:
+    explicit task_hold(group* g) noexcept : g_(g) {}
+    task_hold(task_hold&& o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+    task_hold& operator=(task_hold&&) = delete;
+    ~task_hold() {
+      if (g_) g_->release();
+    }
+
+   private:
+    group* g_;
+  };
+
   template <class F>
   void spawn(F&& f) {
     wg_.add(1);
     active_.fetch_add(1, std::memory_order_acq_rel);
-    goro::go([this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
+    task_hold hold(this);
+    goro::go([this, hold = std::move(hold), fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
   }
 
-  // One task: its failure recorded, then done (also when it unwinds
-  // through goro::exit(), which is not a failure -- Go's Goexit runs the
-  // deferred done).
+  // A task's end: its slot, its count, then done (the last touch of the
+  // group). In a destructor: main returning must not end the goroutine here.
+  void release() {
+    detail::no_unwind_scope scope;
+    if (sem_) (void)sem_.try_recv();  // frees a slot: tasks hold one each
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+    wg_.done();
+  }
+
+  // One task: its failure recorded (its end, also when it unwinds through
+  // goro::exit(), which is not a failure, releases the closure's hold:
+  // Go's Goexit runs the deferred done).
   template <class F>
   void run(F& closure_fn) {
-    struct finish {
-      group* g;
-      ~finish() {
-        if (g->sem_) (void)g->sem_.try_recv();  // frees a slot: tasks hold one each
-        g->active_.fetch_sub(1, std::memory_order_acq_rel);
-        g->wg_.done();  // last touch of the group
-      }
-    } guard{this};
-    F fn(std::move(closure_fn));  // destroyed before the guard's done(): its captures go before wait() returns
+    F fn(std::move(closure_fn));  // destroyed before the hold's done(): its captures go before wait() returns
 #if GORO_EXCEPTIONS
     try {
       invoke_task(fn);
@@ -8433,6 +8488,7 @@ class group {
   bool failed_ = false;  // guarded by lock_
   std::error_code err_;  // guarded by lock_ until wg_.wait() returns
   std::exception_ptr exc_;
+  int uncaught_ = std::uncaught_exceptions();  // at construction: ~group tells an exception's unwinding
 };
 
 }  // namespace goro
@@ -10963,6 +11019,13 @@ class socket_state {
 
   GORO_DECL std::error_code set_deadline(char mode, std::int64_t d);
 
+  // Go's prepareRead / prepareWrite: a call made after its deadline fails
+  // even when it would not block (docs/net.md). Under the io_guard.
+  std::error_code passed(char mode) const noexcept {
+    std::int64_t d = pd_->deadline(mode).load(std::memory_order_seq_cst);
+    return d != 0 && d <= nanotime() ? deadline_error() : std::error_code{};
+  }
+
  private:
   // Runs once, with nobody inside an operation.
   GORO_DECL void destroy() noexcept;
@@ -12916,7 +12979,7 @@ struct deadcheck_sched {
         // the two) we see its decrement and do not sleep.
         extm_watcher w{&mm->park_note};
         extm_watch(&w);
-        if (extm_live.load(std::memory_order_seq_cst) > (mm->extm_self ? 1u : 0u)) mm->park_note.sleep();
+        if (extm_live.load(std::memory_order_seq_cst) > own_count(mm)) mm->park_note.sleep();
         extm_unwatch(&w);  // no watcher wake after this
       } else if (std::int64_t ns = until - nanotime(); ns > 0) {
         (void)mm->park_note.sleep_for(ns);
@@ -12932,6 +12995,13 @@ struct deadcheck_sched {
   }
 
  private:
+  // What of extm_live is run()'s own thread: its plain-thread count, and
+  // the thread_lanes it owns (it cannot pump them while inside run()).
+  template <class M>
+  static std::uint32_t own_count(const M* rm) noexcept {
+    return (rm->extm_self ? 1u : 0u) + (rm->extm_lanes ? rm->extm_lanes->load(std::memory_order_seq_cst) : 0u);
+  }
+
   template <class M>
   static bool stopped(const M* mm) noexcept {
     return mm->in_idle_list || mm->locked_wait;
@@ -12953,7 +13023,7 @@ struct deadcheck_sched {
       return 0;
     }
     const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
-    const bool live = extm_live.load(std::memory_order_seq_cst) > (rm->extm_self ? 1u : 0u);
+    const bool live = extm_live.load(std::memory_order_seq_cst) > own_count(rm);
     const std::int64_t now = nanotime();
     if (epoch != s.deadcheck_epoch_ || live) {
       s.deadcheck_epoch_ = epoch;
@@ -13067,6 +13137,20 @@ struct main_return_sched {
     unwind_all(s);
   }
 
+  // run() throws deadlock_error and leaves main parked for good: its
+  // waiter comes off the object's queue (kill_pass's protocol), so that
+  // nothing -- a plain thread's later send, unlock or done() -- wakes it
+  // into run()'s frame, gone by then. Shutdown finds it blocked forever.
+  static void detach_main(g* gp) noexcept {
+    std::lock_guard<std::mutex> lk(registry().lock);
+    gp->dump_pin.store(true, std::memory_order_relaxed);
+    if (os::process_wide_barrier() && gp->status.load(std::memory_order_acquire) == g_status::waiting) {
+      std::lock_guard<std::mutex> ul(unlink_lock());
+      if (auto unlink = gp->unlink_wait; unlink && unlink(gp->unlink_arg)) gp->unlink_wait = nullptr;
+    }
+    gp->dump_pin.store(false, std::memory_order_release);
+  }
+
  private:
   static void begin(S& s) noexcept {
     if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
@@ -13084,6 +13168,10 @@ struct main_return_sched {
       const std::size_t woken = kill_pass(s);
       const std::size_t live = s.live_goroutines();
       if (live == 0) break;
+      // The rest live on thread_lanes of the thread in run(), which cannot
+      // pump them before run() returns: they end at their lane's next
+      // run_for (a parked one was killed above), not waited for here.
+      if (live == stranded(s)) break;
       if (woken == 0 && live == last_live && stuck(s)) {
         if (++quiet >= 3) break;
       } else {
@@ -13137,6 +13225,23 @@ struct main_return_sched {
     }
     for (g* gp : owned) gp->sched->ready(gp);
     return owned.size();
+  }
+
+  // Goroutines on thread_lanes that run()'s own thread owns (lane.hpp).
+  static std::size_t stranded(S& s) noexcept {
+    struct arg {
+      const void* lanes;
+      std::size_t n;
+    } a{s.run_lanes_, 0};
+    if (!a.lanes) return 0;
+    s.for_each_g(
+        [](g* gp, void* v) {
+          auto* p = static_cast<arg*>(v);
+          const g_status st = gp->status.load(std::memory_order_acquire);
+          if ((st == g_status::runnable || st == g_status::waiting) && gp->sched->lane_owner() == p->lanes) ++p->n;
+        },
+        &a);
+    return a.n;
   }
 
   // Whether nothing in the runtime can run a goroutine now or later: no
@@ -15796,6 +15901,7 @@ class scheduler final : public sched_base {
     spin_token spinning;  // holds the spinning role (spin_gate)
     bool run_caller = false;  // the thread inside run(): leaves when main finishes
     bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
+    const lane_count* extm_lanes = nullptr;  // checkdead: run()'s thread's lanes (extm.hpp), which it cannot pump
     bool in_idle_list = false;
     note park_note;
     m* link = nullptr;  // idle list
@@ -16264,6 +16370,7 @@ class scheduler final : public sched_base {
   // This run's main goroutine (lock_ held): marked abandoned when a
   // deadlock is confirmed (deadcheck.hpp, goexit.hpp stay_abandoned).
   g* run_main_g_ = nullptr;
+  const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
   // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the
@@ -18048,6 +18155,8 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
+  mm->extm_lanes = lanes_owned_here().get();
+  run_lanes_ = mm->extm_lanes;  // main_return
   mm->sched = this;
   mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
@@ -18109,6 +18218,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
   // main_return: main returned (or threw): the others end before run() returns.
   if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
+  if (deadlocked) main_return_ops::detach_main(main_g);
   if (deadlocked)
     raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
                           format_goroutines(collect_goroutines(this)));  // goroutine dump
@@ -19050,6 +19160,13 @@ GORO_DECL group::group(context parent) {
 }
 
 GORO_DECL group::~group() {
+  // Destroyed by an exception (no wait() reached): nobody will read the
+  // result, and tasks watching ctx() would otherwise keep this waiting.
+  if (std::uncaught_exceptions() > uncaught_) cancel_();
+  // noexcept: main returning must not end this goroutine in here
+  // (std::terminate); the tasks it waits for end then, and so does it,
+  // at its next goro call after this.
+  detail::no_unwind_scope scope;
   wg_.wait();
   cancel_();
 }
@@ -19125,6 +19242,7 @@ class lane_sched final : public sched_base {
   unsigned procs() const noexcept override { return rt_->procs(); }
   unsigned resize_procs(unsigned n) override { return rt_->resize_procs(n); }
   sched_base* runtime() noexcept override { return rt_; }
+  const void* lane_owner() const noexcept override;
   void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
 
   // goro::blocking: no P to hand off; the lane's thread makes the call
@@ -19149,11 +19267,13 @@ class lane_sched final : public sched_base {
 // goroutines alive (a usage_error) leaves it behind for their wakers.
 class lane_state {
  public:
-  lane_state() : owner(std::this_thread::get_id()) {
+  lane_state() : owner(std::this_thread::get_id()), owner_lanes(lanes_owned_here()) {
+    owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
   ~lane_state() {
     if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    owner_lanes->fetch_sub(1, std::memory_order_seq_cst);
     extm_hold(false);
   }
   lane_state(const lane_state&) = delete;
@@ -19196,6 +19316,7 @@ class lane_state {
   }
 
   const std::thread::id owner;
+  const std::shared_ptr<lane_count> owner_lanes;  // the owner's count (extm.hpp)
   spinlock lock;  // head, tail
   g* head = nullptr;
   g* tail = nullptr;
@@ -19208,6 +19329,7 @@ class lane_state {
 };
 
 inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+inline const void* lane_sched::lane_owner() const noexcept { return lane_->owner_lanes.get(); }
 
 }  // namespace detail
 
@@ -20046,11 +20168,13 @@ GORO_DECL bool ctx_watch::stop() {
 }
 
 GORO_DECL void socket_state::close() noexcept {
-  std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
-  if (old & closed_bit) {
-    decref();
-    return;
-  }
+  // Sets closed_bit and takes an op at once, only if not closed yet: adding
+  // closed_bit a second time would carry it out of the word, reopening the
+  // socket for ops on its (closed, maybe reused) fd and freed poll_desc.
+  std::uint32_t old = refs_.load(std::memory_order_seq_cst);
+  do {
+    if (old & closed_bit) return;
+  } while (!refs_.compare_exchange_weak(old, (old | closed_bit) + 1, std::memory_order_seq_cst));
   pd_->closing.store(true, std::memory_order_seq_cst);
   if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
   if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
@@ -20251,6 +20375,7 @@ GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> b
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('r'))) return 0;
   for (;;) {
     sockaddr_storage ss{};
     os::sock_len len = sizeof ss;
@@ -20274,6 +20399,7 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('w'))) return 0;
   for (;;) {
     int e = 0;
     long long n = os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr,
@@ -20310,6 +20436,7 @@ GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> 
   if (buf.empty()) return 0;
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('r'))) return 0;
   for (;;) {
     int e = 0;
     long long n = os::socket_read(s.fd(), buf.data(), buf.size(), &e);
@@ -20327,6 +20454,7 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('w'))) return 0;
   std::size_t done = 0;
   while (done < buf.size()) {
     int e = 0;

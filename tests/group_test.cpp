@@ -7,6 +7,7 @@
 #include <chrono>
 #include <stdexcept>
 #include <system_error>
+#include <thread>
 
 #include "test_util.hpp"
 
@@ -109,4 +110,135 @@ TEST_CASE("group: set_limit bounds the running tasks; try_go does not block", "[
     for (int i = 0; i < 10; ++i) CHECK(t.try_go([] {}));
     CHECK(!t.wait());
   });
+}
+
+TEST_CASE("group: go / try_go outside a goroutine are usage_errors and leave the group usable", "[group]") {
+  goro::runtime rt{goro::options{2}};
+  goro::group g;  // owned by this plain thread
+  g.set_limit(1);
+  CHECK_THROWS_AS(g.go([] {}), goro::usage_error);
+  CHECK_THROWS_AS(g.try_go([] {}), goro::usage_error);
+  // Nothing is left counted: no slot taken, no task to wait for (wait()
+  // and the destructor used to hang here), and the limit can change.
+  CHECK(!g.wait());
+  g.set_limit(2);
+  std::atomic<int> ran{0};
+  rt.run([&] {
+    CHECK(g.try_go([&] { ran.fetch_add(1); }));
+    CHECK(g.try_go([&] { ran.fetch_add(1); }));
+    CHECK(!g.wait());
+  });
+  CHECK(ran.load() == 2);
+}
+
+TEST_CASE("group: main returning while a goroutine waits in a group's destructor ends it (no std::terminate)",
+          "[group]") {
+  struct count_on_exit {
+    std::atomic<int>* n;
+    ~count_on_exit() { n->fetch_add(1); }
+  };
+  std::atomic<int> task_unwound{0}, outer_unwound{0}, past_group{0};
+  goro::chan<int> never;
+  goro::run([&] {
+    goro::go([&] {
+      count_on_exit outer{&outer_unwound};
+      {
+        goro::group g;
+        g.go([&] {
+          count_on_exit t{&task_unwound};
+          (void)never.recv();
+        });
+      }  // ~group (noexcept) waits for the task: main returns meanwhile
+      past_group.fetch_add(1);
+      goro::yield();  // ends here, outside the destructor
+      past_group.fetch_add(100);
+    });
+    REQUIRE(goro_test::eventually([] { return goro::num_goroutine() == 3; }));
+    goro::sleep_for(20ms);  // both parked
+  });
+  CHECK(task_unwound.load() == 1);
+  CHECK(past_group.load() == 1);
+  CHECK(outer_unwound.load() == 1);
+}
+
+TEST_CASE("group: an exception unwinding past a group cancels ctx() first, so tasks watching it end", "[group]") {
+  std::atomic<int> ended{0};
+  CHECK_THROWS_AS(goro::run([&] {
+                    goro::group g;
+                    for (int i = 0; i < 3; ++i)
+                      g.go([&] {
+                        (void)g.ctx().done().recv();
+                        ended.fetch_add(1);
+                      });
+                    REQUIRE(goro_test::eventually([] { return goro::num_goroutine() == 4; }));
+                    throw std::runtime_error("failed before wait()");
+                  }),
+                  std::runtime_error);
+  CHECK(ended.load() == 3);
+  // Not unwinding: the destructor waits for the tasks without cancelling.
+  std::atomic<bool> cancelled{true};
+  goro::run([&] {
+    goro::group g;
+    g.go([&] {
+      goro::sleep_for(20ms);
+      cancelled = g.ctx().err() != goro::cancel_reason::none;
+    });
+  });
+  CHECK_FALSE(cancelled.load());
+}
+
+TEST_CASE("group: a task with a limit that ends after main returned frees its slot without std::terminate", "[group]") {
+  std::atomic<bool> started{false}, finish{false};
+  std::atomic<int> task_done{0};
+  std::thread releaser([&] {
+    while (!started.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(100ms);  // main has returned by now
+    finish = true;
+  });
+  goro::run([&] {
+    goro::go([&] {
+      goro::group g;
+      g.set_limit(1);
+      g.go([&] {
+        started = true;
+        while (!finish.load()) {  // no goro call: main's return waits for it
+        }
+        task_done.fetch_add(1);
+      });  // its end frees the slot (a goro call) in a destructor
+      (void)g.wait();
+    });
+    while (!started.load()) goro::yield();
+  });
+  releaser.join();
+  CHECK(task_done.load() == 1);
+}
+
+TEST_CASE("group: a task discarded unrun because main returned still counts as done", "[group]") {
+  std::atomic<bool> spawned{false}, go_on{false};
+  std::atomic<int> ran{0}, past_group{0};
+  std::thread releaser([&] {
+    while (!spawned.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(100ms);  // main has returned: the task is discarded
+    go_on = true;
+  });
+  {
+    goro::runtime rt({.maxprocs = 2});
+    rt.run([&] {
+      goro::go([&] {
+        {
+          goro::group g;
+          g.go([&] { ran.fetch_add(1); });  // queued on this P, which stays busy
+          spawned = true;
+          while (!go_on.load()) {  // no goro call
+          }
+        }  // ~group: the unrun task must not keep it waiting
+        past_group.fetch_add(1);
+      });
+      while (!spawned.load()) {  // no goro call either: this P takes nothing
+      }
+    });
+  }
+  releaser.join();
+  CHECK(ran.load() == 0);
+  CHECK(past_group.load() == 1);
 }

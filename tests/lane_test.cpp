@@ -6,8 +6,12 @@
 #include <atomic>
 #include <cfenv>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <goro/goro.hpp>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +30,33 @@ void drain(goro::thread_lane& lane, std::chrono::seconds limit = 60s) {
     if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(50us);
   }
 }
+
+// Aborts the test program (a failure, not a hang) unless disarmed in time.
+class hang_guard {
+ public:
+  explicit hang_guard(std::chrono::seconds limit)
+      : t_([this, limit] {
+          std::unique_lock<std::mutex> lk(m_);
+          if (!cv_.wait_for(lk, limit, [this] { return done_; })) {
+            std::fprintf(stderr, "hang_guard: still blocked after %lld s\n", static_cast<long long>(limit.count()));
+            std::abort();
+          }
+        }) {}
+  ~hang_guard() {
+    {
+      std::lock_guard<std::mutex> lk(m_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    t_.join();
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread t_;
+};
 
 }  // namespace
 
@@ -359,4 +390,46 @@ TEST_CASE("destroying a lane with goroutines alive is a usage_error") {
   CHECK(r2.output.find("goro: runtime destroyed while 1 of its goroutines live on a thread_lane") != std::string::npos);
   CHECK(r2.output.find("not stopped") == std::string::npos);
   CHECK(r2.signaled);
+}
+
+TEST_CASE("a lane owned by run()'s own thread is no external M: main waiting on it is a deadlock") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::thread_lane lane;  // this thread's: it cannot pump it while inside run()
+  goro::chan<int> c;
+  std::atomic<bool> abandon{false};
+  lane.go(rt, [c, &abandon]() mutable {
+    if (!abandon.load()) c.send(1);
+  });
+  {
+    hang_guard guard(20s);
+    CHECK_THROWS_AS(rt.run([c]() mutable { (void)c.recv(); }), goro::deadlock_error);
+  }
+  abandon = true;
+  drain(lane);
+  CHECK(lane.goroutines() == 0);
+}
+
+TEST_CASE("main returning leaves the goroutines of a lane owned by run()'s own thread to its next run_for") {
+  goro::runtime rt({.maxprocs = 1});
+  goro::thread_lane lane;
+  goro::chan<int> never;
+  std::atomic<int> unwound{0};
+  lane.go(rt, [&] {
+    struct guard {
+      std::atomic<int>& n;
+      ~guard() { n.fetch_add(1); }
+    } g{unwound};
+    (void)never.recv();
+  });
+  CHECK(lane.run_until_idle() == 1);  // parked
+  {
+    hang_guard guard(20s);
+    rt.run([] { goro::sleep_for(10ms); });  // returns: it cannot wait for a goroutine only this thread can run
+  }
+  CHECK(unwound.load() == 0);
+  CHECK(lane.goroutines() == 1);
+  drain(lane);  // ended when main returned: it unwinds now
+  CHECK(unwound.load() == 1);
+  CHECK(lane.goroutines() == 0);
+  CHECK(rt.num_goroutine() == 0);
 }

@@ -338,6 +338,85 @@ TEST_CASE("net_ext: deadlines, closed sockets and empty handles through error_co
   });
 }
 
+TEST_CASE("net_ext: close is idempotent: a twice-closed conn stays closed and never reaches a reused fd", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    for (int closes = 2; closes <= 4; ++closes) {
+      auto stale = net::dial_tcp(loopback(ln));
+      auto stale_peer = ln.accept();
+      for (int i = 0; i < closes; ++i) stale.close();
+      // A new connection, most likely on the fd number the stale one had.
+      auto c = net::dial_tcp(loopback(ln));
+      auto peer = ln.accept();
+      std::error_code ec;
+      stale.close_write(ec);
+      CHECK(ec == net::errc::closed);
+      stale.local_address(ec);
+      CHECK(ec == net::errc::closed);
+      CHECK_THROWS_AS(stale.close_write(), goro::usage_error);
+      std::string buf(16, '\0');
+      CHECK(stale.read(wbytes(buf), ec) == 0);
+      CHECK(ec == net::errc::closed);
+      CHECK(stale.write("x", ec) == 0);
+      CHECK(ec == net::errc::closed);
+      // The new connection is untouched: no end of stream, no "closed".
+      c.write("ok", ec);
+      CHECK_FALSE(ec);
+      CHECK(peer.read(wbytes(buf), ec) == 2);
+      CHECK_FALSE(ec);
+      peer.write("ok", ec);
+      CHECK_FALSE(ec);
+      CHECK(c.read(wbytes(buf), ec) == 2);
+      CHECK_FALSE(ec);
+    }
+    ln.close();
+    ln.close();
+    std::error_code ec;
+    ln.accept(ec);
+    CHECK(ec == net::errc::closed);
+  });
+}
+
+TEST_CASE("net_ext: a deadline that has passed fails read and write even when they would not block", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    auto c = net::dial_tcp(loopback(ln));
+    auto peer = ln.accept();
+    peer.write("data");
+    std::string buf(16, '\0');
+    std::error_code ec;
+    goro::sleep_for(10ms);  // the data is there: a read would not block
+    c.set_deadline(steady::now() - 1s);
+    CHECK(c.read(wbytes(buf), ec) == 0);
+    CHECK(ec == std::errc::timed_out);
+    CHECK_THROWS_AS(c.read(wbytes(buf)), goro::timeout_error);
+    CHECK(c.write("x", ec) == 0);  // the socket buffer has room
+    CHECK(ec == std::errc::timed_out);
+    CHECK_THROWS_AS(c.write("x"), goro::timeout_error);
+    // A later deadline (or none) lets the same calls proceed.
+    c.set_deadline(steady::now() + 5s);
+    CHECK(c.read(wbytes(buf), ec) == 4);
+    CHECK_FALSE(ec);
+    CHECK(c.write("x", ec) == 1);
+    CHECK_FALSE(ec);
+    // UDP: a datagram waiting, room to send.
+    auto u = net::listen_udp("127.0.0.1:0");
+    auto v = net::dial_udp("127.0.0.1:" + std::to_string(u.port()));
+    v.write("dgram");
+    goro::sleep_for(10ms);
+    u.set_deadline(steady::now() - 1s);
+    u.read_from(wbytes(buf), ec);
+    CHECK(ec == std::errc::timed_out);
+    u.write_to("x", v.local_address(), ec);
+    CHECK(ec == std::errc::timed_out);
+    u.set_deadline(steady::now() + 5s);
+    CHECK(u.read_from(wbytes(buf), ec).first == 5);
+    CHECK_FALSE(ec);
+  });
+}
+
 TEST_CASE("net_ext: dial_tcp with a timeout gives up on a connect that hangs", "[net]") {
   goro::runtime rt{goro::options{2}};
   rt.run([] {

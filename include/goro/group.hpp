@@ -26,6 +26,7 @@
 #include "chan.hpp"
 #include "context.hpp"
 #include "detail/config.hpp"
+#include "detail/goexit.hpp"
 #include "detail/spinlock.hpp"
 #include "error.hpp"
 #include "runtime.hpp"
@@ -84,27 +85,45 @@ class group {
                   "goro::group: a task returns void or std::error_code");
   }
 
+  // A task's hold on the group (a wait_group count, its slot), carried by
+  // its closure: released when that goes -- after the task ran, or unrun
+  // (a go() that threw; a goroutine discarded because main returned).
+  class task_hold {
+   public:
+    explicit task_hold(group* g) noexcept : g_(g) {}
+    task_hold(task_hold&& o) noexcept : g_(std::exchange(o.g_, nullptr)) {}
+    task_hold& operator=(task_hold&&) = delete;
+    ~task_hold() {
+      if (g_) g_->release();
+    }
+
+   private:
+    group* g_;
+  };
+
   template <class F>
   void spawn(F&& f) {
     wg_.add(1);
     active_.fetch_add(1, std::memory_order_acq_rel);
-    goro::go([this, fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
+    task_hold hold(this);
+    goro::go([this, hold = std::move(hold), fn = std::decay_t<F>(std::forward<F>(f))]() mutable { run(fn); });
   }
 
-  // One task: its failure recorded, then done (also when it unwinds
-  // through goro::exit(), which is not a failure -- Go's Goexit runs the
-  // deferred done).
+  // A task's end: its slot, its count, then done (the last touch of the
+  // group). In a destructor: main returning must not end the goroutine here.
+  void release() {
+    detail::no_unwind_scope scope;
+    if (sem_) (void)sem_.try_recv();  // frees a slot: tasks hold one each
+    active_.fetch_sub(1, std::memory_order_acq_rel);
+    wg_.done();
+  }
+
+  // One task: its failure recorded (its end, also when it unwinds through
+  // goro::exit(), which is not a failure, releases the closure's hold:
+  // Go's Goexit runs the deferred done).
   template <class F>
   void run(F& closure_fn) {
-    struct finish {
-      group* g;
-      ~finish() {
-        if (g->sem_) (void)g->sem_.try_recv();  // frees a slot: tasks hold one each
-        g->active_.fetch_sub(1, std::memory_order_acq_rel);
-        g->wg_.done();  // last touch of the group
-      }
-    } guard{this};
-    F fn(std::move(closure_fn));  // destroyed before the guard's done(): its captures go before wait() returns
+    F fn(std::move(closure_fn));  // destroyed before the hold's done(): its captures go before wait() returns
 #if GORO_EXCEPTIONS
     try {
       invoke_task(fn);
@@ -140,6 +159,7 @@ class group {
   bool failed_ = false;  // guarded by lock_
   std::error_code err_;  // guarded by lock_ until wg_.wait() returns
   std::exception_ptr exc_;
+  int uncaught_ = std::uncaught_exceptions();  // at construction: ~group tells an exception's unwinding
 };
 
 }  // namespace goro
@@ -154,6 +174,13 @@ GORO_DECL group::group(context parent) {
 }
 
 GORO_DECL group::~group() {
+  // Destroyed by an exception (no wait() reached): nobody will read the
+  // result, and tasks watching ctx() would otherwise keep this waiting.
+  if (std::uncaught_exceptions() > uncaught_) cancel_();
+  // noexcept: main returning must not end this goroutine in here
+  // (std::terminate); the tasks it waits for end then, and so does it,
+  // at its next goro call after this.
+  detail::no_unwind_scope scope;
   wg_.wait();
   cancel_();
 }

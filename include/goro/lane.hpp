@@ -167,6 +167,7 @@ class lane_sched final : public sched_base {
   unsigned procs() const noexcept override { return rt_->procs(); }
   unsigned resize_procs(unsigned n) override { return rt_->resize_procs(n); }
   sched_base* runtime() noexcept override { return rt_; }
+  const void* lane_owner() const noexcept override;
   void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
 
   // goro::blocking: no P to hand off; the lane's thread makes the call
@@ -191,11 +192,13 @@ class lane_sched final : public sched_base {
 // goroutines alive (a usage_error) leaves it behind for their wakers.
 class lane_state {
  public:
-  lane_state() : owner(std::this_thread::get_id()) {
+  lane_state() : owner(std::this_thread::get_id()), owner_lanes(lanes_owned_here()) {
+    owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
   ~lane_state() {
     if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    owner_lanes->fetch_sub(1, std::memory_order_seq_cst);
     extm_hold(false);
   }
   lane_state(const lane_state&) = delete;
@@ -238,6 +241,7 @@ class lane_state {
   }
 
   const std::thread::id owner;
+  const std::shared_ptr<lane_count> owner_lanes;  // the owner's count (extm.hpp)
   spinlock lock;  // head, tail
   g* head = nullptr;
   g* tail = nullptr;
@@ -250,6 +254,7 @@ class lane_state {
 };
 
 inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
+inline const void* lane_sched::lane_owner() const noexcept { return lane_->owner_lanes.get(); }
 
 }  // namespace detail
 

@@ -309,6 +309,7 @@ GORO_DECL std::size_t detail::stream_read(socket_state& s, std::span<std::byte> 
   if (buf.empty()) return 0;
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('r'))) return 0;
   for (;;) {
     int e = 0;
     long long n = os::socket_read(s.fd(), buf.data(), buf.size(), &e);
@@ -326,6 +327,7 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('w'))) return 0;
   std::size_t done = 0;
   while (done < buf.size()) {
     int e = 0;

@@ -166,6 +166,7 @@ GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> b
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'r');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('r'))) return 0;
   for (;;) {
     sockaddr_storage ss{};
     os::sock_len len = sizeof ss;
@@ -189,6 +190,7 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
+  if ((ec = s.passed('w'))) return 0;
   for (;;) {
     int e = 0;
     long long n = os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr,

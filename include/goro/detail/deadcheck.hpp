@@ -42,7 +42,7 @@ struct deadcheck_sched {
         // the two) we see its decrement and do not sleep.
         extm_watcher w{&mm->park_note};
         extm_watch(&w);
-        if (extm_live.load(std::memory_order_seq_cst) > (mm->extm_self ? 1u : 0u)) mm->park_note.sleep();
+        if (extm_live.load(std::memory_order_seq_cst) > own_count(mm)) mm->park_note.sleep();
         extm_unwatch(&w);  // no watcher wake after this
       } else if (std::int64_t ns = until - nanotime(); ns > 0) {
         (void)mm->park_note.sleep_for(ns);
@@ -58,6 +58,13 @@ struct deadcheck_sched {
   }
 
  private:
+  // What of extm_live is run()'s own thread: its plain-thread count, and
+  // the thread_lanes it owns (it cannot pump them while inside run()).
+  template <class M>
+  static std::uint32_t own_count(const M* rm) noexcept {
+    return (rm->extm_self ? 1u : 0u) + (rm->extm_lanes ? rm->extm_lanes->load(std::memory_order_seq_cst) : 0u);
+  }
+
   template <class M>
   static bool stopped(const M* mm) noexcept {
     return mm->in_idle_list || mm->locked_wait;
@@ -79,7 +86,7 @@ struct deadcheck_sched {
       return 0;
     }
     const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
-    const bool live = extm_live.load(std::memory_order_seq_cst) > (rm->extm_self ? 1u : 0u);
+    const bool live = extm_live.load(std::memory_order_seq_cst) > own_count(rm);
     const std::int64_t now = nanotime();
     if (epoch != s.deadcheck_epoch_ || live) {
       s.deadcheck_epoch_ = epoch;

@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "config.hpp"
 #include "note.hpp"
@@ -120,6 +121,17 @@ inline void extm_mark_internal() noexcept { extm_internal = true; }
 // Whether the calling thread counts in extm_live (run() reads it for its
 // own thread, which is no external M while inside run()).
 inline bool extm_counted_here() noexcept { return extm_registered; }
+
+// The thread_lanes (lane.hpp) the calling thread owns, each a live
+// external M (extm_hold) for its whole life -- except while this thread is
+// inside run(): it cannot pump them then, so run()'s checkdead discounts
+// them as it does the thread's own count. Shared: a lane destroyed on
+// another thread still uncounts itself here.
+using lane_count = std::atomic<std::uint32_t>;
+inline const std::shared_ptr<lane_count>& lanes_owned_here() {
+  static thread_local const std::shared_ptr<lane_count> n = std::make_shared<lane_count>(0);
+  return n;
+}
 
 // Counts (+1) or uncounts (-1) one of the runtime's own helper threads as
 // an external M while it may still wake a goroutine: the outside-timer

@@ -142,7 +142,9 @@ struct alignas(64) g {
   // main_return.hpp: ending this goroutine after main returned. exit_state
   // is written by the goroutine and by the runtime's killer (while the G is
   // pinned and parked); no_kill is set by the G around a wait the killer
-  // must leave alone (rw_mutex: the wake-up hands over the lock).
+  // must leave alone (rw_mutex: the wake-up hands over the lock), and
+  // around goro calls that cannot unwind (goexit.hpp no_unwind_scope),
+  // where its goro calls do not end it either.
   std::atomic<exit_state> exiting{exit_state::none};
   bool no_kill = false;
   // tracer: the flow (arrow) that ends at this G's next run slice, set by

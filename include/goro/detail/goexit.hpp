@@ -39,7 +39,7 @@ namespace goro::detail {
 // Whether gp must end at this goro call.
 GORO_ALWAYS_INLINE bool must_end(const g* gp) noexcept {
   const exit_state st = gp->exiting.load(std::memory_order_relaxed);
-  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending();
+  if (GORO_LIKELY(st == exit_state::none)) return gp->sched->ending() && !gp->no_kill;
   return st == exit_state::killed;
 }
 
@@ -113,6 +113,26 @@ GORO_ALWAYS_INLINE void exit_if_killed(g* gp) {
     end_goroutine(gp);
   }
 }
+
+// Around goro calls that cannot unwind (a library destructor, noexcept:
+// goexit_unwind would be std::terminate): the goroutine is neither woken
+// to end nor ended at its goro calls meanwhile; it ends at its next goro
+// call after the scope. Its waits must end by themselves.
+class no_unwind_scope {
+ public:
+  no_unwind_scope() noexcept : gp_(current_g()), prev_(gp_ && gp_->no_kill) {
+    if (gp_) gp_->no_kill = true;
+  }
+  ~no_unwind_scope() {
+    if (gp_) gp_->no_kill = prev_;
+  }
+  no_unwind_scope(const no_unwind_scope&) = delete;
+  no_unwind_scope& operator=(const no_unwind_scope&) = delete;
+
+ private:
+  g* gp_;
+  bool prev_;
+};
 
 // Whether gp was woken to end: then it is unwinding from here on (its goro
 // calls behave normally) and the caller must restore what the wait's

@@ -129,6 +129,9 @@ class sched_base {
     (void)gp, (void)lane;
   }
   virtual void lane_g_exit(g* gp) noexcept { (void)gp; }
+  // thread_lane: its owner thread's lane count (extm.hpp lanes_owned_here),
+  // which names the owner; nullptr for a runtime.
+  virtual const void* lane_owner() const noexcept { return nullptr; }
 };
 
 inline runtime_memory* sched_memory(const sched_base* s) noexcept { return s->memory; }

@@ -98,6 +98,20 @@ struct main_return_sched {
     unwind_all(s);
   }
 
+  // run() throws deadlock_error and leaves main parked for good: its
+  // waiter comes off the object's queue (kill_pass's protocol), so that
+  // nothing -- a plain thread's later send, unlock or done() -- wakes it
+  // into run()'s frame, gone by then. Shutdown finds it blocked forever.
+  static void detach_main(g* gp) noexcept {
+    std::lock_guard<std::mutex> lk(registry().lock);
+    gp->dump_pin.store(true, std::memory_order_relaxed);
+    if (os::process_wide_barrier() && gp->status.load(std::memory_order_acquire) == g_status::waiting) {
+      std::lock_guard<std::mutex> ul(unlink_lock());
+      if (auto unlink = gp->unlink_wait; unlink && unlink(gp->unlink_arg)) gp->unlink_wait = nullptr;
+    }
+    gp->dump_pin.store(false, std::memory_order_release);
+  }
+
  private:
   static void begin(S& s) noexcept {
     if (!s.ending_goroutines.exchange(true, std::memory_order_seq_cst))
@@ -115,6 +129,10 @@ struct main_return_sched {
       const std::size_t woken = kill_pass(s);
       const std::size_t live = s.live_goroutines();
       if (live == 0) break;
+      // The rest live on thread_lanes of the thread in run(), which cannot
+      // pump them before run() returns: they end at their lane's next
+      // run_for (a parked one was killed above), not waited for here.
+      if (live == stranded(s)) break;
       if (woken == 0 && live == last_live && stuck(s)) {
         if (++quiet >= 3) break;
       } else {
@@ -168,6 +186,23 @@ struct main_return_sched {
     }
     for (g* gp : owned) gp->sched->ready(gp);
     return owned.size();
+  }
+
+  // Goroutines on thread_lanes that run()'s own thread owns (lane.hpp).
+  static std::size_t stranded(S& s) noexcept {
+    struct arg {
+      const void* lanes;
+      std::size_t n;
+    } a{s.run_lanes_, 0};
+    if (!a.lanes) return 0;
+    s.for_each_g(
+        [](g* gp, void* v) {
+          auto* p = static_cast<arg*>(v);
+          const g_status st = gp->status.load(std::memory_order_acquire);
+          if ((st == g_status::runnable || st == g_status::waiting) && gp->sched->lane_owner() == p->lanes) ++p->n;
+        },
+        &a);
+    return a.n;
   }
 
   // Whether nothing in the runtime can run a goroutine now or later: no

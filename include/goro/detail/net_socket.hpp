@@ -325,6 +325,13 @@ class socket_state {
 
   GORO_DECL std::error_code set_deadline(char mode, std::int64_t d);
 
+  // Go's prepareRead / prepareWrite: a call made after its deadline fails
+  // even when it would not block (docs/net.md). Under the io_guard.
+  std::error_code passed(char mode) const noexcept {
+    std::int64_t d = pd_->deadline(mode).load(std::memory_order_seq_cst);
+    return d != 0 && d <= nanotime() ? deadline_error() : std::error_code{};
+  }
+
  private:
   // Runs once, with nobody inside an operation.
   GORO_DECL void destroy() noexcept;
@@ -470,11 +477,13 @@ GORO_DECL bool ctx_watch::stop() {
 }
 
 GORO_DECL void socket_state::close() noexcept {
-  std::uint32_t old = refs_.fetch_add(closed_bit + 1, std::memory_order_seq_cst);
-  if (old & closed_bit) {
-    decref();
-    return;
-  }
+  // Sets closed_bit and takes an op at once, only if not closed yet: adding
+  // closed_bit a second time would carry it out of the word, reopening the
+  // socket for ops on its (closed, maybe reused) fd and freed poll_desc.
+  std::uint32_t old = refs_.load(std::memory_order_seq_cst);
+  do {
+    if (old & closed_bit) return;
+  } while (!refs_.compare_exchange_weak(old, (old | closed_bit) + 1, std::memory_order_seq_cst));
   pd_->closing.store(true, std::memory_order_seq_cst);
   if (g* gp = netpoller::unblock(pd_, 'r', false)) gp->sched->ready(gp);
   if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);

@@ -183,6 +183,7 @@ class scheduler final : public sched_base {
     spin_token spinning;  // holds the spinning role (spin_gate)
     bool run_caller = false;  // the thread inside run(): leaves when main finishes
     bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
+    const lane_count* extm_lanes = nullptr;  // checkdead: run()'s thread's lanes (extm.hpp), which it cannot pump
     bool in_idle_list = false;
     note park_note;
     m* link = nullptr;  // idle list
@@ -651,6 +652,7 @@ class scheduler final : public sched_base {
   // This run's main goroutine (lock_ held): marked abandoned when a
   // deadlock is confirmed (deadcheck.hpp, goexit.hpp stay_abandoned).
   g* run_main_g_ = nullptr;
+  const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
   // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the

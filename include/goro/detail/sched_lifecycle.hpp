@@ -33,6 +33,8 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
+  mm->extm_lanes = lanes_owned_here().get();
+  run_lanes_ = mm->extm_lanes;  // main_return
   mm->sched = this;
   mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
@@ -94,6 +96,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
   // main_return: main returned (or threw): the others end before run() returns.
   if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
+  if (deadlocked) main_return_ops::detach_main(main_g);
   if (deadlocked)
     raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
                           format_goroutines(collect_goroutines(this)));  // goroutine dump
