@@ -18916,6 +18916,10 @@ GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexc
     return true;
   }
   if (when <= nanotime()) {
+    // Gives up without queueing: the ticket is abandoned as a timed-out
+    // waiter's, or a later notify_one would spend itself on it (it would
+    // take this waiter for one yet to reach wait) and wake nobody.
+    abandoned_.push_back(t);
     lock_.unlock();
     return false;
   }

@@ -60,6 +60,44 @@ TEST_CASE("timed waits: cond::wait_for re-locks and reports timeout vs notify", 
   });
 }
 
+TEST_CASE("timed waits: a cond wait_for already past its deadline leaves no ticket for notify_one to spend",
+          "[timed]") {
+  // A wait_for(0) took a ticket and returned false without queueing; had
+  // it not given the ticket up, a later notify_one would spend itself on
+  // it and the goroutine really waiting would never wake.
+  goro::run(
+      [] {
+        goro::mutex mu;
+        goro::cond cv;
+        bool ready = false;
+        {
+          std::unique_lock<goro::mutex> lk(mu);
+          CHECK(!cv.wait_for(lk, 0ms));
+          CHECK(!cv.wait_until(lk, std::chrono::steady_clock::now() - 1s));
+        }
+        goro::wait_group wg;
+        wg.add(1);
+        goro::go([&] {
+          std::unique_lock<goro::mutex> lk(mu);
+          while (!ready) cv.wait(lk);
+          wg.done();
+        });
+        goro::sleep_for(20ms);  // the waiter takes its ticket and parks
+        {
+          std::lock_guard<goro::mutex> g(mu);
+          ready = true;
+        }
+        cv.notify_one();
+        const bool woken = wg.wait_for(5s);
+        CHECK(woken);
+        if (!woken) {
+          cv.notify_all();
+          wg.wait();
+        }
+      },
+      goro::options{2});
+}
+
 TEST_CASE("timed waits: mutex::try_lock_for / try_lock_until", "[timed]") {
   goro::run([] {
     goro::mutex mu;
