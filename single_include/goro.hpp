@@ -7748,6 +7748,10 @@ class mutex {
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
+    // A safe point even when it will not wait (as chan's try_recv): a loop
+    // polling try_lock_for(0) is otherwise never preempted, and the holder
+    // may be waiting on this P (cooperative preemption).
+    detail::call_point();
     const std::int64_t when = detail::deadline_ns(tp);
     std::int64_t backoff = 50'000;
     for (;;) {
@@ -8113,6 +8117,7 @@ class wait_group {
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
+    detail::call_point();  // a safe point even past the deadline (see mutex::try_lock_until)
     const std::int64_t when = detail::deadline_ns(tp);
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {

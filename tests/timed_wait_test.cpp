@@ -145,6 +145,38 @@ TEST_CASE("timed waits: mutex::try_lock_for / try_lock_until", "[timed]") {
   });
 }
 
+TEST_CASE("timed waits: polling with a deadline already past is a safe point", "[timed][preempt]") {
+  // One P, cooperative preemption (the default): a goroutine polling
+  // mu.try_lock_for(0) or wg.wait_for(0) makes no other goro call. Those
+  // calls must honour sysmon's preemption request (as try_recv does), or
+  // the goroutine it polls for, asleep on a timer that only runs when the P
+  // schedules, never runs: the poll used to spin for good.
+  goro::run(
+      [] {
+        for (int which = 0; which < 2; ++which) {
+          goro::mutex mu;
+          goro::wait_group wg, helper;
+          mu.lock();
+          wg.add(1);
+          helper.add(1);
+          goro::go([&] {
+            goro::sleep_for(1ms);
+            mu.unlock();
+            wg.done();
+            helper.done();
+          });
+          const auto give_up = std::chrono::steady_clock::now() + 3s;
+          bool got = false;
+          while (!got && std::chrono::steady_clock::now() < give_up)
+            got = which == 0 ? mu.try_lock_for(0ms) : wg.wait_for(0ms);
+          CHECK(got);
+          helper.wait();  // a failed poll: parking lets the helper finish
+          if (which == 0 && got) mu.unlock();
+        }
+      },
+      goro::options{1});
+}
+
 TEST_CASE("timed waits: racing timeouts and wakes, goroutines and threads", "[timed]") {
   goro::runtime rt{goro::options{4}};
   const int n = scale(300, 50);
