@@ -7028,7 +7028,13 @@ struct chan_timer {
 template <class Rep, class Period>
 void sleep_for(const std::chrono::duration<Rep, Period>& d) {
   std::int64_t ns = detail::to_ns(d);
-  if (ns == 0) return;
+  if (ns == 0) {
+    // Still a goro call, so a safe point: a loop of zero sleeps is otherwise
+    // never preempted (cooperative preemption), and what it waits for may
+    // be asleep on this P's timer heap.
+    detail::call_point();
+    return;
+  }
   detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
 }
 
@@ -7038,7 +7044,10 @@ template <class Duration>
 void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
   using namespace std::chrono;
   auto since = t.time_since_epoch();
-  if (since <= since.zero()) return;
+  if (since <= since.zero()) {
+    detail::call_point();  // a safe point (see sleep_for)
+    return;
+  }
   detail::sleep_until_ns(detail::to_ns(since));
 }
 
