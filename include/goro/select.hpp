@@ -257,10 +257,15 @@ class select_case {
     virtual detail::select_case prepare() = 0;
     virtual void run() = 0;  // it was chosen
   };
+  // A case holds its channel, as Go's SelectCase holds its Chan: it may
+  // outlive the handle it was made from (recv_case(goro::after(d), f) kept
+  // in a vector: that channel's other owner, after()'s timer, lets go once
+  // it fired). A recv_chan<T> is a handle to any chan<T, Alloc>.
   template <class T, class F>
   struct recv_impl final : impl {
     using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
-    recv_impl(detail::hchan<elem>* ch, F fn) : c(ch), f(std::move(fn)) {}
+    recv_impl(recv_chan<T> ch, F fn) : h(std::move(ch)), c(h.impl()), f(std::move(fn)) {}
+    recv_chan<T> h;  // keeps *c alive
     detail::hchan<elem>* c;
     F f;
     std::optional<elem> slot;
@@ -280,7 +285,8 @@ class select_case {
   template <class T, class F>
   struct send_impl final : impl {
     using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
-    send_impl(detail::hchan<elem>* ch, T v, F fn) : c(ch), value(std::move(v)), f(std::move(fn)) {}
+    send_impl(recv_chan<T> ch, T v, F fn) : h(std::move(ch)), c(h.impl()), value(std::move(v)), f(std::move(fn)) {}
+    recv_chan<T> h;  // keeps *c alive (see recv_impl)
     detail::hchan<elem>* c;
     T value;                     // what each send sends a copy of (moved into staged when T is move-only)
     std::optional<elem> staged;  // the value offered to this select
@@ -341,20 +347,20 @@ template <class T, class A, class F>
 select_case recv_case(const chan<T, A>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
-  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(recv_chan<T>(ch), std::forward<F>(f)), false};
 }
 template <class T, class F>
 select_case recv_case(const recv_chan<T>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
-  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch, std::forward<F>(f)), false};
 }
 // A run-time case sending value on ch, then running f(). On a closed
 // channel, choosing it raises goro::channel_closed.
 template <class T, class A, class V, class F>
 select_case send_case(const chan<T, A>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::send_case: the callable must take no arguments");
-  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(ch.impl(), T(std::forward<V>(value)),
+  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(recv_chan<T>(ch), T(std::forward<V>(value)),
                                                                        std::forward<F>(f)),
           false};
 }
