@@ -8898,17 +8898,22 @@ GORO_DECL std::size_t select_go(select_case* sc, std::size_t n, bool has_default
 namespace detail {
 // The cases of the variadic select, built by on_recv / on_send / on_default.
 // A T whose move may throw travels boxed (detail::chan_elem, chan.hpp).
+// `keep`: the handle an arm was made from when that was a temporary (see
+// on_recv), else nil: an arm made from a handle does not copy it (no
+// reference count touched per select).
 template <class T, class F>
 struct recv_arm {
   hchan<chan_elem<T>>* c;  // nullptr: a nil channel (never chosen)
   F f;
   std::optional<detail::chan_elem<T>> slot{};
+  recv_chan<T> keep{};
 };
 template <class T, class F>
 struct send_arm {
   hchan<chan_elem<T>>* c;
   chan_elem<T> value;
   F f;
+  recv_chan<T> keep{};
 };
 template <class F>
 struct default_arm {
@@ -8929,6 +8934,21 @@ detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
 }
+// From a temporary handle (on_recv(goro::after(d), f)) the arm holds the
+// handle: an arm kept in a variable must not outlive its channel (after()'s
+// is freed once its timer fired and the last handle went).
+template <class T, class A, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(chan<T, A>&& ch, F&& f) {
+  auto arm = on_recv(std::as_const(ch), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
+}
+template <class T, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(recv_chan<T>&& ch, F&& f) {
+  auto arm = on_recv(std::as_const(ch), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
+}
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
 template <class T, class A, class V, class F>
 detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&& f) {
@@ -8937,6 +8957,12 @@ detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&
     return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
   else
     return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+}
+template <class T, class A, class V, class F>
+detail::send_arm<T, std::decay_t<F>> on_send(chan<T, A>&& ch, V&& value, F&& f) {
+  auto arm = on_send(std::as_const(ch), std::forward<V>(value), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
 }
 // Runs when no other case is ready: the select does not block.
 template <class F>

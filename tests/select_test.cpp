@@ -433,3 +433,24 @@ TEST_CASE("select: a select_case keeps its channel alive, made from a handle tha
     CHECK(timed_out);
   });
 }
+
+TEST_CASE("select: an arm kept in a variable keeps a channel it was made from a temporary handle of", "[select]") {
+  // auto timeout = goro::on_recv(goro::after(d), f): the arm kept a bare
+  // pointer, the temporary handle went at the end of the statement, and
+  // after()'s channel was freed once its timer fired -- with the select's
+  // waiter still queued on it (ASan: heap-use-after-free in lock_all).
+  {
+    auto r = goro::on_recv(goro::chan<int, live_alloc<int>>(1), [](std::optional<int>) {});
+    auto s = goro::on_send(goro::chan<int, live_alloc<int>>(1), 7, [] {});
+    REQUIRE(case_chan_live.load() > 0);  // the channels are still there
+    CHECK(goro::select(r, s) == 1);      // the send has room, the receive nothing
+  }
+  CHECK(case_chan_live.load() == 0);  // and go with their arms
+  goro::run([] {
+    goro::chan<int> in;
+    bool timed_out = false;
+    auto timeout = goro::on_recv(goro::after(std::chrono::milliseconds(5)), [&](auto) { timed_out = true; });
+    CHECK(goro::select(goro::on_recv(in, [](std::optional<int>) {}), timeout) == 1);
+    CHECK(timed_out);
+  });
+}
