@@ -177,6 +177,72 @@ TEST_CASE("timed waits: polling with a deadline already past is a safe point", "
       goro::options{1});
 }
 
+TEST_CASE("timed waits: extreme durations and instants saturate (hours::max() waits, min() does not)", "[timed]") {
+  // As sleep_for: hours::max() is "forever" and nanoseconds::min() / a
+  // time_point's min() "already past". The waits computed now() + d in
+  // nanoseconds (hours::max() overflowed: false at once) and tp - now()
+  // (min() overflowed to a huge wait: blocked until woken).
+  goro::run(
+      [] {
+        using steady = std::chrono::steady_clock;
+        // A long wait that is satisfied after 10 ms.
+        goro::wait_group wg;
+        wg.add(1);
+        goro::mutex mu, cmu;
+        goro::cond cv;
+        bool ready = false;
+        mu.lock();
+        goro::go([&] {
+          goro::sleep_for(10ms);
+          wg.done();
+          mu.unlock();
+          std::lock_guard<goro::mutex> g(cmu);
+          ready = true;
+          cv.notify_one();
+        });
+        CHECK(wg.wait_for(std::chrono::hours::max()));
+        const bool locked = mu.try_lock_for(std::chrono::hours::max());
+        CHECK(locked);
+        if (locked) mu.unlock();
+        {
+          std::unique_lock<goro::mutex> lk(cmu);
+          bool notified = true;
+          while (!ready && notified) notified = cv.wait_for(lk, std::chrono::hours::max());
+          CHECK(notified);
+          while (!ready) cv.wait(lk);
+        }
+        wg.wait();
+        // Waits already past: false at once (a helper releases them after
+        // 2 s, or as soon as the checks are done).
+        goro::wait_group never;
+        never.add(1);
+        goro::mutex held;
+        held.lock();
+        goro::chan<int> release;
+        goro::go([&] {
+          goro::select(goro::on_recv(release, [](std::optional<int>) {}), goro::on_recv(goro::after(2s), [](auto) {}));
+          never.done();
+          held.unlock();
+          std::lock_guard<goro::mutex> g(cmu);
+          cv.notify_all();
+        });
+        const auto start = steady::now();
+        CHECK(!never.wait_for(std::chrono::nanoseconds::min()));
+        CHECK(!never.wait_until(steady::time_point::min()));
+        CHECK(!held.try_lock_for(std::chrono::nanoseconds::min()));
+        CHECK(!held.try_lock_until(steady::time_point::min()));
+        {
+          std::unique_lock<goro::mutex> lk(cmu);
+          CHECK(!cv.wait_for(lk, std::chrono::nanoseconds::min()));
+          CHECK(!cv.wait_until(lk, steady::time_point::min()));
+        }
+        CHECK(steady::now() - start < 1s);
+        release.close();
+        never.wait();
+      },
+      goro::options{2});
+}
+
 TEST_CASE("timed waits: racing timeouts and wakes, goroutines and threads", "[timed]") {
   goro::runtime rt{goro::options{4}};
   const int n = scale(300, 50);
