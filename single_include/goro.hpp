@@ -6979,11 +6979,17 @@ GORO_DECL void add_timer_anywhere(timer* t);
 // to queue t again. Returns whether t was pending. For goro::timer / ticker
 // (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
 // must not be taken by t's function (del would wait for it forever).
+// `on`: the runtime to queue t on (else add_timer_anywhere's choice).
 template <class Set>
-bool rearm_timer(spinlock& op, timer& t, Set set) {
+bool rearm_timer(spinlock& op, timer& t, Set set, sched_base* on = nullptr) {
   std::lock_guard<spinlock> lk(op);
   const bool pending = timer_heap::del(&t);
-  if (set(pending)) add_timer_anywhere(&t);
+  if (set(pending)) {
+    if (on)
+      on->add_timer(&t);
+    else
+      add_timer_anywhere(&t);
+  }
   return pending;
 }
 
@@ -18715,23 +18721,33 @@ GORO_DECL bool chan_timer::stop() noexcept {
 GORO_DECL bool chan_timer::detach() noexcept {
   bool requeued = false;
   GORO_TRY {
-    requeued = rearm_timer(op, t, [this](bool pending) {
-      if (!pending) return false;  // fired (or stopped): nothing left to run
-      self_owned = true;
-      t.sync = false;
-      t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
-      return true;
-    });
+    requeued = rearm_timer(
+        op, t,
+        [this](bool pending) {
+          if (!pending) return false;  // fired (or stopped): nothing left to run
+          self_owned = true;
+          t.sync = false;
+          t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+          return true;
+        },
+        owner);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
   return requeued;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
-  return rearm_timer(op, t, [&](bool) {
-    t.when = when;
-    t.period = period;
-    return true;
-  });
+  // An after_func timer stays on its runtime (owner), whoever re-arms it:
+  // queued where the caller is -- the process-wide timer thread for a
+  // plain thread -- it outlived that runtime and spawned f on it once
+  // destroyed; on the runtime's heaps it goes when the runtime ends.
+  return rearm_timer(
+      op, t,
+      [&](bool) {
+        t.when = when;
+        t.period = period;
+        return true;
+      },
+      owner);
 }
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {
