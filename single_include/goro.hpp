@@ -6250,7 +6250,13 @@ struct queued_waiter {
   static bool unlink(void* a) noexcept {
     auto* x = static_cast<queued_waiter*>(a);
     x->c->lock.lock();
-    const bool removed = x->q->remove(x->w);  // a no-op if a waker popped it
+    // Searched for, not remove(x->w): close() links the waiters it popped
+    // through `next` until it has woken them, and remove() would take such
+    // a record for a queued one (relinking the queue to another popped
+    // record and reporting it taken: the runtime ending the goroutine and
+    // close() both readied it).
+    chan_waiter* w = x->w;
+    const bool removed = x->q->remove_first_if([w](const chan_waiter* y) { return y == w; }) != nullptr;
     x->c->lock.unlock();
     return removed;
   }
@@ -7076,11 +7082,17 @@ GORO_DECL void add_timer_anywhere(timer* t);
 // to queue t again. Returns whether t was pending. For goro::timer / ticker
 // (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
 // must not be taken by t's function (del would wait for it forever).
+// `on`: the runtime to queue t on (else add_timer_anywhere's choice).
 template <class Set>
-bool rearm_timer(spinlock& op, timer& t, Set set) {
+bool rearm_timer(spinlock& op, timer& t, Set set, sched_base* on = nullptr) {
   std::lock_guard<spinlock> lk(op);
   const bool pending = timer_heap::del(&t);
-  if (set(pending)) add_timer_anywhere(&t);
+  if (set(pending)) {
+    if (on)
+      on->add_timer(&t);
+    else
+      add_timer_anywhere(&t);
+  }
   return pending;
 }
 
@@ -7125,7 +7137,13 @@ struct chan_timer {
 template <class Rep, class Period>
 void sleep_for(const std::chrono::duration<Rep, Period>& d) {
   std::int64_t ns = detail::to_ns(d);
-  if (ns == 0) return;
+  if (ns == 0) {
+    // Still a goro call, so a safe point: a loop of zero sleeps is otherwise
+    // never preempted (cooperative preemption), and what it waits for may
+    // be asleep on this P's timer heap.
+    detail::call_point();
+    return;
+  }
   detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
 }
 
@@ -7135,7 +7153,10 @@ template <class Duration>
 void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
   using namespace std::chrono;
   auto since = t.time_since_epoch();
-  if (since <= since.zero()) return;
+  if (since <= since.zero()) {
+    detail::call_point();  // a safe point (see sleep_for)
+    return;
+  }
   detail::sleep_until_ns(detail::to_ns(since));
 }
 
@@ -7634,12 +7655,28 @@ inline void nap_until(std::int64_t when) noexcept {
 template <class Clock, class Duration>
 std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
   using namespace std::chrono;
-  const auto d = tp - Clock::now();  // another clock: converted through "how long from now"
-  if (d <= d.zero()) return nanotime();
+  const auto clock_now = Clock::now();
+  // Compared before subtracting: tp - now overflows for time_point::min(),
+  // which then read as a wait of centuries.
+  if (tp <= clock_now) return nanotime();
+  const auto d = tp - clock_now;                             // another clock: converted through "how long from now"
   const double ns = duration<double, std::nano>(d).count();  // not long double: see to_ns
   const std::int64_t now = nanotime();
   if (ns >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
   return when_after(now, static_cast<std::int64_t>(ns) + 1);
+}
+
+// A deadline as nanotime() for a wait of d from now: rounded up (never
+// early) and saturated as time.hpp's to_ns -- now() + d in nanoseconds
+// overflows for hours::max() ("forever") and nanoseconds::min() ("already
+// past").
+template <class Rep, class Period>
+std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& d) noexcept {
+  using namespace std::chrono;
+  const std::int64_t now = nanotime();
+  if (d <= d.zero()) return now;
+  if (duration<double, std::nano>(d).count() >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return when_after(now, ceil<nanoseconds>(d).count());
 }
 
 }  // namespace goro::detail
@@ -7728,12 +7765,37 @@ class notify_list {
 
  private:
   static bool less(std::uint32_t a, std::uint32_t b) noexcept { return static_cast<std::int32_t>(a - b) < 0; }
+  static bool later(std::uint32_t a, std::uint32_t b) noexcept { return less(b, a); }  // abandoned_'s heap order
+
+  // Under lock_: the unnotified ticket t will never be waited for.
+  void abandon_locked(std::uint32_t t) {
+    abandoned_.push_back(t);
+    std::push_heap(abandoned_.begin(), abandoned_.end(), later);
+    skip_abandoned_locked();
+  }
+  // Under lock_: passes notify_ over the abandoned tickets at its head, as
+  // notify_one would, so that the oldest unnotified ticket is never an
+  // abandoned one. Otherwise a poller's timed-out waits pile up there and
+  // the next notify_one walks them all under the lock (each find and erase
+  // linear: 300k timed-out waits cost one notify_one 4.6 s).
+  void skip_abandoned_locked() noexcept {
+    std::uint32_t n = notify_.load(std::memory_order_relaxed);
+    if (abandoned_.empty() || abandoned_.front() != n) return;
+    do {
+      std::pop_heap(abandoned_.begin(), abandoned_.end(), later);
+      abandoned_.pop_back();
+      ++n;
+    } while (!abandoned_.empty() && abandoned_.front() == n);
+    notify_.store(n, std::memory_order_release);
+  }
 
   std::atomic<std::uint32_t> wait_{0};
   std::atomic<std::uint32_t> notify_{0};  // written under lock_ only
   spinlock lock_;
   waiter_queue queue_;                   // guarded by lock_
-  std::vector<std::uint32_t> abandoned_;  // unnotified tickets of timed-out waiters (guarded by lock_)
+  // Unnotified tickets of timed-out waiters, a min-heap in ticket order
+  // (all are after notify_, so less() orders them; guarded by lock_).
+  std::vector<std::uint32_t> abandoned_;
 };
 
 }  // namespace goro::detail
@@ -7816,21 +7878,11 @@ class mutex {
   // has no fairness claim: a blocked lock() may win first).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+    return try_lock_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    const std::int64_t when = detail::deadline_ns(tp);
-    std::int64_t backoff = 50'000;
-    for (;;) {
-      if (try_lock()) return true;
-      const std::int64_t now = detail::nanotime();
-      if (now >= when) return false;
-      detail::check_may_park("mutex try_lock_for");
-      detail::nap_until(std::min(when, now + backoff));
-      detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
-      if (backoff < 1'000'000) backoff *= 2;
-    }
+    return try_lock_until_ns(detail::deadline_ns(tp));
   }
 
   void unlock() {
@@ -7857,6 +7909,24 @@ class mutex {
   }
 
  private:
+  // Until the nanotime() `when`.
+  bool try_lock_until_ns(std::int64_t when) {
+    // A safe point even when it will not wait (as chan's try_recv): a loop
+    // polling try_lock_for(0) is otherwise never preempted, and the holder
+    // may be waiting on this P (cooperative preemption).
+    detail::call_point();
+    std::int64_t backoff = 50'000;
+    for (;;) {
+      if (try_lock()) return true;
+      const std::int64_t now = detail::nanotime();
+      if (now >= when) return false;
+      detail::check_may_park("mutex try_lock_for");
+      detail::nap_until(std::min(when, now + backoff));
+      detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
+      if (backoff < 1'000'000) backoff *= 2;
+    }
+  }
+
   static constexpr std::uint32_t locked = 1;
   static constexpr std::uint32_t woken = 2;
   static constexpr std::uint32_t starving = 4;
@@ -8058,13 +8128,21 @@ class cond {
   // deadline. False on timeout; lk is locked again either way.
   template <class Rep, class Period>
   bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until(lk, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+    return wait_until_ns(lk, detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
+    return wait_until_ns(lk, detail::deadline_ns(tp));
+  }
+
+  void notify_one() noexcept { list_.notify_one(); }
+  void notify_all() noexcept { list_.notify_all(); }
+
+ private:
+  // Until the nanotime() `when`.
+  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when) {
     if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
     detail::check_may_park("cond wait_until");
-    const std::int64_t when = detail::deadline_ns(tp);
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
@@ -8074,10 +8152,6 @@ class cond {
     return notified;
   }
 
-  void notify_one() noexcept { list_.notify_one(); }
-  void notify_all() noexcept { list_.notify_all(); }
-
- private:
   detail::notify_list list_;
 };
 
@@ -8181,11 +8255,17 @@ class wait_group {
   // by then.
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
-    return wait_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+    return wait_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    const std::int64_t when = detail::deadline_ns(tp);
+    return wait_until_ns(detail::deadline_ns(tp));
+  }
+
+ private:
+  // Until the nanotime() `when`.
+  bool wait_until_ns(std::int64_t when) {
+    detail::call_point();  // a safe point even past the deadline (see mutex::try_lock_until_ns)
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return true;
@@ -8213,7 +8293,6 @@ class wait_group {
     }
   }
 
- private:
   // A runtime destroyed while a goroutine waits for good takes it off
   // sema_'s queue: un-count it too, or a later release would keep its
   // token for the next wait() to take early.
@@ -8975,17 +9054,22 @@ GORO_DECL std::size_t select_go(select_case* sc, std::size_t n, bool has_default
 namespace detail {
 // The cases of the variadic select, built by on_recv / on_send / on_default.
 // A T whose move may throw travels boxed (detail::chan_elem, chan.hpp).
+// `keep`: the handle an arm was made from when that was a temporary (see
+// on_recv), else nil: an arm made from a handle does not copy it (no
+// reference count touched per select).
 template <class T, class F>
 struct recv_arm {
   hchan<chan_elem<T>>* c;  // nullptr: a nil channel (never chosen)
   F f;
   std::optional<detail::chan_elem<T>> slot{};
+  recv_chan<T> keep{};
 };
 template <class T, class F>
 struct send_arm {
   hchan<chan_elem<T>>* c;
   chan_elem<T> value;
   F f;
+  recv_chan<T> keep{};
 };
 template <class F>
 struct default_arm {
@@ -9006,6 +9090,21 @@ detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
 }
+// From a temporary handle (on_recv(goro::after(d), f)) the arm holds the
+// handle: an arm kept in a variable must not outlive its channel (after()'s
+// is freed once its timer fired and the last handle went).
+template <class T, class A, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(chan<T, A>&& ch, F&& f) {
+  auto arm = on_recv(std::as_const(ch), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
+}
+template <class T, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(recv_chan<T>&& ch, F&& f) {
+  auto arm = on_recv(std::as_const(ch), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
+}
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
 template <class T, class A, class V, class F>
 detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&& f) {
@@ -9014,6 +9113,12 @@ detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&
     return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
   else
     return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+}
+template <class T, class A, class V, class F>
+detail::send_arm<T, std::decay_t<F>> on_send(chan<T, A>&& ch, V&& value, F&& f) {
+  auto arm = on_send(std::as_const(ch), std::forward<V>(value), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
 }
 // Runs when no other case is ready: the select does not block.
 template <class F>
@@ -9136,10 +9241,15 @@ class select_case {
     virtual detail::select_case prepare() = 0;
     virtual void run() = 0;  // it was chosen
   };
+  // A case holds its channel, as Go's SelectCase holds its Chan: it may
+  // outlive the handle it was made from (recv_case(goro::after(d), f) kept
+  // in a vector: that channel's other owner, after()'s timer, lets go once
+  // it fired). A recv_chan<T> is a handle to any chan<T, Alloc>.
   template <class T, class F>
   struct recv_impl final : impl {
     using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
-    recv_impl(detail::hchan<elem>* ch, F fn) : c(ch), f(std::move(fn)) {}
+    recv_impl(recv_chan<T> ch, F fn) : h(std::move(ch)), c(h.impl()), f(std::move(fn)) {}
+    recv_chan<T> h;  // keeps *c alive
     detail::hchan<elem>* c;
     F f;
     std::optional<elem> slot;
@@ -9159,7 +9269,8 @@ class select_case {
   template <class T, class F>
   struct send_impl final : impl {
     using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
-    send_impl(detail::hchan<elem>* ch, T v, F fn) : c(ch), value(std::move(v)), f(std::move(fn)) {}
+    send_impl(recv_chan<T> ch, T v, F fn) : h(std::move(ch)), c(h.impl()), value(std::move(v)), f(std::move(fn)) {}
+    recv_chan<T> h;  // keeps *c alive (see recv_impl)
     detail::hchan<elem>* c;
     T value;                     // what each send sends a copy of (moved into staged when T is move-only)
     std::optional<elem> staged;  // the value offered to this select
@@ -9220,20 +9331,20 @@ template <class T, class A, class F>
 select_case recv_case(const chan<T, A>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
-  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(recv_chan<T>(ch), std::forward<F>(f)), false};
 }
 template <class T, class F>
 select_case recv_case(const recv_chan<T>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
-  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch, std::forward<F>(f)), false};
 }
 // A run-time case sending value on ch, then running f(). On a closed
 // channel, choosing it raises goro::channel_closed.
 template <class T, class A, class V, class F>
 select_case send_case(const chan<T, A>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::send_case: the callable must take no arguments");
-  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(ch.impl(), T(std::forward<V>(value)),
+  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(recv_chan<T>(ch), T(std::forward<V>(value)),
                                                                        std::forward<F>(f)),
           false};
 }
@@ -18797,23 +18908,33 @@ GORO_DECL bool chan_timer::stop() noexcept {
 GORO_DECL bool chan_timer::detach() noexcept {
   bool requeued = false;
   GORO_TRY {
-    requeued = rearm_timer(op, t, [this](bool pending) {
-      if (!pending) return false;  // fired (or stopped): nothing left to run
-      self_owned = true;
-      t.sync = false;
-      t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
-      return true;
-    });
+    requeued = rearm_timer(
+        op, t,
+        [this](bool pending) {
+          if (!pending) return false;  // fired (or stopped): nothing left to run
+          self_owned = true;
+          t.sync = false;
+          t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+          return true;
+        },
+        owner);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
   return requeued;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
-  return rearm_timer(op, t, [&](bool) {
-    t.when = when;
-    t.period = period;
-    return true;
-  });
+  // An after_func timer stays on its runtime (owner), whoever re-arms it:
+  // queued where the caller is -- the process-wide timer thread for a
+  // plain thread -- it outlived that runtime and spawned f on it once
+  // destroyed; on the runtime's heaps it goes when the runtime ends.
+  return rearm_timer(
+      op, t,
+      [&](bool) {
+        t.when = when;
+        t.period = period;
+        return true;
+      },
+      owner);
 }
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {
@@ -19085,7 +19206,7 @@ GORO_DECL void notify_list::wait(std::uint32_t t) noexcept {
   block_on(w, queue_, lock_, wait_reason::cond_wait, [](void* a) noexcept {
     auto* x = static_cast<ticket_of*>(a);
     x->self->lock_.lock();
-    if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandoned_.push_back(x->t);
+    if (!less(x->t, x->self->notify_.load(std::memory_order_relaxed))) x->self->abandon_locked(x->t);
     x->self->lock_.unlock();
   }, &at);
 }
@@ -19097,6 +19218,10 @@ GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexc
     return true;
   }
   if (when <= nanotime()) {
+    // Gives up without queueing: the ticket is abandoned as a timed-out
+    // waiter's, or a later notify_one would spend itself on it (it would
+    // take this waiter for one yet to reach wait) and wake nobody.
+    abandon_locked(t);
     lock_.unlock();
     return false;
   }
@@ -19108,7 +19233,7 @@ GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexc
       [](void* self, waiter* x) noexcept {
         auto* nl = static_cast<notify_list*>(self);
         if (!nl->queue_.remove_first_if([x](const waiter* y) { return y == x; })) return false;
-        nl->abandoned_.push_back(x->ticket);
+        nl->abandon_locked(x->ticket);
         return true;
       },
       this);
@@ -19121,17 +19246,13 @@ GORO_DECL void notify_list::notify_one() noexcept {
   if (wait_.load(std::memory_order_acquire) == notify_.load(std::memory_order_acquire)) return;
   lock_.lock();
   waiter* w = nullptr;
-  for (;;) {
-    const std::uint32_t t = notify_.load(std::memory_order_relaxed);
-    if (t == wait_.load(std::memory_order_acquire)) break;
+  // The oldest unnotified ticket is never an abandoned one (abandon_locked
+  // passes over those): it is queued, or has yet to reach wait() and will
+  // find itself notified there.
+  if (const std::uint32_t t = notify_.load(std::memory_order_relaxed); t != wait_.load(std::memory_order_acquire)) {
     notify_.store(t + 1, std::memory_order_release);
     w = queue_.remove_first_if([t](const waiter* x) { return x->ticket == t; });
-    if (w) break;
-    // Not queued: either it has yet to reach wait() (it will find itself
-    // notified), or it gave up waiting -- then notify the next one.
-    auto it = std::find(abandoned_.begin(), abandoned_.end(), t);
-    if (it == abandoned_.end()) break;
-    abandoned_.erase(it);
+    skip_abandoned_locked();
   }
   lock_.unlock();  // last access to *this
   if (w) wake(w);

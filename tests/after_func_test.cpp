@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <optional>
 
 using namespace std::chrono_literals;
 
@@ -50,4 +52,27 @@ TEST_CASE("after_func: stop cancels; dropping the timer does not; reset re-arms"
 TEST_CASE("after_func: a dropped pending one is freed when the runtime ends", "[after_func]") {
   // Under ASan this checks the self-owned timer is freed (by the heap's drop).
   goro::run([] { (void)goro::after_func(1h, [] {}); });
+}
+
+TEST_CASE("after_func: re-armed or dropped from a plain thread, it stays on its runtime", "[after_func]") {
+  // A stop / reset / drop re-queued the timer where the caller was: from a
+  // plain thread, on the process-wide timer thread, which outlives the
+  // runtime -- firing there, it spawned f on a destroyed runtime (ASan:
+  // heap-use-after-free in spawn). It stays on its runtime's heaps now, and
+  // goes when that runtime ends.
+  auto token = std::make_shared<int>(0);
+  std::optional<goro::timer> dropped, rearmed;
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([&] {
+      dropped.emplace(goro::after_func(1h, [token] {}));
+      rearmed.emplace(goro::after_func(1h, [] {}));
+    });
+    // From this plain thread, while the runtime lives:
+    CHECK(rearmed->reset(1h));  // was pending
+    dropped.reset();            // pending: left to fire, it owns itself
+    CHECK(token.use_count() == 2);
+  }                               // the runtime ends with both pending
+  CHECK(token.use_count() == 1);  // the dropped one was freed with it
+  CHECK(!rearmed->stop());        // the other went with it: it can never fire
 }

@@ -452,3 +452,25 @@ TEST_CASE("chan: skynet sums its leaves", "[chan]") {
   });
   CHECK(sum == leaves * (leaves - 1) / 2);
 }
+
+TEST_CASE("chan: a waiter close() popped is not taken off again by the runtime's unlink", "[chan]") {
+  // close() links the waiters it popped through `next` until it has woken
+  // them. The runtime ending a goroutine (main_return) unlinks a parked one
+  // through queued_waiter::unlink, which used waitq::remove(): for such a
+  // record it relinked the queue to another popped record and said "taken",
+  // so the ending runtime and close() both readied the goroutine (a crash
+  // in run_goroutine). Here the records are plain-thread ones: close()'s
+  // wake only sets their futex words.
+  goro::detail::hchan<int> c(0);
+  goro::detail::chan_waiter w1, w2;
+  c.lock.lock();
+  c.recvq.push_back(&w1);
+  c.recvq.push_back(&w2);
+  c.lock.unlock();
+  c.close();  // pops w1, then w2, linked w2 -> w1 (still so: a real close may not have woken them yet)
+  goro::detail::queued_waiter at{&c, &c.recvq, &w2};
+  CHECK(!goro::detail::queued_waiter::unlink(&at));  // close() owns its wake-up
+  CHECK(c.recvq.empty());                            // and the queue was left alone
+  CHECK(w1.woken.load() == 1);
+  CHECK(w2.woken.load() == 1);
+}

@@ -510,3 +510,30 @@ TEST_CASE("main returns: many goroutines blocked on one channel all end") {
   });
   CHECK(unwound.load() == n);
 }
+
+TEST_CASE("main returns: while a goroutine closes the channel many others wait on") {
+  // The runtime ends the parked receivers while close() is waking them: a
+  // receiver close() had popped (linked to the others it popped) was also
+  // taken by the runtime's unlink, and readied twice (a crash in
+  // run_goroutine within a few hundred rounds).
+  const int rounds = goro_test::scale(300, 30);
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<bool> go_close{false};
+    auto token = std::make_shared<int>(0);
+    goro::run(
+        [&] {
+          goro::chan<int> ch;
+          for (int i = 0; i < 100; ++i) goro::go([ch, token]() mutable { (void)ch.recv(); });
+          goro::go([&, ch]() mutable {
+            while (!go_close.load()) goro::yield();
+            ch.close();
+          });
+          goro::sleep_for(1ms);
+          go_close = true;
+          for (volatile int i = 0; i < (round % 7) * 300; i = i + 1) {
+          }
+        },
+        goro::options{static_cast<unsigned>(2 + round % 3)});
+    REQUIRE(token.use_count() == 1);  // every goroutine ended (or was discarded unrun)
+  }
+}

@@ -384,3 +384,73 @@ TEST_CASE("select: move-only values; a losing send keeps its value out of the ch
   CHECK(*got == 5);
   CHECK_FALSE(b.try_recv().has_value());
 }
+
+namespace {
+// Counts the live allocations of the channels that use it (each: its ring
+// and its shared record).
+std::atomic<int> case_chan_live{0};
+template <class T>
+struct live_alloc {
+  using value_type = T;
+  live_alloc() noexcept = default;
+  template <class U>
+  live_alloc(const live_alloc<U> &) noexcept {}
+  T *allocate(std::size_t n) {
+    case_chan_live.fetch_add(1);
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T *p, std::size_t n) noexcept {
+    case_chan_live.fetch_sub(1);
+    std::allocator<T>().deallocate(p, n);
+  }
+  template <class U>
+  bool operator==(const live_alloc<U> &) const noexcept {
+    return true;
+  }
+};
+}  // namespace
+
+TEST_CASE("select: a select_case keeps its channel alive, made from a handle that is gone", "[select]") {
+  // As Go's reflect.SelectCase holds its Chan. A case kept a bare pointer:
+  // one made from a temporary handle -- recv_case(goro::after(d), f) kept
+  // in a vector, the usual timeout case -- had its channel freed under it
+  // (after()'s, once the timer fired), and the select locked freed memory.
+  {
+    std::vector<goro::select_case> cases;
+    cases.push_back(goro::recv_case(goro::chan<int, live_alloc<int>>(1), [](std::optional<int>) {}));
+    cases.push_back(goro::send_case(goro::chan<int, live_alloc<int>>(1), 7, [] {}));
+    REQUIRE(case_chan_live.load() > 0);  // the channels are still there
+    CHECK(goro::select(cases) == 1);     // the send has room, the receive nothing
+  }
+  CHECK(case_chan_live.load() == 0);  // and go with their cases
+  goro::run([] {
+    goro::chan<int> in;
+    bool timed_out = false;
+    std::vector<goro::select_case> cases;
+    cases.push_back(goro::recv_case(in, [](std::optional<int>) {}));
+    cases.push_back(goro::recv_case(goro::after(std::chrono::milliseconds(5)), [&](auto) { timed_out = true; }));
+    CHECK(goro::select(cases) == 1);
+    CHECK(timed_out);
+  });
+}
+
+TEST_CASE("select: an arm kept in a variable keeps a channel it was made from a temporary handle of", "[select]") {
+  // auto timeout = goro::on_recv(goro::after(d), f): the arm kept a bare
+  // pointer, the temporary handle went at the end of the statement, and
+  // after()'s channel was freed once its timer fired -- with the select's
+  // waiter still queued on it (ASan: heap-use-after-free in lock_all).
+  {
+    auto r = goro::on_recv(goro::chan<int, live_alloc<int>>(1), [](std::optional<int>) {});
+    auto s = goro::on_send(goro::chan<int, live_alloc<int>>(1), 7, [] {});
+    REQUIRE(case_chan_live.load() > 0);  // the channels are still there
+    CHECK(goro::select(r, s) == 1);      // the send has room, the receive nothing
+  }
+  CHECK(case_chan_live.load() == 0);  // and go with their arms
+  goro::run([] {
+    goro::chan<int> in;
+    bool timed_out = false;
+    auto timeout = goro::on_recv(goro::after(std::chrono::milliseconds(5)), [&](auto) { timed_out = true; });
+    CHECK(goro::select(goro::on_recv(in, [](std::optional<int>) {}), timeout) == 1);
+    CHECK(timed_out);
+  });
+}

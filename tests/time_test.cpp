@@ -92,6 +92,36 @@ TEST_CASE("time: non-positive durations and past instants return at once", "[tim
   goro::sleep_for(-1ms);  // plain thread too
 }
 
+TEST_CASE("time: a loop of zero sleeps is preempted", "[time][preempt]") {
+  // One P, cooperative preemption (the default): sleep_for(0) returns at
+  // once, but as a goro call it honours sysmon's preemption request (as a
+  // sleep_until in the past did). A loop of them used to keep the P for
+  // good: the goroutine it waited for, asleep on that P's timer heap,
+  // never ran.
+  goro::runtime rt{goro::options{1}};
+  rt.run([] {
+    for (int which = 0; which < 2; ++which) {
+      std::atomic<bool> ready{false};
+      goro::wait_group helper;
+      helper.add(1);
+      goro::go([&] {
+        goro::sleep_for(1ms);
+        ready = true;
+        helper.done();
+      });
+      const auto give_up = steady::now() + 3s;
+      while (!ready && steady::now() < give_up) {
+        if (which == 0)
+          goro::sleep_for(0ms);
+        else
+          goro::sleep_until(steady::time_point{});
+      }
+      CHECK(ready.load());
+      helper.wait();  // a loop that gave up: parking lets the helper finish
+    }
+  });
+}
+
 TEST_CASE("time: sleepers wake in deadline order", "[time]") {
   goro::runtime rt{goro::options{1}};
   rt.run([] {

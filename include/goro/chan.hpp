@@ -155,7 +155,13 @@ struct queued_waiter {
   static bool unlink(void* a) noexcept {
     auto* x = static_cast<queued_waiter*>(a);
     x->c->lock.lock();
-    const bool removed = x->q->remove(x->w);  // a no-op if a waker popped it
+    // Searched for, not remove(x->w): close() links the waiters it popped
+    // through `next` until it has woken them, and remove() would take such
+    // a record for a queued one (relinking the queue to another popped
+    // record and reporting it taken: the runtime ending the goroutine and
+    // close() both readied it).
+    chan_waiter* w = x->w;
+    const bool removed = x->q->remove_first_if([w](const chan_waiter* y) { return y == w; }) != nullptr;
     x->c->lock.unlock();
     return removed;
   }

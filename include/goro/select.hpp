@@ -98,17 +98,22 @@ GORO_DECL std::size_t select_go(select_case* sc, std::size_t n, bool has_default
 namespace detail {
 // The cases of the variadic select, built by on_recv / on_send / on_default.
 // A T whose move may throw travels boxed (detail::chan_elem, chan.hpp).
+// `keep`: the handle an arm was made from when that was a temporary (see
+// on_recv), else nil: an arm made from a handle does not copy it (no
+// reference count touched per select).
 template <class T, class F>
 struct recv_arm {
   hchan<chan_elem<T>>* c;  // nullptr: a nil channel (never chosen)
   F f;
   std::optional<detail::chan_elem<T>> slot{};
+  recv_chan<T> keep{};
 };
 template <class T, class F>
 struct send_arm {
   hchan<chan_elem<T>>* c;
   chan_elem<T> value;
   F f;
+  recv_chan<T> keep{};
 };
 template <class F>
 struct default_arm {
@@ -129,6 +134,21 @@ detail::recv_arm<T, std::decay_t<F>> on_recv(const recv_chan<T>& ch, F&& f) {
                 "goro::on_recv: the callable must accept std::optional<T>");
   return {ch.impl(), std::forward<F>(f)};
 }
+// From a temporary handle (on_recv(goro::after(d), f)) the arm holds the
+// handle: an arm kept in a variable must not outlive its channel (after()'s
+// is freed once its timer fired and the last handle went).
+template <class T, class A, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(chan<T, A>&& ch, F&& f) {
+  auto arm = on_recv(std::as_const(ch), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
+}
+template <class T, class F>
+detail::recv_arm<T, std::decay_t<F>> on_recv(recv_chan<T>&& ch, F&& f) {
+  auto arm = on_recv(std::as_const(ch), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
+}
 // Sends value on ch, then runs f(). On a closed channel: goro::channel_closed.
 template <class T, class A, class V, class F>
 detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&& f) {
@@ -137,6 +157,12 @@ detail::send_arm<T, std::decay_t<F>> on_send(const chan<T, A>& ch, V&& value, F&
     return {ch.impl(), std::make_unique<T>(std::forward<V>(value)), std::forward<F>(f)};
   else
     return {ch.impl(), T(std::forward<V>(value)), std::forward<F>(f)};
+}
+template <class T, class A, class V, class F>
+detail::send_arm<T, std::decay_t<F>> on_send(chan<T, A>&& ch, V&& value, F&& f) {
+  auto arm = on_send(std::as_const(ch), std::forward<V>(value), std::forward<F>(f));
+  arm.keep = std::move(ch);
+  return arm;
 }
 // Runs when no other case is ready: the select does not block.
 template <class F>
@@ -259,10 +285,15 @@ class select_case {
     virtual detail::select_case prepare() = 0;
     virtual void run() = 0;  // it was chosen
   };
+  // A case holds its channel, as Go's SelectCase holds its Chan: it may
+  // outlive the handle it was made from (recv_case(goro::after(d), f) kept
+  // in a vector: that channel's other owner, after()'s timer, lets go once
+  // it fired). A recv_chan<T> is a handle to any chan<T, Alloc>.
   template <class T, class F>
   struct recv_impl final : impl {
     using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
-    recv_impl(detail::hchan<elem>* ch, F fn) : c(ch), f(std::move(fn)) {}
+    recv_impl(recv_chan<T> ch, F fn) : h(std::move(ch)), c(h.impl()), f(std::move(fn)) {}
+    recv_chan<T> h;  // keeps *c alive
     detail::hchan<elem>* c;
     F f;
     std::optional<elem> slot;
@@ -282,7 +313,8 @@ class select_case {
   template <class T, class F>
   struct send_impl final : impl {
     using elem = detail::chan_elem<T>;  // boxed when T's move may throw (chan.hpp)
-    send_impl(detail::hchan<elem>* ch, T v, F fn) : c(ch), value(std::move(v)), f(std::move(fn)) {}
+    send_impl(recv_chan<T> ch, T v, F fn) : h(std::move(ch)), c(h.impl()), value(std::move(v)), f(std::move(fn)) {}
+    recv_chan<T> h;  // keeps *c alive (see recv_impl)
     detail::hchan<elem>* c;
     T value;                     // what each send sends a copy of (moved into staged when T is move-only)
     std::optional<elem> staged;  // the value offered to this select
@@ -343,20 +375,20 @@ template <class T, class A, class F>
 select_case recv_case(const chan<T, A>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
-  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(recv_chan<T>(ch), std::forward<F>(f)), false};
 }
 template <class T, class F>
 select_case recv_case(const recv_chan<T>& ch, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&, std::optional<T>>,
                 "goro::recv_case: the callable must accept std::optional<T>");
-  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch.impl(), std::forward<F>(f)), false};
+  return {std::make_unique<select_case::recv_impl<T, std::decay_t<F>>>(ch, std::forward<F>(f)), false};
 }
 // A run-time case sending value on ch, then running f(). On a closed
 // channel, choosing it raises goro::channel_closed.
 template <class T, class A, class V, class F>
 select_case send_case(const chan<T, A>& ch, V&& value, F&& f) {
   static_assert(std::is_invocable_v<std::decay_t<F>&>, "goro::send_case: the callable must take no arguments");
-  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(ch.impl(), T(std::forward<V>(value)),
+  return {std::make_unique<select_case::send_impl<T, std::decay_t<F>>>(recv_chan<T>(ch), T(std::forward<V>(value)),
                                                                        std::forward<F>(f)),
           false};
 }

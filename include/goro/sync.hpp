@@ -97,21 +97,11 @@ class mutex {
   // has no fairness claim: a blocked lock() may win first).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+    return try_lock_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    const std::int64_t when = detail::deadline_ns(tp);
-    std::int64_t backoff = 50'000;
-    for (;;) {
-      if (try_lock()) return true;
-      const std::int64_t now = detail::nanotime();
-      if (now >= when) return false;
-      detail::check_may_park("mutex try_lock_for");
-      detail::nap_until(std::min(when, now + backoff));
-      detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
-      if (backoff < 1'000'000) backoff *= 2;
-    }
+    return try_lock_until_ns(detail::deadline_ns(tp));
   }
 
   void unlock() {
@@ -138,6 +128,24 @@ class mutex {
   }
 
  private:
+  // Until the nanotime() `when`.
+  bool try_lock_until_ns(std::int64_t when) {
+    // A safe point even when it will not wait (as chan's try_recv): a loop
+    // polling try_lock_for(0) is otherwise never preempted, and the holder
+    // may be waiting on this P (cooperative preemption).
+    detail::call_point();
+    std::int64_t backoff = 50'000;
+    for (;;) {
+      if (try_lock()) return true;
+      const std::int64_t now = detail::nanotime();
+      if (now >= when) return false;
+      detail::check_may_park("mutex try_lock_for");
+      detail::nap_until(std::min(when, now + backoff));
+      detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
+      if (backoff < 1'000'000) backoff *= 2;
+    }
+  }
+
   static constexpr std::uint32_t locked = 1;
   static constexpr std::uint32_t woken = 2;
   static constexpr std::uint32_t starving = 4;
@@ -339,13 +347,21 @@ class cond {
   // deadline. False on timeout; lk is locked again either way.
   template <class Rep, class Period>
   bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until(lk, std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+    return wait_until_ns(lk, detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
+    return wait_until_ns(lk, detail::deadline_ns(tp));
+  }
+
+  void notify_one() noexcept { list_.notify_one(); }
+  void notify_all() noexcept { list_.notify_all(); }
+
+ private:
+  // Until the nanotime() `when`.
+  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when) {
     if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
     detail::check_may_park("cond wait_until");
-    const std::int64_t when = detail::deadline_ns(tp);
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
@@ -355,10 +371,6 @@ class cond {
     return notified;
   }
 
-  void notify_one() noexcept { list_.notify_one(); }
-  void notify_all() noexcept { list_.notify_all(); }
-
- private:
   detail::notify_list list_;
 };
 
@@ -462,11 +474,17 @@ class wait_group {
   // by then.
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
-    return wait_until(std::chrono::steady_clock::now() + std::chrono::ceil<std::chrono::nanoseconds>(d));
+    return wait_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    const std::int64_t when = detail::deadline_ns(tp);
+    return wait_until_ns(detail::deadline_ns(tp));
+  }
+
+ private:
+  // Until the nanotime() `when`.
+  bool wait_until_ns(std::int64_t when) {
+    detail::call_point();  // a safe point even past the deadline (see mutex::try_lock_until_ns)
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return true;
@@ -494,7 +512,6 @@ class wait_group {
     }
   }
 
- private:
   // A runtime destroyed while a goroutine waits for good takes it off
   // sema_'s queue: un-count it too, or a later release would keep its
   // token for the next wait() to take early.

@@ -98,11 +98,17 @@ GORO_DECL void add_timer_anywhere(timer* t);
 // to queue t again. Returns whether t was pending. For goro::timer / ticker
 // (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
 // must not be taken by t's function (del would wait for it forever).
+// `on`: the runtime to queue t on (else add_timer_anywhere's choice).
 template <class Set>
-bool rearm_timer(spinlock& op, timer& t, Set set) {
+bool rearm_timer(spinlock& op, timer& t, Set set, sched_base* on = nullptr) {
   std::lock_guard<spinlock> lk(op);
   const bool pending = timer_heap::del(&t);
-  if (set(pending)) add_timer_anywhere(&t);
+  if (set(pending)) {
+    if (on)
+      on->add_timer(&t);
+    else
+      add_timer_anywhere(&t);
+  }
   return pending;
 }
 
@@ -147,7 +153,13 @@ struct chan_timer {
 template <class Rep, class Period>
 void sleep_for(const std::chrono::duration<Rep, Period>& d) {
   std::int64_t ns = detail::to_ns(d);
-  if (ns == 0) return;
+  if (ns == 0) {
+    // Still a goro call, so a safe point: a loop of zero sleeps is otherwise
+    // never preempted (cooperative preemption), and what it waits for may
+    // be asleep on this P's timer heap.
+    detail::call_point();
+    return;
+  }
   detail::sleep_until_ns(detail::when_after(detail::nanotime(), ns));
 }
 
@@ -157,7 +169,10 @@ template <class Duration>
 void sleep_until(const std::chrono::time_point<std::chrono::steady_clock, Duration>& t) {
   using namespace std::chrono;
   auto since = t.time_since_epoch();
-  if (since <= since.zero()) return;
+  if (since <= since.zero()) {
+    detail::call_point();  // a safe point (see sleep_for)
+    return;
+  }
   detail::sleep_until_ns(detail::to_ns(since));
 }
 
@@ -336,23 +351,33 @@ GORO_DECL bool chan_timer::stop() noexcept {
 GORO_DECL bool chan_timer::detach() noexcept {
   bool requeued = false;
   GORO_TRY {
-    requeued = rearm_timer(op, t, [this](bool pending) {
-      if (!pending) return false;  // fired (or stopped): nothing left to run
-      self_owned = true;
-      t.sync = false;
-      t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
-      return true;
-    });
+    requeued = rearm_timer(
+        op, t,
+        [this](bool pending) {
+          if (!pending) return false;  // fired (or stopped): nothing left to run
+          self_owned = true;
+          t.sync = false;
+          t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
+          return true;
+        },
+        owner);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
   return requeued;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
-  return rearm_timer(op, t, [&](bool) {
-    t.when = when;
-    t.period = period;
-    return true;
-  });
+  // An after_func timer stays on its runtime (owner), whoever re-arms it:
+  // queued where the caller is -- the process-wide timer thread for a
+  // plain thread -- it outlived that runtime and spawned f on it once
+  // destroyed; on the runtime's heaps it goes when the runtime ends.
+  return rearm_timer(
+      op, t,
+      [&](bool) {
+        t.when = when;
+        t.period = period;
+        return true;
+      },
+      owner);
 }
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {

@@ -130,12 +130,28 @@ inline void nap_until(std::int64_t when) noexcept {
 template <class Clock, class Duration>
 std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
   using namespace std::chrono;
-  const auto d = tp - Clock::now();  // another clock: converted through "how long from now"
-  if (d <= d.zero()) return nanotime();
+  const auto clock_now = Clock::now();
+  // Compared before subtracting: tp - now overflows for time_point::min(),
+  // which then read as a wait of centuries.
+  if (tp <= clock_now) return nanotime();
+  const auto d = tp - clock_now;                             // another clock: converted through "how long from now"
   const double ns = duration<double, std::nano>(d).count();  // not long double: see to_ns
   const std::int64_t now = nanotime();
   if (ns >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
   return when_after(now, static_cast<std::int64_t>(ns) + 1);
+}
+
+// A deadline as nanotime() for a wait of d from now: rounded up (never
+// early) and saturated as time.hpp's to_ns -- now() + d in nanoseconds
+// overflows for hours::max() ("forever") and nanoseconds::min() ("already
+// past").
+template <class Rep, class Period>
+std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& d) noexcept {
+  using namespace std::chrono;
+  const std::int64_t now = nanotime();
+  if (d <= d.zero()) return now;
+  if (duration<double, std::nano>(d).count() >= static_cast<double>(INT64_MAX / 2)) return INT64_MAX / 2;
+  return when_after(now, ceil<nanoseconds>(d).count());
 }
 
 }  // namespace goro::detail
