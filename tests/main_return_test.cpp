@@ -530,8 +530,7 @@ TEST_CASE("main returns: while a goroutine closes the channel many others wait o
           });
           goro::sleep_for(1ms);
           go_close = true;
-          for (volatile int i = 0; i < (round % 7) * 300; i = i + 1) {
-          }
+          for (int i = 0; i < (round % 7) * 300; ++i) asm volatile("");  // a varying delay before main returns
         },
         goro::options{static_cast<unsigned>(2 + round % 3)});
     REQUIRE(token.use_count() == 1);  // every goroutine ended (or was discarded unrun)
