@@ -14916,7 +14916,13 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
-    ticks_.assign(s_.created_ps(), p_ticks{});
+    // The allocator may refuse (bad_alloc): no thread then, as for EAGAIN
+    // below, and the next spawn tries again (this is noexcept: terminate).
+    GORO_TRY { ticks_.assign(s_.created_ps(), p_ticks{}); }
+    GORO_CATCH_ALL {
+      state_.store(0, std::memory_order_release);
+      return;
+    }
     int err = thread_.start(
         s_.threads_, "sysmon",
         [](void* self) -> void* {
@@ -15157,7 +15163,12 @@ class sysmon {
   std::uint32_t retake(steady::time_point now) noexcept {
     std::uint32_t n = 0;
     [[maybe_unused]] auto pnow = clock::now();
-    if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
+    if (ticks_.size() < s_.created_ps()) {  // gomaxprocs grew
+      // A refusing allocator (bad_alloc; this is noexcept): the new Ps
+      // wait for a later round.
+      GORO_TRY { ticks_.resize(s_.created_ps()); }
+      GORO_CATCH_ALL {}
+    }
     [[maybe_unused]] const std::int64_t tnow = nanotime();
     next_busy_timer_ = 0;
     for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held
@@ -17402,7 +17413,15 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
   {
     sched_lock lk(*this);
-    allm_.push_back(mm);  // checkdead: counted before it can go idle
+    // The list grows from the runtime's allocator, which may refuse: then
+    // no M, as for a thread the OS refused (startm's caller retries). Out
+    // of here the bad_alloc unwound the scheduler loop (on g0) into run().
+    GORO_TRY { allm_.push_back(mm); }  // checkdead: counted before it can go idle
+    GORO_CATCH_ALL {
+      spinning = std::move(mm->spinning);
+      record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);
+      return ENOMEM;
+    }
     mm->id = static_cast<std::int32_t>(allm_.size());
     // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
     if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {
@@ -18405,14 +18424,15 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
-  vec<m*> ms{alloc_of<m*>(ra_.get())};
-  {
+  // Read by index under the lock, not copied: a copy allocates, and the
+  // allocator may refuse here (bad_alloc in a noexcept destructor).
+  auto m_at = [this](std::size_t i) -> m* {
     sched_lock lk(*this);
-    ms = allm_;
-  }
-  for (m* mm : ms) mm->park_note.wake();
+    return i < allm_.size() ? allm_[i] : nullptr;
+  };
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
-  for (m* mm : ms) {
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator

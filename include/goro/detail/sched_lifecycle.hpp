@@ -172,14 +172,15 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
-  vec<m*> ms{alloc_of<m*>(ra_.get())};
-  {
+  // Read by index under the lock, not copied: a copy allocates, and the
+  // allocator may refuse here (bad_alloc in a noexcept destructor).
+  auto m_at = [this](std::size_t i) -> m* {
     sched_lock lk(*this);
-    ms = allm_;
-  }
-  for (m* mm : ms) mm->park_note.wake();
+    return i < allm_.size() ? allm_[i] : nullptr;
+  };
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
-  for (m* mm : ms) {
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator

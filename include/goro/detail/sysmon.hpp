@@ -122,7 +122,13 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
-    ticks_.assign(s_.created_ps(), p_ticks{});
+    // The allocator may refuse (bad_alloc): no thread then, as for EAGAIN
+    // below, and the next spawn tries again (this is noexcept: terminate).
+    GORO_TRY { ticks_.assign(s_.created_ps(), p_ticks{}); }
+    GORO_CATCH_ALL {
+      state_.store(0, std::memory_order_release);
+      return;
+    }
     int err = thread_.start(
         s_.threads_, "sysmon",
         [](void* self) -> void* {
@@ -363,7 +369,12 @@ class sysmon {
   std::uint32_t retake(steady::time_point now) noexcept {
     std::uint32_t n = 0;
     [[maybe_unused]] auto pnow = clock::now();
-    if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
+    if (ticks_.size() < s_.created_ps()) {  // gomaxprocs grew
+      // A refusing allocator (bad_alloc; this is noexcept): the new Ps
+      // wait for a later round.
+      GORO_TRY { ticks_.resize(s_.created_ps()); }
+      GORO_CATCH_ALL {}
+    }
     [[maybe_unused]] const std::int64_t tnow = nanotime();
     next_busy_timer_ = 0;
     for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held
