@@ -7617,7 +7617,10 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
       current_m(), w.gp, w.woken,
       [](void* arg) {
         auto* c = static_cast<timed*>(arg);
-        current_m()->sched->add_timer(&c->t);
+        // On g0, where a bad_alloc from the heap's growth would unwind
+        // the scheduler with the queue locked; the wait is noexcept.
+        GORO_TRY { current_m()->sched->add_timer(&c->t); }
+        GORO_CATCH_ALL { fatal("goro: out of memory (the timer of a timed wait)"); }
         c->lock->unlock();
         return true;
       },
@@ -18971,7 +18974,11 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
   call_point();  // main_return (goexit.hpp)
   m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
   if (when <= nanotime()) return;
-  timer t;
+  struct sleep_timer {
+    timer t;
+    bool refused = false;  // the heap could not grow (the runtime's allocator refused)
+  } st;
+  timer& t = st.t;
   t.when = when;
   t.arg = m->curg;
   t.f = [](void* arg, std::uintptr_t, std::int64_t) {
@@ -18986,12 +18993,20 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
   park(
       m,
       [](void* arg) {
-        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        // On g0: a bad_alloc from the heap's growth must not unwind the
+        // scheduler; the goroutine resumes at once and throws it itself.
+        auto* s = static_cast<sleep_timer*>(arg);
+        GORO_TRY { current_m()->sched->add_timer(&s->t); }
+        GORO_CATCH_ALL {
+          s->refused = true;
+          return false;
+        }
         return true;
       },
-      &t, wait_reason::sleep);
+      &st, wait_reason::sleep);
   gp->unlink_wait = nullptr;
   exit_if_killed(gp);
+  if (st.refused) raise_bad_alloc();
 }
 
 GORO_DECL thread_timers& thread_timers::get() {

@@ -603,3 +603,37 @@ TEST_CASE("allocator: a runtime refused everything while it is destroyed still e
   CHECK(refusing_counts.live_bytes() == 0);
   CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
 }
+
+TEST_CASE("allocator: a sleep whose timer heap cannot grow throws bad_alloc in its goroutine", "[alloc]") {
+  // The sleep's timer is queued on g0 once the goroutine is off its
+  // stack: a bad_alloc from the heap's growth unwound the scheduler loop
+  // there instead of reaching the goroutine that slept.
+  constexpr int n = 64;  // more timers at once than the fresh heap can hold
+  refused = 0;
+  int slept = 0, threw = 0;
+  {
+    goro::basic_runtime<refusing_policy> rt({.maxprocs = 1});
+    rt.run([&] {
+      goro::chan<int> c(n);
+      refuse_units = true;
+      for (int i = 0; i < n; ++i)
+        goro::go([c]() mutable {
+          int r = 1;
+          try {
+            goro::sleep_for(std::chrono::milliseconds(20));
+          } catch (const std::bad_alloc&) {
+            r = 2;
+          }
+          c.send(r);
+        });
+      for (int i = 0; i < n; ++i) (*c.recv() == 1 ? slept : threw)++;
+      refuse_units = false;
+      goro::sleep_for(std::chrono::milliseconds(1));  // the heap grows again
+    });
+  }
+  refuse_units = false;
+  CHECK(threw > 0);
+  CHECK(slept + threw == n);
+  CHECK(refusing_counts.live_bytes() == 0);
+  CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
+}
