@@ -41,6 +41,7 @@
 
 #include "../policy.hpp"
 #include "config.hpp"
+#include "dump_impl.hpp"  // debug_setting
 #include "extm.hpp"
 #include "note.hpp"
 #include "g.hpp"
@@ -70,20 +71,9 @@ inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
 inline constexpr std::int64_t stack_release_quiet_ns = 1'000'000;
 inline constexpr std::int64_t stack_release_max_wait_ns = 100'000'000;
 
-// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
-inline long goro_debug_value(const char* key) noexcept {
-  const char* env = std::getenv("GORO_DEBUG");
-  if (!env) return 0;
-  std::size_t klen = std::strlen(key);
-  for (const char* p = env; *p;) {
-    const char* end = std::strchr(p, ',');
-    if (!end) end = p + std::strlen(p);
-    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
-      return std::strtol(p + klen + 1, nullptr, 10);
-    p = *end ? end + 1 : end;
-  }
-  return 0;
-}
+// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0
+// (dump_impl.hpp: a value that is not a number is reported and ignored).
+inline long goro_debug_value(const char* key) noexcept { return debug_setting(key, 0); }
 
 // Sched is scheduler<Policy>; sysmon is its friend and reads its Ps, idle
 // lists and counters directly.
