@@ -323,6 +323,16 @@ TEST_CASE("dump: GORO_DEBUG keys that are not understood are reported", "[dump]"
   CHECK(r.output.find("unknown setting \"schedtrace") == std::string::npos);  // a known key is not reported
 }
 
+TEST_CASE("dump: SIGQUIT notified before the first runtime gets the dump back at stop", "[dump][signal]") {
+  // The runtime took notify's relay handler for the program's own SIGQUIT
+  // handler and left the dump off; stop then restored the default action.
+  auto r = goro_test::run_helper("dump_sigquit", {"notified"});
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("SIGQUIT: quit\n\ngoroutine ") != std::string::npos);
+}
+
 TEST_CASE("dump: GORO_DEBUG values that are not numbers are reported and ignored", "[dump][signal]") {
   // strtol read "sigquit=yes" as 0: the SIGQUIT dump was silently off.
   setenv("GORO_DEBUG", "sigquit=yes", 1);
