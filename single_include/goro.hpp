@@ -16164,7 +16164,8 @@ class scheduler final : public sched_base {
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
-      if constexpr (!lazy_stacks) attach_stack_global(gp);
+      if constexpr (!lazy_stacks)
+        if (!gp->stack.lo) attach_stack_global(gp);  // run()'s main has its stack already (run_main)
       set_dump_field(gp->id, goid_gen_.fetch_add(1, std::memory_order_relaxed));
       if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
@@ -17818,7 +17819,8 @@ inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
 // (Go hands out goids 16 at a time per P), and pp's spawn count.
 template <class Policy>
 inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
-  if constexpr (!lazy_stacks) attach_stack(pp, gp);
+  if constexpr (!lazy_stacks)
+    if (!gp->stack.lo) attach_stack(pp, gp);  // run()'s main has its stack already (run_main)
   if (pp->goid_next == pp->goid_end) {
     pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
     pp->goid_end = pp->goid_next + goid_batch;
@@ -18293,6 +18295,19 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   GORO_CATCH_ALL {
     gfput_global(main_g);
     GORO_RETHROW;
+  }
+  if constexpr (!lazy_stacks) {
+    // A custom stack_allocator's stack, taken now, while a refusal still
+    // leaves nothing changed (run() throws it, as go() would). Taken as
+    // main started, its bad_alloc left this thread as the runtime's M and
+    // the destructor then aborted ("destroyed from inside one of its own
+    // goroutines"). new_g_on_p and start_g find it attached.
+    GORO_TRY { init_stack(main_g, allocate_stack(stack_bytes)); }
+    GORO_CATCH_ALL {
+      main_g->closure_op(main_g, false);
+      gfput_global(main_g);
+      GORO_RETHROW;
+    }
   }
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
