@@ -7346,6 +7346,10 @@ class context_state : public std::enable_shared_from_this<context_state> {
   const chan<std::monostate>& done() const noexcept { return done_; }
 
  private:
+  // cancel's step for one context: false if it was done already; else
+  // appends the children it took to `kids` (they are cancelled next).
+  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent,
+                            std::vector<std::shared_ptr<context_state>>& kids);
   // Links c as a child; returns our reason instead if we are done.
   GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
@@ -7617,7 +7621,10 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
       current_m(), w.gp, w.woken,
       [](void* arg) {
         auto* c = static_cast<timed*>(arg);
-        current_m()->sched->add_timer(&c->t);
+        // On g0, where a bad_alloc from the heap's growth would unwind
+        // the scheduler with the queue locked; the wait is noexcept.
+        GORO_TRY { current_m()->sched->add_timer(&c->t); }
+        GORO_CATCH_ALL { fatal("goro: out of memory (the timer of a timed wait)"); }
         c->lock->unlock();
         return true;
       },
@@ -12849,7 +12856,23 @@ inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
   return out;
 }
 
-// GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
+// A GORO_DEBUG value goro understands: decimal digits (Go's atoi), which
+// [v, end) must be entirely. strtol read "sigquit=yes" as 0 (the dump
+// silently off) and "schedtrace=10ms" as 10; such values are reported
+// (check_goro_debug) and ignored, as Go's GODEBUG ignores them.
+inline bool debug_number(const char* v, const char* end, long& out) noexcept {
+  if (v == end || end - v > 9) return false;
+  long n = 0;
+  for (; v != end; ++v) {
+    if (*v < '0' || *v > '9') return false;
+    n = n * 10 + (*v - '0');
+  }
+  out = n;
+  return true;
+}
+
+// GORO_DEBUG=key=value[,key=value...]: the first valid value of `key`,
+// else dflt. GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
 inline long debug_setting(const char* key, long dflt) noexcept {
   const char* env = std::getenv("GORO_DEBUG");
   if (!env) return dflt;
@@ -12857,8 +12880,10 @@ inline long debug_setting(const char* key, long dflt) noexcept {
   for (const char* p = env; *p;) {
     const char* end = std::strchr(p, ',');
     if (!end) end = p + std::strlen(p);
-    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
-      return std::strtol(p + klen + 1, nullptr, 10);
+    long v = 0;
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=' &&
+        debug_number(p + klen + 1, end, v))
+      return v;
     p = *end ? end + 1 : end;
   }
   return dflt;
@@ -12877,8 +12902,12 @@ inline void check_goro_debug() noexcept {
     const std::size_t klen = static_cast<std::size_t>((eq ? eq : end) - p);
     bool known = false;
     for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
+    long v = 0;
     if (end != p && (!known || !eq))
       std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
+                   static_cast<int>(end - p), p);
+    else if (end != p && !debug_number(eq + 1, end, v))
+      std::fprintf(stderr, "goro: GORO_DEBUG: invalid value in \"%.*s\", ignored (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
     p = *end ? end + 1 : end;
   }
@@ -14864,20 +14893,9 @@ inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
 inline constexpr std::int64_t stack_release_quiet_ns = 1'000'000;
 inline constexpr std::int64_t stack_release_max_wait_ns = 100'000'000;
 
-// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
-inline long goro_debug_value(const char* key) noexcept {
-  const char* env = std::getenv("GORO_DEBUG");
-  if (!env) return 0;
-  std::size_t klen = std::strlen(key);
-  for (const char* p = env; *p;) {
-    const char* end = std::strchr(p, ',');
-    if (!end) end = p + std::strlen(p);
-    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
-      return std::strtol(p + klen + 1, nullptr, 10);
-    p = *end ? end + 1 : end;
-  }
-  return 0;
-}
+// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0
+// (dump_impl.hpp: a value that is not a number is reported and ignored).
+inline long goro_debug_value(const char* key) noexcept { return debug_setting(key, 0); }
 
 // Sched is scheduler<Policy>; sysmon is its friend and reads its Ps, idle
 // lists and counters directly.
@@ -14916,7 +14934,13 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
-    ticks_.assign(s_.created_ps(), p_ticks{});
+    // The allocator may refuse (bad_alloc): no thread then, as for EAGAIN
+    // below, and the next spawn tries again (this is noexcept: terminate).
+    GORO_TRY { ticks_.assign(s_.created_ps(), p_ticks{}); }
+    GORO_CATCH_ALL {
+      state_.store(0, std::memory_order_release);
+      return;
+    }
     int err = thread_.start(
         s_.threads_, "sysmon",
         [](void* self) -> void* {
@@ -15157,7 +15181,12 @@ class sysmon {
   std::uint32_t retake(steady::time_point now) noexcept {
     std::uint32_t n = 0;
     [[maybe_unused]] auto pnow = clock::now();
-    if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
+    if (ticks_.size() < s_.created_ps()) {  // gomaxprocs grew
+      // A refusing allocator (bad_alloc; this is noexcept): the new Ps
+      // wait for a later round.
+      GORO_TRY { ticks_.resize(s_.created_ps()); }
+      GORO_CATCH_ALL {}
+    }
     [[maybe_unused]] const std::int64_t tnow = nanotime();
     next_busy_timer_ = 0;
     for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held
@@ -16135,7 +16164,8 @@ class scheduler final : public sched_base {
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
-      if constexpr (!lazy_stacks) attach_stack_global(gp);
+      if constexpr (!lazy_stacks)
+        if (!gp->stack.lo) attach_stack_global(gp);  // run()'s main has its stack already (run_main)
       set_dump_field(gp->id, goid_gen_.fetch_add(1, std::memory_order_relaxed));
       if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);
@@ -17402,7 +17432,15 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
   {
     sched_lock lk(*this);
-    allm_.push_back(mm);  // checkdead: counted before it can go idle
+    // The list grows from the runtime's allocator, which may refuse: then
+    // no M, as for a thread the OS refused (startm's caller retries). Out
+    // of here the bad_alloc unwound the scheduler loop (on g0) into run().
+    GORO_TRY { allm_.push_back(mm); }  // checkdead: counted before it can go idle
+    GORO_CATCH_ALL {
+      spinning = std::move(mm->spinning);
+      record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);
+      return ENOMEM;
+    }
     mm->id = static_cast<std::int32_t>(allm_.size());
     // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
     if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {
@@ -17781,7 +17819,8 @@ inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
 // (Go hands out goids 16 at a time per P), and pp's spawn count.
 template <class Policy>
 inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
-  if constexpr (!lazy_stacks) attach_stack(pp, gp);
+  if constexpr (!lazy_stacks)
+    if (!gp->stack.lo) attach_stack(pp, gp);  // run()'s main has its stack already (run_main)
   if (pp->goid_next == pp->goid_end) {
     pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
     pp->goid_end = pp->goid_next + goid_batch;
@@ -18257,6 +18296,19 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     gfput_global(main_g);
     GORO_RETHROW;
   }
+  if constexpr (!lazy_stacks) {
+    // A custom stack_allocator's stack, taken now, while a refusal still
+    // leaves nothing changed (run() throws it, as go() would). Taken as
+    // main started, its bad_alloc left this thread as the runtime's M and
+    // the destructor then aborted ("destroyed from inside one of its own
+    // goroutines"). new_g_on_p and start_g find it attached.
+    GORO_TRY { init_stack(main_g, allocate_stack(stack_bytes)); }
+    GORO_CATCH_ALL {
+      main_g->closure_op(main_g, false);
+      gfput_global(main_g);
+      GORO_RETHROW;
+    }
+  }
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
@@ -18405,14 +18457,15 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
-  vec<m*> ms{alloc_of<m*>(ra_.get())};
-  {
+  // Read by index under the lock, not copied: a copy allocates, and the
+  // allocator may refuse here (bad_alloc in a noexcept destructor).
+  auto m_at = [this](std::size_t i) -> m* {
     sched_lock lk(*this);
-    ms = allm_;
-  }
-  for (m* mm : ms) mm->park_note.wake();
+    return i < allm_.size() ? allm_[i] : nullptr;
+  };
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
-  for (m* mm : ms) {
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator
@@ -18951,7 +19004,11 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
   call_point();  // main_return (goexit.hpp)
   m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
   if (when <= nanotime()) return;
-  timer t;
+  struct sleep_timer {
+    timer t;
+    bool refused = false;  // the heap could not grow (the runtime's allocator refused)
+  } st;
+  timer& t = st.t;
   t.when = when;
   t.arg = m->curg;
   t.f = [](void* arg, std::uintptr_t, std::int64_t) {
@@ -18966,12 +19023,20 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
   park(
       m,
       [](void* arg) {
-        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        // On g0: a bad_alloc from the heap's growth must not unwind the
+        // scheduler; the goroutine resumes at once and throws it itself.
+        auto* s = static_cast<sleep_timer*>(arg);
+        GORO_TRY { current_m()->sched->add_timer(&s->t); }
+        GORO_CATCH_ALL {
+          s->refused = true;
+          return false;
+        }
         return true;
       },
-      &t, wait_reason::sleep);
+      &st, wait_reason::sleep);
   gp->unlink_wait = nullptr;
   exit_if_killed(gp);
+  if (st.refused) raise_bad_alloc();
 }
 
 GORO_DECL thread_timers& thread_timers::get() {
@@ -19043,11 +19108,26 @@ GORO_DECL void context_state::arm() {
 }
 
 GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
+  // A worklist, not recursion: a chain of N contexts cancelled from its
+  // root took ~130 bytes of stack per level, and a goroutine's stack is
+  // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
   std::vector<std::shared_ptr<context_state>> kids;
+  if (!cancel_one(reason, unlink_from_parent, kids)) return;
+  // From here `this` is not touched: dropping a child may destroy it and,
+  // from the timer's function, this state too (see the top of the file).
+  while (!kids.empty()) {
+    std::shared_ptr<context_state> k = std::move(kids.back());
+    kids.pop_back();
+    k->cancel_one(reason, false, kids);
+  }
+}
+
+GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_parent,
+                                         std::vector<std::shared_ptr<context_state>>& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
-    return;
+    return false;
   }
   // Release: a goroutine that sees err() != none sees what happened
   // before the cancel; one woken by done() synchronises through the
@@ -19065,14 +19145,11 @@ GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_pare
   first_child_ = nullptr;
   lock_.unlock();
   done_.close();
-  for (auto& k : kids) k->cancel(reason, false);
   if (unlink_from_parent && parent_) parent_->unlink_child(this);
   // Release the timer at once (Go's timerCtx.cancel stops it). From the
   // timer's own function (it has fired) del does not wait for that call.
   if (armed_) timer_heap::del(&timer_);
-  // Last: dropping the children may destroy them and, from the timer's
-  // function, this state too (see the top of the file).
-  kids.clear();
+  return true;
 }
 
 GORO_DECL cancel_reason context_state::link_child(context_state* c) {
@@ -20847,6 +20924,13 @@ GORO_DECL void notify(chan<int> c, std::initializer_list<int> signals) {
     }
     want.set(sig);
   }
+#if defined(SIGQUIT) && !defined(_WIN32)
+  // goro's SIGQUIT dump goes in first (once per process, else at the first
+  // runtime), so that it is the disposition saved here and stop restores,
+  // as Go's is installed before any Notify. Installed after, it found our
+  // relay handler, took it for the program's own and stayed off for good.
+  if (want.has(SIGQUIT)) detail::install_dump_handlers();
+#endif
   detail::signal_relay& r = detail::signal_relay::get();
   std::lock_guard<std::mutex> lk(r.mu);
   r.start_locked();

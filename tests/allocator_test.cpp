@@ -492,3 +492,148 @@ TEST_CASE("allocator: a runtime's threads take their trace buffers from the allo
   }
   CHECK(exits == ids.size());
 }
+
+namespace {
+
+// An allocator that refuses (std::bad_alloc) chosen kinds of request
+// while told to: pointer arrays (the runtime's lists of records) or the
+// raw units of its untyped parts (timer heaps, sysmon's table).
+std::atomic<bool> refuse_pointers{false}, refuse_units{false};
+// Sets refuse_units at the next request for one record of 128 bytes or
+// more: run()'s M record, which run() makes just before starting sysmon.
+std::atomic<bool> refuse_units_after_record{false};
+std::atomic<std::size_t> refused{0};
+alloc_counts refusing_counts;
+template <class T>
+inline constexpr bool is_unit = false;
+template <std::size_t N>
+inline constexpr bool is_unit<goro::detail::memory_unit<N>> = true;
+
+template <class T>
+struct refusing_alloc : counting_alloc<T> {
+  refusing_alloc() noexcept : counting_alloc<T>(&refusing_counts) {}
+  template <class U>
+  refusing_alloc(const refusing_alloc<U>& o) noexcept : counting_alloc<T>(o) {}  // NOLINT: rebinding
+  template <class U>
+  struct rebind {
+    using other = refusing_alloc<U>;
+  };
+  T* allocate(std::size_t n) {
+    if ((std::is_pointer_v<T> && refuse_pointers.load()) || (is_unit<T> && refuse_units.load())) {
+      refused.fetch_add(1);
+      throw std::bad_alloc();
+    }
+    if constexpr (!std::is_pointer_v<T> && !is_unit<T> && sizeof(T) >= 128)
+      if (n == 1 && refuse_units_after_record.exchange(false)) refuse_units = true;
+    return counting_alloc<T>::allocate(n);
+  }
+};
+using refusing_policy = goro::policy<goro::allocator<refusing_alloc<std::byte>>>;
+
+}  // namespace
+
+TEST_CASE("allocator: a refused list of Ms leaves the runtime running on the Ms it has", "[alloc]") {
+  // newm grows the list of Ms after making the M record: a bad_alloc there
+  // unwound the scheduler loop (from the spawn's wakep, on g0) out of
+  // run(), whose runtime then called itself destroyed from inside one of
+  // its goroutines. Now the spawn's M is not started, as when the OS
+  // refuses a thread, and the goroutines run on the Ms there are.
+  refused = 0;
+  {
+    goro::basic_runtime<refusing_policy> rt({.maxprocs = 4});
+    rt.run([] {
+      goro::chan<int> c(64);
+      refuse_pointers = true;
+      for (int i = 0; i < 64; ++i) goro::go([c, i]() mutable { c.send(i); });
+      int sum = 0;
+      for (int i = 0; i < 64; ++i) sum += *c.recv();
+      refuse_pointers = false;
+      CHECK(sum == 64 * 63 / 2);
+    });
+  }
+  CHECK(refused.load() > 0);
+  CHECK(refusing_counts.live_bytes() == 0);
+  CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
+}
+
+TEST_CASE("allocator: a refused sysmon table leaves the runtime running without sysmon for now", "[alloc]") {
+  // sysmon's per-P table is made when it starts (run()'s first spawn), in
+  // a noexcept function: a bad_alloc there was std::terminate.
+  refused = 0;
+  {
+    goro::basic_runtime<refusing_policy> rt({.maxprocs = 2});
+    refuse_units_after_record = true;
+    rt.run([] {
+      refuse_units = false;
+      goro::chan<int> c(8);
+      for (int i = 0; i < 8; ++i) goro::go([c, i]() mutable { c.send(i); });
+      int sum = 0;
+      for (int i = 0; i < 8; ++i) sum += *c.recv();
+      CHECK(sum == 8 * 7 / 2);
+    });
+  }
+  refuse_units_after_record = false;
+  refuse_units = false;
+  CHECK(refused.load() > 0);
+  CHECK(refusing_counts.live_bytes() == 0);
+  CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
+}
+
+TEST_CASE("allocator: a runtime refused everything while it is destroyed still ends cleanly", "[alloc]") {
+  // Shutdown copied the list of Ms to join them: a bad_alloc in the
+  // (noexcept) destructor was std::terminate.
+  refused = 0;
+  {
+    goro::basic_runtime<refusing_policy> rt({.maxprocs = 4});
+    rt.run([] {
+      goro::chan<int> c(64);
+      for (int i = 0; i < 64; ++i)
+        goro::go([c, i]() mutable {
+          goro::sleep_for(std::chrono::microseconds(100));
+          c.send(i);
+        });
+      for (int i = 0; i < 64; ++i) (void)c.recv();
+    });
+    REQUIRE(rt.stats().threads > 0);  // Ms to join
+    refuse_pointers = true;
+    refuse_units = true;
+  }
+  refuse_pointers = false;
+  refuse_units = false;
+  CHECK(refusing_counts.live_bytes() == 0);
+  CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
+}
+
+TEST_CASE("allocator: a sleep whose timer heap cannot grow throws bad_alloc in its goroutine", "[alloc]") {
+  // The sleep's timer is queued on g0 once the goroutine is off its
+  // stack: a bad_alloc from the heap's growth unwound the scheduler loop
+  // there instead of reaching the goroutine that slept.
+  constexpr int n = 64;  // more timers at once than the fresh heap can hold
+  refused = 0;
+  int slept = 0, threw = 0;
+  {
+    goro::basic_runtime<refusing_policy> rt({.maxprocs = 1});
+    rt.run([&] {
+      goro::chan<int> c(n);
+      refuse_units = true;
+      for (int i = 0; i < n; ++i)
+        goro::go([c]() mutable {
+          int r = 1;
+          try {
+            goro::sleep_for(std::chrono::milliseconds(20));
+          } catch (const std::bad_alloc&) {
+            r = 2;
+          }
+          c.send(r);
+        });
+      for (int i = 0; i < n; ++i) (*c.recv() == 1 ? slept : threw)++;
+      refuse_units = false;
+      goro::sleep_for(std::chrono::milliseconds(1));  // the heap grows again
+    });
+  }
+  refuse_units = false;
+  CHECK(threw > 0);
+  CHECK(slept + threw == n);
+  CHECK(refusing_counts.live_bytes() == 0);
+  CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
+}

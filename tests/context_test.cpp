@@ -298,3 +298,33 @@ TEST_CASE("context: the deadline timer dropping the last reference to its own co
   finished = true;
   watchdog.join();
 }
+
+TEST_CASE("context: a long chain cancelled from its root fits a goroutine's stack", "[context]") {
+  // cancel recursed once per level (~130 bytes each at -O2): a chain of
+  // 600 overflowed a 64 KiB stack. The chain is released leaf first, so
+  // no destructor drops a whole chain of parents at once.
+  constexpr int n = 5000;
+  goro::run([] {
+    goro::chan<int> done(1);
+    goro::go(goro::spawn_options{.stack_size = 64 * 1024}, [done]() mutable {
+      auto [root, cancel_root] = goro::with_cancel(goro::background());
+      std::vector<goro::context> chain{root};
+      std::vector<goro::cancel_func> cancels;
+      for (int i = 0; i < n; ++i) {
+        auto [c, cancel] = goro::with_cancel(chain.back());
+        chain.push_back(c);
+        cancels.push_back(cancel);
+      }
+      cancel_root();
+      CHECK(chain.back().err() == goro::cancel_reason::canceled);
+      CHECK(is_done(chain.back()));
+      CHECK(chain[n / 2].err() == goro::cancel_reason::canceled);
+      while (!cancels.empty()) {
+        cancels.pop_back();
+        chain.pop_back();
+      }
+      done.send(1);
+    });
+    (void)done.recv();
+  });
+}

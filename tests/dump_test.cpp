@@ -323,6 +323,38 @@ TEST_CASE("dump: GORO_DEBUG keys that are not understood are reported", "[dump]"
   CHECK(r.output.find("unknown setting \"schedtrace") == std::string::npos);  // a known key is not reported
 }
 
+TEST_CASE("dump: SIGQUIT notified before the first runtime gets the dump back at stop", "[dump][signal]") {
+  // The runtime took notify's relay handler for the program's own SIGQUIT
+  // handler and left the dump off; stop then restored the default action.
+  auto r = goro_test::run_helper("dump_sigquit", {"notified"});
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("SIGQUIT: quit\n\ngoroutine ") != std::string::npos);
+}
+
+TEST_CASE("dump: GORO_DEBUG values that are not numbers are reported and ignored", "[dump][signal]") {
+  // strtol read "sigquit=yes" as 0: the SIGQUIT dump was silently off.
+  setenv("GORO_DEBUG", "sigquit=yes", 1);
+  auto r = goro_test::run_helper("dump_sigquit", {"dump"});
+  unsetenv("GORO_DEBUG");
+  INFO(r.output);
+  CHECK(r.output.find("goro: GORO_DEBUG: invalid value in \"sigquit=yes\"") != std::string::npos);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 2);  // the dump is on, as without the setting
+  CHECK(r.output.find("SIGQUIT: quit\n\ngoroutine ") != std::string::npos);
+
+  setenv("GORO_DEBUG", "schedtrace=10ms,sigquit=", 1);
+  auto q = goro_test::run_helper("dump_sigquit", {"quiet"});
+  unsetenv("GORO_DEBUG");
+  INFO(q.output);
+  CHECK(q.exited);
+  CHECK(q.exit_code == 0);
+  CHECK(q.output.find("invalid value in \"schedtrace=10ms\"") != std::string::npos);
+  CHECK(q.output.find("invalid value in \"sigquit=\"") != std::string::npos);
+  CHECK(q.output.find("SCHED ") == std::string::npos);  // schedtrace ignored
+}
+
 TEST_CASE("dump: the shutdown report lists the goroutines blocked forever", "[dump]") {
   auto r = goro_test::run_helper("dump_sigquit", {"shutdown"});
   INFO(r.output);

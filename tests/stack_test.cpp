@@ -407,6 +407,31 @@ TEST_CASE("stack: a custom allocator is asked for the spawn_options size (and ma
   CHECK(pool_allocator::in_use.load() == 0);  // every stack went back to the pool
 }
 
+TEST_CASE("stack: a custom allocator refusing main's stack: run() throws bad_alloc, the runtime stays usable",
+          "[stack][policy]") {
+  // main's stack was taken as main started, with this thread already the
+  // runtime's M: the bad_alloc left it so, and the destructor aborted
+  // ("runtime destroyed from inside one of its own goroutines").
+  using pool_policy = goro::policy<goro::stacks<pool_allocator>, goro::stack<pool_allocator::size>>;
+  {
+    goro::basic_runtime<pool_policy> rt{goro::options{1}};
+    pool_allocator pool;
+    std::vector<goro::stack_memory> taken;
+    for (int i = 0; i < pool_allocator::count; ++i) taken.push_back(pool.allocate(pool_allocator::size));
+    bool ran = false;
+    CHECK_THROWS_AS(rt.run([&] { ran = true; }), std::bad_alloc);
+    CHECK_FALSE(ran);
+    for (goro::stack_memory s : taken) pool.deallocate(s);
+    rt.run([&] {
+      goro::chan<int> c(1);
+      goro::go([c]() mutable { c.send(1); });
+      ran = *c.recv() == 1;
+    });
+    CHECK(ran);
+  }
+  CHECK(pool_allocator::in_use.load() == 0);
+}
+
 // Counts what a runtime asks of its stack allocator, per size.
 struct counting_stack_allocator {
   static inline std::mutex mu;

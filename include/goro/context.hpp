@@ -82,6 +82,10 @@ class context_state : public std::enable_shared_from_this<context_state> {
   const chan<std::monostate>& done() const noexcept { return done_; }
 
  private:
+  // cancel's step for one context: false if it was done already; else
+  // appends the children it took to `kids` (they are cancelled next).
+  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent,
+                            std::vector<std::shared_ptr<context_state>>& kids);
   // Links c as a child; returns our reason instead if we are done.
   GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
@@ -208,11 +212,26 @@ GORO_DECL void context_state::arm() {
 }
 
 GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
+  // A worklist, not recursion: a chain of N contexts cancelled from its
+  // root took ~130 bytes of stack per level, and a goroutine's stack is
+  // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
   std::vector<std::shared_ptr<context_state>> kids;
+  if (!cancel_one(reason, unlink_from_parent, kids)) return;
+  // From here `this` is not touched: dropping a child may destroy it and,
+  // from the timer's function, this state too (see the top of the file).
+  while (!kids.empty()) {
+    std::shared_ptr<context_state> k = std::move(kids.back());
+    kids.pop_back();
+    k->cancel_one(reason, false, kids);
+  }
+}
+
+GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_parent,
+                                         std::vector<std::shared_ptr<context_state>>& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
-    return;
+    return false;
   }
   // Release: a goroutine that sees err() != none sees what happened
   // before the cancel; one woken by done() synchronises through the
@@ -230,14 +249,11 @@ GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_pare
   first_child_ = nullptr;
   lock_.unlock();
   done_.close();
-  for (auto& k : kids) k->cancel(reason, false);
   if (unlink_from_parent && parent_) parent_->unlink_child(this);
   // Release the timer at once (Go's timerCtx.cancel stops it). From the
   // timer's own function (it has fired) del does not wait for that call.
   if (armed_) timer_heap::del(&timer_);
-  // Last: dropping the children may destroy them and, from the timer's
-  // function, this state too (see the top of the file).
-  kids.clear();
+  return true;
 }
 
 GORO_DECL cancel_reason context_state::link_child(context_state* c) {

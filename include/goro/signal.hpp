@@ -87,6 +87,7 @@ GORO_DECL void stop(chan<int> c);
 #include <vector>
 
 #include "detail/extm.hpp"
+#include "dump.hpp"  // install_dump_handlers
 #include "error.hpp"
 #include "os/os.hpp"
 
@@ -261,6 +262,13 @@ GORO_DECL void notify(chan<int> c, std::initializer_list<int> signals) {
     }
     want.set(sig);
   }
+#if defined(SIGQUIT) && !defined(_WIN32)
+  // goro's SIGQUIT dump goes in first (once per process, else at the first
+  // runtime), so that it is the disposition saved here and stop restores,
+  // as Go's is installed before any Notify. Installed after, it found our
+  // relay handler, took it for the program's own and stayed off for good.
+  if (want.has(SIGQUIT)) detail::install_dump_handlers();
+#endif
   detail::signal_relay& r = detail::signal_relay::get();
   std::lock_guard<std::mutex> lk(r.mu);
   r.start_locked();

@@ -394,7 +394,11 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
   call_point();  // main_return (goexit.hpp)
   m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
   if (when <= nanotime()) return;
-  timer t;
+  struct sleep_timer {
+    timer t;
+    bool refused = false;  // the heap could not grow (the runtime's allocator refused)
+  } st;
+  timer& t = st.t;
   t.when = when;
   t.arg = m->curg;
   t.f = [](void* arg, std::uintptr_t, std::int64_t) {
@@ -409,12 +413,20 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
   park(
       m,
       [](void* arg) {
-        current_m()->sched->add_timer(static_cast<timer*>(arg));
+        // On g0: a bad_alloc from the heap's growth must not unwind the
+        // scheduler; the goroutine resumes at once and throws it itself.
+        auto* s = static_cast<sleep_timer*>(arg);
+        GORO_TRY { current_m()->sched->add_timer(&s->t); }
+        GORO_CATCH_ALL {
+          s->refused = true;
+          return false;
+        }
         return true;
       },
-      &t, wait_reason::sleep);
+      &st, wait_reason::sleep);
   gp->unlink_wait = nullptr;
   exit_if_killed(gp);
+  if (st.refused) raise_bad_alloc();
 }
 
 GORO_DECL thread_timers& thread_timers::get() {

@@ -1,7 +1,9 @@
 // Child process for dump_test: "dump" parks a goroutine on a channel, then
 // raises SIGQUIT (the dump goes to stderr, exit status 2); "own" does the
 // same after installing its own SIGQUIT handler first (which exits 7);
-// "quiet" only starts a runtime (for the GORO_DEBUG check); "shutdown"
+// "notified" does the same with SIGQUIT notified before the runtime
+// starts and stopped in main (stop must bring the dump back); "quiet" only starts a
+// runtime (for the GORO_DEBUG check); "shutdown"
 // leaves a goroutine blocked forever for the shutdown report.
 #include <signal.h>
 #include <sys/resource.h>
@@ -43,6 +45,9 @@ int main(int argc, char** argv) {
     sa.sa_handler = [](int) { _exit(7); };
     sigaction(SIGQUIT, &sa, nullptr);
   }
+  goro::chan<int> sigs(1);
+  const bool notified = std::strcmp(mode, "notified") == 0;
+  if (notified) goro::signal::notify(sigs, {SIGQUIT});  // before any runtime; stopped in main below
   if (std::strcmp(mode, "shutdown") == 0) {
     goro::wait_group never;
     never.add(1);
@@ -54,7 +59,8 @@ int main(int argc, char** argv) {
   }
   goro::runtime rt{goro::options{2}};
   if (std::strcmp(mode, "quiet") == 0) return rt.run([] { return 0; });
-  rt.run([] {
+  rt.run([&] {
+    if (notified) goro::signal::stop(sigs);
     goro::chan<int> c, started;
     helper_spawner(c, started);
     (void)started.recv();

@@ -224,7 +224,23 @@ inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
   return out;
 }
 
-// GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
+// A GORO_DEBUG value goro understands: decimal digits (Go's atoi), which
+// [v, end) must be entirely. strtol read "sigquit=yes" as 0 (the dump
+// silently off) and "schedtrace=10ms" as 10; such values are reported
+// (check_goro_debug) and ignored, as Go's GODEBUG ignores them.
+inline bool debug_number(const char* v, const char* end, long& out) noexcept {
+  if (v == end || end - v > 9) return false;
+  long n = 0;
+  for (; v != end; ++v) {
+    if (*v < '0' || *v > '9') return false;
+    n = n * 10 + (*v - '0');
+  }
+  out = n;
+  return true;
+}
+
+// GORO_DEBUG=key=value[,key=value...]: the first valid value of `key`,
+// else dflt. GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
 inline long debug_setting(const char* key, long dflt) noexcept {
   const char* env = std::getenv("GORO_DEBUG");
   if (!env) return dflt;
@@ -232,8 +248,10 @@ inline long debug_setting(const char* key, long dflt) noexcept {
   for (const char* p = env; *p;) {
     const char* end = std::strchr(p, ',');
     if (!end) end = p + std::strlen(p);
-    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
-      return std::strtol(p + klen + 1, nullptr, 10);
+    long v = 0;
+    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=' &&
+        debug_number(p + klen + 1, end, v))
+      return v;
     p = *end ? end + 1 : end;
   }
   return dflt;
@@ -252,8 +270,12 @@ inline void check_goro_debug() noexcept {
     const std::size_t klen = static_cast<std::size_t>((eq ? eq : end) - p);
     bool known = false;
     for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
+    long v = 0;
     if (end != p && (!known || !eq))
       std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
+                   static_cast<int>(end - p), p);
+    else if (end != p && !debug_number(eq + 1, end, v))
+      std::fprintf(stderr, "goro: GORO_DEBUG: invalid value in \"%.*s\", ignored (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
     p = *end ? end + 1 : end;
   }

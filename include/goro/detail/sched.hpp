@@ -306,7 +306,8 @@ class scheduler final : public sched_base {
       pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
     } else {
       if (!mm) extm_outside_op();  // checkdead: a spawn from outside is external activity
-      if constexpr (!lazy_stacks) attach_stack_global(gp);
+      if constexpr (!lazy_stacks)
+        if (!gp->stack.lo) attach_stack_global(gp);  // run()'s main has its stack already (run_main)
       set_dump_field(gp->id, goid_gen_.fetch_add(1, std::memory_order_relaxed));
       if (GORO_UNLIKELY(tracing::enabled())) trace_create(mm, gp);
       offp_spawns_.fetch_add(1, std::memory_order_relaxed);

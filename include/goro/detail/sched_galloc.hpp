@@ -33,7 +33,8 @@ inline auto scheduler<Policy>::start_main_here(p* pp, g* gp) -> void {
 // (Go hands out goids 16 at a time per P), and pp's spawn count.
 template <class Policy>
 inline auto scheduler<Policy>::new_g_on_p(p* pp, g* gp) -> void {
-  if constexpr (!lazy_stacks) attach_stack(pp, gp);
+  if constexpr (!lazy_stacks)
+    if (!gp->stack.lo) attach_stack(pp, gp);  // run()'s main has its stack already (run_main)
   if (pp->goid_next == pp->goid_end) {
     pp->goid_next = goid_gen_.fetch_add(goid_batch, std::memory_order_relaxed);
     pp->goid_end = pp->goid_next + goid_batch;

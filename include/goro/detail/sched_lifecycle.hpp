@@ -24,6 +24,19 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     gfput_global(main_g);
     GORO_RETHROW;
   }
+  if constexpr (!lazy_stacks) {
+    // A custom stack_allocator's stack, taken now, while a refusal still
+    // leaves nothing changed (run() throws it, as go() would). Taken as
+    // main started, its bad_alloc left this thread as the runtime's M and
+    // the destructor then aborted ("destroyed from inside one of its own
+    // goroutines"). new_g_on_p and start_g find it attached.
+    GORO_TRY { init_stack(main_g, allocate_stack(stack_bytes)); }
+    GORO_CATCH_ALL {
+      main_g->closure_op(main_g, false);
+      gfput_global(main_g);
+      GORO_RETHROW;
+    }
+  }
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
@@ -172,14 +185,15 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
-  vec<m*> ms{alloc_of<m*>(ra_.get())};
-  {
+  // Read by index under the lock, not copied: a copy allocates, and the
+  // allocator may refuse here (bad_alloc in a noexcept destructor).
+  auto m_at = [this](std::size_t i) -> m* {
     sched_lock lk(*this);
-    ms = allm_;
-  }
-  for (m* mm : ms) mm->park_note.wake();
+    return i < allm_.size() ? allm_[i] : nullptr;
+  };
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
-  for (m* mm : ms) {
+  for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped
     record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);  // back to the runtime's allocator

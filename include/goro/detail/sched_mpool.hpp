@@ -75,7 +75,15 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm) * 0x9e3779b97f4a7c15ull + 1);
   {
     sched_lock lk(*this);
-    allm_.push_back(mm);  // checkdead: counted before it can go idle
+    // The list grows from the runtime's allocator, which may refuse: then
+    // no M, as for a thread the OS refused (startm's caller retries). Out
+    // of here the bad_alloc unwound the scheduler loop (on g0) into run().
+    GORO_TRY { allm_.push_back(mm); }  // checkdead: counted before it can go idle
+    GORO_CATCH_ALL {
+      spinning = std::move(mm->spinning);
+      record_delete<alloc_of<m>>{alloc_of<m>(ra_.get())}(mm);
+      return ENOMEM;
+    }
     mm->id = static_cast<std::int32_t>(allm_.size());
     // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
     if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {

@@ -41,6 +41,7 @@
 
 #include "../policy.hpp"
 #include "config.hpp"
+#include "dump_impl.hpp"  // debug_setting
 #include "extm.hpp"
 #include "note.hpp"
 #include "g.hpp"
@@ -70,20 +71,9 @@ inline constexpr std::chrono::nanoseconds syscall_retake_max{10'000'000};
 inline constexpr std::int64_t stack_release_quiet_ns = 1'000'000;
 inline constexpr std::int64_t stack_release_max_wait_ns = 100'000'000;
 
-// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0.
-inline long goro_debug_value(const char* key) noexcept {
-  const char* env = std::getenv("GORO_DEBUG");
-  if (!env) return 0;
-  std::size_t klen = std::strlen(key);
-  for (const char* p = env; *p;) {
-    const char* end = std::strchr(p, ',');
-    if (!end) end = p + std::strlen(p);
-    if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=')
-      return std::strtol(p + klen + 1, nullptr, 10);
-    p = *end ? end + 1 : end;
-  }
-  return 0;
-}
+// GORO_DEBUG=key=value[,key=value...]: the value of `key`, or 0
+// (dump_impl.hpp: a value that is not a number is reported and ignored).
+inline long goro_debug_value(const char* key) noexcept { return debug_setting(key, 0); }
 
 // Sched is scheduler<Policy>; sysmon is its friend and reads its Ps, idle
 // lists and counters directly.
@@ -122,7 +112,13 @@ class sysmon {
     std::uint32_t zero = 0;
     if (!state_.compare_exchange_strong(zero, 1, std::memory_order_acq_rel)) return;
     ticks_ = decltype(ticks_)(memory_allocator<p_ticks>(s_.memory));  // the runtime's allocator
-    ticks_.assign(s_.created_ps(), p_ticks{});
+    // The allocator may refuse (bad_alloc): no thread then, as for EAGAIN
+    // below, and the next spawn tries again (this is noexcept: terminate).
+    GORO_TRY { ticks_.assign(s_.created_ps(), p_ticks{}); }
+    GORO_CATCH_ALL {
+      state_.store(0, std::memory_order_release);
+      return;
+    }
     int err = thread_.start(
         s_.threads_, "sysmon",
         [](void* self) -> void* {
@@ -363,7 +359,12 @@ class sysmon {
   std::uint32_t retake(steady::time_point now) noexcept {
     std::uint32_t n = 0;
     [[maybe_unused]] auto pnow = clock::now();
-    if (ticks_.size() < s_.created_ps()) ticks_.resize(s_.created_ps());  // gomaxprocs grew
+    if (ticks_.size() < s_.created_ps()) {  // gomaxprocs grew
+      // A refusing allocator (bad_alloc; this is noexcept): the new Ps
+      // wait for a later round.
+      GORO_TRY { ticks_.resize(s_.created_ps()); }
+      GORO_CATCH_ALL {}
+    }
     [[maybe_unused]] const std::int64_t tnow = nanotime();
     next_busy_timer_ = 0;
     for (std::size_t i = 0; i < ticks_.size(); ++i) {  // retired Ps too: one may still be held

@@ -92,7 +92,10 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
       current_m(), w.gp, w.woken,
       [](void* arg) {
         auto* c = static_cast<timed*>(arg);
-        current_m()->sched->add_timer(&c->t);
+        // On g0, where a bad_alloc from the heap's growth would unwind
+        // the scheduler with the queue locked; the wait is noexcept.
+        GORO_TRY { current_m()->sched->add_timer(&c->t); }
+        GORO_CATCH_ALL { fatal("goro: out of memory (the timer of a timed wait)"); }
         c->lock->unlock();
         return true;
       },
