@@ -16027,6 +16027,7 @@ class scheduler final : public sched_base {
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
     bool locked_wait = false;
     bool exit_thread = false;  // lockosthread: a G exited while locked to this M
+    bool thread_published = false;  // newm stored `thread` (lock_): join_exited_ms may join it
     // gosched (yield): the G that switched straight to curg, queued by curg
     // once running (direct_switch_done); or a G gosched took from the run
     // queues but could not switch to directly: g0 runs it next (m_loop).
@@ -16359,6 +16360,7 @@ class scheduler final : public sched_base {
   int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
   int newm(p* pp, spin_token& spinning);
+  void join_exited_ms() noexcept;
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
   void leave(m* mm);
@@ -16503,6 +16505,8 @@ class scheduler final : public sched_base {
   std::size_t nmidle_ = 0;         // Ms on the idle list
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
+  m* mexited_ = nullptr;  // those not joined yet (link; lock_): join_exited_ms
+  std::mutex reap_lock_;  // held while joining them (join_exited_ms, shutdown)
   std::atomic<bool> deadlock_{false};
   std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
   std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began
@@ -17390,8 +17394,42 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   return err;
 }
 
+// lockosthread: joins the threads that exited with a locked G (Go's mexit
+// frees them): unjoined, each kept its stack and guard page mapped until
+// shutdown, and a program ending ~30k goroutines locked ran out of mappings
+// (vm.max_map_count) and so of threads. Their records stay in allm_. Never
+// waits for reap_lock_: shutdown holds it while it joins every M, this one
+// included; whoever holds it finishes the joins it took (each such thread
+// has left the scheduler and ends on its own).
+template <class Policy>
+inline auto scheduler<Policy>::join_exited_ms() noexcept -> void {
+  std::unique_lock<std::mutex> reap(reap_lock_, std::try_to_lock);
+  if (!reap.owns_lock()) return;
+  m* dead = nullptr;
+  {
+    sched_lock lk(*this);
+    // Only those whose creator has stored the thread's handle (newm's
+    // thread.start returns after the thread may have run and exited).
+    for (m** link = &mexited_; *link;) {
+      m* mm = *link;
+      if (!mm->thread_published) {
+        link = &mm->link;
+        continue;
+      }
+      *link = mm->link;
+      mm->link = std::exchange(dead, mm);
+    }
+  }
+  while (dead) {
+    m* next = std::exchange(dead->link, nullptr);
+    dead->thread.join();  // shutdown's join is then a no-op
+    dead = next;
+  }
+}
+
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
+  join_exited_ms();  // on g0 (startm's on_g0)
   m* mm = nullptr;
   GORO_TRY { mm = allocate_record<m>(ra_.get()).release(); }  // the runtime's allocator; freed at shutdown
   GORO_CATCH_ALL { return ENOMEM; }
@@ -17435,6 +17473,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
   sched_lock lk(*this);  // publishes mm->thread's handle to shutdown, which joins it after taking lock_
+  mm->thread_published = true;  // and to join_exited_ms: the thread may have exited already
   return 0;
 }
 
@@ -17666,8 +17705,18 @@ inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
     return false;
   }
   handoffp_locked_m(mm);
+  {
+    // async preemption: no P names this M any more, so sysmon never
+    // signals its thread once joined (as run_main does for the run() caller).
+    std::lock_guard<spinlock> lk(m_record_lock_);
+    for_each_p([&](p* pp) {
+      m_base* self = mm;
+      pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
+    });
+  }
   sched_lock lk(*this);
-  ++nmexited_;  // it stays in allm_ (joined by shutdown)
+  ++nmexited_;  // its record stays in allm_ until shutdown
+  mm->link = std::exchange(mexited_, mm);  // its thread is joined by the next newm (join_exited_ms)
   checkdead(lk, mm);
   return false;
 }
@@ -18412,6 +18461,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   }
   for (m* mm : ms) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
+  std::lock_guard<std::mutex> reap(reap_lock_);  // waits for a join_exited_ms in progress
   for (m* mm : ms) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped

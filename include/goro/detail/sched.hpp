@@ -198,6 +198,7 @@ class scheduler final : public sched_base {
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
     bool locked_wait = false;
     bool exit_thread = false;  // lockosthread: a G exited while locked to this M
+    bool thread_published = false;  // newm stored `thread` (lock_): join_exited_ms may join it
     // gosched (yield): the G that switched straight to curg, queued by curg
     // once running (direct_switch_done); or a G gosched took from the run
     // queues but could not switch to directly: g0 runs it next (m_loop).
@@ -530,6 +531,7 @@ class scheduler final : public sched_base {
   int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
   int newm(p* pp, spin_token& spinning);
+  void join_exited_ms() noexcept;
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
   void leave(m* mm);
@@ -674,6 +676,8 @@ class scheduler final : public sched_base {
   std::size_t nmidle_ = 0;         // Ms on the idle list
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
+  m* mexited_ = nullptr;           // those not joined yet (link; lock_): join_exited_ms
+  std::mutex reap_lock_;           // held while joining them (join_exited_ms, shutdown)
   std::atomic<bool> deadlock_{false};
   std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
   std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began

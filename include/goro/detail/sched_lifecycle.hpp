@@ -179,6 +179,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   }
   for (m* mm : ms) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
+  std::lock_guard<std::mutex> reap(reap_lock_);  // waits for a join_exited_ms in progress
   for (m* mm : ms) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped

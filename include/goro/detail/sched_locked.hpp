@@ -93,8 +93,18 @@ inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
     return false;
   }
   handoffp_locked_m(mm);
+  {
+    // async preemption: no P names this M any more, so sysmon never
+    // signals its thread once joined (as run_main does for the run() caller).
+    std::lock_guard<spinlock> lk(m_record_lock_);
+    for_each_p([&](p* pp) {
+      m_base* self = mm;
+      pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
+    });
+  }
   sched_lock lk(*this);
-  ++nmexited_;  // it stays in allm_ (joined by shutdown)
+  ++nmexited_;                             // its record stays in allm_ until shutdown
+  mm->link = std::exchange(mexited_, mm);  // its thread is joined by the next newm (join_exited_ms)
   checkdead(lk, mm);
   return false;
 }
