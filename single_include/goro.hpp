@@ -16035,6 +16035,7 @@ class scheduler final : public sched_base {
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
     g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
+    g* locked_handed = nullptr;  // startlockedm: the wired G nextp was handed for (lock_)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
@@ -16373,6 +16374,7 @@ class scheduler final : public sched_base {
   void handoffp_locked_m(m* mm);
   g* next_with_pinned(m* mm);
   void park_pinned(m* mm);
+  void queue_token(m* mm);
   static void unwire_token(m* mm, g* gp) noexcept;
 
   // ---- G records, stacks, ids; goroutine entry and exit (sched_galloc.hpp) ----
@@ -16505,8 +16507,8 @@ class scheduler final : public sched_base {
   std::size_t nmidle_ = 0;         // Ms on the idle list
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
-  m* mexited_ = nullptr;  // those not joined yet (link; lock_): join_exited_ms
-  std::mutex reap_lock_;  // held while joining them (join_exited_ms, shutdown)
+  m* mexited_ = nullptr;           // those not joined yet (link; lock_): join_exited_ms
+  std::mutex reap_lock_;           // held while joining them (join_exited_ms, shutdown)
   std::atomic<bool> deadlock_{false};
   std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
   std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began
@@ -16645,14 +16647,23 @@ inline auto scheduler<Policy>::m_loop(m* mm, g* first) -> void {
   for (;;) {
     bool inherit = false;
     g* gp;
+    // async preemption: the locked G beside a token unlocked or exited: the
+    // token is the M's wired G again, as park_pinned leaves it.
+    if (GORO_UNLIKELY(mm->async_token != nullptr) && mm->lockedg == nullptr) mm->lockedg = mm->async_token;
     if (first) {  // lockosthread
       gp = std::exchange(first, nullptr);
     } else if (mm->lockedg) {  // lockosthread
+      // async preemption: a G locked this M in a queue turn while it held
+      // pinned Gs, which only it may resume: they wait for a P as a token
+      // wired to this M beside the locked G (park_pinned), so the M resumes
+      // them while the locked G is not running. Waiting for the locked G
+      // alone stranded them (and it, if it waited for them: a false deadlock).
+      if (GORO_UNLIKELY(mm->async_pinned != nullptr) && mm->async_token == nullptr) queue_token(mm);
       if (!stoplockedm(mm)) {
         leave(mm);
         return;
       }
-      gp = mm->lockedg;
+      gp = mm->locked_handed ? std::exchange(mm->locked_handed, nullptr) : mm->lockedg;  // set with nextp
       if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);              // async preemption
     } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
       park_pinned(mm);
@@ -16778,7 +16789,9 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
       if (GORO_UNLIKELY(gp->lockedm.load(std::memory_order_relaxed) == mm)) {  // lockosthread
         gp->lockedm.store(nullptr, std::memory_order_relaxed);
         mm->lockedg = nullptr;
-        mm->exit_thread = true;  // m_loop: drop_locked_thread
+        // m_loop: drop_locked_thread; not while this M holds async-pinned
+        // Gs (only its thread may resume them): it goes on as a plain M.
+        mm->exit_thread = mm->async_pinned == nullptr && mm->async_token == nullptr;
       }
       gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
       goexit0(pp, gp);
@@ -17632,9 +17645,17 @@ inline auto scheduler<Policy>::startlockedm(m* mm, g* gp) -> bool {
   sched_lock lk(*this);
   m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
   if (!lm || lm == mm) return false;
+  if (GORO_UNLIKELY(lm->nextp != nullptr)) {
+    // async preemption: lm has two wired Gs (its locked G and the token of
+    // its pinned ones, see m_loop) and was handed a P for the other: gp
+    // waits its turn in the global queue; mm keeps its P.
+    globq_.push_back(gp);
+    return true;
+  }
   p* pp = mm->pp;
   releasep(mm);
   lm->nextp = pp;
+  lm->locked_handed = gp;
   if (lm->locked_wait) {
     lm->locked_wait = false;
     --nmlocked_wait_;
@@ -17715,7 +17736,7 @@ inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
     });
   }
   sched_lock lk(*this);
-  ++nmexited_;  // its record stays in allm_ until shutdown
+  ++nmexited_;                             // its record stays in allm_ until shutdown
   mm->link = std::exchange(mexited_, mm);  // its thread is joined by the next newm (join_exited_ms)
   checkdead(lk, mm);
   return false;
@@ -17775,21 +17796,28 @@ inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
 // never pins, see m_base::keeps_main) leave there.
 template <class Policy>
 inline auto scheduler<Policy>::park_pinned(m* mm) -> void {
+  mm->lockedg = mm->async_pinned;
+  queue_token(mm);
+}
+
+// The oldest pinned G goes to the global queue as mm's token (wired to mm).
+template <class Policy>
+inline auto scheduler<Policy>::queue_token(m* mm) -> void {
   g* gp = mm->async_pinned;
   mm->async_pinned = gp->link;
   if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
   gp->link = nullptr;
   mm->async_token = gp;
   gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
-  mm->lockedg = gp;
   requeue_global(gp);
 }
 
-// The token came back with a P: an ordinary pinned G again.
+// The token came back with a P: an ordinary pinned G again (mm stays
+// wired to a G that locked it meanwhile, see m_loop).
 template <class Policy>
 inline auto scheduler<Policy>::unwire_token(m* mm, g* gp) noexcept -> void {
   mm->async_token = nullptr;
-  mm->lockedg = nullptr;
+  if (mm->lockedg == gp) mm->lockedg = nullptr;
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
 }
 

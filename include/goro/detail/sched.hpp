@@ -206,6 +206,7 @@ class scheduler final : public sched_base {
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
     g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
+    g* locked_handed = nullptr;           // startlockedm: the wired G nextp was handed for (lock_)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
@@ -544,6 +545,7 @@ class scheduler final : public sched_base {
   void handoffp_locked_m(m* mm);
   g* next_with_pinned(m* mm);
   void park_pinned(m* mm);
+  void queue_token(m* mm);
   static void unwire_token(m* mm, g* gp) noexcept;
 
   // ---- G records, stacks, ids; goroutine entry and exit (sched_galloc.hpp) ----
