@@ -16056,6 +16056,7 @@ class scheduler final : public sched_base {
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
     bool locked_wait = false;
     bool exit_thread = false;  // lockosthread: a G exited while locked to this M
+    bool thread_published = false;  // newm stored `thread` (lock_): join_exited_ms may join it
     // gosched (yield): the G that switched straight to curg, queued by curg
     // once running (direct_switch_done); or a G gosched took from the run
     // queues but could not switch to directly: g0 runs it next (m_loop).
@@ -16063,6 +16064,7 @@ class scheduler final : public sched_base {
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
     g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
+    g* locked_handed = nullptr;           // startlockedm: the wired G nextp was handed for (lock_)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
@@ -16389,6 +16391,7 @@ class scheduler final : public sched_base {
   int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
   int newm(p* pp, spin_token& spinning);
+  void join_exited_ms() noexcept;
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
   void leave(m* mm);
@@ -16401,6 +16404,7 @@ class scheduler final : public sched_base {
   void handoffp_locked_m(m* mm);
   g* next_with_pinned(m* mm);
   void park_pinned(m* mm);
+  void queue_token(m* mm);
   static void unwire_token(m* mm, g* gp) noexcept;
 
   // ---- G records, stacks, ids; goroutine entry and exit (sched_galloc.hpp) ----
@@ -16533,6 +16537,8 @@ class scheduler final : public sched_base {
   std::size_t nmidle_ = 0;         // Ms on the idle list
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
+  m* mexited_ = nullptr;           // those not joined yet (link; lock_): join_exited_ms
+  std::mutex reap_lock_;           // held while joining them (join_exited_ms, shutdown)
   std::atomic<bool> deadlock_{false};
   std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
   std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began
@@ -16671,14 +16677,23 @@ inline auto scheduler<Policy>::m_loop(m* mm, g* first) -> void {
   for (;;) {
     bool inherit = false;
     g* gp;
+    // async preemption: the locked G beside a token unlocked or exited: the
+    // token is the M's wired G again, as park_pinned leaves it.
+    if (GORO_UNLIKELY(mm->async_token != nullptr) && mm->lockedg == nullptr) mm->lockedg = mm->async_token;
     if (first) {  // lockosthread
       gp = std::exchange(first, nullptr);
     } else if (mm->lockedg) {  // lockosthread
+      // async preemption: a G locked this M in a queue turn while it held
+      // pinned Gs, which only it may resume: they wait for a P as a token
+      // wired to this M beside the locked G (park_pinned), so the M resumes
+      // them while the locked G is not running. Waiting for the locked G
+      // alone stranded them (and it, if it waited for them: a false deadlock).
+      if (GORO_UNLIKELY(mm->async_pinned != nullptr) && mm->async_token == nullptr) queue_token(mm);
       if (!stoplockedm(mm)) {
         leave(mm);
         return;
       }
-      gp = mm->lockedg;
+      gp = mm->locked_handed ? std::exchange(mm->locked_handed, nullptr) : mm->lockedg;  // set with nextp
       if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);              // async preemption
     } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
       park_pinned(mm);
@@ -16804,7 +16819,9 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
       if (GORO_UNLIKELY(gp->lockedm.load(std::memory_order_relaxed) == mm)) {  // lockosthread
         gp->lockedm.store(nullptr, std::memory_order_relaxed);
         mm->lockedg = nullptr;
-        mm->exit_thread = true;  // m_loop: drop_locked_thread
+        // m_loop: drop_locked_thread; not while this M holds async-pinned
+        // Gs (only its thread may resume them): it goes on as a plain M.
+        mm->exit_thread = mm->async_pinned == nullptr && mm->async_token == nullptr;
       }
       gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
       goexit0(pp, gp);
@@ -17420,8 +17437,42 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   return err;
 }
 
+// lockosthread: joins the threads that exited with a locked G (Go's mexit
+// frees them): unjoined, each kept its stack and guard page mapped until
+// shutdown, and a program ending ~30k goroutines locked ran out of mappings
+// (vm.max_map_count) and so of threads. Their records stay in allm_. Never
+// waits for reap_lock_: shutdown holds it while it joins every M, this one
+// included; whoever holds it finishes the joins it took (each such thread
+// has left the scheduler and ends on its own).
+template <class Policy>
+inline auto scheduler<Policy>::join_exited_ms() noexcept -> void {
+  std::unique_lock<std::mutex> reap(reap_lock_, std::try_to_lock);
+  if (!reap.owns_lock()) return;
+  m* dead = nullptr;
+  {
+    sched_lock lk(*this);
+    // Only those whose creator has stored the thread's handle (newm's
+    // thread.start returns after the thread may have run and exited).
+    for (m** link = &mexited_; *link;) {
+      m* mm = *link;
+      if (!mm->thread_published) {
+        link = &mm->link;
+        continue;
+      }
+      *link = mm->link;
+      mm->link = std::exchange(dead, mm);
+    }
+  }
+  while (dead) {
+    m* next = std::exchange(dead->link, nullptr);
+    dead->thread.join();  // shutdown's join is then a no-op
+    dead = next;
+  }
+}
+
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
+  join_exited_ms();  // on g0 (startm's on_g0)
   m* mm = nullptr;
   GORO_TRY { mm = allocate_record<m>(ra_.get()).release(); }  // the runtime's allocator; freed at shutdown
   GORO_CATCH_ALL { return ENOMEM; }
@@ -17473,6 +17524,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
   sched_lock lk(*this);  // publishes mm->thread's handle to shutdown, which joins it after taking lock_
+  mm->thread_published = true;  // and to join_exited_ms: the thread may have exited already
   return 0;
 }
 
@@ -17631,9 +17683,17 @@ inline auto scheduler<Policy>::startlockedm(m* mm, g* gp) -> bool {
   sched_lock lk(*this);
   m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
   if (!lm || lm == mm) return false;
+  if (GORO_UNLIKELY(lm->nextp != nullptr)) {
+    // async preemption: lm has two wired Gs (its locked G and the token of
+    // its pinned ones, see m_loop) and was handed a P for the other: gp
+    // waits its turn in the global queue; mm keeps its P.
+    globq_.push_back(gp);
+    return true;
+  }
   p* pp = mm->pp;
   releasep(mm);
   lm->nextp = pp;
+  lm->locked_handed = gp;
   if (lm->locked_wait) {
     lm->locked_wait = false;
     --nmlocked_wait_;
@@ -17704,8 +17764,18 @@ inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
     return false;
   }
   handoffp_locked_m(mm);
+  {
+    // async preemption: no P names this M any more, so sysmon never
+    // signals its thread once joined (as run_main does for the run() caller).
+    std::lock_guard<spinlock> lk(m_record_lock_);
+    for_each_p([&](p* pp) {
+      m_base* self = mm;
+      pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
+    });
+  }
   sched_lock lk(*this);
-  ++nmexited_;  // it stays in allm_ (joined by shutdown)
+  ++nmexited_;                             // its record stays in allm_ until shutdown
+  mm->link = std::exchange(mexited_, mm);  // its thread is joined by the next newm (join_exited_ms)
   checkdead(lk, mm);
   return false;
 }
@@ -17764,21 +17834,28 @@ inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
 // never pins, see m_base::keeps_main) leave there.
 template <class Policy>
 inline auto scheduler<Policy>::park_pinned(m* mm) -> void {
+  mm->lockedg = mm->async_pinned;
+  queue_token(mm);
+}
+
+// The oldest pinned G goes to the global queue as mm's token (wired to mm).
+template <class Policy>
+inline auto scheduler<Policy>::queue_token(m* mm) -> void {
   g* gp = mm->async_pinned;
   mm->async_pinned = gp->link;
   if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
   gp->link = nullptr;
   mm->async_token = gp;
   gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
-  mm->lockedg = gp;
   requeue_global(gp);
 }
 
-// The token came back with a P: an ordinary pinned G again.
+// The token came back with a P: an ordinary pinned G again (mm stays
+// wired to a G that locked it meanwhile, see m_loop).
 template <class Policy>
 inline auto scheduler<Policy>::unwire_token(m* mm, g* gp) noexcept -> void {
   mm->async_token = nullptr;
-  mm->lockedg = nullptr;
+  if (mm->lockedg == gp) mm->lockedg = nullptr;
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
 }
 
@@ -18465,6 +18542,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   };
   for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
+  std::lock_guard<std::mutex> reap(reap_lock_);  // waits for a join_exited_ms in progress
   for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped

@@ -173,6 +173,42 @@ TEST_CASE("a goroutine in goro::blocking stops an async-preemptible spinner at 1
   CHECK(rt.stats().preemptions >= 1);
 }
 
+TEST_CASE("lock_os_thread on a thread holding an async-preempted goroutine at 1 P") {
+  // The spinner is async-preempted (pinned to its thread), then the other
+  // goroutine runs in a queue turn on that thread, locks it, and waits for
+  // the spinner. Wired to the locker, the thread slept until the locker was
+  // runnable and never resumed the spinner: run() threw deadlock_error.
+  signal_runtime rt{goro::options{1}};
+  std::atomic<bool> locked{false};
+  bool same_thread = false;
+  rt.run([&] {  // threw deadlock_error
+    goro::chan<int> c;
+    goro::wait_group wg;
+    wg.add(2);
+    goro::go([&] {
+      goro::go([&] {  // in runnext: runs once the spinner is preempted (1 P)
+        goro::lock_os_thread();
+        const auto self = std::this_thread::get_id();
+        locked.store(true);
+        c.recv();
+        same_thread = std::this_thread::get_id() == self;
+        goro::unlock_os_thread();
+        wg.done();
+      });
+      {
+        goro::async_preemptible scope;
+        volatile std::uint64_t n = 0;
+        while (!locked.load(std::memory_order_relaxed)) n = n + 1;
+      }
+      c.send(1);
+      wg.done();
+    });
+    wg.wait();
+  });
+  CHECK(same_thread);
+  CHECK(rt.stats().preemptions >= 1);
+}
+
 TEST_CASE("async preemption keeps vector and FP registers, and the thread") {
   // qemu-user emulates the FP work ~40x slower: a quarter (still many slices).
   const std::uint64_t n = static_cast<std::uint64_t>(goro_test::scale(60'000'000, 20'000'000, 15'000'000));

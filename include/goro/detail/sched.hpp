@@ -198,6 +198,7 @@ class scheduler final : public sched_base {
     // in nmlocked_wait_), under lock_. Whoever clears it owns the wake-up.
     bool locked_wait = false;
     bool exit_thread = false;  // lockosthread: a G exited while locked to this M
+    bool thread_published = false;  // newm stored `thread` (lock_): join_exited_ms may join it
     // gosched (yield): the G that switched straight to curg, queued by curg
     // once running (direct_switch_done); or a G gosched took from the run
     // queues but could not switch to directly: g0 runs it next (m_loop).
@@ -205,6 +206,7 @@ class scheduler final : public sched_base {
     g* yield_next = nullptr;
     bool yield_next_inherit = false;
     g* async_token = nullptr;  // async preemption: the pinned G queued while this M waits for a P (park_pinned)
+    g* locked_handed = nullptr;           // startlockedm: the wired G nextp was handed for (lock_)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
   };
@@ -531,6 +533,7 @@ class scheduler final : public sched_base {
   int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
   int newm(p* pp, spin_token& spinning);
+  void join_exited_ms() noexcept;
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
   void leave(m* mm);
@@ -543,6 +546,7 @@ class scheduler final : public sched_base {
   void handoffp_locked_m(m* mm);
   g* next_with_pinned(m* mm);
   void park_pinned(m* mm);
+  void queue_token(m* mm);
   static void unwire_token(m* mm, g* gp) noexcept;
 
   // ---- G records, stacks, ids; goroutine entry and exit (sched_galloc.hpp) ----
@@ -675,6 +679,8 @@ class scheduler final : public sched_base {
   std::size_t nmidle_ = 0;         // Ms on the idle list
   std::size_t nmlocked_wait_ = 0;  // Ms asleep in stoplockedm (Go's nmidlelocked)
   std::size_t nmexited_ = 0;       // Ms whose thread exited with a locked G (still in allm_)
+  m* mexited_ = nullptr;           // those not joined yet (link; lock_): join_exited_ms
+  std::mutex reap_lock_;           // held while joining them (join_exited_ms, shutdown)
   std::atomic<bool> deadlock_{false};
   std::int64_t deadcheck_at_ = 0;      // armed: nanotime() at which to confirm (deadcheck.hpp)
   std::uint64_t deadcheck_epoch_ = 0;  // extm_epoch when the grace period began

@@ -193,6 +193,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   };
   for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
+  std::lock_guard<std::mutex> reap(reap_lock_);  // waits for a join_exited_ms in progress
   for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();
     os::close_preemption_target(mm->os_thread);              // async preemption: sysmon has stopped

@@ -20,9 +20,17 @@ inline auto scheduler<Policy>::startlockedm(m* mm, g* gp) -> bool {
   sched_lock lk(*this);
   m* lm = static_cast<m*>(gp->lockedm.load(std::memory_order_relaxed));
   if (!lm || lm == mm) return false;
+  if (GORO_UNLIKELY(lm->nextp != nullptr)) {
+    // async preemption: lm has two wired Gs (its locked G and the token of
+    // its pinned ones, see m_loop) and was handed a P for the other: gp
+    // waits its turn in the global queue; mm keeps its P.
+    globq_.push_back(gp);
+    return true;
+  }
   p* pp = mm->pp;
   releasep(mm);
   lm->nextp = pp;
+  lm->locked_handed = gp;
   if (lm->locked_wait) {
     lm->locked_wait = false;
     --nmlocked_wait_;
@@ -93,8 +101,18 @@ inline auto scheduler<Policy>::drop_locked_thread(m* mm) -> bool {
     return false;
   }
   handoffp_locked_m(mm);
+  {
+    // async preemption: no P names this M any more, so sysmon never
+    // signals its thread once joined (as run_main does for the run() caller).
+    std::lock_guard<spinlock> lk(m_record_lock_);
+    for_each_p([&](p* pp) {
+      m_base* self = mm;
+      pp->sysmon_m.compare_exchange_strong(self, nullptr, std::memory_order_relaxed);
+    });
+  }
   sched_lock lk(*this);
-  ++nmexited_;  // it stays in allm_ (joined by shutdown)
+  ++nmexited_;                             // its record stays in allm_ until shutdown
+  mm->link = std::exchange(mexited_, mm);  // its thread is joined by the next newm (join_exited_ms)
   checkdead(lk, mm);
   return false;
 }
@@ -153,21 +171,28 @@ inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
 // never pins, see m_base::keeps_main) leave there.
 template <class Policy>
 inline auto scheduler<Policy>::park_pinned(m* mm) -> void {
+  mm->lockedg = mm->async_pinned;
+  queue_token(mm);
+}
+
+// The oldest pinned G goes to the global queue as mm's token (wired to mm).
+template <class Policy>
+inline auto scheduler<Policy>::queue_token(m* mm) -> void {
   g* gp = mm->async_pinned;
   mm->async_pinned = gp->link;
   if (!mm->async_pinned) mm->async_pinned_tail = nullptr;
   gp->link = nullptr;
   mm->async_token = gp;
   gp->lockedm.store(mm, std::memory_order_relaxed);  // published by the queue's lock
-  mm->lockedg = gp;
   requeue_global(gp);
 }
 
-// The token came back with a P: an ordinary pinned G again.
+// The token came back with a P: an ordinary pinned G again (mm stays
+// wired to a G that locked it meanwhile, see m_loop).
 template <class Policy>
 inline auto scheduler<Policy>::unwire_token(m* mm, g* gp) noexcept -> void {
   mm->async_token = nullptr;
-  mm->lockedg = nullptr;
+  if (mm->lockedg == gp) mm->lockedg = nullptr;
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
 }
 

@@ -109,14 +109,23 @@ inline auto scheduler<Policy>::m_loop(m* mm, g* first) -> void {
   for (;;) {
     bool inherit = false;
     g* gp;
+    // async preemption: the locked G beside a token unlocked or exited: the
+    // token is the M's wired G again, as park_pinned leaves it.
+    if (GORO_UNLIKELY(mm->async_token != nullptr) && mm->lockedg == nullptr) mm->lockedg = mm->async_token;
     if (first) {  // lockosthread
       gp = std::exchange(first, nullptr);
     } else if (mm->lockedg) {  // lockosthread
+      // async preemption: a G locked this M in a queue turn while it held
+      // pinned Gs, which only it may resume: they wait for a P as a token
+      // wired to this M beside the locked G (park_pinned), so the M resumes
+      // them while the locked G is not running. Waiting for the locked G
+      // alone stranded them (and it, if it waited for them: a false deadlock).
+      if (GORO_UNLIKELY(mm->async_pinned != nullptr) && mm->async_token == nullptr) queue_token(mm);
       if (!stoplockedm(mm)) {
         leave(mm);
         return;
       }
-      gp = mm->lockedg;
+      gp = mm->locked_handed ? std::exchange(mm->locked_handed, nullptr) : mm->lockedg;  // set with nextp
       if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);              // async preemption
     } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
       park_pinned(mm);
@@ -242,7 +251,9 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
       if (GORO_UNLIKELY(gp->lockedm.load(std::memory_order_relaxed) == mm)) {  // lockosthread
         gp->lockedm.store(nullptr, std::memory_order_relaxed);
         mm->lockedg = nullptr;
-        mm->exit_thread = true;  // m_loop: drop_locked_thread
+        // m_loop: drop_locked_thread; not while this M holds async-pinned
+        // Gs (only its thread may resume them): it goes on as a plain M.
+        mm->exit_thread = mm->async_pinned == nullptr && mm->async_token == nullptr;
       }
       gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
       goexit0(pp, gp);

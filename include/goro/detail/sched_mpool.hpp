@@ -63,8 +63,42 @@ inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   return err;
 }
 
+// lockosthread: joins the threads that exited with a locked G (Go's mexit
+// frees them): unjoined, each kept its stack and guard page mapped until
+// shutdown, and a program ending ~30k goroutines locked ran out of mappings
+// (vm.max_map_count) and so of threads. Their records stay in allm_. Never
+// waits for reap_lock_: shutdown holds it while it joins every M, this one
+// included; whoever holds it finishes the joins it took (each such thread
+// has left the scheduler and ends on its own).
+template <class Policy>
+inline auto scheduler<Policy>::join_exited_ms() noexcept -> void {
+  std::unique_lock<std::mutex> reap(reap_lock_, std::try_to_lock);
+  if (!reap.owns_lock()) return;
+  m* dead = nullptr;
+  {
+    sched_lock lk(*this);
+    // Only those whose creator has stored the thread's handle (newm's
+    // thread.start returns after the thread may have run and exited).
+    for (m** link = &mexited_; *link;) {
+      m* mm = *link;
+      if (!mm->thread_published) {
+        link = &mm->link;
+        continue;
+      }
+      *link = mm->link;
+      mm->link = std::exchange(dead, mm);
+    }
+  }
+  while (dead) {
+    m* next = std::exchange(dead->link, nullptr);
+    dead->thread.join();  // shutdown's join is then a no-op
+    dead = next;
+  }
+}
+
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
+  join_exited_ms();  // on g0 (startm's on_g0)
   m* mm = nullptr;
   GORO_TRY { mm = allocate_record<m>(ra_.get()).release(); }  // the runtime's allocator; freed at shutdown
   GORO_CATCH_ALL { return ENOMEM; }
@@ -116,6 +150,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   }
   threads_created_.fetch_add(1, std::memory_order_relaxed);
   sched_lock lk(*this);  // publishes mm->thread's handle to shutdown, which joins it after taking lock_
+  mm->thread_published = true;  // and to join_exited_ms: the thread may have exited already
   return 0;
 }
 
