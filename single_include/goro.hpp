@@ -3766,12 +3766,9 @@ struct goexit_unwind {
 // main_return.hpp: how far a goroutine is in being ended after main returned.
 enum class exit_state : std::uint8_t {
   none,       // not asked to end
-  unwinding,  // goexit_unwind thrown (or ended without it): its goro calls behave normally
   killed,     // woken from its wait to end (or its unwinding was swallowed): unwinds at its next goro call
-  abandoned,  // a main goroutine whose run() threw deadlock_error: never resumes (goexit.hpp)
+  unwinding,  // goexit_unwind thrown (or ended without it): its goro calls behave normally
 };
-// killed and abandoned are the two a park site acts on (one compare).
-static_assert(exit_state::abandoned > exit_state::killed && exit_state::killed > exit_state::unwinding);
 
 struct alignas(64) g {
   // The first cache line holds what a switch touches (a yield through a
@@ -4458,7 +4455,6 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 // destructors run).
 
 #include <atomic>
-#include <cstdio>
 
 // ---- begin goro/detail/preempt.hpp ----
 // Cooperative preemption requests (Go's gp.preempt + preemptone).
@@ -4596,38 +4592,10 @@ GORO_ALWAYS_INLINE void call_point() {
   if (GORO_UNLIKELY(preempt_requested_anywhere())) call_point_slow();
 }
 
-// A main goroutine woken after its run() threw deadlock_error: run()'s
-// frame, which holds main's functor, is gone, so it must not resume (a
-// false deadlock: a plain thread reached the runtime only after the grace
-// period). Says so once on stderr and parks for good; the runtime's
-// shutdown reports it blocked forever and releases it, as before. The mark
-// is set under the scheduler lock as the deadlock is confirmed
-// (deadcheck.hpp), and a wake from outside reaches an M through the global
-// queue under that lock, so the resumed goroutine sees it.
-#if !GORO_COMPILE_RUNTIME
-[[noreturn]] void stay_abandoned(g* gp);
-#else
-[[noreturn]] GORO_NOINLINE GORO_DECL void stay_abandoned(g* gp) {
-  std::fprintf(stderr,
-               "goro: goroutine %llu was woken after its run() threw deadlock_error; it stays blocked (run() "
-               "and its frame are gone). A plain thread that first reaches the runtime after the grace period "
-               "makes a deadlock look real: see docs/api.md, \"Plain threads count as live external threads\".\n",
-               static_cast<unsigned long long>(gp->id));
-  for (;;) {
-    m_base* m = current_m();
-    gp->unlink_wait = &orphaned_wait;  // nobody can wake it for good
-    park(m, [](void*) { return true; }, nullptr);
-  }
-}
-#endif
-
 // After a park of gp (nullptr: a plain thread): ends gp if the runtime
 // woke it for that.
 GORO_ALWAYS_INLINE void exit_if_killed(g* gp) {
-  if (gp && GORO_UNLIKELY(gp->exiting.load(std::memory_order_relaxed) >= exit_state::killed)) {
-    if (gp->exiting.load(std::memory_order_relaxed) == exit_state::abandoned) stay_abandoned(gp);
-    end_goroutine(gp);
-  }
+  if (gp && GORO_UNLIKELY(gp->exiting.load(std::memory_order_relaxed) == exit_state::killed)) end_goroutine(gp);
 }
 
 // Around goro calls that cannot unwind (a library destructor, noexcept:
@@ -4654,8 +4622,7 @@ class no_unwind_scope {
 // calls behave normally) and the caller must restore what the wait's
 // contract says before calling end_goroutine (cond::wait re-locks).
 GORO_ALWAYS_INLINE bool take_kill(g* gp) noexcept {
-  if (!gp || GORO_LIKELY(gp->exiting.load(std::memory_order_relaxed) < exit_state::killed)) return false;
-  if (gp->exiting.load(std::memory_order_relaxed) == exit_state::abandoned) stay_abandoned(gp);
+  if (!gp || GORO_LIKELY(gp->exiting.load(std::memory_order_relaxed) != exit_state::killed)) return false;
   gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
   return true;
 }
@@ -13172,9 +13139,6 @@ struct deadcheck_sched {
     if (live) return INT64_MAX;
     if (now < s.deadcheck_at_) return s.deadcheck_at_;
     s.deadlock_.store(true, std::memory_order_seq_cst);
-    // run() throws and its frame goes: main must never resume, even if a
-    // plain thread wakes it after all (goexit.hpp stay_abandoned).
-    if (g* main_g = s.run_main_g_) main_g->exiting.store(exit_state::abandoned, std::memory_order_relaxed);
     s.deadcheck_at_ = 0;
     s.take_run_m_locked(held, rm);
     return 0;
@@ -16512,9 +16476,6 @@ class scheduler final : public sched_base {
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
-  // This run's main goroutine (lock_ held): marked abandoned when a
-  // deadlock is confirmed (deadcheck.hpp, goexit.hpp stay_abandoned).
-  g* run_main_g_ = nullptr;
   const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
@@ -18403,7 +18364,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(mm.get(), std::memory_order_release);
-    run_main_g_ = main_g;
     ++run_epoch_;
   }
   os::thread_altstack altstack;
@@ -18440,7 +18400,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
-    run_main_g_ = nullptr;
     deadcheck_at_ = 0;  // checkdead
   }
   {

@@ -95,9 +95,6 @@ struct deadcheck_sched {
     if (live) return INT64_MAX;
     if (now < s.deadcheck_at_) return s.deadcheck_at_;
     s.deadlock_.store(true, std::memory_order_seq_cst);
-    // run() throws and its frame goes: main must never resume, even if a
-    // plain thread wakes it after all (goexit.hpp stay_abandoned).
-    if (g* main_g = s.run_main_g_) main_g->exiting.store(exit_state::abandoned, std::memory_order_relaxed);
     s.deadcheck_at_ = 0;
     s.take_run_m_locked(held, rm);
     return 0;

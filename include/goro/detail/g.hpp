@@ -57,12 +57,9 @@ struct goexit_unwind {
 // main_return.hpp: how far a goroutine is in being ended after main returned.
 enum class exit_state : std::uint8_t {
   none,       // not asked to end
-  unwinding,  // goexit_unwind thrown (or ended without it): its goro calls behave normally
   killed,     // woken from its wait to end (or its unwinding was swallowed): unwinds at its next goro call
-  abandoned,  // a main goroutine whose run() threw deadlock_error: never resumes (goexit.hpp)
+  unwinding,  // goexit_unwind thrown (or ended without it): its goro calls behave normally
 };
-// killed and abandoned are the two a park site acts on (one compare).
-static_assert(exit_state::abandoned > exit_state::killed && exit_state::killed > exit_state::unwinding);
 
 struct alignas(64) g {
   // The first cache line holds what a switch touches (a yield through a

@@ -26,7 +26,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdio>
 
 #include "../error.hpp"
 #include "config.hpp"
@@ -80,38 +79,10 @@ GORO_ALWAYS_INLINE void call_point() {
   if (GORO_UNLIKELY(preempt_requested_anywhere())) call_point_slow();
 }
 
-// A main goroutine woken after its run() threw deadlock_error: run()'s
-// frame, which holds main's functor, is gone, so it must not resume (a
-// false deadlock: a plain thread reached the runtime only after the grace
-// period). Says so once on stderr and parks for good; the runtime's
-// shutdown reports it blocked forever and releases it, as before. The mark
-// is set under the scheduler lock as the deadlock is confirmed
-// (deadcheck.hpp), and a wake from outside reaches an M through the global
-// queue under that lock, so the resumed goroutine sees it.
-#if !GORO_COMPILE_RUNTIME
-[[noreturn]] void stay_abandoned(g* gp);
-#else
-[[noreturn]] GORO_NOINLINE GORO_DECL void stay_abandoned(g* gp) {
-  std::fprintf(stderr,
-               "goro: goroutine %llu was woken after its run() threw deadlock_error; it stays blocked (run() "
-               "and its frame are gone). A plain thread that first reaches the runtime after the grace period "
-               "makes a deadlock look real: see docs/api.md, \"Plain threads count as live external threads\".\n",
-               static_cast<unsigned long long>(gp->id));
-  for (;;) {
-    m_base* m = current_m();
-    gp->unlink_wait = &orphaned_wait;  // nobody can wake it for good
-    park(m, [](void*) { return true; }, nullptr);
-  }
-}
-#endif
-
 // After a park of gp (nullptr: a plain thread): ends gp if the runtime
 // woke it for that.
 GORO_ALWAYS_INLINE void exit_if_killed(g* gp) {
-  if (gp && GORO_UNLIKELY(gp->exiting.load(std::memory_order_relaxed) >= exit_state::killed)) {
-    if (gp->exiting.load(std::memory_order_relaxed) == exit_state::abandoned) stay_abandoned(gp);
-    end_goroutine(gp);
-  }
+  if (gp && GORO_UNLIKELY(gp->exiting.load(std::memory_order_relaxed) == exit_state::killed)) end_goroutine(gp);
 }
 
 // Around goro calls that cannot unwind (a library destructor, noexcept:
@@ -138,8 +109,7 @@ class no_unwind_scope {
 // calls behave normally) and the caller must restore what the wait's
 // contract says before calling end_goroutine (cond::wait re-locks).
 GORO_ALWAYS_INLINE bool take_kill(g* gp) noexcept {
-  if (!gp || GORO_LIKELY(gp->exiting.load(std::memory_order_relaxed) < exit_state::killed)) return false;
-  if (gp->exiting.load(std::memory_order_relaxed) == exit_state::abandoned) stay_abandoned(gp);
+  if (!gp || GORO_LIKELY(gp->exiting.load(std::memory_order_relaxed) != exit_state::killed)) return false;
   gp->exiting.store(exit_state::unwinding, std::memory_order_relaxed);
   return true;
 }

@@ -654,9 +654,6 @@ class scheduler final : public sched_base {
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
-  // This run's main goroutine (lock_ held): marked abandoned when a
-  // deadlock is confirmed (deadcheck.hpp, goexit.hpp stay_abandoned).
-  g* run_main_g_ = nullptr;
   const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()

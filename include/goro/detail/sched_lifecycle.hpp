@@ -54,7 +54,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(mm.get(), std::memory_order_release);
-    run_main_g_ = main_g;
     ++run_epoch_;
   }
   os::thread_altstack altstack;
@@ -91,7 +90,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(nullptr, std::memory_order_release);
-    run_main_g_ = nullptr;
     deadcheck_at_ = 0;  // checkdead
   }
   {
