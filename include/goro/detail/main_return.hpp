@@ -199,7 +199,10 @@ struct main_return_sched {
         [](g* gp, void* v) {
           auto* p = static_cast<arg*>(v);
           const g_status st = gp->status.load(std::memory_order_acquire);
-          if ((st == g_status::runnable || st == g_status::waiting) && gp->sched->lane_owner() == p->lanes) ++p->n;
+          // sched is a dump field: a lane goroutine exiting on its owner's
+          // thread rewrites it while this walk runs (g.hpp).
+          if ((st == g_status::runnable || st == g_status::waiting) && dump_field(gp->sched)->lane_owner() == p->lanes)
+            ++p->n;
         },
         &a);
     return a.n;
