@@ -5758,6 +5758,12 @@ namespace goro::detail {
 // run() throws (SPEC: between 100 ms and 1 s).
 inline constexpr std::int64_t deadlock_grace_ns = 250'000'000;
 
+// Test seam (tests/deadlock_plain_thread_test.cpp): called once, on the
+// run() caller's thread with no lock held, when a deadlock has lasted the
+// grace period and is about to be confirmed: a test makes a plain thread's
+// first call land exactly in that window.
+inline std::atomic<void (*)()> deadlock_confirm_hook{nullptr};
+
 inline std::atomic<std::uint32_t> extm_live{0};
 inline std::atomic<std::uint64_t> extm_epoch{0};
 
@@ -13065,8 +13071,8 @@ struct deadcheck_sched {
   // and it counted stopped (idle list or locked wait) by the caller under
   // lock_. A plain park_note.sleep() unless a deadlock is suspected: then
   // it sleeps to the end of the grace period, or until an external M
-  // exits, and confirms. Returns when mm was taken (its taker's wake
-  // consumed, as the plain sleep would), must leave, or confirmed the
+  // exits, and confirms (confirm). Returns when mm was taken (its taker's
+  // wake consumed, as the plain sleep would), must leave, or confirmed the
   // deadlock (then it took itself off: no wake is coming).
   template <class M>
   static void sleep(S& s, M* mm) {
@@ -13076,7 +13082,12 @@ struct deadcheck_sched {
         typename S::sched_lock lk(s);
         if (!stopped(mm) || s.should_leave(mm)) break;
         until = confirm_locked(lk, s, mm);
-        if (!stopped(mm)) return;  // confirmed: mm took itself off
+      }
+      if (until == confirm_now) {
+        const confirm_result r = confirm(s, mm);
+        if (r == confirm_result::taken_off) return;  // no wake is coming
+        if (r == confirm_result::confirmed) break;   // mm was taken meanwhile: its taker's wake is
+        continue;                                    // main was woken: no deadlock
       }
       if (until == 0) break;
       if (until == INT64_MAX) {
@@ -13138,10 +13149,32 @@ struct deadcheck_sched {
     }
     if (live) return INT64_MAX;
     if (now < s.deadcheck_at_) return s.deadcheck_at_;
+    return confirm_now;
+  }
+
+  static constexpr std::int64_t confirm_now = -1;
+
+  // The grace period passed: main comes off the object it waits on
+  // (detach_main, which takes that object's lock: not under lock_), and only
+  // then is the deadlock published. A wake that reaches main first (a
+  // plain thread's first call, landing just now) makes the detach fail: no
+  // deadlock, main runs on. One that comes after the detach finds no main
+  // to wake, as one after the confirmation would.
+  enum class confirm_result { not_deadlocked, confirmed, taken_off };
+  template <class M>
+  static confirm_result confirm(S& s, M* mm) {
+    if (auto hook = deadlock_confirm_hook.exchange(nullptr)) hook();  // test seam (extm.hpp)
+    const bool detached = S::main_return_ops::detach_main(s.run_main_g_);
+    typename S::sched_lock lk(s);
+    if (!detached) {
+      s.deadcheck_at_ = 0;  // the next M to stop re-arms
+      return confirm_result::not_deadlocked;
+    }
+    // Main can never run again: confirmed, even if mm was taken meanwhile
+    // (its taker's wake is on its way; should_leave sends mm out then).
     s.deadlock_.store(true, std::memory_order_seq_cst);
     s.deadcheck_at_ = 0;
-    s.take_run_m_locked(held, rm);
-    return 0;
+    return s.take_run_m_locked(lk, mm) ? confirm_result::taken_off : confirm_result::confirmed;
   }
 };
 
@@ -13241,18 +13274,26 @@ struct main_return_sched {
     unwind_all(s);
   }
 
-  // run() throws deadlock_error and leaves main parked for good: its
-  // waiter comes off the object's queue (kill_pass's protocol), so that
-  // nothing -- a plain thread's later send, unlock or done() -- wakes it
-  // into run()'s frame, gone by then. Shutdown finds it blocked forever.
-  static void detach_main(g* gp) noexcept {
+  // Before a deadlock is confirmed (deadcheck.hpp), main's waiter comes off
+  // the object's queue (kill_pass's protocol): run() then throws
+  // deadlock_error and leaves main parked for good, and nothing -- a plain
+  // thread's later send, unlock or done() -- wakes it into run()'s frame,
+  // gone by then. Shutdown finds it blocked forever. False when main is
+  // not waiting any more, or its waker took it off the queue first: then
+  // it was no deadlock, and main runs on.
+  static bool detach_main(g* gp) noexcept {
     std::lock_guard<std::mutex> lk(registry().lock);
     gp->dump_pin.store(true, std::memory_order_relaxed);
+    bool detached = false;
     if (os::process_wide_barrier() && gp->status.load(std::memory_order_acquire) == g_status::waiting) {
       std::lock_guard<std::mutex> ul(unlink_lock());
-      if (auto unlink = gp->unlink_wait; unlink && unlink(gp->unlink_arg)) gp->unlink_wait = nullptr;
+      auto unlink = gp->unlink_wait;
+      // No unlink: a wait nothing can end (a select whose channels are gone).
+      detached = !unlink || unlink(gp->unlink_arg);
+      if (detached) gp->unlink_wait = nullptr;
     }
     gp->dump_pin.store(false, std::memory_order_release);
+    return detached;
   }
 
  private:
@@ -13342,7 +13383,10 @@ struct main_return_sched {
         [](g* gp, void* v) {
           auto* p = static_cast<arg*>(v);
           const g_status st = gp->status.load(std::memory_order_acquire);
-          if ((st == g_status::runnable || st == g_status::waiting) && gp->sched->lane_owner() == p->lanes) ++p->n;
+          // sched is a dump field: a lane goroutine exiting on its owner's
+          // thread rewrites it while this walk runs (g.hpp).
+          if ((st == g_status::runnable || st == g_status::waiting) && dump_field(gp->sched)->lane_owner() == p->lanes)
+            ++p->n;
         },
         &a);
     return a.n;
@@ -16477,6 +16521,7 @@ class scheduler final : public sched_base {
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
   const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
+  g* run_main_g_ = nullptr;          // checkdead: this run's main goroutine (deadcheck.hpp)
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
   // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the
@@ -18352,6 +18397,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
+  run_main_g_ = main_g;                               // checkdead: detached before a deadlock is confirmed
 
   owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
@@ -18417,7 +18463,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
   // main_return: main returned (or threw): the others end before run() returns.
   if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
-  if (deadlocked) main_return_ops::detach_main(main_g);
   if (deadlocked)
     raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
                           format_goroutines(collect_goroutines(this)));  // goroutine dump

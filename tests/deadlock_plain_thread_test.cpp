@@ -317,6 +317,52 @@ TEST_CASE("plain-thread deadlock: a plain thread that receives, works, then answ
   }));
 }
 
+// A plain thread's first call lands just as the deadlock is confirmed (the
+// test seam detail::deadlock_confirm_hook runs it there): it sends to the
+// channel main waits on. Either main is taken off that channel first (the
+// deadlock stands, the value stays in the channel) or main is woken, and
+// then it was no deadlock: run() goes on and returns main's result. Before
+// the fix main was woken after the confirmation and ran while run() threw,
+// its closure in run()'s frame, gone.
+TEST_CASE("plain-thread deadlock: a plain thread's send landing as the deadlock is confirmed",
+          "[deadlock][plain_thread]") {
+  // Main locked to run()'s thread, or not: the run() caller's M then waits
+  // in stoplockedm, or in stopm.
+  const bool locked = GENERATE(false, true);
+  INFO("main locked to run()'s thread: " << locked);
+  const int status = run_child([locked] {
+    goro::runtime rt;
+    static goro::chan<int>* chp = nullptr;
+    goro::chan<int> c;  // unbuffered: the send hands the value to main or blocks
+    chp = &c;
+    static std::thread feeder;
+    goro::detail::deadlock_confirm_hook.store(+[] {
+      feeder = std::thread([] { chp->send(42); });
+      std::this_thread::sleep_for(100ms);  // the send has woken main, or blocks for good
+    });
+    int got = -1;
+    try {
+      got = rt.run([c, locked]() mutable {
+        if (locked) goro::lock_os_thread();
+        const std::thread::id before = std::this_thread::get_id();
+        int v = c.recv().value_or(-1);
+        if (locked && std::this_thread::get_id() != before) v = -2;  // woken on another thread
+        return v;
+      });
+    } catch (const goro::deadlock_error&) {
+      // Main was taken off the channel first: the send must not have
+      // reached it (it still blocks, nobody receives).
+      std::this_thread::sleep_for(100ms);
+      if (c.try_recv() != std::optional<int>(42)) return wrong_result;
+      feeder.join();
+      return ok;
+    }
+    feeder.join();
+    return got == 42 ? ok : wrong_result;
+  });
+  CHECK_CHILD(status);
+}
+
 TEST_CASE("deadlock: a send after run() threw deadlock_error does not wake main into run()'s dead frame",
           "[deadlock][plain_thread]") {
   goro::runtime rt;

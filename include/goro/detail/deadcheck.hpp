@@ -21,8 +21,8 @@ struct deadcheck_sched {
   // and it counted stopped (idle list or locked wait) by the caller under
   // lock_. A plain park_note.sleep() unless a deadlock is suspected: then
   // it sleeps to the end of the grace period, or until an external M
-  // exits, and confirms. Returns when mm was taken (its taker's wake
-  // consumed, as the plain sleep would), must leave, or confirmed the
+  // exits, and confirms (confirm). Returns when mm was taken (its taker's
+  // wake consumed, as the plain sleep would), must leave, or confirmed the
   // deadlock (then it took itself off: no wake is coming).
   template <class M>
   static void sleep(S& s, M* mm) {
@@ -32,7 +32,12 @@ struct deadcheck_sched {
         typename S::sched_lock lk(s);
         if (!stopped(mm) || s.should_leave(mm)) break;
         until = confirm_locked(lk, s, mm);
-        if (!stopped(mm)) return;  // confirmed: mm took itself off
+      }
+      if (until == confirm_now) {
+        const confirm_result r = confirm(s, mm);
+        if (r == confirm_result::taken_off) return;  // no wake is coming
+        if (r == confirm_result::confirmed) break;   // mm was taken meanwhile: its taker's wake is
+        continue;                                    // main was woken: no deadlock
       }
       if (until == 0) break;
       if (until == INT64_MAX) {
@@ -94,10 +99,32 @@ struct deadcheck_sched {
     }
     if (live) return INT64_MAX;
     if (now < s.deadcheck_at_) return s.deadcheck_at_;
+    return confirm_now;
+  }
+
+  static constexpr std::int64_t confirm_now = -1;
+
+  // The grace period passed: main comes off the object it waits on
+  // (detach_main, which takes that object's lock: not under lock_), and only
+  // then is the deadlock published. A wake that reaches main first (a
+  // plain thread's first call, landing just now) makes the detach fail: no
+  // deadlock, main runs on. One that comes after the detach finds no main
+  // to wake, as one after the confirmation would.
+  enum class confirm_result { not_deadlocked, confirmed, taken_off };
+  template <class M>
+  static confirm_result confirm(S& s, M* mm) {
+    if (auto hook = deadlock_confirm_hook.exchange(nullptr)) hook();  // test seam (extm.hpp)
+    const bool detached = S::main_return_ops::detach_main(s.run_main_g_);
+    typename S::sched_lock lk(s);
+    if (!detached) {
+      s.deadcheck_at_ = 0;  // the next M to stop re-arms
+      return confirm_result::not_deadlocked;
+    }
+    // Main can never run again: confirmed, even if mm was taken meanwhile
+    // (its taker's wake is on its way; should_leave sends mm out then).
     s.deadlock_.store(true, std::memory_order_seq_cst);
     s.deadcheck_at_ = 0;
-    s.take_run_m_locked(held, rm);
-    return 0;
+    return s.take_run_m_locked(lk, mm) ? confirm_result::taken_off : confirm_result::confirmed;
   }
 };
 

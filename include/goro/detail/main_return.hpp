@@ -98,18 +98,26 @@ struct main_return_sched {
     unwind_all(s);
   }
 
-  // run() throws deadlock_error and leaves main parked for good: its
-  // waiter comes off the object's queue (kill_pass's protocol), so that
-  // nothing -- a plain thread's later send, unlock or done() -- wakes it
-  // into run()'s frame, gone by then. Shutdown finds it blocked forever.
-  static void detach_main(g* gp) noexcept {
+  // Before a deadlock is confirmed (deadcheck.hpp), main's waiter comes off
+  // the object's queue (kill_pass's protocol): run() then throws
+  // deadlock_error and leaves main parked for good, and nothing -- a plain
+  // thread's later send, unlock or done() -- wakes it into run()'s frame,
+  // gone by then. Shutdown finds it blocked forever. False when main is
+  // not waiting any more, or its waker took it off the queue first: then
+  // it was no deadlock, and main runs on.
+  static bool detach_main(g* gp) noexcept {
     std::lock_guard<std::mutex> lk(registry().lock);
     gp->dump_pin.store(true, std::memory_order_relaxed);
+    bool detached = false;
     if (os::process_wide_barrier() && gp->status.load(std::memory_order_acquire) == g_status::waiting) {
       std::lock_guard<std::mutex> ul(unlink_lock());
-      if (auto unlink = gp->unlink_wait; unlink && unlink(gp->unlink_arg)) gp->unlink_wait = nullptr;
+      auto unlink = gp->unlink_wait;
+      // No unlink: a wait nothing can end (a select whose channels are gone).
+      detached = !unlink || unlink(gp->unlink_arg);
+      if (detached) gp->unlink_wait = nullptr;
     }
     gp->dump_pin.store(false, std::memory_order_release);
+    return detached;
   }
 
  private:

@@ -655,6 +655,7 @@ class scheduler final : public sched_base {
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
   const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
+  g* run_main_g_ = nullptr;          // checkdead: this run's main goroutine (deadcheck.hpp)
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
   // returns, while sysmon, gomaxprocs' shrink, the goroutine dump and the

@@ -42,6 +42,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
+  run_main_g_ = main_g;                               // checkdead: detached before a deadlock is confirmed
 
   owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
@@ -107,7 +108,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
   // main_return: main returned (or threw): the others end before run() returns.
   if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
-  if (deadlocked) main_return_ops::detach_main(main_g);
   if (deadlocked)
     raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
                           format_goroutines(collect_goroutines(this)));  // goroutine dump
