@@ -731,3 +731,37 @@ TEST_CASE("net_ext: a goroutine whose reads never park is still preempted at the
     CHECK(other_ran.load());
   });
 }
+
+TEST_CASE("net_ext: a deadline set in a runtime since destroyed still ends a wait in another runtime", "[net]") {
+  // The deadline's timer was queued on runtime a's heaps, which a's end
+  // cleared; a goroutine of b parked past the deadline then waited until
+  // the watchdog's close (errc::closed, 10 s), not the deadline.
+  net::listener ln;
+  net::conn c, peer;
+  {
+    goro::runtime a{goro::options{2}};
+    a.run([&] {
+      ln = net::listen_tcp("127.0.0.1:0");
+      c = net::dial_tcp(loopback(ln));
+      peer = ln.accept();
+      c.set_deadline(steady::now() + 100ms);
+    });
+  }
+  goro::runtime b{goro::options{2}};
+  b.run([&] {
+    goro::go([c]() mutable {
+      goro::sleep_for(10s);
+      c.close();
+    });
+    std::string buf(16, '\0');
+    std::error_code ec;
+    c.read(wbytes(buf), ec);
+    CHECK(ec == std::errc::timed_out);
+    // The write side's timer was dropped too: fill the socket buffer.
+    std::string big(1 << 20, 'z');
+    ec.clear();
+    for (int i = 0; i < 64 && !ec; ++i) c.write(big, ec);
+    CHECK(ec == std::errc::timed_out);
+    c.close();
+  });
+}
