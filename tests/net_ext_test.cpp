@@ -765,3 +765,72 @@ TEST_CASE("net_ext: a deadline set in a runtime since destroyed still ends a wai
     c.close();
   });
 }
+
+namespace {
+// A connected pair made in a runtime that then goes idle (run() returned,
+// the runtime alive): c's descriptor stays registered with that runtime's
+// poller, whose Ms all sleep on their notes.
+struct idle_owner_pair {
+  goro::runtime owner{goro::options{2}};
+  net::listener ln;
+  net::conn c, peer;
+  idle_owner_pair() {
+    owner.run([this] {
+      ln = net::listen_tcp("127.0.0.1:0");
+      c = net::dial_tcp(loopback(ln));
+      peer = ln.accept();
+      peer.write("a");
+      std::string buf(1, '\0');
+      c.read(wbytes(buf));  // waits on c: registers it with owner's poller
+    });
+    // Let the owner settle: for a while after run() returns one of its Ms
+    // may still poll (the bug below then showed 2 runs in 5, not 5 in 5).
+    std::this_thread::sleep_for(300ms);
+  }
+};
+}  // namespace
+
+TEST_CASE("net_ext: a goroutine waits on a socket registered with an idle runtime's poller", "[net]") {
+  // No M of the owner watched its poller (none of its goroutines waited on
+  // I/O): b's reader was never woken by the data, only by the watchdog's
+  // close (errc::closed, 5 s).
+  idle_owner_pair p;
+  std::thread writer([&p] {
+    std::this_thread::sleep_for(200ms);
+    p.peer.write("b");
+  });
+  goro::runtime b{goro::options{2}};
+  b.run([&p] {
+    goro::go([c = p.c]() mutable {
+      goro::sleep_for(5s);
+      c.close();
+    });
+    std::string buf(1, '\0');
+    std::error_code ec;
+    CHECK(p.c.read(wbytes(buf), ec) == 1);
+    CHECK_FALSE(ec);
+    p.c.close();
+  });
+  writer.join();
+}
+
+TEST_CASE("net_ext: a goroutine waiting on another runtime's socket is not a deadlock", "[net]") {
+  // b's only goroutine waits on a descriptor registered with p.owner's
+  // poller: it was counted there, not in b, whose deadlock check then
+  // threw (grace period 250 ms) before the data came.
+  idle_owner_pair p;
+  std::thread writer([&p] {
+    std::this_thread::sleep_for(600ms);
+    p.peer.write("b");
+  });
+  goro::runtime b{goro::options{2}};
+  std::size_t n = 0;
+  std::error_code ec;
+  CHECK_NOTHROW(b.run([&] {
+    std::string buf(1, '\0');
+    n = p.c.read(wbytes(buf), ec);
+  }));
+  writer.join();
+  CHECK(n == 1);
+  CHECK_FALSE(ec);
+}

@@ -153,6 +153,15 @@ class netpoller {
   // max_batch) and returns their number. The caller holds try_lock().
   GORO_DECL int poll(long long timeout_ns, g** out) noexcept;
 
+  // A goroutine of another runtime now waits on one of this poller's
+  // descriptors (pd_block): make sure one of this runtime's Ms watches
+  // the poller (the init hook: its timer M loops back into the poll with
+  // waiters() > 0, or an M is started), as none may if none of its own
+  // goroutines waits on I/O.
+  void watch() noexcept {
+    if (on_init_ && inited()) on_init_(on_init_arg_);
+  }
+
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
     if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
@@ -455,8 +464,15 @@ GORO_DECL g* netpoller::unblock(poll_desc* pd, char mode, bool ioready) noexcept
     if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
   }
   if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
-  if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
-  return reinterpret_cast<g*>(old);
+  g* gp = reinterpret_cast<g*>(old);
+  netpoller* np = pd->owner.load(std::memory_order_seq_cst);
+  if (np) np->remove_waiter();
+  // The commit counted gp on its own runtime's poller too when that was
+  // not pd's owner (pd_block); the owner is the same now, or gone (its
+  // runtime destroyed), or gp's own (registered there since): each way
+  // gp's own poller gets back what the commit added.
+  if (netpoller* own = gp->sched->poller(); own && own != np) own->remove_waiter();
+  return gp;
 }
 
 GORO_DECL void netpoller::deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
@@ -516,9 +532,19 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
           auto* gp = c->gp;
           netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
           std::uintptr_t expect = pd_wait;
+          netpoller* own = gp->sched->poller();
           if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
             return false;  // readiness / unblock came first: resume at once
           if (np) np->add_waiter();
+          if (np != own && own) {
+            // pd is registered with another runtime's poller (a socket
+            // made or first waited on there). Our runtime counts us too,
+            // as a goroutine the network can wake (checkdead, shutdown),
+            // and the owner, whose Ms may all sleep on their notes (none
+            // of its goroutines waited on I/O), gets one to watch it.
+            own->add_waiter();
+            if (np) np->watch();
+          }
           return true;
         },
         &a, wait_reason::io_wait);
