@@ -834,3 +834,26 @@ TEST_CASE("net_ext: a goroutine waiting on another runtime's socket is not a dea
   CHECK(n == 1);
   CHECK_FALSE(ec);
 }
+
+#if !defined(_WIN32)
+TEST_CASE("net_ext: wait_readable on a negative fd is EBADF from a plain thread too", "[net]") {
+  // poll(2) ignores a negative fd: a plain thread's wait saw no event and
+  // waited out its deadline (timed_out; with none it hung for good),
+  // where a goroutine's reports EBADF at once.
+  std::error_code ec;
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] { CHECK_FALSE(net::wait_readable(-1, steady::now() + 200ms, ec)); });
+  CHECK(ec == std::errc::bad_file_descriptor);
+  ec.clear();
+  CHECK_FALSE(net::wait_readable(-1, steady::now() + 200ms, ec));
+  CHECK(ec == std::errc::bad_file_descriptor);
+  ec.clear();
+  CHECK_FALSE(net::wait_writable(-1, steady::now() + 200ms, ec));
+  CHECK(ec == std::errc::bad_file_descriptor);
+  auto [ctx, cancel] = goro::with_timeout(goro::background(), 200ms);
+  ec.clear();
+  CHECK_FALSE(net::wait_readable(-1, ctx, ec));
+  CHECK(ec == std::errc::bad_file_descriptor);
+  cancel();
+}
+#endif
