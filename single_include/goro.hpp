@@ -10542,6 +10542,14 @@ class netpoller {
         poll_desc* next = pd->next;
         pd->owner.store(nullptr, std::memory_order_seq_cst);
         pd->prev = pd->next = nullptr;
+        // A goroutine of another runtime parked on pd (pd_block) would
+        // wait for events nobody polls any more: ready it as an event
+        // would (a spurious readiness: it retries its call, and on EAGAIN
+        // registers pd with its own poller, seeing owner cleared above).
+        // pd_ready stays when nobody waits, for one about to (seq_cst:
+        // the owner store comes before the semaphore's change).
+        for (char mode : {'r', 'w'})
+          if (g* gp = unblock(pd, mode, true); gp && gp->sched->poller() != this) gp->sched->ready(gp);
         pd = next;
       }
       list_ = nullptr;

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -857,3 +858,37 @@ TEST_CASE("net_ext: wait_readable on a negative fd is EBADF from a plain thread 
   cancel();
 }
 #endif
+
+TEST_CASE("net_ext: destroying the runtime whose poller a socket is registered with wakes another's waiter", "[net]") {
+  // b's reader waits on c, registered with the owner's poller; the owner
+  // is destroyed meanwhile. Its poller's end left the descriptor
+  // registered nowhere, and the reader never saw the data that came
+  // after: only the watchdog's close (errc::closed, 5 s) ended its read.
+  auto p = std::make_unique<idle_owner_pair>();
+  net::conn c = p->c, peer = p->peer;
+  std::size_t n = 0;
+  std::error_code ec;
+  std::thread tb([&] {
+    goro::runtime b{goro::options{2}};
+    b.run([&] {
+      goro::go([c]() mutable {
+        goro::sleep_for(5s);
+        c.close();
+      });
+      std::string buf(1, '\0');
+      n = c.read(wbytes(buf), ec);
+      c.close();
+    });
+  });
+  const auto io_waiters = [] {
+    int k = 0;
+    for (const auto& gi : goro::goroutines()) k += gi.wait_reason == "IO wait";
+    return k;
+  };
+  CHECK(goro_test::eventually_sleeping([&] { return io_waiters() == 1; }));
+  p.reset();  // the owner runtime (and its poller) goes; c and peer stay
+  peer.write("b");
+  tb.join();
+  CHECK(n == 1);
+  CHECK_FALSE(ec);
+}
