@@ -892,3 +892,40 @@ TEST_CASE("net_ext: destroying the runtime whose poller a socket is registered w
   CHECK(n == 1);
   CHECK_FALSE(ec);
 }
+
+TEST_CASE("net_ext: a thread_lane goroutine of an idle runtime is woken by the network", "[net]") {
+  // No run() active: the lane's goroutine parked on c, but no M of the
+  // runtime went to the poll for it (one goes when it runs out of work
+  // while someone waits, and none ran since), so the data never woke it.
+  idle_owner_pair p;
+  goro::thread_lane lane;
+  std::atomic<bool> done{false};
+  std::size_t n = 0;
+  std::error_code ec;
+  lane.go(p.owner, [&] {
+    std::string buf(1, '\0');
+    n = p.c.read(wbytes(buf), ec);
+    done = true;
+  });
+  std::thread writer([&p] {
+    std::this_thread::sleep_for(50ms);
+    p.peer.write("b");
+  });
+  const auto pump_until = [&](std::chrono::milliseconds limit) {
+    const auto t0 = steady::now();
+    while (!done.load() && steady::now() - t0 < limit) {
+      lane.run_for(1ms);
+      std::this_thread::sleep_for(1ms);
+    }
+  };
+  pump_until(5s);
+  const bool woken = done.load();
+  writer.join();
+  if (!woken) {
+    p.c.close();  // end the lane goroutine before the lane goes
+    pump_until(5s);
+  }
+  CHECK(woken);
+  CHECK(n == 1);
+  CHECK_FALSE(ec);
+}

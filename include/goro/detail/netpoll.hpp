@@ -58,11 +58,12 @@ class netpoller {
   // so that it sleeps in epoll_wait from now on).
   // make_pool(arg): the runtime's descriptor pool, from its allocator
   // (nullptr, or no hook: the process-wide cache).
+  // watch(arg): see watch().
   using init_hook = void (*)(void*);
   using pool_hook = pd_pool* (*)(void*);
   netpoller() = default;
-  netpoller(init_hook on_init, void* arg, pool_hook make_pool = nullptr) noexcept
-      : on_init_(on_init), on_init_arg_(arg), make_pool_(make_pool) {}
+  netpoller(init_hook on_init, void* arg, pool_hook make_pool = nullptr, init_hook watch = nullptr) noexcept
+      : on_init_(on_init), on_init_arg_(arg), make_pool_(make_pool), watch_(watch) {}
   netpoller(const netpoller&) = delete;
   netpoller& operator=(const netpoller&) = delete;
 
@@ -161,13 +162,14 @@ class netpoller {
   // max_batch) and returns their number. The caller holds try_lock().
   GORO_DECL int poll(long long timeout_ns, g** out) noexcept;
 
-  // A goroutine of another runtime now waits on one of this poller's
-  // descriptors (pd_block): make sure one of this runtime's Ms watches
-  // the poller (the init hook: its timer M loops back into the poll with
-  // waiters() > 0, or an M is started), as none may if none of its own
-  // goroutines waits on I/O.
+  // A goroutine that no M of this runtime parked now waits on one of its
+  // descriptors (pd_block): one of another runtime, or a thread_lane's.
+  // Make sure an M of this runtime watches the poller (the hook: an M is
+  // started if none sleeps in the poll; it ends up there, waiters() > 0),
+  // as none may: an M goes to the poll only when it runs out of work
+  // while someone waits, and none of the runtime's Ms may have since.
   void watch() noexcept {
-    if (on_init_ && inited()) on_init_(on_init_arg_);
+    if (watch_) watch_(on_init_arg_);
   }
 
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
@@ -205,6 +207,7 @@ class netpoller {
   init_hook on_init_ = nullptr;
   void* on_init_arg_ = nullptr;
   pool_hook make_pool_ = nullptr;
+  init_hook watch_ = nullptr;
   std::atomic<pd_pool*> own_{nullptr};  // this runtime's pool (one reference)
   pool_ref* foreign_ = nullptr;         // mu_
   os::poller os_poller_;
@@ -234,6 +237,16 @@ struct netpoll_sched {
   // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
   // it off the idle list; with no timer M it calls wakep, harmless).
   static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
+
+  // netpoller::watch's hook: with no timer M (none sleeps in the poll, nor
+  // on its note with a deadline), start an M; finding no work with
+  // waiters() > 0 it becomes the timer M, blocked in the poll. A timer M
+  // there already sees the events (or, taken off the idle list meanwhile,
+  // comes back to stopm and the poll).
+  static void watch(void* arg) {
+    S& s = *static_cast<S*>(arg);
+    if (s.timer_m_until_.until() == 0) s.wakep();
+  }
 
   // netpoller::pool's hook: for a runtime given an allocator, a pool of
   // descriptors from (a copy of) it; the process-wide cache otherwise.
@@ -552,6 +565,8 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
             // of its goroutines waited on I/O), gets one to watch it.
             own->add_waiter();
             if (np) np->watch();
+          } else if (np && gp->sched->runtime() != gp->sched) {
+            np->watch();  // a thread_lane's goroutine: no M of np's runtime parked it
           }
           return true;
         },
