@@ -9692,6 +9692,7 @@ inline void socket_set_nodelay(socket_t s) noexcept {
 // an error / hang-up pending), 0 after timeout_ms, or -errno (EBADF: not
 // a descriptor; EINTR).
 inline int socket_poll(socket_t s, char mode, int timeout_ms) noexcept {
+  if (s < 0) return -EBADF;  // poll(2) skips a negative fd: it would only time out
   pollfd p{s, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
   int r = ::poll(&p, 1, timeout_ms);
   if (r < 0) return -socket_errno();
@@ -10035,6 +10036,7 @@ inline void socket_set_nodelay(socket_t s) noexcept {
 
 // A plain thread's wait, WSAPoll: 1 ready, 0 after timeout_ms, or -errno.
 inline int socket_poll(socket_t s, char mode, int timeout_ms) noexcept {
+  if (s == invalid_socket) return -EBADF;  // WSAPoll ignores a "negative" one: it would only time out
   WSAPOLLFD p{static_cast<SOCKET>(s), static_cast<SHORT>(mode == 'r' ? POLLRDNORM : POLLWRNORM), 0};
   int r = WSAPoll(&p, 1, timeout_ms);
   if (r < 0) return -socket_errno();
@@ -10526,11 +10528,12 @@ class netpoller {
   // so that it sleeps in epoll_wait from now on).
   // make_pool(arg): the runtime's descriptor pool, from its allocator
   // (nullptr, or no hook: the process-wide cache).
+  // watch(arg): see watch().
   using init_hook = void (*)(void*);
   using pool_hook = pd_pool* (*)(void*);
   netpoller() = default;
-  netpoller(init_hook on_init, void* arg, pool_hook make_pool = nullptr) noexcept
-      : on_init_(on_init), on_init_arg_(arg), make_pool_(make_pool) {}
+  netpoller(init_hook on_init, void* arg, pool_hook make_pool = nullptr, init_hook watch = nullptr) noexcept
+      : on_init_(on_init), on_init_arg_(arg), make_pool_(make_pool), watch_(watch) {}
   netpoller(const netpoller&) = delete;
   netpoller& operator=(const netpoller&) = delete;
 
@@ -10546,6 +10549,14 @@ class netpoller {
         poll_desc* next = pd->next;
         pd->owner.store(nullptr, std::memory_order_seq_cst);
         pd->prev = pd->next = nullptr;
+        // A goroutine of another runtime parked on pd (pd_block) would
+        // wait for events nobody polls any more: ready it as an event
+        // would (a spurious readiness: it retries its call, and on EAGAIN
+        // registers pd with its own poller, seeing owner cleared above).
+        // pd_ready stays when nobody waits, for one about to (seq_cst:
+        // the owner store comes before the semaphore's change).
+        for (char mode : {'r', 'w'})
+          if (g* gp = unblock(pd, mode, true); gp && gp->sched->poller() != this) gp->sched->ready(gp);
         pd = next;
       }
       list_ = nullptr;
@@ -10621,6 +10632,16 @@ class netpoller {
   // max_batch) and returns their number. The caller holds try_lock().
   GORO_DECL int poll(long long timeout_ns, g** out) noexcept;
 
+  // A goroutine that no M of this runtime parked now waits on one of its
+  // descriptors (pd_block): one of another runtime, or a thread_lane's.
+  // Make sure an M of this runtime watches the poller (the hook: an M is
+  // started if none sleeps in the poll; it ends up there, waiters() > 0),
+  // as none may: an M goes to the poll only when it runs out of work
+  // while someone waits, and none of the runtime's Ms may have since.
+  void watch() noexcept {
+    if (watch_) watch_(on_init_arg_);
+  }
+
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
     if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
@@ -10656,6 +10677,7 @@ class netpoller {
   init_hook on_init_ = nullptr;
   void* on_init_arg_ = nullptr;
   pool_hook make_pool_ = nullptr;
+  init_hook watch_ = nullptr;
   std::atomic<pd_pool*> own_{nullptr};  // this runtime's pool (one reference)
   pool_ref* foreign_ = nullptr;         // mu_
   os::poller os_poller_;
@@ -10685,6 +10707,16 @@ struct netpoll_sched {
   // it so that it goes back to sleep in epoll_wait (wake_for_timer takes
   // it off the idle list; with no timer M it calls wakep, harmless).
   static void on_init(void* arg) { static_cast<S*>(arg)->wake_for_timer(1); }
+
+  // netpoller::watch's hook: with no timer M (none sleeps in the poll, nor
+  // on its note with a deadline), start an M; finding no work with
+  // waiters() > 0 it becomes the timer M, blocked in the poll. A timer M
+  // there already sees the events (or, taken off the idle list meanwhile,
+  // comes back to stopm and the poll).
+  static void watch(void* arg) {
+    S& s = *static_cast<S*>(arg);
+    if (s.timer_m_until_.until() == 0) s.wakep();
+  }
 
   // netpoller::pool's hook: for a runtime given an allocator, a pool of
   // descriptors from (a copy of) it; the process-wide cache otherwise.
@@ -10916,6 +10948,16 @@ inline void pd_free(poll_desc* pd) noexcept {
 // function takes no lock, so del() (which waits for a running one) cannot
 // deadlock with it.
 GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d);
+// set_deadline's part under pd->lock, its timer off every heap: wakes the
+// waiter if d has passed, else fills in the timer. True: queue it.
+GORO_DECL bool arm_deadline_locked(poll_desc* pd, char mode, std::int64_t d);
+
+// A goroutine about to park on pd in `mode`: a deadline that has not
+// passed but whose timer is on no heap is re-armed on the caller's
+// runtime. That happens when the runtime that armed it was destroyed (its
+// heaps are cleared, the timer dropped) while the socket lives on: a
+// goroutine of another runtime then parked past the deadline for good.
+GORO_DECL void keep_deadline_armed(poll_desc* pd, char mode);
 
 // Registers pd with the calling goroutine's poller if it is on none.
 GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
@@ -16554,7 +16596,8 @@ class scheduler final : public sched_base {
   sysmon<Policy, scheduler> sysmon_{*this};
 
   // netpoll: destroyed after shutdown() joined every M (and sysmon).
-  netpoller poller_{&netpoll_sched<scheduler>::on_init, this, &netpoll_sched<scheduler>::make_pool};
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this, &netpoll_sched<scheduler>::make_pool,
+                    &netpoll_sched<scheduler>::watch};
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)
@@ -20284,8 +20327,15 @@ GORO_DECL g* netpoller::unblock(poll_desc* pd, char mode, bool ioready) noexcept
     if (s.compare_exchange_weak(old, nw, std::memory_order_seq_cst)) break;
   }
   if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
-  if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) np->remove_waiter();
-  return reinterpret_cast<g*>(old);
+  g* gp = reinterpret_cast<g*>(old);
+  netpoller* np = pd->owner.load(std::memory_order_seq_cst);
+  if (np) np->remove_waiter();
+  // The commit counted gp on its own runtime's poller too when that was
+  // not pd's owner (pd_block); the owner is the same now, or gone (its
+  // runtime destroyed), or gp's own (registered there since): each way
+  // gp's own poller gets back what the commit added.
+  if (netpoller* own = gp->sched->poller(); own && own != np) own->remove_waiter();
+  return gp;
 }
 
 GORO_DECL void netpoller::deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept {
@@ -20345,9 +20395,21 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
           auto* gp = c->gp;
           netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
           std::uintptr_t expect = pd_wait;
+          netpoller* own = gp->sched->poller();
           if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
             return false;  // readiness / unblock came first: resume at once
           if (np) np->add_waiter();
+          if (np != own && own) {
+            // pd is registered with another runtime's poller (a socket
+            // made or first waited on there). Our runtime counts us too,
+            // as a goroutine the network can wake (checkdead, shutdown),
+            // and the owner, whose Ms may all sleep on their notes (none
+            // of its goroutines waited on I/O), gets one to watch it.
+            own->add_waiter();
+            if (np) np->watch();
+          } else if (np && gp->sched->runtime() != gp->sched) {
+            np->watch();  // a thread_lane's goroutine: no M of np's runtime parked it
+          }
           return true;
         },
         &a, wait_reason::io_wait);
@@ -20377,22 +20439,41 @@ GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
   goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
   rearm_timer(pd->lock, t, [&](bool) {
     pd->deadline(mode).store(d, std::memory_order_seq_cst);
-    if (d == 0) return false;
-    if (d <= nanotime()) {  // already passed: wake the waiter now
-      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-      return false;
-    }
-    t.when = d;
-    t.period = 0;
-    t.sync = true;
-    t.arg = pd;
-    t.seq = pd->seq.load(std::memory_order_seq_cst);
-    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                        };
-    return true;
+    return arm_deadline_locked(pd, mode, d);
+  });
+}
+
+GORO_DECL bool arm_deadline_locked(poll_desc* pd, char mode, std::int64_t d) {
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  if (d == 0) return false;
+  if (d <= nanotime()) {  // already passed: wake the waiter now
+    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+    return false;
+  }
+  t.when = d;
+  t.period = 0;
+  t.sync = true;
+  t.arg = pd;
+  t.seq = pd->seq.load(std::memory_order_seq_cst);
+  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                      };
+  return true;
+}
+
+GORO_DECL void keep_deadline_armed(poll_desc* pd, char mode) {
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  // Cheap look first: no deadline, or its timer queued. A timer off its
+  // heap because it fired (or is firing) has a deadline that has passed.
+  std::int64_t d = pd->deadline(mode).load(std::memory_order_seq_cst);
+  if (d == 0 || t.where.load(std::memory_order_acquire) != nullptr || d <= nanotime()) return;
+  // Under pd->lock (rearm_timer), against a setter: re-read the deadline
+  // it may have changed, and queue the timer again unless it is queued.
+  rearm_timer(pd->lock, t, [&](bool pending) {
+    if (pending) return true;  // a setter armed it meanwhile: back where we are
+    return arm_deadline_locked(pd, mode, pd->deadline(mode).load(std::memory_order_seq_cst));
   });
 }
 
@@ -20466,6 +20547,7 @@ GORO_DECL void socket_state::close() noexcept {
 GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx) {
   if (netpoller* np = goroutine_poller()) {
     if (std::error_code ec = ensure_registered(pd_, np)) return ec;
+    keep_deadline_armed(pd_, mode);
     switch (pd_wait_g(pd_, mode)) {
       case pd_error::none:
         return {};

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -730,4 +731,201 @@ TEST_CASE("net_ext: a goroutine whose reads never park is still preempted at the
     INFO(calls << " net calls in " << took << " ms");
     CHECK(other_ran.load());
   });
+}
+
+TEST_CASE("net_ext: a deadline set in a runtime since destroyed still ends a wait in another runtime", "[net]") {
+  // The deadline's timer was queued on runtime a's heaps, which a's end
+  // cleared; a goroutine of b parked past the deadline then waited until
+  // the watchdog's close (errc::closed, 10 s), not the deadline.
+  net::listener ln;
+  net::conn c, peer;
+  {
+    goro::runtime a{goro::options{2}};
+    a.run([&] {
+      ln = net::listen_tcp("127.0.0.1:0");
+      c = net::dial_tcp(loopback(ln));
+      peer = ln.accept();
+      c.set_deadline(steady::now() + 100ms);
+    });
+  }
+  goro::runtime b{goro::options{2}};
+  b.run([&] {
+    goro::go([c]() mutable {
+      goro::sleep_for(10s);
+      c.close();
+    });
+    std::string buf(16, '\0');
+    std::error_code ec;
+    c.read(wbytes(buf), ec);
+    CHECK(ec == std::errc::timed_out);
+    // The write side's timer was dropped too: fill the socket buffer.
+    std::string big(1 << 20, 'z');
+    ec.clear();
+    for (int i = 0; i < 64 && !ec; ++i) c.write(big, ec);
+    CHECK(ec == std::errc::timed_out);
+    c.close();
+  });
+}
+
+namespace {
+// A connected pair made in a runtime that then goes idle (run() returned,
+// the runtime alive): c's descriptor stays registered with that runtime's
+// poller, whose Ms all sleep on their notes.
+struct idle_owner_pair {
+  goro::runtime owner{goro::options{2}};
+  net::listener ln;
+  net::conn c, peer;
+  idle_owner_pair() {
+    owner.run([this] {
+      ln = net::listen_tcp("127.0.0.1:0");
+      c = net::dial_tcp(loopback(ln));
+      peer = ln.accept();
+      peer.write("a");
+      std::string buf(1, '\0');
+      c.read(wbytes(buf));  // waits on c: registers it with owner's poller
+    });
+    // Let the owner settle: for a while after run() returns one of its Ms
+    // may still poll (the bug below then showed 2 runs in 5, not 5 in 5).
+    std::this_thread::sleep_for(300ms);
+  }
+};
+}  // namespace
+
+TEST_CASE("net_ext: a goroutine waits on a socket registered with an idle runtime's poller", "[net]") {
+  // No M of the owner watched its poller (none of its goroutines waited on
+  // I/O): b's reader was never woken by the data, only by the watchdog's
+  // close (errc::closed, 5 s).
+  idle_owner_pair p;
+  std::thread writer([&p] {
+    std::this_thread::sleep_for(200ms);
+    p.peer.write("b");
+  });
+  goro::runtime b{goro::options{2}};
+  b.run([&p] {
+    goro::go([c = p.c]() mutable {
+      goro::sleep_for(5s);
+      c.close();
+    });
+    std::string buf(1, '\0');
+    std::error_code ec;
+    CHECK(p.c.read(wbytes(buf), ec) == 1);
+    CHECK_FALSE(ec);
+    p.c.close();
+  });
+  writer.join();
+}
+
+TEST_CASE("net_ext: a goroutine waiting on another runtime's socket is not a deadlock", "[net]") {
+  // b's only goroutine waits on a descriptor registered with p.owner's
+  // poller: it was counted there, not in b, whose deadlock check then
+  // threw (grace period 250 ms) before the data came.
+  idle_owner_pair p;
+  std::thread writer([&p] {
+    std::this_thread::sleep_for(600ms);
+    p.peer.write("b");
+  });
+  goro::runtime b{goro::options{2}};
+  std::size_t n = 0;
+  std::error_code ec;
+  CHECK_NOTHROW(b.run([&] {
+    std::string buf(1, '\0');
+    n = p.c.read(wbytes(buf), ec);
+  }));
+  writer.join();
+  CHECK(n == 1);
+  CHECK_FALSE(ec);
+}
+
+#if !defined(_WIN32)
+TEST_CASE("net_ext: wait_readable on a negative fd is EBADF from a plain thread too", "[net]") {
+  // poll(2) ignores a negative fd: a plain thread's wait saw no event and
+  // waited out its deadline (timed_out; with none it hung for good),
+  // where a goroutine's reports EBADF at once.
+  std::error_code ec;
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] { CHECK_FALSE(net::wait_readable(-1, steady::now() + 200ms, ec)); });
+  CHECK(ec == std::errc::bad_file_descriptor);
+  ec.clear();
+  CHECK_FALSE(net::wait_readable(-1, steady::now() + 200ms, ec));
+  CHECK(ec == std::errc::bad_file_descriptor);
+  ec.clear();
+  CHECK_FALSE(net::wait_writable(-1, steady::now() + 200ms, ec));
+  CHECK(ec == std::errc::bad_file_descriptor);
+  auto [ctx, cancel] = goro::with_timeout(goro::background(), 200ms);
+  ec.clear();
+  CHECK_FALSE(net::wait_readable(-1, ctx, ec));
+  CHECK(ec == std::errc::bad_file_descriptor);
+  cancel();
+}
+#endif
+
+TEST_CASE("net_ext: destroying the runtime whose poller a socket is registered with wakes another's waiter", "[net]") {
+  // b's reader waits on c, registered with the owner's poller; the owner
+  // is destroyed meanwhile. Its poller's end left the descriptor
+  // registered nowhere, and the reader never saw the data that came
+  // after: only the watchdog's close (errc::closed, 5 s) ended its read.
+  auto p = std::make_unique<idle_owner_pair>();
+  net::conn c = p->c, peer = p->peer;
+  std::size_t n = 0;
+  std::error_code ec;
+  std::thread tb([&] {
+    goro::runtime b{goro::options{2}};
+    b.run([&] {
+      goro::go([c]() mutable {
+        goro::sleep_for(5s);
+        c.close();
+      });
+      std::string buf(1, '\0');
+      n = c.read(wbytes(buf), ec);
+      c.close();
+    });
+  });
+  const auto io_waiters = [] {
+    int k = 0;
+    for (const auto& gi : goro::goroutines()) k += gi.wait_reason == "IO wait";
+    return k;
+  };
+  CHECK(goro_test::eventually_sleeping([&] { return io_waiters() == 1; }));
+  p.reset();  // the owner runtime (and its poller) goes; c and peer stay
+  peer.write("b");
+  tb.join();
+  CHECK(n == 1);
+  CHECK_FALSE(ec);
+}
+
+TEST_CASE("net_ext: a thread_lane goroutine of an idle runtime is woken by the network", "[net]") {
+  // No run() active: the lane's goroutine parked on c, but no M of the
+  // runtime went to the poll for it (one goes when it runs out of work
+  // while someone waits, and none ran since), so the data never woke it.
+  idle_owner_pair p;
+  goro::thread_lane lane;
+  std::atomic<bool> done{false};
+  std::size_t n = 0;
+  std::error_code ec;
+  lane.go(p.owner, [&] {
+    std::string buf(1, '\0');
+    n = p.c.read(wbytes(buf), ec);
+    done = true;
+  });
+  std::thread writer([&p] {
+    std::this_thread::sleep_for(50ms);
+    p.peer.write("b");
+  });
+  const auto pump_until = [&](std::chrono::milliseconds limit) {
+    const auto t0 = steady::now();
+    while (!done.load() && steady::now() - t0 < limit) {
+      lane.run_for(1ms);
+      std::this_thread::sleep_for(1ms);
+    }
+  };
+  pump_until(5s);
+  const bool woken = done.load();
+  writer.join();
+  if (!woken) {
+    p.c.close();  // end the lane goroutine before the lane goes
+    pump_until(5s);
+  }
+  CHECK(woken);
+  CHECK(n == 1);
+  CHECK_FALSE(ec);
 }

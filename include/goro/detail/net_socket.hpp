@@ -131,6 +131,16 @@ inline void pd_free(poll_desc* pd) noexcept {
 // function takes no lock, so del() (which waits for a running one) cannot
 // deadlock with it.
 GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d);
+// set_deadline's part under pd->lock, its timer off every heap: wakes the
+// waiter if d has passed, else fills in the timer. True: queue it.
+GORO_DECL bool arm_deadline_locked(poll_desc* pd, char mode, std::int64_t d);
+
+// A goroutine about to park on pd in `mode`: a deadline that has not
+// passed but whose timer is on no heap is re-armed on the caller's
+// runtime. That happens when the runtime that armed it was destroyed (its
+// heaps are cleared, the timer dropped) while the socket lives on: a
+// goroutine of another runtime then parked past the deadline for good.
+GORO_DECL void keep_deadline_armed(poll_desc* pd, char mode);
 
 // Registers pd with the calling goroutine's poller if it is on none.
 GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
@@ -406,22 +416,41 @@ GORO_DECL void set_deadline(poll_desc* pd, char mode, std::int64_t d) {
   goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
   rearm_timer(pd->lock, t, [&](bool) {
     pd->deadline(mode).store(d, std::memory_order_seq_cst);
-    if (d == 0) return false;
-    if (d <= nanotime()) {  // already passed: wake the waiter now
-      if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
-      return false;
-    }
-    t.when = d;
-    t.period = 0;
-    t.sync = true;
-    t.arg = pd;
-    t.seq = pd->seq.load(std::memory_order_seq_cst);
-    t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
-                            std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
-                      : +[](void* a, std::uintptr_t seq, std::int64_t) {
-                          netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
-                        };
-    return true;
+    return arm_deadline_locked(pd, mode, d);
+  });
+}
+
+GORO_DECL bool arm_deadline_locked(poll_desc* pd, char mode, std::int64_t d) {
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  if (d == 0) return false;
+  if (d <= nanotime()) {  // already passed: wake the waiter now
+    if (g* gp = netpoller::unblock(pd, mode, false)) gp->sched->ready(gp);
+    return false;
+  }
+  t.when = d;
+  t.period = 0;
+  t.sync = true;
+  t.arg = pd;
+  t.seq = pd->seq.load(std::memory_order_seq_cst);
+  t.f = mode == 'r' ? +[](void* a, std::uintptr_t seq,
+                          std::int64_t) { netpoller::deadline_fired(static_cast<poll_desc*>(a), 'r', seq); }
+                    : +[](void* a, std::uintptr_t seq, std::int64_t) {
+                        netpoller::deadline_fired(static_cast<poll_desc*>(a), 'w', seq);
+                      };
+  return true;
+}
+
+GORO_DECL void keep_deadline_armed(poll_desc* pd, char mode) {
+  goro::detail::timer& t = mode == 'r' ? pd->rt : pd->wt;
+  // Cheap look first: no deadline, or its timer queued. A timer off its
+  // heap because it fired (or is firing) has a deadline that has passed.
+  std::int64_t d = pd->deadline(mode).load(std::memory_order_seq_cst);
+  if (d == 0 || t.where.load(std::memory_order_acquire) != nullptr || d <= nanotime()) return;
+  // Under pd->lock (rearm_timer), against a setter: re-read the deadline
+  // it may have changed, and queue the timer again unless it is queued.
+  rearm_timer(pd->lock, t, [&](bool pending) {
+    if (pending) return true;  // a setter armed it meanwhile: back where we are
+    return arm_deadline_locked(pd, mode, pd->deadline(mode).load(std::memory_order_seq_cst));
   });
 }
 
@@ -495,6 +524,7 @@ GORO_DECL void socket_state::close() noexcept {
 GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx) {
   if (netpoller* np = goroutine_poller()) {
     if (std::error_code ec = ensure_registered(pd_, np)) return ec;
+    keep_deadline_armed(pd_, mode);
     switch (pd_wait_g(pd_, mode)) {
       case pd_error::none:
         return {};

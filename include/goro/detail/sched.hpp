@@ -688,7 +688,8 @@ class scheduler final : public sched_base {
   sysmon<Policy, scheduler> sysmon_{*this};
 
   // netpoll: destroyed after shutdown() joined every M (and sysmon).
-  netpoller poller_{&netpoll_sched<scheduler>::on_init, this, &netpoll_sched<scheduler>::make_pool};
+  netpoller poller_{&netpoll_sched<scheduler>::on_init, this, &netpoll_sched<scheduler>::make_pool,
+                    &netpoll_sched<scheduler>::watch};
   using netpoll_ops = netpoll_sched<scheduler>;  // netpoll: the scheduler hooks (netpoll.hpp)
   friend netpoll_ops;
   using deadcheck_ops = deadcheck_sched<scheduler>;  // checkdead: the confirmation (deadcheck.hpp)

@@ -140,6 +140,7 @@ inline void socket_set_nodelay(socket_t s) noexcept {
 // an error / hang-up pending), 0 after timeout_ms, or -errno (EBADF: not
 // a descriptor; EINTR).
 inline int socket_poll(socket_t s, char mode, int timeout_ms) noexcept {
+  if (s < 0) return -EBADF;  // poll(2) skips a negative fd: it would only time out
   pollfd p{s, static_cast<short>(mode == 'r' ? POLLIN : POLLOUT), 0};
   int r = ::poll(&p, 1, timeout_ms);
   if (r < 0) return -socket_errno();

@@ -314,6 +314,7 @@ inline void socket_set_nodelay(socket_t s) noexcept {
 
 // A plain thread's wait, WSAPoll: 1 ready, 0 after timeout_ms, or -errno.
 inline int socket_poll(socket_t s, char mode, int timeout_ms) noexcept {
+  if (s == invalid_socket) return -EBADF;  // WSAPoll ignores a "negative" one: it would only time out
   WSAPOLLFD p{static_cast<SOCKET>(s), static_cast<SHORT>(mode == 'r' ? POLLRDNORM : POLLWRNORM), 0};
   int r = WSAPoll(&p, 1, timeout_ms);
   if (r < 0) return -socket_errno();
