@@ -7531,9 +7531,12 @@ using unlink_fn = bool (*)(void* owner, waiter* w) noexcept;
 // nanotime() `when`. Releases `lock`. True: woken; false: timed out (w
 // taken off its queue).
 // unlinked(ctx), if given, runs when a runtime destroyed while the caller
-// waits takes w off its queue (see block_on).
+// waits takes w off its queue (see block_on). `why`: what the goroutine
+// dump shows meanwhile (the untimed wait's reason: a timed wait is the
+// same wait).
 inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_fn unlink, void* owner,
-                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr) noexcept {
+                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr,
+                           wait_reason why = wait_reason::other) noexcept {
   if (!w.gp) {
     // A plain thread: sleep on the futex with a timeout.
     extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
@@ -7604,14 +7607,14 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
         if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
         return removed;
       },
-      &ctx, wait_reason::other);
+      &ctx, why);
   timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
   return !ctx.timed_out;
 }
 
 // Sleeps the caller (a goroutine parks) until the nanotime() `when`: a
-// timed block that nobody wakes.
-inline void nap_until(std::int64_t when) noexcept {
+// timed block that nobody wakes. `why`: as block_on_until's.
+inline void nap_until(std::int64_t when, wait_reason why = wait_reason::other) noexcept {
   waiter w;
   spinlock l;
   bool taken = false;  // under l: the timer or the runtime ending the goroutine (main_return.hpp) wakes it, once
@@ -7622,7 +7625,7 @@ inline void nap_until(std::int64_t when) noexcept {
         bool* x = static_cast<bool*>(t);
         return !std::exchange(*x, true);
       },
-      &taken);
+      &taken, nullptr, nullptr, why);
 }
 
 // A deadline as nanotime(): 0 and negative instants are "already past".
@@ -7677,7 +7680,8 @@ class sema {
 
   // acquire() giving up at the nanotime() `when`: false if it did (no
   // token taken).
-  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept;
+  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
+                               wait_reason why = wait_reason::semacquire) noexcept;
 
   // Takes one token if one is available now.
   bool try_acquire() noexcept {
@@ -7895,7 +7899,7 @@ class mutex {
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
       detail::check_may_park("mutex try_lock_for");
-      detail::nap_until(std::min(when, now + backoff));
+      detail::nap_until(std::min(when, now + backoff), detail::wait_reason::mutex_lock);
       detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
     }
@@ -8247,7 +8251,7 @@ class wait_group {
       detail::check_may_park("wait_group wait_until");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    if (sema_.acquire_until(when, &uncount_waiter, this)) {
+    if (sema_.acquire_until(when, &uncount_waiter, this, detail::wait_reason::wait_group_wait)) {
       detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
       return true;
     }
@@ -13342,7 +13346,10 @@ struct main_return_sched {
         [](g* gp, void* v) {
           auto* p = static_cast<arg*>(v);
           const g_status st = gp->status.load(std::memory_order_acquire);
-          if ((st == g_status::runnable || st == g_status::waiting) && gp->sched->lane_owner() == p->lanes) ++p->n;
+          // sched is a dump field: a lane goroutine exiting on its owner's
+          // thread rewrites it while this walk runs (g.hpp).
+          if ((st == g_status::runnable || st == g_status::waiting) && dump_field(gp->sched)->lane_owner() == p->lanes)
+            ++p->n;
         },
         &a);
     return a.n;
@@ -19269,7 +19276,8 @@ GORO_DECL void sema::acquire(bool lifo, void (*unlinked)(void*) noexcept, void* 
   // nothing here touches *this again.
 }
 
-GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx) noexcept {
+GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx,
+                                   wait_reason why) noexcept {
   lock_.lock();
   if (count_ > 0) {
     --count_;
@@ -19282,7 +19290,7 @@ GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) no
   }
   waiter w;
   queue_.push_back(&w);
-  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
+  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx, why);
 }
 
 GORO_DECL void sema::release(std::uint64_t n) noexcept {
@@ -19350,7 +19358,7 @@ GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexc
         nl->abandon_locked(x->ticket);
         return true;
       },
-      this);
+      this, nullptr, nullptr, wait_reason::cond_wait);
 }
 
 GORO_DECL void notify_list::notify_one() noexcept {

@@ -456,3 +456,53 @@ TEST_CASE("dump: taken from a plain thread while goroutines spawn and exit", "[d
   CHECK(dumps.load() >= 3);
   CHECK(bad.load() == 0);
 }
+
+TEST_CASE("dump: timed waits show their wait reasons, as the untimed ones", "[dump][timed]") {
+  // cond::wait_for, wait_group::wait_for, mutex::try_lock_for and
+  // semaphore::try_acquire_for: a goroutine stuck in one showed [waiting].
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::mutex mu, cv_mu;
+    goro::cond cv;
+    goro::wait_group never, started;
+    never.add(1);
+    mu.lock();
+    started.add(3);
+    goro::go([&] {
+      std::unique_lock<goro::mutex> lk(cv_mu);
+      started.done();
+      (void)cv.wait_for(lk, 1h);
+    });
+    goro::go([&] {
+      started.done();
+      (void)never.wait_for(1h);
+    });
+    goro::go([&] {
+      started.done();
+      if (mu.try_lock_for(1h)) mu.unlock();
+    });
+    started.wait();
+    const char* reasons[] = {"sync.Cond.Wait", "sync.WaitGroup.Wait", "sync.Mutex.Lock"};
+    std::string text;
+    std::size_t seen = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto gs = goro::goroutines();
+      text = goro::goroutine_dump();
+      seen = 0;
+      for (const char* r : reasons)
+        for (const auto& gi : gs)
+          if (gi.id != 1 && gi.state == "waiting" && gi.wait_reason == r) {
+            ++seen;
+            break;
+          }
+      if (seen == std::size(reasons)) break;
+      goro::sleep_for(5ms);
+    }
+    INFO(text);
+    CHECK(seen == std::size(reasons));
+    mu.unlock();
+    never.done();
+    cv.notify_all();
+  });
+}
