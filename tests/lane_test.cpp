@@ -433,3 +433,28 @@ TEST_CASE("main returning leaves the goroutines of a lane owned by run()'s own t
   CHECK(lane.goroutines() == 0);
   CHECK(rt.num_goroutine() == 0);
 }
+
+TEST_CASE("a thread_lane created inside a runtime's goroutine is a usage_error") {
+  // Its owner was the M's thread, which can never pump it (run_for inside
+  // a goroutine is refused), and as a live external M it kept run() from
+  // ever reporting a deadlock: a hang. A lane goroutine's thread is its
+  // lane's owner, a plain thread: a lane made there is fine.
+  goro::runtime rt({.maxprocs = 2});
+  std::string what;
+  rt.run([&] {
+    try {
+      goro::thread_lane inner;
+    } catch (const goro::usage_error& e) {
+      what = e.what();
+    }
+  });
+  CHECK(what.find("thread_lane created inside a goroutine") != std::string::npos);
+  goro::thread_lane lane;
+  bool made = false;
+  lane.go(rt, [&] {
+    goro::thread_lane inner;  // owned by this (the lane's) thread
+    made = true;
+  });
+  drain(lane);
+  CHECK(made);
+}

@@ -193,6 +193,15 @@ class lane_sched final : public sched_base {
 class lane_state {
  public:
   lane_state() : owner(std::this_thread::get_id()), owner_lanes(lanes_owned_here()) {
+    // The owner must be a thread that can pump: not one of a runtime's Ms
+    // (a goroutine's thread, which it may leave; run_for inside a goroutine
+    // is refused). Such a lane could never run its goroutines, and as a
+    // live external M it kept checkdead from ever reporting a deadlock. A
+    // lane goroutine's thread is its lane's owner: a plain thread, fine.
+    if (m_base* m = current_m(); m && m->sched && m->sched->lane_owner() == nullptr)
+      raise_usage(
+          "thread_lane created inside a goroutine: its thread is a runtime's, which never pumps it (create the "
+          "lane on the thread that will call run_for)");
     owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
