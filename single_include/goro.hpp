@@ -12928,8 +12928,26 @@ inline int& sigquit_pipe_write() {
   return fd;
 }
 
-inline void sigquit_handler(int) {
+// The process that installed the handler (and owns the dump thread).
+inline long& sigquit_pid() {
+  static long pid = 0;
+  return pid;
+}
+
+inline void sigquit_handler([[maybe_unused]] int sig) {
   const int saved = errno;
+#if defined(SIGQUIT)
+  // A forked child inherits the handler and the pipe, not the dump thread:
+  // its byte would make the parent dump and exit. It gets SIGQUIT's default
+  // action instead (delivered once the handler returns: getpid, signal and
+  // raise are async-signal-safe).
+  if (os::process_id() != sigquit_pid()) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    errno = saved;
+    return;
+  }
+#endif
   const char c = 'q';
   if (os::write_fd(sigquit_pipe_write(), &c, 1) < 0) {
   }
@@ -12982,6 +13000,7 @@ inline void install_dump_handlers() noexcept {
     if (!sigquit) return;
 #if defined(SIGQUIT)
     sigquit_pipe_write() = fds[1];
+    sigquit_pid() = os::process_id();
     // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
     // futex wait then returns EINTR, and os::futex_wait lets the handler run
     // (os/linux/futex.hpp); restarted, the handler would wait for the next

@@ -506,3 +506,16 @@ TEST_CASE("dump: timed waits show their wait reasons, as the untimed ones", "[du
     cv.notify_all();
   });
 }
+
+TEST_CASE("dump: SIGQUIT to a forked child ends the child, not its parent", "[dump][signal]") {
+  // The child inherited the handler and the pipe to the parent's dump
+  // thread: its SIGQUIT dumped the parent, which exited 2, and the child
+  // lived on.
+  auto r = goro_test::run_helper("dump_sigquit", {"forked"});
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("child: signal " + std::to_string(SIGQUIT) + "\n") != std::string::npos);
+  CHECK(r.output.find("parent alive") != std::string::npos);
+  CHECK(r.output.find("SIGQUIT: quit") == std::string::npos);
+}
