@@ -12888,10 +12888,11 @@ inline void check_goro_debug() noexcept {
     bool known = false;
     for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
     long v = 0;
-    if (end != p && (!known || !eq))
+    // A known key without '=' has no value: "invalid value", not "unknown".
+    if (end != p && !known)
       std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
-    else if (end != p && !debug_number(eq + 1, end, v))
+    else if (end != p && (!eq || !debug_number(eq + 1, end, v)))
       std::fprintf(stderr, "goro: GORO_DEBUG: invalid value in \"%.*s\", ignored (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
     p = *end ? end + 1 : end;

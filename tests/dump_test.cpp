@@ -353,6 +353,15 @@ TEST_CASE("dump: GORO_DEBUG values that are not numbers are reported and ignored
   CHECK(q.output.find("invalid value in \"schedtrace=10ms\"") != std::string::npos);
   CHECK(q.output.find("invalid value in \"sigquit=\"") != std::string::npos);
   CHECK(q.output.find("SCHED ") == std::string::npos);  // schedtrace ignored
+
+  // A known key without a value: reported as such, not as an unknown key.
+  setenv("GORO_DEBUG", "sigquit", 1);
+  auto k = goro_test::run_helper("dump_sigquit", {"quiet"});
+  unsetenv("GORO_DEBUG");
+  INFO(k.output);
+  CHECK(k.exit_code == 0);
+  CHECK(k.output.find("invalid value in \"sigquit\"") != std::string::npos);
+  CHECK(k.output.find("unknown setting") == std::string::npos);
 }
 
 TEST_CASE("dump: the shutdown report lists the goroutines blocked forever", "[dump]") {
