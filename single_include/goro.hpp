@@ -5843,6 +5843,20 @@ inline void extm_outside_op() noexcept { extm_outside_op(current_m()); }
 // Marks the calling thread as one of a runtime's own (not an external M).
 inline void extm_mark_internal() noexcept { extm_internal = true; }
 
+// For its lifetime the calling thread acts for a runtime, not as an
+// external M: its wakes count as external activity (the epoch) but do not
+// register it. The kill pass of main_return.hpp readies goroutines from the
+// ender thread or from the thread destroying the runtime; that thread was
+// then counted live until it exited, and no other runtime's deadlock was
+// reported meanwhile.
+struct extm_internal_scope {
+  const bool was = extm_internal;
+  extm_internal_scope() noexcept { extm_internal = true; }
+  ~extm_internal_scope() { extm_internal = was; }
+  extm_internal_scope(const extm_internal_scope&) = delete;
+  extm_internal_scope& operator=(const extm_internal_scope&) = delete;
+};
+
 // Whether the calling thread counts in extm_live (run() reads it for its
 // own thread, which is no external M while inside run()).
 inline bool extm_counted_here() noexcept { return extm_registered; }
@@ -7537,9 +7551,12 @@ using unlink_fn = bool (*)(void* owner, waiter* w) noexcept;
 // nanotime() `when`. Releases `lock`. True: woken; false: timed out (w
 // taken off its queue).
 // unlinked(ctx), if given, runs when a runtime destroyed while the caller
-// waits takes w off its queue (see block_on).
+// waits takes w off its queue (see block_on). `why`: what the goroutine
+// dump shows meanwhile (the untimed wait's reason: a timed wait is the
+// same wait).
 inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_fn unlink, void* owner,
-                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr) noexcept {
+                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr,
+                           wait_reason why = wait_reason::other) noexcept {
   if (!w.gp) {
     // A plain thread: sleep on the futex with a timeout.
     extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
@@ -7610,14 +7627,14 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
         if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
         return removed;
       },
-      &ctx, wait_reason::other);
+      &ctx, why);
   timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
   return !ctx.timed_out;
 }
 
 // Sleeps the caller (a goroutine parks) until the nanotime() `when`: a
-// timed block that nobody wakes.
-inline void nap_until(std::int64_t when) noexcept {
+// timed block that nobody wakes. `why`: as block_on_until's.
+inline void nap_until(std::int64_t when, wait_reason why = wait_reason::other) noexcept {
   waiter w;
   spinlock l;
   bool taken = false;  // under l: the timer or the runtime ending the goroutine (main_return.hpp) wakes it, once
@@ -7628,7 +7645,7 @@ inline void nap_until(std::int64_t when) noexcept {
         bool* x = static_cast<bool*>(t);
         return !std::exchange(*x, true);
       },
-      &taken);
+      &taken, nullptr, nullptr, why);
 }
 
 // A deadline as nanotime(): 0 and negative instants are "already past".
@@ -7683,7 +7700,8 @@ class sema {
 
   // acquire() giving up at the nanotime() `when`: false if it did (no
   // token taken).
-  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept;
+  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
+                               wait_reason why = wait_reason::semacquire) noexcept;
 
   // Takes one token if one is available now.
   bool try_acquire() noexcept {
@@ -7901,7 +7919,7 @@ class mutex {
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
       detail::check_may_park("mutex try_lock_for");
-      detail::nap_until(std::min(when, now + backoff));
+      detail::nap_until(std::min(when, now + backoff), detail::wait_reason::mutex_lock);
       detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
     }
@@ -8253,7 +8271,7 @@ class wait_group {
       detail::check_may_park("wait_group wait_until");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    if (sema_.acquire_until(when, &uncount_waiter, this)) {
+    if (sema_.acquire_until(when, &uncount_waiter, this, detail::wait_reason::wait_group_wait)) {
       detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
       return true;
     }
@@ -12918,10 +12936,11 @@ inline void check_goro_debug() noexcept {
     bool known = false;
     for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
     long v = 0;
-    if (end != p && (!known || !eq))
+    // A known key without '=' has no value: "invalid value", not "unknown".
+    if (end != p && !known)
       std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
-    else if (end != p && !debug_number(eq + 1, end, v))
+    else if (end != p && (!eq || !debug_number(eq + 1, end, v)))
       std::fprintf(stderr, "goro: GORO_DEBUG: invalid value in \"%.*s\", ignored (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
     p = *end ? end + 1 : end;
@@ -12958,8 +12977,26 @@ inline int& sigquit_pipe_write() {
   return fd;
 }
 
-inline void sigquit_handler(int) {
+// The process that installed the handler (and owns the dump thread).
+inline long& sigquit_pid() {
+  static long pid = 0;
+  return pid;
+}
+
+inline void sigquit_handler([[maybe_unused]] int sig) {
   const int saved = errno;
+#if defined(SIGQUIT)
+  // A forked child inherits the handler and the pipe, not the dump thread:
+  // its byte would make the parent dump and exit. It gets SIGQUIT's default
+  // action instead (delivered once the handler returns: getpid, signal and
+  // raise are async-signal-safe).
+  if (os::process_id() != sigquit_pid()) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    errno = saved;
+    return;
+  }
+#endif
   const char c = 'q';
   if (os::write_fd(sigquit_pipe_write(), &c, 1) < 0) {
   }
@@ -13012,6 +13049,7 @@ inline void install_dump_handlers() noexcept {
     if (!sigquit) return;
 #if defined(SIGQUIT)
     sigquit_pipe_write() = fds[1];
+    sigquit_pid() = os::process_id();
     // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
     // futex wait then returns EINTR, and os::futex_wait lets the handler run
     // (os/linux/futex.hpp); restarted, the handler would wait for the next
@@ -13410,6 +13448,7 @@ struct main_return_sched {
         if (own) owned.push_back(gp);
       }
     }
+    const extm_internal_scope internal;  // the runtime's own wakes: no external M (extm.hpp)
     for (g* gp : owned) gp->sched->ready(gp);
     return owned.size();
   }
@@ -19357,7 +19396,8 @@ GORO_DECL void sema::acquire(bool lifo, void (*unlinked)(void*) noexcept, void* 
   // nothing here touches *this again.
 }
 
-GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx) noexcept {
+GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx,
+                                   wait_reason why) noexcept {
   lock_.lock();
   if (count_ > 0) {
     --count_;
@@ -19370,7 +19410,7 @@ GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) no
   }
   waiter w;
   queue_.push_back(&w);
-  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
+  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx, why);
 }
 
 GORO_DECL void sema::release(std::uint64_t n) noexcept {
@@ -19438,7 +19478,7 @@ GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexc
         nl->abandon_locked(x->ticket);
         return true;
       },
-      this);
+      this, nullptr, nullptr, wait_reason::cond_wait);
 }
 
 GORO_DECL void notify_list::notify_one() noexcept {
@@ -19591,11 +19631,27 @@ class lane_sched final : public sched_base {
 class lane_state {
  public:
   lane_state() : owner(std::this_thread::get_id()), owner_lanes(lanes_owned_here()) {
+    // The owner must be a thread that can pump: not one of a runtime's Ms
+    // (a goroutine's thread, which it may leave; run_for inside a goroutine
+    // is refused). Such a lane could never run its goroutines, and as a
+    // live external M it kept checkdead from ever reporting a deadlock. A
+    // lane goroutine's thread is its lane's owner: a plain thread, fine.
+    if (m_base* m = current_m(); m && m->sched && m->sched->lane_owner() == nullptr)
+      raise_usage(
+          "thread_lane created inside a goroutine: its thread is a runtime's, which never pumps it (create the "
+          "lane on the thread that will call run_for)");
     owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
   ~lane_state() {
     if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    uncount();
+  }
+  // checkdead: this lane can no longer be pumped (destroyed, or its
+  // thread_lane destroyed with goroutines alive: this state is then left
+  // for their wakers and never destroyed). Once only.
+  void uncount() noexcept {
+    if (std::exchange(uncounted_, true)) return;
     owner_lanes->fetch_sub(1, std::memory_order_seq_cst);
     extm_hold(false);
   }
@@ -19649,6 +19705,9 @@ class lane_state {
   os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
   std::mutex adapters_lock;
   std::vector<std::unique_ptr<lane_sched>> adapters;
+
+ private:
+  bool uncounted_ = false;  // by the thread_lane's destructor (its owner's, or the one destroying it)
 };
 
 inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
@@ -19670,7 +19729,10 @@ GORO_DECL thread_lane::~thread_lane() noexcept(false) {
   if (!st_) return;
   const std::size_t n = st_->live.load(std::memory_order_acquire);
   if (n == 0) return;
-  (void)st_.release();  // left for their wakers (see lane_state)
+  // Left for their wakers (see lane_state). Nobody can pump it now: it is
+  // no external M any more (it kept every run() from reporting a deadlock).
+  st_->uncount();
+  (void)st_.release();
   const std::string what = "thread_lane destroyed with " + std::to_string(n) +
                            " goroutine(s) alive (run it until they have finished)";
   if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());

@@ -363,6 +363,42 @@ TEST_CASE("plain-thread deadlock: a plain thread's send landing as the deadlock 
   CHECK_CHILD(status);
 }
 
+// A runtime destroyed with a goroutine still parked ends it (main_return::
+// unwind): the destructor's kill pass readies it from the destroying
+// thread, a wake of the runtime's own making. That made the destroying
+// thread a live external M for the rest of its life: a real deadlock of
+// another runtime, run on another thread, was never reported (a hang).
+TEST_CASE("plain-thread deadlock: a runtime ending its goroutines does not make its thread an external M",
+          "[deadlock][plain_thread]") {
+  CHECK_CHILD(run_child(
+      [] {
+        {
+          goro::chan<int> c;  // outlives rt1
+          goro::runtime rt1{goro::options{1}};
+          // Spawned from a thread that then exits (its own count goes with it).
+          std::thread([&] { rt1.go([c]() mutable { (void)c.recv(); }); }).join();
+          while (goro::goroutines().empty() || goro::goroutines()[0].state != "waiting")
+            std::this_thread::sleep_for(1ms);
+        }  // ~runtime on this thread: the parked goroutine is ended
+        int result = no_deadlock;
+        std::thread other([&] {
+          goro::runtime rt2{goro::options{2}};
+          goro::chan<int> never;
+          const auto t0 = steady::now();
+          try {
+            rt2.run([&] { (void)never.recv(); });
+          } catch (const goro::deadlock_error&) {
+            result = steady::now() - t0 < 1500ms ? ok : too_slow;
+          }
+        });
+        other.join();
+        return result;
+      },
+      10s));
+}
+
+// In this process, not a child: it runs last (after it, this process has
+// threads, and ThreadSanitizer refuses a forked child that starts more).
 TEST_CASE("deadlock: a send after run() threw deadlock_error does not wake main into run()'s dead frame",
           "[deadlock][plain_thread]") {
   goro::runtime rt;

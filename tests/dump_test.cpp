@@ -353,6 +353,15 @@ TEST_CASE("dump: GORO_DEBUG values that are not numbers are reported and ignored
   CHECK(q.output.find("invalid value in \"schedtrace=10ms\"") != std::string::npos);
   CHECK(q.output.find("invalid value in \"sigquit=\"") != std::string::npos);
   CHECK(q.output.find("SCHED ") == std::string::npos);  // schedtrace ignored
+
+  // A known key without a value: reported as such, not as an unknown key.
+  setenv("GORO_DEBUG", "sigquit", 1);
+  auto k = goro_test::run_helper("dump_sigquit", {"quiet"});
+  unsetenv("GORO_DEBUG");
+  INFO(k.output);
+  CHECK(k.exit_code == 0);
+  CHECK(k.output.find("invalid value in \"sigquit\"") != std::string::npos);
+  CHECK(k.output.find("unknown setting") == std::string::npos);
 }
 
 TEST_CASE("dump: the shutdown report lists the goroutines blocked forever", "[dump]") {
@@ -455,4 +464,69 @@ TEST_CASE("dump: taken from a plain thread while goroutines spawn and exit", "[d
   dumper.join();
   CHECK(dumps.load() >= 3);
   CHECK(bad.load() == 0);
+}
+
+TEST_CASE("dump: timed waits show their wait reasons, as the untimed ones", "[dump][timed]") {
+  // cond::wait_for, wait_group::wait_for, mutex::try_lock_for and
+  // semaphore::try_acquire_for: a goroutine stuck in one showed [waiting].
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::mutex mu, cv_mu;
+    goro::cond cv;
+    goro::wait_group never, started;
+    never.add(1);
+    mu.lock();
+    started.add(3);
+    goro::go([&] {
+      std::unique_lock<goro::mutex> lk(cv_mu);
+      started.done();
+      (void)cv.wait_for(lk, 1h);
+    });
+    goro::go([&] {
+      started.done();
+      (void)never.wait_for(1h);
+    });
+    goro::go([&] {
+      started.done();
+      if (mu.try_lock_for(1h)) mu.unlock();
+    });
+    started.wait();
+    const char* reasons[] = {"sync.Cond.Wait", "sync.WaitGroup.Wait", "sync.Mutex.Lock"};
+    std::string text;
+    std::size_t seen = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto gs = goro::goroutines();
+      text = goro::goroutine_dump();
+      seen = 0;
+      for (const char* r : reasons)
+        for (const auto& gi : gs)
+          if (gi.id != 1 && gi.state == "waiting" && gi.wait_reason == r) {
+            ++seen;
+            break;
+          }
+      if (seen == std::size(reasons)) break;
+      goro::sleep_for(5ms);
+    }
+    INFO(text);
+    CHECK(seen == std::size(reasons));
+    mu.unlock();
+    never.done();
+    cv.notify_all();
+  });
+}
+
+TEST_CASE("dump: SIGQUIT to a forked child ends the child, not its parent", "[dump][signal]") {
+  // The child inherited the handler and the pipe to the parent's dump
+  // thread: its SIGQUIT dumped the parent, which exited 2, and the child
+  // lived on.
+  auto r = goro_test::run_helper("dump_sigquit", {"forked"});
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  // Under ThreadSanitizer (which defers handlers) the forked child never
+  // runs one: it exits on its own, and only the parent's side is checked.
+  if (!GORO_TEST_TSAN) CHECK(r.output.find("child: signal " + std::to_string(SIGQUIT) + "\n") != std::string::npos);
+  CHECK(r.output.find("parent alive") != std::string::npos);
+  CHECK(r.output.find("SIGQUIT: quit") == std::string::npos);
 }

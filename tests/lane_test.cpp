@@ -383,6 +383,8 @@ TEST_CASE("a lane goroutine with spawn_options gets its stack size") {
 TEST_CASE("destroying a lane with goroutines alive is a usage_error") {
   auto r = goro_test::run_helper("lane", {"destroyed_alive"});
   CHECK(r.output.find("caught: goro: thread_lane destroyed with 1 goroutine(s) alive") != std::string::npos);
+  // The abandoned lane no longer counts as an external M (it hung run()).
+  CHECK(r.output.find("second runtime: deadlock reported") != std::string::npos);
   CHECK(r.output.find("goro: runtime destroyed while 1 of its goroutines live on a thread_lane") != std::string::npos);
   CHECK(r.signaled);
   CHECK(r.signal == SIGABRT);
@@ -432,4 +434,29 @@ TEST_CASE("main returning leaves the goroutines of a lane owned by run()'s own t
   CHECK(unwound.load() == 1);
   CHECK(lane.goroutines() == 0);
   CHECK(rt.num_goroutine() == 0);
+}
+
+TEST_CASE("a thread_lane created inside a runtime's goroutine is a usage_error") {
+  // Its owner was the M's thread, which can never pump it (run_for inside
+  // a goroutine is refused), and as a live external M it kept run() from
+  // ever reporting a deadlock: a hang. A lane goroutine's thread is its
+  // lane's owner, a plain thread: a lane made there is fine.
+  goro::runtime rt({.maxprocs = 2});
+  std::string what;
+  rt.run([&] {
+    try {
+      goro::thread_lane inner;
+    } catch (const goro::usage_error& e) {
+      what = e.what();
+    }
+  });
+  CHECK(what.find("thread_lane created inside a goroutine") != std::string::npos);
+  goro::thread_lane lane;
+  bool made = false;
+  lane.go(rt, [&] {
+    goro::thread_lane inner;  // owned by this (the lane's) thread
+    made = true;
+  });
+  drain(lane);
+  CHECK(made);
 }

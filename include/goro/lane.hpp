@@ -193,11 +193,27 @@ class lane_sched final : public sched_base {
 class lane_state {
  public:
   lane_state() : owner(std::this_thread::get_id()), owner_lanes(lanes_owned_here()) {
+    // The owner must be a thread that can pump: not one of a runtime's Ms
+    // (a goroutine's thread, which it may leave; run_for inside a goroutine
+    // is refused). Such a lane could never run its goroutines, and as a
+    // live external M it kept checkdead from ever reporting a deadlock. A
+    // lane goroutine's thread is its lane's owner: a plain thread, fine.
+    if (m_base* m = current_m(); m && m->sched && m->sched->lane_owner() == nullptr)
+      raise_usage(
+          "thread_lane created inside a goroutine: its thread is a runtime's, which never pumps it (create the "
+          "lane on the thread that will call run_for)");
     owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
   ~lane_state() {
     if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    uncount();
+  }
+  // checkdead: this lane can no longer be pumped (destroyed, or its
+  // thread_lane destroyed with goroutines alive: this state is then left
+  // for their wakers and never destroyed). Once only.
+  void uncount() noexcept {
+    if (std::exchange(uncounted_, true)) return;
     owner_lanes->fetch_sub(1, std::memory_order_seq_cst);
     extm_hold(false);
   }
@@ -251,6 +267,9 @@ class lane_state {
   os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
   std::mutex adapters_lock;
   std::vector<std::unique_ptr<lane_sched>> adapters;
+
+ private:
+  bool uncounted_ = false;  // by the thread_lane's destructor (its owner's, or the one destroying it)
 };
 
 inline void lane_sched::ready(g* gp) noexcept { lane_->push(gp); }
@@ -272,7 +291,10 @@ GORO_DECL thread_lane::~thread_lane() noexcept(false) {
   if (!st_) return;
   const std::size_t n = st_->live.load(std::memory_order_acquire);
   if (n == 0) return;
-  (void)st_.release();  // left for their wakers (see lane_state)
+  // Left for their wakers (see lane_state). Nobody can pump it now: it is
+  // no external M any more (it kept every run() from reporting a deadlock).
+  st_->uncount();
+  (void)st_.release();
   const std::string what = "thread_lane destroyed with " + std::to_string(n) +
                            " goroutine(s) alive (run it until they have finished)";
   if (std::uncaught_exceptions() != 0) detail::fatal(("goro: " + what).c_str());

@@ -140,7 +140,7 @@ class mutex {
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
       detail::check_may_park("mutex try_lock_for");
-      detail::nap_until(std::min(when, now + backoff));
+      detail::nap_until(std::min(when, now + backoff), detail::wait_reason::mutex_lock);
       detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
     }
@@ -492,7 +492,7 @@ class wait_group {
       detail::check_may_park("wait_group wait_until");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
-    if (sema_.acquire_until(when, &uncount_waiter, this)) {
+    if (sema_.acquire_until(when, &uncount_waiter, this, detail::wait_reason::wait_group_wait)) {
       detail::exit_if_killed(detail::current_g());  // main_return: taken off the queue (uncounted), not woken
       return true;
     }

@@ -4,15 +4,18 @@
 // "notified" does the same with SIGQUIT notified before the runtime
 // starts and stopped in main (stop must bring the dump back); "quiet" only starts a
 // runtime (for the GORO_DEBUG check); "shutdown"
-// leaves a goroutine blocked forever for the shutdown report.
+// leaves a goroutine blocked forever for the shutdown report; "forked"
+// sends SIGQUIT to a forked child.
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
-#include <thread>
 #include <goro/goro.hpp>
+#include <thread>
 
 namespace {
 
@@ -59,6 +62,27 @@ int main(int argc, char** argv) {
   }
   goro::runtime rt{goro::options{2}};
   if (std::strcmp(mode, "quiet") == 0) return rt.run([] { return 0; });
+  if (std::strcmp(mode, "forked") == 0) {
+    // A forked child inherits goro's SIGQUIT handler, but not the dump
+    // thread, whose pipe it shares with this process: SIGQUIT to the
+    // child must not dump (and end) this one, and must still end the child.
+    rt.run([] {});
+    const pid_t pid = fork();
+    if (pid == 0) {
+      for (int i = 0; i < 30; ++i) usleep(100'000);
+      _exit(7);
+    }
+    usleep(100'000);
+    kill(pid, SIGQUIT);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    std::printf("child: %s %d\n", WIFSIGNALED(st) ? "signal" : "exit",
+                WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+    std::fflush(stdout);
+    usleep(300'000);  // time for a dump the child's signal would have set off here
+    std::printf("parent alive\n");
+    return 0;
+  }
   rt.run([&] {
     if (notified) goro::signal::stop(sigs);
     goro::chan<int> c, started;

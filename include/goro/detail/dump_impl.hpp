@@ -271,10 +271,11 @@ inline void check_goro_debug() noexcept {
     bool known = false;
     for (const char* k : goro_debug_keys) known = known || (std::strlen(k) == klen && std::strncmp(p, k, klen) == 0);
     long v = 0;
-    if (end != p && (!known || !eq))
+    // A known key without '=' has no value: "invalid value", not "unknown".
+    if (end != p && !known)
       std::fprintf(stderr, "goro: GORO_DEBUG: unknown setting \"%.*s\" (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
-    else if (end != p && !debug_number(eq + 1, end, v))
+    else if (end != p && (!eq || !debug_number(eq + 1, end, v)))
       std::fprintf(stderr, "goro: GORO_DEBUG: invalid value in \"%.*s\", ignored (known: schedtrace=MS, sigquit=0|1)\n",
                    static_cast<int>(end - p), p);
     p = *end ? end + 1 : end;
@@ -311,8 +312,26 @@ inline int& sigquit_pipe_write() {
   return fd;
 }
 
-inline void sigquit_handler(int) {
+// The process that installed the handler (and owns the dump thread).
+inline long& sigquit_pid() {
+  static long pid = 0;
+  return pid;
+}
+
+inline void sigquit_handler([[maybe_unused]] int sig) {
   const int saved = errno;
+#if defined(SIGQUIT)
+  // A forked child inherits the handler and the pipe, not the dump thread:
+  // its byte would make the parent dump and exit. It gets SIGQUIT's default
+  // action instead (delivered once the handler returns: getpid, signal and
+  // raise are async-signal-safe).
+  if (os::process_id() != sigquit_pid()) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    errno = saved;
+    return;
+  }
+#endif
   const char c = 'q';
   if (os::write_fd(sigquit_pipe_write(), &c, 1) < 0) {
   }
@@ -365,6 +384,7 @@ inline void install_dump_handlers() noexcept {
     if (!sigquit) return;
 #if defined(SIGQUIT)
     sigquit_pipe_write() = fds[1];
+    sigquit_pid() = os::process_id();
     // Under ThreadSanitizer without SA_RESTART: an M asleep in an untimed
     // futex wait then returns EINTR, and os::futex_wait lets the handler run
     // (os/linux/futex.hpp); restarted, the handler would wait for the next

@@ -124,6 +124,20 @@ inline void extm_outside_op() noexcept { extm_outside_op(current_m()); }
 // Marks the calling thread as one of a runtime's own (not an external M).
 inline void extm_mark_internal() noexcept { extm_internal = true; }
 
+// For its lifetime the calling thread acts for a runtime, not as an
+// external M: its wakes count as external activity (the epoch) but do not
+// register it. The kill pass of main_return.hpp readies goroutines from the
+// ender thread or from the thread destroying the runtime; that thread was
+// then counted live until it exited, and no other runtime's deadlock was
+// reported meanwhile.
+struct extm_internal_scope {
+  const bool was = extm_internal;
+  extm_internal_scope() noexcept { extm_internal = true; }
+  ~extm_internal_scope() { extm_internal = was; }
+  extm_internal_scope(const extm_internal_scope&) = delete;
+  extm_internal_scope& operator=(const extm_internal_scope&) = delete;
+};
+
 // Whether the calling thread counts in extm_live (run() reads it for its
 // own thread, which is no external M while inside run()).
 inline bool extm_counted_here() noexcept { return extm_registered; }

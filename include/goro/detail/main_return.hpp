@@ -49,6 +49,7 @@
 
 #include "../dump.hpp"
 #include "../os/os.hpp"
+#include "extm.hpp"
 #include "g.hpp"
 #include "m.hpp"
 #include "preempt.hpp"
@@ -192,6 +193,7 @@ struct main_return_sched {
         if (own) owned.push_back(gp);
       }
     }
+    const extm_internal_scope internal;  // the runtime's own wakes: no external M (extm.hpp)
     for (g* gp : owned) gp->sched->ready(gp);
     return owned.size();
   }

@@ -52,7 +52,8 @@ class sema {
 
   // acquire() giving up at the nanotime() `when`: false if it did (no
   // token taken).
-  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr) noexcept;
+  GORO_DECL bool acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept = nullptr, void* ctx = nullptr,
+                               wait_reason why = wait_reason::semacquire) noexcept;
 
   // Takes one token if one is available now.
   bool try_acquire() noexcept {
@@ -171,7 +172,8 @@ GORO_DECL void sema::acquire(bool lifo, void (*unlinked)(void*) noexcept, void* 
   // nothing here touches *this again.
 }
 
-GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx) noexcept {
+GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) noexcept, void* ctx,
+                                   wait_reason why) noexcept {
   lock_.lock();
   if (count_ > 0) {
     --count_;
@@ -184,7 +186,7 @@ GORO_DECL bool sema::acquire_until(std::int64_t when, void (*unlinked)(void*) no
   }
   waiter w;
   queue_.push_back(&w);
-  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx);
+  return block_on_until(w, lock_, when, &unlink_waiter, &queue_, unlinked, ctx, why);
 }
 
 GORO_DECL void sema::release(std::uint64_t n) noexcept {
@@ -252,7 +254,7 @@ GORO_DECL bool notify_list::wait_until(std::uint32_t t, std::int64_t when) noexc
         nl->abandon_locked(x->ticket);
         return true;
       },
-      this);
+      this, nullptr, nullptr, wait_reason::cond_wait);
 }
 
 GORO_DECL void notify_list::notify_one() noexcept {

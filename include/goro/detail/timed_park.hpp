@@ -35,9 +35,12 @@ using unlink_fn = bool (*)(void* owner, waiter* w) noexcept;
 // nanotime() `when`. Releases `lock`. True: woken; false: timed out (w
 // taken off its queue).
 // unlinked(ctx), if given, runs when a runtime destroyed while the caller
-// waits takes w off its queue (see block_on).
+// waits takes w off its queue (see block_on). `why`: what the goroutine
+// dump shows meanwhile (the untimed wait's reason: a timed wait is the
+// same wait).
 inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_fn unlink, void* owner,
-                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr) noexcept {
+                           void (*unlinked)(void*) noexcept = nullptr, void* unlinked_ctx = nullptr,
+                           wait_reason why = wait_reason::other) noexcept {
   if (!w.gp) {
     // A plain thread: sleep on the futex with a timeout.
     extm_outside_op();  // checkdead: a plain thread blocked on a goro object is a live external M
@@ -108,14 +111,14 @@ inline bool block_on_until(waiter& w, spinlock& lock, std::int64_t when, unlink_
         if (removed && c->unlinked) c->unlinked(c->unlinked_ctx);
         return removed;
       },
-      &ctx, wait_reason::other);
+      &ctx, why);
   timer_heap::del(&ctx.t);  // waits for a running function: nothing touches ctx after this
   return !ctx.timed_out;
 }
 
 // Sleeps the caller (a goroutine parks) until the nanotime() `when`: a
-// timed block that nobody wakes.
-inline void nap_until(std::int64_t when) noexcept {
+// timed block that nobody wakes. `why`: as block_on_until's.
+inline void nap_until(std::int64_t when, wait_reason why = wait_reason::other) noexcept {
   waiter w;
   spinlock l;
   bool taken = false;  // under l: the timer or the runtime ending the goroutine (main_return.hpp) wakes it, once
@@ -126,7 +129,7 @@ inline void nap_until(std::int64_t when) noexcept {
         bool* x = static_cast<bool*>(t);
         return !std::exchange(*x, true);
       },
-      &taken);
+      &taken, nullptr, nullptr, why);
 }
 
 // A deadline as nanotime(): 0 and negative instants are "already past".
