@@ -13342,7 +13342,10 @@ struct main_return_sched {
         [](g* gp, void* v) {
           auto* p = static_cast<arg*>(v);
           const g_status st = gp->status.load(std::memory_order_acquire);
-          if ((st == g_status::runnable || st == g_status::waiting) && gp->sched->lane_owner() == p->lanes) ++p->n;
+          // sched is a dump field: a lane goroutine exiting on its owner's
+          // thread rewrites it while this walk runs (g.hpp).
+          if ((st == g_status::runnable || st == g_status::waiting) && dump_field(gp->sched)->lane_owner() == p->lanes)
+            ++p->n;
         },
         &a);
     return a.n;
@@ -16380,6 +16383,7 @@ class scheduler final : public sched_base {
   void new_g_on_p(p* pp, g* gp);
   void start_main_here(p* pp, g* gp);
   void attach_stack(p* pp, g* gp);
+  void attach_stack_at_first_run(p* pp, g* gp) noexcept;
   void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(gp->stack_request ? gp->stack_request : stack_bytes)); }
   void init_stack(g* gp, cached_stack c) noexcept;
   static std::size_t stack_color(const stack_memory& s) noexcept;
@@ -16726,12 +16730,7 @@ inline auto scheduler<Policy>::begin_slice(m* mm, p* pp, g* gp, bool inherit_tim
 template <class Policy>
 inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
   p* pp = mm->pp;
-  if (gp->stack.lo == nullptr) {
-    if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size_));
-    else
-      attach_stack(pp, gp);
-  }
+  if (gp->stack.lo == nullptr) attach_stack_at_first_run(pp, gp);
   begin_slice(mm, pp, gp, inherit_time);
   const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
   const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
@@ -17939,6 +17938,26 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
   g_blocks_.push_back(std::move(block));
 }
 
+// The default allocator's stacks are attached as a goroutine first runs
+// (execute, on g0), long after its spawn returned: a refusal (mmap's
+// ENOMEM: RLIMIT_AS, vm.max_map_count) has nobody to be thrown to, and
+// Go's stackalloc fails the same way ("out of memory"). Unwinding the
+// scheduler loop with the bad_alloc ended in std::terminate on an M's
+// thread and in a misleading abort out of run() on the caller's.
+template <class Policy>
+inline auto scheduler<Policy>::attach_stack_at_first_run(p* pp, g* gp) noexcept -> void {
+  GORO_TRY {
+    attach_stack(pp, gp);
+    return;
+  }
+  GORO_CATCH_ALL {}
+  char msg[96];
+  std::snprintf(msg, sizeof msg, "goro: out of memory (goroutine %llu's %zu-byte stack)",
+                static_cast<unsigned long long>(dump_field(gp->id)),
+                static_cast<std::size_t>(gp->stack_request != 0 ? gp->stack_request : stack_bytes));
+  fatal(msg);
+}
+
 // Gives gp a stack from pp's cache (refilled from the allocator in a
 // batch: the most recently freed stacks are cache-hot).
 template <class Policy>
@@ -18334,18 +18353,17 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     gfput_global(main_g);
     GORO_RETHROW;
   }
-  if constexpr (!lazy_stacks) {
-    // A custom stack_allocator's stack, taken now, while a refusal still
-    // leaves nothing changed (run() throws it, as go() would). Taken as
-    // main started, its bad_alloc left this thread as the runtime's M and
-    // the destructor then aborted ("destroyed from inside one of its own
-    // goroutines"). new_g_on_p and start_g find it attached.
-    GORO_TRY { init_stack(main_g, allocate_stack(stack_bytes)); }
-    GORO_CATCH_ALL {
-      main_g->closure_op(main_g, false);
-      gfput_global(main_g);
-      GORO_RETHROW;
-    }
+  // main's stack, taken now, while a refusal still leaves nothing changed
+  // (run() throws it, as go() would): options::main_stack_size from the
+  // default allocator, the policy's stack_size from a custom one. Taken
+  // as main started, its bad_alloc left this thread as the runtime's M
+  // and the destructor then aborted ("destroyed from inside one of its
+  // own goroutines"). new_g_on_p, start_g and execute find it attached.
+  GORO_TRY { init_stack(main_g, allocate_stack(lazy_stacks ? main_stack_size_ : stack_bytes)); }
+  GORO_CATCH_ALL {
+    main_g->closure_op(main_g, false);
+    gfput_global(main_g);
+    GORO_RETHROW;
   }
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator

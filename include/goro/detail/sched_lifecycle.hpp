@@ -24,18 +24,17 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     gfput_global(main_g);
     GORO_RETHROW;
   }
-  if constexpr (!lazy_stacks) {
-    // A custom stack_allocator's stack, taken now, while a refusal still
-    // leaves nothing changed (run() throws it, as go() would). Taken as
-    // main started, its bad_alloc left this thread as the runtime's M and
-    // the destructor then aborted ("destroyed from inside one of its own
-    // goroutines"). new_g_on_p and start_g find it attached.
-    GORO_TRY { init_stack(main_g, allocate_stack(stack_bytes)); }
-    GORO_CATCH_ALL {
-      main_g->closure_op(main_g, false);
-      gfput_global(main_g);
-      GORO_RETHROW;
-    }
+  // main's stack, taken now, while a refusal still leaves nothing changed
+  // (run() throws it, as go() would): options::main_stack_size from the
+  // default allocator, the policy's stack_size from a custom one. Taken
+  // as main started, its bad_alloc left this thread as the runtime's M
+  // and the destructor then aborted ("destroyed from inside one of its
+  // own goroutines"). new_g_on_p, start_g and execute find it attached.
+  GORO_TRY { init_stack(main_g, allocate_stack(lazy_stacks ? main_stack_size_ : stack_bytes)); }
+  GORO_CATCH_ALL {
+    main_g->closure_op(main_g, false);
+    gfput_global(main_g);
+    GORO_RETHROW;
   }
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
