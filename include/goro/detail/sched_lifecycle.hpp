@@ -24,25 +24,36 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     gfput_global(main_g);
     GORO_RETHROW;
   }
+  // Until this M's record is made too, a refusal gives back what run()
+  // took: main's closure, stack and record (they stayed taken for good).
+  struct undo_main {
+    scheduler* s;
+    g* gp;
+    ~undo_main() {
+      if (!gp) return;
+      gp->closure_op(gp, false);
+      if (gp->stack.lo) {
+        s->alloc_.deallocate(std::exchange(gp->stack, {}));
+        gp->sp = nullptr;
+      }
+      s->gfput_global(gp);
+    }
+  } undo{this, main_g};
   // main's stack, taken now, while a refusal still leaves nothing changed
   // (run() throws it, as go() would): options::main_stack_size from the
   // default allocator, the policy's stack_size from a custom one. Taken
   // as main started, its bad_alloc left this thread as the runtime's M
   // and the destructor then aborted ("destroyed from inside one of its
   // own goroutines"). new_g_on_p, start_g and execute find it attached.
-  GORO_TRY { init_stack(main_g, allocate_stack(lazy_stacks ? main_stack_size_ : stack_bytes)); }
-  GORO_CATCH_ALL {
-    main_g->closure_op(main_g, false);
-    gfput_global(main_g);
-    GORO_RETHROW;
-  }
+  init_stack(main_g, allocate_stack(lazy_stacks ? main_stack_size_ : stack_bytes));
+  owned<m> mm = allocate_record<m>(ra_.get());
+  undo.gp = nullptr;
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
   main_done_.store(false, std::memory_order_relaxed);
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
 
-  owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
   mm->extm_lanes = lanes_owned_here().get();
