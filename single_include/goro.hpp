@@ -4487,7 +4487,9 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 // (main_return.hpp: every safe point then takes the slow path, where
 // goexit.hpp's call_point() ends the goroutine). A stale request (sysmon flagged a G that meanwhile switched out)
 // is cleared by execute() before the G runs again, as Go's execute does,
-// so the count drops back to 0 as soon as no request is outstanding.
+// and one left on the record of a goroutine that ended by gfput and by
+// the runtime's end (release_memory), so the count drops back to 0 as
+// soon as no request is outstanding.
 
 #include <atomic>
 #include <cstdint>
@@ -17888,6 +17890,7 @@ inline auto scheduler<Policy>::gfget(p* pp) -> g* {
 template <class Policy>
 inline auto scheduler<Policy>::gfput(p* pp, g* gp) noexcept -> void {
   gp->status.store(g_status::idle, std::memory_order_relaxed);
+  clear_preempt(gp);  // it ended before a safe point: no request is outstanding (preempt.hpp's count)
   if (pp->ngfree == p_gfree_max) {
     // The older half to the global list (capacity reserved: no
     // allocation); the recently freed, cache-hot half stays.
@@ -18697,6 +18700,12 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
       }
       tsan_destroy_fiber(gp->tsan_fiber);
       gp->tsan_fiber = nullptr;
+      // preempt.hpp's count of outstanding requests is process-wide: a
+      // request left on a record (its goroutine ended before a safe
+      // point, or sysmon's stale read flagged a free record) stayed
+      // counted for good, and every safe point of every runtime then took
+      // the slow path. sysmon and the Ms have stopped: nothing sets it again.
+      clear_preempt(gp);
     }
   }
   // Unregistered (shutdown): no dump walks the records any more; the

@@ -65,6 +65,7 @@ inline auto scheduler<Policy>::gfget(p* pp) -> g* {
 template <class Policy>
 inline auto scheduler<Policy>::gfput(p* pp, g* gp) noexcept -> void {
   gp->status.store(g_status::idle, std::memory_order_relaxed);
+  clear_preempt(gp);  // it ended before a safe point: no request is outstanding (preempt.hpp's count)
   if (pp->ngfree == p_gfree_max) {
     // The older half to the global list (capacity reserved: no
     // allocation); the recently freed, cache-hot half stays.

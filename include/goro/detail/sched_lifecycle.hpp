@@ -368,6 +368,12 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
       }
       tsan_destroy_fiber(gp->tsan_fiber);
       gp->tsan_fiber = nullptr;
+      // preempt.hpp's count of outstanding requests is process-wide: a
+      // request left on a record (its goroutine ended before a safe
+      // point, or sysmon's stale read flagged a free record) stayed
+      // counted for good, and every safe point of every runtime then took
+      // the slow path. sysmon and the Ms have stopped: nothing sets it again.
+      clear_preempt(gp);
     }
   }
   // Unregistered (shutdown): no dump walks the records any more; the
