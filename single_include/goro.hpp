@@ -4487,7 +4487,9 @@ inline void on_g0(void (*fn)(void*), void* arg) {
 // (main_return.hpp: every safe point then takes the slow path, where
 // goexit.hpp's call_point() ends the goroutine). A stale request (sysmon flagged a G that meanwhile switched out)
 // is cleared by execute() before the G runs again, as Go's execute does,
-// so the count drops back to 0 as soon as no request is outstanding.
+// and one left on the record of a goroutine that ended by gfput and by
+// the runtime's end (release_memory), so the count drops back to 0 as
+// soon as no request is outstanding.
 
 #include <atomic>
 #include <cstdint>
@@ -16505,6 +16507,7 @@ class scheduler final : public sched_base {
   void new_g_on_p(p* pp, g* gp);
   void start_main_here(p* pp, g* gp);
   void attach_stack(p* pp, g* gp);
+  void attach_stack_at_first_run(p* pp, g* gp) noexcept;
   void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(gp->stack_request ? gp->stack_request : stack_bytes)); }
   void init_stack(g* gp, cached_stack c) noexcept;
   static std::size_t stack_color(const stack_memory& s) noexcept;
@@ -16853,12 +16856,7 @@ inline auto scheduler<Policy>::begin_slice(m* mm, p* pp, g* gp, bool inherit_tim
 template <class Policy>
 inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
   p* pp = mm->pp;
-  if (gp->stack.lo == nullptr) {
-    if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size_));
-    else
-      attach_stack(pp, gp);
-  }
+  if (gp->stack.lo == nullptr) attach_stack_at_first_run(pp, gp);
   begin_slice(mm, pp, gp, inherit_time);
   const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
   const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
@@ -18016,6 +18014,7 @@ inline auto scheduler<Policy>::gfget(p* pp) -> g* {
 template <class Policy>
 inline auto scheduler<Policy>::gfput(p* pp, g* gp) noexcept -> void {
   gp->status.store(g_status::idle, std::memory_order_relaxed);
+  clear_preempt(gp);  // it ended before a safe point: no request is outstanding (preempt.hpp's count)
   if (pp->ngfree == p_gfree_max) {
     // The older half to the global list (capacity reserved: no
     // allocation); the recently freed, cache-hot half stays.
@@ -18064,6 +18063,26 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
     gfree_.push_back(&block[i]);
   }
   g_blocks_.push_back(std::move(block));
+}
+
+// The default allocator's stacks are attached as a goroutine first runs
+// (execute, on g0), long after its spawn returned: a refusal (mmap's
+// ENOMEM: RLIMIT_AS, vm.max_map_count) has nobody to be thrown to, and
+// Go's stackalloc fails the same way ("out of memory"). Unwinding the
+// scheduler loop with the bad_alloc ended in std::terminate on an M's
+// thread and in a misleading abort out of run() on the caller's.
+template <class Policy>
+inline auto scheduler<Policy>::attach_stack_at_first_run(p* pp, g* gp) noexcept -> void {
+  GORO_TRY {
+    attach_stack(pp, gp);
+    return;
+  }
+  GORO_CATCH_ALL {}
+  char msg[96];
+  std::snprintf(msg, sizeof msg, "goro: out of memory (goroutine %llu's %zu-byte stack)",
+                static_cast<unsigned long long>(dump_field(gp->id)),
+                static_cast<std::size_t>(gp->stack_request != 0 ? gp->stack_request : stack_bytes));
+  fatal(msg);
 }
 
 // Gives gp a stack from pp's cache (refilled from the allocator in a
@@ -18461,19 +18480,30 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     gfput_global(main_g);
     GORO_RETHROW;
   }
-  if constexpr (!lazy_stacks) {
-    // A custom stack_allocator's stack, taken now, while a refusal still
-    // leaves nothing changed (run() throws it, as go() would). Taken as
-    // main started, its bad_alloc left this thread as the runtime's M and
-    // the destructor then aborted ("destroyed from inside one of its own
-    // goroutines"). new_g_on_p and start_g find it attached.
-    GORO_TRY { init_stack(main_g, allocate_stack(stack_bytes)); }
-    GORO_CATCH_ALL {
-      main_g->closure_op(main_g, false);
-      gfput_global(main_g);
-      GORO_RETHROW;
+  // Until this M's record is made too, a refusal gives back what run()
+  // took: main's closure, stack and record (they stayed taken for good).
+  struct undo_main {
+    scheduler* s;
+    g* gp;
+    ~undo_main() {
+      if (!gp) return;
+      gp->closure_op(gp, false);
+      if (gp->stack.lo) {
+        s->alloc_.deallocate(std::exchange(gp->stack, {}));
+        gp->sp = nullptr;
+      }
+      s->gfput_global(gp);
     }
-  }
+  } undo{this, main_g};
+  // main's stack, taken now, while a refusal still leaves nothing changed
+  // (run() throws it, as go() would): options::main_stack_size from the
+  // default allocator, the policy's stack_size from a custom one. Taken
+  // as main started, its bad_alloc left this thread as the runtime's M
+  // and the destructor then aborted ("destroyed from inside one of its
+  // own goroutines"). new_g_on_p, start_g and execute find it attached.
+  init_stack(main_g, allocate_stack(lazy_stacks ? main_stack_size_ : stack_bytes));
+  owned<m> mm = allocate_record<m>(ra_.get());
+  undo.gp = nullptr;
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
@@ -18481,7 +18511,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
   run_main_g_ = main_g;                               // checkdead: detached before a deadlock is confirmed
 
-  owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
   mm->extm_lanes = lanes_owned_here().get();
@@ -18795,6 +18824,12 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
       }
       tsan_destroy_fiber(gp->tsan_fiber);
       gp->tsan_fiber = nullptr;
+      // preempt.hpp's count of outstanding requests is process-wide: a
+      // request left on a record (its goroutine ended before a safe
+      // point, or sysmon's stale read flagged a free record) stayed
+      // counted for good, and every safe point of every runtime then took
+      // the slow path. sysmon and the Ms have stopped: nothing sets it again.
+      clear_preempt(gp);
     }
   }
   // Unregistered (shutdown): no dump walks the records any more; the

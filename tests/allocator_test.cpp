@@ -502,6 +502,9 @@ std::atomic<bool> refuse_pointers{false}, refuse_units{false};
 // Sets refuse_units at the next request for one record of 128 bytes or
 // more: run()'s M record, which run() makes just before starting sysmon.
 std::atomic<bool> refuse_units_after_record{false};
+// Refuses the next request for one record of 128 bytes or more (run()'s M
+// record, when set just before run()).
+std::atomic<bool> refuse_next_record{false};
 std::atomic<std::size_t> refused{0};
 alloc_counts refusing_counts;
 template <class T>
@@ -523,8 +526,13 @@ struct refusing_alloc : counting_alloc<T> {
       refused.fetch_add(1);
       throw std::bad_alloc();
     }
-    if constexpr (!std::is_pointer_v<T> && !is_unit<T> && sizeof(T) >= 128)
+    if constexpr (!std::is_pointer_v<T> && !is_unit<T> && sizeof(T) >= 128) {
+      if (n == 1 && refuse_next_record.exchange(false)) {
+        refused.fetch_add(1);
+        throw std::bad_alloc();
+      }
       if (n == 1 && refuse_units_after_record.exchange(false)) refuse_units = true;
+    }
     return counting_alloc<T>::allocate(n);
   }
 };
@@ -575,6 +583,49 @@ TEST_CASE("allocator: a refused sysmon table leaves the runtime running without 
   refuse_units_after_record = false;
   refuse_units = false;
   CHECK(refused.load() > 0);
+  CHECK(refusing_counts.live_bytes() == 0);
+  CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
+}
+
+// A stack allocator that counts the stacks out.
+struct counted_stacks {
+  static inline std::atomic<int> in_use{0};
+  goro::default_stack_allocator inner;
+  goro::stack_memory allocate(std::size_t n) {
+    goro::stack_memory m = inner.allocate(n);
+    in_use.fetch_add(1);
+    return m;
+  }
+  void deallocate(goro::stack_memory m) noexcept {
+    in_use.fetch_sub(1);
+    inner.deallocate(m);
+  }
+};
+static_assert(goro::stack_allocator<counted_stacks>);
+
+TEST_CASE("allocator: run() whose M record is refused throws bad_alloc and gives main's stack back", "[alloc]") {
+  // The record was taken after main's stack: the bad_alloc left that
+  // stack (and main's G record) taken until the runtime's end, one more
+  // for each such run().
+  using policy = goro::policy<goro::allocator<refusing_alloc<std::byte>>, goro::stacks<counted_stacks>>;
+  refused = 0;
+  {
+    goro::basic_runtime<policy> rt({.maxprocs = 1});
+    rt.run([] {});  // G records made: the next record run() asks for is its M's
+    bool ran = false;
+    const int stacks = counted_stacks::in_use.load();
+    for (int i = 0; i < 3; ++i) {
+      refuse_next_record = true;
+      CHECK_THROWS_AS(rt.run([&ran] { ran = true; }), std::bad_alloc);
+    }
+    refuse_next_record = false;
+    CHECK(refused.load() == 3);
+    CHECK_FALSE(ran);
+    CHECK(counted_stacks::in_use.load() == stacks);
+    rt.run([&ran] { ran = true; });
+    CHECK(ran);
+  }
+  CHECK(counted_stacks::in_use.load() == 0);
   CHECK(refusing_counts.live_bytes() == 0);
   CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
 }

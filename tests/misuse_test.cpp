@@ -6,6 +6,7 @@
 // of a crashed or hung test binary.
 #define GORO_TESTING 1  // detail::testing: the thread-creation fault injection
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -37,13 +39,21 @@ struct child_status {
 };
 
 // Runs body() in a forked child killed after `seconds` (SIGALRM); the
-// child's exit code is body()'s result (0: every check passed).
-child_status in_child(const std::function<int()>& body, unsigned seconds = goro_test::scale(20, 60)) {
+// child's exit code is body()'s result (0: every check passed). With
+// `err`, the child's stderr is collected there.
+child_status in_child(const std::function<int()>& body, unsigned seconds = goro_test::scale(20, 60),
+                      std::string* err = nullptr) {
   std::cout.flush();  // nothing buffered is written twice
   std::cerr.flush();
   std::fflush(nullptr);
+  char path[] = "/tmp/goro_misuse_XXXXXX";
+  const int fd = err ? mkstemp(path) : -1;
   pid_t pid = fork();
   if (pid == 0) {
+    if (fd >= 0) {
+      dup2(fd, 2);
+      std::signal(SIGABRT, SIG_DFL);  // an abort is what is checked: not Catch's report of it
+    }
     alarm(seconds);
     int rc = 1;
 #if GORO_EXCEPTIONS
@@ -61,12 +71,39 @@ child_status in_child(const std::function<int()>& body, unsigned seconds = goro_
   }
   child_status s;
   int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return s;
+  const bool waited = pid >= 0 && waitpid(pid, &status, 0) == pid;
+  if (fd >= 0) {
+    std::ifstream in(path);
+    err->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    close(fd);
+    unlink(path);
+  }
+  if (!waited) return s;
   s.exited = WIFEXITED(status);
   if (s.exited) s.code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) s.signal = WTERMSIG(status);
   return s;
 }
+
+// The process's address space limit (RLIMIT_AS) set `headroom` above what
+// it maps now, for the scope: mmap then fails with ENOMEM beyond it.
+class address_space_headroom {
+ public:
+  explicit address_space_headroom(std::size_t headroom) {
+    getrlimit(RLIMIT_AS, &old_);
+    std::size_t pages = 0;
+    std::ifstream("/proc/self/statm") >> pages;
+    rlimit lim = old_;
+    lim.rlim_cur = pages * static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) + headroom;
+    setrlimit(RLIMIT_AS, &lim);
+  }
+  ~address_space_headroom() { setrlimit(RLIMIT_AS, &old_); }
+  address_space_headroom(const address_space_headroom&) = delete;
+  address_space_headroom& operator=(const address_space_headroom&) = delete;
+
+ private:
+  rlimit old_{};
+};
 
 #define CHILD_CHECK(cond)                                                                  \
   do {                                                                                     \
@@ -316,6 +353,67 @@ TEST_CASE("misuse: goro calls that do not park still work inside goro::blocking"
       return 0;
     });
   }));
+}
+#endif
+
+// ---- the default stack allocator refusing a stack ------------------------
+
+// The default allocator's stacks are mapped as late as it can: main's as
+// run() starts, the others' as they first run. The sanitizers reserve
+// terabytes of shadow memory, and qemu-user the guest's address space up
+// front: no address space limit under them.
+#if GORO_EXCEPTIONS && !GORO_TEST_SANITIZED && !defined(GORO_CROSS_TESTS)
+TEST_CASE("misuse: main's stack refused by the default allocator: run() throws bad_alloc, the runtime stays usable",
+          "[misuse][stack]") {
+  // main's stack was mapped as main first ran, on run()'s thread already
+  // made the runtime's M: the bad_alloc left it so, and the destructor
+  // aborted ("runtime destroyed from inside one of its own goroutines").
+  require_clean_exit(in_child([] {
+    goro::runtime rt{goro::options{.maxprocs = 1, .main_stack_size = std::size_t{1} << 30}};
+    bool threw = false, ran = false;
+    {
+      address_space_headroom limit(std::size_t{256} << 20);  // room for threads, not for a 1 GiB stack
+      try {
+        rt.run([&] { ran = true; });
+      } catch (const std::bad_alloc&) {
+        threw = true;
+      }
+    }
+    CHILD_CHECK(threw);
+    CHILD_CHECK(!ran);
+    CHILD_CHECK(rt.run([] {
+      goro::chan<int> c(1);
+      goro::go([c]() mutable { c.send(2); });
+      return *c.recv();
+    }) == 2);
+    return 0;
+  }));
+}
+
+TEST_CASE("misuse: a goroutine's stack refused by the default allocator as it first runs is a clear fatal error",
+          "[misuse][stack]") {
+  // The spawn returned long before: nobody is left to throw to. The
+  // bad_alloc unwound the scheduler loop on g0 instead (std::terminate on
+  // an M's thread; out of run() on the caller's, which then aborted with
+  // "runtime destroyed from inside one of its own goroutines").
+  std::string err;
+  child_status s = in_child(
+      [] {
+        goro::runtime rt{goro::options{1}};
+        address_space_headroom limit(std::size_t{256} << 20);
+        rt.run([] {
+          goro::wait_group wg;
+          wg.add(1);
+          goro::go(goro::spawn_options{.stack_size = std::size_t{1} << 30}, [&wg] { wg.done(); });
+          wg.wait();
+        });
+        return 0;
+      },
+      goro_test::scale(20, 60), &err);
+  INFO("exited " << s.exited << " code " << s.code << " signal " << s.signal << "\n" << err);
+  CHECK(s.signal == SIGABRT);
+  CHECK_THAT(err, Catch::Matchers::Matches(
+                      "(.|\n)*goro: out of memory \\(goroutine [0-9]+'s 1073741824-byte stack\\)(.|\n)*"));
 }
 #endif
 

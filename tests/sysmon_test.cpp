@@ -198,6 +198,32 @@ TEST_CASE("sysmon: preemption::none never preempts (a hog starves main until it 
   CHECK(rt.stats().preemptions == 0);
 }
 
+// preempt_pending counts the outstanding requests of every runtime; while
+// it is not zero every safe point of every goroutine takes the slow path.
+// A request its goroutine ended without honouring (no safe point after
+// it) stayed counted on the freed G record, past the runtime's end.
+TEST_CASE("sysmon: goroutines ending with a preemption request pending leave no request counted", "[sysmon][preempt]") {
+  const std::uint32_t before = goro::detail::preempt_pending.load();
+  int flagged = 0;
+  for (int i = 0; i < 20; ++i) {
+    goro::basic_runtime<goro::policy<goro::slice_us<200>>> rt{goro::options{1}};
+    rt.run([&flagged] {
+      std::atomic<bool> done{false};
+      goro::go([&] {
+        const goro::detail::g* self = goro::detail::current_m()->curg;
+        const auto end = std::chrono::steady_clock::now() + 10s;  // bounded: sysmon asks within a slice
+        while (!self->preempt.load() && std::chrono::steady_clock::now() < end) {
+        }  // no safe point: the request is pending as the goroutine ends
+        flagged += self->preempt.load() ? 1 : 0;
+        done = true;
+      });
+      while (!done) goro::sleep_for(100us);
+    });
+  }
+  CHECK(flagged == 20);
+  CHECK(goro::detail::preempt_pending.load() <= before);
+}
+
 // Go's TestPingPongHog: at 1 proc a pair of goroutines that hand a baton
 // to each other and compute a lot per hand-off (hogs), and a pair that
 // computes little (light). A woken goroutine runs next from runnext and

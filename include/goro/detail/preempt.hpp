@@ -28,7 +28,9 @@
 // (main_return.hpp: every safe point then takes the slow path, where
 // goexit.hpp's call_point() ends the goroutine). A stale request (sysmon flagged a G that meanwhile switched out)
 // is cleared by execute() before the G runs again, as Go's execute does,
-// so the count drops back to 0 as soon as no request is outstanding.
+// and one left on the record of a goroutine that ended by gfput and by
+// the runtime's end (release_memory), so the count drops back to 0 as
+// soon as no request is outstanding.
 #pragma once
 
 #include <atomic>

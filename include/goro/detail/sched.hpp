@@ -558,6 +558,7 @@ class scheduler final : public sched_base {
   void new_g_on_p(p* pp, g* gp);
   void start_main_here(p* pp, g* gp);
   void attach_stack(p* pp, g* gp);
+  void attach_stack_at_first_run(p* pp, g* gp) noexcept;
   void attach_stack_global(g* gp) { init_stack(gp, allocate_stack(gp->stack_request ? gp->stack_request : stack_bytes)); }
   void init_stack(g* gp, cached_stack c) noexcept;
   static std::size_t stack_color(const stack_memory& s) noexcept;

@@ -65,6 +65,7 @@ inline auto scheduler<Policy>::gfget(p* pp) -> g* {
 template <class Policy>
 inline auto scheduler<Policy>::gfput(p* pp, g* gp) noexcept -> void {
   gp->status.store(g_status::idle, std::memory_order_relaxed);
+  clear_preempt(gp);  // it ended before a safe point: no request is outstanding (preempt.hpp's count)
   if (pp->ngfree == p_gfree_max) {
     // The older half to the global list (capacity reserved: no
     // allocation); the recently freed, cache-hot half stays.
@@ -113,6 +114,26 @@ inline auto scheduler<Policy>::new_g_block_locked() -> void {
     gfree_.push_back(&block[i]);
   }
   g_blocks_.push_back(std::move(block));
+}
+
+// The default allocator's stacks are attached as a goroutine first runs
+// (execute, on g0), long after its spawn returned: a refusal (mmap's
+// ENOMEM: RLIMIT_AS, vm.max_map_count) has nobody to be thrown to, and
+// Go's stackalloc fails the same way ("out of memory"). Unwinding the
+// scheduler loop with the bad_alloc ended in std::terminate on an M's
+// thread and in a misleading abort out of run() on the caller's.
+template <class Policy>
+inline auto scheduler<Policy>::attach_stack_at_first_run(p* pp, g* gp) noexcept -> void {
+  GORO_TRY {
+    attach_stack(pp, gp);
+    return;
+  }
+  GORO_CATCH_ALL {}
+  char msg[96];
+  std::snprintf(msg, sizeof msg, "goro: out of memory (goroutine %llu's %zu-byte stack)",
+                static_cast<unsigned long long>(dump_field(gp->id)),
+                static_cast<std::size_t>(gp->stack_request != 0 ? gp->stack_request : stack_bytes));
+  fatal(msg);
 }
 
 // Gives gp a stack from pp's cache (refilled from the allocator in a

@@ -24,19 +24,30 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
     gfput_global(main_g);
     GORO_RETHROW;
   }
-  if constexpr (!lazy_stacks) {
-    // A custom stack_allocator's stack, taken now, while a refusal still
-    // leaves nothing changed (run() throws it, as go() would). Taken as
-    // main started, its bad_alloc left this thread as the runtime's M and
-    // the destructor then aborted ("destroyed from inside one of its own
-    // goroutines"). new_g_on_p and start_g find it attached.
-    GORO_TRY { init_stack(main_g, allocate_stack(stack_bytes)); }
-    GORO_CATCH_ALL {
-      main_g->closure_op(main_g, false);
-      gfput_global(main_g);
-      GORO_RETHROW;
+  // Until this M's record is made too, a refusal gives back what run()
+  // took: main's closure, stack and record (they stayed taken for good).
+  struct undo_main {
+    scheduler* s;
+    g* gp;
+    ~undo_main() {
+      if (!gp) return;
+      gp->closure_op(gp, false);
+      if (gp->stack.lo) {
+        s->alloc_.deallocate(std::exchange(gp->stack, {}));
+        gp->sp = nullptr;
+      }
+      s->gfput_global(gp);
     }
-  }
+  } undo{this, main_g};
+  // main's stack, taken now, while a refusal still leaves nothing changed
+  // (run() throws it, as go() would): options::main_stack_size from the
+  // default allocator, the policy's stack_size from a custom one. Taken
+  // as main started, its bad_alloc left this thread as the runtime's M
+  // and the destructor then aborted ("destroyed from inside one of its
+  // own goroutines"). new_g_on_p, start_g and execute find it attached.
+  init_stack(main_g, allocate_stack(lazy_stacks ? main_stack_size_ : stack_bytes));
+  owned<m> mm = allocate_record<m>(ra_.get());
+  undo.gp = nullptr;
   main_g->is_main = true;
   set_dump_field(main_g->created_pc, nullptr);  // goroutine dump: main has no creator
   main_g->stack_request = 0;     // a record's last spawn_options (spawn sets it for the others)
@@ -44,7 +55,6 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   deadlock_.store(false, std::memory_order_relaxed);  // checkdead
   run_main_g_ = main_g;                               // checkdead: detached before a deadlock is confirmed
 
-  owned<m> mm = allocate_record<m>(ra_.get());
   mm->run_caller = true;
   mm->extm_self = extm_counted_here();  // checkdead
   mm->extm_lanes = lanes_owned_here().get();
@@ -358,6 +368,12 @@ inline auto scheduler<Policy>::release_memory() noexcept -> void {
       }
       tsan_destroy_fiber(gp->tsan_fiber);
       gp->tsan_fiber = nullptr;
+      // preempt.hpp's count of outstanding requests is process-wide: a
+      // request left on a record (its goroutine ended before a safe
+      // point, or sysmon's stale read flagged a free record) stayed
+      // counted for good, and every safe point of every runtime then took
+      // the slow path. sysmon and the Ms have stopped: nothing sets it again.
+      clear_preempt(gp);
     }
   }
   // Unregistered (shutdown): no dump walks the records any more; the

@@ -197,12 +197,7 @@ inline auto scheduler<Policy>::begin_slice(m* mm, p* pp, g* gp, bool inherit_tim
 template <class Policy>
 inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
   p* pp = mm->pp;
-  if (gp->stack.lo == nullptr) {
-    if (lazy_stacks && gp->is_main)
-      init_stack(gp, allocate_stack(main_stack_size_));
-    else
-      attach_stack(pp, gp);
-  }
+  if (gp->stack.lo == nullptr) attach_stack_at_first_run(pp, gp);
   begin_slice(mm, pp, gp, inherit_time);
   const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
   const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
