@@ -105,17 +105,22 @@ struct main_return_sched {
   // thread's later send, unlock or done() -- wakes it into run()'s frame,
   // gone by then. Shutdown finds it blocked forever. False when main is
   // not waiting any more, or its waker took it off the queue first: then
-  // it was no deadlock, and main runs on.
+  // it was no deadlock, and main runs on. Without the barrier (a kernel
+  // without membarrier) main's state cannot be read safely: it is left
+  // where it is and the deadlock reported, as before detaching existed.
   static bool detach_main(g* gp) noexcept {
     std::lock_guard<std::mutex> lk(registry().lock);
     gp->dump_pin.store(true, std::memory_order_relaxed);
-    bool detached = false;
-    if (os::process_wide_barrier() && gp->status.load(std::memory_order_acquire) == g_status::waiting) {
-      std::lock_guard<std::mutex> ul(unlink_lock());
-      auto unlink = gp->unlink_wait;
-      // No unlink: a wait nothing can end (a select whose channels are gone).
-      detached = !unlink || unlink(gp->unlink_arg);
-      if (detached) gp->unlink_wait = nullptr;
+    bool detached = true;
+    if (os::process_wide_barrier()) {
+      detached = false;
+      if (gp->status.load(std::memory_order_acquire) == g_status::waiting) {
+        std::lock_guard<std::mutex> ul(unlink_lock());
+        auto unlink = gp->unlink_wait;
+        // No unlink: a wait nothing can end (a select whose channels are gone).
+        detached = !unlink || unlink(gp->unlink_arg);
+        if (detached) gp->unlink_wait = nullptr;
+      }
     }
     gp->dump_pin.store(false, std::memory_order_release);
     return detached;
