@@ -101,11 +101,14 @@ TEST_CASE("a call-free loop inside async_preemptible does not starve other gorou
         goro::async_preemptible scope;  // no lock, no allocation, no goro call inside
         const auto self = std::this_thread::get_id();
         volatile std::uint64_t n = 0;
-        started.store(true, std::memory_order_relaxed);
-        while (!stop.load(std::memory_order_relaxed)) {
+        // `started` after the first turn: a preemption may land anywhere,
+        // even before the first test of `stop` (seen under qemu, where the
+        // spinner then counted 0 turns).
+        do {
           n = n + 1;
+          started.store(true, std::memory_order_relaxed);
           if (std::this_thread::get_id() != self) moved.store(true, std::memory_order_relaxed);
-        }
+        } while (!stop.load(std::memory_order_relaxed));
         spins.store(n);
       }
       wg.done();
@@ -129,7 +132,10 @@ TEST_CASE("a call-free loop inside async_preemptible does not starve other gorou
 TEST_CASE("sysmon never signals through the run() caller's M after run() returned") {
   using pol = goro::policy<goro::preemption_mode<goro::preemption::signal>, goro::slice_us<1000>>;
   goro::basic_runtime<pol> rt{goro::options{1}};
-  for (int i = 0; i < 300; ++i) {
+  // 300 runs; more (up to 30 s) while none was preempted yet: on a loaded
+  // machine under qemu sysmon's sleeps can outlast many 1.5 ms runs.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (int i = 0; i < 300 || (rt.stats().preemptions == 0 && std::chrono::steady_clock::now() < give_up); ++i) {
     rt.run([] {
       goro::async_preemptible scope;  // main's slice ends as run() returns: sysmon is due to signal its M
       const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(1500);
