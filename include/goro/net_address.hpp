@@ -232,7 +232,8 @@ inline address unix_address(std::string_view path, std::error_code& ec) noexcept
 // /etc/hosts, then DNS, as the C library is configured. A numeric IP is
 // returned as it is, without a lookup. getaddrinfo blocks, so it runs
 // inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
-// (the throwing form: std::system_error with that code).
+// (the throwing form: std::system_error with that code); so is a name with
+// a NUL in it ("localhost\0evil.com"), as in Go, never cut at the NUL.
 GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec);
 GORO_DECL std::vector<address> lookup_host(std::string_view name);
 
@@ -299,6 +300,8 @@ GORO_DECL std::string address::host() const {
 }
 
 GORO_DECL bool address::set_ip(std::string_view ip, std::uint16_t port) {
+  // inet_pton reads a C string: "127.0.0.1\0junk" would be 127.0.0.1.
+  if (ip.find('\0') != std::string_view::npos) return false;
   std::string h(ip);
   auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
   auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
@@ -347,6 +350,9 @@ GORO_DECL address address::parse_raw(std::string_view s, std::error_code& ec) {
 
 GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
   ec.clear();
+  // getaddrinfo reads a C string: "localhost\0evil.com" would resolve
+  // localhost. No name has a NUL in it (Go: no such host).
+  if (name.find('\0') != std::string_view::npos) return ec = errc::host_not_found, std::vector<address>{};
   if (address a = address::from_ip(name, 0)) return {a};
   std::string host(name);
   addrinfo hints{};
