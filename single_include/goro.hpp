@@ -5131,8 +5131,10 @@ struct options {
   // Also what the destructor does with goroutines started by go() while no
   // run() was active.
   main_return on_main_return = main_return::unwind;
-  // The most Ms (threads running goroutines) this runtime may have, the
-  // run() caller included: past it the program ends with "goro: program
+  // The most Ms (threads running goroutines) this runtime may have at
+  // once, the run() caller included while it runs the scheduler (from
+  // run()'s start until main finishes; with no run() active only the
+  // runtime's own Ms count): past it the program ends with "goro: program
   // exceeds N-thread limit" (Go's SetMaxThreads; a runaway of goroutines
   // stuck in goro::blocking is the usual cause). At least 1.
   unsigned max_threads = 10000;
@@ -14123,7 +14125,7 @@ inline std::atomic<int> fail_thread_creations{0};
 struct thread_config {
   std::function<std::thread(std::function<void()>)> factory;  // empty: os::create_thread
   std::string name = "goro";
-  unsigned max_threads = 10000;      // Ms, the run() caller included (Go's SetMaxThreads)
+  unsigned max_threads = 10000;      // Ms, the run() caller included while in run() (Go's SetMaxThreads)
   runtime_memory* memory = nullptr;  // the runtime's allocator (its threads' trace buffers); not an option
 };
 
@@ -16488,6 +16490,7 @@ class scheduler final : public sched_base {
   int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
   int newm(p* pp, spin_token& spinning);
+  void checkmcount(const sched_lock&) noexcept;
   void join_exited_ms() noexcept;
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
@@ -16605,6 +16608,7 @@ class scheduler final : public sched_base {
   allocator alloc_;
 
   std::atomic<bool> run_active_{false};
+  bool run_m_left_ = false;  // lock_: the run() caller left the scheduler (checkmcount)
   std::atomic<bool> main_done_{false};
   std::atomic<m*> run_m_{nullptr};
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
@@ -17562,6 +17566,22 @@ inline auto scheduler<Policy>::join_exited_ms() noexcept -> void {
   }
 }
 
+// Go's checkmcount (lock_ held), when an M is added: past
+// options::max_threads Ms the program ends. The Ms are the runtime's M
+// threads alive (allm_ less those that exited) and the run() caller while
+// it is one: from run()'s start (run_m_ set) until it leaves the scheduler
+// (run_m_left_, set by leave() before it hands its P to another M). Go
+// counts every M, m0 included, but a runtime has no m0 outside run()
+// (goroutines started by go() from a plain thread run on its own Ms).
+template <class Policy>
+inline auto scheduler<Policy>::checkmcount(const sched_lock&) noexcept -> void {
+  const std::size_t run_caller = run_m_.load(std::memory_order_relaxed) != nullptr && !run_m_left_ ? 1 : 0;
+  if (allm_.size() - nmexited_ + run_caller <= threads_.max_threads) return;
+  char msg[96];
+  std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)", threads_.max_threads);
+  fatal(msg);
+}
+
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   join_exited_ms();  // on g0 (startm's on_g0)
@@ -17585,13 +17605,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
       return ENOMEM;
     }
     mm->id = static_cast<std::int32_t>(allm_.size());
-    // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
-    if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {
-      char msg[96];
-      std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)",
-                    threads_.max_threads);
-      fatal(msg);
-    }
+    checkmcount(lk);
   }
   threads_alive_.fetch_add(1);
   char role[16];
@@ -17705,6 +17719,10 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
 // mm leaves the scheduler: hand its P (and its spinning role) on.
 template <class Policy>
 inline auto scheduler<Policy>::leave(m* mm) -> void {
+  if (mm->run_caller) {
+    sched_lock lk(*this);
+    run_m_left_ = true;  // checkmcount: the M handoffp may start replaces it
+  }
   p* pp = mm->pp;
   if (!pp)
     pp = std::exchange(mm->nextp, nullptr);
@@ -18527,7 +18545,9 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(mm.get(), std::memory_order_release);
+    run_m_left_ = false;
     ++run_epoch_;
+    checkmcount(lk);  // the caller is an M from here on
   }
   os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's

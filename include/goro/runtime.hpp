@@ -56,8 +56,10 @@ struct options {
   // Also what the destructor does with goroutines started by go() while no
   // run() was active.
   main_return on_main_return = main_return::unwind;
-  // The most Ms (threads running goroutines) this runtime may have, the
-  // run() caller included: past it the program ends with "goro: program
+  // The most Ms (threads running goroutines) this runtime may have at
+  // once, the run() caller included while it runs the scheduler (from
+  // run()'s start until main finishes; with no run() active only the
+  // runtime's own Ms count): past it the program ends with "goro: program
   // exceeds N-thread limit" (Go's SetMaxThreads; a runaway of goroutines
   // stuck in goro::blocking is the usual cause). At least 1.
   unsigned max_threads = 10000;

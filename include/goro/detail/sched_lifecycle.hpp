@@ -65,7 +65,9 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(mm.get(), std::memory_order_release);
+    run_m_left_ = false;
     ++run_epoch_;
+    checkmcount(lk);  // the caller is an M from here on
   }
   os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
