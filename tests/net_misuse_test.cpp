@@ -6,11 +6,16 @@
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <memory>
+#include <random>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 #include "test_util.hpp"
 
@@ -75,4 +80,81 @@ TEST_CASE("net_misuse: a host with a NUL in it is no such host, never the name b
     CHECK(net::address::from_ip("127.0.0.1", 80));
     ln.close();
   });
+}
+
+TEST_CASE("net_misuse: a runtime destroyed while another's goroutines park on, and close, its sockets",
+          "[net][stress]") {
+  // Sockets registered with runtime a's poller; goroutines of runtime b
+  // park on them over and over (each read parks, a writer thread readies
+  // it) and a plain thread closes them, while a is destroyed. A park's
+  // commit read a's poller from the descriptor and then counted itself
+  // there and woke a's Ms (wakep) after a's shutdown had joined them and
+  // freed the poller; a close on the thread unregistered the socket
+  // (epoll_ctl) on the poller's fd after a had closed it. ASan / TSan see
+  // the use of freed memory when the windows are hit.
+  constexpr int pairs = 4;
+  const int rounds = goro_test::scale(30, 12);
+  goro::runtime b{goro::options{2}};
+  std::minstd_rand rng(12345);
+  for (int round = 0; round < rounds; ++round) {
+    auto a = std::make_unique<goro::runtime>(goro::options{2});
+    net::conn c[pairs], peer[pairs];
+    a->run([&] {
+      auto ln = net::listen_tcp("127.0.0.1:0");
+      for (int k = 0; k < pairs; ++k) {
+        c[k] = net::dial_tcp("127.0.0.1:" + port_of(ln));
+        peer[k] = ln.accept();
+        peer[k].write("a");
+        std::string buf(1, '\0');
+        c[k].read(std::as_writable_bytes(std::span<char>(buf.data(), 1)));  // registers c[k] with a's poller
+      }
+      ln.close();
+    });
+    std::atomic<bool> stop{false};
+    std::thread writer([&] {
+      while (!stop.load()) {
+        for (int k = 0; k < pairs; ++k) {
+          std::error_code ec;
+          peer[k].write("x", ec);
+        }
+        std::this_thread::sleep_for(20us);
+      }
+    });
+    std::error_code errs[pairs];
+    std::thread tb([&] {
+      b.run([&] {
+        goro::wait_group wg;
+        for (int k = 0; k < pairs; ++k) {
+          wg.add(1);
+          goro::go([&, k] {
+            char ch = 0;
+            std::error_code ec;
+            while (!ec) c[k].read(std::as_writable_bytes(std::span<char>(&ch, 1)), ec);
+            errs[k] = ec;
+            wg.done();
+          });
+        }
+        wg.wait();
+      });
+    });
+    const int close_after_us = static_cast<int>(rng() % 3000);
+    std::thread closer([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(close_after_us));
+      for (int k = 0; k < pairs; ++k) {
+        c[k].close();
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 500));
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+    a.reset();  // a's poller goes while b's goroutines park on its descriptors
+    closer.join();
+    tb.join();
+    stop = true;
+    writer.join();
+    for (int k = 0; k < pairs; ++k) {
+      INFO("round " << round << " conn " << k << ": " << errs[k].message());
+      CHECK(errs[k] == net::errc::closed);
+      peer[k].close();
+    }
+  }
 }

@@ -192,6 +192,10 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     shutdown_note_.sleep_for(wait_ns);
     shutdown_waiting_.store(false, std::memory_order_relaxed);
   }
+  // netpoll: goroutines of other runtimes parking on our descriptors stop
+  // asking our poller for an M to watch it (wakep), and those asking now
+  // are done, before the Ms are stopped (netpoller::pin_owner).
+  poller_.stop_watch();
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
