@@ -82,6 +82,34 @@ TEST_CASE("net_misuse: a host with a NUL in it is no such host, never the name b
   });
 }
 
+TEST_CASE("net_misuse: dial_tcp with a huge timeout waits, a negative one has passed", "[net]") {
+  // The timeout was a std::chrono::nanoseconds parameter: hours::max()
+  // overflowed in the conversion at the call (undefined behaviour; in
+  // practice a negative count), and the dial failed at once with
+  // timed_out.
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    const std::string hp = "127.0.0.1:" + port_of(ln);
+    std::error_code ec;
+    auto c = net::dial_tcp(hp, std::chrono::hours::max(), ec);
+    CHECK_FALSE(ec);
+    CHECK(c);
+    auto d = net::dial_tcp(hp, std::chrono::duration<double>(1e30));
+    CHECK(d);
+    auto e = net::dial_tcp(hp, std::chrono::hours::min(), ec);
+    CHECK(ec == std::errc::timed_out);
+    CHECK_FALSE(e);
+    CHECK_THROWS_AS(net::dial_tcp(hp, -1ms), goro::timeout_error);
+    auto f = net::dial_tcp(hp, 0s, ec);  // zero: no limit
+    CHECK_FALSE(ec);
+    c.close();
+    d.close();
+    f.close();
+    ln.close();
+  });
+}
+
 TEST_CASE("net_misuse: a runtime destroyed while another's goroutines park on, and close, its sockets",
           "[net][stress]") {
   // Sockets registered with runtime a's poller; goroutines of runtime b
