@@ -11268,6 +11268,9 @@ class socket_state {
 
   // Go's pollDesc evict + fd close: idempotent.
   GORO_DECL void close() noexcept;
+  // close() was called (the fd is closed, or will be once the operations
+  // in progress end).
+  bool closed() const noexcept { return (refs_.load(std::memory_order_seq_cst) & closed_bit) != 0; }
 
   // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
   // passed deadline, or (a plain thread) ctx done. The caller holds an op.
@@ -11396,8 +11399,11 @@ class socket_handle {
   }
 
   // The socket's fd (a SOCKET on Windows; -1, INVALID_SOCKET there, for
-  // an empty handle); still owned by the handle.
-  native_socket native_handle() const noexcept { return s_ ? s_->fd() : goro::detail::os::invalid_socket; }
+  // an empty handle, and once closed: the number may name another file
+  // by then); still owned by the handle.
+  native_socket native_handle() const noexcept {
+    return s_ && !s_->closed() ? s_->fd() : goro::detail::os::invalid_socket;
+  }
   explicit operator bool() const noexcept { return s_ != nullptr; }
 
   // Deadlines (steady_clock; a default time_point clears): an operation
@@ -11548,7 +11554,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
   using socket_handle::local_address;
   using socket_handle::remote_address;
 
-  // The socket's fd (-1 for an empty handle); still owned by the conn.
+  // The socket's fd (-1 for an empty handle, and once closed); still
+  // owned by the conn.
   using socket_handle::native_handle;
   using socket_handle::operator bool;
 

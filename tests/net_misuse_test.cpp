@@ -110,6 +110,31 @@ TEST_CASE("net_misuse: dial_tcp with a huge timeout waits, a negative one has pa
   });
 }
 
+TEST_CASE("net_misuse: native_handle is invalid once closed, not a number another file may have", "[net]") {
+  // native_handle() returned the closed fd's number: the next open reused
+  // it, and wait_readable(c.native_handle()) waited on that file.
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    auto c = net::dial_tcp("127.0.0.1:" + port_of(ln));
+    auto s = ln.accept();
+    auto u = net::listen_udp("127.0.0.1:0");
+    CHECK(c.native_handle() != goro::detail::os::invalid_socket);
+    for (auto* h : {&c, &s}) h->close();
+    ln.close();
+    u.close();
+    CHECK(c.native_handle() == goro::detail::os::invalid_socket);
+    CHECK(s.native_handle() == goro::detail::os::invalid_socket);
+    CHECK(ln.native_handle() == goro::detail::os::invalid_socket);
+    CHECK(u.native_handle() == goro::detail::os::invalid_socket);
+    auto again = net::listen_tcp("127.0.0.1:0");  // takes the lowest free number: likely ln's
+    std::error_code ec;
+    CHECK_FALSE(net::wait_readable(ln.native_handle(), std::chrono::steady_clock::now() + 1s, ec));
+    CHECK(ec == std::errc::bad_file_descriptor);  // not a wait on `again` (timed_out)
+    again.close();
+  });
+}
+
 TEST_CASE("net_misuse: a runtime destroyed while another's goroutines park on, and close, its sockets",
           "[net][stress]") {
   // Sockets registered with runtime a's poller; goroutines of runtime b

@@ -127,7 +127,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
   using socket_handle::local_address;
   using socket_handle::remote_address;
 
-  // The socket's fd (-1 for an empty handle); still owned by the conn.
+  // The socket's fd (-1 for an empty handle, and once closed); still
+  // owned by the conn.
   using socket_handle::native_handle;
   using socket_handle::operator bool;
 

@@ -328,6 +328,9 @@ class socket_state {
 
   // Go's pollDesc evict + fd close: idempotent.
   GORO_DECL void close() noexcept;
+  // close() was called (the fd is closed, or will be once the operations
+  // in progress end).
+  bool closed() const noexcept { return (refs_.load(std::memory_order_seq_cst) & closed_bit) != 0; }
 
   // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
   // passed deadline, or (a plain thread) ctx done. The caller holds an op.
