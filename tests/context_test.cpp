@@ -328,3 +328,47 @@ TEST_CASE("context: a long chain cancelled from its root fits a goroutine's stac
     (void)done.recv();
   });
 }
+
+namespace {
+
+// A chain of n contexts, each a with_cancel of the one before, of which
+// only the leaf is kept: every level is held by its child alone. Also
+// returns the root's cancel_func when asked for it.
+goro::context deep_chain(int n, goro::cancel_func* cancel_root = nullptr) {
+  auto [ctx, cancel] = goro::with_cancel(goro::background());
+  if (cancel_root) *cancel_root = cancel;
+  for (int i = 0; i < n; ++i) ctx = goro::with_cancel(ctx).first;
+  return ctx;
+}
+
+}  // namespace
+
+TEST_CASE("context: a deep chain dropped from its leaf frees iteratively", "[context]") {
+  // Dropping the leaf of a chain whose levels are held only by their
+  // children freed one level inside the other's destructor: ~5,000 levels
+  // overflowed a goroutine's 64 KiB stack, ~100,000 an 8 MiB thread's.
+  constexpr int n = 100'000;
+  // On a plain thread (its default stack).
+  std::thread([] {
+    goro::context leaf = deep_chain(n);
+    CHECK(leaf.err() == goro::cancel_reason::none);
+    leaf = goro::context{};  // the whole chain goes here
+  }).join();
+  // In a goroutine with a small stack: built, cancelled from its root, dropped.
+  goro::run([] {
+    goro::chan<int> done(1);
+    goro::go(goro::spawn_options{.stack_size = 64 * 1024}, [done]() mutable {
+      goro::context leaf = deep_chain(n);
+      leaf = goro::context{};
+      goro::cancel_func cancel_root;
+      leaf = deep_chain(n, &cancel_root);
+      cancel_root();  // cancels every level, from the root down, iteratively
+      CHECK(leaf.err() == goro::cancel_reason::canceled);
+      CHECK(is_done(leaf));
+      leaf = goro::context{};
+      cancel_root = goro::cancel_func{};
+      done.send(1);
+    });
+    CHECK(done.recv() == 1);
+  });
+}
