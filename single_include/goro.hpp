@@ -172,6 +172,8 @@ inline void cpu_relax() noexcept {
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 // ---- begin goro/os/os.hpp ----
 // The OS layer: everything goro asks of the operating system, behind one
@@ -4028,6 +4030,76 @@ inline void tsan_destroy_fiber(void* f) noexcept {
 
 }  // namespace goro::detail
 // ---- end goro/detail/sanitizer.hpp ----
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  // The uncontended exchange inline, the waiting out of line: GCC stopped
+  // inlining the whole of lock() into the channel operations, and the
+  // call cost a channel round trip ~2% of its instructions (pingpong).
+  GORO_ALWAYS_INLINE void lock() noexcept {
+    if (GORO_LIKELY(!locked_.exchange(true, std::memory_order_acquire))) return;
+    lock_contended();
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  GORO_NOINLINE void lock_contended() noexcept {
+    // lock() tried the exchange first: the lock's line usually sits in another core's
+    // cache (a channel shared by two Ms), and a load first would fetch it
+    // shared only to fetch it again exclusive for the exchange. Under
+    // contention, spin on loads (test-and-test-and-set) with exponential
+    // backoff: 1, 2, 4 ... 64 pauses between looks (Go's lock2 spins
+    // procyield(30) between tries). The object a lock guards usually shares
+    // its cache line (a channel is one line), so a waiter that looks every
+    // few cycles takes the line away from the holder in the middle of its
+    // critical section; backing off lets the holder finish, and often run
+    // several operations in a row. 4 producers and 4 consumers on one
+    // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
+    // transfers are slow.
+    for (unsigned round = 0;; ++round) {
+      if (round < backoff_rounds) {
+        for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
+      } else if (round < backoff_rounds + yield_rounds) {
+        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
+      } else {
+        nap(round - backoff_rounds - yield_rounds);
+      }
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+    }
+  }
+
+  static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
+  static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
+  static constexpr unsigned yield_rounds = 64;      // then short sleeps
+  std::atomic<bool> locked_{false};
+
+  // The holder is off CPU for long (it sleeps, or its thread was preempted
+  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
+  // runnable and burns its CPU share (and the quota the holder needs) for
+  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
+  // the timer slack); no wake-up is needed, the next look finds the lock
+  // free. An unlock stays a plain store.
+  GORO_NOINLINE static void nap(unsigned n) noexcept {
+    os::sleep_ns(1000L << (n < 10 ? n : 10));
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
 
 #if GORO_EXCEPTIONS  // after config.hpp, which defines it
 #include <cxxabi.h>
@@ -4050,10 +4122,21 @@ enum class after_switch : std::uint8_t {
 // The policy-independent interface of a runtime.
 struct timer;
 class netpoller;
+class sched_base;
+
+// after_func (time.hpp): the runtime an after_func timer starts f on, as
+// its timer sees it. A timer may outlive its runtime: the runtime clears
+// rt (under lock) before it drops its timers at shutdown, so a timer
+// re-armed later finds nullptr there, never a freed runtime, and one
+// re-armed before is dropped with the others.
+struct after_func_home {
+  spinlock lock;
+  sched_base* rt = nullptr;  // guarded by lock; nullptr once the runtime ended
+};
 
 class sched_base {
  public:
-  virtual ~sched_base() = default;
+  virtual ~sched_base() { close_after_func_home(); }
   // Destroys the scheduler and returns its storage to the allocator it
   // came from (the policy's allocator_type; see new_scheduler).
   virtual void destroy() noexcept { delete this; }
@@ -4065,6 +4148,22 @@ class sched_base {
   // thread_lane's adapter, lane.hpp) its runtime's.
   const std::atomic<bool>* ending_flag = &ending_goroutines;
   bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
+  // after_func: this runtime's home (made by its first after_func, an
+  // allocation of that call's like its timer; time.hpp), and its lock.
+  spinlock af_home_lock;
+  std::shared_ptr<after_func_home> af_home;
+  // At shutdown, before the timers are dropped: an after_func timer
+  // re-armed from now on finds no runtime. Idempotent.
+  void close_after_func_home() noexcept {
+    std::shared_ptr<after_func_home> h;
+    {
+      std::lock_guard<spinlock> lk(af_home_lock);
+      h = std::move(af_home);
+    }
+    if (!h) return;
+    std::lock_guard<spinlock> lk(h->lock);
+    h->rt = nullptr;
+  }
   // The runtime's allocator for its non-template parts (memory.hpp);
   // nullptr: std::allocator. Set by the scheduler's constructor (a
   // thread_lane's adapter: its runtime's).
@@ -5683,76 +5782,6 @@ class note {
 
 }  // namespace goro::detail
 // ---- end goro/detail/note.hpp ----
-// ---- begin goro/detail/spinlock.hpp ----
-// A tiny lock for very short critical sections (wait queues of sync
-// objects). Its unlock is a single release store and is the last access to
-// the lock, so an object holding one may be destroyed as soon as another
-// thread has acquired and released it (wait_group relies on this).
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-class spinlock {
- public:
-  // The uncontended exchange inline, the waiting out of line: GCC stopped
-  // inlining the whole of lock() into the channel operations, and the
-  // call cost a channel round trip ~2% of its instructions (pingpong).
-  GORO_ALWAYS_INLINE void lock() noexcept {
-    if (GORO_LIKELY(!locked_.exchange(true, std::memory_order_acquire))) return;
-    lock_contended();
-  }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  GORO_NOINLINE void lock_contended() noexcept {
-    // lock() tried the exchange first: the lock's line usually sits in another core's
-    // cache (a channel shared by two Ms), and a load first would fetch it
-    // shared only to fetch it again exclusive for the exchange. Under
-    // contention, spin on loads (test-and-test-and-set) with exponential
-    // backoff: 1, 2, 4 ... 64 pauses between looks (Go's lock2 spins
-    // procyield(30) between tries). The object a lock guards usually shares
-    // its cache line (a channel is one line), so a waiter that looks every
-    // few cycles takes the line away from the holder in the middle of its
-    // critical section; backing off lets the holder finish, and often run
-    // several operations in a row. 4 producers and 4 consumers on one
-    // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
-    // transfers are slow.
-    for (unsigned round = 0;; ++round) {
-      if (round < backoff_rounds) {
-        for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
-      } else if (round < backoff_rounds + yield_rounds) {
-        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
-      } else {
-        nap(round - backoff_rounds - yield_rounds);
-      }
-      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-    }
-  }
-
-  static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
-  static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
-  static constexpr unsigned yield_rounds = 64;      // then short sleeps
-  std::atomic<bool> locked_{false};
-
-  // The holder is off CPU for long (it sleeps, or its thread was preempted
-  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
-  // runnable and burns its CPU share (and the quota the holder needs) for
-  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
-  // the timer slack); no wake-up is needed, the next look finds the lock
-  // free. An unlock stays a plain store.
-  GORO_NOINLINE static void nap(unsigned n) noexcept {
-    os::sleep_ns(1000L << (n < 10 ? n : 10));
-  }
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinlock.hpp ----
 
 namespace goro::detail {
 
@@ -7075,17 +7104,23 @@ GORO_DECL void add_timer_anywhere(timer* t);
 // to queue t again. Returns whether t was pending. For goro::timer / ticker
 // (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
 // must not be taken by t's function (del would wait for it forever).
-// `on`: the runtime to queue t on (else add_timer_anywhere's choice).
+// `home`: an after_func timer's runtime, where t is queued whoever re-arms
+// it (else add_timer_anywhere's choice); if that runtime has ended, set is
+// not called, t stays off every heap and *gone is set.
 template <class Set>
-bool rearm_timer(spinlock& op, timer& t, Set set, sched_base* on = nullptr) {
+bool rearm_timer(spinlock& op, timer& t, Set set, after_func_home* home = nullptr, bool* gone = nullptr) {
   std::lock_guard<spinlock> lk(op);
   const bool pending = timer_heap::del(&t);
-  if (set(pending)) {
-    if (on)
-      on->add_timer(&t);
-    else
-      add_timer_anywhere(&t);
+  if (!home) {
+    if (set(pending)) add_timer_anywhere(&t);
+    return pending;
   }
+  std::lock_guard<spinlock> hl(home->lock);  // the runtime cannot end while we queue t
+  if (!home->rt) {
+    *gone = true;
+    return pending;  // false: its heaps were cleared
+  }
+  if (set(pending)) home->rt->add_timer(&t);
   return pending;
 }
 
@@ -7106,8 +7141,11 @@ struct chan_timer {
   // after_func: fn runs in a new goroutine of `owner` at each firing, and
   // c is never sent to. self_owned: the goro::timer was dropped while this
   // was pending; the firing (or the runtime's end, through t.drop) frees it.
+  // home: owner as seen by stop / reset / detach, which may come after it
+  // ended (owner is read only by a firing, on owner's heap: owner lives).
   std::shared_ptr<std::function<void()>> fn;
   sched_base* owner = nullptr;
+  std::shared_ptr<after_func_home> home;
   bool self_owned = false;
 
   GORO_DECL chan_timer(std::int64_t when, std::int64_t period);
@@ -7119,8 +7157,13 @@ struct chan_timer {
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
   GORO_DECL bool detach() noexcept;
+  // An after_func timer whose runtime has ended cannot be re-armed (f has
+  // no runtime to run in): a usage_error.
   GORO_DECL bool reset(std::int64_t when, std::int64_t period);
 };
+
+// The home of rt's after_func timers, made on first use.
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt);
 
 }  // namespace detail
 
@@ -7207,6 +7250,8 @@ class timer {
 
   // Re-arms the timer to fire d from now. True if it was still pending.
   // Like Go's before 1.23, a value sent before the reset stays in c().
+  // An after_func timer whose runtime was destroyed cannot be re-armed: a
+  // usage_error (its stop() just returns false).
   template <class Rep, class Period>
   bool reset(const std::chrono::duration<Rep, Period>& d) {
     return get("timer::reset")->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
@@ -7242,6 +7287,8 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
 // goroutine's runtime) once d has passed. stop() cancels it if it has not
 // fired; reset(d) re-arms it (f runs again). Dropping the returned timer
 // does not cancel f. Its c() is never sent to. Call from a goroutine.
+// Once that runtime is destroyed the timer can never fire: stop() returns
+// false and reset() is a usage_error.
 template <class Rep, class Period, class F>
 timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
@@ -7249,6 +7296,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
   s->fn = std::make_shared<std::function<void()>>(std::move(f));
   s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
+  s->home = detail::after_func_home_of(s->owner);
   s->t.f = &detail::fire_after_func;
   detail::add_timer_anywhere(&s->t);
   return timer(std::move(s));
@@ -18710,6 +18758,10 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     shutdown_note_.sleep_for(wait_ns);
     shutdown_waiting_.store(false, std::memory_order_relaxed);
   }
+  // after_func (time.hpp): a timer re-armed from a plain thread from now on
+  // finds no runtime; one re-armed before was queued (and its M woken)
+  // while the Ms still served, and is dropped with the other timers below.
+  close_after_func_home();
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
@@ -19223,6 +19275,7 @@ GORO_DECL bool chan_timer::stop() noexcept {
 
 GORO_DECL bool chan_timer::detach() noexcept {
   bool requeued = false;
+  bool gone = false;  // its runtime ended: it was dropped with it, nothing left to run
   GORO_TRY {
     requeued = rearm_timer(
         op, t,
@@ -19233,24 +19286,38 @@ GORO_DECL bool chan_timer::detach() noexcept {
           t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
           return true;
         },
-        owner);  // see reset
+        home.get(), &gone);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
   return requeued;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
-  // An after_func timer stays on its runtime (owner), whoever re-arms it:
+  // An after_func timer stays on its runtime (home), whoever re-arms it:
   // queued where the caller is -- the process-wide timer thread for a
   // plain thread -- it outlived that runtime and spawned f on it once
-  // destroyed; on the runtime's heaps it goes when the runtime ends.
-  return rearm_timer(
+  // destroyed; on the runtime's heaps it goes when the runtime ends. Once
+  // that runtime has ended it has nowhere to go (before, its freed
+  // scheduler was used: a crash).
+  bool gone = false;
+  const bool pending = rearm_timer(
       op, t,
       [&](bool) {
         t.when = when;
         t.period = period;
         return true;
       },
-      owner);
+      home.get(), &gone);
+  if (gone) raise_usage("timer::reset: the runtime of this after_func timer was destroyed (f can never run)");
+  return pending;
+}
+
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt) {
+  std::lock_guard<spinlock> lk(rt->af_home_lock);
+  if (!rt->af_home) {
+    rt->af_home = std::make_shared<after_func_home>();
+    rt->af_home->rt = rt;
+  }
+  return rt->af_home;
 }
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {
