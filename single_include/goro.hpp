@@ -7535,6 +7535,21 @@ inline context background() noexcept { return {}; }
 // with_deadline(parent, now + d).
 GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d);
 
+// The same for any duration or steady_clock instant, saturated before it
+// becomes nanoseconds (time.hpp's to_ns): converted implicitly, hours::max()
+// ("no timeout") or time_point<steady_clock, seconds>::max() overflowed
+// (UB) and read as past: the context was cancelled at once.
+template <class Rep, class Period>
+std::pair<context, cancel_func> with_timeout(context parent, const std::chrono::duration<Rep, Period>& d) {
+  return with_timeout(std::move(parent), std::chrono::nanoseconds(detail::to_ns(d)));
+}
+template <class Duration>
+std::pair<context, cancel_func> with_deadline(context parent,
+                                              const std::chrono::time_point<std::chrono::steady_clock, Duration>& tp) {
+  return with_deadline(std::move(parent), std::chrono::steady_clock::time_point(
+                                              std::chrono::nanoseconds(detail::to_ns(tp.time_since_epoch()))));
+}
+
 }  // namespace goro
 
 // ---- end goro/context.hpp ----
@@ -7647,6 +7662,8 @@ inline bool multicore() noexcept {
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 
@@ -7762,6 +7779,14 @@ template <class Clock, class Duration>
 std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
   using namespace std::chrono;
   const auto clock_now = Clock::now();
+  // Far from now in the units tp and now are compared in, checked in double
+  // first: a coarse instant (time_point<steady_clock, seconds>::max(),
+  // "forever") overflowed when converted to the clock's nanoseconds (UB),
+  // and read as long past: the wait timed out at once.
+  using common = typename std::common_type_t<Duration, typename Clock::duration>;
+  const double at = duration<double, typename common::period>(tp.time_since_epoch()).count();
+  constexpr double far = static_cast<double>(std::numeric_limits<typename common::rep>::max()) / 4;
+  if (!(at < far && at > -far)) return at > 0 ? INT64_MAX / 2 : nanotime();  // NaN: past
   // Compared before subtracting: tp - now overflows for time_point::min(),
   // which then read as a wait of centuries.
   if (tp <= clock_now) return nanotime();

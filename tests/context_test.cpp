@@ -372,3 +372,33 @@ TEST_CASE("context: a deep chain dropped from its leaf frees iteratively", "[con
     CHECK(done.recv() == 1);
   });
 }
+
+TEST_CASE("context: with_timeout(hours::max()) and a coarse max() deadline never fire", "[context]") {
+  // with_timeout took std::chrono::nanoseconds: hours::max() converted to it
+  // with an overflow (UB) and read as a past deadline, so "no timeout"
+  // cancelled the context at once (deadline_exceeded); likewise
+  // with_deadline(time_point<steady_clock, seconds>::max()).
+  using namespace std::chrono;
+  goro::run([] {
+    auto [a, cancel_a] = goro::with_timeout(goro::background(), hours::max());
+    auto [b, cancel_b] = goro::with_deadline(goro::background(), time_point<steady_clock, seconds>::max());
+    auto [c, cancel_c] = goro::with_timeout(goro::background(), duration<double>(1e30));
+    goro::sleep_for(5ms);
+    CHECK(a.err() == goro::cancel_reason::none);
+    CHECK(b.err() == goro::cancel_reason::none);
+    CHECK(c.err() == goro::cancel_reason::none);
+    CHECK(a.deadline() > steady_clock::now() + hours(24 * 365 * 100));
+    CHECK(b.deadline() > steady_clock::now() + hours(24 * 365 * 100));
+    cancel_a();
+    cancel_b();
+    cancel_c();
+    CHECK(a.err() == goro::cancel_reason::canceled);
+    // And the other end: already past.
+    auto [d, cancel_d] = goro::with_timeout(goro::background(), hours::min());
+    auto [e, cancel_e] = goro::with_deadline(goro::background(), time_point<steady_clock, seconds>::min());
+    auto [f, cancel_f] = goro::with_timeout(goro::background(), -1ms);
+    CHECK(d.err() == goro::cancel_reason::deadline_exceeded);
+    CHECK(e.err() == goro::cancel_reason::deadline_exceeded);
+    CHECK(f.err() == goro::cancel_reason::deadline_exceeded);
+  });
+}

@@ -234,6 +234,21 @@ inline context background() noexcept { return {}; }
 // with_deadline(parent, now + d).
 GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d);
 
+// The same for any duration or steady_clock instant, saturated before it
+// becomes nanoseconds (time.hpp's to_ns): converted implicitly, hours::max()
+// ("no timeout") or time_point<steady_clock, seconds>::max() overflowed
+// (UB) and read as past: the context was cancelled at once.
+template <class Rep, class Period>
+std::pair<context, cancel_func> with_timeout(context parent, const std::chrono::duration<Rep, Period>& d) {
+  return with_timeout(std::move(parent), std::chrono::nanoseconds(detail::to_ns(d)));
+}
+template <class Duration>
+std::pair<context, cancel_func> with_deadline(context parent,
+                                              const std::chrono::time_point<std::chrono::steady_clock, Duration>& tp) {
+  return with_deadline(std::move(parent), std::chrono::steady_clock::time_point(
+                                              std::chrono::nanoseconds(detail::to_ns(tp.time_since_epoch()))));
+}
+
 }  // namespace goro
 
 #if GORO_COMPILE_RUNTIME
