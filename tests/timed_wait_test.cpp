@@ -365,15 +365,28 @@ TEST_CASE("timed waits, rw_mutex and nil channels inside goro::blocking are usag
       });
       return what;
     };
-    CHECK(message([&] { (void)wg.wait_for(1s); }) == "goro: wait_group wait_until inside goro::blocking");
+    // Each names the call made (wait_for said wait_until).
+    CHECK(message([&] { (void)wg.wait_for(1s); }) == "goro: wait_group wait_for inside goro::blocking");
+    CHECK(message([&] { (void)wg.wait_until(std::chrono::steady_clock::now() + 1s); }) ==
+          "goro: wait_group wait_until inside goro::blocking");
     CHECK(message([&] { (void)mu.try_lock_for(1s); }) == "goro: mutex try_lock_for inside goro::blocking");
+    CHECK(message([&] { (void)mu.try_lock_until(std::chrono::steady_clock::now() + 1s); }) ==
+          "goro: mutex try_lock_until inside goro::blocking");
     CHECK(message([&] { rw.lock_shared(); }) == "goro: rw_mutex lock_shared inside goro::blocking");
     CHECK(message([&] { rw.lock(); }) == "goro: rw_mutex lock inside goro::blocking");
     CHECK(message([&] { (void)nil.recv(); }) == "goro: chan recv inside goro::blocking");
     CHECK(message([&] { nil.send(1); }) == "goro: chan send inside goro::blocking");
     {
       std::unique_lock<goro::mutex> lk(mu2);
-      CHECK(message([&] { (void)cv.wait_for(lk, 1s); }) == "goro: cond wait_until inside goro::blocking");
+      CHECK(message([&] { (void)cv.wait_for(lk, 1s); }) == "goro: cond wait_for inside goro::blocking");
+      CHECK(message([&] { (void)cv.wait_until(lk, std::chrono::steady_clock::now() + 1s); }) ==
+            "goro: cond wait_until inside goro::blocking");
+    }
+    {
+      std::unique_lock<goro::mutex> lk(mu2, std::defer_lock);
+      CHECK_THROWS_WITH(cv.wait_for(lk, 1ms), "goro: cond wait_for without the lock held");
+      CHECK_THROWS_WITH(cv.wait_until(lk, std::chrono::steady_clock::now()),
+                        "goro: cond wait_until without the lock held");
     }
     // Everything was left as it was.
     wg.done();
