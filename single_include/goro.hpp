@@ -7447,7 +7447,6 @@ class context_state {
   GORO_DECL void unlink_child(context_state* c) noexcept;
 
   std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
-  context_state* const parent_;       // one reference, released by context_ref::release
   const std::int64_t deadline_ns_;    // 0: none
   chan<std::monostate> done_;       // closed by the first cancel
   std::atomic<cancel_reason> err_{cancel_reason::none};
@@ -7458,6 +7457,10 @@ class context_state {
   bool linked_ = false;                    // guarded by parent_->lock_
   bool armed_ = false;                     // the timer was added (written before it could fire)
   timer timer_;
+  // One reference, released by context_ref::release after our destructor.
+  // Last: taken from the constructor's argument only once done_ (which
+  // allocates, and may throw) is made, or the reference would leak.
+  context_state* const parent_;
 };
 
 inline context_ref::context_ref(const context_ref& o) noexcept : s_(o.s_) {
@@ -19440,7 +19443,7 @@ namespace goro {
 namespace detail {
 
 GORO_DECL context_state::context_state(context_ref parent, std::int64_t deadline_ns)
-    : parent_(parent.take()), deadline_ns_(deadline_ns) {}
+    : deadline_ns_(deadline_ns), parent_(parent.take()) {}
 
 GORO_DECL context_state::~context_state() {
   if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
