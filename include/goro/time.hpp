@@ -383,7 +383,9 @@ GORO_DECL bool chan_timer::detach() noexcept {
         home.get(), &gone);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-  return requeued;
+  // Gone: not re-queued even if it was still pending (its runtime ended
+  // between closing its home and dropping its timers): the caller frees it.
+  return requeued && !gone;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
   // An after_func timer stays on its runtime (home), whoever re-arms it:
