@@ -172,6 +172,8 @@ inline void cpu_relax() noexcept {
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 // ---- begin goro/os/os.hpp ----
 // The OS layer: everything goro asks of the operating system, behind one
@@ -4028,6 +4030,76 @@ inline void tsan_destroy_fiber(void* f) noexcept {
 
 }  // namespace goro::detail
 // ---- end goro/detail/sanitizer.hpp ----
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  // The uncontended exchange inline, the waiting out of line: GCC stopped
+  // inlining the whole of lock() into the channel operations, and the
+  // call cost a channel round trip ~2% of its instructions (pingpong).
+  GORO_ALWAYS_INLINE void lock() noexcept {
+    if (GORO_LIKELY(!locked_.exchange(true, std::memory_order_acquire))) return;
+    lock_contended();
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  GORO_NOINLINE void lock_contended() noexcept {
+    // lock() tried the exchange first: the lock's line usually sits in another core's
+    // cache (a channel shared by two Ms), and a load first would fetch it
+    // shared only to fetch it again exclusive for the exchange. Under
+    // contention, spin on loads (test-and-test-and-set) with exponential
+    // backoff: 1, 2, 4 ... 64 pauses between looks (Go's lock2 spins
+    // procyield(30) between tries). The object a lock guards usually shares
+    // its cache line (a channel is one line), so a waiter that looks every
+    // few cycles takes the line away from the holder in the middle of its
+    // critical section; backing off lets the holder finish, and often run
+    // several operations in a row. 4 producers and 4 consumers on one
+    // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
+    // transfers are slow.
+    for (unsigned round = 0;; ++round) {
+      if (round < backoff_rounds) {
+        for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
+      } else if (round < backoff_rounds + yield_rounds) {
+        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
+      } else {
+        nap(round - backoff_rounds - yield_rounds);
+      }
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+    }
+  }
+
+  static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
+  static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
+  static constexpr unsigned yield_rounds = 64;      // then short sleeps
+  std::atomic<bool> locked_{false};
+
+  // The holder is off CPU for long (it sleeps, or its thread was preempted
+  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
+  // runnable and burns its CPU share (and the quota the holder needs) for
+  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
+  // the timer slack); no wake-up is needed, the next look finds the lock
+  // free. An unlock stays a plain store.
+  GORO_NOINLINE static void nap(unsigned n) noexcept {
+    os::sleep_ns(1000L << (n < 10 ? n : 10));
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
 
 #if GORO_EXCEPTIONS  // after config.hpp, which defines it
 #include <cxxabi.h>
@@ -4050,10 +4122,21 @@ enum class after_switch : std::uint8_t {
 // The policy-independent interface of a runtime.
 struct timer;
 class netpoller;
+class sched_base;
+
+// after_func (time.hpp): the runtime an after_func timer starts f on, as
+// its timer sees it. A timer may outlive its runtime: the runtime clears
+// rt (under lock) before it drops its timers at shutdown, so a timer
+// re-armed later finds nullptr there, never a freed runtime, and one
+// re-armed before is dropped with the others.
+struct after_func_home {
+  spinlock lock;
+  sched_base* rt = nullptr;  // guarded by lock; nullptr once the runtime ended
+};
 
 class sched_base {
  public:
-  virtual ~sched_base() = default;
+  virtual ~sched_base() { close_after_func_home(); }
   // Destroys the scheduler and returns its storage to the allocator it
   // came from (the policy's allocator_type; see new_scheduler).
   virtual void destroy() noexcept { delete this; }
@@ -4065,6 +4148,22 @@ class sched_base {
   // thread_lane's adapter, lane.hpp) its runtime's.
   const std::atomic<bool>* ending_flag = &ending_goroutines;
   bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
+  // after_func: this runtime's home (made by its first after_func, an
+  // allocation of that call's like its timer; time.hpp), and its lock.
+  spinlock af_home_lock;
+  std::shared_ptr<after_func_home> af_home;
+  // At shutdown, before the timers are dropped: an after_func timer
+  // re-armed from now on finds no runtime. Idempotent.
+  void close_after_func_home() noexcept {
+    std::shared_ptr<after_func_home> h;
+    {
+      std::lock_guard<spinlock> lk(af_home_lock);
+      h = std::move(af_home);
+    }
+    if (!h) return;
+    std::lock_guard<spinlock> lk(h->lock);
+    h->rt = nullptr;
+  }
   // The runtime's allocator for its non-template parts (memory.hpp);
   // nullptr: std::allocator. Set by the scheduler's constructor (a
   // thread_lane's adapter: its runtime's).
@@ -5685,76 +5784,6 @@ class note {
 
 }  // namespace goro::detail
 // ---- end goro/detail/note.hpp ----
-// ---- begin goro/detail/spinlock.hpp ----
-// A tiny lock for very short critical sections (wait queues of sync
-// objects). Its unlock is a single release store and is the last access to
-// the lock, so an object holding one may be destroyed as soon as another
-// thread has acquired and released it (wait_group relies on this).
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-class spinlock {
- public:
-  // The uncontended exchange inline, the waiting out of line: GCC stopped
-  // inlining the whole of lock() into the channel operations, and the
-  // call cost a channel round trip ~2% of its instructions (pingpong).
-  GORO_ALWAYS_INLINE void lock() noexcept {
-    if (GORO_LIKELY(!locked_.exchange(true, std::memory_order_acquire))) return;
-    lock_contended();
-  }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  GORO_NOINLINE void lock_contended() noexcept {
-    // lock() tried the exchange first: the lock's line usually sits in another core's
-    // cache (a channel shared by two Ms), and a load first would fetch it
-    // shared only to fetch it again exclusive for the exchange. Under
-    // contention, spin on loads (test-and-test-and-set) with exponential
-    // backoff: 1, 2, 4 ... 64 pauses between looks (Go's lock2 spins
-    // procyield(30) between tries). The object a lock guards usually shares
-    // its cache line (a channel is one line), so a waiter that looks every
-    // few cycles takes the line away from the holder in the middle of its
-    // critical section; backing off lets the holder finish, and often run
-    // several operations in a row. 4 producers and 4 consumers on one
-    // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
-    // transfers are slow.
-    for (unsigned round = 0;; ++round) {
-      if (round < backoff_rounds) {
-        for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
-      } else if (round < backoff_rounds + yield_rounds) {
-        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
-      } else {
-        nap(round - backoff_rounds - yield_rounds);
-      }
-      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-    }
-  }
-
-  static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
-  static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
-  static constexpr unsigned yield_rounds = 64;      // then short sleeps
-  std::atomic<bool> locked_{false};
-
-  // The holder is off CPU for long (it sleeps, or its thread was preempted
-  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
-  // runnable and burns its CPU share (and the quota the holder needs) for
-  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
-  // the timer slack); no wake-up is needed, the next look finds the lock
-  // free. An unlock stays a plain store.
-  GORO_NOINLINE static void nap(unsigned n) noexcept {
-    os::sleep_ns(1000L << (n < 10 ? n : 10));
-  }
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinlock.hpp ----
 
 namespace goro::detail {
 
@@ -6753,10 +6782,15 @@ class recv_chan {
 // is never cancelled and whose done() is the nil channel (never ready).
 //
 // Ownership (Go has a GC; here reference counts): a child holds its parent
-// (a shared_ptr), a parent knows its children only weakly (an intrusive
-// list of raw pointers, guarded by the parent's lock, plus each child's
-// weak self-reference). So a tree that nobody references any more is freed
-// even if cancel was never called, and there is no cycle. Go's
+// (a counted reference), a parent knows its children only weakly (an
+// intrusive list of raw pointers, guarded by the parent's lock; a child is
+// taken from it only if its count is not zero yet). So a tree that nobody
+// references any more is freed even if cancel was never called, and there
+// is no cycle. The count is intrusive, not a shared_ptr, so that a chain
+// is freed in a loop (context_ref::release): a child's destructor that
+// released its parent freed the parent inside it, one nested destructor
+// per level, and dropping the leaf of a chain ~5,000 deep overflowed a
+// goroutine's stack (Go's contexts are collected at any depth). Go's
 // propagateCancel rules: a child is linked into its parent when made (or
 // cancelled at once if the parent already is); cancelling a context unlinks
 // it from its parent, stops its timer and cancels every child before
@@ -6776,7 +6810,6 @@ class recv_chan {
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -7073,17 +7106,23 @@ GORO_DECL void add_timer_anywhere(timer* t);
 // to queue t again. Returns whether t was pending. For goro::timer / ticker
 // (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
 // must not be taken by t's function (del would wait for it forever).
-// `on`: the runtime to queue t on (else add_timer_anywhere's choice).
+// `home`: an after_func timer's runtime, where t is queued whoever re-arms
+// it (else add_timer_anywhere's choice); if that runtime has ended, set is
+// not called, t stays off every heap and *gone is set.
 template <class Set>
-bool rearm_timer(spinlock& op, timer& t, Set set, sched_base* on = nullptr) {
+bool rearm_timer(spinlock& op, timer& t, Set set, after_func_home* home = nullptr, bool* gone = nullptr) {
   std::lock_guard<spinlock> lk(op);
   const bool pending = timer_heap::del(&t);
-  if (set(pending)) {
-    if (on)
-      on->add_timer(&t);
-    else
-      add_timer_anywhere(&t);
+  if (!home) {
+    if (set(pending)) add_timer_anywhere(&t);
+    return pending;
   }
+  std::lock_guard<spinlock> hl(home->lock);  // the runtime cannot end while we queue t
+  if (!home->rt) {
+    *gone = true;
+    return pending;  // false: its heaps were cleared
+  }
+  if (set(pending)) home->rt->add_timer(&t);
   return pending;
 }
 
@@ -7104,8 +7143,11 @@ struct chan_timer {
   // after_func: fn runs in a new goroutine of `owner` at each firing, and
   // c is never sent to. self_owned: the goro::timer was dropped while this
   // was pending; the firing (or the runtime's end, through t.drop) frees it.
+  // home: owner as seen by stop / reset / detach, which may come after it
+  // ended (owner is read only by a firing, on owner's heap: owner lives).
   std::shared_ptr<std::function<void()>> fn;
   sched_base* owner = nullptr;
+  std::shared_ptr<after_func_home> home;
   bool self_owned = false;
 
   GORO_DECL chan_timer(std::int64_t when, std::int64_t period);
@@ -7117,8 +7159,13 @@ struct chan_timer {
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
   GORO_DECL bool detach() noexcept;
+  // An after_func timer whose runtime has ended cannot be re-armed (f has
+  // no runtime to run in): a usage_error.
   GORO_DECL bool reset(std::int64_t when, std::int64_t period);
 };
+
+// The home of rt's after_func timers, made on first use.
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt);
 
 }  // namespace detail
 
@@ -7205,6 +7252,8 @@ class timer {
 
   // Re-arms the timer to fire d from now. True if it was still pending.
   // Like Go's before 1.23, a value sent before the reset stays in c().
+  // An after_func timer whose runtime was destroyed cannot be re-armed: a
+  // usage_error (its stop() just returns false).
   template <class Rep, class Period>
   bool reset(const std::chrono::duration<Rep, Period>& d) {
     return get("timer::reset")->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
@@ -7240,6 +7289,8 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
 // goroutine's runtime) once d has passed. stop() cancels it if it has not
 // fired; reset(d) re-arms it (f runs again). Dropping the returned timer
 // does not cancel f. Its c() is never sent to. Call from a goroutine.
+// Once that runtime is destroyed the timer can never fire: stop() returns
+// false and reset() is a usage_error.
 template <class Rep, class Period, class F>
 timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
@@ -7247,6 +7298,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
   s->fn = std::make_shared<std::function<void()>>(std::move(f));
   s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
+  s->home = detail::after_func_home_of(s->owner);
   s->t.f = &detail::fire_after_func;
   detail::add_timer_anywhere(&s->t);
   return timer(std::move(s));
@@ -7310,16 +7362,56 @@ enum class cancel_reason { none, canceled, deadline_exceeded };
 
 namespace detail {
 
-class context_state : public std::enable_shared_from_this<context_state> {
+class context_state;
+
+// A counted reference to a context_state (an intrusive shared_ptr); empty
+// for background().
+class context_ref {
  public:
-  GORO_DECL context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns);
+  context_ref() noexcept = default;
+  context_ref(const context_ref& o) noexcept;
+  context_ref(context_ref&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  context_ref& operator=(context_ref o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  ~context_ref() { release(s_); }
+
+  // Takes over one reference the caller holds on s.
+  static context_ref adopt(context_state* s) noexcept {
+    context_ref r;
+    r.s_ = s;
+    return r;
+  }
+  // Gives the reference up to the caller, leaving this empty.
+  context_state* take() noexcept { return std::exchange(s_, nullptr); }
+  context_state* get() const noexcept { return s_; }
+  context_state* operator->() const noexcept { return s_; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+  friend bool operator==(const context_ref& a, const context_ref& b) noexcept { return a.s_ == b.s_; }
+
+ private:
+  // Drops one reference on s; the last one frees s, then drops the
+  // reference s held on its parent, and so on up: a loop, never a
+  // destructor inside a destructor.
+  GORO_DECL static void release(context_state* s) noexcept;
+
+  context_state* s_ = nullptr;
+};
+
+class context_state {
+ public:
+  // Takes over the reference `parent` holds.
+  GORO_DECL context_state(context_ref parent, std::int64_t deadline_ns);
   context_state(const context_state&) = delete;
   context_state& operator=(const context_state&) = delete;
 
+  // Called by context_ref::release once the count is zero; does not
+  // release the parent (release does, after it).
   GORO_DECL ~context_state();
 
-  // Go's propagateCancel: links this (just made, owned by a shared_ptr)
-  // into its parent, or cancels it at once if the parent is done.
+  // Go's propagateCancel: links this (just made, counted) into its
+  // parent, or cancels it at once if the parent is done.
   GORO_DECL void attach();
 
   // Arms the deadline timer (after attach(): the parent may have
@@ -7337,17 +7429,27 @@ class context_state : public std::enable_shared_from_this<context_state> {
   const chan<std::monostate>& done() const noexcept { return done_; }
 
  private:
+  friend class context_ref;
+
+  // A new reference if the count is not zero yet (a weak_ptr's lock): a
+  // child whose count reached zero is being destroyed.
+  bool try_ref() noexcept {
+    std::size_t n = refs_.load(std::memory_order_relaxed);
+    while (n != 0)
+      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
+    return false;
+  }
+
   // cancel's step for one context: false if it was done already; else
   // appends the children it took to `kids` (they are cancelled next).
-  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent,
-                            std::vector<std::shared_ptr<context_state>>& kids);
+  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent, std::vector<context_ref>& kids);
   // Links c as a child; returns our reason instead if we are done.
   GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
   GORO_DECL void unlink_child(context_state* c) noexcept;
 
-  const std::shared_ptr<context_state> parent_;
-  const std::int64_t deadline_ns_;  // 0: none
+  std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
+  const std::int64_t deadline_ns_;    // 0: none
   chan<std::monostate> done_;       // closed by the first cancel
   std::atomic<cancel_reason> err_{cancel_reason::none};
   spinlock lock_;                          // guards our child list and our children's sibling links
@@ -7357,7 +7459,15 @@ class context_state : public std::enable_shared_from_this<context_state> {
   bool linked_ = false;                    // guarded by parent_->lock_
   bool armed_ = false;                     // the timer was added (written before it could fire)
   timer timer_;
+  // One reference, released by context_ref::release after our destructor.
+  // Last: taken from the constructor's argument only once done_ (which
+  // allocates, and may throw) is made, or the reference would leak.
+  context_state* const parent_;
 };
+
+inline context_ref::context_ref(const context_ref& o) noexcept : s_(o.s_) {
+  if (s_) s_->refs_.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace detail
 
@@ -7398,12 +7508,12 @@ class context {
   friend bool operator==(const context& a, const context& b) noexcept { return a.s_ == b.s_; }
 
  private:
-  explicit context(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
+  explicit context(detail::context_ref s) noexcept : s_(std::move(s)) {}
   // A child of parent with the given deadline (0: none); arm_timer: the
   // deadline is its own (else inherited from the parent, whose timer acts).
   GORO_DECL static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
 
-  std::shared_ptr<detail::context_state> s_;
+  detail::context_ref s_;
 
   friend std::pair<context, cancel_func> with_cancel(context parent);
   friend std::pair<context, cancel_func> with_deadline(context parent, time_point tp);
@@ -7419,8 +7529,8 @@ class cancel_func {
   GORO_DECL void operator()() const;
 
  private:
-  explicit cancel_func(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
-  std::shared_ptr<detail::context_state> s_;
+  explicit cancel_func(detail::context_ref s) noexcept : s_(std::move(s)) {}
+  detail::context_ref s_;
   friend class context;
 };
 
@@ -7429,6 +7539,21 @@ inline context background() noexcept { return {}; }
 
 // with_deadline(parent, now + d).
 GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d);
+
+// The same for any duration or steady_clock instant, saturated before it
+// becomes nanoseconds (time.hpp's to_ns): converted implicitly, hours::max()
+// ("no timeout") or time_point<steady_clock, seconds>::max() overflowed
+// (UB) and read as past: the context was cancelled at once.
+template <class Rep, class Period>
+std::pair<context, cancel_func> with_timeout(context parent, const std::chrono::duration<Rep, Period>& d) {
+  return with_timeout(std::move(parent), std::chrono::nanoseconds(detail::to_ns(d)));
+}
+template <class Duration>
+std::pair<context, cancel_func> with_deadline(context parent,
+                                              const std::chrono::time_point<std::chrono::steady_clock, Duration>& tp) {
+  return with_deadline(std::move(parent), std::chrono::steady_clock::time_point(
+                                              std::chrono::nanoseconds(detail::to_ns(tp.time_since_epoch()))));
+}
 
 }  // namespace goro
 
@@ -7470,6 +7595,7 @@ GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chro
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <utility>
 
 // ---- begin goro/detail/cpus.hpp ----
@@ -7542,6 +7668,8 @@ inline bool multicore() noexcept {
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 
@@ -7657,6 +7785,14 @@ template <class Clock, class Duration>
 std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
   using namespace std::chrono;
   const auto clock_now = Clock::now();
+  // Far from now in the units tp and now are compared in, checked in double
+  // first: a coarse instant (time_point<steady_clock, seconds>::max(),
+  // "forever") overflowed when converted to the clock's nanoseconds (UB),
+  // and read as long past: the wait timed out at once.
+  using common = typename std::common_type_t<Duration, typename Clock::duration>;
+  const double at = duration<double, typename common::period>(tp.time_since_epoch()).count();
+  constexpr double far = static_cast<double>(std::numeric_limits<typename common::rep>::max()) / 4;
+  if (!(at < far && at > -far)) return at > 0 ? INT64_MAX / 2 : nanotime();  // NaN: past
   // Compared before subtracting: tp - now overflows for time_point::min(),
   // which then read as a wait of centuries.
   if (tp <= clock_now) return nanotime();
@@ -7880,11 +8016,11 @@ class mutex {
   // has no fairness claim: a blocked lock() may win first).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
+    return try_lock_until_ns(detail::deadline_after(d), "mutex try_lock_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return try_lock_until_ns(detail::deadline_ns(tp));
+    return try_lock_until_ns(detail::deadline_ns(tp), "mutex try_lock_until");
   }
 
   void unlock() {
@@ -7911,8 +8047,8 @@ class mutex {
   }
 
  private:
-  // Until the nanotime() `when`.
-  bool try_lock_until_ns(std::int64_t when) {
+  // Until the nanotime() `when`. `call`: the caller's name, for errors.
+  bool try_lock_until_ns(std::int64_t when, const char* call) {
     // A safe point even when it will not wait (as chan's try_recv): a loop
     // polling try_lock_for(0) is otherwise never preempted, and the holder
     // may be waiting on this P (cooperative preemption).
@@ -7922,7 +8058,7 @@ class mutex {
       if (try_lock()) return true;
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
-      detail::check_may_park("mutex try_lock_for");
+      detail::check_may_park(call);
       detail::nap_until(std::min(when, now + backoff), detail::wait_reason::mutex_lock);
       detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
@@ -8130,21 +8266,22 @@ class cond {
   // deadline. False on timeout; lk is locked again either way.
   template <class Rep, class Period>
   bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(lk, detail::deadline_after(d));  // saturated: hours::max() waits
+    return wait_until_ns(lk, detail::deadline_after(d), "cond wait_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(lk, detail::deadline_ns(tp));
+    return wait_until_ns(lk, detail::deadline_ns(tp), "cond wait_until");
   }
 
   void notify_one() noexcept { list_.notify_one(); }
   void notify_all() noexcept { list_.notify_all(); }
 
  private:
-  // Until the nanotime() `when`.
-  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when) {
-    if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
-    detail::check_may_park("cond wait_until");
+  // Until the nanotime() `when`. `call`: the caller's name, for errors
+  // (they named wait_until when wait_for was called).
+  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when, const char* call) {
+    if (!lk.owns_lock()) raise_without_lock(call);
+    detail::check_may_park(call);
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
@@ -8152,6 +8289,10 @@ class cond {
     lk.lock();
     if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());
     return notified;
+  }
+
+  [[noreturn]] GORO_NOINLINE static void raise_without_lock(const char* call) {
+    detail::raise_usage((std::string(call) + " without the lock held").c_str());
   }
 
   detail::notify_list list_;
@@ -8257,22 +8398,22 @@ class wait_group {
   // by then.
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
+    return wait_until_ns(detail::deadline_after(d), "wait_group wait_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(detail::deadline_ns(tp));
+    return wait_until_ns(detail::deadline_ns(tp), "wait_group wait_until");
   }
 
  private:
-  // Until the nanotime() `when`.
-  bool wait_until_ns(std::int64_t when) {
+  // Until the nanotime() `when`. `call`: the caller's name, for errors.
+  bool wait_until_ns(std::int64_t when, const char* call) {
     detail::call_point();  // a safe point even past the deadline (see mutex::try_lock_until_ns)
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return true;
       if (detail::nanotime() >= when) return false;
-      detail::check_may_park("wait_group wait_until");
+      detail::check_may_park(call);
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
     if (sema_.acquire_until(when, &uncount_waiter, this, detail::wait_reason::wait_group_wait)) {
@@ -8480,7 +8621,8 @@ class group {
   GORO_DECL void set_limit(int n);
 
   // Waits for every task, cancels ctx(), and returns the first failure: an
-  // error code is returned, an exception rethrown; {} if none failed.
+  // error code is returned, an exception rethrown; {} if none failed. Any
+  // number of waits, in turn or at once, report the same failure.
   GORO_DECL std::error_code wait();
 
   // The group's context: cancelled by the first failure, by the parent,
@@ -18790,6 +18932,10 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   // asking our poller for an M to watch it (wakep), and those asking now
   // are done, before the Ms are stopped (netpoller::pin_owner).
   poller_.stop_watch();
+  // after_func (time.hpp): a timer re-armed from a plain thread from now on
+  // finds no runtime; one re-armed before was queued (and its M woken)
+  // while the Ms still served, and is dropped with the other timers below.
+  close_after_func_home();
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
@@ -19303,6 +19449,7 @@ GORO_DECL bool chan_timer::stop() noexcept {
 
 GORO_DECL bool chan_timer::detach() noexcept {
   bool requeued = false;
+  bool gone = false;  // its runtime ended: it was dropped with it, nothing left to run
   GORO_TRY {
     requeued = rearm_timer(
         op, t,
@@ -19313,24 +19460,40 @@ GORO_DECL bool chan_timer::detach() noexcept {
           t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
           return true;
         },
-        owner);  // see reset
+        home.get(), &gone);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-  return requeued;
+  // Gone: not re-queued even if it was still pending (its runtime ended
+  // between closing its home and dropping its timers): the caller frees it.
+  return requeued && !gone;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
-  // An after_func timer stays on its runtime (owner), whoever re-arms it:
+  // An after_func timer stays on its runtime (home), whoever re-arms it:
   // queued where the caller is -- the process-wide timer thread for a
   // plain thread -- it outlived that runtime and spawned f on it once
-  // destroyed; on the runtime's heaps it goes when the runtime ends.
-  return rearm_timer(
+  // destroyed; on the runtime's heaps it goes when the runtime ends. Once
+  // that runtime has ended it has nowhere to go (before, its freed
+  // scheduler was used: a crash).
+  bool gone = false;
+  const bool pending = rearm_timer(
       op, t,
       [&](bool) {
         t.when = when;
         t.period = period;
         return true;
       },
-      owner);
+      home.get(), &gone);
+  if (gone) raise_usage("timer::reset: the runtime of this after_func timer was destroyed (f can never run)");
+  return pending;
+}
+
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt) {
+  std::lock_guard<spinlock> lk(rt->af_home_lock);
+  if (!rt->af_home) {
+    rt->af_home = std::make_shared<after_func_home>();
+    rt->af_home->rt = rt;
+  }
+  return rt->af_home;
 }
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {
@@ -19420,12 +19583,21 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
 namespace goro {
 namespace detail {
 
-GORO_DECL context_state::context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
-    : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
+GORO_DECL context_state::context_state(context_ref parent, std::int64_t deadline_ns)
+    : deadline_ns_(deadline_ns), parent_(parent.take()) {}
 
 GORO_DECL context_state::~context_state() {
   if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
-  if (parent_) parent_->unlink_child(this);
+  if (parent_) parent_->unlink_child(this);  // alive: our reference on it is released after us
+}
+
+GORO_DECL void context_ref::release(context_state* s) noexcept {
+  // acq_rel: the last holder sees every other holder's use of s.
+  while (s && s->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    context_state* parent = s->parent_;
+    delete s;
+    s = parent;  // drop the reference s held on it
+  }
 }
 
 GORO_DECL void context_state::attach() {
@@ -19454,19 +19626,19 @@ GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_pare
   // A worklist, not recursion: a chain of N contexts cancelled from its
   // root took ~130 bytes of stack per level, and a goroutine's stack is
   // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
-  std::vector<std::shared_ptr<context_state>> kids;
+  std::vector<context_ref> kids;
   if (!cancel_one(reason, unlink_from_parent, kids)) return;
   // From here `this` is not touched: dropping a child may destroy it and,
   // from the timer's function, this state too (see the top of the file).
   while (!kids.empty()) {
-    std::shared_ptr<context_state> k = std::move(kids.back());
+    context_ref k = std::move(kids.back());
     kids.pop_back();
     k->cancel_one(reason, false, kids);
   }
 }
 
 GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_parent,
-                                         std::vector<std::shared_ptr<context_state>>& kids) {
+                                         std::vector<context_ref>& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
@@ -19482,7 +19654,7 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_
     c->prev_sibling_ = c->next_sibling_ = nullptr;
     // A child whose count already reached zero is in its destructor,
     // waiting for our lock to unlink itself: it will find linked_ false.
-    if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
+    if (c->try_ref()) kids.push_back(context_ref::adopt(c));
     c = next;
   }
   first_child_ = nullptr;
@@ -19526,7 +19698,7 @@ GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
 }  // namespace detail
 
 GORO_DECL std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
-  auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
+  detail::context_ref s = detail::context_ref::adopt(new detail::context_state(parent.s_, deadline_ns));
   s->attach();
   if (arm_timer) s->arm();
   return {context(s), cancel_func(s)};
@@ -19725,11 +19897,12 @@ GORO_DECL void group::set_limit(int n) {
 GORO_DECL std::error_code group::wait() {
   wg_.wait();
   cancel_();
+  // Only read from here on (the tasks are done): every wait(), later or
+  // concurrent, reports the same failure, as Go's Wait returns its error
+  // each time. Taking the exception out made a second wait() say {}, and
+  // concurrent waits raced on exc_.
 #if GORO_EXCEPTIONS
-  if (exc_) {
-    std::exception_ptr e = std::exchange(exc_, nullptr);
-    std::rethrow_exception(e);
-  }
+  if (exc_) std::rethrow_exception(exc_);
 #endif
   return err_;
 }

@@ -196,6 +196,10 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   // asking our poller for an M to watch it (wakep), and those asking now
   // are done, before the Ms are stopped (netpoller::pin_owner).
   poller_.stop_watch();
+  // after_func (time.hpp): a timer re-armed from a plain thread from now on
+  // finds no runtime; one re-armed before was queued (and its M woken)
+  // while the Ms still served, and is dropped with the other timers below.
+  close_after_func_home();
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
