@@ -250,6 +250,81 @@ TEST_CASE("dump: a wait of a minute or more shows its duration, as in Go", "[dum
         "goroutine 8 [select]:\n");
 }
 
+TEST_CASE("dump: file:line goes under its frame, tab-indented, as in Go", "[dump][lines]") {
+  std::vector<goro::goroutine_info> gs(1);
+  gs[0].id = 7;
+  gs[0].wait_reason = "chan receive";
+  gs[0].frames = {"f() +0x1a", "g() +0x2b", "h() +0x3c"};
+  gs[0].files = {"/src/a.cpp:12", "", "/src/b.cpp:40"};
+  gs[0].created_by = "main_fn()";
+  gs[0].created_by_file = "/src/main.cpp:9";
+  CHECK(goro::detail::format_goroutines(gs) ==
+        "goroutine 7 [chan receive]:\nf() +0x1a\n\t/src/a.cpp:12\ng() +0x2b\nh() +0x3c\n\t/src/b.cpp:40\n"
+        "created by main_fn()\n\t/src/main.cpp:9\n");
+}
+
+namespace {
+// The number after `key ` in the helper's output (0 if absent).
+int helper_number(const std::string& out, const std::string& key) {
+  const std::size_t at = out.find(key + " ");
+  return at == std::string::npos ? 0 : std::atoi(out.c_str() + at + key.size() + 1);
+}
+// The line after the first line of `out` that starts with `prefix` ("" if none).
+std::string line_after(const std::string& out, const std::string& prefix) {
+  for (std::size_t at = 0; (at = out.find(prefix, at)) != std::string::npos; at += prefix.size()) {
+    if (at != 0 && out[at - 1] != '\n') continue;
+    const std::size_t eol = out.find('\n', at);
+    if (eol == std::string::npos) return {};
+    return out.substr(eol + 1, out.find('\n', eol + 1) - eol - 1);
+  }
+  return {};
+}
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+TEST_CASE("dump: a program built with -g shows the file:line of each frame's call and of go()", "[dump][lines]") {
+  // SPEC: "-g gives file:line where the dump can read it". The helper's
+  // goroutine blocks in recv at a line it prints (__LINE__), called from a
+  // goroutine it created with go() at another.
+  auto r = goro_test::run_helper("dump_lines");
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  const int recv_line = helper_number(r.output, "recv_line");
+  const int go_line = helper_number(r.output, "go_line");
+  REQUIRE(recv_line > 0);
+  REQUIRE(go_line > 0);
+  REQUIRE(r.output.find(" [chan receive]:\n") != std::string::npos);
+  if (frames_expected) {
+    // The frame of the function that called recv, then the line of that call
+    // (recv and what it calls were inlined there: the call site, not chan.hpp).
+    const std::string at = line_after(r.output, "(anonymous namespace)::dump_lines_parked(");
+    CHECK(at.rfind("\t/", 0) == 0);
+    CHECK(ends_with(at, "/dump_lines.cpp:" + std::to_string(recv_line)));
+  }
+  // "created by", then the line of the go() call (every build, TSan's too).
+  const std::string created = line_after(r.output, "created by (anonymous namespace)::dump_lines_spawner(");
+  CHECK(created.rfind("\t/", 0) == 0);
+  CHECK(ends_with(created, "/dump_lines.cpp:" + std::to_string(go_line)));
+}
+
+TEST_CASE("dump: a program built without -g shows no file:line of its own code", "[dump][lines]") {
+  auto r = goro_test::run_helper("dump_lines_nog");
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.output.find(" [chan receive]:\n") != std::string::npos);
+  CHECK(r.output.find("dump_lines.cpp:") == std::string::npos);
+  if (frames_expected) {
+    CHECK(r.output.find("\n(anonymous namespace)::dump_lines_parked(") != std::string::npos);
+    CHECK(line_after(r.output, "(anonymous namespace)::dump_lines_parked(").rfind('\t', 0) != 0);
+  }
+  CHECK(r.output.find("created by (anonymous namespace)::dump_lines_spawner(") != std::string::npos);
+  CHECK(line_after(r.output, "created by (anonymous namespace)::dump_lines_spawner(").rfind('\t', 0) != 0);
+}
+
 namespace {
 [[gnu::noinline]] void dump_deadlocked_main(goro::chan<int>& c) {
   (void)c.recv();

@@ -25,6 +25,8 @@ struct symbol_info {
   std::string name;           // demangled; empty when unknown
   std::uintptr_t offset = 0;  // pc - the symbol's start
   std::string object;         // the module's path (for unknown symbols)
+  std::string file;           // never set here: no file:line on Windows (PE has no DWARF reader yet)
+  unsigned line = 0;
 };
 
 class symbol_table {
