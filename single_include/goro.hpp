@@ -12118,10 +12118,11 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 // debug files are not read: those objects get no file:line. Every read is
 // bounds-checked; malformed data ends the lookup with no answer.
 //
-// Nothing is kept between lookups but the section pointers: a lookup walks
-// the units' headers to the one whose ranges hold the pc, then that unit's
-// entries (skipping subtrees by DW_AT_sibling where it is present). A dump
-// is rare; memory is only what the dump thread allocates for the answer.
+// Nothing is kept here between lookups but the section pointers (the
+// symbolizer keeps the answers per pc): a lookup walks the units' headers
+// to the one whose ranges hold the pc, then that unit's entries (skipping
+// the subtrees of inlined calls that miss it by DW_AT_sibling where it is
+// present). A dump is rare; memory is only what the dump thread allocates.
 //
 // Included only by symbolize.hpp, itself only in the runtime's part
 // (dump.hpp's GORO_COMPILE_RUNTIME block): under separate compilation only
@@ -12233,10 +12234,7 @@ enum : unsigned {
   tag_partial_unit = 0x3c,
   tag_subprogram = 0x2e,
   tag_inlined_subroutine = 0x1d,
-  tag_class_type = 0x02,
   tag_enumeration_type = 0x04,
-  tag_structure_type = 0x13,
-  tag_union_type = 0x17,
   at_sibling = 0x01,
   at_stmt_list = 0x10,
   at_low_pc = 0x11,
@@ -12772,7 +12770,9 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
 }  // namespace dwarf
 
 // The file (and line) for `pc`, a link-time address of the object.
-inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc) {
+// `innermost`: the line table's row for pc (the line inside the innermost
+// inlined callee) instead of the call's line in the frame's own function.
+inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc, bool innermost = false) {
   using namespace dwarf;
   source_line out;
   if (!s.info.data || !s.abbrev.data || !s.line.data) return out;
@@ -12794,7 +12794,7 @@ inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc) 
     // (inside the function that holds it) gives the frame's line.
     std::uint64_t call_file = 0, call_line = 0;
     bool found_call = false;
-    int depth = root.ab->children ? 1 : 0, function_depth = -1;
+    int depth = root.ab->children && !innermost ? 1 : 0, function_depth = -1;
     entry e;
     while (depth > 0 && c.ok && c.p < c.end && !found_call) {
       if (!read_entry(c, u, e)) {
@@ -12819,8 +12819,11 @@ inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc) 
       if (!e.ab->children) continue;
       // Subtrees that cannot hold the pc's entries: skipped where the
       // producer says where the next sibling starts.
-      const bool skip = (ranged && !holds) || tag == tag_class_type || tag == tag_structure_type ||
-                        tag == tag_union_type || tag == tag_enumeration_type || (tag == tag_subprogram && !ranged);
+      // Only an inlined call that misses pc, or an enumeration: a function
+      // or block that misses pc may still hold local types whose functions
+      // hold it (a lambda's are in its closure type, inside the function
+      // that defines it, outside that function's ranges).
+      const bool skip = (tag == tag_inlined_subroutine && ranged && !holds) || tag == tag_enumeration_type;
       if (skip && e.has_sibling && e.sibling.u > static_cast<std::uint64_t>(c.p - s.info.data) - u.offset) {
         c = dwarf_cursor(dwarf_span{s.info.data, static_cast<std::size_t>(c.end - s.info.data)},
                          u.offset + e.sibling.u);
@@ -12917,7 +12920,7 @@ class symbol_table {
 
   // The function symbol containing pc (pc exactly: pass a return address
   // minus one); without sizes in COFF, the nearest one below.
-  symbol_info lookup(std::uintptr_t pc) {
+  symbol_info lookup(std::uintptr_t pc, bool = false) {  // the flag: file:line (ELF only)
     std::lock_guard<std::mutex> lk(lock_);
     symbol_info r;
     HMODULE h = nullptr;
@@ -13041,6 +13044,13 @@ class symbol_table {
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
     std::vector<sym> syms;  // sorted by addr
     dwarf_sections dwarf;   // empty without -g
+    // Answers of dwarf_source_line, sorted by key (the address twice, plus
+    // one for a row): each walks a whole unit, and dumps repeat addresses.
+    struct line_entry {
+      std::uintptr_t key;
+      source_line at;
+    };
+    std::vector<line_entry> lines;
     bool read = false;
   };
 
@@ -13051,7 +13061,12 @@ class symbol_table {
   }
 
   // The symbol containing pc (pc exactly: pass a return address minus one).
-  symbol_info lookup(std::uintptr_t pc) {
+  // File and line: the call's line in that function (where the callee was
+  // inlined, the inlined call's site). For goro's closure (set_closure's
+  // function, which stands for the callable given to go(), usually inlined
+  // into it) with `closure_row`: the line table's row for pc, a line in
+  // that callable rather than goro's call of it.
+  symbol_info lookup(std::uintptr_t pc, bool closure_row = false) {
     std::lock_guard<std::mutex> lk(lock_);
     object* o = find_object(pc);
     if (!o) {
@@ -13071,17 +13086,32 @@ class symbol_table {
     if (it->size != 0 && rel >= it->addr + it->size) return r;
     r.offset = rel - it->addr;
     r.name = demangle(it->name);
-    if (o->dwarf.info.data) {
-      source_line sl = dwarf_source_line(o->dwarf, rel);
-      if (sl.line != 0) {
-        r.file = std::move(sl.file);
-        r.line = sl.line;
+    // Not under ThreadSanitizer (as the dump reads no stacks there): its
+    // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
+    // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
+    if (!GORO_TSAN && o->dwarf.info.data) {
+      const bool row = closure_row && r.name.rfind("goro::detail::set_closure<", 0) == 0;
+      const std::uintptr_t key = rel * 2 + (row ? 1 : 0);
+      auto at = std::lower_bound(o->lines.begin(), o->lines.end(), key,
+                                 [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; });
+      if (at == o->lines.end() || at->key != key) {
+        source_line sl = dwarf_source_line(o->dwarf, rel, row);
+        if (o->lines.size() >= max_cached_lines) o->lines.clear();
+        at = o->lines.insert(std::lower_bound(o->lines.begin(), o->lines.end(), key,
+                                              [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; }),
+                             object::line_entry{key, std::move(sl)});
+      }
+      if (at->at.line != 0) {
+        r.file = at->at.file;
+        r.line = at->at.line;
       }
     }
     return r;
   }
 
  private:
+  static constexpr std::size_t max_cached_lines = 4096;  // then the cache starts over
+
   object* find_object(std::uintptr_t pc) {
     for (auto& o : objects_)
       for (auto& s : o.segs)
@@ -13521,7 +13551,8 @@ struct frame_desc {
   std::string file;
 };
 inline frame_desc describe_frame(std::uintptr_t pc, bool return_address) {
-  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+  // A frame's closure: the row (its callable's line); "created by": the call.
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc, return_address);
   frame_desc d;
   if (s.line != 0) d.file = s.file + ':' + std::to_string(s.line);
   char off[32];

@@ -17,10 +17,11 @@
 // debug files are not read: those objects get no file:line. Every read is
 // bounds-checked; malformed data ends the lookup with no answer.
 //
-// Nothing is kept between lookups but the section pointers: a lookup walks
-// the units' headers to the one whose ranges hold the pc, then that unit's
-// entries (skipping subtrees by DW_AT_sibling where it is present). A dump
-// is rare; memory is only what the dump thread allocates for the answer.
+// Nothing is kept here between lookups but the section pointers (the
+// symbolizer keeps the answers per pc): a lookup walks the units' headers
+// to the one whose ranges hold the pc, then that unit's entries (skipping
+// the subtrees of inlined calls that miss it by DW_AT_sibling where it is
+// present). A dump is rare; memory is only what the dump thread allocates.
 //
 // Included only by symbolize.hpp, itself only in the runtime's part
 // (dump.hpp's GORO_COMPILE_RUNTIME block): under separate compilation only
@@ -133,10 +134,7 @@ enum : unsigned {
   tag_partial_unit = 0x3c,
   tag_subprogram = 0x2e,
   tag_inlined_subroutine = 0x1d,
-  tag_class_type = 0x02,
   tag_enumeration_type = 0x04,
-  tag_structure_type = 0x13,
-  tag_union_type = 0x17,
   at_sibling = 0x01,
   at_stmt_list = 0x10,
   at_low_pc = 0x11,
@@ -672,7 +670,9 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
 }  // namespace dwarf
 
 // The file (and line) for `pc`, a link-time address of the object.
-inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc) {
+// `innermost`: the line table's row for pc (the line inside the innermost
+// inlined callee) instead of the call's line in the frame's own function.
+inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc, bool innermost = false) {
   using namespace dwarf;
   source_line out;
   if (!s.info.data || !s.abbrev.data || !s.line.data) return out;
@@ -694,7 +694,7 @@ inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc) 
     // (inside the function that holds it) gives the frame's line.
     std::uint64_t call_file = 0, call_line = 0;
     bool found_call = false;
-    int depth = root.ab->children ? 1 : 0, function_depth = -1;
+    int depth = root.ab->children && !innermost ? 1 : 0, function_depth = -1;
     entry e;
     while (depth > 0 && c.ok && c.p < c.end && !found_call) {
       if (!read_entry(c, u, e)) {
@@ -719,8 +719,11 @@ inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc) 
       if (!e.ab->children) continue;
       // Subtrees that cannot hold the pc's entries: skipped where the
       // producer says where the next sibling starts.
-      const bool skip = (ranged && !holds) || tag == tag_class_type || tag == tag_structure_type ||
-                        tag == tag_union_type || tag == tag_enumeration_type || (tag == tag_subprogram && !ranged);
+      // Only an inlined call that misses pc, or an enumeration: a function
+      // or block that misses pc may still hold local types whose functions
+      // hold it (a lambda's are in its closure type, inside the function
+      // that defines it, outside that function's ranges).
+      const bool skip = (tag == tag_inlined_subroutine && ranged && !holds) || tag == tag_enumeration_type;
       if (skip && e.has_sibling && e.sibling.u > static_cast<std::uint64_t>(c.p - s.info.data) - u.offset) {
         c = dwarf_cursor(dwarf_span{s.info.data, static_cast<std::size_t>(c.end - s.info.data)},
                          u.offset + e.sibling.u);

@@ -57,7 +57,8 @@ struct frame_desc {
   std::string file;
 };
 inline frame_desc describe_frame(std::uintptr_t pc, bool return_address) {
-  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+  // A frame's closure: the row (its callable's line); "created by": the call.
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc, return_address);
   frame_desc d;
   if (s.line != 0) d.file = s.file + ':' + std::to_string(s.line);
   char off[32];

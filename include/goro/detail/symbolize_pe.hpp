@@ -48,7 +48,7 @@ class symbol_table {
 
   // The function symbol containing pc (pc exactly: pass a return address
   // minus one); without sizes in COFF, the nearest one below.
-  symbol_info lookup(std::uintptr_t pc) {
+  symbol_info lookup(std::uintptr_t pc, bool = false) {  // the flag: file:line (ELF only)
     std::lock_guard<std::mutex> lk(lock_);
     symbol_info r;
     HMODULE h = nullptr;
