@@ -617,3 +617,56 @@ TEST_CASE("dump: SIGQUIT to a forked child ends the child, not its parent", "[du
   CHECK(r.output.find("parent alive") != std::string::npos);
   CHECK(r.output.find("SIGQUIT: quit") == std::string::npos);
 }
+
+namespace {
+// Polls the dump (bounded) until every reason in `reasons` is shown by a
+// waiting goroutine other than main; returns the last text dump.
+std::string wait_for_reasons(const std::vector<std::string>& reasons) {
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    const auto gs = goro::goroutines();
+    text = goro::goroutine_dump();
+    std::size_t seen = 0;
+    for (const auto& r : reasons)
+      for (const auto& gi : gs)
+        if (gi.id != 1 && gi.state == "waiting" && gi.wait_reason == r &&
+            text.find("goroutine " + std::to_string(gi.id) + " [" + r) != std::string::npos) {
+          ++seen;
+          break;
+        }
+    if (seen == reasons.size() || std::chrono::steady_clock::now() > deadline) return text;
+    goro::sleep_for(5ms);
+  }
+}
+}  // namespace
+
+TEST_CASE("dump: rw_mutex waits show Go's sync.RWMutex.Lock and sync.RWMutex.RLock", "[dump][rw_mutex]") {
+  // Go 1.20 names the two semaphores of an RWMutex; goro showed both as
+  // semacquire.
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::rw_mutex rw;
+    goro::wait_group done;
+    rw.lock_shared();  // main reads: a writer must wait for it
+    done.add(2);
+    goro::go([&] {
+      rw.lock();  // waits for main to leave: sync.RWMutex.Lock
+      rw.unlock();
+      done.done();
+    });
+    std::string text = wait_for_reasons({"sync.RWMutex.Lock"});
+    goro::go([&] {
+      rw.lock_shared();  // behind the pending writer: sync.RWMutex.RLock
+      rw.unlock_shared();
+      done.done();
+    });
+    text = wait_for_reasons({"sync.RWMutex.Lock", "sync.RWMutex.RLock"});
+    INFO(text);
+    CHECK(text.find(" [sync.RWMutex.Lock]:\n") != std::string::npos);
+    CHECK(text.find(" [sync.RWMutex.RLock]:\n") != std::string::npos);
+    CHECK(text.find("[semacquire]") == std::string::npos);
+    rw.unlock_shared();
+    done.wait();
+  });
+}
