@@ -3801,12 +3801,13 @@ struct alignas(64) g {
   // by the G itself while it runs on that M, except that an M which must
   // leave (the run() caller, see scheduler::leave) clears lockedm under the
   // scheduler lock; lockedm is read by whichever M dequeues the G, hence
-  // atomic (relaxed: the queue hand-off orders it).
+  // atomic (relaxed: the queue hand-off orders it). lock_count is read by
+  // the goroutine dump (", locked to thread"), hence atomic too (relaxed).
   std::atomic<m_base*> lockedm{nullptr};
   std::uint64_t id = 0;
   sched_base* sched = nullptr;
   g* link = nullptr;  // intrusive link: run queues, free lists
-  std::uint32_t lock_count = 0;
+  std::atomic<std::uint32_t> lock_count{0};
   // async preemption: depth of goro::async_preemptible scopes. Written by
   // the goroutine only; read by sysmon and by the SIGURG handler.
   std::atomic<std::uint32_t> async_scope{0};
@@ -4723,6 +4724,7 @@ struct goroutine_info {
   std::vector<std::string> files;           // per frame: "/path/file.cpp:123" (-g), or empty
   std::string created_by;                   // the function that called go(); empty for main
   std::string created_by_file;              // the file:line of that go() call (-g), or empty
+  bool locked_to_thread = false;            // inside goro::lock_os_thread(): ", locked to thread" in the dump
 };
 
 // Every goroutine of every runtime in the process, as data (sorted by id).
@@ -5200,7 +5202,7 @@ inline void release_main_lock() noexcept {
   m_base* m = current_m();
   g* gp = m->curg;
   if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
-  if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
+  if (gp->lock_count.load(std::memory_order_relaxed) == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
     gp->lockedm.store(nullptr, std::memory_order_relaxed);
     m->lockedg = nullptr;
   }
@@ -5375,8 +5377,9 @@ std::invoke_result_t<F> run(F&& f, options o = {}) {
 inline void lock_os_thread() {
   detail::m_base* m = detail::require_goroutine("lock_os_thread()");
   detail::g* gp = m->curg;
-  if (GORO_UNLIKELY(gp->lock_count == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
-  ++gp->lock_count;
+  const std::uint32_t n = gp->lock_count.load(std::memory_order_relaxed);
+  if (GORO_UNLIKELY(n == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
+  gp->lock_count.store(n + 1, std::memory_order_relaxed);  // only this goroutine writes it
   // Written by the goroutine on its own M; read by the M that dequeues it
   // later, after the queue hand-off (which orders these stores).
   gp->lockedm.store(m, std::memory_order_relaxed);
@@ -5388,7 +5391,10 @@ inline void lock_os_thread() {
 inline void unlock_os_thread() {
   detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
   detail::g* gp = m->curg;
-  if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  const std::uint32_t n = gp->lock_count.load(std::memory_order_relaxed);
+  if (n == 0) return;
+  gp->lock_count.store(n - 1, std::memory_order_relaxed);
+  if (n != 1) return;
   if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   if (m->lockedg == gp) m->lockedg = nullptr;
@@ -13589,6 +13595,7 @@ struct g_snapshot {
   bool pinned = false;
   bool was_waiting = false;
   bool lane = false;  // run by a thread_lane
+  bool locked = false;  // inside lock_os_thread (Go's ", locked to thread")
   backtrace_buf bt;
 };
 
@@ -13657,6 +13664,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       }
       s.created_pc = dump_field(gp->created_pc);
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      s.locked = gp->lock_count.load(std::memory_order_relaxed) != 0;
       s.lane = dump_field(gp->sched) != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
@@ -13724,6 +13732,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
     if (s.lane) gi.wait_reason += ", lane";
+    gi.locked_to_thread = s.locked;
     out.push_back(std::move(gi));
     (void)s.m_id;
   }
@@ -13737,6 +13746,7 @@ inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
     out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
     const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
     if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
+    if (gi.locked_to_thread) out += ", locked to thread";                  // after the minutes, as in Go
     out += "]:\n";
     // Go's layout: a frame's function, then its file:line indented by a tab
     // (where known; the offset stays on the function's line).
@@ -17775,7 +17785,8 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
         // Gs (only its thread may resume them): it goes on as a plain M.
         mm->exit_thread = mm->async_pinned == nullptr && mm->async_token == nullptr;
       }
-      gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
+      gp->lock_count.store(
+          0, std::memory_order_relaxed);  // lockosthread: also when unwired by a leaving M (the record is reused)
       goexit0(pp, gp);
       break;
     case after_switch::call:
@@ -19094,7 +19105,7 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);
   gp->no_kill = false;
-  gp->lock_count = 0;
+  gp->lock_count.store(0, std::memory_order_relaxed);
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   set_dump_field(gp->sched, this);
   lane_live_.fetch_sub(1, std::memory_order_relaxed);

@@ -670,3 +670,43 @@ TEST_CASE("dump: rw_mutex waits show Go's sync.RWMutex.Lock and sync.RWMutex.RLo
     done.wait();
   });
 }
+
+TEST_CASE("dump: a goroutine locked to its thread says so, as in Go", "[dump][lock_os_thread]") {
+  // Go's header line ends with ", locked to thread" (after the minutes)
+  // for a goroutine inside runtime.LockOSThread.
+  std::vector<goro::goroutine_info> fmt(1);
+  fmt[0].id = 7;
+  fmt[0].wait_reason = "chan receive";
+  fmt[0].waiting_for = 3min;
+  fmt[0].locked_to_thread = true;
+  CHECK(goro::detail::format_goroutines(fmt) == "goroutine 7 [chan receive, 3 minutes, locked to thread]:\n");
+
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> c;
+    goro::wait_group done;
+    done.add(1);
+    goro::go([&] {
+      goro::lock_os_thread();
+      (void)c.recv();
+      goro::unlock_os_thread();
+      done.done();
+    });
+    const std::string text = wait_for_reasons({"chan receive"});
+    INFO(text);
+    CHECK(text.find(" [chan receive, locked to thread]:\n") != std::string::npos);
+    // main (which did not lock itself) is not marked, even where the runtime
+    // keeps it on the run() caller's thread; it is once it locks itself.
+    for (const auto& gi : goro::goroutines())
+      if (gi.id == 1) CHECK(!gi.locked_to_thread);
+    goro::lock_os_thread();
+    bool self_locked = false;
+    for (const auto& gi : goro::goroutines())
+      if (gi.id == 1) self_locked = gi.locked_to_thread;
+    goro::unlock_os_thread();
+    CHECK(self_locked);
+    CHECK(goro::goroutine_dump().find("goroutine 1 [running]:\n") != std::string::npos);
+    c.send(1);
+    done.wait();
+  });
+}

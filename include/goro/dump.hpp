@@ -57,6 +57,7 @@ struct goroutine_info {
   std::vector<std::string> files;           // per frame: "/path/file.cpp:123" (-g), or empty
   std::string created_by;                   // the function that called go(); empty for main
   std::string created_by_file;              // the file:line of that go() call (-g), or empty
+  bool locked_to_thread = false;            // inside goro::lock_os_thread(): ", locked to thread" in the dump
 };
 
 // Every goroutine of every runtime in the process, as data (sorted by id).

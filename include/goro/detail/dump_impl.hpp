@@ -88,6 +88,7 @@ struct g_snapshot {
   bool pinned = false;
   bool was_waiting = false;
   bool lane = false;  // run by a thread_lane
+  bool locked = false;  // inside lock_os_thread (Go's ", locked to thread")
   backtrace_buf bt;
 };
 
@@ -156,6 +157,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       }
       s.created_pc = dump_field(gp->created_pc);
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      s.locked = gp->lock_count.load(std::memory_order_relaxed) != 0;
       s.lane = dump_field(gp->sched) != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
@@ -223,6 +225,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
     if (s.lane) gi.wait_reason += ", lane";
+    gi.locked_to_thread = s.locked;
     out.push_back(std::move(gi));
     (void)s.m_id;
   }
@@ -236,6 +239,7 @@ inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
     out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
     const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
     if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
+    if (gi.locked_to_thread) out += ", locked to thread";                  // after the minutes, as in Go
     out += "]:\n";
     // Go's layout: a frame's function, then its file:line indented by a tab
     // (where known; the offset stays on the function's line).
