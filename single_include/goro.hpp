@@ -13582,6 +13582,30 @@ inline std::string frame_text(std::uintptr_t pc, bool return_address) {
   return describe_frame(pc, return_address).text;
 }
 
+// Whether a frame is goro's runtime (a function in goro::detail), which the
+// dump leaves out as Go's runtime.Stack leaves out runtime.* frames: park,
+// the channel and semaphore internals, run_goroutine, goroutine_main. The
+// exception is the goroutine's closure (set_closure's function calling the
+// callable given to go(), which is usually inlined into it): it stands for
+// the goroutine's function, as Go's main.main.func1 does, and its name
+// carries that callable's type. The name is qualified at the start of the
+// demangled text, or after a template function's return type (a space at
+// the top level of <> and ()); one in the parameters does not count.
+inline bool runtime_frame(const std::string& text) {
+  static constexpr char ns[] = "goro::detail::";
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '<' || ch == '(')
+      ++depth;
+    else if ((ch == '>' || ch == ')') && depth > 0)
+      --depth;
+    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, sizeof ns - 1, ns) == 0)
+      return text.compare(i + sizeof ns - 1, 12, "set_closure<") != 0;
+  }
+  return false;
+}
+
 struct g_snapshot {
   g* gp = nullptr;
   sched_base* rt = nullptr;
@@ -13720,6 +13744,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       while (first < names.size() && names[first].text.rfind("goro::", 0) == 0) ++first;
     for (std::size_t i = first; i < names.size(); ++i) {
       if (names[i].text.rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
+      if (runtime_frame(names[i].text)) continue;
       gi.frames.push_back(std::move(names[i].text));
       gi.files.push_back(std::move(names[i].file));
     }

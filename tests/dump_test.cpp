@@ -170,9 +170,12 @@ TEST_CASE("dump: every wait reason, with the parked function, its stack and its 
       CHECK(gi->waiting_for >= 0ns);
       CHECK(gi->waiting_for < 1min);
       if (frames_expected) {
-        // Innermost first, each with its offset; the goroutine's entry last.
+        // Innermost first, each with its offset; the goroutine's function
+        // (goro's closure, the callable inlined into it) last: goro's runtime
+        // frames (park, goroutine_main, ...) are left out, as Go's are.
         CHECK(gi->frames.front().find(" +0x") != std::string::npos);
-        CHECK(gi->frames.back().find("goroutine_main") != std::string::npos);
+        CHECK(gi->frames.back().find("goro::detail::set_closure<") != std::string::npos);
+        for (const auto& f : gi->frames) CHECK(!goro::detail::runtime_frame(f));
       }
       // Go's format: the header line, then the frames, then "created by".
       const std::string header = "goroutine " + std::to_string(gi->id) + " [" + e.reason + "]:\n";
@@ -708,5 +711,39 @@ TEST_CASE("dump: a goroutine locked to its thread says so, as in Go", "[dump][lo
     CHECK(goro::goroutine_dump().find("goroutine 1 [running]:\n") != std::string::npos);
     c.send(1);
     done.wait();
+  });
+}
+
+TEST_CASE("dump: goro's runtime frames are left out, as Go leaves out runtime.*", "[dump][frames]") {
+  // The names: goro::detail functions (also after a template's return
+  // type) are the runtime's, but for the goroutine's closure; a
+  // goro::detail type among the parameters does not count.
+  using goro::detail::runtime_frame;
+  CHECK(runtime_frame("goro::detail::park(goro::detail::m_base*, bool (*)(void*), void*) +0x7c"));
+  CHECK(runtime_frame("goro::detail::scheduler<goro::default_policy>::goroutine_main(void*) +0x47"));
+  CHECK(runtime_frame("std::optional<int> goro::detail::chan_recv<int>(goro::chan<int>&) +0x1a"));
+  CHECK(
+      !runtime_frame("goro::detail::set_closure<main::{lambda()#1}>(goro::detail::g*, main::{lambda()#1}&&)::"
+                     "{lambda(goro::detail::g*, bool)#1}::_FUN(goro::detail::g*, bool) +0x42"));
+  CHECK(!runtime_frame("worker(goro::detail::g*, goro::chan<int>) +0xce"));
+  CHECK(!runtime_frame("(anonymous namespace)::fetch(goro::chan<int>) +0x1a"));
+  CHECK(!runtime_frame("goro::wait_group::wait() +0x10"));
+  // A parked goroutine's dump: its own frames, its closure, nothing of
+  // goro's runtime (its park, the channel's internals, goroutine_main).
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> c;
+    goro::go([&] { dump_deadlocked_main(c); });
+    const std::string text = wait_for_reasons({"chan receive"});
+    INFO(text);
+    if (frames_expected) {
+      CHECK(text.find("dump_deadlocked_main(") != std::string::npos);
+      CHECK(text.find("goro::detail::set_closure<") != std::string::npos);
+      CHECK(text.find("\ngoro::detail::park") == std::string::npos);
+      CHECK(text.find("goroutine_main") == std::string::npos);
+      CHECK(text.find("run_goroutine") == std::string::npos);
+    }
+    CHECK(text.find("created by ") != std::string::npos);  // kept, as in Go
+    c.send(1);
   });
 }
