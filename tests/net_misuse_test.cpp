@@ -3,6 +3,8 @@
 // the past or the future, zero-length buffers, addresses at the edges of
 // what parses. Each must give a clear error, never a crash, a hang or a
 // wrong answer. Loopback only.
+#include <netinet/in.h>
+
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
 
@@ -132,6 +134,55 @@ TEST_CASE("net_misuse: native_handle is invalid once closed, not a number anothe
     CHECK_FALSE(net::wait_readable(ln.native_handle(), std::chrono::steady_clock::now() + 1s, ec));
     CHECK(ec == std::errc::bad_file_descriptor);  // not a wait on `again` (timed_out)
     again.close();
+  });
+}
+
+TEST_CASE("net_misuse: IPv6 zones parse, print and dial as in Go; a bad zone is a clear error", "[net]") {
+  // "[fe80::1%eth0]:80" was "not a numeric IP address": inet_pton takes no
+  // zone, and none was kept or printed.
+  std::error_code ec;
+  auto a = net::address::parse("[fe80::1%1]:80", ec);
+  REQUIRE_FALSE(ec);
+  CHECK(a.is_ipv6());
+  CHECK(a.port() == 80);
+  CHECK(reinterpret_cast<const sockaddr_in6*>(a.native())->sin6_scope_id == 1);
+  auto lo = net::address::parse("[fe80::1%lo]:80", ec);  // Linux's loopback interface
+  REQUIRE_FALSE(ec);
+  CHECK(lo.to_string() == "[fe80::1%lo]:80");
+  CHECK(lo.host() == "fe80::1%lo");
+  CHECK(lo == net::address::parse(lo.to_string()));
+  CHECK_FALSE(lo == net::address::parse("[fe80::1]:80"));
+  CHECK(net::address::from_ip("fe80::1%lo", 9).to_string() == "[fe80::1%lo]:9");
+  auto v = net::lookup_host("fe80::1%lo", ec);  // numeric: no lookup
+  REQUIRE(v.size() == 1);
+  CHECK(v[0].to_string() == "[fe80::1%lo]:0");
+  for (const char* bad : {"[fe80::1%no-such-if0]:80", "[fe80::1%]:80", "[1.2.3.4%lo]:80", "[fe80::1%99999999999]:80"}) {
+    INFO(bad);
+    auto r = net::address::parse(bad, ec);
+    CHECK(ec == std::errc::invalid_argument);
+    CHECK_FALSE(r);
+  }
+  try {
+    net::address::parse("[fe80::1%no-such-if0]:80");
+  } catch (const std::system_error& e) {
+    CHECK(std::string(e.what()).find("unknown IPv6 zone") != std::string::npos);
+  }
+  // A zone on a global (or loopback) address is ignored by the kernel, as
+  // Go lets it be: dial "[::1%lo]".
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    std::error_code e;
+    auto ln = net::listen_tcp("[::1%lo]:0", e);
+    if (e) return;  // no IPv6 here
+    auto c = net::dial_tcp("[::1%lo]:" + port_of(ln));
+    auto s = ln.accept();
+    c.write("z");
+    char ch = 0;
+    CHECK(s.read(std::as_writable_bytes(std::span<char>(&ch, 1))) == 1);
+    CHECK(ch == 'z');
+    c.close();
+    s.close();
+    ln.close();
   });
 }
 

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -42,6 +43,12 @@ inline const char* errno_text(int) noexcept { return nullptr; }
 
 // Nothing to start on Linux (Winsock's WSAStartup elsewhere).
 inline void net_startup() noexcept {}
+
+// IPv6 zones by name ("%eth0"): the interface's index (0: none such), and
+// an index's name into buf (IF_NAMESIZE bytes; false: none such).
+inline unsigned interface_index(const char* name) noexcept { return ::if_nametoindex(name); }
+inline bool interface_name(unsigned index, char* buf) noexcept { return ::if_indextoname(index, buf) != nullptr; }
+inline constexpr std::size_t interface_name_size = IF_NAMESIZE;
 
 // A new non-blocking, close-on-exec socket, or invalid_socket and *err.
 inline socket_t open_socket(int family, int type, int* err) noexcept {
