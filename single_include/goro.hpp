@@ -7807,8 +7807,8 @@ std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noe
   // and read as long past: the wait timed out at once.
   using common = typename std::common_type_t<Duration, typename Clock::duration>;
   const double at = duration<double, typename common::period>(tp.time_since_epoch()).count();
-  constexpr double far = static_cast<double>(std::numeric_limits<typename common::rep>::max()) / 4;
-  if (!(at < far && at > -far)) return at > 0 ? INT64_MAX / 2 : nanotime();  // NaN: past
+  constexpr double bound = static_cast<double>(std::numeric_limits<typename common::rep>::max()) / 4;
+  if (!(at < bound && at > -bound)) return at > 0 ? INT64_MAX / 2 : nanotime();  // NaN: past
   // Compared before subtracting: tp - now overflows for time_point::min(),
   // which then read as a wait of centuries.
   if (tp <= clock_now) return nanotime();
