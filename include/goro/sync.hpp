@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
-#include <string>
 #include <utility>
 
 #include "detail/cpus.hpp"
@@ -98,11 +97,11 @@ class mutex {
   // has no fairness claim: a blocked lock() may win first).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until_ns(detail::deadline_after(d), "mutex try_lock_for");  // saturated: hours::max() waits
+    return try_lock_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return try_lock_until_ns(detail::deadline_ns(tp), "mutex try_lock_until");
+    return try_lock_until_ns(detail::deadline_ns(tp));
   }
 
   void unlock() {
@@ -129,8 +128,8 @@ class mutex {
   }
 
  private:
-  // Until the nanotime() `when`. `call`: the caller's name, for errors.
-  bool try_lock_until_ns(std::int64_t when, const char* call) {
+  // Until the nanotime() `when`.
+  bool try_lock_until_ns(std::int64_t when) {
     // A safe point even when it will not wait (as chan's try_recv): a loop
     // polling try_lock_for(0) is otherwise never preempted, and the holder
     // may be waiting on this P (cooperative preemption).
@@ -140,7 +139,7 @@ class mutex {
       if (try_lock()) return true;
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
-      detail::check_may_park(call);
+      detail::check_may_park("mutex try_lock_for");
       detail::nap_until(std::min(when, now + backoff), detail::wait_reason::mutex_lock);
       detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
@@ -348,22 +347,21 @@ class cond {
   // deadline. False on timeout; lk is locked again either way.
   template <class Rep, class Period>
   bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(lk, detail::deadline_after(d), "cond wait_for");  // saturated: hours::max() waits
+    return wait_until_ns(lk, detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(lk, detail::deadline_ns(tp), "cond wait_until");
+    return wait_until_ns(lk, detail::deadline_ns(tp));
   }
 
   void notify_one() noexcept { list_.notify_one(); }
   void notify_all() noexcept { list_.notify_all(); }
 
  private:
-  // Until the nanotime() `when`. `call`: the caller's name, for errors
-  // (they named wait_until when wait_for was called).
-  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when, const char* call) {
-    if (!lk.owns_lock()) raise_without_lock(call);
-    detail::check_may_park(call);
+  // Until the nanotime() `when`.
+  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when) {
+    if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
+    detail::check_may_park("cond wait_until");
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
@@ -371,10 +369,6 @@ class cond {
     lk.lock();
     if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());
     return notified;
-  }
-
-  [[noreturn]] GORO_NOINLINE static void raise_without_lock(const char* call) {
-    detail::raise_usage((std::string(call) + " without the lock held").c_str());
   }
 
   detail::notify_list list_;
@@ -480,22 +474,22 @@ class wait_group {
   // by then.
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(detail::deadline_after(d), "wait_group wait_for");  // saturated: hours::max() waits
+    return wait_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(detail::deadline_ns(tp), "wait_group wait_until");
+    return wait_until_ns(detail::deadline_ns(tp));
   }
 
  private:
-  // Until the nanotime() `when`. `call`: the caller's name, for errors.
-  bool wait_until_ns(std::int64_t when, const char* call) {
+  // Until the nanotime() `when`.
+  bool wait_until_ns(std::int64_t when) {
     detail::call_point();  // a safe point even past the deadline (see mutex::try_lock_until_ns)
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return true;
       if (detail::nanotime() >= when) return false;
-      detail::check_may_park(call);
+      detail::check_may_park("wait_group wait_until");
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
     if (sema_.acquire_until(when, &uncount_waiter, this, detail::wait_reason::wait_group_wait)) {
