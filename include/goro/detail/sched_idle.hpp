@@ -150,28 +150,47 @@ inline auto scheduler<Policy>::reset_spinning(m* mm) -> void {
 // runnext CAS; a release store is cheaper there, so the fence lives
 // here, once, for every caller.
 //
+// A wakep that took the spinning role but found no idle P after all (an
+// M took the P back between our read of npidle_ and pidle_get) gives the
+// role up. While it held the role, another submitter's wakep may have
+// seen it and skipped its own wake-up, leaving its G to "the spinner":
+// so, like every M that drops the role (the delicate dance in
+// find_runnable), wakep drops it first and then looks at the queues again
+// (work_after_going_idle fences, then reads). That submitter read the
+// role held, so our release comes after its fence and our look sees its
+// G; it pushed after our look only if it read the role dropped, and then
+// it wakes an M itself. Work found: try again from the top (a P may be
+// idle by now). Without the second look, a P left idle meanwhile by its
+// M sat beside the skipped G for good (the chaos soak's feeders under
+// TSan; tests/wakeup_test.cpp).
+//
 // Returns 0, or startm's errno when no M could be started (start_g
 // decides whether that fails the spawn).
 template <class Policy>
 inline auto scheduler<Policy>::wakep() -> int {
   GORO_CHAOS_POINT("wakep");
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
-  if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
-  spin_token spinning = spinning_.claim_if_none();
-  if (!spinning) return 0;
-  GORO_CHAOS_POINT("wakep.claimed");
-  p* pp;
-  {
-    sched_lock lk(*this);
-    pp = pidle_get(lk);
-  }
-  if (!pp) {
+  for (;;) {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (GORO_CHAOS_FAULT("drop_wakep")) return 0;  // the chaos self-test's lost wake-up
+    if (npidle_.load(std::memory_order_seq_cst) == 0) return 0;
+    spin_token spinning = spinning_.claim_if_none();
+    if (!spinning) return 0;
+    GORO_CHAOS_POINT("wakep.claimed");
+    testing_wakep_seam(0);
+    p* pp;
+    {
+      sched_lock lk(*this);
+      pp = pidle_get(lk);
+    }
+    if (pp) {
+      GORO_CHAOS_POINT("wakep.startm");
+      return startm(pp, std::move(spinning));
+    }
+    testing_wakep_seam(1);
     spinning_.release(spinning);
-    return 0;
+    GORO_CHAOS_POINT("wakep.released");
+    if (!work_after_going_idle()) return 0;
   }
-  GORO_CHAOS_POINT("wakep.startm");
-  return startm(pp, std::move(spinning));
 }
 
 // The idle side of wakep's Dekker pair (the pair is written down at

@@ -94,6 +94,21 @@ class spin_gate {
   std::atomic<std::uint64_t> starts_{0};
 };
 
+// A test seam (GORO_TESTING builds only, like os_thread.hpp's): wakep
+// calls it at 0 right after it took the role, and at 1 when it found no
+// idle P after all, before it gives the role up (tests/wakeup_test.cpp
+// makes the lost wake-up of that window happen on purpose).
+#ifdef GORO_TESTING
+namespace testing {
+inline std::atomic<void (*)(int)> wakep_seam{nullptr};
+}  // namespace testing
+inline void testing_wakep_seam(int where) {
+  if (auto f = testing::wakep_seam.load()) f(where);
+}
+#else
+inline void testing_wakep_seam(int) noexcept {}
+#endif
+
 inline void spin_token::held_leaked() noexcept {
   fatal("goro: internal error: an M's spinning role was dropped without being released");
 }
