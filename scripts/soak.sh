@@ -74,7 +74,7 @@ echo "chaos soak: $minutes min, seeds from $first_seed, tests: soak ${tests[*]}"
 while ((SECONDS < deadline)); do
   run_one soak "$seed" "$build/tests/goro_soak_test"
   t=${tests[$((i % ${#tests[@]}))]}
-  run_one "$t" "$seed" "$build/tests/${SOAK_TESTS_BIN:-goro_tests}" -# "[#${t}_test]"
+  run_one "$t" "$seed" "$build/tests/${SOAK_TESTS_BIN:-goro_tests}" -# "[#${t}_test]~[.]"
   i=$((i + 1))
   seed=$((seed + 1))
 done

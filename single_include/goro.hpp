@@ -172,6 +172,8 @@ inline void cpu_relax() noexcept {
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 // ---- begin goro/os/os.hpp ----
 // The OS layer: everything goro asks of the operating system, behind one
@@ -3695,6 +3697,8 @@ enum class wait_reason : std::uint8_t {
   chan_receive_nil,  // a receive on a nil channel: blocks forever
   chan_send_nil,     // a send on a nil channel: blocks forever
   select_no_cases,   // a select whose every case is on a nil channel
+  rw_mutex_rlock,    // rw_mutex::lock_shared behind a writer (Go 1.20's name)
+  rw_mutex_lock,     // rw_mutex::lock waiting for the readers inside to leave
   other,             // a park site that names no reason
 };
 
@@ -3715,6 +3719,8 @@ inline constexpr const char* wait_reason_names[] = {
     "chan receive (nil chan)",  // Go's names for the three
     "chan send (nil chan)",
     "select (no cases)",
+    "sync.RWMutex.RLock",
+    "sync.RWMutex.Lock",
     "waiting",  // other
 };
 static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ==
@@ -3797,12 +3803,13 @@ struct alignas(64) g {
   // by the G itself while it runs on that M, except that an M which must
   // leave (the run() caller, see scheduler::leave) clears lockedm under the
   // scheduler lock; lockedm is read by whichever M dequeues the G, hence
-  // atomic (relaxed: the queue hand-off orders it).
+  // atomic (relaxed: the queue hand-off orders it). lock_count is read by
+  // the goroutine dump (", locked to thread"), hence atomic too (relaxed).
   std::atomic<m_base*> lockedm{nullptr};
   std::uint64_t id = 0;
   sched_base* sched = nullptr;
   g* link = nullptr;  // intrusive link: run queues, free lists
-  std::uint32_t lock_count = 0;
+  std::atomic<std::uint32_t> lock_count{0};
   // async preemption: depth of goro::async_preemptible scopes. Written by
   // the goroutine only; read by sysmon and by the SIGURG handler.
   std::atomic<std::uint32_t> async_scope{0};
@@ -4028,6 +4035,76 @@ inline void tsan_destroy_fiber(void* f) noexcept {
 
 }  // namespace goro::detail
 // ---- end goro/detail/sanitizer.hpp ----
+// ---- begin goro/detail/spinlock.hpp ----
+// A tiny lock for very short critical sections (wait queues of sync
+// objects). Its unlock is a single release store and is the last access to
+// the lock, so an object holding one may be destroyed as soon as another
+// thread has acquired and released it (wait_group relies on this).
+
+#include <atomic>
+#include <cstdint>
+
+
+namespace goro::detail {
+
+class spinlock {
+ public:
+  // The uncontended exchange inline, the waiting out of line: GCC stopped
+  // inlining the whole of lock() into the channel operations, and the
+  // call cost a channel round trip ~2% of its instructions (pingpong).
+  GORO_ALWAYS_INLINE void lock() noexcept {
+    if (GORO_LIKELY(!locked_.exchange(true, std::memory_order_acquire))) return;
+    lock_contended();
+  }
+  bool try_lock() noexcept {
+    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  GORO_NOINLINE void lock_contended() noexcept {
+    // lock() tried the exchange first: the lock's line usually sits in another core's
+    // cache (a channel shared by two Ms), and a load first would fetch it
+    // shared only to fetch it again exclusive for the exchange. Under
+    // contention, spin on loads (test-and-test-and-set) with exponential
+    // backoff: 1, 2, 4 ... 64 pauses between looks (Go's lock2 spins
+    // procyield(30) between tries). The object a lock guards usually shares
+    // its cache line (a channel is one line), so a waiter that looks every
+    // few cycles takes the line away from the holder in the middle of its
+    // critical section; backing off lets the holder finish, and often run
+    // several operations in a row. 4 producers and 4 consumers on one
+    // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
+    // transfers are slow.
+    for (unsigned round = 0;; ++round) {
+      if (round < backoff_rounds) {
+        for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
+      } else if (round < backoff_rounds + yield_rounds) {
+        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
+      } else {
+        nap(round - backoff_rounds - yield_rounds);
+      }
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+    }
+  }
+
+  static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
+  static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
+  static constexpr unsigned yield_rounds = 64;      // then short sleeps
+  std::atomic<bool> locked_{false};
+
+  // The holder is off CPU for long (it sleeps, or its thread was preempted
+  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
+  // runnable and burns its CPU share (and the quota the holder needs) for
+  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
+  // the timer slack); no wake-up is needed, the next look finds the lock
+  // free. An unlock stays a plain store.
+  GORO_NOINLINE static void nap(unsigned n) noexcept {
+    os::sleep_ns(1000L << (n < 10 ? n : 10));
+  }
+};
+
+}  // namespace goro::detail
+// ---- end goro/detail/spinlock.hpp ----
 
 #if GORO_EXCEPTIONS  // after config.hpp, which defines it
 #include <cxxabi.h>
@@ -4050,10 +4127,21 @@ enum class after_switch : std::uint8_t {
 // The policy-independent interface of a runtime.
 struct timer;
 class netpoller;
+class sched_base;
+
+// after_func (time.hpp): the runtime an after_func timer starts f on, as
+// its timer sees it. A timer may outlive its runtime: the runtime clears
+// rt (under lock) before it drops its timers at shutdown, so a timer
+// re-armed later finds nullptr there, never a freed runtime, and one
+// re-armed before is dropped with the others.
+struct after_func_home {
+  spinlock lock;
+  sched_base* rt = nullptr;  // guarded by lock; nullptr once the runtime ended
+};
 
 class sched_base {
  public:
-  virtual ~sched_base() = default;
+  virtual ~sched_base() { close_after_func_home(); }
   // Destroys the scheduler and returns its storage to the allocator it
   // came from (the policy's allocator_type; see new_scheduler).
   virtual void destroy() noexcept { delete this; }
@@ -4065,6 +4153,22 @@ class sched_base {
   // thread_lane's adapter, lane.hpp) its runtime's.
   const std::atomic<bool>* ending_flag = &ending_goroutines;
   bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
+  // after_func: this runtime's home (made by its first after_func, an
+  // allocation of that call's like its timer; time.hpp), and its lock.
+  spinlock af_home_lock;
+  std::shared_ptr<after_func_home> af_home;
+  // At shutdown, before the timers are dropped: an after_func timer
+  // re-armed from now on finds no runtime. Idempotent.
+  void close_after_func_home() noexcept {
+    std::shared_ptr<after_func_home> h;
+    {
+      std::lock_guard<spinlock> lk(af_home_lock);
+      h = std::move(af_home);
+    }
+    if (!h) return;
+    std::lock_guard<spinlock> lk(h->lock);
+    h->rt = nullptr;
+  }
   // The runtime's allocator for its non-template parts (memory.hpp);
   // nullptr: std::allocator. Set by the scheduler's constructor (a
   // thread_lane's adapter: its runtime's).
@@ -4670,14 +4774,18 @@ GORO_ALWAYS_INLINE void check_may_park(const char* call) {
 //
 //   goroutine 7 [chan receive, 3 minutes]:
 //   wait_for_reply(goro::chan<int>&) +0x2a
+//           /src/app/serve.cpp:12
 //   ...
-//   created by serve() +0x57
+//   created by serve()
+//           /src/app/serve.cpp:30
 //
 // goro::goroutines() returns the same as data. Wait reasons are recorded
 // where goroutines park (detail/wait_reason.hpp); stacks come from the C++
 // unwinder started at a parked goroutine's saved context (detail/
 // unwind.hpp), so no frame pointers are needed; names come from the
-// program's own symbol tables (detail/symbolize.hpp).
+// program's own symbol tables (detail/symbolize.hpp), files and lines from
+// its DWARF line information where it was built with -g (detail/
+// debug_line.hpp; not on Windows).
 //
 // Consistency: the dump pins each waiting goroutine (g::dump_pin), runs
 // membarrier() and then reads the goroutine's status; an M about to resume
@@ -4712,7 +4820,10 @@ struct goroutine_info {
   std::string wait_reason;  // what the dump shows in brackets: "chan receive", ..., "runnable", "running"
   std::chrono::nanoseconds waiting_for{0};  // since the wait began (waiting, or in a blocking call)
   std::vector<std::string> frames;          // innermost first: "function +0xOFF"
+  std::vector<std::string> files;           // per frame: "/path/file.cpp:123" (-g), or empty
   std::string created_by;                   // the function that called go(); empty for main
+  std::string created_by_file;              // the file:line of that go() call (-g), or empty
+  bool locked_to_thread = false;            // inside goro::lock_os_thread(): ", locked to thread" in the dump
 };
 
 // Every goroutine of every runtime in the process, as data (sorted by id).
@@ -5131,8 +5242,10 @@ struct options {
   // Also what the destructor does with goroutines started by go() while no
   // run() was active.
   main_return on_main_return = main_return::unwind;
-  // The most Ms (threads running goroutines) this runtime may have, the
-  // run() caller included: past it the program ends with "goro: program
+  // The most Ms (threads running goroutines) this runtime may have at
+  // once, the run() caller included while it runs the scheduler (from
+  // run()'s start until main finishes; with no run() active only the
+  // runtime's own Ms count): past it the program ends with "goro: program
   // exceeds N-thread limit" (Go's SetMaxThreads; a runaway of goroutines
   // stuck in goro::blocking is the usual cause). At least 1.
   unsigned max_threads = 10000;
@@ -5190,7 +5303,7 @@ inline void release_main_lock() noexcept {
   m_base* m = current_m();
   g* gp = m->curg;
   if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
-  if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
+  if (gp->lock_count.load(std::memory_order_relaxed) == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
     gp->lockedm.store(nullptr, std::memory_order_relaxed);
     m->lockedg = nullptr;
   }
@@ -5365,8 +5478,9 @@ std::invoke_result_t<F> run(F&& f, options o = {}) {
 inline void lock_os_thread() {
   detail::m_base* m = detail::require_goroutine("lock_os_thread()");
   detail::g* gp = m->curg;
-  if (GORO_UNLIKELY(gp->lock_count == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
-  ++gp->lock_count;
+  const std::uint32_t n = gp->lock_count.load(std::memory_order_relaxed);
+  if (GORO_UNLIKELY(n == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
+  gp->lock_count.store(n + 1, std::memory_order_relaxed);  // only this goroutine writes it
   // Written by the goroutine on its own M; read by the M that dequeues it
   // later, after the queue hand-off (which orders these stores).
   gp->lockedm.store(m, std::memory_order_relaxed);
@@ -5378,7 +5492,10 @@ inline void lock_os_thread() {
 inline void unlock_os_thread() {
   detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
   detail::g* gp = m->curg;
-  if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  const std::uint32_t n = gp->lock_count.load(std::memory_order_relaxed);
+  if (n == 0) return;
+  gp->lock_count.store(n - 1, std::memory_order_relaxed);
+  if (n != 1) return;
   if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   if (m->lockedg == gp) m->lockedg = nullptr;
@@ -5683,76 +5800,6 @@ class note {
 
 }  // namespace goro::detail
 // ---- end goro/detail/note.hpp ----
-// ---- begin goro/detail/spinlock.hpp ----
-// A tiny lock for very short critical sections (wait queues of sync
-// objects). Its unlock is a single release store and is the last access to
-// the lock, so an object holding one may be destroyed as soon as another
-// thread has acquired and released it (wait_group relies on this).
-
-#include <atomic>
-#include <cstdint>
-
-
-namespace goro::detail {
-
-class spinlock {
- public:
-  // The uncontended exchange inline, the waiting out of line: GCC stopped
-  // inlining the whole of lock() into the channel operations, and the
-  // call cost a channel round trip ~2% of its instructions (pingpong).
-  GORO_ALWAYS_INLINE void lock() noexcept {
-    if (GORO_LIKELY(!locked_.exchange(true, std::memory_order_acquire))) return;
-    lock_contended();
-  }
-  bool try_lock() noexcept {
-    return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
-
- private:
-  GORO_NOINLINE void lock_contended() noexcept {
-    // lock() tried the exchange first: the lock's line usually sits in another core's
-    // cache (a channel shared by two Ms), and a load first would fetch it
-    // shared only to fetch it again exclusive for the exchange. Under
-    // contention, spin on loads (test-and-test-and-set) with exponential
-    // backoff: 1, 2, 4 ... 64 pauses between looks (Go's lock2 spins
-    // procyield(30) between tries). The object a lock guards usually shares
-    // its cache line (a channel is one line), so a waiter that looks every
-    // few cycles takes the line away from the holder in the middle of its
-    // critical section; backing off lets the holder finish, and often run
-    // several operations in a row. 4 producers and 4 consumers on one
-    // channel at 2 procs: 160 -> 48 ns per item on a VM where cross-core
-    // transfers are slow.
-    for (unsigned round = 0;; ++round) {
-      if (round < backoff_rounds) {
-        for (unsigned k = 1u << (round < max_backoff_shift ? round : max_backoff_shift); k != 0; --k) cpu_relax();
-      } else if (round < backoff_rounds + yield_rounds) {
-        os::yield_thread();  // about 190 pauses gone: the holder was probably descheduled
-      } else {
-        nap(round - backoff_rounds - yield_rounds);
-      }
-      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
-    }
-  }
-
-  static constexpr unsigned max_backoff_shift = 6;  // at most 64 pauses between looks
-  static constexpr unsigned backoff_rounds = 8;     // 1+2+...+64+64 pauses, then sched_yield
-  static constexpr unsigned yield_rounds = 64;      // then short sleeps
-  std::atomic<bool> locked_{false};
-
-  // The holder is off CPU for long (it sleeps, or its thread was preempted
-  // or throttled by a cgroup CPU quota): a waiter that keeps yielding stays
-  // runnable and burns its CPU share (and the quota the holder needs) for
-  // as long as that lasts. Sleep instead, 1 us doubling up to 1 ms (plus
-  // the timer slack); no wake-up is needed, the next look finds the lock
-  // free. An unlock stays a plain store.
-  GORO_NOINLINE static void nap(unsigned n) noexcept {
-    os::sleep_ns(1000L << (n < 10 ? n : 10));
-  }
-};
-
-}  // namespace goro::detail
-// ---- end goro/detail/spinlock.hpp ----
 
 namespace goro::detail {
 
@@ -6751,10 +6798,15 @@ class recv_chan {
 // is never cancelled and whose done() is the nil channel (never ready).
 //
 // Ownership (Go has a GC; here reference counts): a child holds its parent
-// (a shared_ptr), a parent knows its children only weakly (an intrusive
-// list of raw pointers, guarded by the parent's lock, plus each child's
-// weak self-reference). So a tree that nobody references any more is freed
-// even if cancel was never called, and there is no cycle. Go's
+// (a counted reference), a parent knows its children only weakly (an
+// intrusive list of raw pointers, guarded by the parent's lock; a child is
+// taken from it only if its count is not zero yet). So a tree that nobody
+// references any more is freed even if cancel was never called, and there
+// is no cycle. The count is intrusive, not a shared_ptr, so that a chain
+// is freed in a loop (context_ref::release): a child's destructor that
+// released its parent freed the parent inside it, one nested destructor
+// per level, and dropping the leaf of a chain ~5,000 deep overflowed a
+// goroutine's stack (Go's contexts are collected at any depth). Go's
 // propagateCancel rules: a child is linked into its parent when made (or
 // cancelled at once if the parent already is); cancelling a context unlinks
 // it from its parent, stops its timer and cancels every child before
@@ -6774,7 +6826,6 @@ class recv_chan {
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -7071,17 +7122,23 @@ GORO_DECL void add_timer_anywhere(timer* t);
 // to queue t again. Returns whether t was pending. For goro::timer / ticker
 // (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
 // must not be taken by t's function (del would wait for it forever).
-// `on`: the runtime to queue t on (else add_timer_anywhere's choice).
+// `home`: an after_func timer's runtime, where t is queued whoever re-arms
+// it (else add_timer_anywhere's choice); if that runtime has ended, set is
+// not called, t stays off every heap and *gone is set.
 template <class Set>
-bool rearm_timer(spinlock& op, timer& t, Set set, sched_base* on = nullptr) {
+bool rearm_timer(spinlock& op, timer& t, Set set, after_func_home* home = nullptr, bool* gone = nullptr) {
   std::lock_guard<spinlock> lk(op);
   const bool pending = timer_heap::del(&t);
-  if (set(pending)) {
-    if (on)
-      on->add_timer(&t);
-    else
-      add_timer_anywhere(&t);
+  if (!home) {
+    if (set(pending)) add_timer_anywhere(&t);
+    return pending;
   }
+  std::lock_guard<spinlock> hl(home->lock);  // the runtime cannot end while we queue t
+  if (!home->rt) {
+    *gone = true;
+    return pending;  // false: its heaps were cleared
+  }
+  if (set(pending)) home->rt->add_timer(&t);
   return pending;
 }
 
@@ -7102,8 +7159,11 @@ struct chan_timer {
   // after_func: fn runs in a new goroutine of `owner` at each firing, and
   // c is never sent to. self_owned: the goro::timer was dropped while this
   // was pending; the firing (or the runtime's end, through t.drop) frees it.
+  // home: owner as seen by stop / reset / detach, which may come after it
+  // ended (owner is read only by a firing, on owner's heap: owner lives).
   std::shared_ptr<std::function<void()>> fn;
   sched_base* owner = nullptr;
+  std::shared_ptr<after_func_home> home;
   bool self_owned = false;
 
   GORO_DECL chan_timer(std::int64_t when, std::int64_t period);
@@ -7115,8 +7175,13 @@ struct chan_timer {
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
   GORO_DECL bool detach() noexcept;
+  // An after_func timer whose runtime has ended cannot be re-armed (f has
+  // no runtime to run in): a usage_error.
   GORO_DECL bool reset(std::int64_t when, std::int64_t period);
 };
+
+// The home of rt's after_func timers, made on first use.
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt);
 
 }  // namespace detail
 
@@ -7203,6 +7268,8 @@ class timer {
 
   // Re-arms the timer to fire d from now. True if it was still pending.
   // Like Go's before 1.23, a value sent before the reset stays in c().
+  // An after_func timer whose runtime was destroyed cannot be re-armed: a
+  // usage_error (its stop() just returns false).
   template <class Rep, class Period>
   bool reset(const std::chrono::duration<Rep, Period>& d) {
     return get("timer::reset")->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
@@ -7238,6 +7305,8 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
 // goroutine's runtime) once d has passed. stop() cancels it if it has not
 // fired; reset(d) re-arms it (f runs again). Dropping the returned timer
 // does not cancel f. Its c() is never sent to. Call from a goroutine.
+// Once that runtime is destroyed the timer can never fire: stop() returns
+// false and reset() is a usage_error.
 template <class Rep, class Period, class F>
 timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
@@ -7245,6 +7314,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
   s->fn = std::make_shared<std::function<void()>>(std::move(f));
   s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
+  s->home = detail::after_func_home_of(s->owner);
   s->t.f = &detail::fire_after_func;
   detail::add_timer_anywhere(&s->t);
   return timer(std::move(s));
@@ -7308,16 +7378,56 @@ enum class cancel_reason { none, canceled, deadline_exceeded };
 
 namespace detail {
 
-class context_state : public std::enable_shared_from_this<context_state> {
+class context_state;
+
+// A counted reference to a context_state (an intrusive shared_ptr); empty
+// for background().
+class context_ref {
  public:
-  GORO_DECL context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns);
+  context_ref() noexcept = default;
+  context_ref(const context_ref& o) noexcept;
+  context_ref(context_ref&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  context_ref& operator=(context_ref o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  ~context_ref() { release(s_); }
+
+  // Takes over one reference the caller holds on s.
+  static context_ref adopt(context_state* s) noexcept {
+    context_ref r;
+    r.s_ = s;
+    return r;
+  }
+  // Gives the reference up to the caller, leaving this empty.
+  context_state* take() noexcept { return std::exchange(s_, nullptr); }
+  context_state* get() const noexcept { return s_; }
+  context_state* operator->() const noexcept { return s_; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+  friend bool operator==(const context_ref& a, const context_ref& b) noexcept { return a.s_ == b.s_; }
+
+ private:
+  // Drops one reference on s; the last one frees s, then drops the
+  // reference s held on its parent, and so on up: a loop, never a
+  // destructor inside a destructor.
+  GORO_DECL static void release(context_state* s) noexcept;
+
+  context_state* s_ = nullptr;
+};
+
+class context_state {
+ public:
+  // Takes over the reference `parent` holds.
+  GORO_DECL context_state(context_ref parent, std::int64_t deadline_ns);
   context_state(const context_state&) = delete;
   context_state& operator=(const context_state&) = delete;
 
+  // Called by context_ref::release once the count is zero; does not
+  // release the parent (release does, after it).
   GORO_DECL ~context_state();
 
-  // Go's propagateCancel: links this (just made, owned by a shared_ptr)
-  // into its parent, or cancels it at once if the parent is done.
+  // Go's propagateCancel: links this (just made, counted) into its
+  // parent, or cancels it at once if the parent is done.
   GORO_DECL void attach();
 
   // Arms the deadline timer (after attach(): the parent may have
@@ -7335,17 +7445,27 @@ class context_state : public std::enable_shared_from_this<context_state> {
   const chan<std::monostate>& done() const noexcept { return done_; }
 
  private:
+  friend class context_ref;
+
+  // A new reference if the count is not zero yet (a weak_ptr's lock): a
+  // child whose count reached zero is being destroyed.
+  bool try_ref() noexcept {
+    std::size_t n = refs_.load(std::memory_order_relaxed);
+    while (n != 0)
+      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
+    return false;
+  }
+
   // cancel's step for one context: false if it was done already; else
   // appends the children it took to `kids` (they are cancelled next).
-  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent,
-                            std::vector<std::shared_ptr<context_state>>& kids);
+  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent, std::vector<context_ref>& kids);
   // Links c as a child; returns our reason instead if we are done.
   GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
   GORO_DECL void unlink_child(context_state* c) noexcept;
 
-  const std::shared_ptr<context_state> parent_;
-  const std::int64_t deadline_ns_;  // 0: none
+  std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
+  const std::int64_t deadline_ns_;    // 0: none
   chan<std::monostate> done_;       // closed by the first cancel
   std::atomic<cancel_reason> err_{cancel_reason::none};
   spinlock lock_;                          // guards our child list and our children's sibling links
@@ -7355,7 +7475,15 @@ class context_state : public std::enable_shared_from_this<context_state> {
   bool linked_ = false;                    // guarded by parent_->lock_
   bool armed_ = false;                     // the timer was added (written before it could fire)
   timer timer_;
+  // One reference, released by context_ref::release after our destructor.
+  // Last: taken from the constructor's argument only once done_ (which
+  // allocates, and may throw) is made, or the reference would leak.
+  context_state* const parent_;
 };
+
+inline context_ref::context_ref(const context_ref& o) noexcept : s_(o.s_) {
+  if (s_) s_->refs_.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace detail
 
@@ -7396,12 +7524,12 @@ class context {
   friend bool operator==(const context& a, const context& b) noexcept { return a.s_ == b.s_; }
 
  private:
-  explicit context(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
+  explicit context(detail::context_ref s) noexcept : s_(std::move(s)) {}
   // A child of parent with the given deadline (0: none); arm_timer: the
   // deadline is its own (else inherited from the parent, whose timer acts).
   GORO_DECL static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
 
-  std::shared_ptr<detail::context_state> s_;
+  detail::context_ref s_;
 
   friend std::pair<context, cancel_func> with_cancel(context parent);
   friend std::pair<context, cancel_func> with_deadline(context parent, time_point tp);
@@ -7417,8 +7545,8 @@ class cancel_func {
   GORO_DECL void operator()() const;
 
  private:
-  explicit cancel_func(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
-  std::shared_ptr<detail::context_state> s_;
+  explicit cancel_func(detail::context_ref s) noexcept : s_(std::move(s)) {}
+  detail::context_ref s_;
   friend class context;
 };
 
@@ -7427,6 +7555,21 @@ inline context background() noexcept { return {}; }
 
 // with_deadline(parent, now + d).
 GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d);
+
+// The same for any duration or steady_clock instant, saturated before it
+// becomes nanoseconds (time.hpp's to_ns): converted implicitly, hours::max()
+// ("no timeout") or time_point<steady_clock, seconds>::max() overflowed
+// (UB) and read as past: the context was cancelled at once.
+template <class Rep, class Period>
+std::pair<context, cancel_func> with_timeout(context parent, const std::chrono::duration<Rep, Period>& d) {
+  return with_timeout(std::move(parent), std::chrono::nanoseconds(detail::to_ns(d)));
+}
+template <class Duration>
+std::pair<context, cancel_func> with_deadline(context parent,
+                                              const std::chrono::time_point<std::chrono::steady_clock, Duration>& tp) {
+  return with_deadline(std::move(parent), std::chrono::steady_clock::time_point(
+                                              std::chrono::nanoseconds(detail::to_ns(tp.time_since_epoch()))));
+}
 
 }  // namespace goro
 
@@ -7468,6 +7611,7 @@ GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chro
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <utility>
 
 // ---- begin goro/detail/cpus.hpp ----
@@ -7540,6 +7684,8 @@ inline bool multicore() noexcept {
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 
@@ -7655,6 +7801,14 @@ template <class Clock, class Duration>
 std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
   using namespace std::chrono;
   const auto clock_now = Clock::now();
+  // Far from now in the units tp and now are compared in, checked in double
+  // first: a coarse instant (time_point<steady_clock, seconds>::max(),
+  // "forever") overflowed when converted to the clock's nanoseconds (UB),
+  // and read as long past: the wait timed out at once.
+  using common = typename std::common_type_t<Duration, typename Clock::duration>;
+  const double at = duration<double, typename common::period>(tp.time_since_epoch()).count();
+  constexpr double bound = static_cast<double>(std::numeric_limits<typename common::rep>::max()) / 4;
+  if (!(at < bound && at > -bound)) return at > 0 ? INT64_MAX / 2 : nanotime();  // NaN: past
   // Compared before subtracting: tp - now overflows for time_point::min(),
   // which then read as a wait of centuries.
   if (tp <= clock_now) return nanotime();
@@ -7878,11 +8032,11 @@ class mutex {
   // has no fairness claim: a blocked lock() may win first).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
+    return try_lock_until_ns(detail::deadline_after(d), "mutex try_lock_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return try_lock_until_ns(detail::deadline_ns(tp));
+    return try_lock_until_ns(detail::deadline_ns(tp), "mutex try_lock_until");
   }
 
   void unlock() {
@@ -7909,8 +8063,8 @@ class mutex {
   }
 
  private:
-  // Until the nanotime() `when`.
-  bool try_lock_until_ns(std::int64_t when) {
+  // Until the nanotime() `when`. `call`: the caller's name, for errors.
+  bool try_lock_until_ns(std::int64_t when, const char* call) {
     // A safe point even when it will not wait (as chan's try_recv): a loop
     // polling try_lock_for(0) is otherwise never preempted, and the holder
     // may be waiting on this P (cooperative preemption).
@@ -7920,7 +8074,7 @@ class mutex {
       if (try_lock()) return true;
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
-      detail::check_may_park("mutex try_lock_for");
+      detail::check_may_park(call);
       detail::nap_until(std::min(when, now + backoff), detail::wait_reason::mutex_lock);
       detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
@@ -8128,21 +8282,22 @@ class cond {
   // deadline. False on timeout; lk is locked again either way.
   template <class Rep, class Period>
   bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(lk, detail::deadline_after(d));  // saturated: hours::max() waits
+    return wait_until_ns(lk, detail::deadline_after(d), "cond wait_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(lk, detail::deadline_ns(tp));
+    return wait_until_ns(lk, detail::deadline_ns(tp), "cond wait_until");
   }
 
   void notify_one() noexcept { list_.notify_one(); }
   void notify_all() noexcept { list_.notify_all(); }
 
  private:
-  // Until the nanotime() `when`.
-  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when) {
-    if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
-    detail::check_may_park("cond wait_until");
+  // Until the nanotime() `when`. `call`: the caller's name, for errors
+  // (they named wait_until when wait_for was called).
+  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when, const char* call) {
+    if (!lk.owns_lock()) raise_without_lock(call);
+    detail::check_may_park(call);
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
@@ -8150,6 +8305,10 @@ class cond {
     lk.lock();
     if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());
     return notified;
+  }
+
+  [[noreturn]] GORO_NOINLINE static void raise_without_lock(const char* call) {
+    detail::raise_usage((std::string(call) + " without the lock held").c_str());
   }
 
   detail::notify_list list_;
@@ -8255,22 +8414,22 @@ class wait_group {
   // by then.
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
+    return wait_until_ns(detail::deadline_after(d), "wait_group wait_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(detail::deadline_ns(tp));
+    return wait_until_ns(detail::deadline_ns(tp), "wait_group wait_until");
   }
 
  private:
-  // Until the nanotime() `when`.
-  bool wait_until_ns(std::int64_t when) {
+  // Until the nanotime() `when`. `call`: the caller's name, for errors.
+  bool wait_until_ns(std::int64_t when, const char* call) {
     detail::call_point();  // a safe point even past the deadline (see mutex::try_lock_until_ns)
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return true;
       if (detail::nanotime() >= when) return false;
-      detail::check_may_park("wait_group wait_until");
+      detail::check_may_park(call);
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
     if (sema_.acquire_until(when, &uncount_waiter, this, detail::wait_reason::wait_group_wait)) {
@@ -8352,7 +8511,8 @@ class rw_mutex {
       return;
     }
     detail::call_point();  // main_return (detail/goexit.hpp)
-    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) wait_handover(reader_sem_);  // a writer is pending
+    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0)
+      wait_handover(reader_sem_, detail::wait_reason::rw_mutex_rlock);  // a writer is pending
   }
 
   // Go's TryRLock: fails while a writer holds or waits for the lock.
@@ -8385,9 +8545,10 @@ class rw_mutex {
       if (!try_lock()) detail::raise_inside_blocking("rw_mutex lock");
       return;
     }
-    w_.lock();
+    w_.lock();  // behind another writer: sync.Mutex.Lock in the dump, as in Go
     const std::int32_t r = reader_count_.fetch_sub(max_readers, std::memory_order_acq_rel);
-    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) wait_handover(writer_sem_);
+    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0)
+      wait_handover(writer_sem_, detail::wait_reason::rw_mutex_lock);
   }
 
   // Go's TryLock.
@@ -8421,11 +8582,12 @@ class rw_mutex {
   // (detail/main_return.hpp) does not take such a waiter off: the counts
   // already include it, and the holder (itself unwinding) hands the lock
   // over as usual; the goroutine then ends at its next goro call, its
-  // guard releasing the lock.
-  static void wait_handover(detail::sema& s) noexcept {
+  // guard releasing the lock. `why`: Go 1.20's wait reasons for the two
+  // semaphores (sync.RWMutex.RLock, sync.RWMutex.Lock).
+  static void wait_handover(detail::sema& s, detail::wait_reason why) noexcept {
     detail::g* gp = detail::current_g();
     if (gp) gp->no_kill = true;
-    s.acquire();
+    s.acquire(false, nullptr, nullptr, why);
     if (gp) gp->no_kill = false;
   }
 
@@ -8478,7 +8640,8 @@ class group {
   GORO_DECL void set_limit(int n);
 
   // Waits for every task, cancels ctx(), and returns the first failure: an
-  // error code is returned, an exception rethrown; {} if none failed.
+  // error code is returned, an exception rethrown; {} if none failed. Any
+  // number of waits, in turn or at once, report the same failure.
   GORO_DECL std::error_code wait();
 
   // The group's context: cancelled by the first failure, by the parent,
@@ -9527,6 +9690,8 @@ GORO_DECL bool running() noexcept;
 //
 // An address is an IPv4 or IPv6 address with a port, or a Unix socket path
 // (one that starts with '/' or '.', or '@' for Linux's abstract namespace).
+// An IPv6 address may carry a zone, as in Go: "[fe80::1%eth0]:80" (an
+// interface name, looked up on Linux, or its index: "%2").
 // It is a plain value (a sockaddr inside), cheap to copy and compare.
 //
 // Error codes: every goro::net call that can fail has an overload taking
@@ -9586,6 +9751,7 @@ GORO_DECL bool running() noexcept;
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -9614,6 +9780,48 @@ inline const char* errno_text(int) noexcept { return nullptr; }
 
 // Nothing to start on Linux (Winsock's WSAStartup elsewhere).
 inline void net_startup() noexcept {}
+
+// IPv6 zones by name ("%eth0"): the interface's index (0: none such), and
+// an index's name into buf (interface_name_size bytes; false: none such).
+// What if_nametoindex / if_indextoname do (SIOCGIFINDEX / SIOCGIFNAME on a
+// throwaway socket), with the kernel's struct ifreq layout written here:
+// <net/if.h> cannot be included, since a program that included
+// <linux/if.h> first would then fail to compile (IFF_UP redeclared).
+inline constexpr std::size_t interface_name_size = 16;  // IFNAMSIZ
+struct interface_request {                               // struct ifreq
+  char name[interface_name_size];
+  union {
+    int index;
+    char pad[24];  // the union's size (struct ifmap)
+  };
+};
+static_assert(sizeof(interface_request) == 40);
+inline bool interface_ioctl(unsigned long request, interface_request& r) noexcept {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = ::ioctl(fd, request, &r) == 0;
+  ::close(fd);
+  return ok;
+}
+inline unsigned interface_index(const char* name) noexcept {
+  interface_request r{};
+  std::size_t n = 0;
+  while (name[n] != '\0') {
+    if (n + 1 >= interface_name_size) return 0;  // too long for any interface
+    r.name[n] = name[n];
+    ++n;
+  }
+  if (n == 0 || !interface_ioctl(SIOCGIFINDEX, r) || r.index <= 0) return 0;
+  return static_cast<unsigned>(r.index);
+}
+inline bool interface_name(unsigned index, char* buf) noexcept {
+  interface_request r{};
+  r.index = static_cast<int>(index);
+  if (index == 0 || index > 0x7fffffffu || !interface_ioctl(SIOCGIFNAME, r)) return false;
+  r.name[interface_name_size - 1] = '\0';
+  for (std::size_t i = 0; i < interface_name_size; ++i) buf[i] = r.name[i];
+  return true;
+}
 
 // A new non-blocking, close-on-exec socket, or invalid_socket and *err.
 inline socket_t open_socket(int family, int type, int* err) noexcept {
@@ -9771,6 +9979,12 @@ namespace goro::detail::os {
 using sock_len = int;
 
 inline constexpr bool unix_sockets = false;
+
+// IPv6 zones by name: not looked up here (if_nametoindex is iphlpapi's, a
+// library goro does not link), so a zone is its number ("%12").
+inline unsigned interface_index(const char*) noexcept { return 0; }
+inline bool interface_name(unsigned, char*) noexcept { return false; }
+inline constexpr std::size_t interface_name_size = 16;
 
 // Winsock's codes as errno values (those MinGW-w64's <errno.h> and
 // libstdc++'s std::errc use); anything else is EIO.
@@ -10098,11 +10312,15 @@ namespace detail {
 // ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
 inline constexpr int deadline_code = 100;
 inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
-inline constexpr int bad_addr_last = 107;
-inline constexpr const char* bad_addr_why[] = {
-    "missing port",      "missing ']'",       "too many colons (IPv6 needs [brackets])",
-    "bad port",          "port out of range", "not a numeric IP address",
-    "unix path too long"};
+inline constexpr int bad_addr_last = 108;
+inline constexpr const char* bad_addr_why[] = {"missing port",
+                                               "missing ']'",
+                                               "too many colons (IPv6 needs [brackets])",
+                                               "bad port",
+                                               "port out of range",
+                                               "not a numeric IP address",
+                                               "unix path too long",
+                                               "unknown IPv6 zone (no such interface)"};
 
 class net_category_impl : public std::error_category {
  public:
@@ -10196,11 +10414,11 @@ class address {
   }
   GORO_DECL static address parse(std::string_view s);
 
-  // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
-  // Malformed: an empty address.
+  // An IP address ("10.0.0.1", "::1", "fe80::1%eth0"; no port, no name)
+  // and a port. Malformed: an empty address.
   static address from_ip(std::string_view ip, std::uint16_t port) {
     address a;
-    if (!a.set_ip(ip, port)) return {};
+    if (a.set_ip(ip, port) != 0) return {};
     return a;
   }
   // The address a sockaddr holds (as accept, recvfrom, getsockname give).
@@ -10215,7 +10433,7 @@ class address {
   // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
   // when empty (or an unnamed Unix socket).
   GORO_DECL std::string to_string() const;
-  // The IP without the port ("::1"), or the Unix path.
+  // The IP without the port ("::1", "fe80::1%eth0"), or the Unix path.
   GORO_DECL std::string host() const;
   // The port (0 for a Unix path or an empty address).
   std::uint16_t port() const noexcept {
@@ -10253,7 +10471,8 @@ class address {
   }
 
  private:
-  GORO_DECL bool set_ip(std::string_view ip, std::uint16_t port);
+  // 0, or which bad_addr_why the ip is (not numeric, unknown zone).
+  GORO_DECL int set_ip(std::string_view ip, std::uint16_t port);
   GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
   // parse, leaving the internal code (which says what is malformed).
   GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
@@ -10277,7 +10496,8 @@ inline address unix_address(std::string_view path, std::error_code& ec) noexcept
 // /etc/hosts, then DNS, as the C library is configured. A numeric IP is
 // returned as it is, without a lookup. getaddrinfo blocks, so it runs
 // inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
-// (the throwing form: std::system_error with that code).
+// (the throwing form: std::system_error with that code); so is a name with
+// a NUL in it ("localhost\0evil.com"), as in Go, never cut at the NUL.
 GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec);
 GORO_DECL std::vector<address> lookup_host(std::string_view name);
 
@@ -10407,6 +10627,9 @@ struct poll_desc {
   std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
   std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
   std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
+  // Threads between reading owner and pinning that poller
+  // (netpoller::pin_owner): its end waits for none to be left.
+  std::atomic<std::uint32_t> pinning{0};
   spinlock lock;                           // registration and deadline setters
   timer rt, wt;                            // deadline timers (sync: del waits for a running one)
   poll_desc* prev = nullptr;               // owner's list / free list (their locks)
@@ -10560,15 +10783,24 @@ class netpoller {
   // The runtime is gone (every M and sysmon joined: no poll in flight):
   // descriptors still registered (sockets outliving their runtime) are
   // detached; a goroutine of another runtime that waits on one registers
-  // it again with its own poller. Then the pools this poller may have
-  // seen events of are let go (poll_desc.hpp).
+  // it again with its own poller. Then, once no other thread uses this
+  // poller (pin_owner's protocol: detached, then dead, then drained), its
+  // fds are closed and the pools it may have seen events of are let go
+  // (poll_desc.hpp).
   ~netpoller() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       for (poll_desc* pd = list_; pd;) {
         poll_desc* next = pd->next;
-        pd->owner.store(nullptr, std::memory_order_seq_cst);
+        // The links first: once owner is cleared, a goroutine of another
+        // runtime may register pd with its own poller (ensure_registered
+        // reads owner, then try_open links pd there) and must not see its
+        // new links overwritten.
         pd->prev = pd->next = nullptr;
+        pd->owner.store(nullptr, std::memory_order_seq_cst);
+        // A thread that read owner before the store above has pinned
+        // this poller by the time pinning drops (pin_owner).
+        while (pd->pinning.load(std::memory_order_seq_cst) != 0) os::yield_thread();
         // A goroutine of another runtime parked on pd (pd_block) would
         // wait for events nobody polls any more: ready it as an event
         // would (a spurious readiness: it retries its call, and on EAGAIN
@@ -10581,6 +10813,11 @@ class netpoller {
       }
       list_ = nullptr;
     }
+    // No descriptor names this poller now, and none will: only this
+    // runtime's goroutines register with it (try_open), and none is left.
+    // Those who pinned it finish first; nobody pins it after.
+    users_.fetch_or(users_dead, std::memory_order_seq_cst);
+    drain_users();
     os_poller_.close();
     while (pool_ref* r = foreign_) {
       foreign_ = r->next;
@@ -10662,6 +10899,80 @@ class netpoller {
     if (watch_) watch_(on_init_arg_);
   }
 
+  // ---- Other threads' use of a poller through a descriptor ----
+  //
+  // pd->owner names the poller pd is registered with, but a thread that
+  // reads it may not be of that poller's runtime (a goroutine of another
+  // runtime parking on a socket registered here, a plain thread closing
+  // it, a deadline timer of another runtime): that runtime may be
+  // destroyed meanwhile, and this poller with it. Such a thread pins the
+  // poller (pin_owner) before it uses it; the pin, when it goes, unpins it.
+  // The ordering that makes a pinned poller stay alive:
+  //   - pin_owner: pd->pinning += 1, read pd->owner, users_ += 1 (on the
+  //     poller read), pd->pinning -= 1. All seq_cst.
+  //   - ~netpoller: for each pd on its list, owner = nullptr, then waits
+  //     for pd->pinning to be 0; then sets users_dead and waits for
+  //     users_'s count to be 0; only then closes its fds and lets the
+  //     runtime free it.
+  // A pinner that read the poller read owner before ~netpoller cleared it,
+  // so its pinning increment comes before that store (seq_cst): the end
+  // sees pinning > 0 and waits, or reads the decrement, which comes after
+  // the users_ increment: either way users_ counts it before users_dead
+  // is set, and the drain waits for its unpin. A pinner that reads owner
+  // after the store reads nullptr (or a later owner, which is another
+  // poller). So the pinner always has it, or has none; users_dead is
+  // checked anyway, and a poller pinned dead counts as none.
+  //
+  // stop_watch (the runtime's shutdown, before it stops its Ms) sets
+  // users_no_watch and drains the same way: a pin that saw it does not
+  // watch(), whose hook may start an M (wakep) of a runtime that is
+  // joining them; one that did not has watched before its Ms are stopped.
+  //
+  // A goroutine whose own runtime's poller is pd's owner needs no pin: its
+  // runtime cannot end while it runs (or is parked).
+  class pin {
+   public:
+    pin() noexcept = default;
+    pin(const pin&) = delete;
+    pin& operator=(const pin&) = delete;
+    ~pin() {
+      if (np_) np_->users_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    // The pinned poller, or nullptr (pd registered nowhere, or with a
+    // poller whose end has begun).
+    netpoller* get() const noexcept { return np_; }
+    // netpoller::watch, unless the poller's runtime has begun to stop its Ms.
+    void watch() const noexcept {
+      if (np_ && may_watch_) np_->watch();
+    }
+
+   private:
+    friend class netpoller;
+    netpoller* np_ = nullptr;
+    bool may_watch_ = false;
+  };
+  // Pins pd's owner into p (see above).
+  static void pin_owner(poll_desc* pd, pin& p) noexcept {
+    pd->pinning.fetch_add(1, std::memory_order_seq_cst);
+    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) {
+      std::uint32_t v = np->users_.fetch_add(1, std::memory_order_seq_cst);
+      if (v & users_dead) {
+        np->users_.fetch_sub(1, std::memory_order_seq_cst);
+      } else {
+        p.np_ = np;
+        p.may_watch_ = !(v & users_no_watch);
+      }
+    }
+    pd->pinning.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  // The runtime's shutdown, before it stops its Ms: no watch() from now on
+  // (see pin_owner).
+  void stop_watch() noexcept {
+    users_.fetch_or(users_no_watch, std::memory_order_seq_cst);
+    drain_users();
+  }
+
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
     if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
@@ -10676,6 +10987,11 @@ class netpoller {
   GORO_DECL static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept;
 
  private:
+  // Waits until nobody has this poller pinned (pin_owner).
+  void drain_users() noexcept {
+    while ((users_.load(std::memory_order_seq_cst) & users_count) != 0) os::yield_thread();
+  }
+
   static constexpr unsigned ptr_bits = 48;
   static constexpr std::uint64_t ptr_mask = (std::uint64_t{1} << ptr_bits) - 1;
   static constexpr std::uint32_t seq_mask = 0xffff;
@@ -10707,6 +11023,10 @@ class netpoller {
   std::atomic<std::int64_t> last_poll_{0};
   std::mutex mu_;  // init, list_
   poll_desc* list_ = nullptr;
+  // Pins (pin_owner): a count, and the flags that end them.
+  static constexpr std::uint32_t users_dead = 1u << 31, users_no_watch = 1u << 30;
+  static constexpr std::uint32_t users_count = users_no_watch - 1;
+  std::atomic<std::uint32_t> users_{0};
 };
 
 // netpollblock: the calling goroutine waits for readiness on pd in `mode`.
@@ -11165,6 +11485,9 @@ class socket_state {
 
   // Go's pollDesc evict + fd close: idempotent.
   GORO_DECL void close() noexcept;
+  // close() was called (the fd is closed, or will be once the operations
+  // in progress end).
+  bool closed() const noexcept { return (refs_.load(std::memory_order_seq_cst) & closed_bit) != 0; }
 
   // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
   // passed deadline, or (a plain thread) ctx done. The caller holds an op.
@@ -11293,8 +11616,11 @@ class socket_handle {
   }
 
   // The socket's fd (a SOCKET on Windows; -1, INVALID_SOCKET there, for
-  // an empty handle); still owned by the handle.
-  native_socket native_handle() const noexcept { return s_ ? s_->fd() : goro::detail::os::invalid_socket; }
+  // an empty handle, and once closed: the number may name another file
+  // by then); still owned by the handle.
+  native_socket native_handle() const noexcept {
+    return s_ && !s_->closed() ? s_->fd() : goro::detail::os::invalid_socket;
+  }
   explicit operator bool() const noexcept { return s_ != nullptr; }
 
   // Deadlines (steady_clock; a default time_point clears): an operation
@@ -11445,7 +11771,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
   using socket_handle::local_address;
   using socket_handle::remote_address;
 
-  // The socket's fd (-1 for an empty handle); still owned by the conn.
+  // The socket's fd (-1 for an empty handle, and once closed); still
+  // owned by the conn.
   using socket_handle::native_handle;
   using socket_handle::operator bool;
 
@@ -11500,9 +11827,13 @@ struct handles {
 };
 
 // Go's Dialer.Timeout: zero is none, a negative one has passed already.
-inline std::int64_t deadline_after(std::chrono::nanoseconds timeout) noexcept {
-  if (timeout.count() == 0) return 0;
-  if (timeout.count() < 0) return 1;
+// Any std::chrono duration, saturated (hours::max() is "forever"): taken
+// as std::chrono::nanoseconds, hours::max() overflowed in the conversion
+// at the call, to a negative timeout (an instant timeout_error).
+template <class Rep, class Period>
+std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& timeout) noexcept {
+  if (timeout == timeout.zero()) return 0;
+  if (timeout < timeout.zero()) return 1;
   return when_after(nanotime(), to_ns(timeout));
 }
 }  // namespace detail
@@ -11523,7 +11854,8 @@ inline listener listen_tcp(std::string_view host_port) {
 // writable. Refused: std::system_error(ECONNREFUSED). With a timeout (or a
 // context), the connect gives up when it passes (timeout_error /
 // std::errc::timed_out) or the context is cancelled (ECANCELED). A zero
-// timeout is none (Go's DialTimeout). The timeout and the context's
+// timeout is none (Go's DialTimeout); any std::chrono duration, a huge one
+// (hours::max()) meaning no limit. The timeout and the context's
 // deadline cover name resolution's result: each address tried shares it.
 inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec);
@@ -11532,10 +11864,12 @@ inline conn dial_tcp(std::string_view host_port) {
   std::error_code ec;
   return detail::or_raise(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec, "dial tcp", host_port);
 }
-inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout, std::error_code& ec) {
+template <class Rep, class Period>
+conn dial_tcp(std::string_view host_port, std::chrono::duration<Rep, Period> timeout, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec);
 }
-inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout) {
+template <class Rep, class Period>
+conn dial_tcp(std::string_view host_port, std::chrono::duration<Rep, Period> timeout) {
   std::error_code ec;
   return detail::or_raise(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec,
                           "dial tcp", host_port);
@@ -12089,7 +12423,756 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 // abi::__cxa_demangle. No -rdynamic (dladdr sees only exported symbols)
 // and no libbacktrace. Tables are read once per object and kept for the
 // life of the process (a dump is rare; objects are mapped read-only).
+// Where the object was built with -g, file and line come from its DWARF
+// sections in the same mapping (debug_line.hpp).
 
+// ---- begin goro/detail/debug_line.hpp ----
+// File and line for code addresses, for the goroutine dump: read from the
+// DWARF debug information of an object's file on disk (-g), DWARF 4 and 5.
+//
+// A frame's location is the line of the call in that frame's own function
+// (as Go prints it), not the line inside a callee the compiler inlined
+// there: .debug_info's DW_TAG_inlined_subroutine entries that cover the pc
+// give the call site (DW_AT_call_file / DW_AT_call_line) of the outermost
+// inlined call; where no inlined call covers the pc, the line program of
+// .debug_line gives the row for the pc. File names come from that line
+// program's header (.debug_line_str, .debug_str).
+//
+// Own, small readers (no libdw, no libbacktrace): the unit headers, the
+// abbreviations, every attribute form (to skip what is not needed), range
+// lists (.debug_ranges, .debug_rnglists, .debug_addr for the DWARF 5
+// indexed forms clang emits) and the line program's standard, extended and
+// special opcodes. Compressed sections (SHF_COMPRESSED, -gz) and separate
+// debug files are not read: those objects get no file:line. Every read is
+// bounds-checked; malformed data ends the lookup with no answer.
+//
+// Nothing is kept here between lookups but the section pointers (the
+// symbolizer keeps the answers per pc): a lookup walks the units' headers
+// to the one whose ranges hold the pc, then that unit's entries (skipping
+// the subtrees of inlined calls that miss it by DW_AT_sibling where it is
+// present). A dump is rare; memory is only what the dump thread allocates.
+//
+// Included only by symbolize.hpp, itself only in the runtime's part
+// (dump.hpp's GORO_COMPILE_RUNTIME block): under separate compilation only
+// the implementation file compiles this.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace goro::detail {
+
+struct dwarf_span {
+  const unsigned char* data = nullptr;
+  std::size_t size = 0;
+};
+
+// The sections an object's file has, pointing into its mapping.
+struct dwarf_sections {
+  dwarf_span info, abbrev, line, line_str, str, addr, ranges, rnglists;
+};
+
+// A bounds-checked little-endian reader (every target goro supports is
+// little-endian; the symbolizer skips other files).
+struct dwarf_cursor {
+  const unsigned char* p = nullptr;
+  const unsigned char* end = nullptr;
+  bool ok = true;
+
+  dwarf_cursor() = default;
+  dwarf_cursor(dwarf_span s, std::uint64_t off) : p(s.data), end(s.data + s.size) {
+    if (off > s.size)
+      fail();
+    else
+      p += off;
+  }
+  void fail() {
+    ok = false;
+    p = end;
+  }
+  bool need(std::uint64_t n) {
+    if (ok && n <= static_cast<std::uint64_t>(end - p)) return true;
+    fail();
+    return false;
+  }
+  void skip(std::uint64_t n) {
+    if (need(n)) p += n;
+  }
+  std::uint64_t fixed(unsigned n) {
+    if (!need(n)) return 0;
+    std::uint64_t v = 0;
+    for (unsigned i = 0; i < n && i < 8; ++i) v |= std::uint64_t{p[i]} << (8 * i);
+    p += n;
+    return v;
+  }
+  std::uint64_t uleb() {
+    std::uint64_t v = 0;
+    for (unsigned shift = 0; need(1);) {
+      const unsigned char b = *p++;
+      if (shift < 64) v |= std::uint64_t{b & 0x7fu} << shift;
+      shift += 7;
+      if (!(b & 0x80)) break;
+    }
+    return v;
+  }
+  std::int64_t sleb() {
+    std::uint64_t v = 0;
+    unsigned shift = 0;
+    unsigned char b = 0;
+    do {
+      if (!need(1)) return 0;
+      b = *p++;
+      if (shift < 64) v |= std::uint64_t{b & 0x7fu} << shift;
+      shift += 7;
+    } while (b & 0x80);
+    if (shift < 64 && (b & 0x40)) v |= ~std::uint64_t{0} << shift;
+    return static_cast<std::int64_t>(v);
+  }
+  const char* cstr() {
+    const unsigned char* s = p;
+    while (p < end && *p) ++p;
+    if (!need(1)) return nullptr;
+    ++p;
+    return reinterpret_cast<const char*>(s);
+  }
+  // A unit's initial length: 32-bit DWARF, or 0xffffffff then 64-bit.
+  std::uint64_t unit_length(unsigned& offset_size) {
+    std::uint64_t n = fixed(4);
+    offset_size = 4;
+    if (n == 0xffffffffu) {
+      n = fixed(8);
+      offset_size = 8;
+    }
+    return n;
+  }
+};
+
+// The answer: a path ("/dir/file.cpp") and a line; line 0 when unknown.
+struct source_line {
+  std::string file;
+  unsigned line = 0;
+};
+
+namespace dwarf {
+
+// The DWARF constants used here (DWARF 5, section 7).
+enum : unsigned {
+  tag_compile_unit = 0x11,
+  tag_partial_unit = 0x3c,
+  tag_subprogram = 0x2e,
+  tag_inlined_subroutine = 0x1d,
+  tag_enumeration_type = 0x04,
+  at_sibling = 0x01,
+  at_stmt_list = 0x10,
+  at_low_pc = 0x11,
+  at_high_pc = 0x12,
+  at_comp_dir = 0x1b,
+  at_ranges = 0x55,
+  at_call_file = 0x58,
+  at_call_line = 0x59,
+  at_addr_base = 0x73,
+  at_rnglists_base = 0x74,
+  form_addr = 0x01,
+  form_block2 = 0x03,
+  form_block4 = 0x04,
+  form_data2 = 0x05,
+  form_data4 = 0x06,
+  form_data8 = 0x07,
+  form_string = 0x08,
+  form_block = 0x09,
+  form_block1 = 0x0a,
+  form_data1 = 0x0b,
+  form_flag = 0x0c,
+  form_sdata = 0x0d,
+  form_strp = 0x0e,
+  form_udata = 0x0f,
+  form_ref_addr = 0x10,
+  form_ref1 = 0x11,
+  form_ref2 = 0x12,
+  form_ref4 = 0x13,
+  form_ref8 = 0x14,
+  form_ref_udata = 0x15,
+  form_indirect = 0x16,
+  form_sec_offset = 0x17,
+  form_exprloc = 0x18,
+  form_flag_present = 0x19,
+  form_strx = 0x1a,
+  form_addrx = 0x1b,
+  form_ref_sup4 = 0x1c,
+  form_strp_sup = 0x1d,
+  form_data16 = 0x1e,
+  form_line_strp = 0x1f,
+  form_ref_sig8 = 0x20,
+  form_implicit_const = 0x21,
+  form_loclistx = 0x22,
+  form_rnglistx = 0x23,
+  form_ref_sup8 = 0x24,
+  form_strx1 = 0x25,
+  form_strx4 = 0x28,
+  form_addrx1 = 0x29,
+  form_addrx4 = 0x2c,
+};
+
+// One unit of .debug_info, as far as the lookup needs it.
+struct unit {
+  const dwarf_sections* s = nullptr;
+  std::uint64_t offset = 0;  // of the unit header in .debug_info
+  unsigned version = 0, offset_size = 4, addr_size = 8;
+  std::uint64_t addr_base = 0, rnglists_base = 0, base_pc = 0;
+  struct abbrev {
+    std::uint64_t code = 0;
+    unsigned tag = 0;
+    bool children = false;
+    const unsigned char* specs = nullptr;  // (name, form[, implicit const]) pairs
+  };
+  std::vector<abbrev> abbrevs;
+};
+
+// An attribute's value: a number (constant, address, index, offset) or a
+// string; `indexed` for addrx / rnglistx forms (resolved by the caller).
+struct value {
+  std::uint64_t u = 0;
+  const char* str = nullptr;
+  bool indexed = false;
+  bool constant = false;  // a constant class form (high_pc as a length)
+};
+
+inline const char* section_string(dwarf_span sec, std::uint64_t off) {
+  dwarf_cursor c(sec, off);
+  return c.ok ? c.cstr() : nullptr;
+}
+
+// Reads (or skips) one attribute of form `form`.
+inline void read_form(dwarf_cursor& c, const unit& u, std::uint64_t form, std::int64_t implicit, value& v) {
+  v = value{};
+  switch (form) {
+    case form_addr:
+      v.u = c.fixed(u.addr_size);
+      return;
+    case form_data1:
+    case form_ref1:
+    case form_flag:
+    case form_strx1:
+    case form_addrx1:
+      v.u = c.fixed(1);
+      break;
+    case form_data2:
+    case form_ref2:
+    case form_strx1 + 1:
+    case form_addrx1 + 1:
+      v.u = c.fixed(2);
+      break;
+    case form_strx1 + 2:
+    case form_addrx1 + 2:
+      v.u = c.fixed(3);
+      break;
+    case form_data4:
+    case form_ref4:
+    case form_ref_sup4:
+    case form_strx4:
+    case form_addrx4:
+      v.u = c.fixed(4);
+      break;
+    case form_data8:
+    case form_ref8:
+    case form_ref_sig8:
+    case form_ref_sup8:
+      v.u = c.fixed(8);
+      break;
+    case form_data16:
+      c.skip(16);
+      break;
+    case form_sdata:
+      v.u = static_cast<std::uint64_t>(c.sleb());
+      break;
+    case form_udata:
+    case form_ref_udata:
+    case form_strx:
+    case form_addrx:
+    case form_loclistx:
+    case form_rnglistx:
+      v.u = c.uleb();
+      break;
+    case form_string:
+      v.str = c.cstr();
+      return;
+    case form_strp:
+      v.str = section_string(u.s->str, c.fixed(u.offset_size));
+      return;
+    case form_line_strp:
+      v.str = section_string(u.s->line_str, c.fixed(u.offset_size));
+      return;
+    case form_ref_addr:
+    case form_sec_offset:
+    case form_strp_sup:
+      v.u = c.fixed(u.offset_size);
+      return;
+    case form_block1:
+      c.skip(c.fixed(1));
+      return;
+    case form_block2:
+      c.skip(c.fixed(2));
+      return;
+    case form_block4:
+      c.skip(c.fixed(4));
+      return;
+    case form_block:
+    case form_exprloc:
+      c.skip(c.uleb());
+      return;
+    case form_flag_present:
+      v.u = 1;
+      return;
+    case form_implicit_const:
+      v.u = static_cast<std::uint64_t>(implicit);
+      v.constant = true;
+      return;
+    case form_indirect:
+      read_form(c, u, c.uleb(), implicit, v);
+      return;
+    default:
+      c.fail();
+      return;  // a form this reader does not know: stop
+  }
+  v.indexed = form == form_addrx || (form >= form_addrx1 && form <= form_addrx4) || form == form_rnglistx;
+  v.constant = !v.indexed && form != form_ref1 && form != form_ref2 && form != form_ref4 && form != form_ref8 &&
+               form != form_ref_udata && form != form_ref_sig8 && form != form_ref_sup4 && form != form_ref_sup8;
+}
+
+// The address at index `i` of the unit's .debug_addr table.
+inline std::uint64_t indexed_address(const unit& u, std::uint64_t i) {
+  dwarf_cursor c(u.s->addr, u.addr_base + i * u.addr_size);
+  return c.fixed(u.addr_size);
+}
+
+// Whether the range list at `at` (DW_AT_ranges) holds pc.
+inline bool ranges_hold(const unit& u, const value& at, std::uint64_t pc) {
+  if (u.version < 5) {  // .debug_ranges: address pairs, relative to a base
+    dwarf_cursor c(u.s->ranges, at.u);
+    const std::uint64_t all = u.addr_size == 8 ? ~std::uint64_t{0} : 0xffffffffu;
+    std::uint64_t base = u.base_pc;
+    while (c.ok) {
+      const std::uint64_t a = c.fixed(u.addr_size), b = c.fixed(u.addr_size);
+      if (a == 0 && b == 0) break;
+      if (a == all)
+        base = b;
+      else if (pc >= base + a && pc < base + b)
+        return true;
+    }
+    return false;
+  }
+  std::uint64_t off = at.u;
+  if (at.indexed) {  // rnglistx: an offset from the unit's table of offsets
+    dwarf_cursor t(u.s->rnglists, u.rnglists_base + at.u * u.offset_size);
+    off = u.rnglists_base + t.fixed(u.offset_size);
+  }
+  dwarf_cursor c(u.s->rnglists, off);
+  std::uint64_t base = u.base_pc;
+  while (c.ok) {
+    std::uint64_t lo = 0, hi = 0;
+    switch (c.fixed(1)) {  // DW_RLE_*
+      case 0:
+        return false;  // end_of_list
+      case 1:
+        base = indexed_address(u, c.uleb());
+        continue;  // base_addressx
+      case 2:
+        lo = indexed_address(u, c.uleb());
+        hi = indexed_address(u, c.uleb());
+        break;  // startx_endx
+      case 3:
+        lo = indexed_address(u, c.uleb());
+        hi = lo + c.uleb();
+        break;  // startx_length
+      case 4:
+        lo = base + c.uleb();
+        hi = base + c.uleb();
+        break;  // offset_pair
+      case 5:
+        base = c.fixed(u.addr_size);
+        continue;  // base_address
+      case 6:
+        lo = c.fixed(u.addr_size);
+        hi = c.fixed(u.addr_size);
+        break;  // start_end
+      case 7:
+        lo = c.fixed(u.addr_size);
+        hi = lo + c.uleb();
+        break;  // start_length
+      default:
+        return false;
+    }
+    if (pc >= lo && pc < hi) return true;
+  }
+  return false;
+}
+
+// One entry's attributes that matter here.
+struct entry {
+  const unit::abbrev* ab = nullptr;
+  value low, high, ranges, stmt_list, call_file, call_line, sibling, addr_base, rnglists_base;
+  const char* comp_dir = nullptr;
+  bool has_low = false, has_high = false, has_ranges = false, has_stmt = false, has_call = false, has_sibling = false;
+};
+
+// Reads the entry at c (its abbreviation code first); false at a null
+// entry (the end of a list of children) or on malformed data.
+inline bool read_entry(dwarf_cursor& c, const unit& u, entry& e) {
+  const std::uint64_t code = c.uleb();
+  if (code == 0 || !c.ok) return false;
+  e = entry{};
+  if (code <= u.abbrevs.size() && u.abbrevs[code - 1].code == code) e.ab = &u.abbrevs[code - 1];
+  for (std::size_t i = 0; !e.ab && i < u.abbrevs.size(); ++i)
+    if (u.abbrevs[i].code == code) e.ab = &u.abbrevs[i];
+  if (!e.ab) {
+    c.fail();
+    return false;
+  }
+  dwarf_cursor spec(u.s->abbrev, static_cast<std::uint64_t>(e.ab->specs - u.s->abbrev.data));
+  for (;;) {
+    const std::uint64_t name = spec.uleb(), form = spec.uleb();
+    if ((name == 0 && form == 0) || !spec.ok || !c.ok) break;
+    const std::int64_t implicit = form == form_implicit_const ? spec.sleb() : 0;
+    value v;
+    read_form(c, u, form, implicit, v);
+    switch (name) {
+      case at_low_pc:
+        e.low = v, e.has_low = true;
+        break;
+      case at_high_pc:
+        e.high = v, e.has_high = true;
+        break;
+      case at_ranges:
+        e.ranges = v, e.has_ranges = true;
+        break;
+      case at_stmt_list:
+        e.stmt_list = v, e.has_stmt = true;
+        break;
+      case at_call_file:
+        e.call_file = v, e.has_call = true;
+        break;
+      case at_call_line:
+        e.call_line = v;
+        break;
+      case at_sibling:
+        e.sibling = v, e.has_sibling = form != form_ref_addr && form != form_ref_sig8;
+        break;
+      case at_comp_dir:
+        e.comp_dir = v.str;
+        break;
+      case at_addr_base:
+        e.addr_base = v;
+        break;
+      case at_rnglists_base:
+        e.rnglists_base = v;
+        break;
+      default:
+        break;
+    }
+  }
+  return c.ok;
+}
+
+// Whether the entry has code ranges, and if so whether they hold pc.
+inline bool entry_has_ranges(const entry& e) { return e.has_ranges || (e.has_low && e.has_high); }
+inline bool entry_holds(const unit& u, const entry& e, std::uint64_t pc) {
+  if (e.has_ranges) return ranges_hold(u, e.ranges, pc);
+  if (!e.has_low || !e.has_high) return false;
+  const std::uint64_t lo = e.low.indexed ? indexed_address(u, e.low.u) : e.low.u;
+  const std::uint64_t hi = e.high.constant ? lo + e.high.u : e.high.indexed ? indexed_address(u, e.high.u) : e.high.u;
+  return pc >= lo && pc < hi;
+}
+
+// A line program's header: where its opcodes start and its tables.
+struct line_header {
+  unsigned version = 0, min_inst = 1, line_range = 1, opcode_base = 1, addr_size = 8;
+  int line_base = 0;
+  bool default_is_stmt = true;
+  const unsigned char* std_lengths = nullptr;
+  dwarf_cursor program;
+  std::vector<const char*> dirs;
+  std::vector<std::pair<const char*, std::uint64_t>> files;  // name, directory index
+};
+
+// A DWARF 5 directory or file entry format's fields, read per entry.
+inline bool read_entries(dwarf_cursor& c, const unit& u, bool files, line_header& h) {
+  const unsigned nformats = static_cast<unsigned>(c.fixed(1));
+  const unsigned char* formats = c.p;
+  for (unsigned i = 0; i < nformats; ++i) (void)c.uleb(), (void)c.uleb();
+  const std::uint64_t count = c.uleb();
+  for (std::uint64_t k = 0; k < count && c.ok; ++k) {
+    dwarf_cursor f(dwarf_span{formats, static_cast<std::size_t>(c.p - formats)}, 0);
+    const char* path = nullptr;
+    std::uint64_t dir = 0;
+    for (unsigned i = 0; i < nformats; ++i) {
+      const std::uint64_t type = f.uleb(), form = f.uleb();
+      value v;
+      read_form(c, u, form, 0, v);
+      if (type == 1) path = v.str;  // DW_LNCT_path
+      if (type == 2) dir = v.u;     // DW_LNCT_directory_index
+    }
+    if (files)
+      h.files.emplace_back(path, dir);
+    else
+      h.dirs.push_back(path);
+  }
+  return c.ok;
+}
+
+inline bool read_line_header(const unit& cu, std::uint64_t off, const char* comp_dir, line_header& h) {
+  dwarf_cursor c(cu.s->line, off);
+  unit u;  // the forms in the header use the line program's offset size
+  u.s = cu.s;
+  u.version = cu.version;
+  u.addr_size = cu.addr_size;
+  const std::uint64_t length = c.unit_length(u.offset_size);
+  if (!c.need(length)) return false;
+  const unsigned char* end = c.p + length;
+  c.end = end;
+  h.version = static_cast<unsigned>(c.fixed(2));
+  if (h.version < 2 || h.version > 5) return false;
+  if (h.version >= 5) {
+    h.addr_size = static_cast<unsigned>(c.fixed(1));
+    (void)c.fixed(1);  // segment selector size
+  } else {
+    h.addr_size = cu.addr_size;
+  }
+  const std::uint64_t header_length = c.fixed(u.offset_size);
+  if (!c.need(header_length)) return false;
+  const unsigned char* program = c.p + header_length;
+  h.min_inst = static_cast<unsigned>(c.fixed(1));
+  if (h.version >= 4) (void)c.fixed(1);  // maximum operations per instruction (VLIW): 1 assumed
+  h.default_is_stmt = c.fixed(1) != 0;
+  h.line_base = static_cast<signed char>(c.fixed(1));
+  h.line_range = static_cast<unsigned>(c.fixed(1));
+  h.opcode_base = static_cast<unsigned>(c.fixed(1));
+  h.std_lengths = c.p;
+  c.skip(h.opcode_base > 0 ? h.opcode_base - 1 : 0);
+  if (h.line_range == 0 || h.opcode_base == 0) return false;
+  if (h.version >= 5) {
+    if (!read_entries(c, u, false, h) || !read_entries(c, u, true, h)) return false;
+  } else {  // DWARF 4: directory 0 is the unit's; file numbers start at 1
+    h.dirs.push_back(comp_dir);
+    for (const char* d; (d = c.cstr()) && *d;) h.dirs.push_back(d);
+    h.files.emplace_back(nullptr, 0);
+    for (const char* f; (f = c.cstr()) && *f;) {
+      const std::uint64_t dir = c.uleb();
+      (void)c.uleb(), (void)c.uleb();  // modification time, length
+      h.files.emplace_back(f, dir);
+    }
+  }
+  h.program.p = program;
+  h.program.end = end;
+  h.program.ok = c.ok && program <= end;
+  return h.program.ok;
+}
+
+// "dir/name" for file `i` of the header ("" if it has none).
+inline std::string file_path(const line_header& h, std::uint64_t i) {
+  if (i >= h.files.size() || !h.files[i].first) return {};
+  const char* name = h.files[i].first;
+  if (name[0] == '/') return name;
+  std::string path;
+  const std::uint64_t d = h.files[i].second;
+  if (d < h.dirs.size() && h.dirs[d] && *h.dirs[d]) {
+    if (h.dirs[d][0] != '/' && !h.dirs.empty() && h.dirs[0] && d != 0) (path = h.dirs[0]) += '/';
+    (path += h.dirs[d]) += '/';
+  }
+  return path + name;
+}
+
+// Runs the line program to the row that holds pc: file index and line.
+inline bool run_line_program(line_header& h, std::uint64_t pc, std::uint64_t& file, unsigned& line) {
+  dwarf_cursor& c = h.program;
+  struct row {
+    std::uint64_t addr = 0, file = 1;
+    std::int64_t line = 1;
+  } r, prev;
+  bool have_prev = false;
+  // A row at r: the previous row holds [prev.addr, r.addr).
+  auto emit = [&]() {
+    if (have_prev && prev.addr <= pc && pc < r.addr) {
+      file = prev.file;
+      line = prev.line > 0 ? static_cast<unsigned>(prev.line) : 0;
+      return true;
+    }
+    prev = r;
+    have_prev = true;
+    return false;
+  };
+  while (c.ok && c.p < c.end) {
+    const unsigned op = static_cast<unsigned>(c.fixed(1));
+    if (op >= h.opcode_base) {  // special: address and line advance, a row
+      const unsigned adj = op - h.opcode_base;
+      r.addr += std::uint64_t{adj / h.line_range} * h.min_inst;
+      r.line += h.line_base + static_cast<int>(adj % h.line_range);
+      if (emit()) return true;
+      continue;
+    }
+    switch (op) {
+      case 0: {  // extended
+        const std::uint64_t len = c.uleb();
+        if (!c.need(len) || len == 0) return false;
+        const unsigned char* next = c.p + len;
+        const unsigned sub = static_cast<unsigned>(c.fixed(1));
+        if (sub == 1) {  // end_sequence: a row, then the state resets
+          if (emit()) return true;
+          r = row{};
+          have_prev = false;
+        } else if (sub == 2) {  // set_address
+          r.addr = c.fixed(static_cast<unsigned>(len - 1));
+        }
+        c.p = next;  // define_file, set_discriminator, vendor opcodes: skipped
+        break;
+      }
+      case 1:  // copy
+        if (emit()) return true;
+        break;
+      case 2:
+        r.addr += c.uleb() * h.min_inst;
+        break;  // advance_pc
+      case 3:
+        r.line += c.sleb();
+        break;  // advance_line
+      case 4:
+        r.file = c.uleb();
+        break;  // set_file
+      case 8:
+        r.addr += std::uint64_t{(255 - h.opcode_base) / h.line_range} * h.min_inst;
+        break;  // const_add_pc
+      case 9:
+        r.addr += c.fixed(2);
+        break;  // fixed_advance_pc
+      default:  // others: their operands skipped
+        for (unsigned k = 0; k < h.std_lengths[op - 1]; ++k) (void)c.uleb();
+        break;
+    }
+  }
+  return false;
+}
+
+// Reads the unit header at c into u (with its abbreviations); false for
+// units that hold no code (type units) or malformed ones. c ends at the
+// unit's first entry; `next` is the offset of the following unit.
+inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
+  const auto start = static_cast<std::uint64_t>(c.p - u.s->info.data);
+  u.offset = start;
+  const std::uint64_t length = c.unit_length(u.offset_size);
+  next = static_cast<std::uint64_t>(c.p - u.s->info.data) + length;
+  if (!c.ok || !c.need(length)) return false;
+  c.end = c.p + length;
+  u.version = static_cast<unsigned>(c.fixed(2));
+  std::uint64_t abbrev_off = 0;
+  if (u.version >= 5) {
+    const unsigned type = static_cast<unsigned>(c.fixed(1));
+    u.addr_size = static_cast<unsigned>(c.fixed(1));
+    abbrev_off = c.fixed(u.offset_size);
+    if (type != 1 && type != 3) return false;  // compile and partial units only
+  } else if (u.version >= 2) {
+    abbrev_off = c.fixed(u.offset_size);
+    u.addr_size = static_cast<unsigned>(c.fixed(1));
+  } else {
+    return false;
+  }
+  if (u.addr_size != 4 && u.addr_size != 8) return false;
+  u.abbrevs.clear();
+  dwarf_cursor a(u.s->abbrev, abbrev_off);
+  for (;;) {
+    unit::abbrev ab;
+    ab.code = a.uleb();
+    if (ab.code == 0 || !a.ok) break;
+    ab.tag = static_cast<unsigned>(a.uleb());
+    ab.children = a.fixed(1) != 0;
+    ab.specs = a.p;
+    for (;;) {
+      const std::uint64_t name = a.uleb(), form = a.uleb();
+      if (form == form_implicit_const) (void)a.sleb();
+      if ((name == 0 && form == 0) || !a.ok) break;
+    }
+    u.abbrevs.push_back(ab);
+  }
+  return c.ok && a.ok;
+}
+
+}  // namespace dwarf
+
+// The file (and line) for `pc`, a link-time address of the object.
+// `innermost`: the line table's row for pc (the line inside the innermost
+// inlined callee) instead of the call's line in the frame's own function.
+inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc, bool innermost = false) {
+  using namespace dwarf;
+  source_line out;
+  if (!s.info.data || !s.abbrev.data || !s.line.data) return out;
+  unit u;
+  u.s = &s;
+  for (std::uint64_t off = 0, next = 0; off < s.info.size; off = next) {
+    dwarf_cursor c(s.info, off);
+    if (!read_unit(c, u, next)) {
+      if (next <= off) return out;
+      continue;
+    }
+    entry root;
+    if (!read_entry(c, u, root) || (root.ab->tag != tag_compile_unit && root.ab->tag != tag_partial_unit)) continue;
+    u.addr_base = root.addr_base.u;
+    u.rnglists_base = root.rnglists_base.u;
+    if (root.has_low) u.base_pc = root.low.indexed ? indexed_address(u, root.low.u) : root.low.u;
+    if (!root.has_stmt || !entry_holds(u, root, pc)) continue;
+    // The entries, depth first: the outermost inlined call that holds pc
+    // (inside the function that holds it) gives the frame's line.
+    std::uint64_t call_file = 0, call_line = 0;
+    bool found_call = false;
+    int depth = root.ab->children && !innermost ? 1 : 0, function_depth = -1;
+    entry e;
+    while (depth > 0 && c.ok && c.p < c.end && !found_call) {
+      if (!read_entry(c, u, e)) {
+        if (!c.ok) break;
+        --depth;                             // a null entry ends a list of children
+        if (depth <= function_depth) break;  // out of the function that holds pc
+        continue;
+      }
+      const unsigned tag = e.ab->tag;
+      const bool ranged = entry_has_ranges(e);
+      const bool holds = ranged && entry_holds(u, e, pc);
+      if (holds && tag == tag_subprogram && function_depth < 0) {
+        if (!e.ab->children) break;  // no inlined calls in it
+        function_depth = depth;
+      }
+      if (holds && tag == tag_inlined_subroutine && e.has_call) {
+        call_file = e.call_file.u;
+        call_line = e.call_line.u;
+        found_call = true;
+        break;
+      }
+      if (!e.ab->children) continue;
+      // Subtrees that cannot hold the pc's entries: skipped where the
+      // producer says where the next sibling starts.
+      // Only an inlined call that misses pc, or an enumeration: a function
+      // or block that misses pc may still hold local types whose functions
+      // hold it (a lambda's are in its closure type, inside the function
+      // that defines it, outside that function's ranges).
+      const bool skip = (tag == tag_inlined_subroutine && ranged && !holds) || tag == tag_enumeration_type;
+      if (skip && e.has_sibling && e.sibling.u > static_cast<std::uint64_t>(c.p - s.info.data) - u.offset) {
+        c = dwarf_cursor(dwarf_span{s.info.data, static_cast<std::size_t>(c.end - s.info.data)},
+                         u.offset + e.sibling.u);
+        continue;
+      }
+      ++depth;
+    }
+    line_header h;
+    if (!read_line_header(u, root.stmt_list.u, root.comp_dir, h)) return out;
+    std::uint64_t file = call_file;
+    unsigned line = static_cast<unsigned>(call_line);
+    if (!found_call && !run_line_program(h, pc, file, line)) return out;
+    out.file = file_path(h, file);
+    out.line = out.file.empty() ? 0 : line;
+    return out;
+  }
+  return out;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/debug_line.hpp ----
 // ---- begin goro/detail/demangle.hpp ----
 // A C++ symbol's readable name, for the goroutine dump's symbolizers
 // (symbolize.hpp for ELF, symbolize_pe.hpp for PE/COFF).
@@ -12142,6 +13225,8 @@ struct symbol_info {
   std::string name;           // demangled; empty when unknown
   std::uintptr_t offset = 0;  // pc - the symbol's start
   std::string object;         // the module's path (for unknown symbols)
+  std::string file;           // never set here: no file:line on Windows (PE has no DWARF reader yet)
+  unsigned line = 0;
 };
 
 class symbol_table {
@@ -12163,7 +13248,7 @@ class symbol_table {
 
   // The function symbol containing pc (pc exactly: pass a return address
   // minus one); without sizes in COFF, the nearest one below.
-  symbol_info lookup(std::uintptr_t pc) {
+  symbol_info lookup(std::uintptr_t pc, bool = false) {  // the flag: file:line (ELF only)
     std::lock_guard<std::mutex> lk(lock_);
     symbol_info r;
     HMODULE h = nullptr;
@@ -12271,6 +13356,8 @@ struct symbol_info {
   std::string name;         // demangled; empty when unknown
   std::uintptr_t offset = 0;  // pc - the symbol's start
   std::string object;       // the object's path (for unknown symbols)
+  std::string file;         // the source file, where the object has DWARF line information
+  unsigned line = 0;        // its line; 0 when unknown
 };
 
 class symbol_table {
@@ -12284,6 +13371,14 @@ class symbol_table {
     std::uintptr_t bias = 0;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
     std::vector<sym> syms;  // sorted by addr
+    dwarf_sections dwarf;   // empty without -g
+    // Answers of dwarf_source_line, sorted by key (the address twice, plus
+    // one for a row): each walks a whole unit, and dumps repeat addresses.
+    struct line_entry {
+      std::uintptr_t key;
+      source_line at;
+    };
+    std::vector<line_entry> lines;
     bool read = false;
   };
 
@@ -12294,7 +13389,12 @@ class symbol_table {
   }
 
   // The symbol containing pc (pc exactly: pass a return address minus one).
-  symbol_info lookup(std::uintptr_t pc) {
+  // File and line: the call's line in that function (where the callee was
+  // inlined, the inlined call's site). For goro's closure (set_closure's
+  // function, which stands for the callable given to go(), usually inlined
+  // into it) with `closure_row`: the line table's row for pc, a line in
+  // that callable rather than goro's call of it.
+  symbol_info lookup(std::uintptr_t pc, bool closure_row = false) {
     std::lock_guard<std::mutex> lk(lock_);
     object* o = find_object(pc);
     if (!o) {
@@ -12314,10 +13414,32 @@ class symbol_table {
     if (it->size != 0 && rel >= it->addr + it->size) return r;
     r.offset = rel - it->addr;
     r.name = demangle(it->name);
+    // Not under ThreadSanitizer (as the dump reads no stacks there): its
+    // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
+    // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
+    if (!GORO_TSAN && o->dwarf.info.data) {
+      const bool row = closure_row && r.name.rfind("goro::detail::set_closure<", 0) == 0;
+      const std::uintptr_t key = rel * 2 + (row ? 1 : 0);
+      auto at = std::lower_bound(o->lines.begin(), o->lines.end(), key,
+                                 [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; });
+      if (at == o->lines.end() || at->key != key) {
+        source_line sl = dwarf_source_line(o->dwarf, rel, row);
+        if (o->lines.size() >= max_cached_lines) o->lines.clear();
+        at = o->lines.insert(std::lower_bound(o->lines.begin(), o->lines.end(), key,
+                                              [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; }),
+                             object::line_entry{key, std::move(sl)});
+      }
+      if (at->at.line != 0) {
+        r.file = at->at.file;
+        r.line = at->at.line;
+      }
+    }
     return r;
   }
 
  private:
+  static constexpr std::size_t max_cached_lines = 4096;  // then the cache starts over
+
   object* find_object(std::uintptr_t pc) {
     for (auto& o : objects_)
       for (auto& s : o.segs)
@@ -12371,6 +13493,7 @@ class symbol_table {
       return;
     }
     const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
+    if (eh->e_ident[EI_DATA] == ELFDATA2LSB) read_dwarf_sections(o, base, size, sh, eh->e_shnum, eh->e_shstrndx);
     for (ElfW(Word) want : {ElfW(Word){SHT_SYMTAB}, ElfW(Word){SHT_DYNSYM}}) {
       for (unsigned i = 0; i < eh->e_shnum; ++i) {
         if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum) continue;
@@ -12401,7 +13524,39 @@ class symbol_table {
     // Duplicates (aliases, local copies): keep the first of each address.
     o.syms.erase(std::unique(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) { return a.addr == b.addr; }),
                  o.syms.end());
-    if (o.syms.empty()) ::munmap(map, size);
+    if (o.syms.empty()) {
+      ::munmap(map, size);
+      o.dwarf = dwarf_sections{};
+    }
+  }
+
+  // The DWARF sections that file:line needs, by name (.shstrtab). A
+  // compressed one (SHF_COMPRESSED: -gz) leaves the object without lines.
+  static void read_dwarf_sections(object& o, const unsigned char* base, std::size_t size, const ElfW(Shdr) * sh,
+                                  unsigned n, unsigned names_index) {
+    if (names_index >= n) return;
+    const ElfW(Shdr)& names = sh[names_index];
+    if (names.sh_offset > size || names.sh_size > size - names.sh_offset || names.sh_size == 0) return;
+    const char* strs = reinterpret_cast<const char*>(base + names.sh_offset);
+    if (strs[names.sh_size - 1] != '\0') return;
+    struct {
+      const char* name;
+      dwarf_span dwarf_sections::*span;
+    } const wanted[] = {{".debug_info", &dwarf_sections::info},     {".debug_abbrev", &dwarf_sections::abbrev},
+                        {".debug_line", &dwarf_sections::line},     {".debug_line_str", &dwarf_sections::line_str},
+                        {".debug_str", &dwarf_sections::str},       {".debug_addr", &dwarf_sections::addr},
+                        {".debug_ranges", &dwarf_sections::ranges}, {".debug_rnglists", &dwarf_sections::rnglists}};
+    dwarf_sections d;
+    for (unsigned i = 0; i < n; ++i) {
+      if (sh[i].sh_name >= names.sh_size || sh[i].sh_type == SHT_NOBITS) continue;
+      if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset) continue;
+      for (const auto& w : wanted) {
+        if (std::strcmp(strs + sh[i].sh_name, w.name) != 0) continue;
+        if (sh[i].sh_flags & SHF_COMPRESSED) return;
+        d.*w.span = dwarf_span{base + sh[i].sh_offset, static_cast<std::size_t>(sh[i].sh_size)};
+      }
+    }
+    o.dwarf = d;
   }
 
   std::mutex lock_;
@@ -12716,15 +13871,54 @@ inline void unregister_runtime(sched_base* s) noexcept {
   r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
 }
 
-inline std::string frame_text(std::uintptr_t pc, bool return_address) {
-  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+// A frame's line of the dump ("function +0xOFF", or "?? 0xPC (object)")
+// and, where the object has line information, its "file:line". A return
+// address is looked up at pc - 1 (the call, not the next line's code).
+struct frame_desc {
+  std::string text;
+  std::string file;
+};
+inline frame_desc describe_frame(std::uintptr_t pc, bool return_address) {
+  // A frame's closure: the row (its callable's line); "created by": the call.
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc, return_address);
+  frame_desc d;
+  if (s.line != 0) d.file = s.file + ':' + std::to_string(s.line);
   char off[32];
   if (s.name.empty()) {
     std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
-    return std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
+    d.text = std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
+    return d;
   }
   std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
-  return s.name + off;
+  d.text = s.name + off;
+  return d;
+}
+inline std::string frame_text(std::uintptr_t pc, bool return_address) {
+  return describe_frame(pc, return_address).text;
+}
+
+// Whether a frame is goro's runtime (a function in goro::detail), which the
+// dump leaves out as Go's runtime.Stack leaves out runtime.* frames: park,
+// the channel and semaphore internals, run_goroutine, goroutine_main. The
+// exception is the goroutine's closure (set_closure's function calling the
+// callable given to go(), which is usually inlined into it): it stands for
+// the goroutine's function, as Go's main.main.func1 does, and its name
+// carries that callable's type. The name is qualified at the start of the
+// demangled text, or after a template function's return type (a space at
+// the top level of <> and ()); one in the parameters does not count.
+inline bool runtime_frame(const std::string& text) {
+  static constexpr char ns[] = "goro::detail::";
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '<' || ch == '(')
+      ++depth;
+    else if ((ch == '>' || ch == ')') && depth > 0)
+      --depth;
+    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, sizeof ns - 1, ns) == 0)
+      return text.compare(i + sizeof ns - 1, 12, "set_closure<") != 0;
+  }
+  return false;
 }
 
 struct g_snapshot {
@@ -12740,6 +13934,7 @@ struct g_snapshot {
   bool pinned = false;
   bool was_waiting = false;
   bool lane = false;  // run by a thread_lane
+  bool locked = false;  // inside lock_os_thread (Go's ", locked to thread")
   backtrace_buf bt;
 };
 
@@ -12808,6 +14003,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       }
       s.created_pc = dump_field(gp->created_pc);
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      s.locked = gp->lock_count.load(std::memory_order_relaxed) != 0;
       s.lane = dump_field(gp->sched) != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
@@ -12857,20 +14053,26 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       gi.waiting_for = std::chrono::nanoseconds(now - s.since);
     // Self: drop the dump's own frames (goro::...) above the caller's.
     std::size_t first = 0;
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(frame_text(s.bt.pc[i], true));
+    std::vector<frame_desc> names;
+    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(describe_frame(s.bt.pc[i], true));
     if (s.is_self)
-      while (first < names.size() && names[first].rfind("goro::", 0) == 0) ++first;
+      while (first < names.size() && names[first].text.rfind("goro::", 0) == 0) ++first;
     for (std::size_t i = first; i < names.size(); ++i) {
-      if (names[i].rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
-      gi.frames.push_back(std::move(names[i]));
+      if (names[i].text.rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
+      if (runtime_frame(names[i].text)) continue;
+      gi.frames.push_back(std::move(names[i].text));
+      gi.files.push_back(std::move(names[i].file));
     }
     if (s.created_pc) {
+      // Not a return address: the pc inside go(), inlined into its caller.
       symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
-      gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
+      frame_desc d = describe_frame(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
+      gi.created_by = c.name.empty() ? std::move(d.text) : c.name;
+      gi.created_by_file = std::move(d.file);
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
     if (s.lane) gi.wait_reason += ", lane";
+    gi.locked_to_thread = s.locked;
     out.push_back(std::move(gi));
     (void)s.m_id;
   }
@@ -12884,9 +14086,18 @@ inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
     out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
     const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
     if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
+    if (gi.locked_to_thread) out += ", locked to thread";                  // after the minutes, as in Go
     out += "]:\n";
-    for (const auto& f : gi.frames) out += f + '\n';
-    if (!gi.created_by.empty()) out += "created by " + gi.created_by + '\n';
+    // Go's layout: a frame's function, then its file:line indented by a tab
+    // (where known; the offset stays on the function's line).
+    for (std::size_t i = 0; i < gi.frames.size(); ++i) {
+      out += gi.frames[i] + '\n';
+      if (i < gi.files.size() && !gi.files[i].empty()) out += '\t' + gi.files[i] + '\n';
+    }
+    if (!gi.created_by.empty()) {
+      out += "created by " + gi.created_by + '\n';
+      if (!gi.created_by_file.empty()) out += '\t' + gi.created_by_file + '\n';
+    }
   }
   return out;
 }
@@ -14122,7 +15333,7 @@ inline std::atomic<int> fail_thread_creations{0};
 struct thread_config {
   std::function<std::thread(std::function<void()>)> factory;  // empty: os::create_thread
   std::string name = "goro";
-  unsigned max_threads = 10000;      // Ms, the run() caller included (Go's SetMaxThreads)
+  unsigned max_threads = 10000;      // Ms, the run() caller included while in run() (Go's SetMaxThreads)
   runtime_memory* memory = nullptr;  // the runtime's allocator (its threads' trace buffers); not an option
 };
 
@@ -16502,6 +17713,7 @@ class scheduler final : public sched_base {
   int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
   int newm(p* pp, spin_token& spinning);
+  void checkmcount(const sched_lock&) noexcept;
   void join_exited_ms() noexcept;
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
@@ -16619,6 +17831,7 @@ class scheduler final : public sched_base {
   allocator alloc_;
 
   std::atomic<bool> run_active_{false};
+  bool run_m_left_ = false;  // lock_: the run() caller left the scheduler (checkmcount)
   std::atomic<bool> main_done_{false};
   std::atomic<m*> run_m_{nullptr};
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
@@ -16929,7 +18142,8 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
         // Gs (only its thread may resume them): it goes on as a plain M.
         mm->exit_thread = mm->async_pinned == nullptr && mm->async_token == nullptr;
       }
-      gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
+      gp->lock_count.store(
+          0, std::memory_order_relaxed);  // lockosthread: also when unwired by a leaving M (the record is reused)
       goexit0(pp, gp);
       break;
     case after_switch::call:
@@ -17595,6 +18809,22 @@ inline auto scheduler<Policy>::join_exited_ms() noexcept -> void {
   }
 }
 
+// Go's checkmcount (lock_ held), when an M is added: past
+// options::max_threads Ms the program ends. The Ms are the runtime's M
+// threads alive (allm_ less those that exited) and the run() caller while
+// it is one: from run()'s start (run_m_ set) until it leaves the scheduler
+// (run_m_left_, set by leave() before it hands its P to another M). Go
+// counts every M, m0 included, but a runtime has no m0 outside run()
+// (goroutines started by go() from a plain thread run on its own Ms).
+template <class Policy>
+inline auto scheduler<Policy>::checkmcount(const sched_lock&) noexcept -> void {
+  const std::size_t run_caller = run_m_.load(std::memory_order_relaxed) != nullptr && !run_m_left_ ? 1 : 0;
+  if (allm_.size() - nmexited_ + run_caller <= threads_.max_threads) return;
+  char msg[96];
+  std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)", threads_.max_threads);
+  fatal(msg);
+}
+
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   join_exited_ms();  // on g0 (startm's on_g0)
@@ -17618,13 +18848,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
       return ENOMEM;
     }
     mm->id = static_cast<std::int32_t>(allm_.size());
-    // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
-    if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {
-      char msg[96];
-      std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)",
-                    threads_.max_threads);
-      fatal(msg);
-    }
+    checkmcount(lk);
   }
   threads_alive_.fetch_add(1);
   char role[16];
@@ -17738,6 +18962,10 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
 // mm leaves the scheduler: hand its P (and its spinning role) on.
 template <class Policy>
 inline auto scheduler<Policy>::leave(m* mm) -> void {
+  if (mm->run_caller) {
+    sched_lock lk(*this);
+    run_m_left_ = true;  // checkmcount: the M handoffp may start replaces it
+  }
   p* pp = mm->pp;
   if (!pp)
     pp = std::exchange(mm->nextp, nullptr);
@@ -18267,7 +19495,7 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);
   gp->no_kill = false;
-  gp->lock_count = 0;
+  gp->lock_count.store(0, std::memory_order_relaxed);
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   set_dump_field(gp->sched, this);
   lane_live_.fetch_sub(1, std::memory_order_relaxed);
@@ -18560,7 +19788,9 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(mm.get(), std::memory_order_release);
+    run_m_left_ = false;
     ++run_epoch_;
+    checkmcount(lk);  // the caller is an M from here on
   }
   os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
@@ -18685,6 +19915,14 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     shutdown_note_.sleep_for(wait_ns);
     shutdown_waiting_.store(false, std::memory_order_relaxed);
   }
+  // netpoll: goroutines of other runtimes parking on our descriptors stop
+  // asking our poller for an M to watch it (wakep), and those asking now
+  // are done, before the Ms are stopped (netpoller::pin_owner).
+  poller_.stop_watch();
+  // after_func (time.hpp): a timer re-armed from a plain thread from now on
+  // finds no runtime; one re-armed before was queued (and its M woken)
+  // while the Ms still served, and is dropped with the other timers below.
+  close_after_func_home();
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);
@@ -19198,6 +20436,7 @@ GORO_DECL bool chan_timer::stop() noexcept {
 
 GORO_DECL bool chan_timer::detach() noexcept {
   bool requeued = false;
+  bool gone = false;  // its runtime ended: it was dropped with it, nothing left to run
   GORO_TRY {
     requeued = rearm_timer(
         op, t,
@@ -19208,24 +20447,40 @@ GORO_DECL bool chan_timer::detach() noexcept {
           t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
           return true;
         },
-        owner);  // see reset
+        home.get(), &gone);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-  return requeued;
+  // Gone: not re-queued even if it was still pending (its runtime ended
+  // between closing its home and dropping its timers): the caller frees it.
+  return requeued && !gone;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
-  // An after_func timer stays on its runtime (owner), whoever re-arms it:
+  // An after_func timer stays on its runtime (home), whoever re-arms it:
   // queued where the caller is -- the process-wide timer thread for a
   // plain thread -- it outlived that runtime and spawned f on it once
-  // destroyed; on the runtime's heaps it goes when the runtime ends.
-  return rearm_timer(
+  // destroyed; on the runtime's heaps it goes when the runtime ends. Once
+  // that runtime has ended it has nowhere to go (before, its freed
+  // scheduler was used: a crash).
+  bool gone = false;
+  const bool pending = rearm_timer(
       op, t,
       [&](bool) {
         t.when = when;
         t.period = period;
         return true;
       },
-      owner);
+      home.get(), &gone);
+  if (gone) raise_usage("timer::reset: the runtime of this after_func timer was destroyed (f can never run)");
+  return pending;
+}
+
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt) {
+  std::lock_guard<spinlock> lk(rt->af_home_lock);
+  if (!rt->af_home) {
+    rt->af_home = std::make_shared<after_func_home>();
+    rt->af_home->rt = rt;
+  }
+  return rt->af_home;
 }
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {
@@ -19315,12 +20570,21 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
 namespace goro {
 namespace detail {
 
-GORO_DECL context_state::context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
-    : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
+GORO_DECL context_state::context_state(context_ref parent, std::int64_t deadline_ns)
+    : deadline_ns_(deadline_ns), parent_(parent.take()) {}
 
 GORO_DECL context_state::~context_state() {
   if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
-  if (parent_) parent_->unlink_child(this);
+  if (parent_) parent_->unlink_child(this);  // alive: our reference on it is released after us
+}
+
+GORO_DECL void context_ref::release(context_state* s) noexcept {
+  // acq_rel: the last holder sees every other holder's use of s.
+  while (s && s->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    context_state* parent = s->parent_;
+    delete s;
+    s = parent;  // drop the reference s held on it
+  }
 }
 
 GORO_DECL void context_state::attach() {
@@ -19349,19 +20613,19 @@ GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_pare
   // A worklist, not recursion: a chain of N contexts cancelled from its
   // root took ~130 bytes of stack per level, and a goroutine's stack is
   // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
-  std::vector<std::shared_ptr<context_state>> kids;
+  std::vector<context_ref> kids;
   if (!cancel_one(reason, unlink_from_parent, kids)) return;
   // From here `this` is not touched: dropping a child may destroy it and,
   // from the timer's function, this state too (see the top of the file).
   while (!kids.empty()) {
-    std::shared_ptr<context_state> k = std::move(kids.back());
+    context_ref k = std::move(kids.back());
     kids.pop_back();
     k->cancel_one(reason, false, kids);
   }
 }
 
 GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_parent,
-                                         std::vector<std::shared_ptr<context_state>>& kids) {
+                                         std::vector<context_ref>& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
@@ -19377,7 +20641,7 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_
     c->prev_sibling_ = c->next_sibling_ = nullptr;
     // A child whose count already reached zero is in its destructor,
     // waiting for our lock to unlink itself: it will find linked_ false.
-    if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
+    if (c->try_ref()) kids.push_back(context_ref::adopt(c));
     c = next;
   }
   first_child_ = nullptr;
@@ -19421,7 +20685,7 @@ GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
 }  // namespace detail
 
 GORO_DECL std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
-  auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
+  detail::context_ref s = detail::context_ref::adopt(new detail::context_state(parent.s_, deadline_ns));
   s->attach();
   if (arm_timer) s->arm();
   return {context(s), cancel_func(s)};
@@ -19620,11 +20884,12 @@ GORO_DECL void group::set_limit(int n) {
 GORO_DECL std::error_code group::wait() {
   wg_.wait();
   cancel_();
+  // Only read from here on (the tasks are done): every wait(), later or
+  // concurrent, reports the same failure, as Go's Wait returns its error
+  // each time. Taking the exception out made a second wait() say {}, and
+  // concurrent waits raced on exc_.
 #if GORO_EXCEPTIONS
-  if (exc_) {
-    std::exception_ptr e = std::exchange(exc_, nullptr);
-    std::rethrow_exception(e);
-  }
+  if (exc_) std::rethrow_exception(exc_);
 #endif
   return err_;
 }
@@ -20173,25 +21438,56 @@ GORO_DECL std::string address::host() const {
   }
   char buf[INET6_ADDRSTRLEN] = {};
   if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
-  if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
-  return buf;
+  if (!is_ipv6()) return buf;
+  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss_);
+  inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+  std::string h = buf;
+  if (const unsigned zone = in6->sin6_scope_id; zone != 0) {  // Go's "fe80::1%eth0"
+    char name[goro::detail::os::interface_name_size + 1] = {};
+    h += '%';
+    h += goro::detail::os::interface_name(zone, name) ? std::string(name) : std::to_string(zone);
+  }
+  return h;
 }
 
-GORO_DECL bool address::set_ip(std::string_view ip, std::uint16_t port) {
+GORO_DECL int address::set_ip(std::string_view ip, std::uint16_t port) {
+  constexpr int not_numeric = 5, bad_zone = 7;  // bad_addr_why
+  // inet_pton reads a C string: "127.0.0.1\0junk" would be 127.0.0.1.
+  if (ip.find('\0') != std::string_view::npos) return not_numeric;
+  // An IPv6 zone, as Go's: "fe80::1%eth0" (an interface) or "fe80::1%2".
+  std::uint32_t scope = 0;
+  const auto pct = ip.find('%');
+  if (pct != std::string_view::npos) {
+    const std::string zone(ip.substr(pct + 1));
+    ip = ip.substr(0, pct);
+    if (zone.empty() || ip.find(':') == std::string_view::npos) return not_numeric;  // IPv6 only
+    std::uint64_t n = 0;
+    bool number = zone.size() <= 10;  // an index fits 32 bits
+    for (char c : zone) {
+      if (c < '0' || c > '9') number = false;
+      if (number) n = n * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (number && n <= UINT32_MAX)
+      scope = static_cast<std::uint32_t>(n);
+    else if ((scope = goro::detail::os::interface_index(zone.c_str())) == 0)
+      return bad_zone;
+  }
   std::string h(ip);
   auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
   auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
   for (int family : {AF_INET, AF_INET6}) {
     bool v4 = family == AF_INET;
-    if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+    if ((!v4 || pct == std::string_view::npos) &&
+        inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
       ss_.ss_family = static_cast<decltype(ss_.ss_family)>(family);
       len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+      if (!v4) in6->sin6_scope_id = scope;
       *this = with_port(port);
-      return true;
+      return 0;
     }
     ss_ = {};
   }
-  return false;
+  return not_numeric;
 }
 
 GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noexcept {
@@ -20218,7 +21514,8 @@ GORO_DECL address address::parse_raw(std::string_view s, std::error_code& ec) {
   } else {
     std::string_view host;
     std::uint16_t port = 0;
-    if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
+    if (detail::split_host_port(s, host, port, ec))
+      if (int why = a.set_ip(host, port)) ec = detail::bad_addr(why);
   }
   if (ec) return {};
   return a;
@@ -20226,6 +21523,9 @@ GORO_DECL address address::parse_raw(std::string_view s, std::error_code& ec) {
 
 GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
   ec.clear();
+  // getaddrinfo reads a C string: "localhost\0evil.com" would resolve
+  // localhost. No name has a NUL in it (Go: no such host).
+  if (name.find('\0') != std::string_view::npos) return ec = errc::host_not_found, std::vector<address>{};
   if (address a = address::from_ip(name, 0)) return {a};
   std::string host(name);
   addrinfo hints{};
@@ -20464,13 +21764,21 @@ GORO_DECL g* netpoller::unblock(poll_desc* pd, char mode, bool ioready) noexcept
   }
   if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
   g* gp = reinterpret_cast<g*>(old);
+  // gp is parked, so its runtime (and own) lives; pd's owner may be
+  // another runtime's poller, in its end: pinned (pin_owner).
+  netpoller* own = gp->sched->poller();
   netpoller* np = pd->owner.load(std::memory_order_seq_cst);
+  pin p;
+  if (np && np != own) {
+    pin_owner(pd, p);
+    np = p.get();
+  }
   if (np) np->remove_waiter();
   // The commit counted gp on its own runtime's poller too when that was
   // not pd's owner (pd_block); the owner is the same now, or gone (its
   // runtime destroyed), or gp's own (registered there since): each way
   // gp's own poller gets back what the commit added.
-  if (netpoller* own = gp->sched->poller(); own && own != np) own->remove_waiter();
+  if (own && own != np) own->remove_waiter();
   return gp;
 }
 
@@ -20498,12 +21806,15 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
     // there already, so none is lost since the caller's EAGAIN. If the
     // request cannot be made, the caller retries its call (which fails
     // with the socket's error, or asks again).
-    if (wait)
-      if (netpoller* np = pd->owner.load(std::memory_order_seq_cst))
+    if (wait) {
+      netpoller::pin p;  // pd's owner may be another runtime's poller, in its end
+      netpoller::pin_owner(pd, p);
+      if (netpoller* np = p.get())
         if (np->arm(pd, mode) != 0) {
           s.store(pd_nil, std::memory_order_seq_cst);
           return true;
         }
+    }
   }
   if (wait) {
     struct commit_args {
@@ -20532,6 +21843,15 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
           netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
           std::uintptr_t expect = pd_wait;
           netpoller* own = gp->sched->poller();
+          // Another runtime's poller may be in its end (that runtime
+          // destroyed meanwhile): pinned before the CAS, used after it,
+          // unpinned on return (pin_owner). Ours lives: we run in it.
+          netpoller::pin p;
+          if (np && np != own) {
+            netpoller::pin_owner(c->pd, p);
+            np = p.get();
+          }
+          GORO_CHAOS_POINT("netpoll.commit");
           if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
             return false;  // readiness / unblock came first: resume at once
           if (np) np->add_waiter();
@@ -20540,9 +21860,10 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
             // made or first waited on there). Our runtime counts us too,
             // as a goroutine the network can wake (checkdead, shutdown),
             // and the owner, whose Ms may all sleep on their notes (none
-            // of its goroutines waited on I/O), gets one to watch it.
+            // of its goroutines waited on I/O), gets one to watch it
+            // (unless it is stopping them: its end readies us then).
             own->add_waiter();
-            if (np) np->watch();
+            p.watch();
           } else if (np && gp->sched->runtime() != gp->sched) {
             np->watch();  // a thread_lane's goroutine: no M of np's runtime parked it
           }
@@ -20708,8 +22029,14 @@ GORO_DECL void socket_state::destroy() noexcept {
   timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
   timer_heap::del(&pd_->wt);
   {
+    // The owner may be another runtime's poller, whose end may have begun
+    // (pinned: netpoller::pin_owner); an owner in its end has detached pd
+    // already, and closes its epoll fd itself.
     std::lock_guard<spinlock> lk(pd_->lock);
-    if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
+    netpoller::pin p;
+    netpoller::pin_owner(pd_, p);
+    GORO_CHAOS_POINT("netpoll.destroy");
+    if (netpoller* np = p.get()) np->close(pd_);
   }
   os::close_socket(fd_);
   pd_free(pd_);
@@ -20758,6 +22085,7 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
     ~cleanup() {
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
+      // Our own runtime's poller (or none): it lives while we run.
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
       pd_free(pd);
       if (dup_fd != os::invalid_socket) os::close_socket(dup_fd);  // after the EPOLL_CTL_DEL

@@ -328,3 +328,77 @@ TEST_CASE("context: a long chain cancelled from its root fits a goroutine's stac
     (void)done.recv();
   });
 }
+
+namespace {
+
+// A chain of n contexts, each a with_cancel of the one before, of which
+// only the leaf is kept: every level is held by its child alone. Also
+// returns the root's cancel_func when asked for it.
+goro::context deep_chain(int n, goro::cancel_func* cancel_root = nullptr) {
+  auto [ctx, cancel] = goro::with_cancel(goro::background());
+  if (cancel_root) *cancel_root = cancel;
+  for (int i = 0; i < n; ++i) ctx = goro::with_cancel(ctx).first;
+  return ctx;
+}
+
+}  // namespace
+
+TEST_CASE("context: a deep chain dropped from its leaf frees iteratively", "[context]") {
+  // Dropping the leaf of a chain whose levels are held only by their
+  // children freed one level inside the other's destructor: ~5,000 levels
+  // overflowed a goroutine's 64 KiB stack, ~100,000 an 8 MiB thread's.
+  constexpr int n = 100'000;
+  // On a plain thread (its default stack).
+  std::thread([] {
+    goro::context leaf = deep_chain(n);
+    CHECK(leaf.err() == goro::cancel_reason::none);
+    leaf = goro::context{};  // the whole chain goes here
+  }).join();
+  // In a goroutine with a small stack: built, cancelled from its root, dropped.
+  goro::run([] {
+    goro::chan<int> done(1);
+    goro::go(goro::spawn_options{.stack_size = 64 * 1024}, [done]() mutable {
+      goro::context leaf = deep_chain(n);
+      leaf = goro::context{};
+      goro::cancel_func cancel_root;
+      leaf = deep_chain(n, &cancel_root);
+      cancel_root();  // cancels every level, from the root down, iteratively
+      CHECK(leaf.err() == goro::cancel_reason::canceled);
+      CHECK(is_done(leaf));
+      leaf = goro::context{};
+      cancel_root = goro::cancel_func{};
+      done.send(1);
+    });
+    CHECK(done.recv() == 1);
+  });
+}
+
+TEST_CASE("context: with_timeout(hours::max()) and a coarse max() deadline never fire", "[context]") {
+  // with_timeout took std::chrono::nanoseconds: hours::max() converted to it
+  // with an overflow (UB) and read as a past deadline, so "no timeout"
+  // cancelled the context at once (deadline_exceeded); likewise
+  // with_deadline(time_point<steady_clock, seconds>::max()).
+  using namespace std::chrono;
+  goro::run([] {
+    auto [a, cancel_a] = goro::with_timeout(goro::background(), hours::max());
+    auto [b, cancel_b] = goro::with_deadline(goro::background(), time_point<steady_clock, seconds>::max());
+    auto [c, cancel_c] = goro::with_timeout(goro::background(), duration<double>(1e30));
+    goro::sleep_for(5ms);
+    CHECK(a.err() == goro::cancel_reason::none);
+    CHECK(b.err() == goro::cancel_reason::none);
+    CHECK(c.err() == goro::cancel_reason::none);
+    CHECK(a.deadline() > steady_clock::now() + hours(24 * 365 * 100));
+    CHECK(b.deadline() > steady_clock::now() + hours(24 * 365 * 100));
+    cancel_a();
+    cancel_b();
+    cancel_c();
+    CHECK(a.err() == goro::cancel_reason::canceled);
+    // And the other end: already past.
+    auto [d, cancel_d] = goro::with_timeout(goro::background(), hours::min());
+    auto [e, cancel_e] = goro::with_deadline(goro::background(), time_point<steady_clock, seconds>::min());
+    auto [f, cancel_f] = goro::with_timeout(goro::background(), -1ms);
+    CHECK(d.err() == goro::cancel_reason::deadline_exceeded);
+    CHECK(e.err() == goro::cancel_reason::deadline_exceeded);
+    CHECK(f.err() == goro::cancel_reason::deadline_exceeded);
+  });
+}

@@ -170,9 +170,12 @@ TEST_CASE("dump: every wait reason, with the parked function, its stack and its 
       CHECK(gi->waiting_for >= 0ns);
       CHECK(gi->waiting_for < 1min);
       if (frames_expected) {
-        // Innermost first, each with its offset; the goroutine's entry last.
+        // Innermost first, each with its offset; the goroutine's function
+        // (goro's closure, the callable inlined into it) last: goro's runtime
+        // frames (park, goroutine_main, ...) are left out, as Go's are.
         CHECK(gi->frames.front().find(" +0x") != std::string::npos);
-        CHECK(gi->frames.back().find("goroutine_main") != std::string::npos);
+        CHECK(gi->frames.back().find("goro::detail::set_closure<") != std::string::npos);
+        for (const auto& f : gi->frames) CHECK(!goro::detail::runtime_frame(f));
       }
       // Go's format: the header line, then the frames, then "created by".
       const std::string header = "goroutine " + std::to_string(gi->id) + " [" + e.reason + "]:\n";
@@ -248,6 +251,98 @@ TEST_CASE("dump: a wait of a minute or more shows its duration, as in Go", "[dum
   CHECK(goro::detail::format_goroutines(gs) ==
         "goroutine 7 [chan receive, 3 minutes]:\nf() +0x1a\ng() +0x2b\ncreated by main_fn()\n\n"
         "goroutine 8 [select]:\n");
+}
+
+TEST_CASE("dump: file:line goes under its frame, tab-indented, as in Go", "[dump][lines]") {
+  std::vector<goro::goroutine_info> gs(1);
+  gs[0].id = 7;
+  gs[0].wait_reason = "chan receive";
+  gs[0].frames = {"f() +0x1a", "g() +0x2b", "h() +0x3c"};
+  gs[0].files = {"/src/a.cpp:12", "", "/src/b.cpp:40"};
+  gs[0].created_by = "main_fn()";
+  gs[0].created_by_file = "/src/main.cpp:9";
+  CHECK(goro::detail::format_goroutines(gs) ==
+        "goroutine 7 [chan receive]:\nf() +0x1a\n\t/src/a.cpp:12\ng() +0x2b\nh() +0x3c\n\t/src/b.cpp:40\n"
+        "created by main_fn()\n\t/src/main.cpp:9\n");
+}
+
+namespace {
+// The number after `key ` in the helper's output (0 if absent).
+int helper_number(const std::string& out, const std::string& key) {
+  const std::size_t at = out.find(key + " ");
+  return at == std::string::npos ? 0 : std::atoi(out.c_str() + at + key.size() + 1);
+}
+// The line after the first line of `out` that starts with `prefix` and
+// contains `inside` ("" if none).
+std::string line_after(const std::string& out, const std::string& prefix, const std::string& inside = {}) {
+  for (std::size_t at = 0; (at = out.find(prefix, at)) != std::string::npos; at += prefix.size()) {
+    if (at != 0 && out[at - 1] != '\n') continue;
+    const std::size_t eol = out.find('\n', at);
+    if (eol == std::string::npos) return {};
+    if (out.substr(at, eol - at).find(inside) == std::string::npos) continue;
+    return out.substr(eol + 1, out.find('\n', eol + 1) - eol - 1);
+  }
+  return {};
+}
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+TEST_CASE("dump: a program built with -g shows the file:line of each frame's call and of go()", "[dump][lines]") {
+  // SPEC: "-g gives file:line where the dump can read it". The helper's
+  // goroutine blocks in recv at a line it prints (__LINE__), called from a
+  // goroutine it created with go() at another.
+  auto r = goro_test::run_helper("dump_lines");
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  const int recv_line = helper_number(r.output, "recv_line");
+  const int go_line = helper_number(r.output, "go_line");
+  REQUIRE(recv_line > 0);
+  REQUIRE(go_line > 0);
+  REQUIRE(r.output.find(" [chan receive]:\n") != std::string::npos);
+  if (frames_expected) {
+    // The frame of the function that called recv, then the line of that call
+    // (recv and what it calls were inlined there: the call site, not chan.hpp).
+    const std::string at = line_after(r.output, "(anonymous namespace)::dump_lines_parked(");
+    CHECK(at.rfind("\t/", 0) == 0);
+    CHECK(ends_with(at, "/dump_lines.cpp:" + std::to_string(recv_line)));
+    // The same in a frame of a function of a local type (as a lambda's
+    // closure type is: inside the entry of the function defining it).
+    const int lambda_line = helper_number(r.output, "lambda_line");
+    REQUIRE(lambda_line > 0);
+    // (At -O0 the lambda `body`'s own frame starts the same way: the
+    // local type's frame is the one of own_frame.)
+    const std::string in_lambda =
+        line_after(r.output, "(anonymous namespace)::dump_lines_spawner(goro::chan<int", "::own_frame::operator()");
+    CHECK(in_lambda.rfind("\t/", 0) == 0);
+    CHECK(ends_with(in_lambda, "/dump_lines.cpp:" + std::to_string(lambda_line)));
+  }
+  // "created by", then the line of the go() call (no lines under
+  // ThreadSanitizer, as no frames: symbolize.hpp).
+  const std::string created = line_after(r.output, "created by (anonymous namespace)::dump_lines_spawner(");
+  if (frames_expected) {
+    CHECK(created.rfind("\t/", 0) == 0);
+    CHECK(ends_with(created, "/dump_lines.cpp:" + std::to_string(go_line)));
+  } else {
+    CHECK(created.rfind('\t', 0) != 0);
+  }
+}
+
+TEST_CASE("dump: a program built without -g shows no file:line of its own code", "[dump][lines]") {
+  auto r = goro_test::run_helper("dump_lines_nog");
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  REQUIRE(r.output.find(" [chan receive]:\n") != std::string::npos);
+  CHECK(r.output.find("dump_lines.cpp:") == std::string::npos);
+  if (frames_expected) {
+    CHECK(r.output.find("\n(anonymous namespace)::dump_lines_parked(") != std::string::npos);
+    CHECK(line_after(r.output, "(anonymous namespace)::dump_lines_parked(").rfind('\t', 0) != 0);
+  }
+  CHECK(r.output.find("created by (anonymous namespace)::dump_lines_spawner(") != std::string::npos);
+  CHECK(line_after(r.output, "created by (anonymous namespace)::dump_lines_spawner(").rfind('\t', 0) != 0);
 }
 
 namespace {
@@ -529,4 +624,131 @@ TEST_CASE("dump: SIGQUIT to a forked child ends the child, not its parent", "[du
   if (!GORO_TEST_TSAN) CHECK(r.output.find("child: signal " + std::to_string(SIGQUIT) + "\n") != std::string::npos);
   CHECK(r.output.find("parent alive") != std::string::npos);
   CHECK(r.output.find("SIGQUIT: quit") == std::string::npos);
+}
+
+namespace {
+// Polls the dump (bounded) until every reason in `reasons` is shown by a
+// waiting goroutine other than main; returns the last text dump.
+std::string wait_for_reasons(const std::vector<std::string>& reasons) {
+  std::string text;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (;;) {
+    const auto gs = goro::goroutines();
+    text = goro::goroutine_dump();
+    std::size_t seen = 0;
+    for (const auto& r : reasons)
+      for (const auto& gi : gs)
+        if (gi.id != 1 && gi.state == "waiting" && gi.wait_reason == r &&
+            text.find("goroutine " + std::to_string(gi.id) + " [" + r) != std::string::npos) {
+          ++seen;
+          break;
+        }
+    if (seen == reasons.size() || std::chrono::steady_clock::now() > deadline) return text;
+    goro::sleep_for(5ms);
+  }
+}
+}  // namespace
+
+TEST_CASE("dump: rw_mutex waits show Go's sync.RWMutex.Lock and sync.RWMutex.RLock", "[dump][rw_mutex]") {
+  // Go 1.20 names the two semaphores of an RWMutex; goro showed both as
+  // semacquire.
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::rw_mutex rw;
+    goro::wait_group done;
+    rw.lock_shared();  // main reads: a writer must wait for it
+    done.add(2);
+    goro::go([&] {
+      rw.lock();  // waits for main to leave: sync.RWMutex.Lock
+      rw.unlock();
+      done.done();
+    });
+    std::string text = wait_for_reasons({"sync.RWMutex.Lock"});
+    goro::go([&] {
+      rw.lock_shared();  // behind the pending writer: sync.RWMutex.RLock
+      rw.unlock_shared();
+      done.done();
+    });
+    text = wait_for_reasons({"sync.RWMutex.Lock", "sync.RWMutex.RLock"});
+    INFO(text);
+    CHECK(text.find(" [sync.RWMutex.Lock]:\n") != std::string::npos);
+    CHECK(text.find(" [sync.RWMutex.RLock]:\n") != std::string::npos);
+    CHECK(text.find("[semacquire]") == std::string::npos);
+    rw.unlock_shared();
+    done.wait();
+  });
+}
+
+TEST_CASE("dump: a goroutine locked to its thread says so, as in Go", "[dump][lock_os_thread]") {
+  // Go's header line ends with ", locked to thread" (after the minutes)
+  // for a goroutine inside runtime.LockOSThread.
+  std::vector<goro::goroutine_info> fmt(1);
+  fmt[0].id = 7;
+  fmt[0].wait_reason = "chan receive";
+  fmt[0].waiting_for = 3min;
+  fmt[0].locked_to_thread = true;
+  CHECK(goro::detail::format_goroutines(fmt) == "goroutine 7 [chan receive, 3 minutes, locked to thread]:\n");
+
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> c;
+    goro::wait_group done;
+    done.add(1);
+    goro::go([&] {
+      goro::lock_os_thread();
+      (void)c.recv();
+      goro::unlock_os_thread();
+      done.done();
+    });
+    const std::string text = wait_for_reasons({"chan receive"});
+    INFO(text);
+    CHECK(text.find(" [chan receive, locked to thread]:\n") != std::string::npos);
+    // main (which did not lock itself) is not marked, even where the runtime
+    // keeps it on the run() caller's thread; it is once it locks itself.
+    for (const auto& gi : goro::goroutines())
+      if (gi.id == 1) CHECK(!gi.locked_to_thread);
+    goro::lock_os_thread();
+    bool self_locked = false;
+    for (const auto& gi : goro::goroutines())
+      if (gi.id == 1) self_locked = gi.locked_to_thread;
+    goro::unlock_os_thread();
+    CHECK(self_locked);
+    CHECK(goro::goroutine_dump().find("goroutine 1 [running]:\n") != std::string::npos);
+    c.send(1);
+    done.wait();
+  });
+}
+
+TEST_CASE("dump: goro's runtime frames are left out, as Go leaves out runtime.*", "[dump][frames]") {
+  // The names: goro::detail functions (also after a template's return
+  // type) are the runtime's, but for the goroutine's closure; a
+  // goro::detail type among the parameters does not count.
+  using goro::detail::runtime_frame;
+  CHECK(runtime_frame("goro::detail::park(goro::detail::m_base*, bool (*)(void*), void*) +0x7c"));
+  CHECK(runtime_frame("goro::detail::scheduler<goro::default_policy>::goroutine_main(void*) +0x47"));
+  CHECK(runtime_frame("std::optional<int> goro::detail::chan_recv<int>(goro::chan<int>&) +0x1a"));
+  CHECK(
+      !runtime_frame("goro::detail::set_closure<main::{lambda()#1}>(goro::detail::g*, main::{lambda()#1}&&)::"
+                     "{lambda(goro::detail::g*, bool)#1}::_FUN(goro::detail::g*, bool) +0x42"));
+  CHECK(!runtime_frame("worker(goro::detail::g*, goro::chan<int>) +0xce"));
+  CHECK(!runtime_frame("(anonymous namespace)::fetch(goro::chan<int>) +0x1a"));
+  CHECK(!runtime_frame("goro::wait_group::wait() +0x10"));
+  // A parked goroutine's dump: its own frames, its closure, nothing of
+  // goro's runtime (its park, the channel's internals, goroutine_main).
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> c;
+    goro::go([&] { dump_deadlocked_main(c); });
+    const std::string text = wait_for_reasons({"chan receive"});
+    INFO(text);
+    if (frames_expected) {
+      CHECK(text.find("dump_deadlocked_main(") != std::string::npos);
+      CHECK(text.find("goro::detail::set_closure<") != std::string::npos);
+      CHECK(text.find("\ngoro::detail::park") == std::string::npos);
+      CHECK(text.find("goroutine_main") == std::string::npos);
+      CHECK(text.find("run_goroutine") == std::string::npos);
+    }
+    CHECK(text.find("created by ") != std::string::npos);  // kept, as in Go
+    c.send(1);
+  });
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
 
@@ -241,4 +242,47 @@ TEST_CASE("group: a task discarded unrun because main returned still counts as d
   releaser.join();
   CHECK(ran.load() == 0);
   CHECK(past_group.load() == 1);
+}
+
+TEST_CASE("group: wait() again, or from several goroutines at once, reports the same failure", "[group]") {
+  // wait() took the exception out of the group as it rethrew it: a second
+  // wait() returned {} (no failure) after a task had thrown, and two
+  // concurrent waits both wrote the exception_ptr (a data race). Go's Wait
+  // returns the same error every time, from any number of waiters.
+  goro::run(
+      [] {
+        goro::group g;
+        g.go([] { throw std::runtime_error("boom"); });
+        CHECK_THROWS_WITH(g.wait(), "boom");
+        CHECK_THROWS_WITH(g.wait(), "boom");
+        goro::group e;
+        e.go([] { return std::make_error_code(std::errc::io_error); });
+        CHECK(e.wait() == std::errc::io_error);
+        CHECK(e.wait() == std::errc::io_error);
+        // Concurrent waiters, while the failing task is still running.
+        goro::group c;
+        goro::chan<int> go_on;
+        c.go([go_on]() mutable {
+          (void)go_on.recv();
+          throw std::runtime_error("late");
+        });
+        std::atomic<int> saw{0};
+        goro::wait_group waiters;
+        for (int i = 0; i < 4; ++i) {
+          waiters.add(1);
+          goro::go([&] {
+            try {
+              (void)c.wait();
+            } catch (const std::runtime_error& ex) {
+              if (std::string(ex.what()) == "late") saw.fetch_add(1);
+            }
+            waiters.done();
+          });
+        }
+        goro::sleep_for(5ms);
+        go_on.close();
+        waiters.wait();
+        CHECK(saw.load() == 4);
+      },
+      goro::options{2});
 }

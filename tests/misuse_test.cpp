@@ -220,6 +220,67 @@ TEST_CASE("misuse: go() from a goroutine when no thread can be created still run
   }));
 }
 
+// ---- options::max_threads: which threads count ------------------------
+
+TEST_CASE("misuse: max_threads counts the run() caller only while run() is active", "[misuse][newm]") {
+  // Go counts every M, m0 included; outside run() a runtime has no m0:
+  // goroutines go() starts from a plain thread run on the runtime's own
+  // Ms. The limit counted the run() caller all the same, so with
+  // max_threads = 1 the first M such a go() needed ended the program
+  // ("exceeds 1-thread limit") with one M alive.
+  require_clean_exit(in_child([] {
+    goro::options o;
+    o.maxprocs = 1;
+    o.max_threads = 1;
+    goro::runtime rt(o);
+    std::atomic<bool> ran{false};
+    rt.go([&] { ran = true; });  // one M: the runtime's only thread
+    CHILD_CHECK(wait_for(ran, 10s));
+    return 0;
+  }));
+  // While run() is active its caller is an M: with max_threads = 1 it is
+  // the only one, and goroutines run on it.
+  require_clean_exit(in_child([] {
+    goro::options o;
+    o.maxprocs = 1;
+    o.max_threads = 1;
+    goro::runtime rt(o);
+    int sum = 0;
+    rt.run([&] {
+      goro::wait_group wg;
+      for (int i = 1; i <= 10; ++i) {
+        wg.add(1);
+        goro::go([&, i] {
+          sum += i;
+          wg.done();
+        });
+      }
+      wg.wait();
+    });
+    CHILD_CHECK(sum == 55);
+    return 0;
+  }));
+  // An M started outside run() stays (idle, as Go keeps its Ms): run()'s
+  // caller is then one M more than max_threads = 1 allows.
+  std::string err;
+  auto s = in_child(
+      [] {
+        goro::options o;
+        o.maxprocs = 1;
+        o.max_threads = 1;
+        goro::runtime rt(o);
+        std::atomic<bool> ran{false};
+        rt.go([&] { ran = true; });
+        CHILD_CHECK(wait_for(ran, 10s));
+        rt.run([] {});
+        return 0;
+      },
+      goro_test::scale(20, 60), &err);
+  INFO(err);
+  CHECK(s.signal == SIGABRT);
+  CHECK(err.find("goro: program exceeds 1-thread limit (options::max_threads)") != std::string::npos);
+}
+
 // ---- parking or yielding inside goro::blocking -------------------------
 
 #if GORO_EXCEPTIONS

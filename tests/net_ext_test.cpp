@@ -296,8 +296,10 @@ TEST_CASE("net_ext: deadlines, closed sockets and empty handles through error_co
     CHECK_FALSE(ec);
     CHECK(server.read(wbytes(buf), ec) == 1);
     CHECK_FALSE(ec);
-    // A write deadline: the peer never reads.
-    client.set_write_deadline(steady::now() + 50ms);
+    // A write deadline: the peer never reads. 300 ms: the first write
+    // must start before it passes (sent > 0), which a TSan build on a
+    // loaded machine missed at 50 ms.
+    client.set_write_deadline(steady::now() + 300ms);
     std::string big(1 << 20, 'z');
     std::size_t sent = 0;
     for (int i = 0; i < 64 && !ec; ++i) sent += client.write(big, ec);

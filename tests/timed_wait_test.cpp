@@ -243,6 +243,65 @@ TEST_CASE("timed waits: extreme durations and instants saturate (hours::max() wa
       goro::options{2});
 }
 
+TEST_CASE("timed waits: a coarse instant's max() waits, its min() does not", "[timed]") {
+  // time_point<steady_clock, seconds>::max() ("forever") converted to the
+  // clock's nanoseconds with an overflow (UB) and read as long past: every
+  // wait_until / try_lock_until returned false at once. The same instants
+  // of another clock (system_clock, hours) too.
+  using namespace std::chrono;
+  const auto forever = time_point<steady_clock, seconds>::max();
+  const auto forever_sys = time_point<system_clock, hours>::max();
+  const auto past = time_point<steady_clock, seconds>::min();
+  goro::run(
+      [&] {
+        goro::wait_group wg;
+        wg.add(1);
+        goro::mutex mu, mu2, cmu;
+        goro::cond cv;
+        bool ready = false;
+        mu.lock();
+        mu2.lock();
+        goro::go([&] {
+          goro::sleep_for(10ms);
+          wg.done();
+          mu.unlock();
+          mu2.unlock();
+          std::lock_guard<goro::mutex> g(cmu);
+          ready = true;
+          cv.notify_one();
+        });
+        CHECK(wg.wait_until(forever));
+        const bool locked = mu.try_lock_until(forever);
+        CHECK(locked);
+        if (locked) mu.unlock();
+        const bool locked2 = mu2.try_lock_until(forever_sys);
+        CHECK(locked2);
+        if (locked2) mu2.unlock();
+        {
+          std::unique_lock<goro::mutex> lk(cmu);
+          bool notified = true;
+          while (!ready && notified) notified = cv.wait_until(lk, forever);
+          CHECK(notified);
+        }
+        // Already past: false at once.
+        goro::wait_group never;
+        never.add(1);
+        CHECK(!never.wait_until(past));
+        CHECK(!never.wait_until(time_point<system_clock, hours>::min()));
+        never.done();
+      },
+      goro::options{2});
+  // From a plain thread.
+  goro::wait_group wg;
+  wg.add(1);
+  std::thread t([&] {
+    std::this_thread::sleep_for(10ms);
+    wg.done();
+  });
+  CHECK(wg.wait_until(forever));
+  t.join();
+}
+
 TEST_CASE("timed waits: racing timeouts and wakes, goroutines and threads", "[timed]") {
   goro::runtime rt{goro::options{4}};
   const int n = scale(300, 50);
@@ -306,15 +365,28 @@ TEST_CASE("timed waits, rw_mutex and nil channels inside goro::blocking are usag
       });
       return what;
     };
-    CHECK(message([&] { (void)wg.wait_for(1s); }) == "goro: wait_group wait_until inside goro::blocking");
+    // Each names the call made (wait_for said wait_until).
+    CHECK(message([&] { (void)wg.wait_for(1s); }) == "goro: wait_group wait_for inside goro::blocking");
+    CHECK(message([&] { (void)wg.wait_until(std::chrono::steady_clock::now() + 1s); }) ==
+          "goro: wait_group wait_until inside goro::blocking");
     CHECK(message([&] { (void)mu.try_lock_for(1s); }) == "goro: mutex try_lock_for inside goro::blocking");
+    CHECK(message([&] { (void)mu.try_lock_until(std::chrono::steady_clock::now() + 1s); }) ==
+          "goro: mutex try_lock_until inside goro::blocking");
     CHECK(message([&] { rw.lock_shared(); }) == "goro: rw_mutex lock_shared inside goro::blocking");
     CHECK(message([&] { rw.lock(); }) == "goro: rw_mutex lock inside goro::blocking");
     CHECK(message([&] { (void)nil.recv(); }) == "goro: chan recv inside goro::blocking");
     CHECK(message([&] { nil.send(1); }) == "goro: chan send inside goro::blocking");
     {
       std::unique_lock<goro::mutex> lk(mu2);
-      CHECK(message([&] { (void)cv.wait_for(lk, 1s); }) == "goro: cond wait_until inside goro::blocking");
+      CHECK(message([&] { (void)cv.wait_for(lk, 1s); }) == "goro: cond wait_for inside goro::blocking");
+      CHECK(message([&] { (void)cv.wait_until(lk, std::chrono::steady_clock::now() + 1s); }) ==
+            "goro: cond wait_until inside goro::blocking");
+    }
+    {
+      std::unique_lock<goro::mutex> lk(mu2, std::defer_lock);
+      CHECK_THROWS_WITH(cv.wait_for(lk, 1ms), "goro: cond wait_for without the lock held");
+      CHECK_THROWS_WITH(cv.wait_until(lk, std::chrono::steady_clock::now()),
+                        "goro: cond wait_until without the lock held");
     }
     // Everything was left as it was.
     wg.done();

@@ -12,10 +12,15 @@
 // is never cancelled and whose done() is the nil channel (never ready).
 //
 // Ownership (Go has a GC; here reference counts): a child holds its parent
-// (a shared_ptr), a parent knows its children only weakly (an intrusive
-// list of raw pointers, guarded by the parent's lock, plus each child's
-// weak self-reference). So a tree that nobody references any more is freed
-// even if cancel was never called, and there is no cycle. Go's
+// (a counted reference), a parent knows its children only weakly (an
+// intrusive list of raw pointers, guarded by the parent's lock; a child is
+// taken from it only if its count is not zero yet). So a tree that nobody
+// references any more is freed even if cancel was never called, and there
+// is no cycle. The count is intrusive, not a shared_ptr, so that a chain
+// is freed in a loop (context_ref::release): a child's destructor that
+// released its parent freed the parent inside it, one nested destructor
+// per level, and dropping the leaf of a chain ~5,000 deep overflowed a
+// goroutine's stack (Go's contexts are collected at any depth). Go's
 // propagateCancel rules: a child is linked into its parent when made (or
 // cancelled at once if the parent already is); cancelling a context unlinks
 // it from its parent, stops its timer and cancels every child before
@@ -36,7 +41,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -55,16 +59,56 @@ enum class cancel_reason { none, canceled, deadline_exceeded };
 
 namespace detail {
 
-class context_state : public std::enable_shared_from_this<context_state> {
+class context_state;
+
+// A counted reference to a context_state (an intrusive shared_ptr); empty
+// for background().
+class context_ref {
  public:
-  GORO_DECL context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns);
+  context_ref() noexcept = default;
+  context_ref(const context_ref& o) noexcept;
+  context_ref(context_ref&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  context_ref& operator=(context_ref o) noexcept {
+    std::swap(s_, o.s_);
+    return *this;
+  }
+  ~context_ref() { release(s_); }
+
+  // Takes over one reference the caller holds on s.
+  static context_ref adopt(context_state* s) noexcept {
+    context_ref r;
+    r.s_ = s;
+    return r;
+  }
+  // Gives the reference up to the caller, leaving this empty.
+  context_state* take() noexcept { return std::exchange(s_, nullptr); }
+  context_state* get() const noexcept { return s_; }
+  context_state* operator->() const noexcept { return s_; }
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+  friend bool operator==(const context_ref& a, const context_ref& b) noexcept { return a.s_ == b.s_; }
+
+ private:
+  // Drops one reference on s; the last one frees s, then drops the
+  // reference s held on its parent, and so on up: a loop, never a
+  // destructor inside a destructor.
+  GORO_DECL static void release(context_state* s) noexcept;
+
+  context_state* s_ = nullptr;
+};
+
+class context_state {
+ public:
+  // Takes over the reference `parent` holds.
+  GORO_DECL context_state(context_ref parent, std::int64_t deadline_ns);
   context_state(const context_state&) = delete;
   context_state& operator=(const context_state&) = delete;
 
+  // Called by context_ref::release once the count is zero; does not
+  // release the parent (release does, after it).
   GORO_DECL ~context_state();
 
-  // Go's propagateCancel: links this (just made, owned by a shared_ptr)
-  // into its parent, or cancels it at once if the parent is done.
+  // Go's propagateCancel: links this (just made, counted) into its
+  // parent, or cancels it at once if the parent is done.
   GORO_DECL void attach();
 
   // Arms the deadline timer (after attach(): the parent may have
@@ -82,17 +126,27 @@ class context_state : public std::enable_shared_from_this<context_state> {
   const chan<std::monostate>& done() const noexcept { return done_; }
 
  private:
+  friend class context_ref;
+
+  // A new reference if the count is not zero yet (a weak_ptr's lock): a
+  // child whose count reached zero is being destroyed.
+  bool try_ref() noexcept {
+    std::size_t n = refs_.load(std::memory_order_relaxed);
+    while (n != 0)
+      if (refs_.compare_exchange_weak(n, n + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) return true;
+    return false;
+  }
+
   // cancel's step for one context: false if it was done already; else
   // appends the children it took to `kids` (they are cancelled next).
-  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent,
-                            std::vector<std::shared_ptr<context_state>>& kids);
+  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent, std::vector<context_ref>& kids);
   // Links c as a child; returns our reason instead if we are done.
   GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
   GORO_DECL void unlink_child(context_state* c) noexcept;
 
-  const std::shared_ptr<context_state> parent_;
-  const std::int64_t deadline_ns_;  // 0: none
+  std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
+  const std::int64_t deadline_ns_;    // 0: none
   chan<std::monostate> done_;       // closed by the first cancel
   std::atomic<cancel_reason> err_{cancel_reason::none};
   spinlock lock_;                          // guards our child list and our children's sibling links
@@ -102,7 +156,15 @@ class context_state : public std::enable_shared_from_this<context_state> {
   bool linked_ = false;                    // guarded by parent_->lock_
   bool armed_ = false;                     // the timer was added (written before it could fire)
   timer timer_;
+  // One reference, released by context_ref::release after our destructor.
+  // Last: taken from the constructor's argument only once done_ (which
+  // allocates, and may throw) is made, or the reference would leak.
+  context_state* const parent_;
 };
+
+inline context_ref::context_ref(const context_ref& o) noexcept : s_(o.s_) {
+  if (s_) s_->refs_.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace detail
 
@@ -143,12 +205,12 @@ class context {
   friend bool operator==(const context& a, const context& b) noexcept { return a.s_ == b.s_; }
 
  private:
-  explicit context(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
+  explicit context(detail::context_ref s) noexcept : s_(std::move(s)) {}
   // A child of parent with the given deadline (0: none); arm_timer: the
   // deadline is its own (else inherited from the parent, whose timer acts).
   GORO_DECL static std::pair<context, cancel_func> make(const context& parent, std::int64_t deadline_ns, bool arm_timer);
 
-  std::shared_ptr<detail::context_state> s_;
+  detail::context_ref s_;
 
   friend std::pair<context, cancel_func> with_cancel(context parent);
   friend std::pair<context, cancel_func> with_deadline(context parent, time_point tp);
@@ -164,8 +226,8 @@ class cancel_func {
   GORO_DECL void operator()() const;
 
  private:
-  explicit cancel_func(std::shared_ptr<detail::context_state> s) noexcept : s_(std::move(s)) {}
-  std::shared_ptr<detail::context_state> s_;
+  explicit cancel_func(detail::context_ref s) noexcept : s_(std::move(s)) {}
+  detail::context_ref s_;
   friend class context;
 };
 
@@ -175,18 +237,42 @@ inline context background() noexcept { return {}; }
 // with_deadline(parent, now + d).
 GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chrono::nanoseconds d);
 
+// The same for any duration or steady_clock instant, saturated before it
+// becomes nanoseconds (time.hpp's to_ns): converted implicitly, hours::max()
+// ("no timeout") or time_point<steady_clock, seconds>::max() overflowed
+// (UB) and read as past: the context was cancelled at once.
+template <class Rep, class Period>
+std::pair<context, cancel_func> with_timeout(context parent, const std::chrono::duration<Rep, Period>& d) {
+  return with_timeout(std::move(parent), std::chrono::nanoseconds(detail::to_ns(d)));
+}
+template <class Duration>
+std::pair<context, cancel_func> with_deadline(context parent,
+                                              const std::chrono::time_point<std::chrono::steady_clock, Duration>& tp) {
+  return with_deadline(std::move(parent), std::chrono::steady_clock::time_point(
+                                              std::chrono::nanoseconds(detail::to_ns(tp.time_since_epoch()))));
+}
+
 }  // namespace goro
 
 #if GORO_COMPILE_RUNTIME
 namespace goro {
 namespace detail {
 
-GORO_DECL context_state::context_state(std::shared_ptr<context_state> parent, std::int64_t deadline_ns)
-    : parent_(std::move(parent)), deadline_ns_(deadline_ns) {}
+GORO_DECL context_state::context_state(context_ref parent, std::int64_t deadline_ns)
+    : deadline_ns_(deadline_ns), parent_(parent.take()) {}
 
 GORO_DECL context_state::~context_state() {
   if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
-  if (parent_) parent_->unlink_child(this);
+  if (parent_) parent_->unlink_child(this);  // alive: our reference on it is released after us
+}
+
+GORO_DECL void context_ref::release(context_state* s) noexcept {
+  // acq_rel: the last holder sees every other holder's use of s.
+  while (s && s->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    context_state* parent = s->parent_;
+    delete s;
+    s = parent;  // drop the reference s held on it
+  }
 }
 
 GORO_DECL void context_state::attach() {
@@ -215,19 +301,19 @@ GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_pare
   // A worklist, not recursion: a chain of N contexts cancelled from its
   // root took ~130 bytes of stack per level, and a goroutine's stack is
   // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
-  std::vector<std::shared_ptr<context_state>> kids;
+  std::vector<context_ref> kids;
   if (!cancel_one(reason, unlink_from_parent, kids)) return;
   // From here `this` is not touched: dropping a child may destroy it and,
   // from the timer's function, this state too (see the top of the file).
   while (!kids.empty()) {
-    std::shared_ptr<context_state> k = std::move(kids.back());
+    context_ref k = std::move(kids.back());
     kids.pop_back();
     k->cancel_one(reason, false, kids);
   }
 }
 
 GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_parent,
-                                         std::vector<std::shared_ptr<context_state>>& kids) {
+                                         std::vector<context_ref>& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
@@ -243,7 +329,7 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_
     c->prev_sibling_ = c->next_sibling_ = nullptr;
     // A child whose count already reached zero is in its destructor,
     // waiting for our lock to unlink itself: it will find linked_ false.
-    if (auto sp = c->weak_from_this().lock()) kids.push_back(std::move(sp));
+    if (c->try_ref()) kids.push_back(context_ref::adopt(c));
     c = next;
   }
   first_child_ = nullptr;
@@ -287,7 +373,7 @@ GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
 }  // namespace detail
 
 GORO_DECL std::pair<context, cancel_func> context::make(const context& parent, std::int64_t deadline_ns, bool arm_timer) {
-  auto s = std::make_shared<detail::context_state>(parent.s_, deadline_ns);
+  detail::context_ref s = detail::context_ref::adopt(new detail::context_state(parent.s_, deadline_ns));
   s->attach();
   if (arm_timer) s->arm();
   return {context(s), cancel_func(s)};

@@ -5,14 +5,18 @@
 //
 //   goroutine 7 [chan receive, 3 minutes]:
 //   wait_for_reply(goro::chan<int>&) +0x2a
+//           /src/app/serve.cpp:12
 //   ...
-//   created by serve() +0x57
+//   created by serve()
+//           /src/app/serve.cpp:30
 //
 // goro::goroutines() returns the same as data. Wait reasons are recorded
 // where goroutines park (detail/wait_reason.hpp); stacks come from the C++
 // unwinder started at a parked goroutine's saved context (detail/
 // unwind.hpp), so no frame pointers are needed; names come from the
-// program's own symbol tables (detail/symbolize.hpp).
+// program's own symbol tables (detail/symbolize.hpp), files and lines from
+// its DWARF line information where it was built with -g (detail/
+// debug_line.hpp; not on Windows).
 //
 // Consistency: the dump pins each waiting goroutine (g::dump_pin), runs
 // membarrier() and then reads the goroutine's status; an M about to resume
@@ -50,7 +54,10 @@ struct goroutine_info {
   std::string wait_reason;  // what the dump shows in brackets: "chan receive", ..., "runnable", "running"
   std::chrono::nanoseconds waiting_for{0};  // since the wait began (waiting, or in a blocking call)
   std::vector<std::string> frames;          // innermost first: "function +0xOFF"
+  std::vector<std::string> files;           // per frame: "/path/file.cpp:123" (-g), or empty
   std::string created_by;                   // the function that called go(); empty for main
+  std::string created_by_file;              // the file:line of that go() call (-g), or empty
+  bool locked_to_thread = false;            // inside goro::lock_os_thread(): ", locked to thread" in the dump
 };
 
 // Every goroutine of every runtime in the process, as data (sorted by id).

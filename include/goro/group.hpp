@@ -70,7 +70,8 @@ class group {
   GORO_DECL void set_limit(int n);
 
   // Waits for every task, cancels ctx(), and returns the first failure: an
-  // error code is returned, an exception rethrown; {} if none failed.
+  // error code is returned, an exception rethrown; {} if none failed. Any
+  // number of waits, in turn or at once, report the same failure.
   GORO_DECL std::error_code wait();
 
   // The group's context: cancelled by the first failure, by the parent,
@@ -197,11 +198,12 @@ GORO_DECL void group::set_limit(int n) {
 GORO_DECL std::error_code group::wait() {
   wg_.wait();
   cancel_();
+  // Only read from here on (the tasks are done): every wait(), later or
+  // concurrent, reports the same failure, as Go's Wait returns its error
+  // each time. Taking the exception out made a second wait() say {}, and
+  // concurrent waits raced on exc_.
 #if GORO_EXCEPTIONS
-  if (exc_) {
-    std::exception_ptr e = std::exchange(exc_, nullptr);
-    std::rethrow_exception(e);
-  }
+  if (exc_) std::rethrow_exception(exc_);
 #endif
   return err_;
 }

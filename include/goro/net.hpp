@@ -127,7 +127,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
   using socket_handle::local_address;
   using socket_handle::remote_address;
 
-  // The socket's fd (-1 for an empty handle); still owned by the conn.
+  // The socket's fd (-1 for an empty handle, and once closed); still
+  // owned by the conn.
   using socket_handle::native_handle;
   using socket_handle::operator bool;
 
@@ -182,9 +183,13 @@ struct handles {
 };
 
 // Go's Dialer.Timeout: zero is none, a negative one has passed already.
-inline std::int64_t deadline_after(std::chrono::nanoseconds timeout) noexcept {
-  if (timeout.count() == 0) return 0;
-  if (timeout.count() < 0) return 1;
+// Any std::chrono duration, saturated (hours::max() is "forever"): taken
+// as std::chrono::nanoseconds, hours::max() overflowed in the conversion
+// at the call, to a negative timeout (an instant timeout_error).
+template <class Rep, class Period>
+std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& timeout) noexcept {
+  if (timeout == timeout.zero()) return 0;
+  if (timeout < timeout.zero()) return 1;
   return when_after(nanotime(), to_ns(timeout));
 }
 }  // namespace detail
@@ -205,7 +210,8 @@ inline listener listen_tcp(std::string_view host_port) {
 // writable. Refused: std::system_error(ECONNREFUSED). With a timeout (or a
 // context), the connect gives up when it passes (timeout_error /
 // std::errc::timed_out) or the context is cancelled (ECANCELED). A zero
-// timeout is none (Go's DialTimeout). The timeout and the context's
+// timeout is none (Go's DialTimeout); any std::chrono duration, a huge one
+// (hours::max()) meaning no limit. The timeout and the context's
 // deadline cover name resolution's result: each address tried shares it.
 inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec);
@@ -214,10 +220,12 @@ inline conn dial_tcp(std::string_view host_port) {
   std::error_code ec;
   return detail::or_raise(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec, "dial tcp", host_port);
 }
-inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout, std::error_code& ec) {
+template <class Rep, class Period>
+conn dial_tcp(std::string_view host_port, std::chrono::duration<Rep, Period> timeout, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec);
 }
-inline conn dial_tcp(std::string_view host_port, std::chrono::nanoseconds timeout) {
+template <class Rep, class Period>
+conn dial_tcp(std::string_view host_port, std::chrono::duration<Rep, Period> timeout) {
   std::error_code ec;
   return detail::or_raise(detail::handles::dial_tcp(host_port, detail::deadline_after(timeout), nullptr, ec), ec,
                           "dial tcp", host_port);

@@ -7,6 +7,8 @@
 //
 // An address is an IPv4 or IPv6 address with a port, or a Unix socket path
 // (one that starts with '/' or '.', or '@' for Linux's abstract namespace).
+// An IPv6 address may carry a zone, as in Go: "[fe80::1%eth0]:80" (an
+// interface name, looked up on Linux, or its index: "%2").
 // It is a plain value (a sockaddr inside), cheap to copy and compare.
 //
 // Error codes: every goro::net call that can fail has an overload taking
@@ -53,11 +55,15 @@ namespace detail {
 // ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
 inline constexpr int deadline_code = 100;
 inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
-inline constexpr int bad_addr_last = 107;
-inline constexpr const char* bad_addr_why[] = {
-    "missing port",      "missing ']'",       "too many colons (IPv6 needs [brackets])",
-    "bad port",          "port out of range", "not a numeric IP address",
-    "unix path too long"};
+inline constexpr int bad_addr_last = 108;
+inline constexpr const char* bad_addr_why[] = {"missing port",
+                                               "missing ']'",
+                                               "too many colons (IPv6 needs [brackets])",
+                                               "bad port",
+                                               "port out of range",
+                                               "not a numeric IP address",
+                                               "unix path too long",
+                                               "unknown IPv6 zone (no such interface)"};
 
 class net_category_impl : public std::error_category {
  public:
@@ -151,11 +157,11 @@ class address {
   }
   GORO_DECL static address parse(std::string_view s);
 
-  // An IP address ("10.0.0.1", "::1"; no port, no name) and a port.
-  // Malformed: an empty address.
+  // An IP address ("10.0.0.1", "::1", "fe80::1%eth0"; no port, no name)
+  // and a port. Malformed: an empty address.
   static address from_ip(std::string_view ip, std::uint16_t port) {
     address a;
-    if (!a.set_ip(ip, port)) return {};
+    if (a.set_ip(ip, port) != 0) return {};
     return a;
   }
   // The address a sockaddr holds (as accept, recvfrom, getsockname give).
@@ -170,7 +176,7 @@ class address {
   // "127.0.0.1:80", "[::1]:80", the Unix path ("@name" when abstract), ""
   // when empty (or an unnamed Unix socket).
   GORO_DECL std::string to_string() const;
-  // The IP without the port ("::1"), or the Unix path.
+  // The IP without the port ("::1", "fe80::1%eth0"), or the Unix path.
   GORO_DECL std::string host() const;
   // The port (0 for a Unix path or an empty address).
   std::uint16_t port() const noexcept {
@@ -208,7 +214,8 @@ class address {
   }
 
  private:
-  GORO_DECL bool set_ip(std::string_view ip, std::uint16_t port);
+  // 0, or which bad_addr_why the ip is (not numeric, unknown zone).
+  GORO_DECL int set_ip(std::string_view ip, std::uint16_t port);
   GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
   // parse, leaving the internal code (which says what is malformed).
   GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
@@ -232,7 +239,8 @@ inline address unix_address(std::string_view path, std::error_code& ec) noexcept
 // /etc/hosts, then DNS, as the C library is configured. A numeric IP is
 // returned as it is, without a lookup. getaddrinfo blocks, so it runs
 // inside goro::blocking(goro::long_call, ...): never on a P. Not found: errc::host_not_found
-// (the throwing form: std::system_error with that code).
+// (the throwing form: std::system_error with that code); so is a name with
+// a NUL in it ("localhost\0evil.com"), as in Go, never cut at the NUL.
 GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec);
 GORO_DECL std::vector<address> lookup_host(std::string_view name);
 
@@ -294,25 +302,56 @@ GORO_DECL std::string address::host() const {
   }
   char buf[INET6_ADDRSTRLEN] = {};
   if (is_ipv4()) inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss_)->sin_addr, buf, sizeof buf);
-  if (is_ipv6()) inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss_)->sin6_addr, buf, sizeof buf);
-  return buf;
+  if (!is_ipv6()) return buf;
+  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss_);
+  inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof buf);
+  std::string h = buf;
+  if (const unsigned zone = in6->sin6_scope_id; zone != 0) {  // Go's "fe80::1%eth0"
+    char name[goro::detail::os::interface_name_size + 1] = {};
+    h += '%';
+    h += goro::detail::os::interface_name(zone, name) ? std::string(name) : std::to_string(zone);
+  }
+  return h;
 }
 
-GORO_DECL bool address::set_ip(std::string_view ip, std::uint16_t port) {
+GORO_DECL int address::set_ip(std::string_view ip, std::uint16_t port) {
+  constexpr int not_numeric = 5, bad_zone = 7;  // bad_addr_why
+  // inet_pton reads a C string: "127.0.0.1\0junk" would be 127.0.0.1.
+  if (ip.find('\0') != std::string_view::npos) return not_numeric;
+  // An IPv6 zone, as Go's: "fe80::1%eth0" (an interface) or "fe80::1%2".
+  std::uint32_t scope = 0;
+  const auto pct = ip.find('%');
+  if (pct != std::string_view::npos) {
+    const std::string zone(ip.substr(pct + 1));
+    ip = ip.substr(0, pct);
+    if (zone.empty() || ip.find(':') == std::string_view::npos) return not_numeric;  // IPv6 only
+    std::uint64_t n = 0;
+    bool number = zone.size() <= 10;  // an index fits 32 bits
+    for (char c : zone) {
+      if (c < '0' || c > '9') number = false;
+      if (number) n = n * 10 + static_cast<unsigned>(c - '0');
+    }
+    if (number && n <= UINT32_MAX)
+      scope = static_cast<std::uint32_t>(n);
+    else if ((scope = goro::detail::os::interface_index(zone.c_str())) == 0)
+      return bad_zone;
+  }
   std::string h(ip);
   auto* in = reinterpret_cast<sockaddr_in*>(&ss_);
   auto* in6 = reinterpret_cast<sockaddr_in6*>(&ss_);
   for (int family : {AF_INET, AF_INET6}) {
     bool v4 = family == AF_INET;
-    if (inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
+    if ((!v4 || pct == std::string_view::npos) &&
+        inet_pton(family, h.c_str(), v4 ? static_cast<void*>(&in->sin_addr) : &in6->sin6_addr) == 1) {
       ss_.ss_family = static_cast<decltype(ss_.ss_family)>(family);
       len_ = v4 ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+      if (!v4) in6->sin6_scope_id = scope;
       *this = with_port(port);
-      return true;
+      return 0;
     }
     ss_ = {};
   }
-  return false;
+  return not_numeric;
 }
 
 GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noexcept {
@@ -339,7 +378,8 @@ GORO_DECL address address::parse_raw(std::string_view s, std::error_code& ec) {
   } else {
     std::string_view host;
     std::uint16_t port = 0;
-    if (detail::split_host_port(s, host, port, ec) && !a.set_ip(host, port)) ec = detail::bad_addr(5);
+    if (detail::split_host_port(s, host, port, ec))
+      if (int why = a.set_ip(host, port)) ec = detail::bad_addr(why);
   }
   if (ec) return {};
   return a;
@@ -347,6 +387,9 @@ GORO_DECL address address::parse_raw(std::string_view s, std::error_code& ec) {
 
 GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_code& ec) {
   ec.clear();
+  // getaddrinfo reads a C string: "localhost\0evil.com" would resolve
+  // localhost. No name has a NUL in it (Go: no such host).
+  if (name.find('\0') != std::string_view::npos) return ec = errc::host_not_found, std::vector<address>{};
   if (address a = address::from_ip(name, 0)) return {a};
   std::string host(name);
   addrinfo hints{};

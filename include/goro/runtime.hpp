@@ -56,8 +56,10 @@ struct options {
   // Also what the destructor does with goroutines started by go() while no
   // run() was active.
   main_return on_main_return = main_return::unwind;
-  // The most Ms (threads running goroutines) this runtime may have, the
-  // run() caller included: past it the program ends with "goro: program
+  // The most Ms (threads running goroutines) this runtime may have at
+  // once, the run() caller included while it runs the scheduler (from
+  // run()'s start until main finishes; with no run() active only the
+  // runtime's own Ms count): past it the program ends with "goro: program
   // exceeds N-thread limit" (Go's SetMaxThreads; a runaway of goroutines
   // stuck in goro::blocking is the usual cause). At least 1.
   unsigned max_threads = 10000;
@@ -115,7 +117,7 @@ inline void release_main_lock() noexcept {
   m_base* m = current_m();
   g* gp = m->curg;
   if (m->keeps_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
-  if (gp->lock_count == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
+  if (gp->lock_count.load(std::memory_order_relaxed) == 0 && gp->lockedm.load(std::memory_order_relaxed) == m) {
     gp->lockedm.store(nullptr, std::memory_order_relaxed);
     m->lockedg = nullptr;
   }
@@ -290,8 +292,9 @@ std::invoke_result_t<F> run(F&& f, options o = {}) {
 inline void lock_os_thread() {
   detail::m_base* m = detail::require_goroutine("lock_os_thread()");
   detail::g* gp = m->curg;
-  if (GORO_UNLIKELY(gp->lock_count == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
-  ++gp->lock_count;
+  const std::uint32_t n = gp->lock_count.load(std::memory_order_relaxed);
+  if (GORO_UNLIKELY(n == UINT32_MAX)) detail::raise_usage("lock_os_thread(): nested too deeply");
+  gp->lock_count.store(n + 1, std::memory_order_relaxed);  // only this goroutine writes it
   // Written by the goroutine on its own M; read by the M that dequeues it
   // later, after the queue hand-off (which orders these stores).
   gp->lockedm.store(m, std::memory_order_relaxed);
@@ -303,7 +306,10 @@ inline void lock_os_thread() {
 inline void unlock_os_thread() {
   detail::m_base* m = detail::require_goroutine("unlock_os_thread()");
   detail::g* gp = m->curg;
-  if (gp->lock_count == 0 || --gp->lock_count != 0) return;
+  const std::uint32_t n = gp->lock_count.load(std::memory_order_relaxed);
+  if (n == 0) return;
+  gp->lock_count.store(n - 1, std::memory_order_relaxed);
+  if (n != 1) return;
   if (m->keeps_main && gp->is_main) return;  // async preemption: main stays wired (see m_base::keeps_main)
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   if (m->lockedg == gp) m->lockedg = nullptr;

@@ -40,7 +40,8 @@ class rw_mutex {
       return;
     }
     detail::call_point();  // main_return (detail/goexit.hpp)
-    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0) wait_handover(reader_sem_);  // a writer is pending
+    if (reader_count_.fetch_add(1, std::memory_order_acq_rel) + 1 < 0)
+      wait_handover(reader_sem_, detail::wait_reason::rw_mutex_rlock);  // a writer is pending
   }
 
   // Go's TryRLock: fails while a writer holds or waits for the lock.
@@ -73,9 +74,10 @@ class rw_mutex {
       if (!try_lock()) detail::raise_inside_blocking("rw_mutex lock");
       return;
     }
-    w_.lock();
+    w_.lock();  // behind another writer: sync.Mutex.Lock in the dump, as in Go
     const std::int32_t r = reader_count_.fetch_sub(max_readers, std::memory_order_acq_rel);
-    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0) wait_handover(writer_sem_);
+    if (r != 0 && reader_wait_.fetch_add(r, std::memory_order_acq_rel) + r != 0)
+      wait_handover(writer_sem_, detail::wait_reason::rw_mutex_lock);
   }
 
   // Go's TryLock.
@@ -109,11 +111,12 @@ class rw_mutex {
   // (detail/main_return.hpp) does not take such a waiter off: the counts
   // already include it, and the holder (itself unwinding) hands the lock
   // over as usual; the goroutine then ends at its next goro call, its
-  // guard releasing the lock.
-  static void wait_handover(detail::sema& s) noexcept {
+  // guard releasing the lock. `why`: Go 1.20's wait reasons for the two
+  // semaphores (sync.RWMutex.RLock, sync.RWMutex.Lock).
+  static void wait_handover(detail::sema& s, detail::wait_reason why) noexcept {
     detail::g* gp = detail::current_g();
     if (gp) gp->no_kill = true;
-    s.acquire();
+    s.acquire(false, nullptr, nullptr, why);
     if (gp) gp->no_kill = false;
   }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "detail/cpus.hpp"
@@ -97,11 +98,11 @@ class mutex {
   // has no fairness claim: a blocked lock() may win first).
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
-    return try_lock_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
+    return try_lock_until_ns(detail::deadline_after(d), "mutex try_lock_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool try_lock_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return try_lock_until_ns(detail::deadline_ns(tp));
+    return try_lock_until_ns(detail::deadline_ns(tp), "mutex try_lock_until");
   }
 
   void unlock() {
@@ -128,8 +129,8 @@ class mutex {
   }
 
  private:
-  // Until the nanotime() `when`.
-  bool try_lock_until_ns(std::int64_t when) {
+  // Until the nanotime() `when`. `call`: the caller's name, for errors.
+  bool try_lock_until_ns(std::int64_t when, const char* call) {
     // A safe point even when it will not wait (as chan's try_recv): a loop
     // polling try_lock_for(0) is otherwise never preempted, and the holder
     // may be waiting on this P (cooperative preemption).
@@ -139,7 +140,7 @@ class mutex {
       if (try_lock()) return true;
       const std::int64_t now = detail::nanotime();
       if (now >= when) return false;
-      detail::check_may_park("mutex try_lock_for");
+      detail::check_may_park(call);
       detail::nap_until(std::min(when, now + backoff), detail::wait_reason::mutex_lock);
       detail::exit_if_killed(detail::current_g());  // main_return (detail/goexit.hpp)
       if (backoff < 1'000'000) backoff *= 2;
@@ -347,21 +348,22 @@ class cond {
   // deadline. False on timeout; lk is locked again either way.
   template <class Rep, class Period>
   bool wait_for(std::unique_lock<mutex>& lk, const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(lk, detail::deadline_after(d));  // saturated: hours::max() waits
+    return wait_until_ns(lk, detail::deadline_after(d), "cond wait_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(std::unique_lock<mutex>& lk, const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(lk, detail::deadline_ns(tp));
+    return wait_until_ns(lk, detail::deadline_ns(tp), "cond wait_until");
   }
 
   void notify_one() noexcept { list_.notify_one(); }
   void notify_all() noexcept { list_.notify_all(); }
 
  private:
-  // Until the nanotime() `when`.
-  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when) {
-    if (!lk.owns_lock()) detail::raise_usage("cond wait_until without the lock held");
-    detail::check_may_park("cond wait_until");
+  // Until the nanotime() `when`. `call`: the caller's name, for errors
+  // (they named wait_until when wait_for was called).
+  bool wait_until_ns(std::unique_lock<mutex>& lk, std::int64_t when, const char* call) {
+    if (!lk.owns_lock()) raise_without_lock(call);
+    detail::check_may_park(call);
     const std::uint32_t t = list_.add();
     lk.unlock();
     const bool notified = list_.wait_until(t, when);
@@ -369,6 +371,10 @@ class cond {
     lk.lock();
     if (GORO_UNLIKELY(end)) detail::end_goroutine(detail::current_g());
     return notified;
+  }
+
+  [[noreturn]] GORO_NOINLINE static void raise_without_lock(const char* call) {
+    detail::raise_usage((std::string(call) + " without the lock held").c_str());
   }
 
   detail::notify_list list_;
@@ -474,22 +480,22 @@ class wait_group {
   // by then.
   template <class Rep, class Period>
   bool wait_for(const std::chrono::duration<Rep, Period>& d) {
-    return wait_until_ns(detail::deadline_after(d));  // saturated: hours::max() waits
+    return wait_until_ns(detail::deadline_after(d), "wait_group wait_for");  // saturated: hours::max() waits
   }
   template <class Clock, class Duration>
   bool wait_until(const std::chrono::time_point<Clock, Duration>& tp) {
-    return wait_until_ns(detail::deadline_ns(tp));
+    return wait_until_ns(detail::deadline_ns(tp), "wait_group wait_until");
   }
 
  private:
-  // Until the nanotime() `when`.
-  bool wait_until_ns(std::int64_t when) {
+  // Until the nanotime() `when`. `call`: the caller's name, for errors.
+  bool wait_until_ns(std::int64_t when, const char* call) {
     detail::call_point();  // a safe point even past the deadline (see mutex::try_lock_until_ns)
     std::uint64_t s = state_.load(std::memory_order_acquire);
     for (;;) {
       if (static_cast<std::int32_t>(s >> 32) == 0) return true;
       if (detail::nanotime() >= when) return false;
-      detail::check_may_park("wait_group wait_until");
+      detail::check_may_park(call);
       if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) break;
     }
     if (sema_.acquire_until(when, &uncount_waiter, this, detail::wait_reason::wait_group_wait)) {

@@ -98,17 +98,23 @@ GORO_DECL void add_timer_anywhere(timer* t);
 // to queue t again. Returns whether t was pending. For goro::timer / ticker
 // (chan_timer) and the net deadlines (net_socket.hpp set_deadline). `op`
 // must not be taken by t's function (del would wait for it forever).
-// `on`: the runtime to queue t on (else add_timer_anywhere's choice).
+// `home`: an after_func timer's runtime, where t is queued whoever re-arms
+// it (else add_timer_anywhere's choice); if that runtime has ended, set is
+// not called, t stays off every heap and *gone is set.
 template <class Set>
-bool rearm_timer(spinlock& op, timer& t, Set set, sched_base* on = nullptr) {
+bool rearm_timer(spinlock& op, timer& t, Set set, after_func_home* home = nullptr, bool* gone = nullptr) {
   std::lock_guard<spinlock> lk(op);
   const bool pending = timer_heap::del(&t);
-  if (set(pending)) {
-    if (on)
-      on->add_timer(&t);
-    else
-      add_timer_anywhere(&t);
+  if (!home) {
+    if (set(pending)) add_timer_anywhere(&t);
+    return pending;
   }
+  std::lock_guard<spinlock> hl(home->lock);  // the runtime cannot end while we queue t
+  if (!home->rt) {
+    *gone = true;
+    return pending;  // false: its heaps were cleared
+  }
+  if (set(pending)) home->rt->add_timer(&t);
   return pending;
 }
 
@@ -129,8 +135,11 @@ struct chan_timer {
   // after_func: fn runs in a new goroutine of `owner` at each firing, and
   // c is never sent to. self_owned: the goro::timer was dropped while this
   // was pending; the firing (or the runtime's end, through t.drop) frees it.
+  // home: owner as seen by stop / reset / detach, which may come after it
+  // ended (owner is read only by a firing, on owner's heap: owner lives).
   std::shared_ptr<std::function<void()>> fn;
   sched_base* owner = nullptr;
+  std::shared_ptr<after_func_home> home;
   bool self_owned = false;
 
   GORO_DECL chan_timer(std::int64_t when, std::int64_t period);
@@ -142,8 +151,13 @@ struct chan_timer {
   // f (Go's AfterFunc). If still pending, the timer becomes its own owner
   // (not sync any more: its function frees it) and true is returned.
   GORO_DECL bool detach() noexcept;
+  // An after_func timer whose runtime has ended cannot be re-armed (f has
+  // no runtime to run in): a usage_error.
   GORO_DECL bool reset(std::int64_t when, std::int64_t period);
 };
+
+// The home of rt's after_func timers, made on first use.
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt);
 
 }  // namespace detail
 
@@ -230,6 +244,8 @@ class timer {
 
   // Re-arms the timer to fire d from now. True if it was still pending.
   // Like Go's before 1.23, a value sent before the reset stays in c().
+  // An after_func timer whose runtime was destroyed cannot be re-armed: a
+  // usage_error (its stop() just returns false).
   template <class Rep, class Period>
   bool reset(const std::chrono::duration<Rep, Period>& d) {
     return get("timer::reset")->reset(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
@@ -265,6 +281,8 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
 // goroutine's runtime) once d has passed. stop() cancels it if it has not
 // fired; reset(d) re-arms it (f runs again). Dropping the returned timer
 // does not cancel f. Its c() is never sent to. Call from a goroutine.
+// Once that runtime is destroyed the timer can never fire: stop() returns
+// false and reset() is a usage_error.
 template <class Rep, class Period, class F>
 timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
@@ -272,6 +290,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
   s->fn = std::make_shared<std::function<void()>>(std::move(f));
   s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
+  s->home = detail::after_func_home_of(s->owner);
   s->t.f = &detail::fire_after_func;
   detail::add_timer_anywhere(&s->t);
   return timer(std::move(s));
@@ -350,6 +369,7 @@ GORO_DECL bool chan_timer::stop() noexcept {
 
 GORO_DECL bool chan_timer::detach() noexcept {
   bool requeued = false;
+  bool gone = false;  // its runtime ended: it was dropped with it, nothing left to run
   GORO_TRY {
     requeued = rearm_timer(
         op, t,
@@ -360,24 +380,40 @@ GORO_DECL bool chan_timer::detach() noexcept {
           t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<chan_timer*>(arg); };
           return true;
         },
-        owner);  // see reset
+        home.get(), &gone);  // see reset
   }
   GORO_CATCH_ALL { return false; }  // could not re-queue: it is cancelled after all, and freed by the caller
-  return requeued;
+  // Gone: not re-queued even if it was still pending (its runtime ended
+  // between closing its home and dropping its timers): the caller frees it.
+  return requeued && !gone;
 }
 GORO_DECL bool chan_timer::reset(std::int64_t when, std::int64_t period) {
-  // An after_func timer stays on its runtime (owner), whoever re-arms it:
+  // An after_func timer stays on its runtime (home), whoever re-arms it:
   // queued where the caller is -- the process-wide timer thread for a
   // plain thread -- it outlived that runtime and spawned f on it once
-  // destroyed; on the runtime's heaps it goes when the runtime ends.
-  return rearm_timer(
+  // destroyed; on the runtime's heaps it goes when the runtime ends. Once
+  // that runtime has ended it has nowhere to go (before, its freed
+  // scheduler was used: a crash).
+  bool gone = false;
+  const bool pending = rearm_timer(
       op, t,
       [&](bool) {
         t.when = when;
         t.period = period;
         return true;
       },
-      owner);
+      home.get(), &gone);
+  if (gone) raise_usage("timer::reset: the runtime of this after_func timer was destroyed (f can never run)");
+  return pending;
+}
+
+GORO_DECL std::shared_ptr<after_func_home> after_func_home_of(sched_base* rt) {
+  std::lock_guard<spinlock> lk(rt->af_home_lock);
+  if (!rt->af_home) {
+    rt->af_home = std::make_shared<after_func_home>();
+    rt->af_home->rt = rt;
+  }
+  return rt->af_home;
 }
 
 GORO_DECL void sleep_until_ns(std::int64_t when) {

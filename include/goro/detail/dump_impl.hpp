@@ -49,15 +49,54 @@ inline void unregister_runtime(sched_base* s) noexcept {
   r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
 }
 
-inline std::string frame_text(std::uintptr_t pc, bool return_address) {
-  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+// A frame's line of the dump ("function +0xOFF", or "?? 0xPC (object)")
+// and, where the object has line information, its "file:line". A return
+// address is looked up at pc - 1 (the call, not the next line's code).
+struct frame_desc {
+  std::string text;
+  std::string file;
+};
+inline frame_desc describe_frame(std::uintptr_t pc, bool return_address) {
+  // A frame's closure: the row (its callable's line); "created by": the call.
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc, return_address);
+  frame_desc d;
+  if (s.line != 0) d.file = s.file + ':' + std::to_string(s.line);
   char off[32];
   if (s.name.empty()) {
     std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
-    return std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
+    d.text = std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
+    return d;
   }
   std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
-  return s.name + off;
+  d.text = s.name + off;
+  return d;
+}
+inline std::string frame_text(std::uintptr_t pc, bool return_address) {
+  return describe_frame(pc, return_address).text;
+}
+
+// Whether a frame is goro's runtime (a function in goro::detail), which the
+// dump leaves out as Go's runtime.Stack leaves out runtime.* frames: park,
+// the channel and semaphore internals, run_goroutine, goroutine_main. The
+// exception is the goroutine's closure (set_closure's function calling the
+// callable given to go(), which is usually inlined into it): it stands for
+// the goroutine's function, as Go's main.main.func1 does, and its name
+// carries that callable's type. The name is qualified at the start of the
+// demangled text, or after a template function's return type (a space at
+// the top level of <> and ()); one in the parameters does not count.
+inline bool runtime_frame(const std::string& text) {
+  static constexpr char ns[] = "goro::detail::";
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '<' || ch == '(')
+      ++depth;
+    else if ((ch == '>' || ch == ')') && depth > 0)
+      --depth;
+    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, sizeof ns - 1, ns) == 0)
+      return text.compare(i + sizeof ns - 1, 12, "set_closure<") != 0;
+  }
+  return false;
 }
 
 struct g_snapshot {
@@ -73,6 +112,7 @@ struct g_snapshot {
   bool pinned = false;
   bool was_waiting = false;
   bool lane = false;  // run by a thread_lane
+  bool locked = false;  // inside lock_os_thread (Go's ", locked to thread")
   backtrace_buf bt;
 };
 
@@ -141,6 +181,7 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       }
       s.created_pc = dump_field(gp->created_pc);
       if (s.status == g_status::running) s.m_id = s.rt->running_m(gp);
+      s.locked = gp->lock_count.load(std::memory_order_relaxed) != 0;
       s.lane = dump_field(gp->sched) != s.rt;  // thread_lane: its sched is the lane's adapter
       // Stacks: not under ThreadSanitizer (it would see the unwinder's reads
       // of another goroutine's stack as races with that goroutine).
@@ -190,20 +231,26 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
       gi.waiting_for = std::chrono::nanoseconds(now - s.since);
     // Self: drop the dump's own frames (goro::...) above the caller's.
     std::size_t first = 0;
-    std::vector<std::string> names;
-    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(frame_text(s.bt.pc[i], true));
+    std::vector<frame_desc> names;
+    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(describe_frame(s.bt.pc[i], true));
     if (s.is_self)
-      while (first < names.size() && names[first].rfind("goro::", 0) == 0) ++first;
+      while (first < names.size() && names[first].text.rfind("goro::", 0) == 0) ++first;
     for (std::size_t i = first; i < names.size(); ++i) {
-      if (names[i].rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
-      gi.frames.push_back(std::move(names[i]));
+      if (names[i].text.rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
+      if (runtime_frame(names[i].text)) continue;
+      gi.frames.push_back(std::move(names[i].text));
+      gi.files.push_back(std::move(names[i].file));
     }
     if (s.created_pc) {
+      // Not a return address: the pc inside go(), inlined into its caller.
       symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
-      gi.created_by = c.name.empty() ? frame_text(reinterpret_cast<std::uintptr_t>(s.created_pc), false) : c.name;
+      frame_desc d = describe_frame(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
+      gi.created_by = c.name.empty() ? std::move(d.text) : c.name;
+      gi.created_by_file = std::move(d.file);
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
     if (s.lane) gi.wait_reason += ", lane";
+    gi.locked_to_thread = s.locked;
     out.push_back(std::move(gi));
     (void)s.m_id;
   }
@@ -217,9 +264,18 @@ inline std::string format_goroutines(const std::vector<goroutine_info>& gs) {
     out += "goroutine " + std::to_string(gi.id) + " [" + gi.wait_reason;
     const auto minutes = std::chrono::duration_cast<std::chrono::minutes>(gi.waiting_for).count();
     if (minutes >= 1) out += ", " + std::to_string(minutes) + " minutes";  // Go's wording, "1 minutes" included
+    if (gi.locked_to_thread) out += ", locked to thread";                  // after the minutes, as in Go
     out += "]:\n";
-    for (const auto& f : gi.frames) out += f + '\n';
-    if (!gi.created_by.empty()) out += "created by " + gi.created_by + '\n';
+    // Go's layout: a frame's function, then its file:line indented by a tab
+    // (where known; the offset stays on the function's line).
+    for (std::size_t i = 0; i < gi.frames.size(); ++i) {
+      out += gi.frames[i] + '\n';
+      if (i < gi.files.size() && !gi.files[i].empty()) out += '\t' + gi.files[i] + '\n';
+    }
+    if (!gi.created_by.empty()) {
+      out += "created by " + gi.created_by + '\n';
+      if (!gi.created_by_file.empty()) out += '\t' + gi.created_by_file + '\n';
+    }
   }
   return out;
 }

@@ -88,12 +88,13 @@ struct alignas(64) g {
   // by the G itself while it runs on that M, except that an M which must
   // leave (the run() caller, see scheduler::leave) clears lockedm under the
   // scheduler lock; lockedm is read by whichever M dequeues the G, hence
-  // atomic (relaxed: the queue hand-off orders it).
+  // atomic (relaxed: the queue hand-off orders it). lock_count is read by
+  // the goroutine dump (", locked to thread"), hence atomic too (relaxed).
   std::atomic<m_base*> lockedm{nullptr};
   std::uint64_t id = 0;
   sched_base* sched = nullptr;
   g* link = nullptr;  // intrusive link: run queues, free lists
-  std::uint32_t lock_count = 0;
+  std::atomic<std::uint32_t> lock_count{0};
   // async preemption: depth of goro::async_preemptible scopes. Written by
   // the goroutine only; read by sysmon and by the SIGURG handler.
   std::atomic<std::uint32_t> async_scope{0};

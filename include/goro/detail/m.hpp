@@ -18,6 +18,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 
 #include "../os/os.hpp"
 #include "chaos.hpp"
@@ -27,6 +29,7 @@
 #include "memory.hpp"
 #include "runtime_stats.hpp"
 #include "sanitizer.hpp"
+#include "spinlock.hpp"
 
 #if GORO_EXCEPTIONS  // after config.hpp, which defines it
 #include <cxxabi.h>
@@ -49,10 +52,21 @@ enum class after_switch : std::uint8_t {
 // The policy-independent interface of a runtime.
 struct timer;
 class netpoller;
+class sched_base;
+
+// after_func (time.hpp): the runtime an after_func timer starts f on, as
+// its timer sees it. A timer may outlive its runtime: the runtime clears
+// rt (under lock) before it drops its timers at shutdown, so a timer
+// re-armed later finds nullptr there, never a freed runtime, and one
+// re-armed before is dropped with the others.
+struct after_func_home {
+  spinlock lock;
+  sched_base* rt = nullptr;  // guarded by lock; nullptr once the runtime ended
+};
 
 class sched_base {
  public:
-  virtual ~sched_base() = default;
+  virtual ~sched_base() { close_after_func_home(); }
   // Destroys the scheduler and returns its storage to the allocator it
   // came from (the policy's allocator_type; see new_scheduler).
   virtual void destroy() noexcept { delete this; }
@@ -64,6 +78,22 @@ class sched_base {
   // thread_lane's adapter, lane.hpp) its runtime's.
   const std::atomic<bool>* ending_flag = &ending_goroutines;
   bool ending() const noexcept { return ending_flag->load(std::memory_order_relaxed); }
+  // after_func: this runtime's home (made by its first after_func, an
+  // allocation of that call's like its timer; time.hpp), and its lock.
+  spinlock af_home_lock;
+  std::shared_ptr<after_func_home> af_home;
+  // At shutdown, before the timers are dropped: an after_func timer
+  // re-armed from now on finds no runtime. Idempotent.
+  void close_after_func_home() noexcept {
+    std::shared_ptr<after_func_home> h;
+    {
+      std::lock_guard<spinlock> lk(af_home_lock);
+      h = std::move(af_home);
+    }
+    if (!h) return;
+    std::lock_guard<spinlock> lk(h->lock);
+    h->rt = nullptr;
+  }
   // The runtime's allocator for its non-template parts (memory.hpp);
   // nullptr: std::allocator. Set by the scheduler's constructor (a
   // thread_lane's adapter: its runtime's).

@@ -64,8 +64,11 @@ class socket_handle {
   }
 
   // The socket's fd (a SOCKET on Windows; -1, INVALID_SOCKET there, for
-  // an empty handle); still owned by the handle.
-  native_socket native_handle() const noexcept { return s_ ? s_->fd() : goro::detail::os::invalid_socket; }
+  // an empty handle, and once closed: the number may name another file
+  // by then); still owned by the handle.
+  native_socket native_handle() const noexcept {
+    return s_ && !s_->closed() ? s_->fd() : goro::detail::os::invalid_socket;
+  }
   explicit operator bool() const noexcept { return s_ != nullptr; }
 
   // Deadlines (steady_clock; a default time_point clears): an operation

@@ -328,6 +328,9 @@ class socket_state {
 
   // Go's pollDesc evict + fd close: idempotent.
   GORO_DECL void close() noexcept;
+  // close() was called (the fd is closed, or will be once the operations
+  // in progress end).
+  bool closed() const noexcept { return (refs_.load(std::memory_order_seq_cst) & closed_bit) != 0; }
 
   // Waits until fd_ is ready for `mode` ('r' / 'w'): none, closed, a
   // passed deadline, or (a plain thread) ctx done. The caller holds an op.
@@ -549,8 +552,14 @@ GORO_DECL void socket_state::destroy() noexcept {
   timer_heap::del(&pd_->rt);  // sync: waits for a running deadline timer
   timer_heap::del(&pd_->wt);
   {
+    // The owner may be another runtime's poller, whose end may have begun
+    // (pinned: netpoller::pin_owner); an owner in its end has detached pd
+    // already, and closes its epoll fd itself.
     std::lock_guard<spinlock> lk(pd_->lock);
-    if (netpoller* np = pd_->owner.load(std::memory_order_seq_cst)) np->close(pd_);
+    netpoller::pin p;
+    netpoller::pin_owner(pd_, p);
+    GORO_CHAOS_POINT("netpoll.destroy");
+    if (netpoller* np = p.get()) np->close(pd_);
   }
   os::close_socket(fd_);
   pd_free(pd_);
@@ -599,6 +608,7 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
     ~cleanup() {
       timer_heap::del(&pd->rt);
       timer_heap::del(&pd->wt);
+      // Our own runtime's poller (or none): it lives while we run.
       if (netpoller* o = pd->owner.load(std::memory_order_seq_cst)) o->close(pd);
       pd_free(pd);
       if (dup_fd != os::invalid_socket) os::close_socket(dup_fd);  // after the EPOLL_CTL_DEL

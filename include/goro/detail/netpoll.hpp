@@ -70,15 +70,24 @@ class netpoller {
   // The runtime is gone (every M and sysmon joined: no poll in flight):
   // descriptors still registered (sockets outliving their runtime) are
   // detached; a goroutine of another runtime that waits on one registers
-  // it again with its own poller. Then the pools this poller may have
-  // seen events of are let go (poll_desc.hpp).
+  // it again with its own poller. Then, once no other thread uses this
+  // poller (pin_owner's protocol: detached, then dead, then drained), its
+  // fds are closed and the pools it may have seen events of are let go
+  // (poll_desc.hpp).
   ~netpoller() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       for (poll_desc* pd = list_; pd;) {
         poll_desc* next = pd->next;
-        pd->owner.store(nullptr, std::memory_order_seq_cst);
+        // The links first: once owner is cleared, a goroutine of another
+        // runtime may register pd with its own poller (ensure_registered
+        // reads owner, then try_open links pd there) and must not see its
+        // new links overwritten.
         pd->prev = pd->next = nullptr;
+        pd->owner.store(nullptr, std::memory_order_seq_cst);
+        // A thread that read owner before the store above has pinned
+        // this poller by the time pinning drops (pin_owner).
+        while (pd->pinning.load(std::memory_order_seq_cst) != 0) os::yield_thread();
         // A goroutine of another runtime parked on pd (pd_block) would
         // wait for events nobody polls any more: ready it as an event
         // would (a spurious readiness: it retries its call, and on EAGAIN
@@ -91,6 +100,11 @@ class netpoller {
       }
       list_ = nullptr;
     }
+    // No descriptor names this poller now, and none will: only this
+    // runtime's goroutines register with it (try_open), and none is left.
+    // Those who pinned it finish first; nobody pins it after.
+    users_.fetch_or(users_dead, std::memory_order_seq_cst);
+    drain_users();
     os_poller_.close();
     while (pool_ref* r = foreign_) {
       foreign_ = r->next;
@@ -172,6 +186,80 @@ class netpoller {
     if (watch_) watch_(on_init_arg_);
   }
 
+  // ---- Other threads' use of a poller through a descriptor ----
+  //
+  // pd->owner names the poller pd is registered with, but a thread that
+  // reads it may not be of that poller's runtime (a goroutine of another
+  // runtime parking on a socket registered here, a plain thread closing
+  // it, a deadline timer of another runtime): that runtime may be
+  // destroyed meanwhile, and this poller with it. Such a thread pins the
+  // poller (pin_owner) before it uses it; the pin, when it goes, unpins it.
+  // The ordering that makes a pinned poller stay alive:
+  //   - pin_owner: pd->pinning += 1, read pd->owner, users_ += 1 (on the
+  //     poller read), pd->pinning -= 1. All seq_cst.
+  //   - ~netpoller: for each pd on its list, owner = nullptr, then waits
+  //     for pd->pinning to be 0; then sets users_dead and waits for
+  //     users_'s count to be 0; only then closes its fds and lets the
+  //     runtime free it.
+  // A pinner that read the poller read owner before ~netpoller cleared it,
+  // so its pinning increment comes before that store (seq_cst): the end
+  // sees pinning > 0 and waits, or reads the decrement, which comes after
+  // the users_ increment: either way users_ counts it before users_dead
+  // is set, and the drain waits for its unpin. A pinner that reads owner
+  // after the store reads nullptr (or a later owner, which is another
+  // poller). So the pinner always has it, or has none; users_dead is
+  // checked anyway, and a poller pinned dead counts as none.
+  //
+  // stop_watch (the runtime's shutdown, before it stops its Ms) sets
+  // users_no_watch and drains the same way: a pin that saw it does not
+  // watch(), whose hook may start an M (wakep) of a runtime that is
+  // joining them; one that did not has watched before its Ms are stopped.
+  //
+  // A goroutine whose own runtime's poller is pd's owner needs no pin: its
+  // runtime cannot end while it runs (or is parked).
+  class pin {
+   public:
+    pin() noexcept = default;
+    pin(const pin&) = delete;
+    pin& operator=(const pin&) = delete;
+    ~pin() {
+      if (np_) np_->users_.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    // The pinned poller, or nullptr (pd registered nowhere, or with a
+    // poller whose end has begun).
+    netpoller* get() const noexcept { return np_; }
+    // netpoller::watch, unless the poller's runtime has begun to stop its Ms.
+    void watch() const noexcept {
+      if (np_ && may_watch_) np_->watch();
+    }
+
+   private:
+    friend class netpoller;
+    netpoller* np_ = nullptr;
+    bool may_watch_ = false;
+  };
+  // Pins pd's owner into p (see above).
+  static void pin_owner(poll_desc* pd, pin& p) noexcept {
+    pd->pinning.fetch_add(1, std::memory_order_seq_cst);
+    if (netpoller* np = pd->owner.load(std::memory_order_seq_cst)) {
+      std::uint32_t v = np->users_.fetch_add(1, std::memory_order_seq_cst);
+      if (v & users_dead) {
+        np->users_.fetch_sub(1, std::memory_order_seq_cst);
+      } else {
+        p.np_ = np;
+        p.may_watch_ = !(v & users_no_watch);
+      }
+    }
+    pd->pinning.fetch_sub(1, std::memory_order_seq_cst);
+  }
+
+  // The runtime's shutdown, before it stops its Ms: no watch() from now on
+  // (see pin_owner).
+  void stop_watch() noexcept {
+    users_.fetch_or(users_no_watch, std::memory_order_seq_cst);
+    drain_users();
+  }
+
   // netpollBreak: wakes the M blocked in poll(); one write per sleep.
   void brk() noexcept {
     if (!inited() || wake_sig_.exchange(true, std::memory_order_seq_cst)) return;
@@ -186,6 +274,11 @@ class netpoller {
   GORO_DECL static void deadline_fired(poll_desc* pd, char mode, std::uintptr_t seq) noexcept;
 
  private:
+  // Waits until nobody has this poller pinned (pin_owner).
+  void drain_users() noexcept {
+    while ((users_.load(std::memory_order_seq_cst) & users_count) != 0) os::yield_thread();
+  }
+
   static constexpr unsigned ptr_bits = 48;
   static constexpr std::uint64_t ptr_mask = (std::uint64_t{1} << ptr_bits) - 1;
   static constexpr std::uint32_t seq_mask = 0xffff;
@@ -217,6 +310,10 @@ class netpoller {
   std::atomic<std::int64_t> last_poll_{0};
   std::mutex mu_;  // init, list_
   poll_desc* list_ = nullptr;
+  // Pins (pin_owner): a count, and the flags that end them.
+  static constexpr std::uint32_t users_dead = 1u << 31, users_no_watch = 1u << 30;
+  static constexpr std::uint32_t users_count = users_no_watch - 1;
+  std::atomic<std::uint32_t> users_{0};
 };
 
 // netpollblock: the calling goroutine waits for readiness on pd in `mode`.
@@ -486,13 +583,21 @@ GORO_DECL g* netpoller::unblock(poll_desc* pd, char mode, bool ioready) noexcept
   }
   if (old == pd_nil || old == pd_wait) return nullptr;  // pd_wait: the commit's CAS fails, the park is cancelled
   g* gp = reinterpret_cast<g*>(old);
+  // gp is parked, so its runtime (and own) lives; pd's owner may be
+  // another runtime's poller, in its end: pinned (pin_owner).
+  netpoller* own = gp->sched->poller();
   netpoller* np = pd->owner.load(std::memory_order_seq_cst);
+  pin p;
+  if (np && np != own) {
+    pin_owner(pd, p);
+    np = p.get();
+  }
   if (np) np->remove_waiter();
   // The commit counted gp on its own runtime's poller too when that was
   // not pd's owner (pd_block); the owner is the same now, or gone (its
   // runtime destroyed), or gp's own (registered there since): each way
   // gp's own poller gets back what the commit added.
-  if (netpoller* own = gp->sched->poller(); own && own != np) own->remove_waiter();
+  if (own && own != np) own->remove_waiter();
   return gp;
 }
 
@@ -520,12 +625,15 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
     // there already, so none is lost since the caller's EAGAIN. If the
     // request cannot be made, the caller retries its call (which fails
     // with the socket's error, or asks again).
-    if (wait)
-      if (netpoller* np = pd->owner.load(std::memory_order_seq_cst))
+    if (wait) {
+      netpoller::pin p;  // pd's owner may be another runtime's poller, in its end
+      netpoller::pin_owner(pd, p);
+      if (netpoller* np = p.get())
         if (np->arm(pd, mode) != 0) {
           s.store(pd_nil, std::memory_order_seq_cst);
           return true;
         }
+    }
   }
   if (wait) {
     struct commit_args {
@@ -554,6 +662,15 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
           netpoller* np = c->pd->owner.load(std::memory_order_seq_cst);
           std::uintptr_t expect = pd_wait;
           netpoller* own = gp->sched->poller();
+          // Another runtime's poller may be in its end (that runtime
+          // destroyed meanwhile): pinned before the CAS, used after it,
+          // unpinned on return (pin_owner). Ours lives: we run in it.
+          netpoller::pin p;
+          if (np && np != own) {
+            netpoller::pin_owner(c->pd, p);
+            np = p.get();
+          }
+          GORO_CHAOS_POINT("netpoll.commit");
           if (!sp->compare_exchange_strong(expect, reinterpret_cast<std::uintptr_t>(gp), std::memory_order_seq_cst))
             return false;  // readiness / unblock came first: resume at once
           if (np) np->add_waiter();
@@ -562,9 +679,10 @@ GORO_DECL bool pd_block(poll_desc* pd, char mode) {
             // made or first waited on there). Our runtime counts us too,
             // as a goroutine the network can wake (checkdead, shutdown),
             // and the owner, whose Ms may all sleep on their notes (none
-            // of its goroutines waited on I/O), gets one to watch it.
+            // of its goroutines waited on I/O), gets one to watch it
+            // (unless it is stopping them: its end readies us then).
             own->add_waiter();
-            if (np) np->watch();
+            p.watch();
           } else if (np && gp->sched->runtime() != gp->sched) {
             np->watch();  // a thread_lane's goroutine: no M of np's runtime parked it
           }

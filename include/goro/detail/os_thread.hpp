@@ -37,7 +37,7 @@ inline std::atomic<int> fail_thread_creations{0};
 struct thread_config {
   std::function<std::thread(std::function<void()>)> factory;  // empty: os::create_thread
   std::string name = "goro";
-  unsigned max_threads = 10000;      // Ms, the run() caller included (Go's SetMaxThreads)
+  unsigned max_threads = 10000;      // Ms, the run() caller included while in run() (Go's SetMaxThreads)
   runtime_memory* memory = nullptr;  // the runtime's allocator (its threads' trace buffers); not an option
 };
 

@@ -67,6 +67,9 @@ struct poll_desc {
   std::atomic<std::uint32_t> seq{0};       // +1 when recycled; tags events and timers
   std::atomic<std::int64_t> rd{0}, wd{0};  // deadlines in nanotime(); 0: none
   std::atomic<netpoller*> owner{nullptr};  // the poller the fd is registered with
+  // Threads between reading owner and pinning that poller
+  // (netpoller::pin_owner): its end waits for none to be left.
+  std::atomic<std::uint32_t> pinning{0};
   spinlock lock;                           // registration and deadline setters
   timer rt, wt;                            // deadline timers (sync: del waits for a running one)
   poll_desc* prev = nullptr;               // owner's list / free list (their locks)

@@ -533,6 +533,7 @@ class scheduler final : public sched_base {
   int startm(p* pp, spin_token spinning);
   void retry_start_m() noexcept;
   int newm(p* pp, spin_token& spinning);
+  void checkmcount(const sched_lock&) noexcept;
   void join_exited_ms() noexcept;
   void m_thread_main(m* mm);
   wake_reason stopm(m* mm, std::int64_t until = 0);
@@ -650,6 +651,7 @@ class scheduler final : public sched_base {
   allocator alloc_;
 
   std::atomic<bool> run_active_{false};
+  bool run_m_left_ = false;  // lock_: the run() caller left the scheduler (checkmcount)
   std::atomic<bool> main_done_{false};
   std::atomic<m*> run_m_{nullptr};
   // +1 per run() (lock_ held): the M that finished a run's main goroutine

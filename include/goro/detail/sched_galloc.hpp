@@ -279,7 +279,7 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->eh_uncaught = 0;
   gp->exiting.store(exit_state::none, std::memory_order_relaxed);
   gp->no_kill = false;
-  gp->lock_count = 0;
+  gp->lock_count.store(0, std::memory_order_relaxed);
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   set_dump_field(gp->sched, this);
   lane_live_.fetch_sub(1, std::memory_order_relaxed);

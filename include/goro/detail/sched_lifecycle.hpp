@@ -65,7 +65,9 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   {
     sched_lock lk(*this);  // see main_finished
     run_m_.store(mm.get(), std::memory_order_release);
+    run_m_left_ = false;
     ++run_epoch_;
+    checkmcount(lk);  // the caller is an M from here on
   }
   os::thread_altstack altstack;
   thread_eh_scope caller_eh;  // the caller's exception state is not main's
@@ -190,6 +192,14 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     shutdown_note_.sleep_for(wait_ns);
     shutdown_waiting_.store(false, std::memory_order_relaxed);
   }
+  // netpoll: goroutines of other runtimes parking on our descriptors stop
+  // asking our poller for an M to watch it (wakep), and those asking now
+  // are done, before the Ms are stopped (netpoller::pin_owner).
+  poller_.stop_watch();
+  // after_func (time.hpp): a timer re-armed from a plain thread from now on
+  // finds no runtime; one re-armed before was queued (and its M woken)
+  // while the Ms still served, and is dropped with the other timers below.
+  close_after_func_home();
   sysmon_.stop();  // sysmon: no goroutine is left to preempt or hand off
   // Stop the Ms: every one is parked (or about to be) in the idle list.
   exiting_.store(true, std::memory_order_seq_cst);

@@ -250,7 +250,8 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
         // Gs (only its thread may resume them): it goes on as a plain M.
         mm->exit_thread = mm->async_pinned == nullptr && mm->async_token == nullptr;
       }
-      gp->lock_count = 0;  // lockosthread: also when unwired by a leaving M (the record is reused)
+      gp->lock_count.store(
+          0, std::memory_order_relaxed);  // lockosthread: also when unwired by a leaving M (the record is reused)
       goexit0(pp, gp);
       break;
     case after_switch::call:

@@ -96,6 +96,22 @@ inline auto scheduler<Policy>::join_exited_ms() noexcept -> void {
   }
 }
 
+// Go's checkmcount (lock_ held), when an M is added: past
+// options::max_threads Ms the program ends. The Ms are the runtime's M
+// threads alive (allm_ less those that exited) and the run() caller while
+// it is one: from run()'s start (run_m_ set) until it leaves the scheduler
+// (run_m_left_, set by leave() before it hands its P to another M). Go
+// counts every M, m0 included, but a runtime has no m0 outside run()
+// (goroutines started by go() from a plain thread run on its own Ms).
+template <class Policy>
+inline auto scheduler<Policy>::checkmcount(const sched_lock&) noexcept -> void {
+  const std::size_t run_caller = run_m_.load(std::memory_order_relaxed) != nullptr && !run_m_left_ ? 1 : 0;
+  if (allm_.size() - nmexited_ + run_caller <= threads_.max_threads) return;
+  char msg[96];
+  std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)", threads_.max_threads);
+  fatal(msg);
+}
+
 template <class Policy>
 inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
   join_exited_ms();  // on g0 (startm's on_g0)
@@ -119,13 +135,7 @@ inline auto scheduler<Policy>::newm(p* pp, spin_token& spinning) -> int {
       return ENOMEM;
     }
     mm->id = static_cast<std::int32_t>(allm_.size());
-    // Go's checkmcount: the Ms whose threads are alive, + the run() caller's.
-    if (const std::size_t mcount = allm_.size() - nmexited_ + 1; mcount > threads_.max_threads) {
-      char msg[96];
-      std::snprintf(msg, sizeof msg, "goro: program exceeds %u-thread limit (options::max_threads)",
-                    threads_.max_threads);
-      fatal(msg);
-    }
+    checkmcount(lk);
   }
   threads_alive_.fetch_add(1);
   char role[16];
@@ -239,6 +249,10 @@ inline auto scheduler<Policy>::stopm(m* mm, std::int64_t until) -> wake_reason {
 // mm leaves the scheduler: hand its P (and its spinning role) on.
 template <class Policy>
 inline auto scheduler<Policy>::leave(m* mm) -> void {
+  if (mm->run_caller) {
+    sched_lock lk(*this);
+    run_m_left_ = true;  // checkmcount: the M handoffp may start replaces it
+  }
   p* pp = mm->pp;
   if (!pp)
     pp = std::exchange(mm->nextp, nullptr);

@@ -5,9 +5,13 @@
 // abi::__cxa_demangle. No -rdynamic (dladdr sees only exported symbols)
 // and no libbacktrace. Tables are read once per object and kept for the
 // life of the process (a dump is rare; objects are mapped read-only).
+// Where the object was built with -g, file and line come from its DWARF
+// sections in the same mapping (debug_line.hpp).
 #pragma once
 
-#include "demangle.hpp"  // both symbolizers' (outside the #if: the amalgamation inlines a header once)
+#include "config.hpp"
+#include "debug_line.hpp"  // ELF only, but outside the #if: the amalgamation inlines a header once
+#include "demangle.hpp"    // both symbolizers' (outside the #if, as above)
 
 #if defined(_WIN32)
 // Windows: PE modules and their COFF symbol tables.
@@ -35,6 +39,8 @@ struct symbol_info {
   std::string name;         // demangled; empty when unknown
   std::uintptr_t offset = 0;  // pc - the symbol's start
   std::string object;       // the object's path (for unknown symbols)
+  std::string file;         // the source file, where the object has DWARF line information
+  unsigned line = 0;        // its line; 0 when unknown
 };
 
 class symbol_table {
@@ -48,6 +54,14 @@ class symbol_table {
     std::uintptr_t bias = 0;
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
     std::vector<sym> syms;  // sorted by addr
+    dwarf_sections dwarf;   // empty without -g
+    // Answers of dwarf_source_line, sorted by key (the address twice, plus
+    // one for a row): each walks a whole unit, and dumps repeat addresses.
+    struct line_entry {
+      std::uintptr_t key;
+      source_line at;
+    };
+    std::vector<line_entry> lines;
     bool read = false;
   };
 
@@ -58,7 +72,12 @@ class symbol_table {
   }
 
   // The symbol containing pc (pc exactly: pass a return address minus one).
-  symbol_info lookup(std::uintptr_t pc) {
+  // File and line: the call's line in that function (where the callee was
+  // inlined, the inlined call's site). For goro's closure (set_closure's
+  // function, which stands for the callable given to go(), usually inlined
+  // into it) with `closure_row`: the line table's row for pc, a line in
+  // that callable rather than goro's call of it.
+  symbol_info lookup(std::uintptr_t pc, bool closure_row = false) {
     std::lock_guard<std::mutex> lk(lock_);
     object* o = find_object(pc);
     if (!o) {
@@ -78,10 +97,32 @@ class symbol_table {
     if (it->size != 0 && rel >= it->addr + it->size) return r;
     r.offset = rel - it->addr;
     r.name = demangle(it->name);
+    // Not under ThreadSanitizer (as the dump reads no stacks there): its
+    // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
+    // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
+    if (!GORO_TSAN && o->dwarf.info.data) {
+      const bool row = closure_row && r.name.rfind("goro::detail::set_closure<", 0) == 0;
+      const std::uintptr_t key = rel * 2 + (row ? 1 : 0);
+      auto at = std::lower_bound(o->lines.begin(), o->lines.end(), key,
+                                 [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; });
+      if (at == o->lines.end() || at->key != key) {
+        source_line sl = dwarf_source_line(o->dwarf, rel, row);
+        if (o->lines.size() >= max_cached_lines) o->lines.clear();
+        at = o->lines.insert(std::lower_bound(o->lines.begin(), o->lines.end(), key,
+                                              [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; }),
+                             object::line_entry{key, std::move(sl)});
+      }
+      if (at->at.line != 0) {
+        r.file = at->at.file;
+        r.line = at->at.line;
+      }
+    }
     return r;
   }
 
  private:
+  static constexpr std::size_t max_cached_lines = 4096;  // then the cache starts over
+
   object* find_object(std::uintptr_t pc) {
     for (auto& o : objects_)
       for (auto& s : o.segs)
@@ -135,6 +176,7 @@ class symbol_table {
       return;
     }
     const auto* sh = reinterpret_cast<const ElfW(Shdr)*>(base + eh->e_shoff);
+    if (eh->e_ident[EI_DATA] == ELFDATA2LSB) read_dwarf_sections(o, base, size, sh, eh->e_shnum, eh->e_shstrndx);
     for (ElfW(Word) want : {ElfW(Word){SHT_SYMTAB}, ElfW(Word){SHT_DYNSYM}}) {
       for (unsigned i = 0; i < eh->e_shnum; ++i) {
         if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum) continue;
@@ -165,7 +207,39 @@ class symbol_table {
     // Duplicates (aliases, local copies): keep the first of each address.
     o.syms.erase(std::unique(o.syms.begin(), o.syms.end(), [](const sym& a, const sym& b) { return a.addr == b.addr; }),
                  o.syms.end());
-    if (o.syms.empty()) ::munmap(map, size);
+    if (o.syms.empty()) {
+      ::munmap(map, size);
+      o.dwarf = dwarf_sections{};
+    }
+  }
+
+  // The DWARF sections that file:line needs, by name (.shstrtab). A
+  // compressed one (SHF_COMPRESSED: -gz) leaves the object without lines.
+  static void read_dwarf_sections(object& o, const unsigned char* base, std::size_t size, const ElfW(Shdr) * sh,
+                                  unsigned n, unsigned names_index) {
+    if (names_index >= n) return;
+    const ElfW(Shdr)& names = sh[names_index];
+    if (names.sh_offset > size || names.sh_size > size - names.sh_offset || names.sh_size == 0) return;
+    const char* strs = reinterpret_cast<const char*>(base + names.sh_offset);
+    if (strs[names.sh_size - 1] != '\0') return;
+    struct {
+      const char* name;
+      dwarf_span dwarf_sections::*span;
+    } const wanted[] = {{".debug_info", &dwarf_sections::info},     {".debug_abbrev", &dwarf_sections::abbrev},
+                        {".debug_line", &dwarf_sections::line},     {".debug_line_str", &dwarf_sections::line_str},
+                        {".debug_str", &dwarf_sections::str},       {".debug_addr", &dwarf_sections::addr},
+                        {".debug_ranges", &dwarf_sections::ranges}, {".debug_rnglists", &dwarf_sections::rnglists}};
+    dwarf_sections d;
+    for (unsigned i = 0; i < n; ++i) {
+      if (sh[i].sh_name >= names.sh_size || sh[i].sh_type == SHT_NOBITS) continue;
+      if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset) continue;
+      for (const auto& w : wanted) {
+        if (std::strcmp(strs + sh[i].sh_name, w.name) != 0) continue;
+        if (sh[i].sh_flags & SHF_COMPRESSED) return;
+        d.*w.span = dwarf_span{base + sh[i].sh_offset, static_cast<std::size_t>(sh[i].sh_size)};
+      }
+    }
+    o.dwarf = d;
   }
 
   std::mutex lock_;

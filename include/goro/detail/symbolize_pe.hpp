@@ -25,6 +25,8 @@ struct symbol_info {
   std::string name;           // demangled; empty when unknown
   std::uintptr_t offset = 0;  // pc - the symbol's start
   std::string object;         // the module's path (for unknown symbols)
+  std::string file;           // never set here: no file:line on Windows (PE has no DWARF reader yet)
+  unsigned line = 0;
 };
 
 class symbol_table {
@@ -46,7 +48,7 @@ class symbol_table {
 
   // The function symbol containing pc (pc exactly: pass a return address
   // minus one); without sizes in COFF, the nearest one below.
-  symbol_info lookup(std::uintptr_t pc) {
+  symbol_info lookup(std::uintptr_t pc, bool = false) {  // the flag: file:line (ELF only)
     std::lock_guard<std::mutex> lk(lock_);
     symbol_info r;
     HMODULE h = nullptr;

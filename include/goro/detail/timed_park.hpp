@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 #include "extm.hpp"
@@ -137,6 +139,14 @@ template <class Clock, class Duration>
 std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& tp) noexcept {
   using namespace std::chrono;
   const auto clock_now = Clock::now();
+  // Far from now in the units tp and now are compared in, checked in double
+  // first: a coarse instant (time_point<steady_clock, seconds>::max(),
+  // "forever") overflowed when converted to the clock's nanoseconds (UB),
+  // and read as long past: the wait timed out at once.
+  using common = typename std::common_type_t<Duration, typename Clock::duration>;
+  const double at = duration<double, typename common::period>(tp.time_since_epoch()).count();
+  constexpr double bound = static_cast<double>(std::numeric_limits<typename common::rep>::max()) / 4;
+  if (!(at < bound && at > -bound)) return at > 0 ? INT64_MAX / 2 : nanotime();  // NaN: past
   // Compared before subtracting: tp - now overflows for time_point::min(),
   // which then read as a wait of centuries.
   if (tp <= clock_now) return nanotime();

@@ -27,6 +27,8 @@ enum class wait_reason : std::uint8_t {
   chan_receive_nil,  // a receive on a nil channel: blocks forever
   chan_send_nil,     // a send on a nil channel: blocks forever
   select_no_cases,   // a select whose every case is on a nil channel
+  rw_mutex_rlock,    // rw_mutex::lock_shared behind a writer (Go 1.20's name)
+  rw_mutex_lock,     // rw_mutex::lock waiting for the readers inside to leave
   other,             // a park site that names no reason
 };
 
@@ -47,6 +49,8 @@ inline constexpr const char* wait_reason_names[] = {
     "chan receive (nil chan)",  // Go's names for the three
     "chan send (nil chan)",
     "select (no cases)",
+    "sync.RWMutex.RLock",
+    "sync.RWMutex.Lock",
     "waiting",  // other
 };
 static_assert(sizeof(wait_reason_names) / sizeof(wait_reason_names[0]) ==

@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -42,6 +43,48 @@ inline const char* errno_text(int) noexcept { return nullptr; }
 
 // Nothing to start on Linux (Winsock's WSAStartup elsewhere).
 inline void net_startup() noexcept {}
+
+// IPv6 zones by name ("%eth0"): the interface's index (0: none such), and
+// an index's name into buf (interface_name_size bytes; false: none such).
+// What if_nametoindex / if_indextoname do (SIOCGIFINDEX / SIOCGIFNAME on a
+// throwaway socket), with the kernel's struct ifreq layout written here:
+// <net/if.h> cannot be included, since a program that included
+// <linux/if.h> first would then fail to compile (IFF_UP redeclared).
+inline constexpr std::size_t interface_name_size = 16;  // IFNAMSIZ
+struct interface_request {                               // struct ifreq
+  char name[interface_name_size];
+  union {
+    int index;
+    char pad[24];  // the union's size (struct ifmap)
+  };
+};
+static_assert(sizeof(interface_request) == 40);
+inline bool interface_ioctl(unsigned long request, interface_request& r) noexcept {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = ::ioctl(fd, request, &r) == 0;
+  ::close(fd);
+  return ok;
+}
+inline unsigned interface_index(const char* name) noexcept {
+  interface_request r{};
+  std::size_t n = 0;
+  while (name[n] != '\0') {
+    if (n + 1 >= interface_name_size) return 0;  // too long for any interface
+    r.name[n] = name[n];
+    ++n;
+  }
+  if (n == 0 || !interface_ioctl(SIOCGIFINDEX, r) || r.index <= 0) return 0;
+  return static_cast<unsigned>(r.index);
+}
+inline bool interface_name(unsigned index, char* buf) noexcept {
+  interface_request r{};
+  r.index = static_cast<int>(index);
+  if (index == 0 || index > 0x7fffffffu || !interface_ioctl(SIOCGIFNAME, r)) return false;
+  r.name[interface_name_size - 1] = '\0';
+  for (std::size_t i = 0; i < interface_name_size; ++i) buf[i] = r.name[i];
+  return true;
+}
 
 // A new non-blocking, close-on-exec socket, or invalid_socket and *err.
 inline socket_t open_socket(int family, int type, int* err) noexcept {

@@ -30,6 +30,12 @@ using sock_len = int;
 
 inline constexpr bool unix_sockets = false;
 
+// IPv6 zones by name: not looked up here (if_nametoindex is iphlpapi's, a
+// library goro does not link), so a zone is its number ("%12").
+inline unsigned interface_index(const char*) noexcept { return 0; }
+inline bool interface_name(unsigned, char*) noexcept { return false; }
+inline constexpr std::size_t interface_name_size = 16;
+
 // Winsock's codes as errno values (those MinGW-w64's <errno.h> and
 // libstdc++'s std::errc use); anything else is EIO.
 inline int errno_from_wsa(int e) noexcept {

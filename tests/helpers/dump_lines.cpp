@@ -1,0 +1,70 @@
+// Child process for dump_test's file:line cases: prints the lines where its
+// parked goroutine blocks and where it was created, then the goroutine dump,
+// on stdout. Built twice from this file: goro_helper_dump_lines with -g
+// (the dump shows file:line) and goro_helper_dump_lines_nog with -g0
+// (dump_lines_nog.cpp: the dump shows none of this file's lines).
+#include <chrono>
+#include <cstdio>
+#include <goro/goro.hpp>
+#include <string>
+
+namespace {
+
+int recv_line = 0;  // the line of the blocking call in dump_lines_parked
+int go_line = 0;    // the line of the go() call in dump_lines_spawner
+int lambda_line = 0;  // the line of the blocking call in own_frame (a local type's function)
+
+[[gnu::noinline]] void dump_lines_parked(goro::chan<int>& c) {
+  recv_line = __LINE__ + 1;
+  (void)c.recv();
+  asm volatile("" ::: "memory");
+}
+
+[[gnu::noinline]] void dump_lines_spawner(goro::chan<int>& c, goro::wait_group& started) {
+  auto body = [&c, &started] {
+    started.done();
+    dump_lines_parked(c);
+  };
+  go_line = __LINE__ + 1;
+  goro::go(body);
+  // A function object with a frame of its own, local to this function as
+  // a lambda's closure type is (its function is in the type, inside this
+  // function's entry), recv inlined into it.
+  struct own_frame {
+    goro::chan<int>* c;
+    goro::wait_group* started;
+    [[gnu::noinline]] void operator()() const {
+      started->done();
+      lambda_line = __LINE__ + 1;
+      (void)c->recv();
+      asm volatile("" ::: "memory");
+    }
+  };
+  goro::go(own_frame{&c, &started});
+  asm volatile("" ::: "memory");
+}
+
+}  // namespace
+
+int main() {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> c;
+    goro::wait_group started;
+    started.add(2);
+    dump_lines_spawner(c, started);
+    started.wait();
+    std::string dump;
+    for (int i = 0; i < 5000; ++i) {  // until both have parked in recv (bounded)
+      const auto gs = goro::goroutines();
+      int parked = 0;
+      for (const auto& gi : gs) parked += gi.wait_reason == "chan receive";
+      dump = goro::goroutine_dump();
+      if (parked == 2) break;
+      goro::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::printf("recv_line %d\ngo_line %d\nlambda_line %d\n%s", recv_line, go_line, lambda_line, dump.c_str());
+    c.send(1);
+    c.send(2);
+  });
+}
