@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -294,6 +295,28 @@ TEST_CASE("allocator: chan<T, Alloc> takes its buffer and shared state from Allo
   }
   CHECK(counts.live_bytes() == 0);
   CHECK(counts.allocs.load() == counts.deallocs.load());
+}
+
+// Go gives zero-size elements no buffer: group::set_limit(INT_MAX) made a
+// chan<std::monostate> of 2 GiB.
+TEST_CASE("allocator: a channel of an empty type takes one slot, whatever its capacity", "[alloc][chan]") {
+  alloc_counts counts;
+  struct tag {};
+  using alloc = counting_alloc<tag>;
+  {
+    goro::chan<tag, alloc> c(UINT32_MAX, alloc(&counts));
+    CHECK(counts.largest.load() < 4096);  // the record and control block; a ring of 1
+    for (int i = 0; i < 1000; ++i) REQUIRE(c.try_send(tag{}));
+    for (int i = 0; i < 1000; ++i) REQUIRE(c.try_recv());
+    CHECK_FALSE(c.try_recv());
+    for (int i = 0; i < 3; ++i) c.send(tag{});  // left in it when the last handle goes
+  }
+  CHECK(counts.live_bytes() == 0);
+  CHECK(counts.allocs.load() == counts.deallocs.load());
+  goro::chan<std::monostate> sem(static_cast<std::size_t>(INT_MAX));  // group's semaphore
+  REQUIRE(sem.try_send(std::monostate{}));
+  CHECK(sem.size() == 1);
+  CHECK(sem.try_recv());
 }
 
 TEST_CASE("allocator: chan<T, Alloc> in a runtime: select, range-for, nil, unbuffered", "[alloc][chan]") {

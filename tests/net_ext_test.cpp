@@ -107,6 +107,9 @@ TEST_CASE("net_ext: address parse, to_string, port, family", "[net]") {
   CHECK(net::address::parse("@abstract").to_string() == "@abstract");
   CHECK(net::address::parse("127.0.0.1:80") == net::address::from_ip("127.0.0.1", 80));
   CHECK_FALSE(net::address::parse("127.0.0.1:80") == net::address::parse("127.0.0.1:81"));
+  // An empty port is port 0, as in Go ("127.0.0.1:" listens on a free port).
+  CHECK(net::address::parse("127.0.0.1:") == net::address::from_ip("127.0.0.1", 0));
+  CHECK(net::address::parse("[::1]:") == net::address::from_ip("::1", 0));
   CHECK_FALSE(net::address());
   CHECK(net::address().to_string().empty());
 

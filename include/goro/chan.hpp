@@ -201,7 +201,7 @@ template <class T>
 struct hchan : chan_core {
   static_assert(std::is_nothrow_move_constructible_v<T>, "hchan<T>: T's moves run under the lock");
   explicit hchan(std::size_t capacity) : chan_core(capacity) {
-    if (cap) storage = std::allocator<T>().allocate(cap);
+    if (cap) storage = std::allocator<T>().allocate(ring_size());
   }
   // For hchan_alloc: the ring comes from its allocator.
   struct foreign_storage {};
@@ -209,11 +209,18 @@ struct hchan : chan_core {
   ~hchan() {
     if (!storage) return;
     destroy_items();
-    std::allocator<T>().deallocate(slots(), cap);
+    std::allocator<T>().deallocate(slots(), ring_size());
   }
+  // An empty T (std::monostate, a tag; Go's struct{}) carries nothing: all
+  // its slots are one, as Go gives zero-size elements no buffer. A
+  // chan<std::monostate>(INT_MAX) (group::set_limit's semaphore) took 2 GiB.
+  static constexpr bool one_slot = std::is_empty_v<T> && std::is_trivially_destructible_v<T>;
+  std::size_t ring_size() const noexcept { return one_slot ? 1 : cap; }
   T* slots() const noexcept { return static_cast<T*>(storage); }
+  T* slot(std::size_t i) const noexcept { return slots() + (one_slot ? 0 : i); }
   // The values still buffered (a channel dropped with items in it).
   void destroy_items() noexcept {
+    if constexpr (one_slot) return;  // trivially destructible
     T* buf = slots();
     std::size_t n = count.load(std::memory_order_relaxed);
     for (std::size_t i = 0, x = recvx; i < n; ++i, x = (x + 1 == cap ? 0 : x + 1)) buf[x].~T();
@@ -234,7 +241,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n < cap) {
-      ::new (static_cast<void*>(slots() + sendx)) T(std::move(v));
+      ::new (static_cast<void*>(slot(sendx))) T(std::move(v));
       if (++sendx == cap) sendx = 0;
       count.store(n + 1, std::memory_order_relaxed);
       return chan_op::done;
@@ -252,7 +259,7 @@ struct hchan : chan_core {
       } else {
         // The buffer is full: take its head, and put the sender's value in
         // the freed slot, which becomes the tail (Go's recv()).
-        T* head = slots() + recvx;
+        T* head = slot(recvx);
         out.emplace(std::move(*head));
         head->~T();
         ::new (static_cast<void*>(head)) T(std::move(sv));
@@ -265,7 +272,7 @@ struct hchan : chan_core {
     }
     std::size_t n = count.load(std::memory_order_relaxed);
     if (n > 0) {
-      T* head = slots() + recvx;
+      T* head = slot(recvx);
       out.emplace(std::move(*head));
       head->~T();
       if (++recvx == cap) recvx = 0;
@@ -429,12 +436,13 @@ struct hchan_alloc final : hchan<E> {
   using traits = std::allocator_traits<elem_alloc>;
   hchan_alloc(std::size_t capacity, const Alloc& a)
       : hchan<E>(capacity, typename hchan<E>::foreign_storage{}), alloc(a) {
-    if (this->cap) this->storage = std::to_address(traits::allocate(alloc, this->cap));
+    if (this->cap) this->storage = std::to_address(traits::allocate(alloc, this->ring_size()));
   }
   ~hchan_alloc() {
     if (!this->storage) return;
     this->destroy_items();
-    traits::deallocate(alloc, std::pointer_traits<typename traits::pointer>::pointer_to(*this->slots()), this->cap);
+    traits::deallocate(alloc, std::pointer_traits<typename traits::pointer>::pointer_to(*this->slots()),
+                       this->ring_size());
     this->storage = nullptr;
   }
   [[no_unique_address]] elem_alloc alloc;

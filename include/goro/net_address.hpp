@@ -265,7 +265,11 @@ GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& ho
     if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
     p = hp.substr(colon + 1);
   }
-  if (p.empty() || p.size() > 5) return ec = bad_addr(3), false;
+  if (p.empty()) {  // "host:" is port 0, as in Go (parsePort; golang.org/issue/13610)
+    port = 0;
+    return true;
+  }
+  if (p.size() > 5) return ec = bad_addr(3), false;
   unsigned pn = 0;
   for (char c : p) {
     if (c < '0' || c > '9') return ec = bad_addr(3), false;
