@@ -11160,7 +11160,11 @@ struct netpoll_sched {
     }
     g* gs[netpoller::max_batch];
     int n = 0;
+    // Publish, fence, then read the note (Dekker with wake_idle_m).
+    s.poll_sleeper_.store(mm, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!mm->park_note.is_woken()) n = s.poller_.poll(ns, gs);
+    s.poll_sleeper_.store(nullptr, std::memory_order_relaxed);
     s.poller_.unlock();
     n = keep_own(s, gs, n);
     if (n > 0) {
@@ -17700,6 +17704,7 @@ class scheduler final : public sched_base {
   int wakep();
   bool work_after_going_idle() noexcept;
   void reset_spinning(m* mm);
+  void wake_idle_m(m* mm) noexcept;
   bool park_idle(m* mm);
   void wake_for_timer(std::int64_t when);
   std::int64_t earliest_timer() const noexcept;
@@ -17812,6 +17817,9 @@ class scheduler final : public sched_base {
   spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
   m* midle_ = nullptr;
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
+  // netpoll: the idle M blocked in epoll_wait, if any (one at a time: the
+  // poller's lock). Not always timer_m_: see wake_idle_m.
+  std::atomic<m*> poll_sleeper_{nullptr};
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   vec<m*> allm_{alloc_of<m*>(ra_.get())};
@@ -18543,9 +18551,26 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   }
   if (sleeper) {
     GORO_CHAOS_POINT("wake_for_timer.wake");
-    sleeper->park_note.wake();
-    poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    wake_idle_m(sleeper);
   }
+}
+
+// Wakes mm, which its caller took off the idle list (and so owns its
+// wake-up). An idle M may sleep in epoll_wait instead of on its note: the
+// timer M, and also an M that was the timer M until another took the role
+// with an earlier timer; that one sleeps on to its own deadline, forever
+// when it watched only I/O. So the poll is broken whenever mm is the M in
+// it, not only when mm is the timer M now: main_finished's wake of the
+// run() caller's M, asleep there after it lost the role, was lost, and
+// run() never returned (net_misuse's race stress, 6 hangs in ~400 runs).
+// Dekker with netpoll_sched::sleep, which publishes poll_sleeper_, fences,
+// then reads the note: we wake the note, fence, then read poll_sleeper_
+// (a pointer compared, never followed: mm may be gone once woken).
+template <class Policy>
+inline auto scheduler<Policy>::wake_idle_m(m* mm) noexcept -> void {
+  mm->park_note.wake();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (poll_sleeper_.load(std::memory_order_relaxed) == mm) poller_.brk();
 }
 
 // A spinning M found work: stop spinning, and if it was the last spinner
@@ -18740,18 +18765,15 @@ inline auto scheduler<Policy>::retry_start_m() noexcept -> void {
 template <class Policy>
 inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   m* mm;
-  m* timer_m;  // netpoll
   {
     sched_lock lk(*this);
-    timer_m = timer_m_;  // netpoll
     mm = m_idle_get(lk);
   }
   if (mm) {
     GORO_CHAOS_POINT("startm.wake");
     mm->spinning = std::move(spinning);
     mm->nextp = pp;
-    mm->park_note.wake();
-    if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    wake_idle_m(mm);
     return 0;
   }
   // Thread creation is deep (os::create_thread): run it on g0, not on a
@@ -19991,7 +20013,7 @@ inline auto scheduler<Policy>::checkdead(const sched_lock& lk, m* self) noexcept
   deadcheck_at_ = nanotime() + deadlock_grace_ns;
   if (armed) return;
   m* rm = run_m_.load(std::memory_order_relaxed);
-  if (rm != self && take_run_m_locked(lk, rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+  if (rm != self && take_run_m_locked(lk, rm)) wake_idle_m(rm);  // under lock_: rm cannot be freed meanwhile
 }
 
 // Whether no goroutine can be readied from inside the runtime (lock_ held).
@@ -20059,10 +20081,7 @@ inline auto scheduler<Policy>::main_finished() noexcept -> void {
       rm = r;
     }
   }
-  if (rm) {
-    rm->park_note.wake();
-    if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
-  }
+  if (rm) wake_idle_m(rm);  // netpoll: it may sleep in epoll_wait
   // It was watching the timers: have an M on an idle P take over (it
   // finds nothing to run and becomes the timer M).
   if (was_timer_m) wakep();

@@ -439,7 +439,11 @@ struct netpoll_sched {
     }
     g* gs[netpoller::max_batch];
     int n = 0;
+    // Publish, fence, then read the note (Dekker with wake_idle_m).
+    s.poll_sleeper_.store(mm, std::memory_order_seq_cst);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (!mm->park_note.is_woken()) n = s.poller_.poll(ns, gs);
+    s.poll_sleeper_.store(nullptr, std::memory_order_relaxed);
     s.poller_.unlock();
     n = keep_own(s, gs, n);
     if (n > 0) {

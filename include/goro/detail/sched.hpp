@@ -512,6 +512,7 @@ class scheduler final : public sched_base {
   int wakep();
   bool work_after_going_idle() noexcept;
   void reset_spinning(m* mm);
+  void wake_idle_m(m* mm) noexcept;
   bool park_idle(m* mm);
   void wake_for_timer(std::int64_t when);
   std::int64_t earliest_timer() const noexcept;
@@ -624,6 +625,9 @@ class scheduler final : public sched_base {
   spin_gate spinning_;  // Go's nmspinning (spinning.hpp)
   m* midle_ = nullptr;
   m* timer_m_ = nullptr;  // the idle M sleeping until the next timer (see park_idle)
+  // netpoll: the idle M blocked in epoll_wait, if any (one at a time: the
+  // poller's lock). Not always timer_m_: see wake_idle_m.
+  std::atomic<m*> poll_sleeper_{nullptr};
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   vec<m*> allm_{alloc_of<m*>(ra_.get())};

@@ -115,9 +115,26 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
   }
   if (sleeper) {
     GORO_CHAOS_POINT("wake_for_timer.wake");
-    sleeper->park_note.wake();
-    poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    wake_idle_m(sleeper);
   }
+}
+
+// Wakes mm, which its caller took off the idle list (and so owns its
+// wake-up). An idle M may sleep in epoll_wait instead of on its note: the
+// timer M, and also an M that was the timer M until another took the role
+// with an earlier timer; that one sleeps on to its own deadline, forever
+// when it watched only I/O. So the poll is broken whenever mm is the M in
+// it, not only when mm is the timer M now: main_finished's wake of the
+// run() caller's M, asleep there after it lost the role, was lost, and
+// run() never returned (net_misuse's race stress, 6 hangs in ~400 runs).
+// Dekker with netpoll_sched::sleep, which publishes poll_sleeper_, fences,
+// then reads the note: we wake the note, fence, then read poll_sleeper_
+// (a pointer compared, never followed: mm may be gone once woken).
+template <class Policy>
+inline auto scheduler<Policy>::wake_idle_m(m* mm) noexcept -> void {
+  mm->park_note.wake();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (poll_sleeper_.load(std::memory_order_relaxed) == mm) poller_.brk();
 }
 
 // A spinning M found work: stop spinning, and if it was the last spinner

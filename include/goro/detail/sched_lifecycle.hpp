@@ -260,7 +260,7 @@ inline auto scheduler<Policy>::checkdead(const sched_lock& lk, m* self) noexcept
   deadcheck_at_ = nanotime() + deadlock_grace_ns;
   if (armed) return;
   m* rm = run_m_.load(std::memory_order_relaxed);
-  if (rm != self && take_run_m_locked(lk, rm)) rm->park_note.wake();  // under lock_: rm cannot be freed meanwhile
+  if (rm != self && take_run_m_locked(lk, rm)) wake_idle_m(rm);  // under lock_: rm cannot be freed meanwhile
 }
 
 // Whether no goroutine can be readied from inside the runtime (lock_ held).
@@ -328,10 +328,7 @@ inline auto scheduler<Policy>::main_finished() noexcept -> void {
       rm = r;
     }
   }
-  if (rm) {
-    rm->park_note.wake();
-    if (was_timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
-  }
+  if (rm) wake_idle_m(rm);  // netpoll: it may sleep in epoll_wait
   // It was watching the timers: have an M on an idle P take over (it
   // finds nothing to run and becomes the timer M).
   if (was_timer_m) wakep();

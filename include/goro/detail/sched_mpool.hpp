@@ -19,18 +19,15 @@ inline auto scheduler<Policy>::retry_start_m() noexcept -> void {
 template <class Policy>
 inline auto scheduler<Policy>::startm(p* pp, spin_token spinning) -> int {
   m* mm;
-  m* timer_m;  // netpoll
   {
     sched_lock lk(*this);
-    timer_m = timer_m_;  // netpoll
     mm = m_idle_get(lk);
   }
   if (mm) {
     GORO_CHAOS_POINT("startm.wake");
     mm->spinning = std::move(spinning);
     mm->nextp = pp;
-    mm->park_note.wake();
-    if (mm == timer_m) poller_.brk();  // netpoll: the timer M sleeps in epoll_wait
+    wake_idle_m(mm);
     return 0;
   }
   // Thread creation is deep (os::create_thread): run it on g0, not on a
