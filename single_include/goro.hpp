@@ -17820,6 +17820,9 @@ class scheduler final : public sched_base {
   // netpoll: the idle M blocked in epoll_wait, if any (one at a time: the
   // poller's lock). Not always timer_m_: see wake_idle_m.
   std::atomic<m*> poll_sleeper_{nullptr};
+  // wake_idle_m calls under way: shutdown waits for none before it frees
+  // the Ms (and then the scheduler) that they may still touch.
+  std::atomic<std::uint32_t> wakes_in_flight_{0};
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   vec<m*> allm_{alloc_of<m*>(ra_.get())};
@@ -18566,11 +18569,21 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
 // Dekker with netpoll_sched::sleep, which publishes poll_sleeper_, fences,
 // then reads the note: we wake the note, fence, then read poll_sleeper_
 // (a pointer compared, never followed: mm may be gone once woken).
+//
+// Once woken, mm may run the rest of the program at once: the runtime may
+// end while we still read poll_sleeper_ and break the poll, when we are
+// not one of its Ms (another runtime's M readying one of our goroutines
+// from its poll, a plain thread). wakes_in_flight_ counts us from before
+// the wake, which comes before anything mm does; shutdown waits for it to
+// drop to 0 before it frees the Ms and the scheduler (TSan saw the read
+// of a freed scheduler: net_ext's idle-owner case).
 template <class Policy>
 inline auto scheduler<Policy>::wake_idle_m(m* mm) noexcept -> void {
+  wakes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
   mm->park_note.wake();
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (poll_sleeper_.load(std::memory_order_relaxed) == mm) poller_.brk();
+  wakes_in_flight_.fetch_sub(1, std::memory_order_release);  // our last touch of this runtime
 }
 
 // A spinning M found work: stop spinning, and if it was the last spinner
@@ -19964,6 +19977,11 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   };
   for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
+  // A wake_idle_m from outside (see there) may still be reading us. One
+  // that took an M off the idle list for a P kept that P busy, so we got
+  // here only after its M ran; the others run on our Ms, under lock_, or
+  // for timers of goroutines and of after_func re-arms, which are over.
+  while (wakes_in_flight_.load(std::memory_order_acquire) != 0) os::yield_thread();
   std::lock_guard<std::mutex> reap(reap_lock_);  // waits for a join_exited_ms in progress
   for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();

@@ -628,6 +628,9 @@ class scheduler final : public sched_base {
   // netpoll: the idle M blocked in epoll_wait, if any (one at a time: the
   // poller's lock). Not always timer_m_: see wake_idle_m.
   std::atomic<m*> poll_sleeper_{nullptr};
+  // wake_idle_m calls under way: shutdown waits for none before it frees
+  // the Ms (and then the scheduler) that they may still touch.
+  std::atomic<std::uint32_t> wakes_in_flight_{0};
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
   vec<m*> allm_{alloc_of<m*>(ra_.get())};

@@ -130,11 +130,21 @@ inline auto scheduler<Policy>::wake_for_timer(std::int64_t when) -> void {
 // Dekker with netpoll_sched::sleep, which publishes poll_sleeper_, fences,
 // then reads the note: we wake the note, fence, then read poll_sleeper_
 // (a pointer compared, never followed: mm may be gone once woken).
+//
+// Once woken, mm may run the rest of the program at once: the runtime may
+// end while we still read poll_sleeper_ and break the poll, when we are
+// not one of its Ms (another runtime's M readying one of our goroutines
+// from its poll, a plain thread). wakes_in_flight_ counts us from before
+// the wake, which comes before anything mm does; shutdown waits for it to
+// drop to 0 before it frees the Ms and the scheduler (TSan saw the read
+// of a freed scheduler: net_ext's idle-owner case).
 template <class Policy>
 inline auto scheduler<Policy>::wake_idle_m(m* mm) noexcept -> void {
+  wakes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
   mm->park_note.wake();
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (poll_sleeper_.load(std::memory_order_relaxed) == mm) poller_.brk();
+  wakes_in_flight_.fetch_sub(1, std::memory_order_release);  // our last touch of this runtime
 }
 
 // A spinning M found work: stop spinning, and if it was the last spinner

@@ -211,6 +211,11 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   };
   for (std::size_t i = 0; m* mm = m_at(i); ++i) mm->park_note.wake();
   poller_.brk();  // netpoll: the M blocked in epoll_wait
+  // A wake_idle_m from outside (see there) may still be reading us. One
+  // that took an M off the idle list for a P kept that P busy, so we got
+  // here only after its M ran; the others run on our Ms, under lock_, or
+  // for timers of goroutines and of after_func re-arms, which are over.
+  while (wakes_in_flight_.load(std::memory_order_acquire) != 0) os::yield_thread();
   std::lock_guard<std::mutex> reap(reap_lock_);  // waits for a join_exited_ms in progress
   for (std::size_t i = 0; m* mm = m_at(i); ++i) {
     mm->thread.join();
