@@ -3909,6 +3909,15 @@ GORO_ALWAYS_INLINE void dump_resume_check(g* gp) noexcept {
   if (GORO_UNLIKELY(gp->dump_pin.load(std::memory_order_acquire))) dump_pin_wait(gp);
 }
 
+// Calls a closure's callable (element 0) with its arguments, moved. A
+// named function, not a generic lambda under std::apply: the goroutine
+// dump names inlined frames from their mangled names, and
+// abi::__cxa_demangle (GCC 12) cannot read a generic lambda's.
+template <class Bound, std::size_t... I>
+void call_bound(Bound& b, std::index_sequence<I...>) {
+  std::invoke(std::move(std::get<0>(b)), std::move(std::get<I + 1>(b))...);
+}
+
 // Stores the callable and its arguments in gp (decay-copied, as std::thread).
 template <class F, class... A>
 void set_closure(g* gp, F&& f, A&&... args) {
@@ -3944,7 +3953,7 @@ void set_closure(g* gp, F&& f, A&&... args) {
         self->closure_op = nullptr;
       }
     } guard{self, b};
-    if (run) std::apply([](auto& fn, auto&... a) { std::invoke(std::move(fn), std::move(a)...); }, *b);
+    if (run) call_bound(*b, std::make_index_sequence<sizeof...(A)>{});
   };
 }
 
@@ -4783,9 +4792,9 @@ GORO_ALWAYS_INLINE void check_may_park(const char* call) {
 // where goroutines park (detail/wait_reason.hpp); stacks come from the C++
 // unwinder started at a parked goroutine's saved context (detail/
 // unwind.hpp), so no frame pointers are needed; names come from the
-// program's own symbol tables (detail/symbolize.hpp), files and lines from
-// its DWARF line information where it was built with -g (detail/
-// debug_line.hpp; not on Windows).
+// program's own symbol tables (detail/symbolize.hpp); with -g, files and
+// lines, and a frame of its own for each call the compiler inlined, from
+// its DWARF (detail/debug_frames.hpp; not on Windows).
 //
 // Consistency: the dump pins each waiting goroutine (g::dump_pin), runs
 // membarrier() and then reads the goroutine's status; an M about to resume
@@ -4819,7 +4828,7 @@ struct goroutine_info {
   std::string state;        // "waiting", "runnable" or "running"
   std::string wait_reason;  // what the dump shows in brackets: "chan receive", ..., "runnable", "running"
   std::chrono::nanoseconds waiting_for{0};  // since the wait began (waiting, or in a blocking call)
-  std::vector<std::string> frames;          // innermost first: "function +0xOFF"
+  std::vector<std::string> frames;          // innermost first: "function +0xOFF", "function (inlined)" (-g)
   std::vector<std::string> files;           // per frame: "/path/file.cpp:123" (-g), or empty
   std::string created_by;                   // the function that called go(); empty for main
   std::string created_by_file;              // the file:line of that go() call (-g), or empty
@@ -12435,20 +12444,38 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 // abi::__cxa_demangle. No -rdynamic (dladdr sees only exported symbols)
 // and no libbacktrace. Tables are read once per object and kept for the
 // life of the process (a dump is rare; objects are mapped read-only).
-// Where the object was built with -g, file and line come from its DWARF
-// sections in the same mapping (debug_line.hpp).
+// Where the object was built with -g, file and line, and the functions
+// inlined at the pc, come from its DWARF sections in the same mapping
+// (debug_frames.hpp).
+
+// ---- begin goro/detail/debug_frames.hpp ----
+// The functions at a code address, for the goroutine dump: one frame per
+// call the compiler inlined there, then the function the code is in, each
+// with its file:line (as addr2line -i, gdb's and Go's tracebacks show them).
+// From the DWARF of an object's file on disk (-g; debug_line.hpp reads it).
+//
+// .debug_info's DW_TAG_inlined_subroutine entries that hold the pc, nested
+// outermost first inside the function's entry, give each inlined call's
+// site in its caller (DW_AT_call_file / DW_AT_call_line) and the callee
+// (DW_AT_abstract_origin, whose linkage name names it); the line program's
+// row for the pc gives the line inside the innermost function. So at -O2,
+// where a goroutine's lambda and goro's own calls are inlined into goro's
+// closure, the dump still names the lambda and its line, and "created by"
+// the function that called go(), not goro's code around them.
+//
+// Nothing is kept between lookups but the section pointers (the symbolizer
+// keeps the answers per pc): a lookup walks the units' headers to the one
+// whose ranges hold the pc, then that unit's entries (skipping the
+// subtrees of inlined calls that miss it by DW_AT_sibling where present).
+// A dump is rare; memory is only what the dump thread allocates.
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 // ---- begin goro/detail/debug_line.hpp ----
-// File and line for code addresses, for the goroutine dump: read from the
-// DWARF debug information of an object's file on disk (-g), DWARF 4 and 5.
-//
-// A frame's location is the line of the call in that frame's own function
-// (as Go prints it), not the line inside a callee the compiler inlined
-// there: .debug_info's DW_TAG_inlined_subroutine entries that cover the pc
-// give the call site (DW_AT_call_file / DW_AT_call_line) of the outermost
-// inlined call; where no inlined call covers the pc, the line program of
-// .debug_line gives the row for the pc. File names come from that line
-// program's header (.debug_line_str, .debug_str).
+// DWARF readers for the goroutine dump's file:line and inlined frames
+// (debug_frames.hpp does the lookup), DWARF 4 and 5.
 //
 // Own, small readers (no libdw, no libbacktrace): the unit headers, the
 // abbreviations, every attribute form (to skip what is not needed), range
@@ -12458,15 +12485,9 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 // debug files are not read: those objects get no file:line. Every read is
 // bounds-checked; malformed data ends the lookup with no answer.
 //
-// Nothing is kept here between lookups but the section pointers (the
-// symbolizer keeps the answers per pc): a lookup walks the units' headers
-// to the one whose ranges hold the pc, then that unit's entries (skipping
-// the subtrees of inlined calls that miss it by DW_AT_sibling where it is
-// present). A dump is rare; memory is only what the dump thread allocates.
-//
-// Included only by symbolize.hpp, itself only in the runtime's part
-// (dump.hpp's GORO_COMPILE_RUNTIME block): under separate compilation only
-// the implementation file compiles this.
+// Included only by debug_frames.hpp and symbolize.hpp, which are only in
+// the runtime's part (dump.hpp's GORO_COMPILE_RUNTIME block): under
+// separate compilation only the implementation file compiles this.
 
 #include <cstddef>
 #include <cstdint>
@@ -12482,7 +12503,7 @@ struct dwarf_span {
 
 // The sections an object's file has, pointing into its mapping.
 struct dwarf_sections {
-  dwarf_span info, abbrev, line, line_str, str, addr, ranges, rnglists;
+  dwarf_span info, abbrev, line, line_str, str, str_offsets, addr, ranges, rnglists;
 };
 
 // A bounds-checked little-endian reader (every target goro supports is
@@ -12561,9 +12582,13 @@ struct dwarf_cursor {
 };
 
 // The answer: a path ("/dir/file.cpp") and a line; line 0 when unknown.
-struct source_line {
-  std::string file;
+// One function's part of the code at a pc (debug_frames.hpp): the
+// function's name and the line in it.
+struct source_frame {
+  std::string name;  // demangled; empty for the function the code is in (the symbol table names it)
+  std::string file;  // empty when unknown
   unsigned line = 0;
+  bool scoped = false;  // from debug information with scopes and types (full -g), which names inlined calls
 };
 
 namespace dwarf {
@@ -12575,7 +12600,18 @@ enum : unsigned {
   tag_subprogram = 0x2e,
   tag_inlined_subroutine = 0x1d,
   tag_enumeration_type = 0x04,
+  tag_class_type = 0x02,
+  tag_structure_type = 0x13,
+  tag_union_type = 0x17,
+  tag_namespace = 0x39,
+  tag_base_type = 0x24,
   at_sibling = 0x01,
+  at_name = 0x03,
+  at_abstract_origin = 0x31,
+  at_specification = 0x47,
+  at_linkage_name = 0x6e,
+  at_str_offsets_base = 0x72,
+  at_mips_linkage_name = 0x2007,
   at_stmt_list = 0x10,
   at_low_pc = 0x11,
   at_high_pc = 0x12,
@@ -12629,9 +12665,9 @@ enum : unsigned {
 // One unit of .debug_info, as far as the lookup needs it.
 struct unit {
   const dwarf_sections* s = nullptr;
-  std::uint64_t offset = 0;  // of the unit header in .debug_info
+  std::uint64_t offset = 0, end = 0;  // of the unit header in .debug_info, and past its last entry
   unsigned version = 0, offset_size = 4, addr_size = 8;
-  std::uint64_t addr_base = 0, rnglists_base = 0, base_pc = 0;
+  std::uint64_t addr_base = 0, rnglists_base = 0, str_offsets_base = 0, base_pc = 0;
   struct abbrev {
     std::uint64_t code = 0;
     unsigned tag = 0;
@@ -12642,11 +12678,13 @@ struct unit {
 };
 
 // An attribute's value: a number (constant, address, index, offset) or a
-// string; `indexed` for addrx / rnglistx forms (resolved by the caller).
+// string; `indexed` for addrx / rnglistx forms, `str_index` for strx forms
+// (resolved by the caller: string_at).
 struct value {
   std::uint64_t u = 0;
   const char* str = nullptr;
   bool indexed = false;
+  bool str_index = false;
   bool constant = false;  // a constant class form (high_pc as a length)
 };
 
@@ -12748,8 +12786,18 @@ inline void read_form(dwarf_cursor& c, const unit& u, std::uint64_t form, std::i
       return;  // a form this reader does not know: stop
   }
   v.indexed = form == form_addrx || (form >= form_addrx1 && form <= form_addrx4) || form == form_rnglistx;
+  v.str_index = form == form_strx || (form >= form_strx1 && form <= form_strx4);
   v.constant = !v.indexed && form != form_ref1 && form != form_ref2 && form != form_ref4 && form != form_ref8 &&
                form != form_ref_udata && form != form_ref_sig8 && form != form_ref_sup4 && form != form_ref_sup8;
+}
+
+// A string attribute's text: in place, or at index v.u of the unit's
+// .debug_str_offsets table (strx forms). nullptr when absent.
+inline const char* string_at(const unit& u, const value& v) {
+  if (!v.str_index) return v.str;
+  dwarf_cursor c(u.s->str_offsets, u.str_offsets_base + v.u * u.offset_size);
+  const std::uint64_t off = c.fixed(u.offset_size);
+  return c.ok ? section_string(u.s->str, off) : nullptr;
 }
 
 // The address at index `i` of the unit's .debug_addr table.
@@ -12823,8 +12871,11 @@ inline bool ranges_hold(const unit& u, const value& at, std::uint64_t pc) {
 // One entry's attributes that matter here.
 struct entry {
   const unit::abbrev* ab = nullptr;
-  value low, high, ranges, stmt_list, call_file, call_line, sibling, addr_base, rnglists_base;
-  const char* comp_dir = nullptr;
+  value low, high, ranges, stmt_list, call_file, call_line, sibling, addr_base, rnglists_base, str_offsets_base;
+  value comp_dir, name, linkage_name;
+  // DW_AT_abstract_origin / DW_AT_specification: the entry referred to, as
+  // an offset in .debug_info (0: none, or one this reader does not follow).
+  std::uint64_t origin = 0;
   bool has_low = false, has_high = false, has_ranges = false, has_stmt = false, has_call = false, has_sibling = false;
 };
 
@@ -12871,7 +12922,25 @@ inline bool read_entry(dwarf_cursor& c, const unit& u, entry& e) {
         e.sibling = v, e.has_sibling = form != form_ref_addr && form != form_ref_sig8;
         break;
       case at_comp_dir:
-        e.comp_dir = v.str;
+        e.comp_dir = v;
+        break;
+      case at_name:
+        e.name = v;
+        break;
+      case at_linkage_name:
+      case at_mips_linkage_name:
+        e.linkage_name = v;
+        break;
+      case at_abstract_origin:
+      case at_specification:
+        // Unit-relative forms, or DW_FORM_ref_addr (an offset in .debug_info).
+        if (form == form_ref_addr)
+          e.origin = v.u;
+        else if (form >= form_ref1 && form <= form_ref_udata)
+          e.origin = u.offset + v.u;
+        break;
+      case at_str_offsets_base:
+        e.str_offsets_base = v;
         break;
       case at_addr_base:
         e.addr_base = v;
@@ -13072,6 +13141,7 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
   u.offset = start;
   const std::uint64_t length = c.unit_length(u.offset_size);
   next = static_cast<std::uint64_t>(c.p - u.s->info.data) + length;
+  u.end = next;
   if (!c.ok || !c.need(length)) return false;
   c.end = c.p + length;
   u.version = static_cast<unsigned>(c.fixed(2));
@@ -13109,80 +13179,6 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
 
 }  // namespace dwarf
 
-// The file (and line) for `pc`, a link-time address of the object.
-// `innermost`: the line table's row for pc (the line inside the innermost
-// inlined callee) instead of the call's line in the frame's own function.
-inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc, bool innermost = false) {
-  using namespace dwarf;
-  source_line out;
-  if (!s.info.data || !s.abbrev.data || !s.line.data) return out;
-  unit u;
-  u.s = &s;
-  for (std::uint64_t off = 0, next = 0; off < s.info.size; off = next) {
-    dwarf_cursor c(s.info, off);
-    if (!read_unit(c, u, next)) {
-      if (next <= off) return out;
-      continue;
-    }
-    entry root;
-    if (!read_entry(c, u, root) || (root.ab->tag != tag_compile_unit && root.ab->tag != tag_partial_unit)) continue;
-    u.addr_base = root.addr_base.u;
-    u.rnglists_base = root.rnglists_base.u;
-    if (root.has_low) u.base_pc = root.low.indexed ? indexed_address(u, root.low.u) : root.low.u;
-    if (!root.has_stmt || !entry_holds(u, root, pc)) continue;
-    // The entries, depth first: the outermost inlined call that holds pc
-    // (inside the function that holds it) gives the frame's line.
-    std::uint64_t call_file = 0, call_line = 0;
-    bool found_call = false;
-    int depth = root.ab->children && !innermost ? 1 : 0, function_depth = -1;
-    entry e;
-    while (depth > 0 && c.ok && c.p < c.end && !found_call) {
-      if (!read_entry(c, u, e)) {
-        if (!c.ok) break;
-        --depth;                             // a null entry ends a list of children
-        if (depth <= function_depth) break;  // out of the function that holds pc
-        continue;
-      }
-      const unsigned tag = e.ab->tag;
-      const bool ranged = entry_has_ranges(e);
-      const bool holds = ranged && entry_holds(u, e, pc);
-      if (holds && tag == tag_subprogram && function_depth < 0) {
-        if (!e.ab->children) break;  // no inlined calls in it
-        function_depth = depth;
-      }
-      if (holds && tag == tag_inlined_subroutine && e.has_call) {
-        call_file = e.call_file.u;
-        call_line = e.call_line.u;
-        found_call = true;
-        break;
-      }
-      if (!e.ab->children) continue;
-      // Subtrees that cannot hold the pc's entries: skipped where the
-      // producer says where the next sibling starts.
-      // Only an inlined call that misses pc, or an enumeration: a function
-      // or block that misses pc may still hold local types whose functions
-      // hold it (a lambda's are in its closure type, inside the function
-      // that defines it, outside that function's ranges).
-      const bool skip = (tag == tag_inlined_subroutine && ranged && !holds) || tag == tag_enumeration_type;
-      if (skip && e.has_sibling && e.sibling.u > static_cast<std::uint64_t>(c.p - s.info.data) - u.offset) {
-        c = dwarf_cursor(dwarf_span{s.info.data, static_cast<std::size_t>(c.end - s.info.data)},
-                         u.offset + e.sibling.u);
-        continue;
-      }
-      ++depth;
-    }
-    line_header h;
-    if (!read_line_header(u, root.stmt_list.u, root.comp_dir, h)) return out;
-    std::uint64_t file = call_file;
-    unsigned line = static_cast<unsigned>(call_line);
-    if (!found_call && !run_line_program(h, pc, file, line)) return out;
-    out.file = file_path(h, file);
-    out.line = out.file.empty() ? 0 : line;
-    return out;
-  }
-  return out;
-}
-
 }  // namespace goro::detail
 // ---- end goro/detail/debug_line.hpp ----
 // ---- begin goro/detail/demangle.hpp ----
@@ -13209,6 +13205,233 @@ inline std::string demangle(const char* mangled) {
 
 }  // namespace goro::detail
 // ---- end goro/detail/demangle.hpp ----
+
+namespace goro::detail {
+namespace dwarf {
+
+std::string function_name(const unit& u, std::uint64_t off, int hops = 0);
+
+// The scopes around the entry at `target` ("ns::Class::function::"), from
+// the entries that enclose it: namespaces, classes (an unnamed one, as a
+// lambda's closure type is, as "{lambda}") and functions, walked from the
+// unit's first entry (skipping, by DW_AT_sibling, the subtrees that end
+// before target). Names are made only for the enclosing entries, once
+// target is reached.
+inline std::string scope_of(const unit& u, std::uint64_t target, int hops) {
+  dwarf_cursor c(u.s->info, u.offset);
+  std::uint64_t next = 0;
+  unit v = u;  // read_unit leaves c at the unit's first entry
+  if (!read_unit(c, v, next)) return {};
+  struct scope {
+    unsigned tag;
+    const char* name;
+    std::uint64_t origin;
+  };
+  std::vector<scope> scopes;  // the open entries with children, the unit's first
+  entry e;
+  while (c.ok && c.p < c.end) {
+    const auto at = static_cast<std::uint64_t>(c.p - u.s->info.data);
+    if (!read_entry(c, u, e)) {
+      if (!c.ok || scopes.empty()) break;
+      scopes.pop_back();
+      continue;
+    }
+    if (at == target) break;
+    if (!e.ab->children) continue;
+    if (e.has_sibling && u.offset + e.sibling.u <= target && u.offset + e.sibling.u > at) {
+      c = dwarf_cursor(dwarf_span{u.s->info.data, u.end}, u.offset + e.sibling.u);
+      continue;
+    }
+    scopes.push_back({e.ab->tag, string_at(u, e.name), e.origin});
+  }
+  if (!c.ok) return {};
+  std::string out;
+  for (std::size_t i = 1; i < scopes.size(); ++i) {
+    const scope& sc = scopes[i];
+    std::string name;
+    switch (sc.tag) {
+      case tag_namespace:
+        name = sc.name ? sc.name : "(anonymous namespace)";
+        break;
+      case tag_class_type:
+      case tag_structure_type:
+      case tag_union_type:
+        name = sc.name ? sc.name : "{lambda}";
+        break;
+      case tag_subprogram:
+        if (sc.name)
+          name = sc.name;
+        else if (sc.origin && hops < 4)
+          name = function_name(u, sc.origin, hops + 1);  // an out-of-line definition: its declaration's
+        break;
+      default:
+        break;  // blocks: no name of their own
+    }
+    if (!name.empty()) out += name + "::";
+  }
+  return out;
+}
+
+// The name of the function an inlined call runs: the entry at `off`
+// (DW_AT_abstract_origin) and those it refers to in turn (its own origin,
+// its DW_AT_specification: a member function's declaration in its class).
+// The first linkage name found, demangled (qualified, with its
+// parameters, as the symbol table's names); else (or where the demangler
+// gives up) the DW_AT_name,
+// qualified with its scopes (GCC gives a lambda's operator() no linkage
+// name); else empty. References into another unit (DW_FORM_ref_addr: dwz,
+// LTO) are not followed.
+inline std::string function_name(const unit& u, std::uint64_t off, int hops) {
+  for (int hop = 0; hop < 8 && off != 0; ++hop) {
+    if (off <= u.offset || off >= u.end) break;
+    dwarf_cursor c(u.s->info, off);
+    c.end = u.s->info.data + u.end;
+    entry e;
+    if (!read_entry(c, u, e)) break;
+    if (const char* linkage = string_at(u, e.linkage_name)) {
+      std::string name = demangle(linkage);
+      if (name.rfind("_Z", 0) != 0)
+        return name;  // else one abi::__cxa_demangle cannot read (GCC 12: some generic lambdas')
+    }
+    if (const char* plain = string_at(u, e.name)) return scope_of(u, off, hops) + plain;
+    off = e.origin;
+  }
+  return {};
+}
+
+// Whether the unit describes types (full -g), not only functions and their
+// lines (clang's -gline-tables-only, GCC's -g1): there, a function has its
+// bare name, no scopes, no linkage name.
+inline bool unit_has_types(const unit& u) {
+  dwarf_cursor c(u.s->info, u.offset);
+  std::uint64_t next = 0;
+  unit v = u;
+  if (!read_unit(c, v, next)) return false;
+  entry e;
+  int depth = 0;
+  while (c.ok && c.p < c.end) {
+    if (!read_entry(c, u, e)) {
+      if (!c.ok || --depth < 0) break;
+      continue;
+    }
+    const unsigned tag = e.ab->tag;
+    if (tag == tag_base_type || tag == tag_namespace || tag == tag_structure_type || tag == tag_class_type) return true;
+    if (e.ab->children) ++depth;
+  }
+  return false;
+}
+
+}  // namespace dwarf
+
+// The frames at `pc`, a link-time address of the object, innermost first:
+// one per inlined call that holds it, then the function the code is in
+// (named here too, for symbols abi::__cxa_demangle cannot read; empty when
+// the entry has no name). Each has the line in that
+// function: the line table's row for the innermost, the site of the call
+// inlined into it for the others. Empty when the object has no DWARF for pc.
+inline std::vector<source_frame> dwarf_frames(const dwarf_sections& s, std::uint64_t pc) {
+  using namespace dwarf;
+  std::vector<source_frame> out;
+  if (!s.info.data || !s.abbrev.data || !s.line.data) return out;
+  unit u;
+  u.s = &s;
+  for (std::uint64_t off = 0, next = 0; off < s.info.size; off = next) {
+    dwarf_cursor c(s.info, off);
+    if (!read_unit(c, u, next)) {
+      if (next <= off) return out;
+      continue;
+    }
+    entry root;
+    if (!read_entry(c, u, root) || (root.ab->tag != tag_compile_unit && root.ab->tag != tag_partial_unit)) continue;
+    u.addr_base = root.addr_base.u;
+    u.rnglists_base = root.rnglists_base.u;
+    u.str_offsets_base = root.str_offsets_base.u;
+    if (root.has_low) u.base_pc = root.low.indexed ? indexed_address(u, root.low.u) : root.low.u;
+    if (!root.has_stmt || !entry_holds(u, root, pc)) continue;
+    // The entries, depth first, inside the function that holds pc: each
+    // inlined call that holds it, outermost first.
+    struct inlined_call {
+      std::uint64_t origin, file, line;
+    };
+    std::vector<inlined_call> calls;
+    int depth = root.ab->children ? 1 : 0, function_depth = -1, call_depth = -1;
+    std::uint64_t function = 0;  // the offset of the function's entry
+    entry e;
+    while (depth > 0 && c.ok && c.p < c.end) {
+      const auto at = static_cast<std::uint64_t>(c.p - s.info.data);
+      if (!read_entry(c, u, e)) {
+        if (!c.ok) break;
+        --depth;                                            // a null entry ends a list of children
+        if (depth <= function_depth) break;                 // out of the function that holds pc
+        if (call_depth >= 0 && depth <= call_depth) break;  // out of the innermost call that holds it
+        continue;
+      }
+      const unsigned tag = e.ab->tag;
+      const bool ranged = entry_has_ranges(e);
+      const bool holds = ranged && entry_holds(u, e, pc);
+      if (holds && tag == tag_subprogram && function_depth < 0) {
+        function = at;
+        if (!e.ab->children) break;  // no inlined calls in it
+        function_depth = depth;
+      }
+      if (holds && tag == tag_inlined_subroutine && e.has_call) {
+        calls.push_back({e.origin, e.call_file.u, e.call_line.u});
+        if (!e.ab->children) break;  // the innermost
+        call_depth = depth;
+      }
+      if (!e.ab->children) continue;
+      // Subtrees that cannot hold the pc's entries: skipped where the
+      // producer says where the next sibling starts.
+      // Only an inlined call that misses pc, or an enumeration: a function
+      // or block that misses pc may still hold local types whose functions
+      // hold it (a lambda's are in its closure type, inside the function
+      // that defines it, outside that function's ranges).
+      const bool skip = (tag == tag_inlined_subroutine && ranged && !holds) || tag == tag_enumeration_type;
+      if (skip && e.has_sibling && e.sibling.u > static_cast<std::uint64_t>(c.p - s.info.data) - u.offset) {
+        c = dwarf_cursor(dwarf_span{s.info.data, static_cast<std::size_t>(c.end - s.info.data)},
+                         u.offset + e.sibling.u);
+        continue;
+      }
+      ++depth;
+    }
+    // Bare names (no scopes) cannot be told apart from goro's own or the
+    // standard library's: no inlined frames then, only the function's,
+    // with the outermost inlined call's line.
+    const bool scoped = unit_has_types(u);
+    const bool bare = !calls.empty() && !scoped;
+    line_header h;
+    if (!read_line_header(u, root.stmt_list.u, string_at(u, root.comp_dir), h)) return out;
+    std::uint64_t file = 0;
+    unsigned line = 0;
+    const bool row = run_line_program(h, pc, file, line);
+    auto located = [&](std::string name, std::uint64_t f, std::uint64_t l, bool known) {
+      source_frame fr;
+      fr.name = std::move(name);
+      if (known) fr.file = file_path(h, f);
+      fr.line = fr.file.empty() ? 0 : static_cast<unsigned>(l);
+      fr.scoped = scoped;
+      out.push_back(std::move(fr));
+    };
+    for (std::size_t i = bare ? 0 : calls.size(); i-- > 0;) {
+      std::string name = function_name(u, calls[i].origin);
+      if (name.empty()) name = "??";
+      if (i + 1 == calls.size())
+        located(std::move(name), file, line, row);
+      else
+        located(std::move(name), calls[i + 1].file, calls[i + 1].line, true);
+    }
+    std::string name = function ? function_name(u, function) : std::string();
+    if (calls.empty())
+      located(std::move(name), file, line, row);
+    else
+      located(std::move(name), calls.front().file, calls.front().line, true);
+    return out;
+  }
+  return out;
+}
+
+}  // namespace goro::detail
+// ---- end goro/detail/debug_frames.hpp ----
 
 #if defined(_WIN32)
 // Windows: PE modules and their COFF symbol tables.
@@ -13239,6 +13462,8 @@ struct symbol_info {
   std::string object;         // the module's path (for unknown symbols)
   std::string file;           // never set here: no file:line on Windows (PE has no DWARF reader yet)
   unsigned line = 0;
+  std::vector<source_frame> inlined;  // never set here, as file
+  bool scoped = false;
 };
 
 class symbol_table {
@@ -13260,7 +13485,7 @@ class symbol_table {
 
   // The function symbol containing pc (pc exactly: pass a return address
   // minus one); without sizes in COFF, the nearest one below.
-  symbol_info lookup(std::uintptr_t pc, bool = false) {  // the flag: file:line (ELF only)
+  symbol_info lookup(std::uintptr_t pc) {
     std::lock_guard<std::mutex> lk(lock_);
     symbol_info r;
     HMODULE h = nullptr;
@@ -13370,6 +13595,11 @@ struct symbol_info {
   std::string object;       // the object's path (for unknown symbols)
   std::string file;         // the source file, where the object has DWARF line information
   unsigned line = 0;        // its line; 0 when unknown
+  // The calls inlined at pc, innermost first, each named and with its line
+  // (debug_frames.hpp); file and line above are then the outermost call's
+  // site in the symbol's function.
+  std::vector<source_frame> inlined;
+  bool scoped = false;  // the debug information names the calls inlined at pc (full -g)
 };
 
 class symbol_table {
@@ -13384,11 +13614,11 @@ class symbol_table {
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
     std::vector<sym> syms;  // sorted by addr
     dwarf_sections dwarf;   // empty without -g
-    // Answers of dwarf_source_line, sorted by key (the address twice, plus
-    // one for a row): each walks a whole unit, and dumps repeat addresses.
+    // Answers of dwarf_frames, sorted by address: each walks a whole unit,
+    // and dumps repeat addresses.
     struct line_entry {
       std::uintptr_t key;
-      source_line at;
+      std::vector<source_frame> at;
     };
     std::vector<line_entry> lines;
     bool read = false;
@@ -13400,13 +13630,9 @@ class symbol_table {
     return *t;
   }
 
-  // The symbol containing pc (pc exactly: pass a return address minus one).
-  // File and line: the call's line in that function (where the callee was
-  // inlined, the inlined call's site). For goro's closure (set_closure's
-  // function, which stands for the callable given to go(), usually inlined
-  // into it) with `closure_row`: the line table's row for pc, a line in
-  // that callable rather than goro's call of it.
-  symbol_info lookup(std::uintptr_t pc, bool closure_row = false) {
+  // The symbol containing pc (pc exactly: pass a return address minus one),
+  // and with -g the functions inlined there and the lines.
+  symbol_info lookup(std::uintptr_t pc) {
     std::lock_guard<std::mutex> lk(lock_);
     object* o = find_object(pc);
     if (!o) {
@@ -13430,20 +13656,24 @@ class symbol_table {
     // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
     // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
     if (!GORO_TSAN && o->dwarf.info.data) {
-      const bool row = closure_row && r.name.rfind("goro::detail::set_closure<", 0) == 0;
-      const std::uintptr_t key = rel * 2 + (row ? 1 : 0);
+      const std::uintptr_t key = rel;
       auto at = std::lower_bound(o->lines.begin(), o->lines.end(), key,
                                  [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; });
       if (at == o->lines.end() || at->key != key) {
-        source_line sl = dwarf_source_line(o->dwarf, rel, row);
+        std::vector<source_frame> sl = dwarf_frames(o->dwarf, rel);
         if (o->lines.size() >= max_cached_lines) o->lines.clear();
         at = o->lines.insert(std::lower_bound(o->lines.begin(), o->lines.end(), key,
                                               [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; }),
                              object::line_entry{key, std::move(sl)});
       }
-      if (at->at.line != 0) {
-        r.file = at->at.file;
-        r.line = at->at.line;
+      if (!at->at.empty()) {
+        r.inlined.assign(at->at.begin(), at->at.end() - 1);
+        // A name abi::__cxa_demangle could not read (GCC 12's generic
+        // lambdas): the debug information's.
+        if (r.name.rfind("_Z", 0) == 0 && !at->at.back().name.empty()) r.name = at->at.back().name;
+        r.file = at->at.back().file;
+        r.line = at->at.back().line;
+        r.scoped = at->at.back().scoped;
       }
     }
     return r;
@@ -13554,10 +13784,12 @@ class symbol_table {
     struct {
       const char* name;
       dwarf_span dwarf_sections::*span;
-    } const wanted[] = {{".debug_info", &dwarf_sections::info},     {".debug_abbrev", &dwarf_sections::abbrev},
-                        {".debug_line", &dwarf_sections::line},     {".debug_line_str", &dwarf_sections::line_str},
-                        {".debug_str", &dwarf_sections::str},       {".debug_addr", &dwarf_sections::addr},
-                        {".debug_ranges", &dwarf_sections::ranges}, {".debug_rnglists", &dwarf_sections::rnglists}};
+    } const wanted[] = {
+        {".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
+        {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
+        {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
+        {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
+        {".debug_rnglists", &dwarf_sections::rnglists}};
     dwarf_sections d;
     for (unsigned i = 0; i < n; ++i) {
       if (sh[i].sh_name >= names.sh_size || sh[i].sh_type == SHT_NOBITS) continue;
@@ -13883,43 +14115,50 @@ inline void unregister_runtime(sched_base* s) noexcept {
   r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
 }
 
-// A frame's line of the dump ("function +0xOFF", or "?? 0xPC (object)")
-// and, where the object has line information, its "file:line". A return
-// address is looked up at pc - 1 (the call, not the next line's code).
+// The dump's frames for the code at a pc, innermost first: with -g one
+// per call inlined there ("function (inlined)"), then the function the
+// code is in ("function +0xOFF", or "?? 0xPC (object)"); each with its
+// "file:line" where the object has line information. A return address is
+// looked up at pc - 1 (the call, not the next line's code).
 struct frame_desc {
-  std::string text;
+  std::string name;  // the function, as demangled
+  std::string text;  // the dump's line
   std::string file;
+  bool scoped = false;  // full -g: the calls inlined here are frames of their own
 };
-inline frame_desc describe_frame(std::uintptr_t pc, bool return_address) {
-  // A frame's closure: the row (its callable's line); "created by": the call.
-  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc, return_address);
+inline std::vector<frame_desc> describe_frames(std::uintptr_t pc, bool return_address) {
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+  std::vector<frame_desc> out;
+  auto where = [](const std::string& file, unsigned line) {
+    return line == 0 ? std::string() : file + ':' + std::to_string(line);
+  };
+  for (source_frame& f : s.inlined) out.push_back({f.name, f.name + " (inlined)", where(f.file, f.line), true});
   frame_desc d;
-  if (s.line != 0) d.file = s.file + ':' + std::to_string(s.line);
+  d.file = where(s.file, s.line);
+  d.scoped = s.scoped;
   char off[32];
   if (s.name.empty()) {
     std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
     d.text = std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
-    return d;
+  } else {
+    std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
+    d.name = s.name;
+    d.text = s.name + off;
   }
-  std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
-  d.text = s.name + off;
-  return d;
+  out.push_back(std::move(d));
+  return out;
 }
+// The function's own frame (without the inlined ones).
 inline std::string frame_text(std::uintptr_t pc, bool return_address) {
-  return describe_frame(pc, return_address).text;
+  return describe_frames(pc, return_address).back().text;
 }
 
-// Whether a frame is goro's runtime (a function in goro::detail), which the
-// dump leaves out as Go's runtime.Stack leaves out runtime.* frames: park,
-// the channel and semaphore internals, run_goroutine, goroutine_main. The
-// exception is the goroutine's closure (set_closure's function calling the
-// callable given to go(), which is usually inlined into it): it stands for
-// the goroutine's function, as Go's main.main.func1 does, and its name
-// carries that callable's type. The name is qualified at the start of the
-// demangled text, or after a template function's return type (a space at
-// the top level of <> and ()); one in the parameters does not count.
-inline bool runtime_frame(const std::string& text) {
-  static constexpr char ns[] = "goro::detail::";
+// Whether the function a frame names is qualified with `ns` ("goro::",
+// "goro::detail::"): at the start of the demangled text, or after a
+// template function's return type (a space at the top level of <> and
+// ()); one in the parameters does not count.
+inline bool frame_in(const std::string& text, const char* ns) {
+  const std::size_t n = std::strlen(ns);
   int depth = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
@@ -13927,10 +14166,45 @@ inline bool runtime_frame(const std::string& text) {
       ++depth;
     else if ((ch == '>' || ch == ')') && depth > 0)
       --depth;
-    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, sizeof ns - 1, ns) == 0)
-      return text.compare(i + sizeof ns - 1, 12, "set_closure<") != 0;
+    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, n, ns) == 0)
+      return true;
   }
   return false;
+}
+
+// goro's closure: set_closure's function, which calls the callable given
+// to go() (and usually has it inlined).
+inline bool closure_frame(const std::string& text) { return frame_in(text, "goro::detail::set_closure<"); }
+
+// Whether the function a frame names is a lambda's (a "{lambda" scope
+// outside every template argument and parameter list).
+inline bool lambda_frame(const std::string& text) {
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '<' || ch == '(')
+      ++depth;
+    else if ((ch == '>' || ch == ')') && depth > 0)
+      --depth;
+    else if (depth == 0 && text.compare(i, 9, "::{lambda") == 0)
+      return true;
+  }
+  return false;
+}
+
+// Whether a frame is goro's runtime, which the dump leaves out as Go's
+// runtime.Stack leaves out runtime.* frames: functions in goro::detail
+// (park, the channel and semaphore internals, run_goroutine,
+// goroutine_main, the closure) and the lambdas of goro's public templates
+// (run()'s wrapper of main). Also the standard library's call plumbing
+// (std::invoke, std::apply and their helpers) between the closure and the
+// callable. Public calls (goro::chan<int>::recv(), wait_group::wait())
+// stay, as Go's sync.(*WaitGroup).Wait does. The closure is shown only
+// where it is all that names the goroutine's function (collect_goroutines).
+inline bool runtime_frame(const std::string& text) {
+  return frame_in(text, "goro::detail::") || (frame_in(text, "goro::") && lambda_frame(text)) ||
+         frame_in(text, "std::__invoke") || frame_in(text, "std::invoke") || frame_in(text, "std::__apply_impl<") ||
+         frame_in(text, "std::apply<");
 }
 
 struct g_snapshot {
@@ -14063,24 +14337,34 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     }
     if ((s.status == g_status::waiting || gi.wait_reason == "blocking call") && s.since != 0 && now > s.since)
       gi.waiting_for = std::chrono::nanoseconds(now - s.since);
+    std::vector<frame_desc> names;
+    for (std::size_t i = 0; i < s.bt.n; ++i)
+      for (frame_desc& d : describe_frames(s.bt.pc[i], true)) names.push_back(std::move(d));
     // Self: drop the dump's own frames (goro::...) above the caller's.
     std::size_t first = 0;
-    std::vector<frame_desc> names;
-    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(describe_frame(s.bt.pc[i], true));
     if (s.is_self)
-      while (first < names.size() && names[first].text.rfind("goro::", 0) == 0) ++first;
+      while (first < names.size() && frame_in(names[first].text, "goro::")) ++first;
     for (std::size_t i = first; i < names.size(); ++i) {
       if (names[i].text.rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
-      if (runtime_frame(names[i].text)) continue;
+      // The closure stays where it is all that names the goroutine's
+      // function: without full -g (the callable inlined into it has no
+      // frame of its own; the closure's name carries its type), or with
+      // no frame above it.
+      const bool closure = closure_frame(names[i].text) && (!names[i].scoped || gi.frames.empty());
+      if (runtime_frame(names[i].text) && !closure) continue;
       gi.frames.push_back(std::move(names[i].text));
       gi.files.push_back(std::move(names[i].file));
     }
     if (s.created_pc) {
-      // Not a return address: the pc inside go(), inlined into its caller.
-      symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
-      frame_desc d = describe_frame(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
-      gi.created_by = c.name.empty() ? std::move(d.text) : c.name;
-      gi.created_by_file = std::move(d.file);
+      // Not a return address: the pc inside go(), which is always inlined
+      // into its caller. The caller is the first function that is not
+      // goro's (go() itself, or group::go calling it); without -g, the
+      // function the code is in.
+      std::vector<frame_desc> at = describe_frames(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
+      std::size_t k = 0;
+      while (k + 1 < at.size() && frame_in(at[k].name, "goro::")) ++k;
+      gi.created_by = at[k].name.empty() ? std::move(at[k].text) : std::move(at[k].name);
+      gi.created_by_file = std::move(at[k].file);
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
     if (s.lane) gi.wait_reason += ", lane";

@@ -170,12 +170,21 @@ TEST_CASE("dump: every wait reason, with the parked function, its stack and its 
       CHECK(gi->waiting_for >= 0ns);
       CHECK(gi->waiting_for < 1min);
       if (frames_expected) {
-        // Innermost first, each with its offset; the goroutine's function
-        // (goro's closure, the callable inlined into it) last: goro's runtime
-        // frames (park, goroutine_main, ...) are left out, as Go's are.
-        CHECK(gi->frames.front().find(" +0x") != std::string::npos);
-        CHECK(gi->frames.back().find("goro::detail::set_closure<") != std::string::npos);
-        for (const auto& f : gi->frames) CHECK(!goro::detail::runtime_frame(f));
+        // Innermost first: a function's own frame with its offset, one
+        // inlined into it (-g) marked so; the goroutine's function last (the
+        // lambda given to go(), inlined into goro's closure: with -g its own
+        // frame, without it the closure's, which carries its type). goro's
+        // runtime frames (park, goroutine_main, ...) are left out, as Go's are.
+        for (const auto& f : gi->frames) {
+          CAPTURE(f);
+          CHECK((f.find(" +0x") != std::string::npos || f.find(" (inlined)") != std::string::npos));
+          CHECK((!goro::detail::runtime_frame(f) || goro::detail::closure_frame(f)));
+        }
+        for (const auto& f : gi->frames)
+          if (f.find(e.function) != std::string::npos) CHECK(f.find(" +0x") != std::string::npos);
+        const std::string& last = gi->frames.back();
+        CHECK((last.find("goro::detail::set_closure<") != std::string::npos ||
+               (last.find("dump_spawner") != std::string::npos && last.find(" (inlined)") != std::string::npos)));
       }
       // Go's format: the header line, then the frames, then "created by".
       const std::string header = "goroutine " + std::to_string(gi->id) + " [" + e.reason + "]:\n";
@@ -328,6 +337,46 @@ TEST_CASE("dump: a program built with -g shows the file:line of each frame's cal
   } else {
     CHECK(created.rfind('\t', 0) != 0);
   }
+}
+
+TEST_CASE("dump: with -g, lambdas inlined into goro's closure are frames of their own, with their lines",
+          "[dump][lines]") {
+  // The common case at -O2: go([&] { ... c.recv(); }) inside main's lambda.
+  // The goroutine's lambda, recv and goro's calls are all inlined into
+  // goro's closure, and go() into main's lambda, itself inlined into the
+  // closure of main: the dump shows the lambda and the line of its recv,
+  // "created by" main's lambda and the line of the go() call, and nothing
+  // of goro's closure (Go: main.main.func1, created by main.main).
+  auto r = goro_test::run_helper("dump_lines");
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  const int go_line = helper_number(r.output, "inline_go_line");
+  REQUIRE(go_line > 0);
+  if (!frames_expected) return;
+  const std::string recv_at = "/dump_lines.cpp:" + std::to_string(go_line + 2) + "\n";
+  const std::size_t at = r.output.find(recv_at);
+  REQUIRE(at != std::string::npos);
+  // The frame line above the file:line names the lambda.
+  const std::size_t frame_end = r.output.rfind('\n', at);
+  REQUIRE(frame_end != std::string::npos);
+  const std::size_t frame_start = r.output.rfind('\n', frame_end - 1) + 1;
+  const std::string frame = r.output.substr(frame_start, frame_end - frame_start);
+  CAPTURE(frame);
+  CHECK(frame.find("operator()") != std::string::npos);
+  CHECK(frame.find("main") != std::string::npos);
+  CHECK(!goro::detail::runtime_frame(frame));
+  // Its creator: main's lambda, at the go() line.
+  const std::size_t created = r.output.find("created by ", at);
+  REQUIRE(created != std::string::npos);
+  const std::size_t created_end = r.output.find('\n', created);
+  CHECK(r.output.substr(created, created_end - created).find("main") != std::string::npos);
+  CHECK(r.output.compare(created_end + 1, 2, "\t/") == 0);
+  const std::size_t file_end = r.output.find('\n', created_end + 1);
+  CHECK(ends_with(r.output.substr(created_end + 1, file_end - created_end - 1),
+                  "/dump_lines.cpp:" + std::to_string(go_line)));
+  // goro's closure stands for no goroutine here: each has a frame of its own code.
+  CHECK(r.output.find("set_closure") == std::string::npos);
 }
 
 TEST_CASE("dump: a program built without -g shows no file:line of its own code", "[dump][lines]") {
@@ -727,12 +776,27 @@ TEST_CASE("dump: goro's runtime frames are left out, as Go leaves out runtime.*"
   CHECK(runtime_frame("goro::detail::park(goro::detail::m_base*, bool (*)(void*), void*) +0x7c"));
   CHECK(runtime_frame("goro::detail::scheduler<goro::default_policy>::goroutine_main(void*) +0x47"));
   CHECK(runtime_frame("std::optional<int> goro::detail::chan_recv<int>(goro::chan<int>&) +0x1a"));
+  // The closure is goro's too (the dump keeps it only where nothing else
+  // names the goroutine's function).
+  const std::string closure =
+      "goro::detail::set_closure<main::{lambda()#1}>(goro::detail::g*, main::{lambda()#1}&&)::"
+      "{lambda(goro::detail::g*, bool)#1}::_FUN(goro::detail::g*, bool) +0x42";
+  CHECK(runtime_frame(closure));
+  CHECK(goro::detail::closure_frame(closure));
+  CHECK(!goro::detail::closure_frame("goro::detail::park(goro::detail::m_base*, bool (*)(void*), void*) +0x7c"));
+  // A lambda of goro's public templates (run()'s wrapper of main), and the
+  // standard library's call plumbing between the closure and the callable.
   CHECK(
-      !runtime_frame("goro::detail::set_closure<main::{lambda()#1}>(goro::detail::g*, main::{lambda()#1}&&)::"
-                     "{lambda(goro::detail::g*, bool)#1}::_FUN(goro::detail::g*, bool) +0x42"));
+      runtime_frame("goro::basic_runtime<goro::default_policy>::run<main::{lambda()#1}>(main::{lambda()#1}&&)::"
+                    "{lambda(goro::detail::g*)#1}::operator()(goro::detail::g*) const (inlined)"));
+  CHECK(runtime_frame("std::__invoke_impl<void, main()::<lambda()> > (inlined)"));
+  CHECK(runtime_frame("decltype(auto) std::apply<F&, std::tuple<int>&>(F&, std::tuple<int>&) +0x1f"));
   CHECK(!runtime_frame("worker(goro::detail::g*, goro::chan<int>) +0xce"));
   CHECK(!runtime_frame("(anonymous namespace)::fetch(goro::chan<int>) +0x1a"));
   CHECK(!runtime_frame("goro::wait_group::wait() +0x10"));
+  CHECK(!runtime_frame("goro::chan<int, std::allocator<int> >::recv() (inlined)"));
+  CHECK(!runtime_frame("main::{lambda}::operator()::{lambda}::operator() (inlined)"));
+  CHECK(!runtime_frame("void run_all<goro::chan<int>>(std::vector<goro::chan<int>>&) +0x2c"));
   // A parked goroutine's dump: its own frames, its closure, nothing of
   // goro's runtime (its park, the channel's internals, goroutine_main).
   goro::runtime rt{goro::options{2}};
@@ -743,7 +807,13 @@ TEST_CASE("dump: goro's runtime frames are left out, as Go leaves out runtime.*"
     INFO(text);
     if (frames_expected) {
       CHECK(text.find("dump_deadlocked_main(") != std::string::npos);
-      CHECK(text.find("goro::detail::set_closure<") != std::string::npos);
+      // Below it the goroutine's function: the lambda (with -g, inlined
+      // into the closure or not; GCC's "{lambda", clang's "$_N") or the
+      // closure, which carries its type (without -g).
+      const std::size_t at = text.find("dump_deadlocked_main(");
+      const std::string below = at == std::string::npos ? std::string() : text.substr(at);
+      CHECK((below.find("goro::detail::set_closure<") != std::string::npos ||
+             below.find("{lambda") != std::string::npos || below.find("$_") != std::string::npos));
       CHECK(text.find("\ngoro::detail::park") == std::string::npos);
       CHECK(text.find("goroutine_main") == std::string::npos);
       CHECK(text.find("run_goroutine") == std::string::npos);

@@ -14,9 +14,9 @@
 // where goroutines park (detail/wait_reason.hpp); stacks come from the C++
 // unwinder started at a parked goroutine's saved context (detail/
 // unwind.hpp), so no frame pointers are needed; names come from the
-// program's own symbol tables (detail/symbolize.hpp), files and lines from
-// its DWARF line information where it was built with -g (detail/
-// debug_line.hpp; not on Windows).
+// program's own symbol tables (detail/symbolize.hpp); with -g, files and
+// lines, and a frame of its own for each call the compiler inlined, from
+// its DWARF (detail/debug_frames.hpp; not on Windows).
 //
 // Consistency: the dump pins each waiting goroutine (g::dump_pin), runs
 // membarrier() and then reads the goroutine's status; an M about to resume
@@ -53,7 +53,7 @@ struct goroutine_info {
   std::string state;        // "waiting", "runnable" or "running"
   std::string wait_reason;  // what the dump shows in brackets: "chan receive", ..., "runnable", "running"
   std::chrono::nanoseconds waiting_for{0};  // since the wait began (waiting, or in a blocking call)
-  std::vector<std::string> frames;          // innermost first: "function +0xOFF"
+  std::vector<std::string> frames;          // innermost first: "function +0xOFF", "function (inlined)" (-g)
   std::vector<std::string> files;           // per frame: "/path/file.cpp:123" (-g), or empty
   std::string created_by;                   // the function that called go(); empty for main
   std::string created_by_file;              // the file:line of that go() call (-g), or empty

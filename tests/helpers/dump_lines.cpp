@@ -13,6 +13,7 @@ namespace {
 int recv_line = 0;  // the line of the blocking call in dump_lines_parked
 int go_line = 0;    // the line of the go() call in dump_lines_spawner
 int lambda_line = 0;  // the line of the blocking call in own_frame (a local type's function)
+int inline_go_line = 0;  // the line of the go() call in main's lambda; its goroutine's recv is 2 lines on
 
 [[gnu::noinline]] void dump_lines_parked(goro::chan<int>& c) {
   recv_line = __LINE__ + 1;
@@ -51,8 +52,17 @@ int main() {
   rt.run([] {
     goro::chan<int> c;
     goro::wait_group started;
-    started.add(2);
+    started.add(3);
     dump_lines_spawner(c, started);
+    // A lambda goroutine, its recv inlined into it and it into goro's
+    // closure (at -O2), created by main's lambda (itself inlined into the
+    // closure of main): the dump names both lambdas from the debug
+    // information, with their lines.
+    inline_go_line = __LINE__ + 1;
+    goro::go([&c, &started] {
+      started.done();
+      (void)c.recv();
+    });
     started.wait();
     std::string dump;
     for (int i = 0; i < 5000; ++i) {  // until both have parked in recv (bounded)
@@ -60,11 +70,13 @@ int main() {
       int parked = 0;
       for (const auto& gi : gs) parked += gi.wait_reason == "chan receive";
       dump = goro::goroutine_dump();
-      if (parked == 2) break;
+      if (parked == 3) break;
       goro::sleep_for(std::chrono::milliseconds(1));
     }
-    std::printf("recv_line %d\ngo_line %d\nlambda_line %d\n%s", recv_line, go_line, lambda_line, dump.c_str());
+    std::printf("recv_line %d\ngo_line %d\nlambda_line %d\ninline_go_line %d\n%s", recv_line, go_line, lambda_line,
+                inline_go_line, dump.c_str());
     c.send(1);
     c.send(2);
+    c.send(3);
   });
 }

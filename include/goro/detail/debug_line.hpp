@@ -1,13 +1,5 @@
-// File and line for code addresses, for the goroutine dump: read from the
-// DWARF debug information of an object's file on disk (-g), DWARF 4 and 5.
-//
-// A frame's location is the line of the call in that frame's own function
-// (as Go prints it), not the line inside a callee the compiler inlined
-// there: .debug_info's DW_TAG_inlined_subroutine entries that cover the pc
-// give the call site (DW_AT_call_file / DW_AT_call_line) of the outermost
-// inlined call; where no inlined call covers the pc, the line program of
-// .debug_line gives the row for the pc. File names come from that line
-// program's header (.debug_line_str, .debug_str).
+// DWARF readers for the goroutine dump's file:line and inlined frames
+// (debug_frames.hpp does the lookup), DWARF 4 and 5.
 //
 // Own, small readers (no libdw, no libbacktrace): the unit headers, the
 // abbreviations, every attribute form (to skip what is not needed), range
@@ -17,15 +9,9 @@
 // debug files are not read: those objects get no file:line. Every read is
 // bounds-checked; malformed data ends the lookup with no answer.
 //
-// Nothing is kept here between lookups but the section pointers (the
-// symbolizer keeps the answers per pc): a lookup walks the units' headers
-// to the one whose ranges hold the pc, then that unit's entries (skipping
-// the subtrees of inlined calls that miss it by DW_AT_sibling where it is
-// present). A dump is rare; memory is only what the dump thread allocates.
-//
-// Included only by symbolize.hpp, itself only in the runtime's part
-// (dump.hpp's GORO_COMPILE_RUNTIME block): under separate compilation only
-// the implementation file compiles this.
+// Included only by debug_frames.hpp and symbolize.hpp, which are only in
+// the runtime's part (dump.hpp's GORO_COMPILE_RUNTIME block): under
+// separate compilation only the implementation file compiles this.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +28,7 @@ struct dwarf_span {
 
 // The sections an object's file has, pointing into its mapping.
 struct dwarf_sections {
-  dwarf_span info, abbrev, line, line_str, str, addr, ranges, rnglists;
+  dwarf_span info, abbrev, line, line_str, str, str_offsets, addr, ranges, rnglists;
 };
 
 // A bounds-checked little-endian reader (every target goro supports is
@@ -121,9 +107,13 @@ struct dwarf_cursor {
 };
 
 // The answer: a path ("/dir/file.cpp") and a line; line 0 when unknown.
-struct source_line {
-  std::string file;
+// One function's part of the code at a pc (debug_frames.hpp): the
+// function's name and the line in it.
+struct source_frame {
+  std::string name;  // demangled; empty for the function the code is in (the symbol table names it)
+  std::string file;  // empty when unknown
   unsigned line = 0;
+  bool scoped = false;  // from debug information with scopes and types (full -g), which names inlined calls
 };
 
 namespace dwarf {
@@ -135,7 +125,18 @@ enum : unsigned {
   tag_subprogram = 0x2e,
   tag_inlined_subroutine = 0x1d,
   tag_enumeration_type = 0x04,
+  tag_class_type = 0x02,
+  tag_structure_type = 0x13,
+  tag_union_type = 0x17,
+  tag_namespace = 0x39,
+  tag_base_type = 0x24,
   at_sibling = 0x01,
+  at_name = 0x03,
+  at_abstract_origin = 0x31,
+  at_specification = 0x47,
+  at_linkage_name = 0x6e,
+  at_str_offsets_base = 0x72,
+  at_mips_linkage_name = 0x2007,
   at_stmt_list = 0x10,
   at_low_pc = 0x11,
   at_high_pc = 0x12,
@@ -189,9 +190,9 @@ enum : unsigned {
 // One unit of .debug_info, as far as the lookup needs it.
 struct unit {
   const dwarf_sections* s = nullptr;
-  std::uint64_t offset = 0;  // of the unit header in .debug_info
+  std::uint64_t offset = 0, end = 0;  // of the unit header in .debug_info, and past its last entry
   unsigned version = 0, offset_size = 4, addr_size = 8;
-  std::uint64_t addr_base = 0, rnglists_base = 0, base_pc = 0;
+  std::uint64_t addr_base = 0, rnglists_base = 0, str_offsets_base = 0, base_pc = 0;
   struct abbrev {
     std::uint64_t code = 0;
     unsigned tag = 0;
@@ -202,11 +203,13 @@ struct unit {
 };
 
 // An attribute's value: a number (constant, address, index, offset) or a
-// string; `indexed` for addrx / rnglistx forms (resolved by the caller).
+// string; `indexed` for addrx / rnglistx forms, `str_index` for strx forms
+// (resolved by the caller: string_at).
 struct value {
   std::uint64_t u = 0;
   const char* str = nullptr;
   bool indexed = false;
+  bool str_index = false;
   bool constant = false;  // a constant class form (high_pc as a length)
 };
 
@@ -308,8 +311,18 @@ inline void read_form(dwarf_cursor& c, const unit& u, std::uint64_t form, std::i
       return;  // a form this reader does not know: stop
   }
   v.indexed = form == form_addrx || (form >= form_addrx1 && form <= form_addrx4) || form == form_rnglistx;
+  v.str_index = form == form_strx || (form >= form_strx1 && form <= form_strx4);
   v.constant = !v.indexed && form != form_ref1 && form != form_ref2 && form != form_ref4 && form != form_ref8 &&
                form != form_ref_udata && form != form_ref_sig8 && form != form_ref_sup4 && form != form_ref_sup8;
+}
+
+// A string attribute's text: in place, or at index v.u of the unit's
+// .debug_str_offsets table (strx forms). nullptr when absent.
+inline const char* string_at(const unit& u, const value& v) {
+  if (!v.str_index) return v.str;
+  dwarf_cursor c(u.s->str_offsets, u.str_offsets_base + v.u * u.offset_size);
+  const std::uint64_t off = c.fixed(u.offset_size);
+  return c.ok ? section_string(u.s->str, off) : nullptr;
 }
 
 // The address at index `i` of the unit's .debug_addr table.
@@ -383,8 +396,11 @@ inline bool ranges_hold(const unit& u, const value& at, std::uint64_t pc) {
 // One entry's attributes that matter here.
 struct entry {
   const unit::abbrev* ab = nullptr;
-  value low, high, ranges, stmt_list, call_file, call_line, sibling, addr_base, rnglists_base;
-  const char* comp_dir = nullptr;
+  value low, high, ranges, stmt_list, call_file, call_line, sibling, addr_base, rnglists_base, str_offsets_base;
+  value comp_dir, name, linkage_name;
+  // DW_AT_abstract_origin / DW_AT_specification: the entry referred to, as
+  // an offset in .debug_info (0: none, or one this reader does not follow).
+  std::uint64_t origin = 0;
   bool has_low = false, has_high = false, has_ranges = false, has_stmt = false, has_call = false, has_sibling = false;
 };
 
@@ -431,7 +447,25 @@ inline bool read_entry(dwarf_cursor& c, const unit& u, entry& e) {
         e.sibling = v, e.has_sibling = form != form_ref_addr && form != form_ref_sig8;
         break;
       case at_comp_dir:
-        e.comp_dir = v.str;
+        e.comp_dir = v;
+        break;
+      case at_name:
+        e.name = v;
+        break;
+      case at_linkage_name:
+      case at_mips_linkage_name:
+        e.linkage_name = v;
+        break;
+      case at_abstract_origin:
+      case at_specification:
+        // Unit-relative forms, or DW_FORM_ref_addr (an offset in .debug_info).
+        if (form == form_ref_addr)
+          e.origin = v.u;
+        else if (form >= form_ref1 && form <= form_ref_udata)
+          e.origin = u.offset + v.u;
+        break;
+      case at_str_offsets_base:
+        e.str_offsets_base = v;
         break;
       case at_addr_base:
         e.addr_base = v;
@@ -632,6 +666,7 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
   u.offset = start;
   const std::uint64_t length = c.unit_length(u.offset_size);
   next = static_cast<std::uint64_t>(c.p - u.s->info.data) + length;
+  u.end = next;
   if (!c.ok || !c.need(length)) return false;
   c.end = c.p + length;
   u.version = static_cast<unsigned>(c.fixed(2));
@@ -668,79 +703,5 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
 }
 
 }  // namespace dwarf
-
-// The file (and line) for `pc`, a link-time address of the object.
-// `innermost`: the line table's row for pc (the line inside the innermost
-// inlined callee) instead of the call's line in the frame's own function.
-inline source_line dwarf_source_line(const dwarf_sections& s, std::uint64_t pc, bool innermost = false) {
-  using namespace dwarf;
-  source_line out;
-  if (!s.info.data || !s.abbrev.data || !s.line.data) return out;
-  unit u;
-  u.s = &s;
-  for (std::uint64_t off = 0, next = 0; off < s.info.size; off = next) {
-    dwarf_cursor c(s.info, off);
-    if (!read_unit(c, u, next)) {
-      if (next <= off) return out;
-      continue;
-    }
-    entry root;
-    if (!read_entry(c, u, root) || (root.ab->tag != tag_compile_unit && root.ab->tag != tag_partial_unit)) continue;
-    u.addr_base = root.addr_base.u;
-    u.rnglists_base = root.rnglists_base.u;
-    if (root.has_low) u.base_pc = root.low.indexed ? indexed_address(u, root.low.u) : root.low.u;
-    if (!root.has_stmt || !entry_holds(u, root, pc)) continue;
-    // The entries, depth first: the outermost inlined call that holds pc
-    // (inside the function that holds it) gives the frame's line.
-    std::uint64_t call_file = 0, call_line = 0;
-    bool found_call = false;
-    int depth = root.ab->children && !innermost ? 1 : 0, function_depth = -1;
-    entry e;
-    while (depth > 0 && c.ok && c.p < c.end && !found_call) {
-      if (!read_entry(c, u, e)) {
-        if (!c.ok) break;
-        --depth;                             // a null entry ends a list of children
-        if (depth <= function_depth) break;  // out of the function that holds pc
-        continue;
-      }
-      const unsigned tag = e.ab->tag;
-      const bool ranged = entry_has_ranges(e);
-      const bool holds = ranged && entry_holds(u, e, pc);
-      if (holds && tag == tag_subprogram && function_depth < 0) {
-        if (!e.ab->children) break;  // no inlined calls in it
-        function_depth = depth;
-      }
-      if (holds && tag == tag_inlined_subroutine && e.has_call) {
-        call_file = e.call_file.u;
-        call_line = e.call_line.u;
-        found_call = true;
-        break;
-      }
-      if (!e.ab->children) continue;
-      // Subtrees that cannot hold the pc's entries: skipped where the
-      // producer says where the next sibling starts.
-      // Only an inlined call that misses pc, or an enumeration: a function
-      // or block that misses pc may still hold local types whose functions
-      // hold it (a lambda's are in its closure type, inside the function
-      // that defines it, outside that function's ranges).
-      const bool skip = (tag == tag_inlined_subroutine && ranged && !holds) || tag == tag_enumeration_type;
-      if (skip && e.has_sibling && e.sibling.u > static_cast<std::uint64_t>(c.p - s.info.data) - u.offset) {
-        c = dwarf_cursor(dwarf_span{s.info.data, static_cast<std::size_t>(c.end - s.info.data)},
-                         u.offset + e.sibling.u);
-        continue;
-      }
-      ++depth;
-    }
-    line_header h;
-    if (!read_line_header(u, root.stmt_list.u, root.comp_dir, h)) return out;
-    std::uint64_t file = call_file;
-    unsigned line = static_cast<unsigned>(call_line);
-    if (!found_call && !run_line_program(h, pc, file, line)) return out;
-    out.file = file_path(h, file);
-    out.line = out.file.empty() ? 0 : line;
-    return out;
-  }
-  return out;
-}
 
 }  // namespace goro::detail

@@ -49,43 +49,50 @@ inline void unregister_runtime(sched_base* s) noexcept {
   r.runtimes.erase(std::remove(r.runtimes.begin(), r.runtimes.end(), s), r.runtimes.end());
 }
 
-// A frame's line of the dump ("function +0xOFF", or "?? 0xPC (object)")
-// and, where the object has line information, its "file:line". A return
-// address is looked up at pc - 1 (the call, not the next line's code).
+// The dump's frames for the code at a pc, innermost first: with -g one
+// per call inlined there ("function (inlined)"), then the function the
+// code is in ("function +0xOFF", or "?? 0xPC (object)"); each with its
+// "file:line" where the object has line information. A return address is
+// looked up at pc - 1 (the call, not the next line's code).
 struct frame_desc {
-  std::string text;
+  std::string name;  // the function, as demangled
+  std::string text;  // the dump's line
   std::string file;
+  bool scoped = false;  // full -g: the calls inlined here are frames of their own
 };
-inline frame_desc describe_frame(std::uintptr_t pc, bool return_address) {
-  // A frame's closure: the row (its callable's line); "created by": the call.
-  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc, return_address);
+inline std::vector<frame_desc> describe_frames(std::uintptr_t pc, bool return_address) {
+  symbol_info s = symbol_table::instance().lookup(return_address ? pc - 1 : pc);
+  std::vector<frame_desc> out;
+  auto where = [](const std::string& file, unsigned line) {
+    return line == 0 ? std::string() : file + ':' + std::to_string(line);
+  };
+  for (source_frame& f : s.inlined) out.push_back({f.name, f.name + " (inlined)", where(f.file, f.line), true});
   frame_desc d;
-  if (s.line != 0) d.file = s.file + ':' + std::to_string(s.line);
+  d.file = where(s.file, s.line);
+  d.scoped = s.scoped;
   char off[32];
   if (s.name.empty()) {
     std::snprintf(off, sizeof off, "%#llx", static_cast<unsigned long long>(pc));
     d.text = std::string("?? ") + off + (s.object.empty() ? "" : " (" + s.object + ")");
-    return d;
+  } else {
+    std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
+    d.name = s.name;
+    d.text = s.name + off;
   }
-  std::snprintf(off, sizeof off, " +%#llx", static_cast<unsigned long long>(s.offset + (return_address ? 1 : 0)));
-  d.text = s.name + off;
-  return d;
+  out.push_back(std::move(d));
+  return out;
 }
+// The function's own frame (without the inlined ones).
 inline std::string frame_text(std::uintptr_t pc, bool return_address) {
-  return describe_frame(pc, return_address).text;
+  return describe_frames(pc, return_address).back().text;
 }
 
-// Whether a frame is goro's runtime (a function in goro::detail), which the
-// dump leaves out as Go's runtime.Stack leaves out runtime.* frames: park,
-// the channel and semaphore internals, run_goroutine, goroutine_main. The
-// exception is the goroutine's closure (set_closure's function calling the
-// callable given to go(), which is usually inlined into it): it stands for
-// the goroutine's function, as Go's main.main.func1 does, and its name
-// carries that callable's type. The name is qualified at the start of the
-// demangled text, or after a template function's return type (a space at
-// the top level of <> and ()); one in the parameters does not count.
-inline bool runtime_frame(const std::string& text) {
-  static constexpr char ns[] = "goro::detail::";
+// Whether the function a frame names is qualified with `ns` ("goro::",
+// "goro::detail::"): at the start of the demangled text, or after a
+// template function's return type (a space at the top level of <> and
+// ()); one in the parameters does not count.
+inline bool frame_in(const std::string& text, const char* ns) {
+  const std::size_t n = std::strlen(ns);
   int depth = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
@@ -93,10 +100,45 @@ inline bool runtime_frame(const std::string& text) {
       ++depth;
     else if ((ch == '>' || ch == ')') && depth > 0)
       --depth;
-    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, sizeof ns - 1, ns) == 0)
-      return text.compare(i + sizeof ns - 1, 12, "set_closure<") != 0;
+    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, n, ns) == 0)
+      return true;
   }
   return false;
+}
+
+// goro's closure: set_closure's function, which calls the callable given
+// to go() (and usually has it inlined).
+inline bool closure_frame(const std::string& text) { return frame_in(text, "goro::detail::set_closure<"); }
+
+// Whether the function a frame names is a lambda's (a "{lambda" scope
+// outside every template argument and parameter list).
+inline bool lambda_frame(const std::string& text) {
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '<' || ch == '(')
+      ++depth;
+    else if ((ch == '>' || ch == ')') && depth > 0)
+      --depth;
+    else if (depth == 0 && text.compare(i, 9, "::{lambda") == 0)
+      return true;
+  }
+  return false;
+}
+
+// Whether a frame is goro's runtime, which the dump leaves out as Go's
+// runtime.Stack leaves out runtime.* frames: functions in goro::detail
+// (park, the channel and semaphore internals, run_goroutine,
+// goroutine_main, the closure) and the lambdas of goro's public templates
+// (run()'s wrapper of main). Also the standard library's call plumbing
+// (std::invoke, std::apply and their helpers) between the closure and the
+// callable. Public calls (goro::chan<int>::recv(), wait_group::wait())
+// stay, as Go's sync.(*WaitGroup).Wait does. The closure is shown only
+// where it is all that names the goroutine's function (collect_goroutines).
+inline bool runtime_frame(const std::string& text) {
+  return frame_in(text, "goro::detail::") || (frame_in(text, "goro::") && lambda_frame(text)) ||
+         frame_in(text, "std::__invoke") || frame_in(text, "std::invoke") || frame_in(text, "std::__apply_impl<") ||
+         frame_in(text, "std::apply<");
 }
 
 struct g_snapshot {
@@ -229,24 +271,34 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     }
     if ((s.status == g_status::waiting || gi.wait_reason == "blocking call") && s.since != 0 && now > s.since)
       gi.waiting_for = std::chrono::nanoseconds(now - s.since);
+    std::vector<frame_desc> names;
+    for (std::size_t i = 0; i < s.bt.n; ++i)
+      for (frame_desc& d : describe_frames(s.bt.pc[i], true)) names.push_back(std::move(d));
     // Self: drop the dump's own frames (goro::...) above the caller's.
     std::size_t first = 0;
-    std::vector<frame_desc> names;
-    for (std::size_t i = 0; i < s.bt.n; ++i) names.push_back(describe_frame(s.bt.pc[i], true));
     if (s.is_self)
-      while (first < names.size() && names[first].text.rfind("goro::", 0) == 0) ++first;
+      while (first < names.size() && frame_in(names[first].text, "goro::")) ++first;
     for (std::size_t i = first; i < names.size(); ++i) {
       if (names[i].text.rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
-      if (runtime_frame(names[i].text)) continue;
+      // The closure stays where it is all that names the goroutine's
+      // function: without full -g (the callable inlined into it has no
+      // frame of its own; the closure's name carries its type), or with
+      // no frame above it.
+      const bool closure = closure_frame(names[i].text) && (!names[i].scoped || gi.frames.empty());
+      if (runtime_frame(names[i].text) && !closure) continue;
       gi.frames.push_back(std::move(names[i].text));
       gi.files.push_back(std::move(names[i].file));
     }
     if (s.created_pc) {
-      // Not a return address: the pc inside go(), inlined into its caller.
-      symbol_info c = symbol_table::instance().lookup(reinterpret_cast<std::uintptr_t>(s.created_pc));
-      frame_desc d = describe_frame(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
-      gi.created_by = c.name.empty() ? std::move(d.text) : c.name;
-      gi.created_by_file = std::move(d.file);
+      // Not a return address: the pc inside go(), which is always inlined
+      // into its caller. The caller is the first function that is not
+      // goro's (go() itself, or group::go calling it); without -g, the
+      // function the code is in.
+      std::vector<frame_desc> at = describe_frames(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
+      std::size_t k = 0;
+      while (k + 1 < at.size() && frame_in(at[k].name, "goro::")) ++k;
+      gi.created_by = at[k].name.empty() ? std::move(at[k].text) : std::move(at[k].name);
+      gi.created_by_file = std::move(at[k].file);
     }
     if (s.status == g_status::running && s.m_id >= 0 && !s.is_self) gi.wait_reason += ", M" + std::to_string(s.m_id);
     if (s.lane) gi.wait_reason += ", lane";

@@ -194,6 +194,15 @@ GORO_ALWAYS_INLINE void dump_resume_check(g* gp) noexcept {
   if (GORO_UNLIKELY(gp->dump_pin.load(std::memory_order_acquire))) dump_pin_wait(gp);
 }
 
+// Calls a closure's callable (element 0) with its arguments, moved. A
+// named function, not a generic lambda under std::apply: the goroutine
+// dump names inlined frames from their mangled names, and
+// abi::__cxa_demangle (GCC 12) cannot read a generic lambda's.
+template <class Bound, std::size_t... I>
+void call_bound(Bound& b, std::index_sequence<I...>) {
+  std::invoke(std::move(std::get<0>(b)), std::move(std::get<I + 1>(b))...);
+}
+
 // Stores the callable and its arguments in gp (decay-copied, as std::thread).
 template <class F, class... A>
 void set_closure(g* gp, F&& f, A&&... args) {
@@ -229,7 +238,7 @@ void set_closure(g* gp, F&& f, A&&... args) {
         self->closure_op = nullptr;
       }
     } guard{self, b};
-    if (run) std::apply([](auto& fn, auto&... a) { std::invoke(std::move(fn), std::move(a)...); }, *b);
+    if (run) call_bound(*b, std::make_index_sequence<sizeof...(A)>{});
   };
 }
 

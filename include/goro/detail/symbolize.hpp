@@ -5,13 +5,14 @@
 // abi::__cxa_demangle. No -rdynamic (dladdr sees only exported symbols)
 // and no libbacktrace. Tables are read once per object and kept for the
 // life of the process (a dump is rare; objects are mapped read-only).
-// Where the object was built with -g, file and line come from its DWARF
-// sections in the same mapping (debug_line.hpp).
+// Where the object was built with -g, file and line, and the functions
+// inlined at the pc, come from its DWARF sections in the same mapping
+// (debug_frames.hpp).
 #pragma once
 
 #include "config.hpp"
-#include "debug_line.hpp"  // ELF only, but outside the #if: the amalgamation inlines a header once
-#include "demangle.hpp"    // both symbolizers' (outside the #if, as above)
+#include "debug_frames.hpp"  // ELF only, but outside the #if: the amalgamation inlines a header once
+#include "demangle.hpp"      // both symbolizers' (outside the #if, as above)
 
 #if defined(_WIN32)
 // Windows: PE modules and their COFF symbol tables.
@@ -41,6 +42,11 @@ struct symbol_info {
   std::string object;       // the object's path (for unknown symbols)
   std::string file;         // the source file, where the object has DWARF line information
   unsigned line = 0;        // its line; 0 when unknown
+  // The calls inlined at pc, innermost first, each named and with its line
+  // (debug_frames.hpp); file and line above are then the outermost call's
+  // site in the symbol's function.
+  std::vector<source_frame> inlined;
+  bool scoped = false;  // the debug information names the calls inlined at pc (full -g)
 };
 
 class symbol_table {
@@ -55,11 +61,11 @@ class symbol_table {
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
     std::vector<sym> syms;  // sorted by addr
     dwarf_sections dwarf;   // empty without -g
-    // Answers of dwarf_source_line, sorted by key (the address twice, plus
-    // one for a row): each walks a whole unit, and dumps repeat addresses.
+    // Answers of dwarf_frames, sorted by address: each walks a whole unit,
+    // and dumps repeat addresses.
     struct line_entry {
       std::uintptr_t key;
-      source_line at;
+      std::vector<source_frame> at;
     };
     std::vector<line_entry> lines;
     bool read = false;
@@ -71,13 +77,9 @@ class symbol_table {
     return *t;
   }
 
-  // The symbol containing pc (pc exactly: pass a return address minus one).
-  // File and line: the call's line in that function (where the callee was
-  // inlined, the inlined call's site). For goro's closure (set_closure's
-  // function, which stands for the callable given to go(), usually inlined
-  // into it) with `closure_row`: the line table's row for pc, a line in
-  // that callable rather than goro's call of it.
-  symbol_info lookup(std::uintptr_t pc, bool closure_row = false) {
+  // The symbol containing pc (pc exactly: pass a return address minus one),
+  // and with -g the functions inlined there and the lines.
+  symbol_info lookup(std::uintptr_t pc) {
     std::lock_guard<std::mutex> lk(lock_);
     object* o = find_object(pc);
     if (!o) {
@@ -101,20 +103,24 @@ class symbol_table {
     // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
     // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
     if (!GORO_TSAN && o->dwarf.info.data) {
-      const bool row = closure_row && r.name.rfind("goro::detail::set_closure<", 0) == 0;
-      const std::uintptr_t key = rel * 2 + (row ? 1 : 0);
+      const std::uintptr_t key = rel;
       auto at = std::lower_bound(o->lines.begin(), o->lines.end(), key,
                                  [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; });
       if (at == o->lines.end() || at->key != key) {
-        source_line sl = dwarf_source_line(o->dwarf, rel, row);
+        std::vector<source_frame> sl = dwarf_frames(o->dwarf, rel);
         if (o->lines.size() >= max_cached_lines) o->lines.clear();
         at = o->lines.insert(std::lower_bound(o->lines.begin(), o->lines.end(), key,
                                               [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; }),
                              object::line_entry{key, std::move(sl)});
       }
-      if (at->at.line != 0) {
-        r.file = at->at.file;
-        r.line = at->at.line;
+      if (!at->at.empty()) {
+        r.inlined.assign(at->at.begin(), at->at.end() - 1);
+        // A name abi::__cxa_demangle could not read (GCC 12's generic
+        // lambdas): the debug information's.
+        if (r.name.rfind("_Z", 0) == 0 && !at->at.back().name.empty()) r.name = at->at.back().name;
+        r.file = at->at.back().file;
+        r.line = at->at.back().line;
+        r.scoped = at->at.back().scoped;
       }
     }
     return r;
@@ -225,10 +231,12 @@ class symbol_table {
     struct {
       const char* name;
       dwarf_span dwarf_sections::*span;
-    } const wanted[] = {{".debug_info", &dwarf_sections::info},     {".debug_abbrev", &dwarf_sections::abbrev},
-                        {".debug_line", &dwarf_sections::line},     {".debug_line_str", &dwarf_sections::line_str},
-                        {".debug_str", &dwarf_sections::str},       {".debug_addr", &dwarf_sections::addr},
-                        {".debug_ranges", &dwarf_sections::ranges}, {".debug_rnglists", &dwarf_sections::rnglists}};
+    } const wanted[] = {
+        {".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
+        {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
+        {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
+        {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
+        {".debug_rnglists", &dwarf_sections::rnglists}};
     dwarf_sections d;
     for (unsigned i = 0; i < n; ++i) {
       if (sh[i].sh_name >= names.sh_size || sh[i].sh_type == SHT_NOBITS) continue;

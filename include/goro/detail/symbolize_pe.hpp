@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../os/windows/windows_h.hpp"
+#include "debug_line.hpp"  // source_frame
 #include "demangle.hpp"
 
 namespace goro::detail {
@@ -27,6 +28,8 @@ struct symbol_info {
   std::string object;         // the module's path (for unknown symbols)
   std::string file;           // never set here: no file:line on Windows (PE has no DWARF reader yet)
   unsigned line = 0;
+  std::vector<source_frame> inlined;  // never set here, as file
+  bool scoped = false;
 };
 
 class symbol_table {
@@ -48,7 +51,7 @@ class symbol_table {
 
   // The function symbol containing pc (pc exactly: pass a return address
   // minus one); without sizes in COFF, the nearest one below.
-  symbol_info lookup(std::uintptr_t pc, bool = false) {  // the flag: file:line (ELF only)
+  symbol_info lookup(std::uintptr_t pc) {
     std::lock_guard<std::mutex> lk(lock_);
     symbol_info r;
     HMODULE h = nullptr;
