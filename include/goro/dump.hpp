@@ -16,7 +16,7 @@
 // unwind.hpp), so no frame pointers are needed; names come from the
 // program's own symbol tables (detail/symbolize.hpp); with -g, files and
 // lines, and a frame of its own for each call the compiler inlined, from
-// its DWARF (detail/debug_frames.hpp; not on Windows).
+// its DWARF (detail/debug_frames.hpp; ELF and, MinGW-w64's, PE files).
 //
 // Consistency: the dump pins each waiting goroutine (g::dump_pin), runs
 // membarrier() and then reads the goroutine's status; an M about to resume

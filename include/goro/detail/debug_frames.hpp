@@ -250,4 +250,64 @@ inline std::vector<source_frame> dwarf_frames(const dwarf_sections& s, std::uint
   return out;
 }
 
+// What a symbolizer (symbolize.hpp: ELF; symbolize_pe.hpp: PE) says of a
+// code address.
+struct symbol_info {
+  std::string name;           // demangled; empty when unknown
+  std::uintptr_t offset = 0;  // pc - the symbol's start
+  std::string object;         // the object's path (for unknown symbols)
+  std::string file;           // the source file, where the object has DWARF line information
+  unsigned line = 0;          // its line; 0 when unknown
+  // The calls inlined at pc, innermost first, each named and with its line;
+  // file and line above are then the outermost call's site in the
+  // symbol's function.
+  std::vector<source_frame> inlined;
+  bool scoped = false;  // the debug information names the calls inlined at pc (full -g)
+};
+
+// Adds dwarf_frames' answer for the symbol's pc to r.
+inline void add_source(symbol_info& r, const std::vector<source_frame>& at) {
+  if (at.empty()) return;
+  r.inlined.assign(at.begin(), at.end() - 1);
+  // A name abi::__cxa_demangle could not read (GCC 12's generic lambdas):
+  // the debug information's.
+  if (r.name.rfind("_Z", 0) == 0 && !at.back().name.empty()) r.name = at.back().name;
+  r.file = at.back().file;
+  r.line = at.back().line;
+  r.scoped = at.back().scoped;
+}
+
+// An object's answers of dwarf_frames, by address: each walks a whole
+// unit, and dumps repeat addresses. Both symbolizers (ELF, PE) keep one per
+// object; their caller holds the symbol table's lock.
+class dwarf_frame_cache {
+ public:
+  // The frames at `pc` (a link-time address), computed once.
+  const std::vector<source_frame>& at(const dwarf_sections& s, std::uint64_t pc) {
+    std::size_t lo = 0, hi = entries_.size();
+    while (lo < hi) {  // the first entry whose key is not below pc
+      const std::size_t mid = (lo + hi) / 2;
+      if (entries_[mid].key < pc)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < entries_.size() && entries_[lo].key == pc) return entries_[lo].frames;
+    std::vector<source_frame> frames = dwarf_frames(s, pc);
+    if (entries_.size() >= max_entries) {  // then the cache starts over
+      entries_.clear();
+      lo = 0;
+    }
+    return entries_.insert(entries_.begin() + static_cast<std::ptrdiff_t>(lo), entry{pc, std::move(frames)})->frames;
+  }
+
+ private:
+  static constexpr std::size_t max_entries = 4096;
+  struct entry {
+    std::uint64_t key;
+    std::vector<source_frame> frames;
+  };
+  std::vector<entry> entries_;  // sorted by key
+};
+
 }  // namespace goro::detail

@@ -36,19 +36,6 @@
 
 namespace goro::detail {
 
-struct symbol_info {
-  std::string name;         // demangled; empty when unknown
-  std::uintptr_t offset = 0;  // pc - the symbol's start
-  std::string object;       // the object's path (for unknown symbols)
-  std::string file;         // the source file, where the object has DWARF line information
-  unsigned line = 0;        // its line; 0 when unknown
-  // The calls inlined at pc, innermost first, each named and with its line
-  // (debug_frames.hpp); file and line above are then the outermost call's
-  // site in the symbol's function.
-  std::vector<source_frame> inlined;
-  bool scoped = false;  // the debug information names the calls inlined at pc (full -g)
-};
-
 class symbol_table {
   struct sym {
     std::uintptr_t addr;  // relative to the object's load bias
@@ -61,13 +48,7 @@ class symbol_table {
     std::vector<std::pair<std::uintptr_t, std::uintptr_t>> segs;  // [lo, hi) at run time
     std::vector<sym> syms;  // sorted by addr
     dwarf_sections dwarf;   // empty without -g
-    // Answers of dwarf_frames, sorted by address: each walks a whole unit,
-    // and dumps repeat addresses.
-    struct line_entry {
-      std::uintptr_t key;
-      std::vector<source_frame> at;
-    };
-    std::vector<line_entry> lines;
+    dwarf_frame_cache lines;
     bool read = false;
   };
 
@@ -103,32 +84,12 @@ class symbol_table {
     // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
     // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
     if (!GORO_TSAN && o->dwarf.info.data) {
-      const std::uintptr_t key = rel;
-      auto at = std::lower_bound(o->lines.begin(), o->lines.end(), key,
-                                 [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; });
-      if (at == o->lines.end() || at->key != key) {
-        std::vector<source_frame> sl = dwarf_frames(o->dwarf, rel);
-        if (o->lines.size() >= max_cached_lines) o->lines.clear();
-        at = o->lines.insert(std::lower_bound(o->lines.begin(), o->lines.end(), key,
-                                              [](const object::line_entry& e, std::uintptr_t k) { return e.key < k; }),
-                             object::line_entry{key, std::move(sl)});
-      }
-      if (!at->at.empty()) {
-        r.inlined.assign(at->at.begin(), at->at.end() - 1);
-        // A name abi::__cxa_demangle could not read (GCC 12's generic
-        // lambdas): the debug information's.
-        if (r.name.rfind("_Z", 0) == 0 && !at->at.back().name.empty()) r.name = at->at.back().name;
-        r.file = at->at.back().file;
-        r.line = at->at.back().line;
-        r.scoped = at->at.back().scoped;
-      }
+      add_source(r, o->lines.at(o->dwarf, rel));
     }
     return r;
   }
 
  private:
-  static constexpr std::size_t max_cached_lines = 4096;  // then the cache starts over
-
   object* find_object(std::uintptr_t pc) {
     for (auto& o : objects_)
       for (auto& s : o.segs)

@@ -4,7 +4,11 @@
 // that MinGW-w64's linker leaves in the file unless it is stripped (-s);
 // demangled with abi::__cxa_demangle. A stripped module (and MSVC's, whose
 // symbols are in a .pdb) gives "??" and the module's path. Tables are read
-// once per module and kept for the life of the process.
+// once per module and kept for the life of the process. Where the module
+// was built with -g, file and line and the calls inlined at a pc come from
+// the DWARF sections MinGW-w64 leaves in the file (.debug_info, ...: long
+// section names, "/N" into the COFF string table), read with the ELF
+// symbolizer's reader (debug_frames.hpp).
 #pragma once
 
 
@@ -17,20 +21,10 @@
 #include <vector>
 
 #include "../os/windows/windows_h.hpp"
-#include "debug_line.hpp"  // source_frame
+#include "debug_frames.hpp"
 #include "demangle.hpp"
 
 namespace goro::detail {
-
-struct symbol_info {
-  std::string name;           // demangled; empty when unknown
-  std::uintptr_t offset = 0;  // pc - the symbol's start
-  std::string object;         // the module's path (for unknown symbols)
-  std::string file;           // never set here: no file:line on Windows (PE has no DWARF reader yet)
-  unsigned line = 0;
-  std::vector<source_frame> inlined;  // never set here, as file
-  bool scoped = false;
-};
 
 class symbol_table {
   struct sym {
@@ -41,6 +35,12 @@ class symbol_table {
     std::uintptr_t base = 0;
     std::string path;
     std::vector<sym> syms;  // sorted by rva
+    // -g: the file's bytes (DWARF is not mapped) and the sections in them;
+    // DWARF addresses are link-time ones, from the preferred image base.
+    std::vector<unsigned char> file;
+    dwarf_sections dwarf;
+    std::uintptr_t image_base = 0;
+    dwarf_frame_cache lines;
   };
 
  public:
@@ -58,7 +58,7 @@ class symbol_table {
     if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
                             reinterpret_cast<LPCWSTR>(pc), &h))
       return r;
-    const module& m = get(reinterpret_cast<std::uintptr_t>(h));
+    module& m = get(reinterpret_cast<std::uintptr_t>(h));
     r.object = m.path;
     const std::uintptr_t rva = pc - m.base;
     auto it = std::upper_bound(m.syms.begin(), m.syms.end(), rva,
@@ -67,12 +67,13 @@ class symbol_table {
     --it;
     r.offset = rva - it->rva;
     r.name = demangle(it->name.c_str());
+    if (m.dwarf.info.data) add_source(r, m.lines.at(m.dwarf, m.image_base + rva));
     return r;
   }
 
  private:
-  const module& get(std::uintptr_t base) {
-    for (const module& m : modules_)
+  module& get(std::uintptr_t base) {
+    for (module& m : modules_)
       if (m.base == base) return m;
     module m;
     m.base = base;
@@ -85,7 +86,8 @@ class symbol_table {
   }
 
   // The COFF symbol table: its place is in the mapped headers, its bytes
-  // only in the file. Function symbols (type 0x20) of a section, as RVAs.
+  // only in the file (read whole, for the DWARF sections too). Function
+  // symbols (type 0x20) of a section, as RVAs.
   static void read_symbols(module& m) {
     const auto* dos = reinterpret_cast<const IMAGE_DOS_HEADER*>(m.base);
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS64*>(m.base + static_cast<std::uintptr_t>(dos->e_lfanew));
@@ -97,37 +99,74 @@ class symbol_table {
                            FILE_ATTRIBUTE_NORMAL, nullptr);
     if (f == INVALID_HANDLE_VALUE) return;
     LARGE_INTEGER size{};
-    std::vector<char> bytes;
-    const std::uint64_t start = table, syms_end = start + std::uint64_t{count} * IMAGE_SIZEOF_SYMBOL;
-    if (GetFileSizeEx(f, &size) && static_cast<std::uint64_t>(size.QuadPart) >= syms_end + 4) {
-      bytes.resize(static_cast<std::size_t>(static_cast<std::uint64_t>(size.QuadPart) - start));
-      LARGE_INTEGER at;
-      at.QuadPart = static_cast<LONGLONG>(start);
+    std::vector<unsigned char>& bytes = m.file;
+    const std::uint64_t syms_end = std::uint64_t{table} + std::uint64_t{count} * IMAGE_SIZEOF_SYMBOL;
+    if (GetFileSizeEx(f, &size) && static_cast<std::uint64_t>(size.QuadPart) >= syms_end + 4 &&
+        static_cast<std::uint64_t>(size.QuadPart) < (std::uint64_t{1} << 32)) {
+      bytes.resize(static_cast<std::size_t>(size.QuadPart));
       DWORD got = 0;
-      if (!SetFilePointerEx(f, at, nullptr, FILE_BEGIN) ||
-          !ReadFile(f, bytes.data(), static_cast<DWORD>(bytes.size()), &got, nullptr) || got != bytes.size())
+      if (!ReadFile(f, bytes.data(), static_cast<DWORD>(bytes.size()), &got, nullptr) || got != bytes.size())
         bytes.clear();
     }
     CloseHandle(f);
     if (bytes.empty()) return;
-    const char* strings = bytes.data() + std::size_t{count} * IMAGE_SIZEOF_SYMBOL;  // string table, after the symbols
-    const std::size_t strings_size = bytes.size() - std::size_t{count} * IMAGE_SIZEOF_SYMBOL;
+    const char* strings = reinterpret_cast<const char*>(bytes.data()) + syms_end;  // string table, after the symbols
+    const std::size_t strings_size = bytes.size() - static_cast<std::size_t>(syms_end);
     for (DWORD i = 0; i < count; ++i) {
       IMAGE_SYMBOL s;
-      std::memcpy(&s, bytes.data() + std::size_t{i} * IMAGE_SIZEOF_SYMBOL, sizeof s);
+      std::memcpy(&s, bytes.data() + table + std::size_t{i} * IMAGE_SIZEOF_SYMBOL, sizeof s);
       const DWORD aux = s.NumberOfAuxSymbols;
       if (s.Type == 0x20 && s.SectionNumber > 0 && s.SectionNumber <= nsections) {
         std::string name;
         if (s.N.Name.Short != 0) {
           name.assign(reinterpret_cast<const char*>(s.N.ShortName), strnlen(reinterpret_cast<const char*>(s.N.ShortName), 8));
         } else if (s.N.Name.Long < strings_size) {
-          name = strings + s.N.Name.Long;
+          name.assign(strings + s.N.Name.Long, strnlen(strings + s.N.Name.Long, strings_size - s.N.Name.Long));
         }
         if (!name.empty()) m.syms.push_back({sections[s.SectionNumber - 1].VirtualAddress + s.Value, std::move(name)});
       }
       i += aux;
     }
     std::sort(m.syms.begin(), m.syms.end(), [](const sym& a, const sym& b) { return a.rva < b.rva; });
+    read_dwarf_sections(m, sections, nsections, strings, strings_size);
+    if (!m.dwarf.info.data) {  // no -g: the bytes are not needed any more
+      bytes.clear();
+      bytes.shrink_to_fit();
+    }
+  }
+
+  // The DWARF sections that file:line needs, by name; names longer than a
+  // section header's 8 bytes are "/N", N the name's offset in the string
+  // table. A section's bytes are its raw data in the file, VirtualSize long.
+  static void read_dwarf_sections(module& m, const IMAGE_SECTION_HEADER* sections, WORD n, const char* strings,
+                                  std::size_t strings_size) {
+    const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS64*>(
+        m.base + static_cast<std::uintptr_t>(reinterpret_cast<const IMAGE_DOS_HEADER*>(m.base)->e_lfanew));
+    m.image_base = static_cast<std::uintptr_t>(nt->OptionalHeader.ImageBase);
+    struct {
+      const char* name;
+      dwarf_span dwarf_sections::*span;
+    } const wanted[] = {
+        {".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
+        {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
+        {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
+        {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
+        {".debug_rnglists", &dwarf_sections::rnglists}};
+    dwarf_sections d;
+    for (WORD i = 0; i < n; ++i) {
+      const IMAGE_SECTION_HEADER& sh = sections[i];
+      std::string name(reinterpret_cast<const char*>(sh.Name), strnlen(reinterpret_cast<const char*>(sh.Name), 8));
+      if (name.size() > 1 && name[0] == '/') {
+        const unsigned long off = std::strtoul(name.c_str() + 1, nullptr, 10);
+        if (off >= strings_size) continue;
+        name.assign(strings + off, strnlen(strings + off, strings_size - off));
+      }
+      const std::size_t size = sh.Misc.VirtualSize != 0 ? sh.Misc.VirtualSize : sh.SizeOfRawData;
+      if (sh.PointerToRawData > m.file.size() || size > m.file.size() - sh.PointerToRawData) continue;
+      for (const auto& w : wanted)
+        if (name == w.name) d.*w.span = dwarf_span{m.file.data() + sh.PointerToRawData, size};
+    }
+    m.dwarf = d;
   }
 
   std::mutex lock_;
