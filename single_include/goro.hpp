@@ -12491,6 +12491,7 @@ GORO_DECL void default_stack_allocator::new_slab(std::size_t size) {
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12505,6 +12506,22 @@ struct dwarf_span {
 struct dwarf_sections {
   dwarf_span info, abbrev, line, line_str, str, str_offsets, addr, ranges, rnglists;
 };
+
+// The member of dwarf_sections that the section `name` fills (the same
+// names in ELF and PE files), or nullptr for a section not read here.
+inline dwarf_span dwarf_sections::*dwarf_section_named(const char* name) {
+  static constexpr struct {
+    const char* name;
+    dwarf_span dwarf_sections::*span;
+  } wanted[] = {{".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
+                {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
+                {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
+                {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
+                {".debug_rnglists", &dwarf_sections::rnglists}};
+  for (const auto& w : wanted)
+    if (std::strcmp(w.name, name) == 0) return w.span;
+  return nullptr;
+}
 
 // A bounds-checked little-endian reader (every target goro supports is
 // little-endian; the symbolizer skips other files).
@@ -13637,15 +13654,6 @@ class symbol_table {
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS64*>(
         m.base + static_cast<std::uintptr_t>(reinterpret_cast<const IMAGE_DOS_HEADER*>(m.base)->e_lfanew));
     m.image_base = static_cast<std::uintptr_t>(nt->OptionalHeader.ImageBase);
-    struct {
-      const char* name;
-      dwarf_span dwarf_sections::*span;
-    } const wanted[] = {
-        {".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
-        {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
-        {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
-        {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
-        {".debug_rnglists", &dwarf_sections::rnglists}};
     dwarf_sections d;
     for (WORD i = 0; i < n; ++i) {
       const IMAGE_SECTION_HEADER& sh = sections[i];
@@ -13657,8 +13665,8 @@ class symbol_table {
       }
       const std::size_t size = sh.Misc.VirtualSize != 0 ? sh.Misc.VirtualSize : sh.SizeOfRawData;
       if (sh.PointerToRawData > m.file.size() || size > m.file.size() - sh.PointerToRawData) continue;
-      for (const auto& w : wanted)
-        if (name == w.name) d.*w.span = dwarf_span{m.file.data() + sh.PointerToRawData, size};
+      if (dwarf_span dwarf_sections::*span = dwarf_section_named(name.c_str()))
+        d.*span = dwarf_span{m.file.data() + sh.PointerToRawData, size};
     }
     m.dwarf = d;
   }
@@ -13841,24 +13849,14 @@ class symbol_table {
     if (names.sh_offset > size || names.sh_size > size - names.sh_offset || names.sh_size == 0) return;
     const char* strs = reinterpret_cast<const char*>(base + names.sh_offset);
     if (strs[names.sh_size - 1] != '\0') return;
-    struct {
-      const char* name;
-      dwarf_span dwarf_sections::*span;
-    } const wanted[] = {
-        {".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
-        {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
-        {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
-        {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
-        {".debug_rnglists", &dwarf_sections::rnglists}};
     dwarf_sections d;
     for (unsigned i = 0; i < n; ++i) {
       if (sh[i].sh_name >= names.sh_size || sh[i].sh_type == SHT_NOBITS) continue;
       if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset) continue;
-      for (const auto& w : wanted) {
-        if (std::strcmp(strs + sh[i].sh_name, w.name) != 0) continue;
-        if (sh[i].sh_flags & SHF_COMPRESSED) return;
-        d.*w.span = dwarf_span{base + sh[i].sh_offset, static_cast<std::size_t>(sh[i].sh_size)};
-      }
+      dwarf_span dwarf_sections::*span = dwarf_section_named(strs + sh[i].sh_name);
+      if (!span) continue;
+      if (sh[i].sh_flags & SHF_COMPRESSED) return;
+      d.*span = dwarf_span{base + sh[i].sh_offset, static_cast<std::size_t>(sh[i].sh_size)};
     }
     o.dwarf = d;
   }
@@ -14213,12 +14211,12 @@ inline std::string frame_text(std::uintptr_t pc, bool return_address) {
   return describe_frames(pc, return_address).back().text;
 }
 
-// Whether the function a frame names is qualified with `ns` ("goro::",
-// "goro::detail::"): at the start of the demangled text, or after a
-// template function's return type (a space at the top level of <> and
-// ()); one in the parameters does not count.
-inline bool frame_in(const std::string& text, const char* ns) {
-  const std::size_t n = std::strlen(ns);
+// Whether at(i) holds for some position i of a frame's text that is at
+// the top level of its <> and () (the function's qualified name, and a
+// template function's return type before it; not the template arguments
+// or the parameters).
+template <class At>
+bool at_top_level(const std::string& text, At at) {
   int depth = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
@@ -14226,30 +14224,29 @@ inline bool frame_in(const std::string& text, const char* ns) {
       ++depth;
     else if ((ch == '>' || ch == ')') && depth > 0)
       --depth;
-    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, n, ns) == 0)
+    else if (depth == 0 && at(i))
       return true;
   }
   return false;
+}
+
+// Whether the function a frame names is qualified with `ns` ("goro::",
+// "goro::detail::"): at the start of the demangled text, or after a
+// template function's return type (a space at the top level).
+inline bool frame_in(const std::string& text, const char* ns) {
+  const std::size_t n = std::strlen(ns);
+  return at_top_level(text,
+                      [&](std::size_t i) { return (i == 0 || text[i - 1] == ' ') && text.compare(i, n, ns) == 0; });
 }
 
 // goro's closure: set_closure's function, which calls the callable given
 // to go() (and usually has it inlined).
 inline bool closure_frame(const std::string& text) { return frame_in(text, "goro::detail::set_closure<"); }
 
-// Whether the function a frame names is a lambda's (a "{lambda" scope
-// outside every template argument and parameter list).
+// Whether the function a frame names is a lambda's (a "{lambda" scope at
+// the top level).
 inline bool lambda_frame(const std::string& text) {
-  int depth = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (ch == '<' || ch == '(')
-      ++depth;
-    else if ((ch == '>' || ch == ')') && depth > 0)
-      --depth;
-    else if (depth == 0 && text.compare(i, 9, "::{lambda") == 0)
-      return true;
-  }
-  return false;
+  return at_top_level(text, [&](std::size_t i) { return text.compare(i, 9, "::{lambda") == 0; });
 }
 
 // Whether a frame is goro's runtime, which the dump leaves out as Go's

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,22 @@ struct dwarf_span {
 struct dwarf_sections {
   dwarf_span info, abbrev, line, line_str, str, str_offsets, addr, ranges, rnglists;
 };
+
+// The member of dwarf_sections that the section `name` fills (the same
+// names in ELF and PE files), or nullptr for a section not read here.
+inline dwarf_span dwarf_sections::*dwarf_section_named(const char* name) {
+  static constexpr struct {
+    const char* name;
+    dwarf_span dwarf_sections::*span;
+  } wanted[] = {{".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
+                {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
+                {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
+                {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
+                {".debug_rnglists", &dwarf_sections::rnglists}};
+  for (const auto& w : wanted)
+    if (std::strcmp(w.name, name) == 0) return w.span;
+  return nullptr;
+}
 
 // A bounds-checked little-endian reader (every target goro supports is
 // little-endian; the symbolizer skips other files).

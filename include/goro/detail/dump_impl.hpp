@@ -87,12 +87,12 @@ inline std::string frame_text(std::uintptr_t pc, bool return_address) {
   return describe_frames(pc, return_address).back().text;
 }
 
-// Whether the function a frame names is qualified with `ns` ("goro::",
-// "goro::detail::"): at the start of the demangled text, or after a
-// template function's return type (a space at the top level of <> and
-// ()); one in the parameters does not count.
-inline bool frame_in(const std::string& text, const char* ns) {
-  const std::size_t n = std::strlen(ns);
+// Whether at(i) holds for some position i of a frame's text that is at
+// the top level of its <> and () (the function's qualified name, and a
+// template function's return type before it; not the template arguments
+// or the parameters).
+template <class At>
+bool at_top_level(const std::string& text, At at) {
   int depth = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
@@ -100,30 +100,29 @@ inline bool frame_in(const std::string& text, const char* ns) {
       ++depth;
     else if ((ch == '>' || ch == ')') && depth > 0)
       --depth;
-    else if (depth == 0 && (i == 0 || text[i - 1] == ' ') && text.compare(i, n, ns) == 0)
+    else if (depth == 0 && at(i))
       return true;
   }
   return false;
+}
+
+// Whether the function a frame names is qualified with `ns` ("goro::",
+// "goro::detail::"): at the start of the demangled text, or after a
+// template function's return type (a space at the top level).
+inline bool frame_in(const std::string& text, const char* ns) {
+  const std::size_t n = std::strlen(ns);
+  return at_top_level(text,
+                      [&](std::size_t i) { return (i == 0 || text[i - 1] == ' ') && text.compare(i, n, ns) == 0; });
 }
 
 // goro's closure: set_closure's function, which calls the callable given
 // to go() (and usually has it inlined).
 inline bool closure_frame(const std::string& text) { return frame_in(text, "goro::detail::set_closure<"); }
 
-// Whether the function a frame names is a lambda's (a "{lambda" scope
-// outside every template argument and parameter list).
+// Whether the function a frame names is a lambda's (a "{lambda" scope at
+// the top level).
 inline bool lambda_frame(const std::string& text) {
-  int depth = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (ch == '<' || ch == '(')
-      ++depth;
-    else if ((ch == '>' || ch == ')') && depth > 0)
-      --depth;
-    else if (depth == 0 && text.compare(i, 9, "::{lambda") == 0)
-      return true;
-  }
-  return false;
+  return at_top_level(text, [&](std::size_t i) { return text.compare(i, 9, "::{lambda") == 0; });
 }
 
 // Whether a frame is goro's runtime, which the dump leaves out as Go's

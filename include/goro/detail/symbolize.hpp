@@ -189,24 +189,14 @@ class symbol_table {
     if (names.sh_offset > size || names.sh_size > size - names.sh_offset || names.sh_size == 0) return;
     const char* strs = reinterpret_cast<const char*>(base + names.sh_offset);
     if (strs[names.sh_size - 1] != '\0') return;
-    struct {
-      const char* name;
-      dwarf_span dwarf_sections::*span;
-    } const wanted[] = {
-        {".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
-        {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
-        {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
-        {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
-        {".debug_rnglists", &dwarf_sections::rnglists}};
     dwarf_sections d;
     for (unsigned i = 0; i < n; ++i) {
       if (sh[i].sh_name >= names.sh_size || sh[i].sh_type == SHT_NOBITS) continue;
       if (sh[i].sh_offset > size || sh[i].sh_size > size - sh[i].sh_offset) continue;
-      for (const auto& w : wanted) {
-        if (std::strcmp(strs + sh[i].sh_name, w.name) != 0) continue;
-        if (sh[i].sh_flags & SHF_COMPRESSED) return;
-        d.*w.span = dwarf_span{base + sh[i].sh_offset, static_cast<std::size_t>(sh[i].sh_size)};
-      }
+      dwarf_span dwarf_sections::*span = dwarf_section_named(strs + sh[i].sh_name);
+      if (!span) continue;
+      if (sh[i].sh_flags & SHF_COMPRESSED) return;
+      d.*span = dwarf_span{base + sh[i].sh_offset, static_cast<std::size_t>(sh[i].sh_size)};
     }
     o.dwarf = d;
   }

@@ -143,15 +143,6 @@ class symbol_table {
     const auto* nt = reinterpret_cast<const IMAGE_NT_HEADERS64*>(
         m.base + static_cast<std::uintptr_t>(reinterpret_cast<const IMAGE_DOS_HEADER*>(m.base)->e_lfanew));
     m.image_base = static_cast<std::uintptr_t>(nt->OptionalHeader.ImageBase);
-    struct {
-      const char* name;
-      dwarf_span dwarf_sections::*span;
-    } const wanted[] = {
-        {".debug_info", &dwarf_sections::info},        {".debug_abbrev", &dwarf_sections::abbrev},
-        {".debug_line", &dwarf_sections::line},        {".debug_line_str", &dwarf_sections::line_str},
-        {".debug_str", &dwarf_sections::str},          {".debug_str_offsets", &dwarf_sections::str_offsets},
-        {".debug_addr", &dwarf_sections::addr},        {".debug_ranges", &dwarf_sections::ranges},
-        {".debug_rnglists", &dwarf_sections::rnglists}};
     dwarf_sections d;
     for (WORD i = 0; i < n; ++i) {
       const IMAGE_SECTION_HEADER& sh = sections[i];
@@ -163,8 +154,8 @@ class symbol_table {
       }
       const std::size_t size = sh.Misc.VirtualSize != 0 ? sh.Misc.VirtualSize : sh.SizeOfRawData;
       if (sh.PointerToRawData > m.file.size() || size > m.file.size() - sh.PointerToRawData) continue;
-      for (const auto& w : wanted)
-        if (name == w.name) d.*w.span = dwarf_span{m.file.data() + sh.PointerToRawData, size};
+      if (dwarf_span dwarf_sections::*span = dwarf_section_named(name.c_str()))
+        d.*span = dwarf_span{m.file.data() + sh.PointerToRawData, size};
     }
     m.dwarf = d;
   }
