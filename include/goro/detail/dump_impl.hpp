@@ -273,10 +273,12 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     std::vector<frame_desc> names;
     for (std::size_t i = 0; i < s.bt.n; ++i)
       for (frame_desc& d : describe_frames(s.bt.pc[i], true)) names.push_back(std::move(d));
-    // Self: drop the dump's own frames (goro::...) above the caller's.
+    // Self: drop the dump's own frames (goro::..., and the standard
+    // library's inlined into them with -g) above the caller's.
     std::size_t first = 0;
     if (s.is_self)
-      while (first < names.size() && frame_in(names[first].text, "goro::")) ++first;
+      while (first < names.size() && (frame_in(names[first].text, "goro::") || frame_in(names[first].text, "std::")))
+        ++first;
     for (std::size_t i = first; i < names.size(); ++i) {
       if (names[i].text.rfind("goro_v0_1_start", 0) == 0) break;  // the goroutine's entry: the bottom
       // The closure stays where it is all that names the goroutine's
