@@ -132,13 +132,17 @@ TEST_CASE("a call-free loop inside async_preemptible does not starve other gorou
 TEST_CASE("sysmon never signals through the run() caller's M after run() returned") {
   using pol = goro::policy<goro::preemption_mode<goro::preemption::signal>, goro::slice_us<1000>>;
   goro::basic_runtime<pol> rt{goro::options{1}};
-  // 300 runs; more (up to 30 s) while none was preempted yet: on a loaded
-  // machine under qemu sysmon's sleeps can outlast many 1.5 ms runs.
+  // 300 runs; more (up to 30 s) while none was preempted yet. Every tenth
+  // run spins 25 ms: an idle sysmon sleeps 10 ms between rounds (as Go's),
+  // so a 1.5 ms run rarely spans two of them (0 preemptions in 30 s of
+  // them once in CI, qemu-aarch64 on a loaded machine); a long run does,
+  // and sysmon, having preempted, looks often again for the short ones.
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (int i = 0; i < 300 || (rt.stats().preemptions == 0 && std::chrono::steady_clock::now() < give_up); ++i) {
-    rt.run([] {
+    const auto spin = i % 10 == 9 ? std::chrono::microseconds(25'000) : std::chrono::microseconds(1500);
+    rt.run([spin] {
       goro::async_preemptible scope;  // main's slice ends as run() returns: sysmon is due to signal its M
-      const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(1500);
+      const auto end = std::chrono::steady_clock::now() + spin;
       while (std::chrono::steady_clock::now() < end) {
         // Mostly in this program's own code: on Windows a pc inside a
         // system DLL (the clock's) is never preempted (os/windows/preempt.hpp),
