@@ -12602,7 +12602,7 @@ struct dwarf_cursor {
 // One function's part of the code at a pc (debug_frames.hpp): the
 // function's name and the line in it.
 struct source_frame {
-  std::string name;  // demangled; empty for the function the code is in (the symbol table names it)
+  std::string name;  // demangled; may be empty for the function the code is in (the symbol table names it)
   std::string file;  // empty when unknown
   unsigned line = 0;
   bool scoped = false;  // from debug information with scopes and types (full -g), which names inlined calls
@@ -12682,7 +12682,8 @@ enum : unsigned {
 // One unit of .debug_info, as far as the lookup needs it.
 struct unit {
   const dwarf_sections* s = nullptr;
-  std::uint64_t offset = 0, end = 0;  // of the unit header in .debug_info, and past its last entry
+  // In .debug_info: the unit header, its first entry, and past its last.
+  std::uint64_t offset = 0, first = 0, end = 0;
   unsigned version = 0, offset_size = 4, addr_size = 8;
   std::uint64_t addr_base = 0, rnglists_base = 0, str_offsets_base = 0, base_pc = 0;
   struct abbrev {
@@ -13175,6 +13176,7 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
     return false;
   }
   if (u.addr_size != 4 && u.addr_size != 8) return false;
+  u.first = static_cast<std::uint64_t>(c.p - u.s->info.data);
   u.abbrevs.clear();
   dwarf_cursor a(u.s->abbrev, abbrev_off);
   for (;;) {
@@ -13235,10 +13237,7 @@ std::string function_name(const unit& u, std::uint64_t off, int hops = 0);
 // before target). Names are made only for the enclosing entries, once
 // target is reached.
 inline std::string scope_of(const unit& u, std::uint64_t target, int hops) {
-  dwarf_cursor c(u.s->info, u.offset);
-  std::uint64_t next = 0;
-  unit v = u;  // read_unit leaves c at the unit's first entry
-  if (!read_unit(c, v, next)) return {};
+  dwarf_cursor c(dwarf_span{u.s->info.data, u.end}, u.first);
   struct scope {
     unsigned tag;
     const char* name;
@@ -13294,10 +13293,9 @@ inline std::string scope_of(const unit& u, std::uint64_t target, int hops) {
 // its DW_AT_specification: a member function's declaration in its class).
 // The first linkage name found, demangled (qualified, with its
 // parameters, as the symbol table's names); else (or where the demangler
-// gives up) the DW_AT_name,
-// qualified with its scopes (GCC gives a lambda's operator() no linkage
-// name); else empty. References into another unit (DW_FORM_ref_addr: dwz,
-// LTO) are not followed.
+// gives up) the DW_AT_name, qualified with its scopes (GCC gives a
+// lambda's operator() no linkage name); else empty. References into
+// another unit (DW_FORM_ref_addr: dwz, LTO) are not followed.
 inline std::string function_name(const unit& u, std::uint64_t off, int hops) {
   for (int hop = 0; hop < 8 && off != 0; ++hop) {
     if (off <= u.offset || off >= u.end) break;
@@ -13320,10 +13318,7 @@ inline std::string function_name(const unit& u, std::uint64_t off, int hops) {
 // lines (clang's -gline-tables-only, GCC's -g1): there, a function has its
 // bare name, no scopes, no linkage name.
 inline bool unit_has_types(const unit& u) {
-  dwarf_cursor c(u.s->info, u.offset);
-  std::uint64_t next = 0;
-  unit v = u;
-  if (!read_unit(c, v, next)) return false;
+  dwarf_cursor c(dwarf_span{u.s->info.data, u.end}, u.first);
   entry e;
   int depth = 0;
   while (c.ok && c.p < c.end) {
@@ -13342,11 +13337,11 @@ inline bool unit_has_types(const unit& u) {
 
 // The frames at `pc`, a link-time address of the object, innermost first:
 // one per inlined call that holds it, then the function the code is in
-// (named here too, for symbols abi::__cxa_demangle cannot read; empty when
-// the entry has no name). Each has the line in that
-// function: the line table's row for the innermost, the site of the call
-// inlined into it for the others. Empty when the object has no DWARF for pc.
-inline std::vector<source_frame> dwarf_frames(const dwarf_sections& s, std::uint64_t pc) {
+// (named only with `name_function`: for a symbol abi::__cxa_demangle
+// cannot read). Each has the line in that function: the line table's row
+// for the innermost, the site of the call inlined into it for the others.
+// Empty when the object has no DWARF for pc.
+inline std::vector<source_frame> dwarf_frames(const dwarf_sections& s, std::uint64_t pc, bool name_function) {
   using namespace dwarf;
   std::vector<source_frame> out;
   if (!s.info.data || !s.abbrev.data || !s.line.data) return out;
@@ -13437,7 +13432,7 @@ inline std::vector<source_frame> dwarf_frames(const dwarf_sections& s, std::uint
       else
         located(std::move(name), calls[i + 1].file, calls[i + 1].line, true);
     }
-    std::string name = function ? function_name(u, function) : std::string();
+    std::string name = name_function && function ? function_name(u, function) : std::string();
     if (calls.empty())
       located(std::move(name), file, line, row);
     else
@@ -13462,13 +13457,15 @@ struct symbol_info {
   bool scoped = false;  // the debug information names the calls inlined at pc (full -g)
 };
 
+// Whether r's name is one abi::__cxa_demangle could not read (GCC 12's
+// generic lambdas'), which the debug information then names.
+inline bool unreadable_name(const symbol_info& r) { return r.name.rfind("_Z", 0) == 0; }
+
 // Adds dwarf_frames' answer for the symbol's pc to r.
 inline void add_source(symbol_info& r, const std::vector<source_frame>& at) {
   if (at.empty()) return;
   r.inlined.assign(at.begin(), at.end() - 1);
-  // A name abi::__cxa_demangle could not read (GCC 12's generic lambdas):
-  // the debug information's.
-  if (r.name.rfind("_Z", 0) == 0 && !at.back().name.empty()) r.name = at.back().name;
+  if (unreadable_name(r) && !at.back().name.empty()) r.name = at.back().name;
   r.file = at.back().file;
   r.line = at.back().line;
   r.scoped = at.back().scoped;
@@ -13479,8 +13476,9 @@ inline void add_source(symbol_info& r, const std::vector<source_frame>& at) {
 // object; their caller holds the symbol table's lock.
 class dwarf_frame_cache {
  public:
-  // The frames at `pc` (a link-time address), computed once.
-  const std::vector<source_frame>& at(const dwarf_sections& s, std::uint64_t pc) {
+  // The frames at `pc` (a link-time address), computed once (name_function:
+  // as dwarf_frames; the same for every lookup of one pc).
+  const std::vector<source_frame>& at(const dwarf_sections& s, std::uint64_t pc, bool name_function) {
     std::size_t lo = 0, hi = entries_.size();
     while (lo < hi) {  // the first entry whose key is not below pc
       const std::size_t mid = (lo + hi) / 2;
@@ -13490,7 +13488,7 @@ class dwarf_frame_cache {
         hi = mid;
     }
     if (lo < entries_.size() && entries_[lo].key == pc) return entries_[lo].frames;
-    std::vector<source_frame> frames = dwarf_frames(s, pc);
+    std::vector<source_frame> frames = dwarf_frames(s, pc, name_function);
     if (entries_.size() >= max_entries) {  // then the cache starts over
       entries_.clear();
       lo = 0;
@@ -13578,7 +13576,7 @@ class symbol_table {
     --it;
     r.offset = rva - it->rva;
     r.name = demangle(it->name.c_str());
-    if (m.dwarf.info.data) add_source(r, m.lines.at(m.dwarf, m.image_base + rva));
+    if (m.dwarf.info.data) add_source(r, m.lines.at(m.dwarf, m.image_base + rva, unreadable_name(r)));
     return r;
   }
 
@@ -13744,7 +13742,7 @@ class symbol_table {
     // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
     // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
     if (!GORO_TSAN && o->dwarf.info.data) {
-      add_source(r, o->lines.at(o->dwarf, rel));
+      add_source(r, o->lines.at(o->dwarf, rel, unreadable_name(r)));
     }
     return r;
   }

@@ -127,7 +127,7 @@ struct dwarf_cursor {
 // One function's part of the code at a pc (debug_frames.hpp): the
 // function's name and the line in it.
 struct source_frame {
-  std::string name;  // demangled; empty for the function the code is in (the symbol table names it)
+  std::string name;  // demangled; may be empty for the function the code is in (the symbol table names it)
   std::string file;  // empty when unknown
   unsigned line = 0;
   bool scoped = false;  // from debug information with scopes and types (full -g), which names inlined calls
@@ -207,7 +207,8 @@ enum : unsigned {
 // One unit of .debug_info, as far as the lookup needs it.
 struct unit {
   const dwarf_sections* s = nullptr;
-  std::uint64_t offset = 0, end = 0;  // of the unit header in .debug_info, and past its last entry
+  // In .debug_info: the unit header, its first entry, and past its last.
+  std::uint64_t offset = 0, first = 0, end = 0;
   unsigned version = 0, offset_size = 4, addr_size = 8;
   std::uint64_t addr_base = 0, rnglists_base = 0, str_offsets_base = 0, base_pc = 0;
   struct abbrev {
@@ -700,6 +701,7 @@ inline bool read_unit(dwarf_cursor& c, unit& u, std::uint64_t& next) {
     return false;
   }
   if (u.addr_size != 4 && u.addr_size != 8) return false;
+  u.first = static_cast<std::uint64_t>(c.p - u.s->info.data);
   u.abbrevs.clear();
   dwarf_cursor a(u.s->abbrev, abbrev_off);
   for (;;) {

@@ -84,7 +84,7 @@ class symbol_table {
     // runtime crashed (a SIGSEGV in TraceSwitchPart, clang 14) under the
     // millions of instrumented reads a unit's walk makes, in dump_test's churn case.
     if (!GORO_TSAN && o->dwarf.info.data) {
-      add_source(r, o->lines.at(o->dwarf, rel));
+      add_source(r, o->lines.at(o->dwarf, rel, unreadable_name(r)));
     }
     return r;
   }

@@ -67,7 +67,7 @@ class symbol_table {
     --it;
     r.offset = rva - it->rva;
     r.name = demangle(it->name.c_str());
-    if (m.dwarf.info.data) add_source(r, m.lines.at(m.dwarf, m.image_base + rva));
+    if (m.dwarf.info.data) add_source(r, m.lines.at(m.dwarf, m.image_base + rva, unreadable_name(r)));
     return r;
   }
 
