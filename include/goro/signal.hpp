@@ -10,12 +10,14 @@
 //
 // How (Go's sigsend/signal_recv, with a thread instead of a goroutine): the
 // handler, installed with sigaction for each notified signal, only sets the
-// signal's bit in a pending mask and writes a byte to a pipe (both
-// async-signal-safe; a byte that does not fit means the relay thread is
-// already due to wake). One process-wide relay thread, started by the first
-// notify, waits on the pipe, takes the pending mask and try-sends each
-// signal to every channel registered for it. Signals of one kind that
-// arrive before the relay thread runs are delivered once, as in Go.
+// signal's bit in a pending mask, bumps a wake-up word and futex-wakes it
+// (atomics and one system call: async-signal-safe, as Go's sigsend and
+// notewakeup). One process-wide relay thread, started by the first notify,
+// sleeps on that word, takes the pending mask and try-sends each signal to
+// every channel registered for it. Signals of one kind that arrive before
+// the relay thread runs are delivered once, as in Go. No file descriptor
+// is involved: nothing is inherited by child processes, and on Windows the
+// relay sleeps in WaitOnAddress, woken at once.
 //
 // Threads and masks: the handler runs on whichever thread the kernel picks
 // (goro's Ms, the program's threads; none of them blocks these signals);
@@ -41,10 +43,9 @@
 // CTRL_SHUTDOWN_EVENT, and only those two can be notified (any other
 // signal number is a usage_error: nothing would ever deliver it; an empty
 // list means both). The system runs a console handler on a thread of its
-// own, which plays the POSIX handler's part below (pending mask, a byte in
-// the pipe); the relay thread looks at the pipe every 100 ms at most
-// (anonymous pipes cannot be waited on with a timeout there, os/windows/fd.hpp),
-// so a Ctrl+C reaches the channel within ~100 ms. An event that no channel
+// own, which plays the POSIX handler's part below (pending mask, wake-up
+// word, WakeByAddressSingle), so a Ctrl+C reaches the channel as soon as
+// the relay thread is scheduled. An event that no channel
 // is notified of goes on to the handlers installed before goro's and then
 // to the system's default (ending the process). After a SIGTERM event the
 // system ends the process once the handler returns, so goro's handler, as
@@ -134,8 +135,8 @@ inline const char* signal_not_relayable(int sig) noexcept {
 }
 
 // The process-wide relay: registrations, the saved dispositions, the
-// handler's pending mask and pipe, the relay thread. Everything but the
-// handler's two atomics and the pipe's write end is guarded by mu.
+// handler's pending mask and wake-up word, the relay thread. Everything
+// but the handler's atomics is guarded by mu.
 struct signal_relay {
   struct registration {
     chan<int> c;
@@ -147,43 +148,46 @@ struct signal_relay {
   int watchers[NSIG] = {};             // registrations per signal
   os::signal_action saved[NSIG] = {};  // the disposition before the first notify
   bool thread_started = false;
-  bool held = false;                   // extm_hold(true) in effect
-  int pipe_read = -1;
-  std::atomic<int> pipe_write{-1};
+  bool held = false;  // extm_hold(true) in effect
   std::atomic<std::uint64_t> pending[2] = {};
+  std::atomic<std::uint32_t> wakeups{0};  // bumped by the handler after each pending bit
 
   static signal_relay& get() noexcept {
     static signal_relay* r = new signal_relay;  // never destroyed: the handler may run during exit
     return *r;
   }
 
+  // The handler (Go's sigsend + notewakeup). Publish, then wake: the bit
+  // goes in before the bump, both seq_cst; relay_main's side of the pair
+  // is stated there.
   static void handler(int sig) noexcept {
-    const int saved_errno = errno;
+    const int saved_errno = errno;  // the futex call may set it
     signal_relay& r = get();
     r.pending[sig / 64].fetch_or(std::uint64_t{1} << (sig % 64), std::memory_order_seq_cst);
-    const char c = static_cast<char>(sig);
-    if (os::write_fd(r.pipe_write.load(std::memory_order_relaxed), &c, 1) < 0) {
-      // EAGAIN: the pipe is full, so the relay thread is already due to wake.
-    }
+    r.wakeups.fetch_add(1, std::memory_order_seq_cst);
+    os::futex_wake(&r.wakeups, 1);
     errno = saved_errno;
   }
 
+  // The relay thread (Go's signal_recv loop). Read the word, then take the
+  // mask, then sleep only while the word is unchanged: a handler whose bit
+  // the exchange missed set it after the exchange, so its bump comes after
+  // our read of the word (seq_cst: one order of the four operations), and
+  // the futex wait, seeing a different word, returns at once. A wake-up
+  // for a bit already taken costs one empty round.
   static void* relay_main(void*) {
     extm_mark_internal();  // counted only through extm_hold, while registrations exist
     os::set_thread_name("goro-signal");  // process-wide
     signal_relay& r = get();
     for (;;) {
-      if (!os::wait_readable(r.pipe_read, -1)) continue;  // EINTR
-      char buf[64];
-      while (os::read_fd(r.pipe_read, buf, sizeof buf) > 0) {
-      }
-      // Drain the pipe first, then take the mask: a signal whose bit was
-      // set after the exchange wrote its byte after the drain began, and
-      // wakes the next poll.
+      const std::uint32_t seen = r.wakeups.load(std::memory_order_seq_cst);
       signal_mask got;
       got.bits[0] = r.pending[0].exchange(0, std::memory_order_seq_cst);
       got.bits[1] = r.pending[1].exchange(0, std::memory_order_seq_cst);
-      if (!got.empty()) r.deliver(got);
+      if (!got.empty())
+        r.deliver(got);
+      else
+        os::futex_wait(&r.wakeups, seen);  // returns at once if a handler bumped it since
     }
     return nullptr;
   }
@@ -205,21 +209,11 @@ struct signal_relay {
     }
   }
 
-  // mu held. The pipe and the relay thread, once.
+  // mu held. The relay thread, once.
   void start_locked() {
     if (thread_started) return;
-    int fds[2];
-    if (int err = os::open_pipe(fds, true)) raise_system(err, "signal::notify: pipe");
-    pipe_read = fds[0];
-    pipe_write.store(fds[1], std::memory_order_relaxed);
-    const int err = os::start_daemon_thread(&relay_main, nullptr, 256 << 10);  // it blocks every signal
-    if (err != 0) {
-      pipe_write.store(-1, std::memory_order_relaxed);
-      pipe_read = -1;
-      os::close_fd(fds[0]);
-      os::close_fd(fds[1]);
+    if (int err = os::start_daemon_thread(&relay_main, nullptr, 256 << 10))  // it blocks every signal
       raise_system(err, "signal::notify: cannot start the signal thread");
-    }
     thread_started = true;
   }
 

@@ -14,7 +14,8 @@
 //       spuriously: callers re-check and loop.
 //   futex_wake(atomic<uint32_t>* w, int count = INT_MAX)
 //       wakes up to count sleepers on w. Must be harmless when w's object
-//       is already gone (it may not touch *w).
+//       is already gone (it may not touch *w), and callable from a signal
+//       handler (goro::signal's, as Go's sigsend calls notewakeup).
 //
 // Threads (linux/thread.hpp)
 //   thread_handle                       a joinable thread; what preempt_thread signals
