@@ -13232,6 +13232,41 @@ namespace dwarf {
 
 std::string function_name(const unit& u, std::uint64_t off, int hops = 0);
 
+// Reads the unit's root entry (at the cursor, just past read_unit) and the
+// bases its attributes give; false when it is not a compile or partial unit.
+inline bool read_root(dwarf_cursor& c, unit& u, entry& root) {
+  if (!read_entry(c, u, root) || (root.ab->tag != tag_compile_unit && root.ab->tag != tag_partial_unit)) return false;
+  u.addr_base = root.addr_base.u;
+  u.rnglists_base = root.rnglists_base.u;
+  u.str_offsets_base = root.str_offsets_base.u;
+  if (root.has_low) u.base_pc = root.low.indexed ? indexed_address(u, root.low.u) : root.low.u;
+  return true;
+}
+
+// The unit whose entries hold `off` (an offset in .debug_info), where a
+// DW_FORM_ref_addr points: GCC's -flto refers from the code's units to the
+// functions' entries in the units its compile step wrote, dwz to the
+// partial units it shares. Walks the unit headers from the start (a dump
+// is rare).
+inline bool unit_containing(const dwarf_sections& s, std::uint64_t off, unit& out) {
+  out.s = &s;
+  for (std::uint64_t at = 0; at < s.info.size;) {
+    dwarf_cursor c(s.info, at);
+    unsigned offset_size = 4;
+    const std::uint64_t length = c.unit_length(offset_size);
+    const std::uint64_t next = static_cast<std::uint64_t>(c.p - s.info.data) + length;
+    if (!c.ok || next <= at) return false;
+    if (off < next) {
+      dwarf_cursor r(s.info, at);
+      std::uint64_t end = 0;
+      entry root;
+      return read_unit(r, out, end) && read_root(r, out, root) && off >= out.first;
+    }
+    at = next;
+  }
+  return false;
+}
+
 // The scopes around the entry at `target` ("ns::Class::function::"), from
 // the entries that enclose it: namespaces, classes (an unnamed one, as a
 // lambda's closure type is, as "{lambda}") and functions, walked from the
@@ -13296,11 +13331,15 @@ inline std::string scope_of(const unit& u, std::uint64_t target, int hops) {
 // The first linkage name found, demangled (qualified, with its
 // parameters, as the symbol table's names); else (or where the demangler
 // gives up) the DW_AT_name, qualified with its scopes (GCC gives a
-// lambda's operator() no linkage name); else empty. References into
-// another unit (DW_FORM_ref_addr: dwz, LTO) are not followed.
+// lambda's operator() no linkage name); else empty. A reference into
+// another unit (DW_FORM_ref_addr: -flto, dwz) goes on in that unit.
 inline std::string function_name(const unit& u, std::uint64_t off, int hops) {
   for (int hop = 0; hop < 8 && off != 0; ++hop) {
-    if (off <= u.offset || off >= u.end) break;
+    if (off < u.first || off >= u.end) {
+      unit other;
+      if (hops >= 4 || !unit_containing(*u.s, off, other)) break;
+      return function_name(other, off, hops + 1);
+    }
     dwarf_cursor c(u.s->info, off);
     c.end = u.s->info.data + u.end;
     entry e;
@@ -13356,11 +13395,7 @@ inline std::vector<source_frame> dwarf_frames(const dwarf_sections& s, std::uint
       continue;
     }
     entry root;
-    if (!read_entry(c, u, root) || (root.ab->tag != tag_compile_unit && root.ab->tag != tag_partial_unit)) continue;
-    u.addr_base = root.addr_base.u;
-    u.rnglists_base = root.rnglists_base.u;
-    u.str_offsets_base = root.str_offsets_base.u;
-    if (root.has_low) u.base_pc = root.low.indexed ? indexed_address(u, root.low.u) : root.low.u;
+    if (!read_root(c, u, root)) continue;
     if (!root.has_stmt || !entry_holds(u, root, pc)) continue;
     // The entries, depth first, inside the function that holds pc: each
     // inlined call that holds it, outermost first.

@@ -298,12 +298,24 @@ bool ends_with(const std::string& s, const std::string& tail) {
 }
 }  // namespace
 
+// The helper of the -g cases, each case run with both where the build has
+// the second (GCC): dump_lines, and dump_lines_lto, the same built with
+// -flto, whose debug information names the inlined functions through
+// references into other units (DW_FORM_ref_addr). Before the dump followed
+// them, every inlined frame there was "?? (inlined)".
+#if GORO_HELPER_DUMP_LINES_LTO
+#define DUMP_LINES_HELPER() GENERATE(as<std::string>{}, "dump_lines", "dump_lines_lto")
+#else
+#define DUMP_LINES_HELPER() std::string("dump_lines")
+#endif
+
 TEST_CASE("dump: a program built with -g shows the file:line of each frame's call and of go()", "[dump][lines]") {
   // SPEC: "-g gives file:line where the dump can read it". The helper's
   // goroutine blocks in recv at a line it prints (__LINE__), called from a
   // goroutine it created with go() at another.
-  auto r = goro_test::run_helper("dump_lines");
-  INFO(r.output);
+  const std::string helper = DUMP_LINES_HELPER();
+  auto r = goro_test::run_helper(helper);
+  INFO(helper << ":\n" << r.output);
   CHECK(r.exited);
   CHECK(r.exit_code == 0);
   const int recv_line = helper_number(r.output, "recv_line");
@@ -317,6 +329,7 @@ TEST_CASE("dump: a program built with -g shows the file:line of each frame's cal
     const std::string at = line_after(r.output, "(anonymous namespace)::dump_lines_parked(");
     CHECK(at.rfind("\t/", 0) == 0);
     CHECK(ends_with(at, "/dump_lines.cpp:" + std::to_string(recv_line)));
+    CHECK(r.output.find("?? (inlined)") == std::string::npos);  // every inlined call named
     // The same in a frame of a function of a local type (as a lambda's
     // closure type is: inside the entry of the function defining it).
     const int lambda_line = helper_number(r.output, "lambda_line");
@@ -347,8 +360,9 @@ TEST_CASE("dump: with -g, lambdas inlined into goro's closure are frames of thei
   // closure of main: the dump shows the lambda and the line of its recv,
   // "created by" main's lambda and the line of the go() call, and nothing
   // of goro's closure (Go: main.main.func1, created by main.main).
-  auto r = goro_test::run_helper("dump_lines");
-  INFO(r.output);
+  const std::string helper = DUMP_LINES_HELPER();
+  auto r = goro_test::run_helper(helper);
+  INFO(helper << ":\n" << r.output);
   CHECK(r.exited);
   CHECK(r.exit_code == 0);
   const int go_line = helper_number(r.output, "inline_go_line");
