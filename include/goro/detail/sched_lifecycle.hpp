@@ -226,6 +226,10 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   // Timers still queued (a ticker nobody stopped, with no goroutine left)
   // are detached: deleting them later finds them on no heap.
   for_each_p([](p* pp) { pp->timers.clear(); });
+  // A del() that read one of these heaps from a timer (a plain thread
+  // stopping it) may still be on its way to lock it: the heaps are freed
+  // below, with the Ps.
+  timer_heap::wait_stale_dels();
   // goroutine dump: a dump in progress (the dump thread on SIGQUIT, or
   // goroutine_dump() on another runtime) reads our G records and Ps under
   // the registry's lock; once unregistered, none can reach them.

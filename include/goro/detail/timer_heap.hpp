@@ -59,6 +59,48 @@ inline std::int64_t when_after(std::int64_t now, std::int64_t d) noexcept {
 class timer_heap;
 struct timer;
 
+// del() in flight, counted in stripes (one per thread, by a thread's
+// index; no allocation, no line shared by every thread). del reads
+// t->where, then locks that heap: a thread descheduled in between (a plain
+// thread stopping a timer, another runtime's goroutine resetting a
+// deadline) while the runtime whose P held that heap ends would lock
+// freed memory. So del counts itself before reading `where` and uncounts
+// after its last touch of the heap, and a runtime that ends, once no
+// timer names its heaps (clear(); fired timers long before), waits to see
+// every stripe at zero before freeing them (wait_stale_dels).
+//
+// Publish, then check: del's increment, then its read of `where`, both
+// seq_cst; the runtime's stores of nullptr to `where` (clear, run_due:
+// release, by its own Ms, joined before), then a seq_cst fence, then its
+// reads of the stripes. A del that read a heap of the runtime read it
+// before that nullptr store, so its increment precedes the fence in the
+// single total order: the runtime sees it (or its decrement) and waits;
+// one whose increment it does not see reads nullptr or another heap.
+struct alignas(64) del_stripe {
+  std::atomic<std::uint32_t> n{0};
+};
+inline constexpr unsigned del_stripes = 16;
+inline del_stripe del_in_flight[del_stripes];
+inline std::atomic<std::uint32_t>& my_del_stripe() noexcept {
+  static std::atomic<unsigned> next{0};
+  thread_local const unsigned i = next.fetch_add(1, std::memory_order_relaxed) % del_stripes;
+  return del_in_flight[i].n;
+}
+
+// A test seam (GORO_TESTING builds only): del calls it between reading a
+// heap from `where` and locking it (tests/after_func_test.cpp holds a
+// plain thread's stop there while the timer's runtime ends).
+#ifdef GORO_TESTING
+namespace testing {
+inline std::atomic<void (*)()> timer_del_seam{nullptr};
+}  // namespace testing
+inline void testing_timer_del_seam() {
+  if (auto f = testing::timer_del_seam.load()) f();
+}
+#else
+inline void testing_timer_del_seam() noexcept {}
+#endif
+
 // The sync timer whose function runs on this thread (run_due), and whether
 // del() from inside that function already released its `running` count.
 struct running_timer_slot {
@@ -123,6 +165,12 @@ class timer_heap {
   // pending (so it will now never fire), false if it had fired (or was
   // never added). Waits for a sync timer's running function to finish.
   GORO_DECL static bool del(timer* t) noexcept;
+
+  // Before the memory of heaps is freed (a runtime's end, once clear() has
+  // taken every timer off them and nothing adds to them any more): waits
+  // until no del() that may have read one of them from a timer's `where`
+  // is still to lock it. See del_stripes.
+  GORO_DECL static void wait_stale_dels() noexcept;
 
  private:
   // Waits until at most `own` runs of t's function are in progress (own:
@@ -228,20 +276,26 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
   const bool self = t == tls_running_timer.t && !tls_running_timer.released;
   const std::uint32_t own = self ? 1 : 0;
   bool removed = false;
+  std::atomic<std::uint32_t>& in_flight = my_del_stripe();
   for (;;) {
-    timer_heap* h = t->where.load(std::memory_order_acquire);
+    in_flight.fetch_add(1, std::memory_order_seq_cst);  // before reading where: see del_stripes
+    timer_heap* h = t->where.load(std::memory_order_seq_cst);
     if (!h) {
+      in_flight.fetch_sub(1, std::memory_order_release);
       wait_running_at_most(t, own);
       break;
     }
+    testing_timer_del_seam();
     h->lock_.lock();
     if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
       h->lock_.unlock();
+      in_flight.fetch_sub(1, std::memory_order_release);
       continue;
     }
     if (t->sync && t->running.load(std::memory_order_acquire) > own) {
       // A periodic timer stays queued while its function runs.
       h->lock_.unlock();
+      in_flight.fetch_sub(1, std::memory_order_release);
       wait_running_at_most(t, own);
       continue;
     }
@@ -249,6 +303,7 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
     t->where.store(nullptr, std::memory_order_release);
     h->publish_earliest();
     h->lock_.unlock();
+    in_flight.fetch_sub(1, std::memory_order_release);
     removed = true;
     break;
   }
@@ -257,6 +312,12 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
     t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
   }
   return removed;
+}
+
+GORO_DECL void timer_heap::wait_stale_dels() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // after the nullptr stores: see del_stripes
+  for (del_stripe& s : del_in_flight)
+    while (s.n.load(std::memory_order_acquire) != 0) os::yield_thread();
 }
 
 GORO_DECL void timer_heap::wait_running_at_most(timer* t, std::uint32_t own) noexcept {
