@@ -402,3 +402,38 @@ TEST_CASE("context: with_timeout(hours::max()) and a coarse max() deadline never
     CHECK(f.err() == goro::cancel_reason::deadline_exceeded);
   });
 }
+
+TEST_CASE("context: a parent cancelled while its children arm their deadline timers leaves none pending",
+          "[context][timer]") {
+  // arm() checked err_ and set armed_ without the state's lock: a cancel
+  // arriving through the parent in between read armed_ false, skipped the
+  // timer, and the child then queued it -- a cancelled context whose timer
+  // stayed pending until its deadline (and a data race on armed_, which
+  // TSan reports). Made on this plain thread, the timers go on the
+  // process-wide heap, whose thread counts as an external M while one is
+  // pending: a leaked one holds off a runtime's deadlock detection.
+  constexpr auto pending_for = 20s;
+  std::vector<goro::context> kids;  // kept: a dropped child deletes its timer
+  for (int round = 0; round < scale(20000, 2000); ++round) {
+    auto [parent, cancel] = goro::with_cancel(goro::background());
+    std::atomic<bool> start{false};
+    std::thread canceller([&start, cancel = cancel] {
+      while (!start.load(std::memory_order_acquire)) {
+      }
+      cancel();
+    });
+    start.store(true, std::memory_order_release);
+    for (int i = 0; i < 4; ++i) kids.push_back(goro::with_timeout(parent, pending_for).first);
+    canceller.join();
+  }
+  std::size_t cancelled = 0;
+  for (const goro::context& k : kids) cancelled += k.err() == goro::cancel_reason::canceled;
+  REQUIRE(cancelled == kids.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(goro::run([] {
+                    goro::chan<int> never;
+                    never.recv();
+                  }),
+                  goro::deadlock_error);
+  CHECK(std::chrono::steady_clock::now() - t0 < scale(5, 10) * 1s);
+}

@@ -154,7 +154,7 @@ class context_state {
   context_state* prev_sibling_ = nullptr;  // guarded by parent_->lock_
   context_state* next_sibling_ = nullptr;  // guarded by parent_->lock_
   bool linked_ = false;                    // guarded by parent_->lock_
-  bool armed_ = false;                     // the timer was added (written before it could fire)
+  bool armed_ = false;                     // the timer was added; guarded by lock_ (read bare by ~context_state)
   timer timer_;
   // One reference, released by context_ref::release after our destructor.
   // Last: taken from the constructor's argument only once done_ (which
@@ -282,19 +282,27 @@ GORO_DECL void context_state::attach() {
 }
 
 GORO_DECL void context_state::arm() {
-  if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
   if (deadline_ns_ <= nanotime()) {
     cancel(cancel_reason::deadline_exceeded, true);
     return;
   }
-  timer_.when = deadline_ns_;
+  timer_.when = deadline_ns_;  // on no heap yet, and armed_ is false: ours alone
   timer_.sync = true;
   timer_.arg = this;
   timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
     static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
   };
-  armed_ = true;
+  // Queued under lock_, as Go's WithDeadline arms under c.mu: a cancel
+  // that reaches us through the parent (any thread, since attach()) either
+  // took lock_ first (err_ is set: nothing to arm) or takes it after and
+  // reads armed_ there, then deletes the timer. Checked and set unlocked,
+  // a cancel could slip in between and leave a cancelled context's timer
+  // pending until its deadline (a data race on armed_ besides). Lock
+  // order: lock_, then a heap's lock (timer functions run with none held).
+  std::lock_guard<spinlock> lk(lock_);
+  if (err_.load(std::memory_order_relaxed) != cancel_reason::none) return;
   add_timer_anywhere(&timer_);
+  armed_ = true;
 }
 
 GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
@@ -323,6 +331,7 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_
   // before the cancel; one woken by done() synchronises through the
   // channel's lock, which close() takes after this store.
   err_.store(reason, std::memory_order_release);
+  const bool armed = armed_;  // under lock_, as arm() sets it
   for (context_state* c = first_child_; c;) {
     context_state* next = c->next_sibling_;
     c->linked_ = false;
@@ -338,7 +347,7 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_
   if (unlink_from_parent && parent_) parent_->unlink_child(this);
   // Release the timer at once (Go's timerCtx.cancel stops it). From the
   // timer's own function (it has fired) del does not wait for that call.
-  if (armed_) timer_heap::del(&timer_);
+  if (armed) timer_heap::del(&timer_);
   return true;
 }
 
