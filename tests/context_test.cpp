@@ -437,3 +437,28 @@ TEST_CASE("context: a parent cancelled while its children arm their deadline tim
                   goro::deadlock_error);
   CHECK(std::chrono::steady_clock::now() - t0 < scale(5, 10) * 1s);
 }
+
+TEST_CASE("context: a cancel cut short by main returning still closes done and cancels the children",
+          "[context][main_return]") {
+  // The canceller reaches its first goro call (cancel's close of done)
+  // after main returned, so the runtime ends it there. cancel() had set
+  // err and detached the children already: the context read as cancelled,
+  // but done() never closed and its children were never cancelled.
+  goro::context ctx, child;
+  goro::run([&] {
+    auto [c, cancel] = goro::with_cancel(goro::background());
+    ctx = c;
+    child = goro::with_cancel(c).first;
+    goro::go([cancel = cancel] {
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < 100ms) {
+      }  // no goro call: still running when main returns
+      cancel();
+    });
+    goro::sleep_for(10ms);
+  });
+  CHECK(ctx.err() == goro::cancel_reason::canceled);
+  CHECK(is_done(ctx));
+  CHECK(child.err() == goro::cancel_reason::canceled);
+  CHECK(is_done(child));
+}

@@ -48,6 +48,7 @@
 
 #include "chan.hpp"
 #include "detail/config.hpp"
+#include "detail/goexit.hpp"
 #include "detail/spinlock.hpp"
 #include "detail/timer_heap.hpp"
 #include "time.hpp"
@@ -306,6 +307,11 @@ GORO_DECL void context_state::arm() {
 }
 
 GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
+  // Not ended half-way by main returning: cancel_one's close of done_ is
+  // a goro call, and ending the goroutine there (goexit_unwind) left err_
+  // set with done_ open and the detached children never cancelled. The
+  // goroutine ends at its next goro call instead.
+  no_unwind_scope no_unwind;
   // A worklist, not recursion: a chain of N contexts cancelled from its
   // root took ~130 bytes of stack per level, and a goroutine's stack is
   // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
