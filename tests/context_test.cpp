@@ -462,3 +462,33 @@ TEST_CASE("context: a cancel cut short by main returning still closes done and c
   CHECK(child.err() == goro::cancel_reason::canceled);
   CHECK(is_done(child));
 }
+
+TEST_CASE("context: a cancel that loses the race to another still returns only once every descendant is cancelled",
+          "[context]") {
+  // Go's cancel holds c.mu while it cancels the children, so a second
+  // cancel (another goroutine's, or the deadline's) waits for it. Here the
+  // loser returned at once: its ctx's done() could still be open and its
+  // children not cancelled yet (a third of the rounds below).
+  int early = 0;
+  for (int round = 0; round < scale(2000, 200); ++round) {
+    auto [parent, cancel] = goro::with_cancel(goro::background());
+    std::vector<goro::context> kids;
+    for (int i = 0; i < 50; ++i) kids.push_back(goro::with_cancel(goro::with_cancel(parent).first).first);
+    std::atomic<int> ready{0};
+    std::thread other([&ready, cancel = cancel] {
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      cancel();
+    });
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    cancel();
+    bool all = is_done(parent);
+    for (const goro::context& k : kids) all = all && k.err() == goro::cancel_reason::canceled && is_done(k);
+    early += !all;
+    other.join();
+  }
+  CHECK(early == 0);
+}
