@@ -402,3 +402,93 @@ TEST_CASE("context: with_timeout(hours::max()) and a coarse max() deadline never
     CHECK(f.err() == goro::cancel_reason::deadline_exceeded);
   });
 }
+
+TEST_CASE("context: a parent cancelled while its children arm their deadline timers leaves none pending",
+          "[context][timer]") {
+  // arm() checked err_ and set armed_ without the state's lock: a cancel
+  // arriving through the parent in between read armed_ false, skipped the
+  // timer, and the child then queued it -- a cancelled context whose timer
+  // stayed pending until its deadline (and a data race on armed_, which
+  // TSan reports). Made on this plain thread, the timers go on the
+  // process-wide heap, whose thread counts as an external M while one is
+  // pending: a leaked one holds off a runtime's deadlock detection.
+  constexpr auto pending_for = 20s;
+  std::vector<goro::context> kids;  // kept: a dropped child deletes its timer
+  for (int round = 0; round < scale(20000, 2000); ++round) {
+    auto [parent, cancel] = goro::with_cancel(goro::background());
+    std::atomic<bool> start{false};
+    std::thread canceller([&start, cancel = cancel] {
+      while (!start.load(std::memory_order_acquire)) {
+      }
+      cancel();
+    });
+    start.store(true, std::memory_order_release);
+    for (int i = 0; i < 4; ++i) kids.push_back(goro::with_timeout(parent, pending_for).first);
+    canceller.join();
+  }
+  std::size_t cancelled = 0;
+  for (const goro::context& k : kids) cancelled += k.err() == goro::cancel_reason::canceled;
+  REQUIRE(cancelled == kids.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(goro::run([] {
+                    goro::chan<int> never;
+                    never.recv();
+                  }),
+                  goro::deadlock_error);
+  CHECK(std::chrono::steady_clock::now() - t0 < scale(5, 10) * 1s);
+}
+
+TEST_CASE("context: a cancel cut short by main returning still closes done and cancels the children",
+          "[context][main_return]") {
+  // The canceller reaches its first goro call (cancel's close of done)
+  // after main returned, so the runtime ends it there. cancel() had set
+  // err and detached the children already: the context read as cancelled,
+  // but done() never closed and its children were never cancelled.
+  goro::context ctx, child;
+  goro::run([&] {
+    auto [c, cancel] = goro::with_cancel(goro::background());
+    ctx = c;
+    child = goro::with_cancel(c).first;
+    goro::go([cancel = cancel] {
+      const auto t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < 100ms) {
+      }  // no goro call: still running when main returns
+      cancel();
+    });
+    goro::sleep_for(10ms);
+  });
+  CHECK(ctx.err() == goro::cancel_reason::canceled);
+  CHECK(is_done(ctx));
+  CHECK(child.err() == goro::cancel_reason::canceled);
+  CHECK(is_done(child));
+}
+
+TEST_CASE("context: a cancel that loses the race to another still returns only once every descendant is cancelled",
+          "[context]") {
+  // Go's cancel holds c.mu while it cancels the children, so a second
+  // cancel (another goroutine's, or the deadline's) waits for it. Here the
+  // loser returned at once: its ctx's done() could still be open and its
+  // children not cancelled yet (a third of the rounds below).
+  int early = 0;
+  for (int round = 0; round < scale(2000, 200); ++round) {
+    auto [parent, cancel] = goro::with_cancel(goro::background());
+    std::vector<goro::context> kids;
+    for (int i = 0; i < 50; ++i) kids.push_back(goro::with_cancel(goro::with_cancel(parent).first).first);
+    std::atomic<int> ready{0};
+    std::thread other([&ready, cancel = cancel] {
+      ready.fetch_add(1);
+      while (ready.load() < 2) {
+      }
+      cancel();
+    });
+    ready.fetch_add(1);
+    while (ready.load() < 2) {
+    }
+    cancel();
+    bool all = is_done(parent);
+    for (const goro::context& k : kids) all = all && k.err() == goro::cancel_reason::canceled && is_done(k);
+    early += !all;
+    other.join();
+  }
+  CHECK(early == 0);
+}

@@ -618,3 +618,27 @@ TEST_CASE("time: a moved-from timer or ticker is a usage error", "[time][errors]
     CHECK_FALSE(t.stop());
   });
 }
+
+TEST_CASE("time: a timer stopped on a plain thread does not hold off deadlock detection", "[time][timer][deadlock]") {
+  // The process-wide timer thread counts as an external M (it may still
+  // wake a goroutine) while it has timers pending. It slept until the
+  // deleted timer's instant and only then saw its heap empty: a stopped
+  // timer(1h) -- or a cancelled with_timeout context made on a plain
+  // thread -- kept every runtime's deadlock detection off for the hour.
+  constexpr auto pending_for = 20s;
+  {
+    goro::timer t(pending_for);  // this test's thread is a plain thread: the process-wide heap
+    auto [ctx, cancel] = goro::with_timeout(goro::background(), pending_for);
+    std::this_thread::sleep_for(100ms);  // the timer thread has seen them pending (and counts itself)
+    CHECK(t.stop());
+    cancel();
+  }
+  const auto t0 = steady::now();
+  CHECK_THROWS_AS(goro::run([] {
+                    goro::chan<int> never;
+                    never.recv();
+                  }),
+                  goro::deadlock_error);
+  // SPEC: confirmed between 100 ms and 1 s after the deadlock (slack for a loaded machine).
+  CHECK(steady::now() - t0 < goro_test::scale(5, 10) * 1s);
+}

@@ -26,6 +26,17 @@
 // it from its parent, stops its timer and cancels every child before
 // cancel() returns, after which it holds nothing of them.
 //
+// Several cancels of one subtree at once (a cancel_func, the deadline, a
+// parent's cancel): each context is cancelled by the first to lock it,
+// which takes its children; the others skip it. Go's losers then wait for
+// c.mu, held by the winner until its children are cancelled; here a
+// context counts what it still waits for (pending_: its own step, and
+// each child it took) and is *settled* by the last of these -- done()
+// closes and it leaves its parent's list -- which then counts for its
+// parent in turn. A cancel_func returns once its context is settled,
+// winner or not. Nobody waits inside the tree (the timer's function never
+// waits at all), so every settlement comes.
+//
 // Lifetimes around the deadline timer: it is a `sync` timer
 // (detail/timer_heap.hpp) whose function gets the raw state pointer. The
 // state's destructor starts with timer_heap::del, which waits for a
@@ -48,6 +59,8 @@
 
 #include "chan.hpp"
 #include "detail/config.hpp"
+#include "detail/goexit.hpp"
+#include "detail/inside_blocking.hpp"
 #include "detail/spinlock.hpp"
 #include "detail/timer_heap.hpp"
 #include "time.hpp"
@@ -115,11 +128,14 @@ class context_state {
   // cancelled us already, and then there is nothing to arm).
   GORO_DECL void arm();
 
-  // Go's cancelCtx.cancel: the first call records the reason, closes
-  // done, cancels every child (with the same reason) and forgets them,
-  // unlinks this from its parent (unless the parent is the one cancelling
-  // us: it already did) and stops the timer. Later calls do nothing.
-  GORO_DECL void cancel(cancel_reason reason, bool unlink_from_parent);
+  // Go's cancelCtx.cancel: the first call records the reason, cancels
+  // every child (with the same reason) and forgets them, stops the timer,
+  // and once every descendant is cancelled closes done and leaves the
+  // parent's list (settle_one). wait: return only then, also when another
+  // call won the race (Go's: the loser waits for c.mu, which the winner
+  // holds until its children are cancelled); the timer's function passes
+  // false (nobody waits for it, and it runs on a scheduler context).
+  GORO_DECL void cancel(cancel_reason reason, bool wait);
 
   cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }
   std::int64_t deadline_ns() const noexcept { return deadline_ns_; }
@@ -137,24 +153,32 @@ class context_state {
     return false;
   }
 
-  // cancel's step for one context: false if it was done already; else
-  // appends the children it took to `kids` (they are cancelled next).
-  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent, std::vector<context_ref>& kids);
+  // cancel's step for one context: false if it was done already (its
+  // canceller settles it); else appends the children it took to `kids`
+  // (they are cancelled next, and counted in pending_).
+  GORO_DECL bool cancel_one(cancel_reason reason, std::vector<context_ref>& kids);
+  // One of pending_ is over; the last one settles us (see cancel).
+  GORO_DECL void settle_one();
   // Links c as a child; returns our reason instead if we are done.
   GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
   GORO_DECL void unlink_child(context_state* c) noexcept;
+  GORO_DECL void unlink_locked(context_state* c) noexcept;  // lock_ held
 
   std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
   const std::int64_t deadline_ns_;    // 0: none
-  chan<std::monostate> done_;       // closed by the first cancel
+  chan<std::monostate> done_;         // closed once cancelled, with every descendant
   std::atomic<cancel_reason> err_{cancel_reason::none};
+  // Once cancelled: our own cancel_one, plus each child it took (and
+  // counted_) that is not settled yet. The last decrement settles us.
+  std::atomic<std::size_t> pending_{0};
   spinlock lock_;                          // guards our child list and our children's sibling links
   context_state* first_child_ = nullptr;   // children, linked while not cancelled
   context_state* prev_sibling_ = nullptr;  // guarded by parent_->lock_
   context_state* next_sibling_ = nullptr;  // guarded by parent_->lock_
   bool linked_ = false;                    // guarded by parent_->lock_
-  bool armed_ = false;                     // the timer was added (written before it could fire)
+  bool counted_ = false;                   // guarded by parent_->lock_: the parent's pending_ counts us
+  bool armed_ = false;                     // the timer was added; guarded by lock_ (read bare by ~context_state)
   timer timer_;
   // One reference, released by context_ref::release after our destructor.
   // Last: taken from the constructor's argument only once done_ (which
@@ -278,42 +302,69 @@ GORO_DECL void context_ref::release(context_state* s) noexcept {
 GORO_DECL void context_state::attach() {
   if (!parent_) return;
   cancel_reason r = parent_->link_child(this);
-  if (r != cancel_reason::none) cancel(r, false);
+  if (r != cancel_reason::none) cancel(r, true);  // not linked: nobody else can cancel us yet
 }
 
 GORO_DECL void context_state::arm() {
-  if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
   if (deadline_ns_ <= nanotime()) {
     cancel(cancel_reason::deadline_exceeded, true);
     return;
   }
-  timer_.when = deadline_ns_;
+  timer_.when = deadline_ns_;  // on no heap yet, and armed_ is false: ours alone
   timer_.sync = true;
   timer_.arg = this;
   timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
+    static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, false);
   };
-  armed_ = true;
+  // Queued under lock_, as Go's WithDeadline arms under c.mu: a cancel
+  // that reaches us through the parent (any thread, since attach()) either
+  // took lock_ first (err_ is set: nothing to arm) or takes it after and
+  // reads armed_ there, then deletes the timer. Checked and set unlocked,
+  // a cancel could slip in between and leave a cancelled context's timer
+  // pending until its deadline (a data race on armed_ besides). Lock
+  // order: lock_, then a heap's lock (timer functions run with none held).
+  std::lock_guard<spinlock> lk(lock_);
+  if (err_.load(std::memory_order_relaxed) != cancel_reason::none) return;
   add_timer_anywhere(&timer_);
+  armed_ = true;
 }
 
-GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
+GORO_DECL void context_state::cancel(cancel_reason reason, bool wait) {
+  // Not ended half-way by main returning: cancel_one's close of done_ is
+  // a goro call, and ending the goroutine there (goexit_unwind) left err_
+  // set with done_ open and the detached children never cancelled. The
+  // goroutine ends at its next goro call instead.
+  no_unwind_scope no_unwind;
   // A worklist, not recursion: a chain of N contexts cancelled from its
   // root took ~130 bytes of stack per level, and a goroutine's stack is
   // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
   std::vector<context_ref> kids;
-  if (!cancel_one(reason, unlink_from_parent, kids)) return;
-  // From here `this` is not touched: dropping a child may destroy it and,
-  // from the timer's function, this state too (see the top of the file).
-  while (!kids.empty()) {
-    context_ref k = std::move(kids.back());
-    kids.pop_back();
-    k->cancel_one(reason, false, kids);
+  if (cancel_one(reason, kids)) {
+    // Until `wait`, `this` is not touched: dropping a child may destroy it
+    // and, from the timer's function, this state too (see the top of the
+    // file). A child another call cancelled first is settled by that call,
+    // and counts for its parent all the same.
+    while (!kids.empty()) {
+      context_ref k = std::move(kids.back());
+      kids.pop_back();
+      k->cancel_one(reason, kids);
+    }
   }
+  if (!wait) return;  // the caller holds a reference: `this` lives
+  // Every descendant cancelled: done_ is closed at our settlement, which
+  // other calls that took part of our subtree may still owe (they never
+  // wait, so it comes). Inside goro::blocking a park is refused; the P was
+  // handed off, so a yield loop there does not hold anyone up.
+  auto* d = done_.impl();
+  if (d->closed.load(std::memory_order_acquire)) return;
+  if (inside_blocking(current_m())) {
+    while (!d->closed.load(std::memory_order_acquire)) os::yield_thread();
+    return;
+  }
+  (void)done_.recv();  // no_unwind: not ended while it waits (the settlement comes)
 }
 
-GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_parent,
-                                         std::vector<context_ref>& kids) {
+GORO_DECL bool context_state::cancel_one(cancel_reason reason, std::vector<context_ref>& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
@@ -321,25 +372,55 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_
   }
   // Release: a goroutine that sees err() != none sees what happened
   // before the cancel; one woken by done() synchronises through the
-  // channel's lock, which close() takes after this store.
+  // channel's lock, which close() takes after pending_ reached zero.
   err_.store(reason, std::memory_order_release);
+  const bool armed = armed_;  // under lock_, as arm() sets it
+  std::size_t n = 1;          // our own part, released below
   for (context_state* c = first_child_; c;) {
     context_state* next = c->next_sibling_;
     c->linked_ = false;
     c->prev_sibling_ = c->next_sibling_ = nullptr;
     // A child whose count already reached zero is in its destructor,
     // waiting for our lock to unlink itself: it will find linked_ false.
-    if (c->try_ref()) kids.push_back(context_ref::adopt(c));
+    if (c->try_ref()) {
+      kids.push_back(context_ref::adopt(c));
+      c->counted_ = true;  // it reads this under our lock when it settles: after the store below
+      ++n;
+    }
     c = next;
   }
   first_child_ = nullptr;
+  pending_.store(n, std::memory_order_relaxed);
   lock_.unlock();
-  done_.close();
-  if (unlink_from_parent && parent_) parent_->unlink_child(this);
+  // Before the timer's release: from the timer's own function, that is
+  // the last touch of `this` (a counted child keeps us alive after it).
+  settle_one();
   // Release the timer at once (Go's timerCtx.cancel stops it). From the
   // timer's own function (it has fired) del does not wait for that call.
-  if (armed_) timer_heap::del(&timer_);
+  if (armed) timer_heap::del(&timer_);
   return true;
+}
+
+GORO_DECL void context_state::settle_one() {
+  // acq_rel: the last decrement sees every settled child's done closed
+  // (each closed its own before decrementing), so a goroutine woken by
+  // our done sees the whole subtree cancelled. Up the tree in a loop, not
+  // recursion (a chain of any depth); each s is alive: the one below it
+  // holds a reference on it, and the first is held by our caller.
+  for (context_state* s = this; s->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1;) {
+    s->done_.close();  // in cancel's no_unwind_scope; closed only here, once
+    context_state* p = s->parent_;
+    if (!p) return;
+    // Go's removeChild, after the children: a parent cancelled meanwhile
+    // either took us before (counted_: we owe it a settlement) or finds
+    // us gone from its list.
+    p->lock_.lock();
+    const bool counted = s->counted_;
+    p->unlink_locked(s);
+    p->lock_.unlock();
+    if (!counted) return;
+    s = p;
+  }
 }
 
 GORO_DECL cancel_reason context_state::link_child(context_state* c) {
@@ -358,6 +439,11 @@ GORO_DECL cancel_reason context_state::link_child(context_state* c) {
 
 GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
   lock_.lock();
+  unlink_locked(c);
+  lock_.unlock();
+}
+
+GORO_DECL void context_state::unlink_locked(context_state* c) noexcept {
   if (c->linked_) {
     if (c->prev_sibling_)
       c->prev_sibling_->next_sibling_ = c->next_sibling_;
@@ -367,7 +453,6 @@ GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
     c->prev_sibling_ = c->next_sibling_ = nullptr;
     c->linked_ = false;
   }
-  lock_.unlock();
 }
 
 }  // namespace detail
@@ -397,7 +482,7 @@ GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chro
 }
 
 GORO_DECL void cancel_func::operator()() const {
-  if (s_) s_->cancel(cancel_reason::canceled, true);
+  if (s_) s_->cancel(cancel_reason::canceled, true);  // s_ holds a reference: the state lives while it waits
 }
 
 }  // namespace goro

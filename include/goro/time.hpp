@@ -60,6 +60,12 @@ class thread_timers {
  public:
   GORO_DECL static thread_timers& get();
 
+  // The heap's last timer deleted: wake the thread, so that it stops
+  // counting as an external M now (see timer_heap::on_emptied).
+  thread_timers() noexcept {
+    heap_.on_emptied([](void* self) { static_cast<thread_timers*>(self)->wake_.wake(); }, this);
+  }
+
   GORO_DECL void add(timer* t);
 
  private:
@@ -69,7 +75,13 @@ class thread_timers {
     bool counted = false;
     for (;;) {
       wake_.clear();
-      std::int64_t next = heap_.run_due(nanotime());
+      heap_.run_due(nanotime());
+      // Read under the heap's lock, after clear(): a del() that empties the
+      // heap either did so before (we read 0) or wakes us after our lock
+      // section, so after clear(), and the sleep below returns at once.
+      // (run_due's unlocked earliest() could be stale here: clear() is a
+      // plain store, which may pass a later load.)
+      std::int64_t next = heap_.earliest_locked();
       const std::int64_t until = next == 0 ? INT64_MAX : next;
       sleeper_.publish(until);  // the sleeper's half (timer_sleeper.hpp)
       if (timer_sleeper::look_again(heap_.earliest(), until)) continue;

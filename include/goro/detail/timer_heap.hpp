@@ -139,6 +139,15 @@ class timer_heap {
   // The runtime's allocator (memory.hpp) for the heap's array; set while
   // the heap is empty (a P's heap, when the P record is made).
   void set_memory(runtime_memory* m) noexcept { heap_ = decltype(heap_)(memory_allocator<timer*>(m)); }
+  // f(arg) is called, with no lock held, by a del() that took the heap's
+  // last timer (set once, before any add). The process-wide timer thread
+  // (time.hpp) uses it: it counts as an external M while timers are
+  // pending, and slept until the deleted timer's instant, so a stopped
+  // timer(1h) kept every runtime's deadlock detection off for an hour.
+  void on_emptied(void (*f)(void*), void* arg) noexcept {
+    emptied_ = f;
+    emptied_arg_ = arg;
+  }
 
   // The earliest `when` on this heap, 0 if empty. Read without the lock by
   // anyone deciding whether to look closer (Go's timer0When); written with
@@ -147,6 +156,11 @@ class timer_heap {
   // each see the other.
   std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+  // earliest() read under the lock: ordered against every add / del.
+  std::int64_t earliest_locked() noexcept {
+    std::lock_guard<spinlock> lk(lock_);
+    return heap_.empty() ? 0 : heap_[0]->when;
+  }
 
   // addtimer: queues t (on no heap, not running) to fire at t->when.
   // Returns true if t became this heap's earliest timer.
@@ -196,6 +210,8 @@ class timer_heap {
   std::vector<timer*, memory_allocator<timer*>> heap_;
   std::atomic<std::int64_t> when0_{0};
   std::atomic<std::size_t> count_{0};
+  void (*emptied_)(void*) = nullptr;
+  void* emptied_arg_ = nullptr;
 };
 
 }  // namespace goro::detail
@@ -277,6 +293,8 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
   const std::uint32_t own = self ? 1 : 0;
   bool removed = false;
   std::atomic<std::uint32_t>& in_flight = my_del_stripe();
+  void (*emptied)(void*) = nullptr;
+  void* emptied_arg = nullptr;
   for (;;) {
     in_flight.fetch_add(1, std::memory_order_seq_cst);  // before reading where: see del_stripes
     timer_heap* h = t->where.load(std::memory_order_seq_cst);
@@ -302,11 +320,16 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
     h->remove_at(t->index);
     t->where.store(nullptr, std::memory_order_release);
     h->publish_earliest();
+    if (h->heap_.empty()) {  // read under the lock: after it, h may be gone (a P's heap)
+      emptied = h->emptied_;
+      emptied_arg = h->emptied_arg_;
+    }
     h->lock_.unlock();
     in_flight.fetch_sub(1, std::memory_order_release);
     removed = true;
     break;
   }
+  if (emptied) emptied(emptied_arg);
   if (self) {
     tls_running_timer.released = true;
     t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
