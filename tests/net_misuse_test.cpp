@@ -3,7 +3,10 @@
 // the past or the future, zero-length buffers, addresses at the edges of
 // what parses. Each must give a clear error, never a crash, a hang or a
 // wrong answer. Loopback only.
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
@@ -18,6 +21,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -268,4 +272,39 @@ TEST_CASE("net_misuse: a runtime destroyed while another's goroutines park on, a
       peer[k].close();
     }
   }
+}
+
+TEST_CASE("net_misuse: no fd left for a runtime's poller is an error code and not an exception", "[net]") {
+  // A runtime creates its epoll instance and eventfd when a goroutine
+  // first waits on I/O. With every fd in use, that failure (EMFILE) was
+  // raised as std::system_error out of the std::error_code& overloads
+  // (under -fno-exceptions: an abort) instead of being reported.
+  auto ln = net::listen_tcp("127.0.0.1:0");
+  net::conn c = net::dial_tcp("127.0.0.1:" + port_of(ln));  // a plain thread: no poller made
+  int p[2];
+  REQUIRE(::pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  std::error_code read_ec, wait_ec, later_ec;
+  goro::runtime rt{goro::options{1}};
+  rt.run([&] {
+    net::conn s = ln.accept();  // queued already: no wait, no poller
+    rlimit low = old;
+    if (low.rlim_cur > 512) low.rlim_cur = 512;  // fewer fds to fill
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+    std::vector<int> hog;
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) hog.push_back(fd);
+    char ch = 0;
+    c.set_read_deadline(std::chrono::steady_clock::now() + 20ms);
+    CHECK_NOTHROW(c.read(std::as_writable_bytes(std::span<char>(&ch, 1)), read_ec));
+    CHECK_NOTHROW(net::wait_readable(p[0], std::chrono::steady_clock::now() + 20ms, wait_ec));
+    for (int fd : hog) ::close(fd);
+    ::setrlimit(RLIMIT_NOFILE, &old);
+    c.read(std::as_writable_bytes(std::span<char>(&ch, 1)), later_ec);  // fds again: the poller is made
+  });
+  ::close(p[0]);
+  ::close(p[1]);
+  CHECK(read_ec == std::errc::too_many_files_open);
+  CHECK(wait_ec == std::errc::too_many_files_open);
+  CHECK(later_ec == std::errc::timed_out);
 }
