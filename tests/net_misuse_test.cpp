@@ -308,3 +308,36 @@ TEST_CASE("net_misuse: no fd left for a runtime's poller is an error code and no
   CHECK(wait_ec == std::errc::too_many_files_open);
   CHECK(later_ec == std::errc::timed_out);
 }
+
+TEST_CASE("net_misuse: a Unix path too long or empty says so", "[net]") {
+  // listen_unix / dial_unix turned the reason into a bare EINVAL before
+  // the throwing overloads saw it: "goro: listen unix aaaa...: Invalid
+  // argument", where a malformed TCP address says what is wrong with it.
+  const std::string long_path = "/tmp/" + std::string(200, 'a');
+  auto message = [](auto f) -> std::string {
+    try {
+      f();
+    } catch (const std::system_error& e) {
+      CHECK(e.code() == std::errc::invalid_argument);
+      return e.what();
+    }
+    return "no exception";
+  };
+  std::string m = message([&] { net::listen_unix(long_path); });
+  CHECK_THAT(m, Catch::Contains("bad address \"" + long_path + "\": unix path too long"));
+  m = message([&] { net::dial_unix(long_path); });
+  CHECK_THAT(m, Catch::Contains("unix path too long"));
+  m = message([&] { net::listen_unix(""); });
+  CHECK_THAT(m, Catch::Contains("bad address \"\": empty unix path"));
+  m = message([&] { net::dial_unix(""); });
+  CHECK_THAT(m, Catch::Contains("empty unix path"));
+  m = message([&] { net::address::parse("/" + std::string(200, 'b')); });
+  CHECK_THAT(m, Catch::Contains("unix path too long"));
+  std::error_code ec;  // the std::error_code& forms: EINVAL, as for any malformed address
+  CHECK_FALSE(net::listen_unix(long_path, ec));
+  CHECK(ec == std::errc::invalid_argument);
+  CHECK_FALSE(net::dial_unix("", ec));
+  CHECK(ec == std::errc::invalid_argument);
+  net::unix_address("", ec);
+  CHECK(ec == std::errc::invalid_argument);
+}
