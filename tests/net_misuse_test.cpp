@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -339,5 +340,34 @@ TEST_CASE("net_misuse: a Unix path too long or empty says so", "[net]") {
   CHECK_FALSE(net::dial_unix("", ec));
   CHECK(ec == std::errc::invalid_argument);
   net::unix_address("", ec);
+  CHECK(ec == std::errc::invalid_argument);
+}
+
+TEST_CASE("net_misuse: an abstract Unix name may fill sun_path (108 bytes) as in Go", "[net]") {
+  // An abstract name needs no NUL terminator: Go takes "@" and 107 more
+  // bytes; goro took one byte less, calling the longest names too long.
+  std::string name = "@goro-" + std::to_string(::getpid()) + "-";
+  name += std::string(sizeof(sockaddr_un::sun_path) - name.size(), 'n');
+  REQUIRE(name.size() == sizeof(sockaddr_un::sun_path));
+  std::error_code ec;
+  auto a = net::unix_address(name, ec);
+  CHECK_FALSE(ec);
+  CHECK(a.to_string() == name);
+  goro::run([&] {
+    auto ln = net::listen_unix(name, ec);
+    REQUIRE_FALSE(ec);
+    CHECK(ln.local_address().to_string() == name);
+    auto c = net::dial_unix(name, ec);
+    REQUIRE_FALSE(ec);
+    CHECK(c.remote_address().to_string() == name);
+    auto s = ln.accept();
+    c.write("hi");
+    char buf[2];
+    CHECK(s.read(std::as_writable_bytes(std::span<char>(buf, 2))) == 2);
+    ln.close();
+  });
+  net::unix_address(name + "x", ec);  // one more is too long
+  CHECK(ec == std::errc::invalid_argument);
+  net::unix_address("/" + name.substr(1), ec);  // a path needs its NUL: 107 bytes at most
   CHECK(ec == std::errc::invalid_argument);
 }

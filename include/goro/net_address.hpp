@@ -372,13 +372,16 @@ GORO_DECL int address::set_ip(std::string_view ip, std::uint16_t port) {
 
 GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noexcept {
   auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
-  if (path.empty() || path.size() >= sizeof un->sun_path) {
+  // A path needs its NUL terminator in sun_path; an abstract name ("@...")
+  // has none, so it may fill sun_path (as Go's SockaddrUnix).
+  const bool abstract = !path.empty() && path.front() == '@';
+  if (path.empty() || path.size() > sizeof un->sun_path - (abstract ? 0 : 1)) {
     ec = detail::bad_addr(path.empty() ? 8 : 6);
     return;
   }
   un->sun_family = AF_UNIX;
   std::memcpy(un->sun_path, path.data(), path.size());
-  if (path.front() == '@') {  // abstract: a leading NUL, no terminator
+  if (abstract) {  // a leading NUL, no terminator
     un->sun_path[0] = '\0';
     len_ = static_cast<goro::detail::os::sock_len>(offsetof(sockaddr_un, sun_path) + path.size());
   } else {
