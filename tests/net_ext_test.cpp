@@ -604,6 +604,54 @@ TEST_CASE("net_ext: Unix sockets: round trip, addresses, the file removed on clo
     aln.close();
   });
 }
+
+TEST_CASE("net_ext: a Unix listener's file is gone when close returns, though an accept still holds the socket",
+          "[net]") {
+  // close() left the unlink to the socket's destruction, which waits for
+  // the operations in progress: with a goroutine (or a thread) blocked in
+  // accept, the file stayed until it had run, so listening on the path
+  // again right after close() failed with EADDRINUSE (Go unlinks in Close).
+  // The unlink is done once: the late destruction must not remove the
+  // file of the listener that took the path since.
+  std::string path = sock_path("relisten");
+  ::unlink(path.c_str());
+  goro::runtime rt{goro::options{1}};  // the woken accept runs only when main parks
+  rt.run([&] {
+    struct stat st {};
+    for (bool thread : {false, true}) {
+      INFO((thread ? "a thread" : "a goroutine") << " blocked in accept");
+      auto ln = net::listen_unix(path);
+      goro::chan<std::error_code> woke(1);
+      std::thread th;
+      auto accept = [ln, woke]() mutable {
+        std::error_code ec;
+        ln.accept(ec);
+        woke.send(ec);
+      };
+      if (thread)
+        th = std::thread(accept);
+      else
+        goro::go(accept);
+      goro::sleep_for(20ms);  // blocked in accept
+      ln.close();
+      CHECK(::stat(path.c_str(), &st) != 0);  // removed at once
+      std::error_code ec;
+      auto again = net::listen_unix(path, ec);
+      CHECK_FALSE(ec);
+      CHECK(woke.recv().value_or(std::error_code{}) == net::errc::closed);
+      if (th.joinable()) th.join();
+      ln = net::listener{};                   // the last handle: the first socket is destroyed
+      CHECK(::stat(path.c_str(), &st) == 0);  // the new listener's file stays
+      if (again) {
+        goro::go([again]() mutable { again.accept().write("again"); });
+        auto c = net::dial_unix(path);
+        CHECK(read_all(c) == "again");
+        again.close();
+      }
+    }
+  });
+  ::unlink(path.c_str());
+}
 #else
 // Wine 8's Winsock has no AF_UNIX (WSAEAFNOSUPPORT), so goro does not
 // offer Unix sockets on Windows: they fail cleanly (os/windows/socket.hpp).

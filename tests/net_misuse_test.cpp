@@ -3,7 +3,11 @@
 // the past or the future, zero-length buffers, addresses at the edges of
 // what parses. Each must give a clear error, never a crash, a hang or a
 // wrong answer. Loopback only.
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <goro/goro.hpp>
@@ -18,6 +22,7 @@
 #include <string_view>
 #include <system_error>
 #include <thread>
+#include <vector>
 
 #include "test_util.hpp"
 
@@ -268,4 +273,101 @@ TEST_CASE("net_misuse: a runtime destroyed while another's goroutines park on, a
       peer[k].close();
     }
   }
+}
+
+TEST_CASE("net_misuse: no fd left for a runtime's poller is an error code and not an exception", "[net]") {
+  // A runtime creates its epoll instance and eventfd when a goroutine
+  // first waits on I/O. With every fd in use, that failure (EMFILE) was
+  // raised as std::system_error out of the std::error_code& overloads
+  // (under -fno-exceptions: an abort) instead of being reported.
+  auto ln = net::listen_tcp("127.0.0.1:0");
+  net::conn c = net::dial_tcp("127.0.0.1:" + port_of(ln));  // a plain thread: no poller made
+  int p[2];
+  REQUIRE(::pipe2(p, O_NONBLOCK | O_CLOEXEC) == 0);
+  rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &old) == 0);
+  std::error_code read_ec, wait_ec, later_ec;
+  goro::runtime rt{goro::options{1}};
+  rt.run([&] {
+    net::conn s = ln.accept();  // queued already: no wait, no poller
+    rlimit low = old;
+    if (low.rlim_cur > 512) low.rlim_cur = 512;  // fewer fds to fill
+    REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+    std::vector<int> hog;
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) hog.push_back(fd);
+    char ch = 0;
+    c.set_read_deadline(std::chrono::steady_clock::now() + 20ms);
+    CHECK_NOTHROW(c.read(std::as_writable_bytes(std::span<char>(&ch, 1)), read_ec));
+    CHECK_NOTHROW(net::wait_readable(p[0], std::chrono::steady_clock::now() + 20ms, wait_ec));
+    for (int fd : hog) ::close(fd);
+    ::setrlimit(RLIMIT_NOFILE, &old);
+    c.read(std::as_writable_bytes(std::span<char>(&ch, 1)), later_ec);  // fds again: the poller is made
+  });
+  ::close(p[0]);
+  ::close(p[1]);
+  CHECK(read_ec == std::errc::too_many_files_open);
+  CHECK(wait_ec == std::errc::too_many_files_open);
+  CHECK(later_ec == std::errc::timed_out);
+}
+
+TEST_CASE("net_misuse: a Unix path too long or empty says so", "[net]") {
+  // listen_unix / dial_unix turned the reason into a bare EINVAL before
+  // the throwing overloads saw it: "goro: listen unix aaaa...: Invalid
+  // argument", where a malformed TCP address says what is wrong with it.
+  const std::string long_path = "/tmp/" + std::string(200, 'a');
+  auto message = [](auto f) -> std::string {
+    try {
+      f();
+    } catch (const std::system_error& e) {
+      CHECK(e.code() == std::errc::invalid_argument);
+      return e.what();
+    }
+    return "no exception";
+  };
+  std::string m = message([&] { net::listen_unix(long_path); });
+  CHECK_THAT(m, Catch::Contains("bad address \"" + long_path + "\": unix path too long"));
+  m = message([&] { net::dial_unix(long_path); });
+  CHECK_THAT(m, Catch::Contains("unix path too long"));
+  m = message([&] { net::listen_unix(""); });
+  CHECK_THAT(m, Catch::Contains("bad address \"\": empty unix path"));
+  m = message([&] { net::dial_unix(""); });
+  CHECK_THAT(m, Catch::Contains("empty unix path"));
+  m = message([&] { net::address::parse("/" + std::string(200, 'b')); });
+  CHECK_THAT(m, Catch::Contains("unix path too long"));
+  std::error_code ec;  // the std::error_code& forms: EINVAL, as for any malformed address
+  CHECK_FALSE(net::listen_unix(long_path, ec));
+  CHECK(ec == std::errc::invalid_argument);
+  CHECK_FALSE(net::dial_unix("", ec));
+  CHECK(ec == std::errc::invalid_argument);
+  net::unix_address("", ec);
+  CHECK(ec == std::errc::invalid_argument);
+}
+
+TEST_CASE("net_misuse: an abstract Unix name may fill sun_path (108 bytes) as in Go", "[net]") {
+  // An abstract name needs no NUL terminator: Go takes "@" and 107 more
+  // bytes; goro took one byte less, calling the longest names too long.
+  std::string name = "@goro-" + std::to_string(::getpid()) + "-";
+  name += std::string(sizeof(sockaddr_un::sun_path) - name.size(), 'n');
+  REQUIRE(name.size() == sizeof(sockaddr_un::sun_path));
+  std::error_code ec;
+  auto a = net::unix_address(name, ec);
+  CHECK_FALSE(ec);
+  CHECK(a.to_string() == name);
+  goro::run([&] {
+    auto ln = net::listen_unix(name, ec);
+    REQUIRE_FALSE(ec);
+    CHECK(ln.local_address().to_string() == name);
+    auto c = net::dial_unix(name, ec);
+    REQUIRE_FALSE(ec);
+    CHECK(c.remote_address().to_string() == name);
+    auto s = ln.accept();
+    c.write("hi");
+    char buf[2];
+    CHECK(s.read(std::as_writable_bytes(std::span<char>(buf, 2))) == 2);
+    ln.close();
+  });
+  net::unix_address(name + "x", ec);  // one more is too long
+  CHECK(ec == std::errc::invalid_argument);
+  net::unix_address("/" + name.substr(1), ec);  // a path needs its NUL: 107 bytes at most
+  CHECK(ec == std::errc::invalid_argument);
 }

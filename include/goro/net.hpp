@@ -399,7 +399,7 @@ GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_
 
 GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::error_code& ec) {
   if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), listener{};
-  address a = unix_address(path, ec);
+  address a = unix_target(path, ec);  // the reason kept: "unix path too long"
   if (ec) return {};
   auto s = bind_to(a, SOCK_STREAM, ec);
   if (s && path.front() != '@') s->unlink_on_close(std::string(path));
@@ -408,7 +408,7 @@ GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::erro
 
 GORO_DECL conn detail::handles::dial_unix(std::string_view path, std::error_code& ec) {
   if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), conn{};
-  address a = unix_address(path, ec);
+  address a = unix_target(path, ec);  // the reason kept: "unix path too long"
   if (ec) return {};
   return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
 }

@@ -55,7 +55,7 @@ namespace detail {
 // ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
 inline constexpr int deadline_code = 100;
 inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
-inline constexpr int bad_addr_last = 108;
+inline constexpr int bad_addr_last = 109;
 inline constexpr const char* bad_addr_why[] = {"missing port",
                                                "missing ']'",
                                                "too many colons (IPv6 needs [brackets])",
@@ -63,7 +63,8 @@ inline constexpr const char* bad_addr_why[] = {"missing port",
                                                "port out of range",
                                                "not a numeric IP address",
                                                "unix path too long",
-                                               "unknown IPv6 zone (no such interface)"};
+                                               "unknown IPv6 zone (no such interface)",
+                                               "empty unix path"};
 
 class net_category_impl : public std::error_category {
  public:
@@ -139,6 +140,13 @@ inline void public_code(std::error_code& ec) noexcept {
 // Splits "host:port" / "[v6]:port" (host may be empty).
 GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
                             std::error_code& ec) noexcept;
+
+}  // namespace detail
+class address;
+namespace detail {
+// unix_address, leaving the internal code (which says what is malformed)
+// for listen_unix / dial_unix's messages.
+address unix_target(std::string_view path, std::error_code& ec) noexcept;
 
 }  // namespace detail
 
@@ -219,18 +227,22 @@ class address {
   GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
   // parse, leaving the internal code (which says what is malformed).
   GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
-  friend address unix_address(std::string_view, std::error_code&) noexcept;
+  friend address detail::unix_target(std::string_view, std::error_code&) noexcept;
 
   sockaddr_storage ss_{};
   goro::detail::os::sock_len len_ = 0;
 };
 
-// A Unix socket address for any path (also one parse would not take as a
-// path, like "sock"); too long: std::errc::invalid_argument.
-inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
+inline address detail::unix_target(std::string_view path, std::error_code& ec) noexcept {
   ec.clear();
   address a;
   a.set_unix(path, ec);
+  return a;
+}
+// A Unix socket address for any path (also one parse would not take as a
+// path, like "sock"); too long or empty: std::errc::invalid_argument.
+inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
+  address a = detail::unix_target(path, ec);
   detail::public_code(ec);
   return a;
 }
@@ -360,13 +372,16 @@ GORO_DECL int address::set_ip(std::string_view ip, std::uint16_t port) {
 
 GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noexcept {
   auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
-  if (path.empty() || path.size() >= sizeof un->sun_path) {
-    ec = detail::bad_addr(6);
+  // A path needs its NUL terminator in sun_path; an abstract name ("@...")
+  // has none, so it may fill sun_path (as Go's SockaddrUnix).
+  const bool abstract = !path.empty() && path.front() == '@';
+  if (path.empty() || path.size() > sizeof un->sun_path - (abstract ? 0 : 1)) {
+    ec = detail::bad_addr(path.empty() ? 8 : 6);
     return;
   }
   un->sun_family = AF_UNIX;
   std::memcpy(un->sun_path, path.data(), path.size());
-  if (path.front() == '@') {  // abstract: a leading NUL, no terminator
+  if (abstract) {  // a leading NUL, no terminator
     un->sun_path[0] = '\0';
     len_ = static_cast<goro::detail::os::sock_len>(offsetof(sockaddr_un, sun_path) + path.size());
   } else {

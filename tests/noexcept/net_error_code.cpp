@@ -4,6 +4,8 @@
 // unknown host, a Unix socket and UDP without aborting. Exit 0 on success.
 #include <goro/goro.hpp>
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <string>
 #include <system_error>
+#include <vector>
 
 using namespace std::chrono_literals;
 namespace net = goro::net;
@@ -114,6 +117,31 @@ int main() {
     pc.close(ec);
     dc.close(ec);
   });
+  // No fd left when a runtime creates its poller (epoll, eventfd) at its
+  // first wait: reported as EMFILE (it was raised: an abort here).
+  {
+    std::error_code ec;
+    auto ln = net::listen_tcp("127.0.0.1:0", ec);
+    auto c = net::dial_tcp("127.0.0.1:" + std::to_string(ln.port(ec)), ec);  // a plain thread: no poller
+    expect(!ec, "dial before the runtime", ec);
+    goro::runtime rt;
+    rt.run([&] {
+      auto s = ln.accept(ec);  // queued already: no wait
+      rlimit old{};
+      ::getrlimit(RLIMIT_NOFILE, &old);
+      rlimit low = old;
+      if (low.rlim_cur > 512) low.rlim_cur = 512;
+      ::setrlimit(RLIMIT_NOFILE, &low);
+      std::vector<int> hog;
+      for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) hog.push_back(fd);
+      std::string b(1, '\0');
+      c.set_read_deadline(std::chrono::steady_clock::now() + 10ms, ec);
+      c.read(wbytes(b), ec);
+      for (int fd : hog) ::close(fd);
+      ::setrlimit(RLIMIT_NOFILE, &old);
+      expect(ec == std::errc::too_many_files_open, "no fd for the poller", ec);
+    });
+  }
   if (failures) return 1;
   std::puts("noexcept net: ok");
   return 0;

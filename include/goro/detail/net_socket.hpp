@@ -310,7 +310,8 @@ class socket_state {
   poll_desc* pd() const noexcept { return pd_; }
   // The peer's address, when known at creation (accepted, dialed).
   const address& peer() const noexcept { return peer_; }
-  // A path unlinked when the socket is destroyed (a Unix listener's, as Go).
+  // A path unlinked by close(), or when the socket is destroyed unclosed
+  // (a Unix listener's, as Go).
   void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
 
   // RAII reference for one operation; false (and nothing held) if closed.
@@ -521,6 +522,14 @@ GORO_DECL void socket_state::close() noexcept {
   if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
   rlock_.close();  // goroutines queued behind a reader / writer
   wlock_.close();
+  // A Unix listener's file goes now, as in Go's Close: the fd is closed
+  // only once the operations in progress leave (a woken accept that has
+  // not run yet), and until then listen_unix on the path was EADDRINUSE.
+  // Cleared, so that destroy() cannot remove a file bound there since.
+  if (!unlink_path_.empty()) {
+    os::unlink_path(unlink_path_.c_str());
+    unlink_path_.clear();
+  }
   decref();
 }
 

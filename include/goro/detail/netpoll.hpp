@@ -145,11 +145,13 @@ class netpoller {
   bool locked() const noexcept { return polling_.load(std::memory_order_relaxed); }
   std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
 
-  // netpollinit, once.
-  GORO_DECL void init();
+  // netpollinit, once: 0, or the errno of the call that failed (EMFILE:
+  // no fd left), for the caller to report (the std::error_code& overloads
+  // must not throw) and a later call to retry.
+  GORO_DECL int init();
 
  private:
-  GORO_DECL void init_locked();
+  GORO_DECL int init_locked();
 
  public:
   // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
@@ -487,18 +489,19 @@ struct netpoll_sched {
 #if GORO_COMPILE_RUNTIME
 namespace goro::detail {
 
-GORO_DECL void netpoller::init() {
-  if (inited()) return;
-  init_locked();
+GORO_DECL int netpoller::init() {
+  if (inited()) return 0;
+  if (int err = init_locked()) return err;
   if (on_init_) on_init_(on_init_arg_);
+  return 0;
 }
 
-GORO_DECL void netpoller::init_locked() {
+GORO_DECL int netpoller::init_locked() {
   std::lock_guard<std::mutex> lk(mu_);
-  if (inited()) return;
+  if (inited()) return 0;
   last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
   const char* what = nullptr;
-  if (int err = os_poller_.open(&what)) raise_system(err, what);
+  return os_poller_.open(&what);
 }
 
 GORO_DECL void netpoller::open(poll_desc* pd) {
@@ -506,7 +509,7 @@ GORO_DECL void netpoller::open(poll_desc* pd) {
 }
 
 GORO_DECL int netpoller::try_open(poll_desc* pd) {
-  init();
+  if (int err = init()) return err;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!hold_pool_locked(pd)) return ENOMEM;
