@@ -148,8 +148,12 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   for (;;) {
     bool idle;
     {
+      // A ready() from outside still under way (sched.hpp; its goroutine
+      // may have run and ended since) may yet wake an M: not idle until it
+      // is over. Read first: its wakep's effects come before its decrement.
+      const bool wakes_done = wakes_in_flight_.load(std::memory_order_acquire) == 0;
       sched_lock lk(*this);
-      idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
+      idle = wakes_done && npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
              spinning_.count(std::memory_order_relaxed) == 0;
     }
     // No goroutine left: done, whatever timers remain (a ticker nobody
