@@ -352,6 +352,28 @@ TEST_CASE("dump: a program built with -g shows the file:line of each frame's cal
   }
 }
 
+TEST_CASE("dump: rt.go and lane.go name their caller in created by as go() does", "[dump][lines]") {
+  // SPEC: "created by <function> (the caller of go)". The pc that rt.go and
+  // lane.go take sat, in the debug information, inside libstdc++'s inlined
+  // unique_ptr::get: with -g the dump said "created by
+  // std::__uniq_ptr_impl<...>::_M_ptr() const". Without -g it names the
+  // function the code is in.
+  const char* helper = GENERATE("dump_lines", "dump_lines_nog");
+  CAPTURE(helper);
+  auto r = goro_test::run_helper(helper);
+  INFO(r.output);
+  CHECK(r.exited);
+  CHECK(r.exit_code == 0);
+  int seen = 0;
+  for (std::size_t at = 0; (at = r.output.find("outside_created_by ", at)) != std::string::npos; ++at) {
+    const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+    CAPTURE(line);
+    CHECK(line.find("dump_lines_outside_spawner(") != std::string::npos);
+    ++seen;
+  }
+  CHECK(seen == 2);
+}
+
 TEST_CASE("dump: with -g, lambdas inlined into goro's closure are frames of their own, with their lines",
           "[dump][lines]") {
   // The common case at -O2: go([&] { ... c.recv(); }) inside main's lambda.

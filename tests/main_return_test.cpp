@@ -485,6 +485,61 @@ TEST_CASE("runtime destructor with main_return::wait: waits for rt.go's goroutin
   CHECK(finished.load());
 }
 
+// SPEC: main_return::wait keeps the runtime serving "until every goroutine
+// has finished (a server whose goroutines are fed by plain threads may want
+// this)", and its shutdown may release goroutines as blocked forever only
+// as run()'s deadlock check would report them: not while a plain thread
+// that used a goro object is alive, nor within the grace period before its
+// first call. The destructor released them after 10 ms, whatever the
+// feeder: the values sent later stayed in the buffer.
+TEST_CASE("main_return::wait: the destructor serves goroutines fed by a live plain thread") {
+  std::atomic<int> got{0};
+  goro::chan<int> c(8);  // buffered: a released receiver makes the sends land there, not hang
+  std::thread feeder;
+  {
+    goro::runtime rt{goro::options{.maxprocs = 2, .on_main_return = goro::main_return::wait}};
+    rt.run([&] {
+      goro::go([&, c]() mutable {
+        for (int v : c) got.fetch_add(v);
+      });
+      goro::sleep_for(5ms);  // the receiver waits: the feeder's sends reach the runtime
+    });
+    feeder = std::thread([c]() mutable {
+      for (int i = 0; i < 4; ++i) {
+        std::this_thread::sleep_for(60ms);  // past the old 10 ms, within the 250 ms grace
+        c.send(1);
+      }
+      c.close();
+    });
+  }
+  feeder.join();
+  CHECK(got.load() == 4);
+}
+
+// SPEC: "With main_return::wait and detection off, a runtime whose
+// goroutines can never run again waits forever": so however late the feeder
+// comes, its goroutine is there to serve it.
+TEST_CASE("main_return::wait with detection off: the destructor waits however long the feeder takes") {
+  std::atomic<int> got{0};
+  goro::chan<int> c(8);
+  std::thread feeder;
+  const auto t0 = steady::now();
+  {
+    goro::runtime rt{goro::options{.maxprocs = 2, .detect_deadlock = false, .on_main_return = goro::main_return::wait}};
+    rt.go([&, c]() mutable {
+      for (int v : c) got.fetch_add(v);
+    });
+    feeder = std::thread([c]() mutable {
+      std::this_thread::sleep_for(400ms);  // longer than any grace period
+      c.send(1);
+      c.close();
+    });
+  }
+  feeder.join();
+  CHECK(got.load() == 1);
+  CHECK(seconds_since(t0) >= 0.35);
+}
+
 TEST_CASE("main returns: many goroutines blocked on one channel all end") {
   const int n = goro_test::scale(2000, 200);
   std::atomic<int> unwound{0};

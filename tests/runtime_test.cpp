@@ -5,6 +5,7 @@
 #include <goro/goro.hpp>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <stdexcept>
@@ -765,4 +766,50 @@ TEST_CASE("runtime: an exception being handled survives a switch", "[runtime][co
 TEST_CASE("runtime: raw context switch works", "[context]") {
   double ns = goro::detail::context_switch_bench(1000);
   CHECK(ns > 0);
+}
+
+// A plain thread's send readies a goroutine of rt (ready() from outside:
+// the global queue, then wakep). Once queued the goroutine may run, main
+// return, and rt be destroyed while the sender is still in wakep, reading
+// rt's scheduler (TSan: a read of npidle_ racing the scheduler's
+// deallocation, with four runtimes fed through one channel). The test
+// seam holds the sender between the queueing and wakep while another wake
+// lets the goroutine run; the destructor must wait for the sender. Had it
+// not, the sender ends the program rather than read the freed runtime.
+namespace {
+goro::runtime* ready_seam_rt = nullptr;
+std::atomic<bool> ready_seam_called{false}, ready_seam_destroyed{false};
+void ready_seam() {
+  if (ready_seam_called.exchange(true)) return;
+  ready_seam_rt->go([] {});  // wakes an M, which runs main (queued by our send) too
+  const auto until = std::chrono::steady_clock::now() + 1s;
+  while (!ready_seam_destroyed.load() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(1ms);
+  if (ready_seam_destroyed.load()) {
+    std::fprintf(stderr, "runtime_test: the runtime was destroyed under a plain thread still readying its goroutine\n");
+    std::abort();
+  }
+}
+}  // namespace
+
+TEST_CASE("runtime: destroyed right after a plain thread's send readied main, it waits for that sender", "[runtime]") {
+  goro::chan<int> c;
+  auto* rt = new goro::runtime{goro::options{.maxprocs = 2}};
+  ready_seam_rt = rt;
+  std::thread sender([&] {
+    // Until main waits in recv: the send then readies it from outside.
+    auto main_waits = [] {
+      for (const auto& gi : goro::goroutines())
+        if (gi.wait_reason == "chan receive") return true;
+      return false;
+    };
+    while (!main_waits()) std::this_thread::sleep_for(1ms);
+    goro::detail::testing::outside_ready_seam.store(&ready_seam);
+    c.send(1);
+    goro::detail::testing::outside_ready_seam.store(nullptr);
+  });
+  rt->run([&] { (void)c.recv(); });
+  delete rt;
+  ready_seam_destroyed = true;
+  sender.join();
+  CHECK(ready_seam_called.load());
 }

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <goro/goro.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -45,6 +47,15 @@ int inline_go_line = 0;  // the line of the go() call in main's lambda; its goro
   asm volatile("" ::: "memory");
 }
 
+// rt.go and lane.go from a plain thread: "created by" names this function,
+// as for goro::go (the pc taken inside them sat in libstdc++'s inlined
+// unique_ptr::get, which the dump named instead).
+[[gnu::noinline]] void dump_lines_outside_spawner(goro::runtime& rt, goro::thread_lane& lane, goro::chan<int>& c) {
+  rt.go([&c] { (void)c.recv(); });
+  lane.go(rt, [&c] { (void)c.recv(); });
+  asm volatile("" ::: "memory");
+}
+
 }  // namespace
 
 int main() {
@@ -79,4 +90,24 @@ int main() {
     c.send(2);
     c.send(3);
   });
+  {
+    goro::thread_lane lane;  // after rt: destroyed first
+    goro::chan<int> c;
+    dump_lines_outside_spawner(rt, lane, c);
+    lane.run_until_idle();
+    std::vector<goro::goroutine_info> gs;
+    for (int i = 0; i < 5000; ++i) {  // until both have parked in recv (bounded)
+      gs = goro::goroutines();
+      int parked = 0;
+      for (const auto& gi : gs) parked += gi.wait_reason.rfind("chan receive", 0) == 0;
+      if (parked == 2) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (const auto& gi : gs) std::printf("outside_created_by %s\n", gi.created_by.c_str());
+    c.close();
+    while (lane.goroutines() != 0) {
+      lane.run_until_idle();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
 }

@@ -292,12 +292,13 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     }
     if (s.created_pc) {
       // Not a return address: the pc inside go(), which is always inlined
-      // into its caller. The caller is the first function that is not
-      // goro's (go() itself, or group::go calling it); without -g, the
-      // function the code is in.
+      // into its caller. The caller is the first function that is neither
+      // goro's (go() itself, or group::go calling it) nor the standard
+      // library's inlined into it (rt.go's pc can sit in unique_ptr::get
+      // of its scheduler); without -g, the function the code is in.
       std::vector<frame_desc> at = describe_frames(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
       std::size_t k = 0;
-      while (k + 1 < at.size() && frame_in(at[k].name, "goro::")) ++k;
+      while (k + 1 < at.size() && (frame_in(at[k].name, "goro::") || frame_in(at[k].name, "std::"))) ++k;
       gi.created_by = at[k].name.empty() ? std::move(at[k].text) : std::move(at[k].name);
       gi.created_by_file = std::move(at[k].file);
     }

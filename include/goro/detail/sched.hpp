@@ -339,10 +339,25 @@ class scheduler final : public sched_base {
     if (mm && mm->pp) {
       mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
-    } else {
-      if (!mm) extm_outside_op();  // checkdead: a wake from outside is external activity
+    } else if (mm) {
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
+    } else {
+      // From outside (a plain thread, another runtime's M): once queued, gp
+      // may run, main return and this runtime be destroyed while we are
+      // still in wakep. Counted in flight as wake_idle_m is: the increment
+      // comes before the push, so before gp runs and shutdown starts;
+      // shutdown frees nothing until it reads 0 (acquire), after our
+      // release decrement, our last touch.
+      wakes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+      extm_outside_op();  // checkdead: a wake from outside is external activity
+      unparks_.fetch_add(1, std::memory_order_relaxed);
+      globq_.push_back(gp);
+      testing_outside_ready_seam();
+      GORO_CHAOS_POINT("ready.wakep");
+      wakep();
+      wakes_in_flight_.fetch_sub(1, std::memory_order_release);
+      return;
     }
     GORO_CHAOS_POINT("ready.wakep");
     wakep();
@@ -628,8 +643,9 @@ class scheduler final : public sched_base {
   // netpoll: the idle M blocked in epoll_wait, if any (one at a time: the
   // poller's lock). Not always timer_m_: see wake_idle_m.
   std::atomic<m*> poll_sleeper_{nullptr};
-  // wake_idle_m calls under way: shutdown waits for none before it frees
-  // the Ms (and then the scheduler) that they may still touch.
+  // wake_idle_m calls and ready() calls from outside under way: shutdown
+  // waits for none before it frees the Ms (and then the scheduler) that
+  // they may still touch.
   std::atomic<std::uint32_t> wakes_in_flight_{0};
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside

@@ -142,11 +142,18 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   // main_return: goroutines started by go() while no run() was active
   // (or left by one) end as when main returns.
   if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
+  // main_return::wait: how long nothing came from outside (see below).
+  std::uint64_t quiet_epoch = 0;
+  std::int64_t quiet_since = 0;
   for (;;) {
     bool idle;
     {
+      // A ready() from outside still under way (sched.hpp; its goroutine
+      // may have run and ended since) may yet wake an M: not idle until it
+      // is over. Read first: its wakep's effects come before its decrement.
+      const bool wakes_done = wakes_in_flight_.load(std::memory_order_acquire) == 0;
       sched_lock lk(*this);
-      idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
+      idle = wakes_done && npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
              spinning_.count(std::memory_order_relaxed) == 0;
     }
     // No goroutine left: done, whatever timers remain (a ticker nobody
@@ -159,6 +166,28 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     if (idle && next_timer == 0 && !io_wait) {
       std::size_t live = live_goroutines();
       if (live == 0) break;
+      // main_return::wait serves goroutines fed by plain threads (SPEC), so
+      // it gives up on them only as run()'s checkdead would (deadcheck.hpp):
+      // no live external M but this thread's own (it feeds nobody while in
+      // here), and a whole grace period with no external activity. With
+      // detection off it waits however long it takes.
+      if (!unwind_on_main_return_) {
+        const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
+        const std::uint32_t own = (extm_counted_here() ? 1u : 0u) + lanes_owned_here()->load(std::memory_order_seq_cst);
+        const std::int64_t now = nanotime();
+        if (!detect_deadlock_ || extm_live.load(std::memory_order_seq_cst) > own || quiet_since == 0 ||
+            epoch != quiet_epoch) {
+          quiet_epoch = epoch;
+          quiet_since = now;
+        }
+        if (!detect_deadlock_ || now - quiet_since < deadlock_grace_ns) {
+          shutdown_note_.clear();
+          shutdown_waiting_.store(true, std::memory_order_seq_cst);
+          shutdown_note_.sleep_for(std::min<std::int64_t>(quiet_since + deadlock_grace_ns - now, 50'000'000));
+          shutdown_waiting_.store(false, std::memory_order_relaxed);
+          continue;
+        }
+      }
       // Re-check after a moment: a thread outside the runtime may be
       // about to ready one of them.
       shutdown_note_.clear();
@@ -177,6 +206,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
       }
       continue;
     }
+    quiet_since = 0;  // busy, or timers or I/O pending: not idle for good
     // netpoll: goroutines wait on I/O but no M watches the network (the
     // run() caller's M left): start one; it ends up blocked in epoll_wait.
     if (idle && io_wait && timer_m_until_.until() == 0) wakep();
