@@ -6830,6 +6830,17 @@ class recv_chan {
 // it from its parent, stops its timer and cancels every child before
 // cancel() returns, after which it holds nothing of them.
 //
+// Several cancels of one subtree at once (a cancel_func, the deadline, a
+// parent's cancel): each context is cancelled by the first to lock it,
+// which takes its children; the others skip it. Go's losers then wait for
+// c.mu, held by the winner until its children are cancelled; here a
+// context counts what it still waits for (pending_: its own step, and
+// each child it took) and is *settled* by the last of these -- done()
+// closes and it leaves its parent's list -- which then counts for its
+// parent in turn. A cancel_func returns once its context is settled,
+// winner or not. Nobody waits inside the tree (the timer's function never
+// waits at all), so every settlement comes.
+//
 // Lifetimes around the deadline timer: it is a `sync` timer
 // (detail/timer_heap.hpp) whose function gets the raw state pointer. The
 // state's destructor starts with timer_heap::del, which waits for a
@@ -6985,6 +6996,15 @@ class timer_heap {
   // The runtime's allocator (memory.hpp) for the heap's array; set while
   // the heap is empty (a P's heap, when the P record is made).
   void set_memory(runtime_memory* m) noexcept { heap_ = decltype(heap_)(memory_allocator<timer*>(m)); }
+  // f(arg) is called, with no lock held, by a del() that took the heap's
+  // last timer (set once, before any add). The process-wide timer thread
+  // (time.hpp) uses it: it counts as an external M while timers are
+  // pending, and slept until the deleted timer's instant, so a stopped
+  // timer(1h) kept every runtime's deadlock detection off for an hour.
+  void on_emptied(void (*f)(void*), void* arg) noexcept {
+    emptied_ = f;
+    emptied_arg_ = arg;
+  }
 
   // The earliest `when` on this heap, 0 if empty. Read without the lock by
   // anyone deciding whether to look closer (Go's timer0When); written with
@@ -6993,6 +7013,11 @@ class timer_heap {
   // each see the other.
   std::int64_t earliest() const noexcept { return when0_.load(std::memory_order_seq_cst); }
   std::size_t size() const noexcept { return count_.load(std::memory_order_relaxed); }
+  // earliest() read under the lock: ordered against every add / del.
+  std::int64_t earliest_locked() noexcept {
+    std::lock_guard<spinlock> lk(lock_);
+    return heap_.empty() ? 0 : heap_[0]->when;
+  }
 
   // addtimer: queues t (on no heap, not running) to fire at t->when.
   // Returns true if t became this heap's earliest timer.
@@ -7042,6 +7067,8 @@ class timer_heap {
   std::vector<timer*, memory_allocator<timer*>> heap_;
   std::atomic<std::int64_t> when0_{0};
   std::atomic<std::size_t> count_{0};
+  void (*emptied_)(void*) = nullptr;
+  void* emptied_arg_ = nullptr;
 };
 
 }  // namespace goro::detail
@@ -7150,6 +7177,12 @@ class thread_timers {
  public:
   GORO_DECL static thread_timers& get();
 
+  // The heap's last timer deleted: wake the thread, so that it stops
+  // counting as an external M now (see timer_heap::on_emptied).
+  thread_timers() noexcept {
+    heap_.on_emptied([](void* self) { static_cast<thread_timers*>(self)->wake_.wake(); }, this);
+  }
+
   GORO_DECL void add(timer* t);
 
  private:
@@ -7159,7 +7192,13 @@ class thread_timers {
     bool counted = false;
     for (;;) {
       wake_.clear();
-      std::int64_t next = heap_.run_due(nanotime());
+      heap_.run_due(nanotime());
+      // Read under the heap's lock, after clear(): a del() that empties the
+      // heap either did so before (we read 0) or wakes us after our lock
+      // section, so after clear(), and the sleep below returns at once.
+      // (run_due's unlocked earliest() could be stale here: clear() is a
+      // plain store, which may pass a later load.)
+      std::int64_t next = heap_.earliest_locked();
       const std::int64_t until = next == 0 ? INT64_MAX : next;
       sleeper_.publish(until);  // the sleeper's half (timer_sleeper.hpp)
       if (timer_sleeper::look_again(heap_.earliest(), until)) continue;
@@ -7500,11 +7539,14 @@ class context_state {
   // cancelled us already, and then there is nothing to arm).
   GORO_DECL void arm();
 
-  // Go's cancelCtx.cancel: the first call records the reason, closes
-  // done, cancels every child (with the same reason) and forgets them,
-  // unlinks this from its parent (unless the parent is the one cancelling
-  // us: it already did) and stops the timer. Later calls do nothing.
-  GORO_DECL void cancel(cancel_reason reason, bool unlink_from_parent);
+  // Go's cancelCtx.cancel: the first call records the reason, cancels
+  // every child (with the same reason) and forgets them, stops the timer,
+  // and once every descendant is cancelled closes done and leaves the
+  // parent's list (settle_one). wait: return only then, also when another
+  // call won the race (Go's: the loser waits for c.mu, which the winner
+  // holds until its children are cancelled); the timer's function passes
+  // false (nobody waits for it, and it runs on a scheduler context).
+  GORO_DECL void cancel(cancel_reason reason, bool wait);
 
   cancel_reason err() const noexcept { return err_.load(std::memory_order_acquire); }
   std::int64_t deadline_ns() const noexcept { return deadline_ns_; }
@@ -7522,24 +7564,32 @@ class context_state {
     return false;
   }
 
-  // cancel's step for one context: false if it was done already; else
-  // appends the children it took to `kids` (they are cancelled next).
-  GORO_DECL bool cancel_one(cancel_reason reason, bool unlink_from_parent, std::vector<context_ref>& kids);
+  // cancel's step for one context: false if it was done already (its
+  // canceller settles it); else appends the children it took to `kids`
+  // (they are cancelled next, and counted in pending_).
+  GORO_DECL bool cancel_one(cancel_reason reason, std::vector<context_ref>& kids);
+  // One of pending_ is over; the last one settles us (see cancel).
+  GORO_DECL void settle_one();
   // Links c as a child; returns our reason instead if we are done.
   GORO_DECL cancel_reason link_child(context_state* c);
   // Go's removeChild.
   GORO_DECL void unlink_child(context_state* c) noexcept;
+  GORO_DECL void unlink_locked(context_state* c) noexcept;  // lock_ held
 
   std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
   const std::int64_t deadline_ns_;    // 0: none
-  chan<std::monostate> done_;       // closed by the first cancel
+  chan<std::monostate> done_;         // closed once cancelled, with every descendant
   std::atomic<cancel_reason> err_{cancel_reason::none};
+  // Once cancelled: our own cancel_one, plus each child it took (and
+  // counted_) that is not settled yet. The last decrement settles us.
+  std::atomic<std::size_t> pending_{0};
   spinlock lock_;                          // guards our child list and our children's sibling links
   context_state* first_child_ = nullptr;   // children, linked while not cancelled
   context_state* prev_sibling_ = nullptr;  // guarded by parent_->lock_
   context_state* next_sibling_ = nullptr;  // guarded by parent_->lock_
   bool linked_ = false;                    // guarded by parent_->lock_
-  bool armed_ = false;                     // the timer was added (written before it could fire)
+  bool counted_ = false;                   // guarded by parent_->lock_: the parent's pending_ counts us
+  bool armed_ = false;                     // the timer was added; guarded by lock_ (read bare by ~context_state)
   timer timer_;
   // One reference, released by context_ref::release after our destructor.
   // Last: taken from the constructor's argument only once done_ (which
@@ -10378,7 +10428,7 @@ namespace detail {
 // ETIMEDOUT so that a kernel ETIMEDOUT stays a std::system_error.
 inline constexpr int deadline_code = 100;
 inline constexpr int bad_addr_first = 101;  // ...bad_addr_last: a malformed address (EINVAL)
-inline constexpr int bad_addr_last = 108;
+inline constexpr int bad_addr_last = 109;
 inline constexpr const char* bad_addr_why[] = {"missing port",
                                                "missing ']'",
                                                "too many colons (IPv6 needs [brackets])",
@@ -10386,7 +10436,8 @@ inline constexpr const char* bad_addr_why[] = {"missing port",
                                                "port out of range",
                                                "not a numeric IP address",
                                                "unix path too long",
-                                               "unknown IPv6 zone (no such interface)"};
+                                               "unknown IPv6 zone (no such interface)",
+                                               "empty unix path"};
 
 class net_category_impl : public std::error_category {
  public:
@@ -10462,6 +10513,13 @@ inline void public_code(std::error_code& ec) noexcept {
 // Splits "host:port" / "[v6]:port" (host may be empty).
 GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
                             std::error_code& ec) noexcept;
+
+}  // namespace detail
+class address;
+namespace detail {
+// unix_address, leaving the internal code (which says what is malformed)
+// for listen_unix / dial_unix's messages.
+address unix_target(std::string_view path, std::error_code& ec) noexcept;
 
 }  // namespace detail
 
@@ -10542,18 +10600,22 @@ class address {
   GORO_DECL void set_unix(std::string_view path, std::error_code& ec) noexcept;
   // parse, leaving the internal code (which says what is malformed).
   GORO_DECL static address parse_raw(std::string_view s, std::error_code& ec);
-  friend address unix_address(std::string_view, std::error_code&) noexcept;
+  friend address detail::unix_target(std::string_view, std::error_code&) noexcept;
 
   sockaddr_storage ss_{};
   goro::detail::os::sock_len len_ = 0;
 };
 
-// A Unix socket address for any path (also one parse would not take as a
-// path, like "sock"); too long: std::errc::invalid_argument.
-inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
+inline address detail::unix_target(std::string_view path, std::error_code& ec) noexcept {
   ec.clear();
   address a;
   a.set_unix(path, ec);
+  return a;
+}
+// A Unix socket address for any path (also one parse would not take as a
+// path, like "sock"); too long or empty: std::errc::invalid_argument.
+inline address unix_address(std::string_view path, std::error_code& ec) noexcept {
+  address a = detail::unix_target(path, ec);
   detail::public_code(ec);
   return a;
 }
@@ -10924,11 +10986,13 @@ class netpoller {
   bool locked() const noexcept { return polling_.load(std::memory_order_relaxed); }
   std::int64_t last_poll() const noexcept { return last_poll_.load(std::memory_order_relaxed); }
 
-  // netpollinit, once.
-  GORO_DECL void init();
+  // netpollinit, once: 0, or the errno of the call that failed (EMFILE:
+  // no fd left), for the caller to report (the std::error_code& overloads
+  // must not throw) and a later call to retry.
+  GORO_DECL int init();
 
  private:
-  GORO_DECL void init_locked();
+  GORO_DECL int init_locked();
 
  public:
   // pollOpen: registers pd's fd for both directions, edge-triggered. Adding
@@ -11537,7 +11601,8 @@ class socket_state {
   poll_desc* pd() const noexcept { return pd_; }
   // The peer's address, when known at creation (accepted, dialed).
   const address& peer() const noexcept { return peer_; }
-  // A path unlinked when the socket is destroyed (a Unix listener's, as Go).
+  // A path unlinked by close(), or when the socket is destroyed unclosed
+  // (a Unix listener's, as Go).
   void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
 
   // RAII reference for one operation; false (and nothing held) if closed.
@@ -14499,12 +14564,13 @@ inline std::vector<goroutine_info> collect_goroutines(sched_base* only = nullptr
     }
     if (s.created_pc) {
       // Not a return address: the pc inside go(), which is always inlined
-      // into its caller. The caller is the first function that is not
-      // goro's (go() itself, or group::go calling it); without -g, the
-      // function the code is in.
+      // into its caller. The caller is the first function that is neither
+      // goro's (go() itself, or group::go calling it) nor the standard
+      // library's inlined into it (rt.go's pc can sit in unique_ptr::get
+      // of its scheduler); without -g, the function the code is in.
       std::vector<frame_desc> at = describe_frames(reinterpret_cast<std::uintptr_t>(s.created_pc), false);
       std::size_t k = 0;
-      while (k + 1 < at.size() && frame_in(at[k].name, "goro::")) ++k;
+      while (k + 1 < at.size() && (frame_in(at[k].name, "goro::") || frame_in(at[k].name, "std::"))) ++k;
       gi.created_by = at[k].name.empty() ? std::move(at[k].text) : std::move(at[k].name);
       gi.created_by_file = std::move(at[k].file);
     }
@@ -16416,15 +16482,23 @@ class spin_gate {
 // calls it at 0 right after it took the role, and at 1 when it found no
 // idle P after all, before it gives the role up (tests/wakeup_test.cpp
 // makes the lost wake-up of that window happen on purpose).
+// outside_ready_seam: ready() from outside the runtime calls it after
+// queueing the goroutine, before its wakep (tests/runtime_test.cpp destroys
+// the runtime in that window).
 #ifdef GORO_TESTING
 namespace testing {
 inline std::atomic<void (*)(int)> wakep_seam{nullptr};
+inline std::atomic<void (*)()> outside_ready_seam{nullptr};
 }  // namespace testing
 inline void testing_wakep_seam(int where) {
   if (auto f = testing::wakep_seam.load()) f(where);
 }
+inline void testing_outside_ready_seam() {
+  if (auto f = testing::outside_ready_seam.load()) f();
+}
 #else
 inline void testing_wakep_seam(int) noexcept {}
+inline void testing_outside_ready_seam() noexcept {}
 #endif
 
 inline void spin_token::held_leaked() noexcept {
@@ -17957,10 +18031,25 @@ class scheduler final : public sched_base {
     if (mm && mm->pp) {
       mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
-    } else {
-      if (!mm) extm_outside_op();  // checkdead: a wake from outside is external activity
+    } else if (mm) {
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
+    } else {
+      // From outside (a plain thread, another runtime's M): once queued, gp
+      // may run, main return and this runtime be destroyed while we are
+      // still in wakep. Counted in flight as wake_idle_m is: the increment
+      // comes before the push, so before gp runs and shutdown starts;
+      // shutdown frees nothing until it reads 0 (acquire), after our
+      // release decrement, our last touch.
+      wakes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+      extm_outside_op();  // checkdead: a wake from outside is external activity
+      unparks_.fetch_add(1, std::memory_order_relaxed);
+      globq_.push_back(gp);
+      testing_outside_ready_seam();
+      GORO_CHAOS_POINT("ready.wakep");
+      wakep();
+      wakes_in_flight_.fetch_sub(1, std::memory_order_release);
+      return;
     }
     GORO_CHAOS_POINT("ready.wakep");
     wakep();
@@ -18246,8 +18335,9 @@ class scheduler final : public sched_base {
   // netpoll: the idle M blocked in epoll_wait, if any (one at a time: the
   // poller's lock). Not always timer_m_: see wake_idle_m.
   std::atomic<m*> poll_sleeper_{nullptr};
-  // wake_idle_m calls under way: shutdown waits for none before it frees
-  // the Ms (and then the scheduler) that they may still touch.
+  // wake_idle_m calls and ready() calls from outside under way: shutdown
+  // waits for none before it frees the Ms (and then the scheduler) that
+  // they may still touch.
   std::atomic<std::uint32_t> wakes_in_flight_{0};
   timer_sleeper timer_m_until_;  // its deadline (0: no timer M); published under lock_
   std::atomic<std::uint32_t> timer_rr_{0};      // P choice for timers added from outside
@@ -20334,11 +20424,18 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   // main_return: goroutines started by go() while no run() was active
   // (or left by one) end as when main returns.
   if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
+  // main_return::wait: how long nothing came from outside (see below).
+  std::uint64_t quiet_epoch = 0;
+  std::int64_t quiet_since = 0;
   for (;;) {
     bool idle;
     {
+      // A ready() from outside still under way (sched.hpp; its goroutine
+      // may have run and ended since) may yet wake an M: not idle until it
+      // is over. Read first: its wakep's effects come before its decrement.
+      const bool wakes_done = wakes_in_flight_.load(std::memory_order_acquire) == 0;
       sched_lock lk(*this);
-      idle = npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
+      idle = wakes_done && npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() &&
              spinning_.count(std::memory_order_relaxed) == 0;
     }
     // No goroutine left: done, whatever timers remain (a ticker nobody
@@ -20351,6 +20448,28 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     if (idle && next_timer == 0 && !io_wait) {
       std::size_t live = live_goroutines();
       if (live == 0) break;
+      // main_return::wait serves goroutines fed by plain threads (SPEC), so
+      // it gives up on them only as run()'s checkdead would (deadcheck.hpp):
+      // no live external M but this thread's own (it feeds nobody while in
+      // here), and a whole grace period with no external activity. With
+      // detection off it waits however long it takes.
+      if (!unwind_on_main_return_) {
+        const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
+        const std::uint32_t own = (extm_counted_here() ? 1u : 0u) + lanes_owned_here()->load(std::memory_order_seq_cst);
+        const std::int64_t now = nanotime();
+        if (!detect_deadlock_ || extm_live.load(std::memory_order_seq_cst) > own || quiet_since == 0 ||
+            epoch != quiet_epoch) {
+          quiet_epoch = epoch;
+          quiet_since = now;
+        }
+        if (!detect_deadlock_ || now - quiet_since < deadlock_grace_ns) {
+          shutdown_note_.clear();
+          shutdown_waiting_.store(true, std::memory_order_seq_cst);
+          shutdown_note_.sleep_for(std::min<std::int64_t>(quiet_since + deadlock_grace_ns - now, 50'000'000));
+          shutdown_waiting_.store(false, std::memory_order_relaxed);
+          continue;
+        }
+      }
       // Re-check after a moment: a thread outside the runtime may be
       // about to ready one of them.
       shutdown_note_.clear();
@@ -20369,6 +20488,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
       }
       continue;
     }
+    quiet_since = 0;  // busy, or timers or I/O pending: not idle for good
     // netpoll: goroutines wait on I/O but no M watches the network (the
     // run() caller's M left): start one; it ends up blocked in epoll_wait.
     if (idle && io_wait && timer_m_until_.until() == 0) wakep();
@@ -20797,6 +20917,8 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
   const std::uint32_t own = self ? 1 : 0;
   bool removed = false;
   std::atomic<std::uint32_t>& in_flight = my_del_stripe();
+  void (*emptied)(void*) = nullptr;
+  void* emptied_arg = nullptr;
   for (;;) {
     in_flight.fetch_add(1, std::memory_order_seq_cst);  // before reading where: see del_stripes
     timer_heap* h = t->where.load(std::memory_order_seq_cst);
@@ -20822,11 +20944,16 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
     h->remove_at(t->index);
     t->where.store(nullptr, std::memory_order_release);
     h->publish_earliest();
+    if (h->heap_.empty()) {  // read under the lock: after it, h may be gone (a P's heap)
+      emptied = h->emptied_;
+      emptied_arg = h->emptied_arg_;
+    }
     h->lock_.unlock();
     in_flight.fetch_sub(1, std::memory_order_release);
     removed = true;
     break;
   }
+  if (emptied) emptied(emptied_arg);
   if (self) {
     tls_running_timer.released = true;
     t->running.fetch_sub(1, std::memory_order_release);  // the last touch of t
@@ -21078,42 +21205,69 @@ GORO_DECL void context_ref::release(context_state* s) noexcept {
 GORO_DECL void context_state::attach() {
   if (!parent_) return;
   cancel_reason r = parent_->link_child(this);
-  if (r != cancel_reason::none) cancel(r, false);
+  if (r != cancel_reason::none) cancel(r, true);  // not linked: nobody else can cancel us yet
 }
 
 GORO_DECL void context_state::arm() {
-  if (err_.load(std::memory_order_acquire) != cancel_reason::none) return;
   if (deadline_ns_ <= nanotime()) {
     cancel(cancel_reason::deadline_exceeded, true);
     return;
   }
-  timer_.when = deadline_ns_;
+  timer_.when = deadline_ns_;  // on no heap yet, and armed_ is false: ours alone
   timer_.sync = true;
   timer_.arg = this;
   timer_.f = [](void* arg, std::uintptr_t, std::int64_t) {
-    static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, true);
+    static_cast<context_state*>(arg)->cancel(cancel_reason::deadline_exceeded, false);
   };
-  armed_ = true;
+  // Queued under lock_, as Go's WithDeadline arms under c.mu: a cancel
+  // that reaches us through the parent (any thread, since attach()) either
+  // took lock_ first (err_ is set: nothing to arm) or takes it after and
+  // reads armed_ there, then deletes the timer. Checked and set unlocked,
+  // a cancel could slip in between and leave a cancelled context's timer
+  // pending until its deadline (a data race on armed_ besides). Lock
+  // order: lock_, then a heap's lock (timer functions run with none held).
+  std::lock_guard<spinlock> lk(lock_);
+  if (err_.load(std::memory_order_relaxed) != cancel_reason::none) return;
   add_timer_anywhere(&timer_);
+  armed_ = true;
 }
 
-GORO_DECL void context_state::cancel(cancel_reason reason, bool unlink_from_parent) {
+GORO_DECL void context_state::cancel(cancel_reason reason, bool wait) {
+  // Not ended half-way by main returning: cancel_one's close of done_ is
+  // a goro call, and ending the goroutine there (goexit_unwind) left err_
+  // set with done_ open and the detached children never cancelled. The
+  // goroutine ends at its next goro call instead.
+  no_unwind_scope no_unwind;
   // A worklist, not recursion: a chain of N contexts cancelled from its
   // root took ~130 bytes of stack per level, and a goroutine's stack is
   // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
   std::vector<context_ref> kids;
-  if (!cancel_one(reason, unlink_from_parent, kids)) return;
-  // From here `this` is not touched: dropping a child may destroy it and,
-  // from the timer's function, this state too (see the top of the file).
-  while (!kids.empty()) {
-    context_ref k = std::move(kids.back());
-    kids.pop_back();
-    k->cancel_one(reason, false, kids);
+  if (cancel_one(reason, kids)) {
+    // Until `wait`, `this` is not touched: dropping a child may destroy it
+    // and, from the timer's function, this state too (see the top of the
+    // file). A child another call cancelled first is settled by that call,
+    // and counts for its parent all the same.
+    while (!kids.empty()) {
+      context_ref k = std::move(kids.back());
+      kids.pop_back();
+      k->cancel_one(reason, kids);
+    }
   }
+  if (!wait) return;  // the caller holds a reference: `this` lives
+  // Every descendant cancelled: done_ is closed at our settlement, which
+  // other calls that took part of our subtree may still owe (they never
+  // wait, so it comes). Inside goro::blocking a park is refused; the P was
+  // handed off, so a yield loop there does not hold anyone up.
+  auto* d = done_.impl();
+  if (d->closed.load(std::memory_order_acquire)) return;
+  if (inside_blocking(current_m())) {
+    while (!d->closed.load(std::memory_order_acquire)) os::yield_thread();
+    return;
+  }
+  (void)done_.recv();  // no_unwind: not ended while it waits (the settlement comes)
 }
 
-GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_parent,
-                                         std::vector<context_ref>& kids) {
+GORO_DECL bool context_state::cancel_one(cancel_reason reason, std::vector<context_ref>& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
@@ -21121,25 +21275,55 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, bool unlink_from_
   }
   // Release: a goroutine that sees err() != none sees what happened
   // before the cancel; one woken by done() synchronises through the
-  // channel's lock, which close() takes after this store.
+  // channel's lock, which close() takes after pending_ reached zero.
   err_.store(reason, std::memory_order_release);
+  const bool armed = armed_;  // under lock_, as arm() sets it
+  std::size_t n = 1;          // our own part, released below
   for (context_state* c = first_child_; c;) {
     context_state* next = c->next_sibling_;
     c->linked_ = false;
     c->prev_sibling_ = c->next_sibling_ = nullptr;
     // A child whose count already reached zero is in its destructor,
     // waiting for our lock to unlink itself: it will find linked_ false.
-    if (c->try_ref()) kids.push_back(context_ref::adopt(c));
+    if (c->try_ref()) {
+      kids.push_back(context_ref::adopt(c));
+      c->counted_ = true;  // it reads this under our lock when it settles: after the store below
+      ++n;
+    }
     c = next;
   }
   first_child_ = nullptr;
+  pending_.store(n, std::memory_order_relaxed);
   lock_.unlock();
-  done_.close();
-  if (unlink_from_parent && parent_) parent_->unlink_child(this);
+  // Before the timer's release: from the timer's own function, that is
+  // the last touch of `this` (a counted child keeps us alive after it).
+  settle_one();
   // Release the timer at once (Go's timerCtx.cancel stops it). From the
   // timer's own function (it has fired) del does not wait for that call.
-  if (armed_) timer_heap::del(&timer_);
+  if (armed) timer_heap::del(&timer_);
   return true;
+}
+
+GORO_DECL void context_state::settle_one() {
+  // acq_rel: the last decrement sees every settled child's done closed
+  // (each closed its own before decrementing), so a goroutine woken by
+  // our done sees the whole subtree cancelled. Up the tree in a loop, not
+  // recursion (a chain of any depth); each s is alive: the one below it
+  // holds a reference on it, and the first is held by our caller.
+  for (context_state* s = this; s->pending_.fetch_sub(1, std::memory_order_acq_rel) == 1;) {
+    s->done_.close();  // in cancel's no_unwind_scope; closed only here, once
+    context_state* p = s->parent_;
+    if (!p) return;
+    // Go's removeChild, after the children: a parent cancelled meanwhile
+    // either took us before (counted_: we owe it a settlement) or finds
+    // us gone from its list.
+    p->lock_.lock();
+    const bool counted = s->counted_;
+    p->unlink_locked(s);
+    p->lock_.unlock();
+    if (!counted) return;
+    s = p;
+  }
 }
 
 GORO_DECL cancel_reason context_state::link_child(context_state* c) {
@@ -21158,6 +21342,11 @@ GORO_DECL cancel_reason context_state::link_child(context_state* c) {
 
 GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
   lock_.lock();
+  unlink_locked(c);
+  lock_.unlock();
+}
+
+GORO_DECL void context_state::unlink_locked(context_state* c) noexcept {
   if (c->linked_) {
     if (c->prev_sibling_)
       c->prev_sibling_->next_sibling_ = c->next_sibling_;
@@ -21167,7 +21356,6 @@ GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
     c->prev_sibling_ = c->next_sibling_ = nullptr;
     c->linked_ = false;
   }
-  lock_.unlock();
 }
 
 }  // namespace detail
@@ -21197,7 +21385,7 @@ GORO_DECL std::pair<context, cancel_func> with_timeout(context parent, std::chro
 }
 
 GORO_DECL void cancel_func::operator()() const {
-  if (s_) s_->cancel(cancel_reason::canceled, true);
+  if (s_) s_->cancel(cancel_reason::canceled, true);  // s_ holds a reference: the state lives while it waits
 }
 
 }  // namespace goro
@@ -21984,13 +22172,16 @@ GORO_DECL int address::set_ip(std::string_view ip, std::uint16_t port) {
 
 GORO_DECL void address::set_unix(std::string_view path, std::error_code& ec) noexcept {
   auto* un = reinterpret_cast<sockaddr_un*>(&ss_);
-  if (path.empty() || path.size() >= sizeof un->sun_path) {
-    ec = detail::bad_addr(6);
+  // A path needs its NUL terminator in sun_path; an abstract name ("@...")
+  // has none, so it may fill sun_path (as Go's SockaddrUnix).
+  const bool abstract = !path.empty() && path.front() == '@';
+  if (path.empty() || path.size() > sizeof un->sun_path - (abstract ? 0 : 1)) {
+    ec = detail::bad_addr(path.empty() ? 8 : 6);
     return;
   }
   un->sun_family = AF_UNIX;
   std::memcpy(un->sun_path, path.data(), path.size());
-  if (path.front() == '@') {  // abstract: a leading NUL, no terminator
+  if (abstract) {  // a leading NUL, no terminator
     un->sun_path[0] = '\0';
     len_ = static_cast<goro::detail::os::sock_len>(offsetof(sockaddr_un, sun_path) + path.size());
   } else {
@@ -22156,18 +22347,19 @@ GORO_DECL void pd_pool::release_blocks() noexcept {
 }  // namespace goro::detail
 namespace goro::detail {
 
-GORO_DECL void netpoller::init() {
-  if (inited()) return;
-  init_locked();
+GORO_DECL int netpoller::init() {
+  if (inited()) return 0;
+  if (int err = init_locked()) return err;
   if (on_init_) on_init_(on_init_arg_);
+  return 0;
 }
 
-GORO_DECL void netpoller::init_locked() {
+GORO_DECL int netpoller::init_locked() {
   std::lock_guard<std::mutex> lk(mu_);
-  if (inited()) return;
+  if (inited()) return 0;
   last_poll_.store(nanotime(), std::memory_order_relaxed);  // published with the poller
   const char* what = nullptr;
-  if (int err = os_poller_.open(&what)) raise_system(err, what);
+  return os_poller_.open(&what);
 }
 
 GORO_DECL void netpoller::open(poll_desc* pd) {
@@ -22175,7 +22367,7 @@ GORO_DECL void netpoller::open(poll_desc* pd) {
 }
 
 GORO_DECL int netpoller::try_open(poll_desc* pd) {
-  init();
+  if (int err = init()) return err;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!hold_pool_locked(pd)) return ENOMEM;
@@ -22490,6 +22682,14 @@ GORO_DECL void socket_state::close() noexcept {
   if (g* gp = netpoller::unblock(pd_, 'w', false)) gp->sched->ready(gp);
   rlock_.close();  // goroutines queued behind a reader / writer
   wlock_.close();
+  // A Unix listener's file goes now, as in Go's Close: the fd is closed
+  // only once the operations in progress leave (a woken accept that has
+  // not run yet), and until then listen_unix on the path was EADDRINUSE.
+  // Cleared, so that destroy() cannot remove a file bound there since.
+  if (!unlink_path_.empty()) {
+    os::unlink_path(unlink_path_.c_str());
+    unlink_path_.clear();
+  }
   decref();
 }
 
@@ -22836,7 +23036,7 @@ GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_
 
 GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::error_code& ec) {
   if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), listener{};
-  address a = unix_address(path, ec);
+  address a = unix_target(path, ec);  // the reason kept: "unix path too long"
   if (ec) return {};
   auto s = bind_to(a, SOCK_STREAM, ec);
   if (s && path.front() != '@') s->unlink_on_close(std::string(path));
@@ -22845,7 +23045,7 @@ GORO_DECL listener detail::handles::listen_unix(std::string_view path, std::erro
 
 GORO_DECL conn detail::handles::dial_unix(std::string_view path, std::error_code& ec) {
   if constexpr (!os::unix_sockets) return ec = errno_code(EAFNOSUPPORT), conn{};
-  address a = unix_address(path, ec);
+  address a = unix_target(path, ec);  // the reason kept: "unix path too long"
   if (ec) return {};
   return conn(connect_to(a, SOCK_STREAM, 0, nullptr, ec));
 }
