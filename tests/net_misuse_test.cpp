@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -370,4 +371,46 @@ TEST_CASE("net_misuse: an abstract Unix name may fill sun_path (108 bytes) as in
   CHECK(ec == std::errc::invalid_argument);
   net::unix_address("/" + name.substr(1), ec);  // a path needs its NUL: 107 bytes at most
   CHECK(ec == std::errc::invalid_argument);
+}
+
+TEST_CASE("net_misuse: close returns once the fd is closed, though the goroutine it woke has not run", "[net]") {
+  // The fd is closed when the last operation in progress leaves. close()
+  // returned before that: with a goroutine blocked in accept (read) that
+  // had not run yet, the port was still listening (listen_tcp on it again:
+  // EADDRINUSE) and the peer had no end of stream. Go's Close waits for
+  // the fd to be closed (csema); so does close() now.
+  goro::runtime rt{goro::options{1}};  // the woken goroutine runs only when main parks
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    const std::string addr = "127.0.0.1:" + port_of(ln);
+    goro::chan<std::error_code> woke(2);
+    goro::go([ln, woke]() mutable {
+      std::error_code ec;
+      ln.accept(ec);
+      woke.send(ec);
+    });
+    goro::sleep_for(20ms);  // blocked in accept
+    ln.close();
+    std::error_code ec;
+    auto again = net::listen_tcp(addr, ec);
+    CHECK_FALSE(ec);  // the port is free
+    CHECK(woke.recv().value_or(std::error_code{}) == net::errc::closed);
+
+    auto ln2 = net::listen_tcp("127.0.0.1:0");
+    auto c = net::dial_tcp("127.0.0.1:" + port_of(ln2));
+    auto s = ln2.accept();
+    goro::go([c, woke]() mutable {
+      char ch = 0;
+      std::error_code e;
+      c.read(std::as_writable_bytes(std::span<char>(&ch, 1)), e);
+      woke.send(e);
+    });
+    goro::sleep_for(20ms);  // blocked in read
+    c.close();
+    char ch = 0;
+    CHECK(::recv(s.native_handle(), &ch, 1, MSG_DONTWAIT) == 0);  // the peer has the end of stream
+    CHECK(woke.recv().value_or(std::error_code{}) == net::errc::closed);
+    again.close(ec);
+    ln2.close();
+  });
 }

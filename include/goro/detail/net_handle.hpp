@@ -54,6 +54,7 @@ class socket_handle {
 
   // Closes the socket (idempotent); goroutines blocked on it wake with
   // usage_error("goro: use of closed network connection") (errc::closed).
+  // Returns once the fd is closed (the woken operations have left), as Go.
   void close() { state("close").close(); }
   void close(std::error_code& ec) noexcept {
     ec.clear();

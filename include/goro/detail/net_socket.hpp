@@ -327,7 +327,8 @@ class socket_state {
     io_guard(socket_state& s, char mode) : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
   };
 
-  // Go's pollDesc evict + fd close: idempotent.
+  // Go's pollDesc evict + fd close: idempotent. The first call waits for
+  // the operations it woke to leave and the fd to be closed (Go's csema).
   GORO_DECL void close() noexcept;
   // close() was called (the fd is closed, or will be once the operations
   // in progress end).
@@ -354,6 +355,8 @@ class socket_state {
   poll_desc* pd_;
   std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
   std::atomic<bool> destroyed_{false};
+  sema destroyed_sema_;  // a token once destroy() has closed the fd (close() waits for it)
+  static constexpr std::int64_t close_wait_limit_ns = 100'000'000;
   io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
   address peer_;
   std::string unlink_path_;
@@ -531,6 +534,14 @@ GORO_DECL void socket_state::close() noexcept {
     unlink_path_.clear();
   }
   decref();
+  // Go's FD.Close waits until the fd is closed (fd.csema): when close()
+  // returns, a listener's port is free and the peer has the end of stream,
+  // though a goroutine woken above has not run yet (a plain thread notices
+  // within a poll slice). destroy() releases the token. Bounded (100 ms,
+  // five slices): an operation whose goroutine ended without destructors
+  // (-fno-exceptions, after main returned) never leaves, and a woken
+  // goroutine a busy runtime has not run by then closes the fd later.
+  destroyed_sema_.acquire_until(when_after(nanotime(), close_wait_limit_ns), nullptr, nullptr, wait_reason::io_wait);
 }
 
 GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx) {
@@ -573,6 +584,7 @@ GORO_DECL void socket_state::destroy() noexcept {
   os::close_socket(fd_);
   pd_free(pd_);
   if (!unlink_path_.empty()) os::unlink_path(unlink_path_.c_str());
+  destroyed_sema_.release();  // close() may wait for it; the last access to *this
 }
 
 GORO_DECL std::shared_ptr<socket_state> adopt_fd(native_socket fd, address peer) {
