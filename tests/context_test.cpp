@@ -492,3 +492,50 @@ TEST_CASE("context: a cancel that loses the race to another still returns only o
   }
   CHECK(early == 0);
 }
+
+TEST_CASE("context: racing cancels from goroutines / goro::blocking / a plain thread / the deadline all wait",
+          "[context]") {
+  // The losers' two ways of waiting for the winner: parking on done()
+  // (a goroutine: the winner may be a goroutine queued behind it) and
+  // yielding inside goro::blocking; the deadline's timer never waits.
+  // Before, a losing cancel returned at once (~1 round in 4 here).
+  std::atomic<int> early{0};
+  auto check = [&early](const std::vector<goro::context>& kids) {
+    for (const goro::context& k : kids)
+      if (k.err() == goro::cancel_reason::none || !is_done(k)) {
+        early.fetch_add(1);
+        return;
+      }
+  };
+  goro::options o;
+  o.maxprocs = 2;
+  goro::run(
+      [&] {
+        for (int round = 0; round < scale(1000, 100); ++round) {
+          auto [parent, cancel] = goro::with_timeout(goro::background(), std::chrono::microseconds(round % 40));
+          std::vector<goro::context> kids;
+          for (int i = 0; i < 50; ++i) kids.push_back(goro::with_cancel(goro::with_timeout(parent, 1h).first).first);
+          goro::wait_group wg;
+          wg.add(3);
+          goro::go([&, cancel = cancel] {
+            cancel();
+            check(kids);
+            wg.done();
+          });
+          goro::go([&, cancel = cancel] {
+            goro::blocking([&] { cancel(); });
+            check(kids);
+            wg.done();
+          });
+          std::thread t([&, cancel = cancel] {
+            cancel();
+            check(kids);
+            wg.done();
+          });
+          wg.wait();
+          t.join();
+        }
+      },
+      o);
+  CHECK(early.load() == 0);
+}

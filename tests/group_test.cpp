@@ -286,3 +286,28 @@ TEST_CASE("group: wait() again, or from several goroutines at once, reports the 
       },
       goro::options{2});
 }
+
+TEST_CASE("group: go outside a goroutine is a usage_error at once (also at the limit)", "[group]") {
+  // go() took its slot first, blocking the plain thread while the group
+  // was at its limit -- for good with set_limit(0) -- and only then found
+  // it could not start the task.
+  auto* g = new goro::group;
+  g->set_limit(0);
+  std::atomic<bool> raised{false}, returned{false};
+  std::thread t([&raised, &returned, g] {
+    try {
+      g->go([] {});
+    } catch (const goro::usage_error&) {
+      raised = true;
+    }
+    returned = true;
+  });
+  for (int i = 0; i < 200 && !returned; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(raised);
+  if (!returned) {  // blocked for good on the group's slot channel: leave both behind
+    t.detach();
+    return;
+  }
+  t.join();
+  delete g;
+}

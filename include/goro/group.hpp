@@ -51,6 +51,9 @@ class group {
   template <class F>
   void go(F&& f) {
     check_task<F>();
+    // Before the slot: a plain thread at the limit blocked on it (for good
+    // with set_limit(0)) before goro::go raised this.
+    detail::require_goroutine("group::go()");
     if (sem_) sem_.send(std::monostate{});
     spawn(std::forward<F>(f));
   }
@@ -60,6 +63,7 @@ class group {
   template <class F>
   bool try_go(F&& f) {
     check_task<F>();
+    detail::require_goroutine("group::try_go()");  // the same answer at the limit as below it
     if (sem_ && !sem_.try_send(std::monostate{})) return false;
     spawn(std::forward<F>(f));
     return true;
