@@ -8737,6 +8737,9 @@ class group {
   template <class F>
   void go(F&& f) {
     check_task<F>();
+    // Before the slot: a plain thread at the limit blocked on it (for good
+    // with set_limit(0)) before goro::go raised this.
+    detail::require_goroutine("group::go()");
     if (sem_) sem_.send(std::monostate{});
     spawn(std::forward<F>(f));
   }
@@ -8746,6 +8749,7 @@ class group {
   template <class F>
   bool try_go(F&& f) {
     check_task<F>();
+    detail::require_goroutine("group::try_go()");  // the same answer at the limit as below it
     if (sem_ && !sem_.try_send(std::monostate{})) return false;
     spawn(std::forward<F>(f));
     return true;
@@ -11618,7 +11622,8 @@ class socket_state {
     io_guard(socket_state& s, char mode) : hold(mode == 'r' ? s.rlock_ : s.wlock_) {}
   };
 
-  // Go's pollDesc evict + fd close: idempotent.
+  // Go's pollDesc evict + fd close: idempotent. The first call waits for
+  // the operations it woke to leave and the fd to be closed (Go's csema).
   GORO_DECL void close() noexcept;
   // close() was called (the fd is closed, or will be once the operations
   // in progress end).
@@ -11645,6 +11650,8 @@ class socket_state {
   poll_desc* pd_;
   std::atomic<std::uint32_t> refs_{0};  // closed_bit | operations in progress
   std::atomic<bool> destroyed_{false};
+  sema destroyed_sema_;  // a token once destroy() has closed the fd (close() waits for it)
+  static constexpr std::int64_t close_wait_limit_ns = 100'000'000;
   io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
   address peer_;
   std::string unlink_path_;
@@ -11741,6 +11748,7 @@ class socket_handle {
 
   // Closes the socket (idempotent); goroutines blocked on it wake with
   // usage_error("goro: use of closed network connection") (errc::closed).
+  // Returns once the fd is closed (the woken operations have left), as Go.
   void close() { state("close").close(); }
   void close(std::error_code& ec) noexcept {
     ec.clear();
@@ -21108,7 +21116,10 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
     while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_until(until);
     return;
   }
-  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
+  if (GORO_UNLIKELY(m->in_blocking)) {
+    if (when <= nanotime()) return;  // a deadline already past sleeps no more than sleep_for(0) does
+    raise_inside_blocking("sleep");
+  }
   call_point();  // main_return (goexit.hpp)
   m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
   if (when <= nanotime()) return;
@@ -22691,6 +22702,14 @@ GORO_DECL void socket_state::close() noexcept {
     unlink_path_.clear();
   }
   decref();
+  // Go's FD.Close waits until the fd is closed (fd.csema): when close()
+  // returns, a listener's port is free and the peer has the end of stream,
+  // though a goroutine woken above has not run yet (a plain thread notices
+  // within a poll slice). destroy() releases the token. Bounded (100 ms,
+  // five slices): an operation whose goroutine ended without destructors
+  // (-fno-exceptions, after main returned) never leaves, and a woken
+  // goroutine a busy runtime has not run by then closes the fd later.
+  destroyed_sema_.acquire_until(when_after(nanotime(), close_wait_limit_ns), nullptr, nullptr, wait_reason::io_wait);
 }
 
 GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx) {
@@ -22733,6 +22752,7 @@ GORO_DECL void socket_state::destroy() noexcept {
   os::close_socket(fd_);
   pd_free(pd_);
   if (!unlink_path_.empty()) os::unlink_path(unlink_path_.c_str());
+  destroyed_sema_.release();  // close() may wait for it; the last access to *this
 }
 
 GORO_DECL std::shared_ptr<socket_state> adopt_fd(native_socket fd, address peer) {

@@ -438,7 +438,10 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
     while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_until(until);
     return;
   }
-  if (GORO_UNLIKELY(m->in_blocking)) raise_inside_blocking("sleep");
+  if (GORO_UNLIKELY(m->in_blocking)) {
+    if (when <= nanotime()) return;  // a deadline already past sleeps no more than sleep_for(0) does
+    raise_inside_blocking("sleep");
+  }
   call_point();  // main_return (goexit.hpp)
   m = current_m();  // call_point may have switched (TLS rule, DESIGN.md section 7)
   if (when <= nanotime()) return;
