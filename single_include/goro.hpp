@@ -6858,7 +6858,6 @@ class recv_chan {
 #include <optional>
 #include <utility>
 #include <variant>
-#include <vector>
 
 // ---- begin goro/detail/timer_heap.hpp ----
 // Timers: the record a timer is made of, and the per-P heap that holds
@@ -7565,9 +7564,11 @@ class context_state {
   }
 
   // cancel's step for one context: false if it was done already (its
-  // canceller settles it); else appends the children it took to `kids`
-  // (they are cancelled next, and counted in pending_).
-  GORO_DECL bool cancel_one(cancel_reason reason, std::vector<context_ref>& kids);
+  // canceller settles it); else pushes the children it took on `kids`,
+  // each with a reference (they are cancelled next, and counted in
+  // pending_). An intrusive list (next_kid_), not a vector: taken under
+  // our spinlock, where an allocation that threw left the lock held.
+  GORO_DECL bool cancel_one(cancel_reason reason, context_state*& kids);
   // One of pending_ is over; the last one settles us (see cancel).
   GORO_DECL void settle_one();
   // Links c as a child; returns our reason instead if we are done.
@@ -7589,6 +7590,7 @@ class context_state {
   context_state* next_sibling_ = nullptr;  // guarded by parent_->lock_
   bool linked_ = false;                    // guarded by parent_->lock_
   bool counted_ = false;                   // guarded by parent_->lock_: the parent's pending_ counts us
+  context_state* next_kid_ = nullptr;      // on the one cancel worklist that took us (cancel_one)
   bool armed_ = false;                     // the timer was added; guarded by lock_ (read bare by ~context_state)
   timer timer_;
   // One reference, released by context_ref::release after our destructor.
@@ -21252,15 +21254,15 @@ GORO_DECL void context_state::cancel(cancel_reason reason, bool wait) {
   // A worklist, not recursion: a chain of N contexts cancelled from its
   // root took ~130 bytes of stack per level, and a goroutine's stack is
   // fixed (64 KiB overflowed at 600 levels; Go's stacks grow).
-  std::vector<context_ref> kids;
+  context_state* kids = nullptr;  // each holds a reference, taken by cancel_one
   if (cancel_one(reason, kids)) {
     // Until `wait`, `this` is not touched: dropping a child may destroy it
     // and, from the timer's function, this state too (see the top of the
     // file). A child another call cancelled first is settled by that call,
     // and counts for its parent all the same.
-    while (!kids.empty()) {
-      context_ref k = std::move(kids.back());
-      kids.pop_back();
+    while (kids) {
+      context_ref k = context_ref::adopt(kids);  // released (maybe destroying it) after its step
+      kids = kids->next_kid_;
       k->cancel_one(reason, kids);
     }
   }
@@ -21278,7 +21280,7 @@ GORO_DECL void context_state::cancel(cancel_reason reason, bool wait) {
   (void)done_.recv();  // no_unwind: not ended while it waits (the settlement comes)
 }
 
-GORO_DECL bool context_state::cancel_one(cancel_reason reason, std::vector<context_ref>& kids) {
+GORO_DECL bool context_state::cancel_one(cancel_reason reason, context_state*& kids) {
   lock_.lock();
   if (err_.load(std::memory_order_relaxed) != cancel_reason::none) {
     lock_.unlock();
@@ -21297,7 +21299,8 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, std::vector<conte
     // A child whose count already reached zero is in its destructor,
     // waiting for our lock to unlink itself: it will find linked_ false.
     if (c->try_ref()) {
-      kids.push_back(context_ref::adopt(c));
+      c->next_kid_ = kids;  // only we take c: it leaves our list here, and it has one parent
+      kids = c;
       c->counted_ = true;  // it reads this under our lock when it settles: after the store below
       ++n;
     }

@@ -83,8 +83,10 @@ std::atomic<std::size_t> global_news{0};
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // malloc-backed replacements, paired below
 #endif
+std::atomic<bool> refuse_global_news{false};  // the next operator new calls throw bad_alloc
 void* operator new(std::size_t n) {
   global_news.fetch_add(1, std::memory_order_relaxed);
+  if (refuse_global_news.load(std::memory_order_relaxed)) throw std::bad_alloc();
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
@@ -220,6 +222,35 @@ TEST_CASE("allocator: after warm-up, spawn/exit, channels, sleeps and select all
   CHECK(rt_moved == 0);
   CHECK(new_moved == 0);
   if (!GORO_COUNTS_NEW) WARN("global operator new not counted under a sanitizer");
+}
+
+TEST_CASE("allocator: cancelling a context tree allocates nothing (out of memory there left its lock held)",
+          "[alloc][context]") {
+  // A cancel took its children into a vector under the context's
+  // spinlock: a bad_alloc there escaped with the lock held, and every
+  // later cancel of that context spun for good. The children go on an
+  // intrusive list now.
+#if GORO_COUNTS_NEW
+  auto [parent, cancel] = goro::with_cancel(goro::background());
+  auto [child, cancel_child] = goro::with_cancel(parent);
+  auto [grandchild, cancel_grandchild] = goro::with_cancel(child);
+  bool threw = false;
+  refuse_global_news = true;
+  try {
+    cancel();
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  refuse_global_news = false;
+  REQUIRE(!threw);  // (before: threw, and the calls below spun on the held lock)
+  CHECK(grandchild.err() == goro::cancel_reason::canceled);
+  CHECK(child.err() == goro::cancel_reason::canceled);
+  cancel();  // again: returns
+  cancel_child();
+  cancel_grandchild();
+#else
+  WARN("global operator new not replaced under a sanitizer");
+#endif
 }
 
 TEST_CASE("allocator: a closure too big for the G record comes from the allocator", "[alloc]") {
