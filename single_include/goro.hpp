@@ -9133,11 +9133,11 @@ class thread_lane {
   std::size_t run_for(std::chrono::nanoseconds budget) {
     const std::int64_t b = budget.count() < 0 ? 0 : budget.count();
     const std::int64_t now = detail::nanotime();
-    return pump(b > INT64_MAX - now ? INT64_MAX : now + b);
+    return pump(b > INT64_MAX - now ? INT64_MAX : now + b, "run_for");
   }
   // run_for without a budget: until no lane goroutine is ready (one that
   // keeps yielding keeps it running).
-  std::size_t run_until_idle() { return pump(INT64_MAX); }
+  std::size_t run_until_idle() { return pump(INT64_MAX, "run_until_idle"); }
 
   // Lane goroutines not finished yet.
   GORO_DECL std::size_t goroutines() const noexcept;
@@ -9163,7 +9163,7 @@ class thread_lane {
     detail::lane_started(st_.get(), gp);
   }
 
-  GORO_DECL std::size_t pump(std::int64_t deadline);
+  GORO_DECL std::size_t pump(std::int64_t deadline, const char* call);  // call: named in misuse errors
   GORO_DECL detail::g* resume(detail::g* gp) noexcept;
 
   std::unique_ptr<detail::lane_state> st_;
@@ -21542,6 +21542,8 @@ GORO_DECL void notify_list::notify_all() noexcept {
 }
 
 }  // namespace goro::detail
+#include <string>
+
 namespace goro {
 
 GORO_DECL group::group(context parent) {
@@ -21563,8 +21565,10 @@ GORO_DECL group::~group() {
 }
 
 GORO_DECL void group::set_limit(int n) {
-  if (active_.load(std::memory_order_acquire) != 0)
-    detail::raise_usage("group::set_limit: modify limit while tasks in the group are still active");
+  if (const std::int64_t n_active = active_.load(std::memory_order_acquire); n_active != 0)  // Go's message
+    detail::raise_usage(
+        ("group::set_limit: modify limit while " + std::to_string(n_active) + " tasks in the group are still active")
+            .c_str());
   if (n < 0)
     sem_ = nullptr;
   else
@@ -21770,11 +21774,13 @@ GORO_DECL thread_lane::~thread_lane() noexcept(false) {
 
 GORO_DECL std::size_t thread_lane::goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
 
-GORO_DECL std::size_t thread_lane::pump(std::int64_t deadline) {
+GORO_DECL std::size_t thread_lane::pump(std::int64_t deadline, const char* call) {
   detail::lane_state& st = *st_;
   if (std::this_thread::get_id() != st.owner)
-    detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
-  if (detail::current_m() != nullptr) detail::raise_usage("thread_lane::run_for called inside a goroutine");
+    detail::raise_usage(
+        (std::string("thread_lane::") + call + " called on a thread other than the one that created the lane").c_str());
+  if (detail::current_m() != nullptr)
+    detail::raise_usage((std::string("thread_lane::") + call + " called inside a goroutine").c_str());
   detail::g* gp = st.pop();
   if (!gp) return 0;
   detail::thread_eh_scope caller_eh;  // the caller's exception state is not the goroutines'

@@ -243,16 +243,24 @@ TEST_CASE("a lane switches each goroutine with its runtime's fp_control") {
 TEST_CASE("run_for is only for the owner thread, outside goroutines") {
   goro::runtime rt({.maxprocs = 1});
   goro::thread_lane lane;
-  std::string other;
+  std::string other, other_idle;
   std::thread t([&] {
     try {
       lane.run_for(1ms);
     } catch (const goro::usage_error& e) {
       other = e.what();
     }
+    try {
+      lane.run_until_idle();
+    } catch (const goro::usage_error& e) {
+      other_idle = e.what();
+    }
   });
   t.join();
-  CHECK(other.find("thread other than the one that created the lane") != std::string::npos);
+  CHECK(other.find("thread_lane::run_for called on a thread other than the one that created the lane") !=
+        std::string::npos);
+  // The call named is the one made (it said run_for for run_until_idle).
+  CHECK(other_idle.find("thread_lane::run_until_idle called on a thread other than") != std::string::npos);
   std::string inside;
   lane.go(rt, [&] {
     try {
@@ -262,7 +270,7 @@ TEST_CASE("run_for is only for the owner thread, outside goroutines") {
     }
   });
   drain(lane);
-  CHECK(inside.find("inside a goroutine") != std::string::npos);
+  CHECK(inside.find("thread_lane::run_until_idle called inside a goroutine") != std::string::npos);
 }
 
 TEST_CASE("a live lane is an external M: run() waits for it instead of reporting a deadlock") {

@@ -170,6 +170,8 @@ class group {
 }  // namespace goro
 
 #if GORO_COMPILE_RUNTIME
+#include <string>
+
 namespace goro {
 
 GORO_DECL group::group(context parent) {
@@ -191,8 +193,10 @@ GORO_DECL group::~group() {
 }
 
 GORO_DECL void group::set_limit(int n) {
-  if (active_.load(std::memory_order_acquire) != 0)
-    detail::raise_usage("group::set_limit: modify limit while tasks in the group are still active");
+  if (const std::int64_t n_active = active_.load(std::memory_order_acquire); n_active != 0)  // Go's message
+    detail::raise_usage(
+        ("group::set_limit: modify limit while " + std::to_string(n_active) + " tasks in the group are still active")
+            .c_str());
   if (n < 0)
     sem_ = nullptr;
   else

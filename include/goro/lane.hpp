@@ -101,11 +101,11 @@ class thread_lane {
   std::size_t run_for(std::chrono::nanoseconds budget) {
     const std::int64_t b = budget.count() < 0 ? 0 : budget.count();
     const std::int64_t now = detail::nanotime();
-    return pump(b > INT64_MAX - now ? INT64_MAX : now + b);
+    return pump(b > INT64_MAX - now ? INT64_MAX : now + b, "run_for");
   }
   // run_for without a budget: until no lane goroutine is ready (one that
   // keeps yielding keeps it running).
-  std::size_t run_until_idle() { return pump(INT64_MAX); }
+  std::size_t run_until_idle() { return pump(INT64_MAX, "run_until_idle"); }
 
   // Lane goroutines not finished yet.
   GORO_DECL std::size_t goroutines() const noexcept;
@@ -131,7 +131,7 @@ class thread_lane {
     detail::lane_started(st_.get(), gp);
   }
 
-  GORO_DECL std::size_t pump(std::int64_t deadline);
+  GORO_DECL std::size_t pump(std::int64_t deadline, const char* call);  // call: named in misuse errors
   GORO_DECL detail::g* resume(detail::g* gp) noexcept;
 
   std::unique_ptr<detail::lane_state> st_;
@@ -303,11 +303,13 @@ GORO_DECL thread_lane::~thread_lane() noexcept(false) {
 
 GORO_DECL std::size_t thread_lane::goroutines() const noexcept { return st_->live.load(std::memory_order_acquire); }
 
-GORO_DECL std::size_t thread_lane::pump(std::int64_t deadline) {
+GORO_DECL std::size_t thread_lane::pump(std::int64_t deadline, const char* call) {
   detail::lane_state& st = *st_;
   if (std::this_thread::get_id() != st.owner)
-    detail::raise_usage("thread_lane::run_for called on a thread other than the one that created the lane");
-  if (detail::current_m() != nullptr) detail::raise_usage("thread_lane::run_for called inside a goroutine");
+    detail::raise_usage(
+        (std::string("thread_lane::") + call + " called on a thread other than the one that created the lane").c_str());
+  if (detail::current_m() != nullptr)
+    detail::raise_usage((std::string("thread_lane::") + call + " called inside a goroutine").c_str());
   detail::g* gp = st.pop();
   if (!gp) return 0;
   detail::thread_eh_scope caller_eh;  // the caller's exception state is not the goroutines'
