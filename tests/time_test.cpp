@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -641,4 +642,21 @@ TEST_CASE("time: a timer stopped on a plain thread does not hold off deadlock de
                   goro::deadlock_error);
   // SPEC: confirmed between 100 ms and 1 s after the deadlock (slack for a loaded machine).
   CHECK(steady::now() - t0 < goro_test::scale(5, 10) * 1s);
+}
+
+TEST_CASE("time: a timer whose runtime ended unfired never fires; reset from a plain thread re-arms it",
+          "[time][timer]") {
+  // docs/time.md: it stays on its runtime, so stop() says false and c()
+  // gets nothing (the `if (!t.stop()) t.c().recv()` idiom would wait
+  // forever); reset re-arms it on the process-wide timer thread.
+  std::optional<goro::timer> t;
+  {
+    goro::runtime rt{goro::options{2}};
+    rt.run([&] { t.emplace(std::chrono::hours(1)); });
+  }
+  CHECK(!t->stop());
+  CHECK(!t->c().try_recv());
+  CHECK(!t->reset(std::chrono::milliseconds(1)));  // it was not pending
+  CHECK(t->c().recv().has_value());                // the plain thread waits for the send
+  CHECK(!t->stop());                               // fired
 }
