@@ -339,9 +339,6 @@ class scheduler final : public sched_base {
     if (mm && mm->pp) {
       mm->pp->unparks.inc();  // per P: a shared counter here costs pingpong ~8%
       mm->pp->runq.put(gp, true, [this](g** batch, std::uint32_t n) { glob_put_batch(batch, n); });
-    } else if (mm) {
-      unparks_.fetch_add(1, std::memory_order_relaxed);
-      globq_.push_back(gp);
     } else {
       // From outside (a plain thread, another runtime's M): once queued, gp
       // may run, main return and this runtime be destroyed while we are
@@ -349,18 +346,17 @@ class scheduler final : public sched_base {
       // comes before the push, so before gp runs and shutdown starts;
       // shutdown frees nothing until it reads 0 (acquire), after our
       // release decrement, our last touch.
-      wakes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
-      extm_outside_op();  // checkdead: a wake from outside is external activity
+      if (!mm) {
+        wakes_in_flight_.fetch_add(1, std::memory_order_seq_cst);
+        extm_outside_op();  // checkdead: a wake from outside is external activity
+      }
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
-      testing_outside_ready_seam();
-      GORO_CHAOS_POINT("ready.wakep");
-      wakep();
-      wakes_in_flight_.fetch_sub(1, std::memory_order_release);
-      return;
+      if (!mm) testing_outside_ready_seam();
     }
     GORO_CHAOS_POINT("ready.wakep");
     wakep();
+    if (!mm) wakes_in_flight_.fetch_sub(1, std::memory_order_release);
   }
 
   // addtimer: t goes on the current P's heap (the P whose M is most likely
