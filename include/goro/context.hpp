@@ -166,26 +166,33 @@ class context_state {
   GORO_DECL void unlink_child(context_state* c) noexcept;
   GORO_DECL void unlink_locked(context_state* c) noexcept;  // lock_ held
 
-  std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
-  const std::int64_t deadline_ns_;    // 0: none
-  chan<std::monostate> done_;         // closed once cancelled, with every descendant
+  // What a cancel walks first (our lock, our count, our children), and
+  // refs_ last, three cache lines away: a cancel of a parent with many
+  // children runs on one thread while the children's goroutines, on every
+  // other P, end and drop their references on the parent. Sharing a line,
+  // each drop took the canceller's lock line away from it.
+  spinlock lock_;  // guards our child list and our children's sibling links
   std::atomic<cancel_reason> err_{cancel_reason::none};
   // Once cancelled: our own cancel_one, plus each child it took (and
   // counted_) that is not settled yet. The last decrement settles us.
   std::atomic<std::size_t> pending_{0};
-  spinlock lock_;                          // guards our child list and our children's sibling links
   context_state* first_child_ = nullptr;   // children, linked while not cancelled
+  const std::int64_t deadline_ns_;         // 0: none
+  chan<std::monostate> done_;              // closed once cancelled, with every descendant
   context_state* prev_sibling_ = nullptr;  // guarded by parent_->lock_
   context_state* next_sibling_ = nullptr;  // guarded by parent_->lock_
-  bool linked_ = false;                    // guarded by parent_->lock_
-  bool counted_ = false;                   // guarded by parent_->lock_: the parent's pending_ counts us
-  context_state* next_kid_ = nullptr;      // on the one cancel worklist that took us (cancel_one)
-  bool armed_ = false;                     // the timer was added; guarded by lock_ (read bare by ~context_state)
+  // Written under parent_->lock_; read bare by our destructor, which skips
+  // the parent's lock when it is false (see cancel_one).
+  std::atomic<bool> linked_{false};
+  bool counted_ = false;               // guarded by parent_->lock_: the parent's pending_ counts us
+  context_state* next_kid_ = nullptr;  // on the one cancel worklist that took us (cancel_one)
+  bool armed_ = false;                 // the timer was added; guarded by lock_ (read bare by ~context_state)
   timer timer_;
   // One reference, released by context_ref::release after our destructor.
-  // Last: taken from the constructor's argument only once done_ (which
-  // allocates, and may throw) is made, or the reference would leak.
+  // After done_: taken from the constructor's argument only once done_
+  // (which allocates, and may throw) is made, or the reference would leak.
   context_state* const parent_;
+  std::atomic<std::size_t> refs_{1};  // context_ref's count; the creator holds the first
 };
 
 inline context_ref::context_ref(const context_ref& o) noexcept : s_(o.s_) {
@@ -289,7 +296,13 @@ GORO_DECL context_state::context_state(context_ref parent, std::int64_t deadline
 
 GORO_DECL context_state::~context_state() {
   if (armed_) timer_heap::del(&timer_);  // first: waits for a firing timer (see the top of the file)
-  if (parent_) parent_->unlink_child(this);  // alive: our reference on it is released after us
+  // The parent is alive (our reference on it is released after us). Its
+  // lock only while we are on its list: the children of a cancelled
+  // parent were all taken off it, and their goroutines ending on every P
+  // would otherwise queue on the lock of the parent's cancel (Go's
+  // children never touch a cancelled parent). Acquire: pairs with
+  // cancel_one's release, its last touch of us.
+  if (parent_ && linked_.load(std::memory_order_acquire)) parent_->unlink_child(this);
 }
 
 GORO_DECL void context_ref::release(context_state* s) noexcept {
@@ -380,16 +393,18 @@ GORO_DECL bool context_state::cancel_one(cancel_reason reason, context_state*& k
   std::size_t n = 1;          // our own part, released below
   for (context_state* c = first_child_; c;) {
     context_state* next = c->next_sibling_;
-    c->linked_ = false;
     c->prev_sibling_ = c->next_sibling_ = nullptr;
-    // A child whose count already reached zero is in its destructor,
-    // waiting for our lock to unlink itself: it will find linked_ false.
+    // A child whose count already reached zero is in its destructor: it
+    // waits for our lock to unlink itself and then finds linked_ false, or
+    // finds it false at once and frees itself without our lock. So the
+    // release store of false is our last touch of a child we did not take.
     if (c->try_ref()) {
       c->next_kid_ = kids;  // only we take c: it leaves our list here, and it has one parent
       kids = c;
       c->counted_ = true;  // it reads this under our lock when it settles: after the store below
       ++n;
     }
+    c->linked_.store(false, std::memory_order_release);
     c = next;
   }
   first_child_ = nullptr;
@@ -434,7 +449,7 @@ GORO_DECL cancel_reason context_state::link_child(context_state* c) {
     c->prev_sibling_ = nullptr;
     if (first_child_) first_child_->prev_sibling_ = c;
     first_child_ = c;
-    c->linked_ = true;
+    c->linked_.store(true, std::memory_order_relaxed);  // c is new: its destructor is not running
   }
   lock_.unlock();
   return r;
@@ -447,14 +462,16 @@ GORO_DECL void context_state::unlink_child(context_state* c) noexcept {
 }
 
 GORO_DECL void context_state::unlink_locked(context_state* c) noexcept {
-  if (c->linked_) {
+  if (c->linked_.load(std::memory_order_relaxed)) {
     if (c->prev_sibling_)
       c->prev_sibling_->next_sibling_ = c->next_sibling_;
     else
       first_child_ = c->next_sibling_;
     if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
     c->prev_sibling_ = c->next_sibling_ = nullptr;
-    c->linked_ = false;
+    // Relaxed: c unlinks itself (its destructor) or is settled by a caller
+    // that holds a reference on it, so no destructor of c runs meanwhile.
+    c->linked_.store(false, std::memory_order_relaxed);
   }
 }
 
