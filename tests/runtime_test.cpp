@@ -495,6 +495,71 @@ TEST_CASE("runtime: goroutines blocked forever are reported and released at shut
   CHECK(std::string(buf, got).find("goro: 3 goroutines blocked forever at shutdown") != std::string::npos);
 }
 
+// stderr written while `f` runs, as a string.
+template <class F>
+static std::string runtime_stderr_of(F&& f) {
+  std::FILE* tmp = std::tmpfile();
+  REQUIRE(tmp);
+  std::fflush(stderr);
+  int saved = dup(2);
+  dup2(fileno(tmp), 2);
+  f();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::rewind(tmp);
+  std::string out;
+  char buf[4096];
+  for (std::size_t got; (got = std::fread(buf, 1, sizeof buf, tmp)) > 0;) out.append(buf, got);
+  std::fclose(tmp);
+  return out;
+}
+
+TEST_CASE("runtime: shutdown does not repeat the goroutines a deadlock_error already showed", "[runtime][deadlock]") {
+  // The deadlock report (deadlock_error::what()) already dumped these
+  // goroutines; the destructor says so in one line instead of dumping them
+  // again, and still dumps a goroutine that blocked after the report.
+  goro::chan<int> c;  // outlive rt: a deadlocked main is never unwound
+  goro::wait_group never;
+  never.add(1);
+  std::string what;
+  std::string err = runtime_stderr_of([&] {
+    goro::runtime rt{goro::options{.maxprocs = 2, .on_main_return = goro::main_return::wait}};
+    try {
+      rt.run([&] {
+        goro::go([&c] { c.recv(); });  // no handle copy: a released stack is not unwound (LeakSanitizer)
+        goro::go([&c] { c.recv(); });
+        c.recv();
+      });
+    } catch (const goro::deadlock_error& e) {
+      what = e.what();
+    }
+    rt.go([&] { never.wait(); });  // blocks after the report: not in it
+  });
+  INFO(err);
+  CHECK(what.find("[chan receive]:") != std::string::npos);
+  CHECK(err.find("goro: 4 goroutines blocked forever at shutdown (3 of them shown by the deadlock report: "
+                 "goroutines ") != std::string::npos);
+  CHECK(err.find("[chan receive]:") == std::string::npos);         // not dumped twice
+  CHECK(err.find("[sync.WaitGroup.Wait]:") != std::string::npos);  // the new one is
+
+  // Default main_return::unwind: the other goroutines unwind at shutdown;
+  // only main is left, already shown.
+  goro::chan<int> d;
+  std::string err2 = runtime_stderr_of([&] {
+    goro::runtime rt{goro::options{2}};
+    CHECK_THROWS_AS(rt.run([&] {
+      goro::go([&d] { d.recv(); });
+      d.recv();
+    }),
+                    goro::deadlock_error);
+  });
+  INFO(err2);
+  CHECK(err2.find("goro: 1 goroutine blocked forever at shutdown (shown by the deadlock report: goroutine 1)\n") !=
+        std::string::npos);
+  CHECK(err2.find("[chan receive]:") == std::string::npos);
+}
+
 TEST_CASE("runtime: tiny local queues overflow to the global queue without loss", "[runtime][policy]") {
   using tiny = goro::policy<goro::queue_capacity<2>, goro::global_poll<3>>;
   goro::basic_runtime<tiny> rt{goro::options{2}};

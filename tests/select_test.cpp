@@ -454,3 +454,49 @@ TEST_CASE("select: an arm kept in a variable keeps a channel it was made from a 
     CHECK(timed_out);
   });
 }
+
+TEST_CASE("select: an arm kept in a variable can be selected again and again", "[select]") {
+  // As Go re-evaluates a select's cases each time it runs: a receive arm
+  // used again gets that select's result (nullopt once its channel is
+  // closed, not the value of the select before), and a send arm sends its
+  // value again (a copy; a move-only value once, then the arm is off).
+  goro::run([] {
+    goro::chan<int> c(4);
+    c.send(7);
+    c.close();
+    std::optional<int> got;
+    auto arm = goro::on_recv(c, [&](std::optional<int> v) { got = v; });
+    CHECK(goro::select(arm) == 0);
+    CHECK(got == 7);
+    CHECK(goro::select(arm) == 0);
+    CHECK(got == std::nullopt);  // closed and drained
+
+    goro::chan<int> u;  // the same through a blocked select
+    auto blocked = goro::on_recv(u, [&](std::optional<int> v) { got = v; });
+    goro::go([u]() mutable { u.send(5); });
+    goro::select(blocked);
+    CHECK(got == 5);
+    goro::go([u]() mutable {
+      goro::sleep_for(std::chrono::milliseconds(2));
+      u.close();
+    });
+    goro::select(blocked);
+    CHECK(got == std::nullopt);  // woken by close
+
+    goro::chan<std::string> s(4);
+    int sent = 0;
+    auto send = goro::on_send(s, std::string("hello"), [&] { ++sent; });
+    goro::select(send, goro::on_recv(goro::chan<int>(nullptr), [](std::optional<int>) {}));
+    goro::select(send);
+    CHECK(sent == 2);
+    CHECK(s.recv() == std::string("hello"));
+    CHECK(s.recv() == std::string("hello"));  // not a moved-from string
+
+    goro::chan<std::unique_ptr<int>> m(4);
+    auto once = goro::on_send(m, std::make_unique<int>(3), [] {});
+    CHECK(goro::select(once, goro::on_default([] {})) == 0);
+    CHECK(goro::select(once, goro::on_default([] {})) == 1);  // spent: off, as on a nil channel
+    CHECK(m.size() == 1);
+    CHECK(**m.recv() == 3);
+  });
+}

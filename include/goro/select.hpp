@@ -114,6 +114,13 @@ struct send_arm {
   chan_elem<T> value;
   F f;
   recv_chan<T> keep{};
+  // An arm kept in a variable (select sees an lvalue) may be selected
+  // again, and then sends its value again, as Go evaluates a case anew each
+  // time: each select offers a copy staged here, and `value` stays. A
+  // move-only value is staged itself, once (spent: then the arm is off, as
+  // on a nil channel; select_case does the same).
+  std::optional<chan_elem<T>> staged{};
+  bool spent = false;
 };
 template <class F>
 struct default_arm {
@@ -180,7 +187,9 @@ struct case_traits {
 template <class T, class F>
 struct case_traits<recv_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
+  template <bool Reused>
   static select_case erase(recv_arm<T, F>& rc) noexcept {
+    rc.slot.reset();  // an arm selected before: a close must leave it empty (nullopt), not with the last value
     return {rc.c, &rc.slot, &hchan<chan_elem<T>>::poll_recv, false};
   }
   static void run(recv_arm<T, F>& rc) {
@@ -193,10 +202,30 @@ struct case_traits<recv_arm<T, F>> {
 template <class T, class F>
 struct case_traits<send_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(send_arm<T, F>& s) noexcept {
-    return {s.c, &s.value, &hchan<chan_elem<T>>::poll_send, true};
+  // Reused: the arm is an lvalue, which may be selected again (send_arm).
+  template <bool Reused>
+  static select_case erase(send_arm<T, F>& s) {
+    if constexpr (!Reused) {
+      return {s.c, &s.value, &hchan<chan_elem<T>>::poll_send, true};
+    } else {
+      if (!s.staged) {
+        if constexpr (!std::is_copy_constructible_v<T>) {
+          if (s.spent) return {nullptr, nullptr, &hchan<chan_elem<T>>::poll_send, true};  // off
+          s.staged.emplace(std::move(s.value));
+          s.spent = true;
+        } else if constexpr (chan_boxed<T>) {
+          s.staged.emplace(std::make_unique<T>(*s.value));
+        } else {
+          s.staged.emplace(s.value);
+        }
+      }
+      return {s.c, &*s.staged, &hchan<chan_elem<T>>::poll_send, true};
+    }
   }
-  static void run(send_arm<T, F>& s) { s.f(); }
+  static void run(send_arm<T, F>& s) {
+    s.staged.reset();  // sent (moved from); a staged value not sent stays for the next select
+    s.f();
+  }
 };
 template <class F>
 struct case_traits<default_arm<F>> {
@@ -230,17 +259,17 @@ std::size_t select(Cases&&... cases) {
   std::size_t default_index = sizeof...(Cases);
   {
     std::size_t ai = 0, ci = 0;
-    auto add = [&](auto& c) {
-      using traits = detail::case_traits<std::remove_cvref_t<decltype(c)>>;
+    auto add = [&]<class C>(C&& c) {
+      using traits = detail::case_traits<std::remove_cvref_t<C>>;
       if constexpr (traits::is_default) {
         default_index = ai;
       } else {
-        sc[ci] = traits::erase(c);
+        sc[ci] = traits::template erase<std::is_lvalue_reference_v<C>>(c);
         arg_index[ci++] = ai;
       }
       ++ai;
     };
-    (add(cases), ...);
+    (add(std::forward<Cases>(cases)), ...);
   }
 
   std::size_t chosen;  // argument index

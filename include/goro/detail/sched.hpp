@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../runtime.hpp"  // options, basic_runtime (this header is its implementation)
@@ -443,6 +444,8 @@ class scheduler final : public sched_base {
   // shutdown (sched_lifecycle.hpp).
   void run_main(void (*set_main_closure)(g*, void*), void* arg) override;
   void shutdown() noexcept;
+  void remember_deadlock_shown();                 // run(): what the deadlock dump showed
+  void report_blocked_forever(std::size_t live);  // shutdown: those not shown yet
 
   std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
 
@@ -691,6 +694,11 @@ class scheduler final : public sched_base {
   std::atomic<bool> exiting_{false};
   bool shut_down_ = false;
   std::size_t blocked_at_shutdown_ = 0;
+  // The goroutines the last deadlock_error's dump showed, as (id, start of
+  // the wait it showed): shutdown names them instead of dumping them again,
+  // unless they have waited anew since (sched_lifecycle.hpp). Written by
+  // run() and read by shutdown, never at once.
+  std::vector<std::pair<std::uint64_t, std::int64_t>> deadlock_shown_;
   note shutdown_note_;
   std::atomic<bool> shutdown_waiting_{false};
 

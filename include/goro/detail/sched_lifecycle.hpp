@@ -120,9 +120,65 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
   // main_return: main returned (or threw): the others end before run() returns.
   if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
-  if (deadlocked)
-    raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
-                          format_goroutines(collect_goroutines(this)));  // goroutine dump
+  if (deadlocked) {
+    std::string dump = format_goroutines(collect_goroutines(this));  // goroutine dump
+    remember_deadlock_shown();
+    raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" + dump);
+  }
+}
+
+// The goroutines waiting now, as the deadlock dump just showed them (it
+// stamped each wait's start, which a new wait clears: g.hpp, wait_since).
+template <class Policy>
+inline auto scheduler<Policy>::remember_deadlock_shown() -> void {
+  deadlock_shown_.clear();
+  for_each_g(
+      [](g* gp, void* arg) {
+        if (gp->status.load(std::memory_order_acquire) != g_status::waiting) return;
+        static_cast<decltype(deadlock_shown_)*>(arg)->emplace_back(gp->id,
+                                                                   gp->wait_since.load(std::memory_order_relaxed));
+      },
+      &deadlock_shown_);
+}
+
+// Shutdown's report of the goroutines blocked forever: a goroutine still
+// in the wait a deadlock_error's dump showed is only named, not dumped
+// again.
+template <class Policy>
+inline auto scheduler<Policy>::report_blocked_forever(std::size_t live) -> void {
+  std::vector<goroutine_info> gs = collect_goroutines(this);  // stamps the waits it shows
+  struct ctx_t {
+    const decltype(deadlock_shown_)* shown;
+    std::vector<std::uint64_t> ids;
+  } ctx{&deadlock_shown_, {}};
+  if (!deadlock_shown_.empty())
+    for_each_g(
+        [](g* gp, void* arg) {
+          auto* c = static_cast<ctx_t*>(arg);
+          if (gp->status.load(std::memory_order_acquire) != g_status::waiting) return;
+          const std::pair<std::uint64_t, std::int64_t> key{gp->id, gp->wait_since.load(std::memory_order_relaxed)};
+          if (std::find(c->shown->begin(), c->shown->end(), key) != c->shown->end()) c->ids.push_back(key.first);
+        },
+        &ctx);
+  std::vector<goroutine_info> fresh;
+  std::vector<std::uint64_t> shown;
+  for (auto& gi : gs) {
+    if (std::find(ctx.ids.begin(), ctx.ids.end(), gi.id) != ctx.ids.end())
+      shown.push_back(gi.id);
+    else
+      fresh.push_back(std::move(gi));
+  }
+  std::string line =
+      "goro: " + std::to_string(live) + (live == 1 ? " goroutine" : " goroutines") + " blocked forever at shutdown";
+  if (!shown.empty()) {
+    line += shown.size() == live ? " (" : " (" + std::to_string(shown.size()) + " of them ";
+    line += "shown by the deadlock report: goroutine";
+    line += shown.size() == 1 ? " " : "s ";
+    for (std::size_t i = 0; i < shown.size(); ++i) line += (i ? ", " : "") + std::to_string(shown[i]);
+    line += ")";
+  }
+  line += fresh.empty() ? "\n" : "\n\n" + format_goroutines(fresh);
+  std::fputs(line.c_str(), stderr);
 }
 
 // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -197,10 +253,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
       sched_lock lk(*this);
       if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
           earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
-        // goroutine dump: which ones, and where they wait
-        const std::string dump = format_goroutines(collect_goroutines(this));
-        std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n\n%s", live, live == 1 ? "" : "s",
-                     dump.c_str());
+        report_blocked_forever(live);  // goroutine dump: which ones, and where they wait
         blocked_at_shutdown_ = live;
         break;
       }
