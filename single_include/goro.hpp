@@ -9362,6 +9362,13 @@ struct send_arm {
   chan_elem<T> value;
   F f;
   recv_chan<T> keep{};
+  // An arm kept in a variable (select sees an lvalue) may be selected
+  // again, and then sends its value again, as Go evaluates a case anew each
+  // time: each select offers a copy staged here, and `value` stays. A
+  // move-only value is staged itself, once (spent: then the arm is off, as
+  // on a nil channel; select_case does the same).
+  std::optional<chan_elem<T>> staged{};
+  bool spent = false;
 };
 template <class F>
 struct default_arm {
@@ -9428,7 +9435,9 @@ struct case_traits {
 template <class T, class F>
 struct case_traits<recv_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
+  template <bool Reused>
   static select_case erase(recv_arm<T, F>& rc) noexcept {
+    rc.slot.reset();  // an arm selected before: a close must leave it empty (nullopt), not with the last value
     return {rc.c, &rc.slot, &hchan<chan_elem<T>>::poll_recv, false};
   }
   static void run(recv_arm<T, F>& rc) {
@@ -9441,10 +9450,30 @@ struct case_traits<recv_arm<T, F>> {
 template <class T, class F>
 struct case_traits<send_arm<T, F>> {
   static constexpr bool is_case = true, is_default = false;
-  static select_case erase(send_arm<T, F>& s) noexcept {
-    return {s.c, &s.value, &hchan<chan_elem<T>>::poll_send, true};
+  // Reused: the arm is an lvalue, which may be selected again (send_arm).
+  template <bool Reused>
+  static select_case erase(send_arm<T, F>& s) {
+    if constexpr (!Reused) {
+      return {s.c, &s.value, &hchan<chan_elem<T>>::poll_send, true};
+    } else {
+      if (!s.staged) {
+        if constexpr (!std::is_copy_constructible_v<T>) {
+          if (s.spent) return {nullptr, nullptr, &hchan<chan_elem<T>>::poll_send, true};  // off
+          s.staged.emplace(std::move(s.value));
+          s.spent = true;
+        } else if constexpr (chan_boxed<T>) {
+          s.staged.emplace(std::make_unique<T>(*s.value));
+        } else {
+          s.staged.emplace(s.value);
+        }
+      }
+      return {s.c, &*s.staged, &hchan<chan_elem<T>>::poll_send, true};
+    }
   }
-  static void run(send_arm<T, F>& s) { s.f(); }
+  static void run(send_arm<T, F>& s) {
+    s.staged.reset();  // sent (moved from); a staged value not sent stays for the next select
+    s.f();
+  }
 };
 template <class F>
 struct case_traits<default_arm<F>> {
@@ -9478,17 +9507,17 @@ std::size_t select(Cases&&... cases) {
   std::size_t default_index = sizeof...(Cases);
   {
     std::size_t ai = 0, ci = 0;
-    auto add = [&](auto& c) {
-      using traits = detail::case_traits<std::remove_cvref_t<decltype(c)>>;
+    auto add = [&]<class C>(C&& c) {
+      using traits = detail::case_traits<std::remove_cvref_t<C>>;
       if constexpr (traits::is_default) {
         default_index = ai;
       } else {
-        sc[ci] = traits::erase(c);
+        sc[ci] = traits::template erase<std::is_lvalue_reference_v<C>>(c);
         arg_index[ci++] = ai;
       }
       ++ai;
     };
-    (add(cases), ...);
+    (add(std::forward<Cases>(cases)), ...);
   }
 
   std::size_t chosen;  // argument index
@@ -14820,6 +14849,7 @@ GORO_DECL std::string goroutine_dump() { return detail::format_goroutines(detail
 #include <memory>
 #include <mutex>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // ---- begin goro/detail/cet.hpp ----
@@ -18152,6 +18182,8 @@ class scheduler final : public sched_base {
   // shutdown (sched_lifecycle.hpp).
   void run_main(void (*set_main_closure)(g*, void*), void* arg) override;
   void shutdown() noexcept;
+  void remember_deadlock_shown();                 // run(): what the deadlock dump showed
+  void report_blocked_forever(std::size_t live);  // shutdown: those not shown yet
 
   std::size_t blocked_at_shutdown() const noexcept { return blocked_at_shutdown_; }
 
@@ -18400,6 +18432,11 @@ class scheduler final : public sched_base {
   std::atomic<bool> exiting_{false};
   bool shut_down_ = false;
   std::size_t blocked_at_shutdown_ = 0;
+  // The goroutines the last deadlock_error's dump showed, as (id, start of
+  // the wait it showed): shutdown names them instead of dumping them again,
+  // unless they have waited anew since (sched_lifecycle.hpp). Written by
+  // run() and read by shutdown, never at once.
+  std::vector<std::pair<std::uint64_t, std::int64_t>> deadlock_shown_;
   note shutdown_note_;
   std::atomic<bool> shutdown_waiting_{false};
 
@@ -20415,9 +20452,65 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   const bool deadlocked = deadlock_.load(std::memory_order_acquire) && !main_done_.load(std::memory_order_acquire);
   // main_return: main returned (or threw): the others end before run() returns.
   if (!deadlocked && unwind_on_main_return_) main_return_ops::after_main(*this);
-  if (deadlocked)
-    raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" +
-                          format_goroutines(collect_goroutines(this)));  // goroutine dump
+  if (deadlocked) {
+    std::string dump = format_goroutines(collect_goroutines(this));  // goroutine dump
+    remember_deadlock_shown();
+    raise<deadlock_error>("goro: all goroutines are asleep - deadlock!\n\n" + dump);
+  }
+}
+
+// The goroutines waiting now, as the deadlock dump just showed them (it
+// stamped each wait's start, which a new wait clears: g.hpp, wait_since).
+template <class Policy>
+inline auto scheduler<Policy>::remember_deadlock_shown() -> void {
+  deadlock_shown_.clear();
+  for_each_g(
+      [](g* gp, void* arg) {
+        if (gp->status.load(std::memory_order_acquire) != g_status::waiting) return;
+        static_cast<decltype(deadlock_shown_)*>(arg)->emplace_back(gp->id,
+                                                                   gp->wait_since.load(std::memory_order_relaxed));
+      },
+      &deadlock_shown_);
+}
+
+// Shutdown's report of the goroutines blocked forever: a goroutine still
+// in the wait a deadlock_error's dump showed is only named, not dumped
+// again.
+template <class Policy>
+inline auto scheduler<Policy>::report_blocked_forever(std::size_t live) -> void {
+  std::vector<goroutine_info> gs = collect_goroutines(this);  // stamps the waits it shows
+  struct ctx_t {
+    const decltype(deadlock_shown_)* shown;
+    std::vector<std::uint64_t> ids;
+  } ctx{&deadlock_shown_, {}};
+  if (!deadlock_shown_.empty())
+    for_each_g(
+        [](g* gp, void* arg) {
+          auto* c = static_cast<ctx_t*>(arg);
+          if (gp->status.load(std::memory_order_acquire) != g_status::waiting) return;
+          const std::pair<std::uint64_t, std::int64_t> key{gp->id, gp->wait_since.load(std::memory_order_relaxed)};
+          if (std::find(c->shown->begin(), c->shown->end(), key) != c->shown->end()) c->ids.push_back(key.first);
+        },
+        &ctx);
+  std::vector<goroutine_info> fresh;
+  std::vector<std::uint64_t> shown;
+  for (auto& gi : gs) {
+    if (std::find(ctx.ids.begin(), ctx.ids.end(), gi.id) != ctx.ids.end())
+      shown.push_back(gi.id);
+    else
+      fresh.push_back(std::move(gi));
+  }
+  std::string line =
+      "goro: " + std::to_string(live) + (live == 1 ? " goroutine" : " goroutines") + " blocked forever at shutdown";
+  if (!shown.empty()) {
+    line += shown.size() == live ? " (" : " (" + std::to_string(shown.size()) + " of them ";
+    line += "shown by the deadlock report: goroutine";
+    line += shown.size() == 1 ? " " : "s ";
+    for (std::size_t i = 0; i < shown.size(); ++i) line += (i ? ", " : "") + std::to_string(shown[i]);
+    line += ")";
+  }
+  line += fresh.empty() ? "\n" : "\n\n" + format_goroutines(fresh);
+  std::fputs(line.c_str(), stderr);
 }
 
 // Waits for every goroutine, then stops the Ms. Goroutines that can never
@@ -20492,10 +20585,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
       sched_lock lk(*this);
       if (npidle_.load(std::memory_order_relaxed) == active_ps() && globq_.empty() && live_goroutines() == live &&
           earliest_timer() == 0 && poller_.waiters() <= 0 /* netpoll */) {
-        // goroutine dump: which ones, and where they wait
-        const std::string dump = format_goroutines(collect_goroutines(this));
-        std::fprintf(stderr, "goro: %zu goroutine%s blocked forever at shutdown\n\n%s", live, live == 1 ? "" : "s",
-                     dump.c_str());
+        report_blocked_forever(live);  // goroutine dump: which ones, and where they wait
         blocked_at_shutdown_ = live;
         break;
       }
