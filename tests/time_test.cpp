@@ -500,7 +500,7 @@ TEST_CASE("time: ticker with a non-positive interval is a usage error", "[time][
   CHECK_THROWS_AS(goro::ticker(0ms), goro::usage_error);
   CHECK_THROWS_WITH(goro::ticker(-1s), "goro: non-positive interval for ticker");
   goro::ticker tk(1h);
-  CHECK_THROWS_WITH(tk.reset(0ms), "goro: non-positive interval for ticker");
+  CHECK_THROWS_WITH(tk.reset(0ms), "goro: non-positive interval for ticker::reset");
 }
 #endif
 

@@ -330,7 +330,7 @@ class ticker {
   template <class Rep, class Period>
   void reset(const std::chrono::duration<Rep, Period>& d) {
     detail::chan_timer* s = get("ticker::reset");
-    std::int64_t p = interval(d);
+    std::int64_t p = interval(d, "non-positive interval for ticker::reset");
     s->reset(detail::when_after(detail::nanotime(), p), p);
   }
 
@@ -339,9 +339,10 @@ class ticker {
 
  private:
   template <class Rep, class Period>
-  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d) {
+  static std::int64_t interval(const std::chrono::duration<Rep, Period>& d,
+                               const char* what = "non-positive interval for ticker") {
     std::int64_t p = detail::to_ns(d);
-    if (p <= 0) detail::raise_usage("non-positive interval for ticker");
+    if (p <= 0) detail::raise_usage(what);
     return p;
   }
   static std::unique_ptr<detail::chan_timer> make(std::int64_t p) {
