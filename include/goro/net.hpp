@@ -153,6 +153,14 @@ class listener : private detail::socket_handle<detail::listener_name> {
     return with_state<conn>(ec, [](auto& s, auto& e) { return accept(s, e); });
   }
 
+  // Go's TCPListener.SetDeadline (steady_clock; a default time_point
+  // clears): an accept() blocked past it, or called after it, raises
+  // timeout_error (reports std::errc::timed_out), even with a connection
+  // waiting. Moving it earlier (or into the past) wakes a blocked accept at
+  // the new time, as conn's deadlines do; a later one lets accept() wait
+  // again. Also set_deadline(t, ec).
+  using socket_handle::set_deadline;
+
   // The local port (useful after listening on port 0; 0 for Unix), and
   // the address.
   using socket_handle::local_address;
@@ -177,7 +185,8 @@ struct handles {
   static listener make_listener(std::shared_ptr<socket_state> s) { return listener(std::move(s)); }
 
   GORO_DECL static listener listen_tcp(std::string_view host_port, std::error_code& ec);
-  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec);
+  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx,
+                                 std::error_code& ec);
   GORO_DECL static listener listen_unix(std::string_view path, std::error_code& ec);
   GORO_DECL static conn dial_unix(std::string_view path, std::error_code& ec);
 };
@@ -285,8 +294,12 @@ bool wait_or_report(native_socket fd, char mode, const Until& until, std::error_
 }
 }  // namespace detail
 
-inline bool wait_readable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
-inline bool wait_writable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(native_socket fd, time_point deadline = {}) {
+  return detail::wait_or_raise(fd, 'r', deadline);
+}
+inline bool wait_writable(native_socket fd, time_point deadline = {}) {
+  return detail::wait_or_raise(fd, 'w', deadline);
+}
 inline bool wait_readable(native_socket fd, time_point deadline, std::error_code& ec) {
   return detail::wait_or_report(fd, 'r', deadline, ec);
 }
@@ -366,6 +379,9 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
   if (!o) return ec = detail::closed_code(), conn{};
   detail::socket_state::io_guard g(s, 'r');
   if (!g) return ec = detail::closed_code(), conn{};
+  // Past the deadline (set_deadline): fails though a connection may be
+  // waiting, as Go's accept after prepareRead.
+  if ((ec = s.passed('r'))) return conn{};
   for (;;) {
     sockaddr_storage ss{};
     goro::detail::os::sock_len len = sizeof ss;
@@ -390,7 +406,8 @@ GORO_DECL listener detail::handles::listen_tcp(std::string_view host_port, std::
   return listener(bind_to(a, SOCK_STREAM, ec));
 }
 
-GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
+GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx,
+                                         std::error_code& ec) {
   ec.clear();
   auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
   if (s) set_nodelay(s->fd());
