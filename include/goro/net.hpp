@@ -122,8 +122,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
   using socket_handle::set_read_deadline;
   using socket_handle::set_write_deadline;
 
-  // This end's address, and the peer's (known from the dial or accept:
-  // still there after close).
+  // This end's address, and the peer's (both known from the dial or
+  // accept: still there after close, as in Go).
   using socket_handle::local_address;
   using socket_handle::remote_address;
 
@@ -205,7 +205,9 @@ std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& timeout) n
 
 // Listens on host_port ("127.0.0.1:0" picks a free port, "[::1]:0" IPv6,
 // ":80" every address, "localhost:80" 127.0.0.1, a name its first IPv4
-// address).
+// address). In dial_tcp and dial_udp / listen_udp too, the port may be a
+// service name (":http"), looked up as Go does (detail::lookup_port; not
+// known: errc::unknown_port).
 inline listener listen_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::listen_tcp(host_port, ec), ec);
 }
@@ -389,7 +391,9 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
     native_socket fd = goro::detail::os::accept_socket(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, &e);
     if (fd != goro::detail::os::invalid_socket) {
       if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
-      return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
+      auto c = detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len));
+      c->note_local();
+      return conn(std::move(c));
     }
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return conn{};
@@ -401,7 +405,7 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
 
 GORO_DECL listener detail::handles::listen_tcp(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  address a = listen_target(host_port, ec);
+  address a = listen_target(host_port, SOCK_STREAM, ec);
   if (ec) return {};
   return listener(bind_to(a, SOCK_STREAM, ec));
 }

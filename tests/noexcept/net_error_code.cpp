@@ -51,6 +51,8 @@ int main() {
     expect(ec == std::errc::invalid_argument, "malformed address", ec);
     net::lookup_host("no-such-host.invalid", ec);
     expect(static_cast<bool>(ec), "unknown host", ec);
+    net::dial_tcp("127.0.0.1:no-such-service", ec);
+    expect(ec == goro::net::errc::unknown_port, "unknown service", ec);
 
     // A connection: echo, a read deadline, close_write, a reset.
     auto ln = net::listen_tcp("localhost:0", ec);
