@@ -37,6 +37,8 @@ std::string sock_path(const char* tag) {
 }
 #endif
 
+std::span<std::byte> wbytes(std::string& s) { return std::as_writable_bytes(std::span<char>(s.data(), s.size())); }
+
 }  // namespace
 
 // ---- 1. listener deadlines ------------------------------------------------
@@ -282,5 +284,50 @@ TEST_CASE("net_go: local_address and port still answer after close", "[net]") {
     un.close();
     CHECK(un.local_address().to_string() == path);
 #endif
+  });
+}
+
+// ---- 5. zero-length writes ---------------------------------------------------
+
+TEST_CASE("net_go: a zero-length write makes the system call: a broken connection reports it", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    auto ln = net::listen_tcp("127.0.0.1:0");
+    auto client = net::dial_tcp(loopback(ln));
+    auto server = ln.accept();
+    std::error_code ec;
+    // Healthy: nothing sent, no error.
+    CHECK(client.write(std::span<const std::byte>(), ec) == 0);
+    CHECK_FALSE(ec);
+    CHECK_NOTHROW(client.write(std::string_view()));
+    // Our sending side shut: the write fails (EPIPE on Linux, as Go's
+    // "broken pipe"), though it had no bytes to send.
+    client.close_write();
+    client.write(std::string_view(), ec);
+    CHECK(ec);
+    CHECK(ec != net::errc::closed);
+    CHECK_THROWS_AS(client.write(std::string_view()), std::system_error);
+#if !defined(_WIN32)
+    CHECK(ec == std::errc::broken_pipe);
+    // A peer that reset the connection (Wine closes gracefully instead:
+    // net_ext's reset case).
+    auto c2 = net::dial_tcp(loopback(ln));
+    auto s2 = ln.accept();
+    goro_test::linger_reset(s2.native_handle());
+    s2.close();
+    std::string buf(8, '\0');
+    c2.read(wbytes(buf), ec);
+    CHECK(ec == std::errc::connection_reset);
+    c2.write(std::string_view(), ec);
+    CHECK(ec == std::errc::broken_pipe);
+    c2.close();
+#endif
+    // Closed: the usual error.
+    client.close();
+    client.write(std::string_view(), ec);
+    CHECK(ec == net::errc::closed);
+    CHECK_THROWS_WITH(client.write(std::string_view()), "goro: use of closed network connection");
+    server.close();
+    ln.close();
   });
 }

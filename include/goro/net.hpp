@@ -84,7 +84,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
 
   // Writes all of buf (parks while the socket buffer is full). The
   // std::error_code& form returns how many bytes went out (all of them
-  // unless it reports a failure).
+  // unless it reports a failure). An empty buf still makes the system
+  // call, as Go does: on a broken connection it fails (EPIPE, ECONNRESET).
   void write(std::span<const std::byte> buf) {
     std::error_code ec;
     detail::or_raise(detail::stream_write(state("write"), buf, ec), ec, "write");
@@ -351,12 +352,15 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
   if ((ec = s.passed('w'))) return 0;
+  // At least one send, also for an empty buf, as Go's write: the system
+  // call reports a broken connection (EPIPE) though no byte was to go.
   std::size_t done = 0;
-  while (done < buf.size()) {
+  for (;;) {
     int e = 0;
     long long n = os::socket_send(s.fd(), buf.data() + done, buf.size() - done, &e);
     if (n >= 0) {
       done += static_cast<std::size_t>(n);
+      if (done == buf.size()) return done;
       continue;
     }
     if (e == EAGAIN || e == EWOULDBLOCK) {
@@ -365,7 +369,6 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
       return ec = errno_code(e), done;
     }
   }
-  return done;
 }
 
 GORO_DECL void conn::close_write(detail::socket_state& s, std::error_code& ec) noexcept {
