@@ -34,9 +34,8 @@ namespace net = goro::net;
 
 namespace {
 
-std::string loopback(const net::listener& ln) { return "127.0.0.1:" + std::to_string(ln.port()); }
-
-std::span<std::byte> wbytes(std::string& s) { return std::as_writable_bytes(std::span<char>(s.data(), s.size())); }
+using goro_test::loopback;
+using goro_test::wbytes;
 
 // Reads until end of stream.
 std::string read_all(net::conn& c) {
@@ -58,9 +57,7 @@ std::uint16_t dead_port() {
 
 #if !defined(_WIN32)
 // A unique socket path in the temp dir.
-std::string sock_path(const char* tag) {
-  return "/tmp/goro-net-ext-" + std::to_string(::getpid()) + "-" + tag + ".sock";
-}
+std::string sock_path(const char* tag) { return goro_test::unix_sock_path("net-ext", tag); }
 #endif
 
 // A listener whose accept queue is full (backlog 0, one connection queued,
