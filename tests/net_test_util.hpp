@@ -1,10 +1,11 @@
-// Helpers of the goro::net tests (net_test, net_ext_test) that differ
-// between Linux and Windows.
+// Helpers of the goro::net tests (net_test, net_ext_test, net_go_test),
+// some of which differ between Linux and Windows.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <goro/net.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <span>
@@ -67,6 +68,21 @@ struct test_pipe {
   }
 #endif
 };
+
+// "127.0.0.1:<port>": where a dial reaches ln.
+inline std::string loopback(const goro::net::listener& ln) { return "127.0.0.1:" + std::to_string(ln.port()); }
+
+// A string as the bytes a read fills.
+inline std::span<std::byte> wbytes(std::string& s) {
+  return std::as_writable_bytes(std::span<char>(s.data(), s.size()));
+}
+
+#if !defined(_WIN32)
+// A Unix socket path of this process in /tmp: /tmp/goro-<file>-<pid>-<tag>.sock.
+inline std::string unix_sock_path(const char* file, const char* tag) {
+  return std::string("/tmp/goro-") + file + "-" + std::to_string(::getpid()) + "-" + tag + ".sock";
+}
+#endif
 
 // A raw socket's calls the tests make themselves.
 inline void close_native(goro::net::native_socket s) {

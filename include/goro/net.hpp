@@ -84,7 +84,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
 
   // Writes all of buf (parks while the socket buffer is full). The
   // std::error_code& form returns how many bytes went out (all of them
-  // unless it reports a failure).
+  // unless it reports a failure). An empty buf still makes the system
+  // call, as Go does: on a broken connection it fails (EPIPE, ECONNRESET).
   void write(std::span<const std::byte> buf) {
     std::error_code ec;
     detail::or_raise(detail::stream_write(state("write"), buf, ec), ec, "write");
@@ -122,8 +123,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
   using socket_handle::set_read_deadline;
   using socket_handle::set_write_deadline;
 
-  // This end's address, and the peer's (known from the dial or accept:
-  // still there after close).
+  // This end's address, and the peer's (both known from the dial or
+  // accept: still there after close, as in Go).
   using socket_handle::local_address;
   using socket_handle::remote_address;
 
@@ -153,6 +154,14 @@ class listener : private detail::socket_handle<detail::listener_name> {
     return with_state<conn>(ec, [](auto& s, auto& e) { return accept(s, e); });
   }
 
+  // Go's TCPListener.SetDeadline (steady_clock; a default time_point
+  // clears): an accept() blocked past it, or called after it, raises
+  // timeout_error (reports std::errc::timed_out), even with a connection
+  // waiting. Moving it earlier (or into the past) wakes a blocked accept at
+  // the new time, as conn's deadlines do; a later one lets accept() wait
+  // again. Also set_deadline(t, ec).
+  using socket_handle::set_deadline;
+
   // The local port (useful after listening on port 0; 0 for Unix), and
   // the address.
   using socket_handle::local_address;
@@ -177,7 +186,8 @@ struct handles {
   static listener make_listener(std::shared_ptr<socket_state> s) { return listener(std::move(s)); }
 
   GORO_DECL static listener listen_tcp(std::string_view host_port, std::error_code& ec);
-  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec);
+  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx,
+                                 std::error_code& ec);
   GORO_DECL static listener listen_unix(std::string_view path, std::error_code& ec);
   GORO_DECL static conn dial_unix(std::string_view path, std::error_code& ec);
 };
@@ -196,7 +206,9 @@ std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& timeout) n
 
 // Listens on host_port ("127.0.0.1:0" picks a free port, "[::1]:0" IPv6,
 // ":80" every address, "localhost:80" 127.0.0.1, a name its first IPv4
-// address).
+// address). In dial_tcp and dial_udp / listen_udp too, the port may be a
+// service name (":http"), looked up as Go does (detail::lookup_port; not
+// known: errc::unknown_port).
 inline listener listen_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::listen_tcp(host_port, ec), ec);
 }
@@ -285,8 +297,12 @@ bool wait_or_report(native_socket fd, char mode, const Until& until, std::error_
 }
 }  // namespace detail
 
-inline bool wait_readable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
-inline bool wait_writable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(native_socket fd, time_point deadline = {}) {
+  return detail::wait_or_raise(fd, 'r', deadline);
+}
+inline bool wait_writable(native_socket fd, time_point deadline = {}) {
+  return detail::wait_or_raise(fd, 'w', deadline);
+}
 inline bool wait_readable(native_socket fd, time_point deadline, std::error_code& ec) {
   return detail::wait_or_report(fd, 'r', deadline, ec);
 }
@@ -336,12 +352,15 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
   if ((ec = s.passed('w'))) return 0;
+  // At least one send, also for an empty buf, as Go's write: the system
+  // call reports a broken connection (EPIPE) though no byte was to go.
   std::size_t done = 0;
-  while (done < buf.size()) {
+  for (;;) {
     int e = 0;
     long long n = os::socket_send(s.fd(), buf.data() + done, buf.size() - done, &e);
     if (n >= 0) {
       done += static_cast<std::size_t>(n);
+      if (done == buf.size()) return done;
       continue;
     }
     if (e == EAGAIN || e == EWOULDBLOCK) {
@@ -350,7 +369,6 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
       return ec = errno_code(e), done;
     }
   }
-  return done;
 }
 
 GORO_DECL void conn::close_write(detail::socket_state& s, std::error_code& ec) noexcept {
@@ -366,6 +384,9 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
   if (!o) return ec = detail::closed_code(), conn{};
   detail::socket_state::io_guard g(s, 'r');
   if (!g) return ec = detail::closed_code(), conn{};
+  // Past the deadline (set_deadline): fails though a connection may be
+  // waiting, as Go's accept after prepareRead.
+  if ((ec = s.passed('r'))) return conn{};
   for (;;) {
     sockaddr_storage ss{};
     goro::detail::os::sock_len len = sizeof ss;
@@ -373,7 +394,9 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
     native_socket fd = goro::detail::os::accept_socket(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, &e);
     if (fd != goro::detail::os::invalid_socket) {
       if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
-      return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
+      auto c = detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len));
+      c->note_local();
+      return conn(std::move(c));
     }
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return conn{};
@@ -385,12 +408,13 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
 
 GORO_DECL listener detail::handles::listen_tcp(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  address a = listen_target(host_port, ec);
+  address a = listen_target(host_port, SOCK_STREAM, ec);
   if (ec) return {};
   return listener(bind_to(a, SOCK_STREAM, ec));
 }
 
-GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
+GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx,
+                                         std::error_code& ec) {
   ec.clear();
   auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
   if (s) set_nodelay(s->fd());

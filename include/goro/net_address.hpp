@@ -21,6 +21,7 @@
 //   std::errc::operation_canceled the context given to the call was cancelled
 //   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
 //   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
+//   goro::net::errc::unknown_port a port that is no number and no service name
 #pragma once
 
 #include <cerrno>
@@ -45,6 +46,7 @@ enum class errc {
   host_not_found = 2,  // no such host (getaddrinfo: EAI_NONAME, EAI_NODATA)
   try_again = 3,       // temporary failure in name resolution (EAI_AGAIN)
   lookup_failed = 4,   // any other resolver failure
+  unknown_port = 5,    // a port that is neither a number nor a known service name ("localhost:nosuch")
 };
 
 namespace detail {
@@ -79,6 +81,8 @@ class net_category_impl : public std::error_category {
         return "temporary failure in name resolution";
       case static_cast<int>(errc::lookup_failed):
         return "name resolution failed";
+      case static_cast<int>(errc::unknown_port):
+        return "unknown port";
       case deadline_code:
         return "i/o timeout";
       default:
@@ -117,9 +121,7 @@ class errno_category_impl : public std::error_category {
     if (const char* t = goro::detail::os::errno_text(v)) return t;
     return std::generic_category().message(v);
   }
-  std::error_condition default_error_condition(int v) const noexcept override {
-    return {v, std::generic_category()};
-  }
+  std::error_condition default_error_condition(int v) const noexcept override { return {v, std::generic_category()}; }
 };
 inline std::error_code errno_code(int e) noexcept {
   if (goro::detail::os::errno_text(e)) {
@@ -137,9 +139,18 @@ inline void public_code(std::error_code& ec) noexcept {
     ec = std::make_error_code(std::errc::invalid_argument);
 }
 
-// Splits "host:port" / "[v6]:port" (host may be empty).
-GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) noexcept;
+// Splits "host:port" / "[v6]:port" (host may be empty). A port that is
+// not a number is malformed ("bad port"), unless service is given: then it
+// is a service name ("http"), left in *service (port 0) for lookup_port,
+// as Go's Dial and Listen take it.
+GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port, std::error_code& ec,
+                               std::string_view* service = nullptr) noexcept;
+
+// A service name's port for a socket type (SOCK_STREAM: tcp, SOCK_DGRAM:
+// udp), as Go's LookupPort: getaddrinfo (so /etc/services, any case)
+// inside goro::blocking, never on a P, then Go's own table of the common
+// ones for systems that lack them. Unknown: errc::unknown_port.
+GORO_DECL std::uint16_t lookup_port(std::string_view service, int type, std::error_code& ec);
 
 }  // namespace detail
 class address;
@@ -150,7 +161,9 @@ address unix_target(std::string_view path, std::error_code& ec) noexcept;
 
 }  // namespace detail
 
-// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty.
+// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty
+// ("none": false as a bool, to_string() "", port() 0, family() AF_UNSPEC),
+// as an unconnected packet_conn's remote_address() is.
 class address {
  public:
   address() noexcept = default;
@@ -262,7 +275,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name);
 namespace goro::net {
 
 GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) noexcept {
+                                       std::error_code& ec, std::string_view* service) noexcept {
   std::string_view p;
   if (!hp.empty() && hp.front() == '[') {
     auto close = hp.find(']');
@@ -277,8 +290,10 @@ GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& ho
     if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
     p = hp.substr(colon + 1);
   }
-  if (p.empty()) {  // "host:" is port 0, as in Go (parsePort; golang.org/issue/13610)
-    port = 0;
+  port = 0;
+  if (p.empty()) return true;  // "host:" is port 0, as in Go (parsePort; golang.org/issue/13610)
+  if (service && p.find_first_not_of("0123456789") != std::string_view::npos) {
+    *service = p;
     return true;
   }
   if (p.size() > 5) return ec = bad_addr(3), false;
@@ -447,6 +462,51 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   ::freeaddrinfo(res);
   if (out.empty()) ec = errc::host_not_found;
   return out;
+}
+
+GORO_DECL std::uint16_t detail::lookup_port(std::string_view service, int type, std::error_code& ec) {
+  ec.clear();
+  const bool tcp = type == SOCK_STREAM;
+  // A service name starts with a letter (RFC 6335), so "+80" or "-1" is
+  // never a number getaddrinfo's strtoul reads; and getaddrinfo reads a C
+  // string: a NUL would cut the name short.
+  const bool letter =
+      !service.empty() && ((service[0] >= 'a' && service[0] <= 'z') || (service[0] >= 'A' && service[0] <= 'Z'));
+  if (!letter || service.find('\0') != std::string_view::npos) return ec = errc::unknown_port, 0;
+  std::string name(service);
+  for (char& c : name)  // Go looks names up in lower case
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = type;
+  hints.ai_protocol = tcp ? IPPROTO_TCP : IPPROTO_UDP;
+  addrinfo* res = nullptr;
+  goro::detail::os::net_startup();
+  int r = goro::blocking(goro::long_call, [&] { return ::getaddrinfo(nullptr, name.c_str(), &hints, &res); });
+  if (r == 0) {
+    std::uint16_t port = 0;
+    for (addrinfo* p = res; p && port == 0; p = p->ai_next)
+      port = address::from_native(p->ai_addr, static_cast<goro::detail::os::sock_len>(p->ai_addrlen)).port();
+    ::freeaddrinfo(res);
+    if (port != 0) return port;
+  }
+  // Go's table for systems without the name (its lookupPortMap, golang.org/issue/18213).
+  struct known {
+    const char* name;
+    std::uint16_t port;
+  };
+  static constexpr known tcp_ports[] = {{"ftp", 21},    {"ftps", 990},  {"gopher", 70}, {"http", 80},  {"https", 443},
+                                        {"imap2", 143}, {"imap3", 220}, {"imaps", 993}, {"pop3", 110}, {"pop3s", 995},
+                                        {"smtp", 25},   {"ssh", 22},    {"telnet", 23}};
+  static constexpr known udp_ports[] = {{"domain", 53}};
+  if (tcp) {
+    for (const known& k : tcp_ports)
+      if (name == k.name) return k.port;
+  } else {
+    for (const known& k : udp_ports)
+      if (name == k.name) return k.port;
+  }
+  return ec = errc::unknown_port, 0;
 }
 
 GORO_DECL std::vector<address> lookup_host(std::string_view name) {

@@ -44,7 +44,8 @@ GORO_DECL std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, addr
 
 // One sendto(2) (to: null on a connected socket), parking while the
 // socket buffer is full.
-GORO_DECL std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec);
+GORO_DECL std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to,
+                                 std::error_code& ec);
 
 }  // namespace detail
 
@@ -105,7 +106,8 @@ class packet_conn : private detail::socket_handle<detail::packet_conn_name> {
   using socket_handle::set_write_deadline;
 
   // The bound address, its port (useful after listening on port 0), and a
-  // connected socket's peer.
+  // connected socket's peer: an empty address when not connected (Go's nil
+  // RemoteAddr), not an error. Both still answer after close.
   using socket_handle::local_address;
   using socket_handle::port;
   using socket_handle::remote_address;
@@ -161,7 +163,8 @@ inline packet_conn dial_udp(std::string_view host_port) {
 #if GORO_COMPILE_RUNTIME
 namespace goro::net {
 
-GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
+GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from,
+                                         std::error_code& ec) {
   socket_state::op o(s);
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'r');
@@ -185,7 +188,8 @@ GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> b
   }
 }
 
-GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
+GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to,
+                                         std::error_code& ec) {
   socket_state::op o(s);
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
@@ -193,8 +197,8 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
   if ((ec = s.passed('w'))) return 0;
   for (;;) {
     int e = 0;
-    long long n = os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr,
-                                    to ? to->native_size() : 0, &e);
+    long long n =
+        os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr, to ? to->native_size() : 0, &e);
     if (n >= 0) return static_cast<std::size_t>(n);
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return 0;
@@ -206,14 +210,14 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
 
 GORO_DECL packet_conn detail::udp_handles::listen(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  address a = listen_target(host_port, ec);
+  address a = listen_target(host_port, SOCK_DGRAM, ec);
   if (ec) return {};
   return packet_conn(bind_to(a, SOCK_DGRAM, ec));
 }
 
 GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  std::vector<address> targets = dial_targets(host_port, ec);
+  std::vector<address> targets = dial_targets(host_port, SOCK_DGRAM, ec);
   if (ec) return {};
   return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
 }

@@ -1,7 +1,8 @@
 // Built with -fno-exceptions -fno-rtti (preset noexcept): a server that
 // uses goro::net through the std::error_code& overloads only handles a
-// refused dial, a passed deadline, a reset peer, a closed socket, an
-// unknown host, a Unix socket and UDP without aborting. Exit 0 on success.
+// refused dial, a passed deadline (an accept's too), a reset peer, a
+// closed socket, an unknown host, a Unix socket and UDP without aborting.
+// Exit 0 on success.
 #include <goro/goro.hpp>
 
 #include <fcntl.h>
@@ -50,6 +51,8 @@ int main() {
     expect(ec == std::errc::invalid_argument, "malformed address", ec);
     net::lookup_host("no-such-host.invalid", ec);
     expect(static_cast<bool>(ec), "unknown host", ec);
+    net::dial_tcp("127.0.0.1:no-such-service", ec);
+    expect(ec == goro::net::errc::unknown_port, "unknown service", ec);
 
     // A connection: echo, a read deadline, close_write, a reset.
     auto ln = net::listen_tcp("localhost:0", ec);
@@ -81,9 +84,15 @@ int main() {
     net::conn empty;
     empty.write("x", ec);
     expect(ec == std::errc::invalid_argument, "empty conn", ec);
+    ln.set_deadline(std::chrono::steady_clock::now() + 10ms, ec);
+    expect(!ec, "listener set_deadline", ec);
+    ln.accept(ec);
+    expect(ec == std::errc::timed_out, "accept deadline", ec);
     ln.close(ec);
     ln.accept(ec);
     expect(ec == goro::net::errc::closed, "closed listener", ec);
+    ln.set_deadline({}, ec);
+    expect(ec == goro::net::errc::closed, "set_deadline on a closed listener", ec);
 
     // A Unix socket.
     std::string path = "/tmp/goro-noexcept-net-" + std::to_string(::getpid()) + ".sock";

@@ -89,25 +89,28 @@ class socket_handle {
   void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
   void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
 
-  // The bound address and its port; the peer's address (known from the
-  // dial or accept: still there after close).
+  // The bound address and its port, noted when the socket was bound,
+  // connected or accepted (Go's netFD laddr): still there after close.
+  // The peer's address, known from the dial or accept (also after close);
+  // an empty address for a socket that has none, an unconnected
+  // packet_conn (Go's nil RemoteAddr), not an error.
   address local_address() const {
+    if (const address& a = state("local_address").local()) return a;
     std::error_code ec;
-    state("local_address");
-    return or_raise(sock_name(s_, false, ec), ec, "getsockname");
+    return or_raise(sock_name(s_, ec), ec, "getsockname");
   }
-  address local_address(std::error_code& ec) const { return reported(sock_name(s_, false, ec), ec); }
+  address local_address(std::error_code& ec) const {
+    ec.clear();
+    if (s_ && s_->local()) return s_->local();
+    return reported(sock_name(s_, ec), ec);
+  }
   std::uint16_t port() const { return local_address().port(); }
   std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
-  address remote_address() const {
-    if (state("remote_address").peer()) return s_->peer();
-    std::error_code ec;
-    return or_raise(sock_name(s_, true, ec), ec, "getpeername");
-  }
+  address remote_address() const { return state("remote_address").peer(); }
   address remote_address(std::error_code& ec) const {
     ec.clear();
-    if (s_ && s_->peer()) return s_->peer();
-    return reported(sock_name(s_, true, ec), ec);
+    if (!s_) return ec = empty_handle(), address{};
+    return s_->peer();
   }
 
   // The socket, or usage_error naming the call on an empty handle.

@@ -30,10 +30,10 @@
 #include "../time.hpp"
 #include "config.hpp"
 #include "extm.hpp"
+#include "goexit.hpp"
 #include "inside_blocking.hpp"
 #include "m.hpp"
 #include "netpoll.hpp"
-#include "goexit.hpp"
 #include "park.hpp"
 #include "preempt.hpp"
 #include "sema.hpp"
@@ -63,17 +63,27 @@ inline std::error_code empty_handle() noexcept { return std::make_error_code(std
 // -> usage_error, a passed deadline -> timeout_error, a malformed address
 // -> system_error(EINVAL, "bad address \"<addr>\": <why>"), an errno ->
 // system_error with it, anything else (name resolution) -> system_error
-// with that code. `what` names the call ("read", "dial tcp 1.2.3.4:5").
+// with that code; an unknown service names itself as Go's message does
+// ("goro: dial tcp h:nosuch: lookup tcp/nosuch: unknown port"). `what`
+// names the call ("read", "dial tcp 1.2.3.4:5").
 [[noreturn]] inline void raise_net(const std::error_code& ec, const std::string& what, std::string_view addr = {}) {
   if (ec == errc::closed) raise_closed();
   if (is_deadline(ec)) raise_timeout();
   if (ec.category() == net_category() && ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
     raise_system(EINVAL, ("bad address \"" + std::string(addr) + "\": " + ec.message()).c_str());
   if (ec.category() == std::generic_category()) raise_system(ec.value(), what.c_str());
+  std::string msg = "goro: " + what;
+  if (ec == errc::unknown_port) {  // Go's "lookup tcp/nosuch": the network from what, the service from addr
+    const auto sp = what.find(' ');
+    const auto colon = addr.rfind(':');
+    msg += ": lookup " +
+           (sp == std::string::npos ? std::string() : what.substr(sp + 1, what.find(' ', sp + 1) - sp - 1)) + "/" +
+           std::string(colon == std::string_view::npos ? addr : addr.substr(colon + 1));
+  }
 #if GORO_EXCEPTIONS
-  throw std::system_error(ec, "goro: " + what);
+  throw std::system_error(ec, msg);
 #else
-  fatal(("goro: " + what + ": " + ec.message()).c_str());
+  fatal((msg + ": " + ec.message()).c_str());
 #endif
 }
 
@@ -149,7 +159,7 @@ GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
 // or a cancelled context (ctx, may be null) is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
 GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
-                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
+                                      const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
 
 // Wakes a goroutine's wait on pd when a context is done (Go's
 // ctx.Done() watcher in netFD.connect): a goroutine selects on
@@ -310,6 +320,12 @@ class socket_state {
   poll_desc* pd() const noexcept { return pd_; }
   // The peer's address, when known at creation (accepted, dialed).
   const address& peer() const noexcept { return peer_; }
+  // This end's address, noted once bound or connected (Go's netFD laddr),
+  // so that it is still known after close; empty until then, or if
+  // getsockname failed.
+  const address& local() const noexcept { return local_; }
+  // Notes local() (getsockname): once, before the socket is shared.
+  GORO_DECL void note_local() noexcept;
   // A path unlinked by close(), or when the socket is destroyed unclosed
   // (a Unix listener's, as Go).
   void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
@@ -359,6 +375,7 @@ class socket_state {
   static constexpr std::int64_t close_wait_limit_ns = 100'000'000;
   io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
   address peer_;
+  address local_;
   std::string unlink_path_;
 };
 
@@ -390,28 +407,33 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
 // Connects a new socket of `type` to a: a non-blocking connect, then a
 // wait until writable (bounded by deadline d and ctx) and SO_ERROR.
 GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
-                                                std::error_code& ec);
+                                                   std::error_code& ec);
+
+// Splits host_port for a dial or listen of socket `type`: a port that is
+// a service name ("http") is looked up (lookup_port), as in Go.
+GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec);
 
 // The addresses a dial to host_port tries, in order: a numeric host as it
 // is, an empty one as the local system (127.0.0.1, as Go), a name through
 // lookup_host.
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec);
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec);
 
 // Dials each target in turn; the first success, else the first failure
 // (a passed deadline or a done context ends the attempts).
 GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                              const goro::context* ctx, std::error_code& ec);
+                                                 const goro::context* ctx, std::error_code& ec);
 
 // The address a listener binds for host_port: an empty host is every
 // address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
 // address (else its first).
-GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec);
+GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec);
 
 // A bound (and for streams listening) socket on a.
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec);
 
-// getsockname / getpeername of s as an address.
-GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec);
+// getsockname of s as an address (local_address when note_local had none).
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, std::error_code& ec);
 
 }  // namespace detail
 }  // namespace goro::net
@@ -470,7 +492,7 @@ GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
 }
 
 GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
-                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
+                                      const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
   extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
   for (;;) {
     if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
@@ -558,6 +580,13 @@ GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx
     }
   }
   return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
+}
+
+GORO_DECL void socket_state::note_local() noexcept {
+  sockaddr_storage ss{};
+  os::sock_len len = sizeof ss;
+  if (os::socket_name(fd_, false, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+    local_ = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
 GORO_DECL std::error_code socket_state::set_deadline(char mode, std::int64_t d) {
@@ -657,7 +686,7 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
 }
 
 GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
-                                                std::error_code& ec) {
+                                                   std::error_code& ec) {
   if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), nullptr;
   d = earlier(d, context_deadline(ctx));
   if (d != 0 && d <= nanotime()) return ec = deadline_error(), nullptr;
@@ -665,7 +694,7 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   if (!s) return nullptr;
   socket_state::op o(*s);
   int e = os::socket_connect(s->fd(), a.native(), a.native_size());
-  if (e == 0) return s;
+  if (e == 0) return s->note_local(), s;
   if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', d);
   {
@@ -676,13 +705,22 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   if (ec) return nullptr;
   if (int err = os::socket_take_error(s->fd())) return ec = errno_code(err), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', 0);
+  s->note_local();
   return s;
 }
 
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
+GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) {
+  std::string_view service;
+  if (!split_host_port(host_port, host, port, ec, &service)) return false;
+  if (!service.empty()) port = lookup_port(service, type, ec);
+  return !ec;
+}
+
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec) {
   std::string_view host;
   std::uint16_t port = 0;
-  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (!split_target(host_port, type, host, port, ec)) return {};
   if (host.empty()) host = "127.0.0.1";
   std::vector<address> v = lookup_host(host, ec);
   for (auto& a : v) a = a.with_port(port);
@@ -690,8 +728,8 @@ GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::err
 }
 
 GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                              const goro::context* ctx, std::error_code& ec) {
-  std::vector<address> targets = dial_targets(host_port, ec);
+                                                 const goro::context* ctx, std::error_code& ec) {
+  std::vector<address> targets = dial_targets(host_port, type, ec);
   std::error_code first;
   for (const address& a : targets) {
     ec.clear();
@@ -703,10 +741,10 @@ GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int
   return nullptr;
 }
 
-GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec) {
+GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec) {
   std::string_view host;
   std::uint16_t port = 0;
-  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (!split_target(host_port, type, host, port, ec)) return {};
   if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
   std::vector<address> v = lookup_host(host, ec);
   if (ec) return {};
@@ -722,16 +760,17 @@ GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std:
   int err = os::socket_bind(s->fd(), a.native(), a.native_size());
   if (err == 0 && type == SOCK_STREAM) err = os::socket_listen(s->fd());
   if (err != 0) return ec = errno_code(err), nullptr;
+  s->note_local();
   return s;
 }
 
-GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, std::error_code& ec) {
   if (!s) return ec = empty_handle(), address{};
   socket_state::op o(*s);
   if (!o) return ec = closed_code(), address{};
   sockaddr_storage ss{};
   os::sock_len len = sizeof ss;
-  if (int err = os::socket_name(s->fd(), peer, reinterpret_cast<sockaddr*>(&ss), &len))
+  if (int err = os::socket_name(s->fd(), false, reinterpret_cast<sockaddr*>(&ss), &len))
     return ec = errno_code(err), address{};
   ec.clear();
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
