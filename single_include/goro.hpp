@@ -9863,6 +9863,7 @@ GORO_DECL bool running() noexcept;
 //   std::errc::operation_canceled the context given to the call was cancelled
 //   goro::net::errc::closed       the socket is closed (throwing form: goro::usage_error)
 //   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
+//   goro::net::errc::unknown_port a port that is no number and no service name
 
 #include <cerrno>
 #include <cstddef>
@@ -10461,6 +10462,7 @@ enum class errc {
   host_not_found = 2,  // no such host (getaddrinfo: EAI_NONAME, EAI_NODATA)
   try_again = 3,       // temporary failure in name resolution (EAI_AGAIN)
   lookup_failed = 4,   // any other resolver failure
+  unknown_port = 5,    // a port that is neither a number nor a known service name ("localhost:nosuch")
 };
 
 namespace detail {
@@ -10495,6 +10497,8 @@ class net_category_impl : public std::error_category {
         return "temporary failure in name resolution";
       case static_cast<int>(errc::lookup_failed):
         return "name resolution failed";
+      case static_cast<int>(errc::unknown_port):
+        return "unknown port";
       case deadline_code:
         return "i/o timeout";
       default:
@@ -10533,9 +10537,7 @@ class errno_category_impl : public std::error_category {
     if (const char* t = goro::detail::os::errno_text(v)) return t;
     return std::generic_category().message(v);
   }
-  std::error_condition default_error_condition(int v) const noexcept override {
-    return {v, std::generic_category()};
-  }
+  std::error_condition default_error_condition(int v) const noexcept override { return {v, std::generic_category()}; }
 };
 inline std::error_code errno_code(int e) noexcept {
   if (goro::detail::os::errno_text(e)) {
@@ -10553,9 +10555,18 @@ inline void public_code(std::error_code& ec) noexcept {
     ec = std::make_error_code(std::errc::invalid_argument);
 }
 
-// Splits "host:port" / "[v6]:port" (host may be empty).
-GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) noexcept;
+// Splits "host:port" / "[v6]:port" (host may be empty). A port that is
+// not a number is malformed ("bad port"), unless service is given: then it
+// is a service name ("http"), left in *service (port 0) for lookup_port,
+// as Go's Dial and Listen take it.
+GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port, std::error_code& ec,
+                               std::string_view* service = nullptr) noexcept;
+
+// A service name's port for a socket type (SOCK_STREAM: tcp, SOCK_DGRAM:
+// udp), as Go's LookupPort: getaddrinfo (so /etc/services, any case)
+// inside goro::blocking, never on a P, then Go's own table of the common
+// ones for systems that lack them. Unknown: errc::unknown_port.
+GORO_DECL std::uint16_t lookup_port(std::string_view service, int type, std::error_code& ec);
 
 }  // namespace detail
 class address;
@@ -10566,7 +10577,9 @@ address unix_target(std::string_view path, std::error_code& ec) noexcept;
 
 }  // namespace detail
 
-// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty.
+// An IPv4 / IPv6 address and port, or a Unix socket path. Default: empty
+// ("none": false as a bool, to_string() "", port() 0, family() AF_UNSPEC),
+// as an unconnected packet_conn's remote_address() is.
 class address {
  public:
   address() noexcept = default;
@@ -11397,17 +11410,27 @@ inline std::error_code empty_handle() noexcept { return std::make_error_code(std
 // -> usage_error, a passed deadline -> timeout_error, a malformed address
 // -> system_error(EINVAL, "bad address \"<addr>\": <why>"), an errno ->
 // system_error with it, anything else (name resolution) -> system_error
-// with that code. `what` names the call ("read", "dial tcp 1.2.3.4:5").
+// with that code; an unknown service names itself as Go's message does
+// ("goro: dial tcp h:nosuch: lookup tcp/nosuch: unknown port"). `what`
+// names the call ("read", "dial tcp 1.2.3.4:5").
 [[noreturn]] inline void raise_net(const std::error_code& ec, const std::string& what, std::string_view addr = {}) {
   if (ec == errc::closed) raise_closed();
   if (is_deadline(ec)) raise_timeout();
   if (ec.category() == net_category() && ec.value() >= bad_addr_first && ec.value() <= bad_addr_last)
     raise_system(EINVAL, ("bad address \"" + std::string(addr) + "\": " + ec.message()).c_str());
   if (ec.category() == std::generic_category()) raise_system(ec.value(), what.c_str());
+  std::string msg = "goro: " + what;
+  if (ec == errc::unknown_port) {  // Go's "lookup tcp/nosuch": the network from what, the service from addr
+    const auto sp = what.find(' ');
+    const auto colon = addr.rfind(':');
+    msg += ": lookup " +
+           (sp == std::string::npos ? std::string() : what.substr(sp + 1, what.find(' ', sp + 1) - sp - 1)) + "/" +
+           std::string(colon == std::string_view::npos ? addr : addr.substr(colon + 1));
+  }
 #if GORO_EXCEPTIONS
-  throw std::system_error(ec, "goro: " + what);
+  throw std::system_error(ec, msg);
 #else
-  fatal(("goro: " + what + ": " + ec.message()).c_str());
+  fatal((msg + ": " + ec.message()).c_str());
 #endif
 }
 
@@ -11483,7 +11506,7 @@ GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np);
 // or a cancelled context (ctx, may be null) is noticed within a slice.
 inline constexpr int thread_poll_slice_ms = 20;
 GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
-                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
+                                      const std::atomic<std::int64_t>* dl, const goro::context* ctx = nullptr);
 
 // Wakes a goroutine's wait on pd when a context is done (Go's
 // ctx.Done() watcher in netFD.connect): a goroutine selects on
@@ -11644,6 +11667,12 @@ class socket_state {
   poll_desc* pd() const noexcept { return pd_; }
   // The peer's address, when known at creation (accepted, dialed).
   const address& peer() const noexcept { return peer_; }
+  // This end's address, noted once bound or connected (Go's netFD laddr),
+  // so that it is still known after close; empty until then, or if
+  // getsockname failed.
+  const address& local() const noexcept { return local_; }
+  // Notes local() (getsockname): once, before the socket is shared.
+  GORO_DECL void note_local() noexcept;
   // A path unlinked by close(), or when the socket is destroyed unclosed
   // (a Unix listener's, as Go).
   void unlink_on_close(std::string path) { unlink_path_ = std::move(path); }
@@ -11693,6 +11722,7 @@ class socket_state {
   static constexpr std::int64_t close_wait_limit_ns = 100'000'000;
   io_lock rlock_, wlock_;  // one reader / writer at a time (Go's fdMutex)
   address peer_;
+  address local_;
   std::string unlink_path_;
 };
 
@@ -11724,28 +11754,33 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
 // Connects a new socket of `type` to a: a non-blocking connect, then a
 // wait until writable (bounded by deadline d and ctx) and SO_ERROR.
 GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
-                                                std::error_code& ec);
+                                                   std::error_code& ec);
+
+// Splits host_port for a dial or listen of socket `type`: a port that is
+// a service name ("http") is looked up (lookup_port), as in Go.
+GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec);
 
 // The addresses a dial to host_port tries, in order: a numeric host as it
 // is, an empty one as the local system (127.0.0.1, as Go), a name through
 // lookup_host.
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec);
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec);
 
 // Dials each target in turn; the first success, else the first failure
 // (a passed deadline or a done context ends the attempts).
 GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                              const goro::context* ctx, std::error_code& ec);
+                                                 const goro::context* ctx, std::error_code& ec);
 
 // The address a listener binds for host_port: an empty host is every
 // address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
 // address (else its first).
-GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec);
+GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec);
 
 // A bound (and for streams listening) socket on a.
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec);
 
-// getsockname / getpeername of s as an address.
-GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec);
+// getsockname of s as an address (local_address when note_local had none).
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, std::error_code& ec);
 
 }  // namespace detail
 }  // namespace goro::net
@@ -11822,25 +11857,28 @@ class socket_handle {
   void set_read_deadline(time_point t, std::error_code& ec) { set_dl('r', t, ec); }
   void set_write_deadline(time_point t, std::error_code& ec) { set_dl('w', t, ec); }
 
-  // The bound address and its port; the peer's address (known from the
-  // dial or accept: still there after close).
+  // The bound address and its port, noted when the socket was bound,
+  // connected or accepted (Go's netFD laddr): still there after close.
+  // The peer's address, known from the dial or accept (also after close);
+  // an empty address for a socket that has none, an unconnected
+  // packet_conn (Go's nil RemoteAddr), not an error.
   address local_address() const {
+    if (const address& a = state("local_address").local()) return a;
     std::error_code ec;
-    state("local_address");
-    return or_raise(sock_name(s_, false, ec), ec, "getsockname");
+    return or_raise(sock_name(s_, ec), ec, "getsockname");
   }
-  address local_address(std::error_code& ec) const { return reported(sock_name(s_, false, ec), ec); }
+  address local_address(std::error_code& ec) const {
+    ec.clear();
+    if (s_ && s_->local()) return s_->local();
+    return reported(sock_name(s_, ec), ec);
+  }
   std::uint16_t port() const { return local_address().port(); }
   std::uint16_t port(std::error_code& ec) const { return local_address(ec).port(); }
-  address remote_address() const {
-    if (state("remote_address").peer()) return s_->peer();
-    std::error_code ec;
-    return or_raise(sock_name(s_, true, ec), ec, "getpeername");
-  }
+  address remote_address() const { return state("remote_address").peer(); }
   address remote_address(std::error_code& ec) const {
     ec.clear();
-    if (s_ && s_->peer()) return s_->peer();
-    return reported(sock_name(s_, true, ec), ec);
+    if (!s_) return ec = empty_handle(), address{};
+    return s_->peer();
   }
 
   // The socket, or usage_error naming the call on an empty handle.
@@ -11910,7 +11948,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
 
   // Writes all of buf (parks while the socket buffer is full). The
   // std::error_code& form returns how many bytes went out (all of them
-  // unless it reports a failure).
+  // unless it reports a failure). An empty buf still makes the system
+  // call, as Go does: on a broken connection it fails (EPIPE, ECONNRESET).
   void write(std::span<const std::byte> buf) {
     std::error_code ec;
     detail::or_raise(detail::stream_write(state("write"), buf, ec), ec, "write");
@@ -11948,8 +11987,8 @@ class conn : private detail::socket_handle<detail::conn_name> {
   using socket_handle::set_read_deadline;
   using socket_handle::set_write_deadline;
 
-  // This end's address, and the peer's (known from the dial or accept:
-  // still there after close).
+  // This end's address, and the peer's (both known from the dial or
+  // accept: still there after close, as in Go).
   using socket_handle::local_address;
   using socket_handle::remote_address;
 
@@ -11979,6 +12018,14 @@ class listener : private detail::socket_handle<detail::listener_name> {
     return with_state<conn>(ec, [](auto& s, auto& e) { return accept(s, e); });
   }
 
+  // Go's TCPListener.SetDeadline (steady_clock; a default time_point
+  // clears): an accept() blocked past it, or called after it, raises
+  // timeout_error (reports std::errc::timed_out), even with a connection
+  // waiting. Moving it earlier (or into the past) wakes a blocked accept at
+  // the new time, as conn's deadlines do; a later one lets accept() wait
+  // again. Also set_deadline(t, ec).
+  using socket_handle::set_deadline;
+
   // The local port (useful after listening on port 0; 0 for Unix), and
   // the address.
   using socket_handle::local_address;
@@ -12003,7 +12050,8 @@ struct handles {
   static listener make_listener(std::shared_ptr<socket_state> s) { return listener(std::move(s)); }
 
   GORO_DECL static listener listen_tcp(std::string_view host_port, std::error_code& ec);
-  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec);
+  GORO_DECL static conn dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx,
+                                 std::error_code& ec);
   GORO_DECL static listener listen_unix(std::string_view path, std::error_code& ec);
   GORO_DECL static conn dial_unix(std::string_view path, std::error_code& ec);
 };
@@ -12022,7 +12070,9 @@ std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& timeout) n
 
 // Listens on host_port ("127.0.0.1:0" picks a free port, "[::1]:0" IPv6,
 // ":80" every address, "localhost:80" 127.0.0.1, a name its first IPv4
-// address).
+// address). In dial_tcp and dial_udp / listen_udp too, the port may be a
+// service name (":http"), looked up as Go does (detail::lookup_port; not
+// known: errc::unknown_port).
 inline listener listen_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::listen_tcp(host_port, ec), ec);
 }
@@ -12111,8 +12161,12 @@ bool wait_or_report(native_socket fd, char mode, const Until& until, std::error_
 }
 }  // namespace detail
 
-inline bool wait_readable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'r', deadline); }
-inline bool wait_writable(native_socket fd, time_point deadline = {}) { return detail::wait_or_raise(fd, 'w', deadline); }
+inline bool wait_readable(native_socket fd, time_point deadline = {}) {
+  return detail::wait_or_raise(fd, 'r', deadline);
+}
+inline bool wait_writable(native_socket fd, time_point deadline = {}) {
+  return detail::wait_or_raise(fd, 'w', deadline);
+}
 inline bool wait_readable(native_socket fd, time_point deadline, std::error_code& ec) {
   return detail::wait_or_report(fd, 'r', deadline, ec);
 }
@@ -12172,7 +12226,8 @@ GORO_DECL std::size_t dgram_recv(socket_state& s, std::span<std::byte> buf, addr
 
 // One sendto(2) (to: null on a connected socket), parking while the
 // socket buffer is full.
-GORO_DECL std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec);
+GORO_DECL std::size_t dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to,
+                                 std::error_code& ec);
 
 }  // namespace detail
 
@@ -12233,7 +12288,8 @@ class packet_conn : private detail::socket_handle<detail::packet_conn_name> {
   using socket_handle::set_write_deadline;
 
   // The bound address, its port (useful after listening on port 0), and a
-  // connected socket's peer.
+  // connected socket's peer: an empty address when not connected (Go's nil
+  // RemoteAddr), not an error. Both still answer after close.
   using socket_handle::local_address;
   using socket_handle::port;
   using socket_handle::remote_address;
@@ -22186,7 +22242,7 @@ GORO_DECL bool running() noexcept { return detail::tracing::enabled(); }
 namespace goro::net {
 
 GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) noexcept {
+                                       std::error_code& ec, std::string_view* service) noexcept {
   std::string_view p;
   if (!hp.empty() && hp.front() == '[') {
     auto close = hp.find(']');
@@ -22201,8 +22257,10 @@ GORO_DECL bool detail::split_host_port(std::string_view hp, std::string_view& ho
     if (host.find(':') != std::string_view::npos) return ec = bad_addr(2), false;
     p = hp.substr(colon + 1);
   }
-  if (p.empty()) {  // "host:" is port 0, as in Go (parsePort; golang.org/issue/13610)
-    port = 0;
+  port = 0;
+  if (p.empty()) return true;  // "host:" is port 0, as in Go (parsePort; golang.org/issue/13610)
+  if (service && p.find_first_not_of("0123456789") != std::string_view::npos) {
+    *service = p;
     return true;
   }
   if (p.size() > 5) return ec = bad_addr(3), false;
@@ -22371,6 +22429,51 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   ::freeaddrinfo(res);
   if (out.empty()) ec = errc::host_not_found;
   return out;
+}
+
+GORO_DECL std::uint16_t detail::lookup_port(std::string_view service, int type, std::error_code& ec) {
+  ec.clear();
+  const bool tcp = type == SOCK_STREAM;
+  // A service name starts with a letter (RFC 6335), so "+80" or "-1" is
+  // never a number getaddrinfo's strtoul reads; and getaddrinfo reads a C
+  // string: a NUL would cut the name short.
+  const bool letter =
+      !service.empty() && ((service[0] >= 'a' && service[0] <= 'z') || (service[0] >= 'A' && service[0] <= 'Z'));
+  if (!letter || service.find('\0') != std::string_view::npos) return ec = errc::unknown_port, 0;
+  std::string name(service);
+  for (char& c : name)  // Go looks names up in lower case
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = type;
+  hints.ai_protocol = tcp ? IPPROTO_TCP : IPPROTO_UDP;
+  addrinfo* res = nullptr;
+  goro::detail::os::net_startup();
+  int r = goro::blocking(goro::long_call, [&] { return ::getaddrinfo(nullptr, name.c_str(), &hints, &res); });
+  if (r == 0) {
+    std::uint16_t port = 0;
+    for (addrinfo* p = res; p && port == 0; p = p->ai_next)
+      port = address::from_native(p->ai_addr, static_cast<goro::detail::os::sock_len>(p->ai_addrlen)).port();
+    ::freeaddrinfo(res);
+    if (port != 0) return port;
+  }
+  // Go's table for systems without the name (its lookupPortMap, golang.org/issue/18213).
+  struct known {
+    const char* name;
+    std::uint16_t port;
+  };
+  static constexpr known tcp_ports[] = {{"ftp", 21},    {"ftps", 990},  {"gopher", 70}, {"http", 80},  {"https", 443},
+                                        {"imap2", 143}, {"imap3", 220}, {"imaps", 993}, {"pop3", 110}, {"pop3s", 995},
+                                        {"smtp", 25},   {"ssh", 22},    {"telnet", 23}};
+  static constexpr known udp_ports[] = {{"domain", 53}};
+  if (tcp) {
+    for (const known& k : tcp_ports)
+      if (name == k.name) return k.port;
+  } else {
+    for (const known& k : udp_ports)
+      if (name == k.name) return k.port;
+  }
+  return ec = errc::unknown_port, 0;
 }
 
 GORO_DECL std::vector<address> lookup_host(std::string_view name) {
@@ -22751,7 +22854,7 @@ GORO_DECL std::error_code ensure_registered(poll_desc* pd, netpoller* np) {
 }
 
 GORO_DECL std::error_code thread_wait(native_socket fd, char mode, const std::atomic<bool>* closing,
-                                   const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
+                                      const std::atomic<std::int64_t>* dl, const goro::context* ctx) {
   extm_plain_op();  // checkdead: a plain thread waiting on a goro socket is a live external M
   for (;;) {
     if (closing && closing->load(std::memory_order_seq_cst)) return closed_code();
@@ -22839,6 +22942,13 @@ GORO_DECL std::error_code socket_state::wait(char mode, const goro::context* ctx
     }
   }
   return thread_wait(fd_, mode, &pd_->closing, &pd_->deadline(mode), ctx);
+}
+
+GORO_DECL void socket_state::note_local() noexcept {
+  sockaddr_storage ss{};
+  os::sock_len len = sizeof ss;
+  if (os::socket_name(fd_, false, reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+    local_ = address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
 }
 
 GORO_DECL std::error_code socket_state::set_deadline(char mode, std::int64_t d) {
@@ -22938,7 +23048,7 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
 }
 
 GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
-                                                std::error_code& ec) {
+                                                   std::error_code& ec) {
   if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), nullptr;
   d = earlier(d, context_deadline(ctx));
   if (d != 0 && d <= nanotime()) return ec = deadline_error(), nullptr;
@@ -22946,7 +23056,7 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   if (!s) return nullptr;
   socket_state::op o(*s);
   int e = os::socket_connect(s->fd(), a.native(), a.native_size());
-  if (e == 0) return s;
+  if (e == 0) return s->note_local(), s;
   if (e != EINPROGRESS && e != EINTR) return ec = errno_code(e), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', d);
   {
@@ -22957,13 +23067,22 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   if (ec) return nullptr;
   if (int err = os::socket_take_error(s->fd())) return ec = errno_code(err), nullptr;
   if (d != 0) set_deadline(s->pd(), 'w', 0);
+  s->note_local();
   return s;
 }
 
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::error_code& ec) {
+GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) {
+  std::string_view service;
+  if (!split_host_port(host_port, host, port, ec, &service)) return false;
+  if (!service.empty()) port = lookup_port(service, type, ec);
+  return !ec;
+}
+
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec) {
   std::string_view host;
   std::uint16_t port = 0;
-  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (!split_target(host_port, type, host, port, ec)) return {};
   if (host.empty()) host = "127.0.0.1";
   std::vector<address> v = lookup_host(host, ec);
   for (auto& a : v) a = a.with_port(port);
@@ -22971,8 +23090,8 @@ GORO_DECL std::vector<address> dial_targets(std::string_view host_port, std::err
 }
 
 GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                              const goro::context* ctx, std::error_code& ec) {
-  std::vector<address> targets = dial_targets(host_port, ec);
+                                                 const goro::context* ctx, std::error_code& ec) {
+  std::vector<address> targets = dial_targets(host_port, type, ec);
   std::error_code first;
   for (const address& a : targets) {
     ec.clear();
@@ -22984,10 +23103,10 @@ GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int
   return nullptr;
 }
 
-GORO_DECL address listen_target(std::string_view host_port, std::error_code& ec) {
+GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec) {
   std::string_view host;
   std::uint16_t port = 0;
-  if (!split_host_port(host_port, host, port, ec)) return {};
+  if (!split_target(host_port, type, host, port, ec)) return {};
   if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
   std::vector<address> v = lookup_host(host, ec);
   if (ec) return {};
@@ -23003,16 +23122,17 @@ GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std:
   int err = os::socket_bind(s->fd(), a.native(), a.native_size());
   if (err == 0 && type == SOCK_STREAM) err = os::socket_listen(s->fd());
   if (err != 0) return ec = errno_code(err), nullptr;
+  s->note_local();
   return s;
 }
 
-GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, std::error_code& ec) {
+GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, std::error_code& ec) {
   if (!s) return ec = empty_handle(), address{};
   socket_state::op o(*s);
   if (!o) return ec = closed_code(), address{};
   sockaddr_storage ss{};
   os::sock_len len = sizeof ss;
-  if (int err = os::socket_name(s->fd(), peer, reinterpret_cast<sockaddr*>(&ss), &len))
+  if (int err = os::socket_name(s->fd(), false, reinterpret_cast<sockaddr*>(&ss), &len))
     return ec = errno_code(err), address{};
   ec.clear();
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
@@ -23021,7 +23141,8 @@ GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, bool peer, s
 }  // namespace goro::net::detail
 namespace goro::net {
 
-GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from, std::error_code& ec) {
+GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> buf, address* from,
+                                         std::error_code& ec) {
   socket_state::op o(s);
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'r');
@@ -23045,7 +23166,8 @@ GORO_DECL std::size_t detail::dgram_recv(socket_state& s, std::span<std::byte> b
   }
 }
 
-GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to, std::error_code& ec) {
+GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::byte> buf, const address* to,
+                                         std::error_code& ec) {
   socket_state::op o(s);
   if (!o) return ec = closed_code(), 0;
   socket_state::io_guard g(s, 'w');
@@ -23053,8 +23175,8 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
   if ((ec = s.passed('w'))) return 0;
   for (;;) {
     int e = 0;
-    long long n = os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr,
-                                    to ? to->native_size() : 0, &e);
+    long long n =
+        os::socket_sendto(s.fd(), buf.data(), buf.size(), to ? to->native() : nullptr, to ? to->native_size() : 0, &e);
     if (n >= 0) return static_cast<std::size_t>(n);
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('w'))) return 0;
@@ -23066,14 +23188,14 @@ GORO_DECL std::size_t detail::dgram_send(socket_state& s, std::span<const std::b
 
 GORO_DECL packet_conn detail::udp_handles::listen(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  address a = listen_target(host_port, ec);
+  address a = listen_target(host_port, SOCK_DGRAM, ec);
   if (ec) return {};
   return packet_conn(bind_to(a, SOCK_DGRAM, ec));
 }
 
 GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  std::vector<address> targets = dial_targets(host_port, ec);
+  std::vector<address> targets = dial_targets(host_port, SOCK_DGRAM, ec);
   if (ec) return {};
   return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
 }
@@ -23106,12 +23228,15 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
   socket_state::io_guard g(s, 'w');
   if (!g) return ec = closed_code(), 0;
   if ((ec = s.passed('w'))) return 0;
+  // At least one send, also for an empty buf, as Go's write: the system
+  // call reports a broken connection (EPIPE) though no byte was to go.
   std::size_t done = 0;
-  while (done < buf.size()) {
+  for (;;) {
     int e = 0;
     long long n = os::socket_send(s.fd(), buf.data() + done, buf.size() - done, &e);
     if (n >= 0) {
       done += static_cast<std::size_t>(n);
+      if (done == buf.size()) return done;
       continue;
     }
     if (e == EAGAIN || e == EWOULDBLOCK) {
@@ -23120,7 +23245,6 @@ GORO_DECL std::size_t detail::stream_write(socket_state& s, std::span<const std:
       return ec = errno_code(e), done;
     }
   }
-  return done;
 }
 
 GORO_DECL void conn::close_write(detail::socket_state& s, std::error_code& ec) noexcept {
@@ -23136,6 +23260,9 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
   if (!o) return ec = detail::closed_code(), conn{};
   detail::socket_state::io_guard g(s, 'r');
   if (!g) return ec = detail::closed_code(), conn{};
+  // Past the deadline (set_deadline): fails though a connection may be
+  // waiting, as Go's accept after prepareRead.
+  if ((ec = s.passed('r'))) return conn{};
   for (;;) {
     sockaddr_storage ss{};
     goro::detail::os::sock_len len = sizeof ss;
@@ -23143,7 +23270,9 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
     native_socket fd = goro::detail::os::accept_socket(s.fd(), reinterpret_cast<sockaddr*>(&ss), &len, &e);
     if (fd != goro::detail::os::invalid_socket) {
       if (ss.ss_family != AF_UNIX) detail::set_nodelay(fd);
-      return conn(detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len)));
+      auto c = detail::adopt_fd(fd, address::from_native(reinterpret_cast<sockaddr*>(&ss), len));
+      c->note_local();
+      return conn(std::move(c));
     }
     if (e == EAGAIN || e == EWOULDBLOCK) {
       if ((ec = s.wait('r'))) return conn{};
@@ -23155,12 +23284,13 @@ GORO_DECL conn listener::accept(detail::socket_state& s, std::error_code& ec) {
 
 GORO_DECL listener detail::handles::listen_tcp(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  address a = listen_target(host_port, ec);
+  address a = listen_target(host_port, SOCK_STREAM, ec);
   if (ec) return {};
   return listener(bind_to(a, SOCK_STREAM, ec));
 }
 
-GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx, std::error_code& ec) {
+GORO_DECL conn detail::handles::dial_tcp(std::string_view host_port, std::int64_t d, const goro::context* ctx,
+                                         std::error_code& ec) {
   ec.clear();
   auto s = dial_any(host_port, SOCK_STREAM, d, ctx, ec);
   if (s) set_nodelay(s->fd());
