@@ -5265,7 +5265,8 @@ struct options {
   // std::system_error when it cannot. Empty: the runtime creates them.
   std::function<std::thread(std::function<void()>)> thread_factory{};
   // Those threads are named "<thread_name>-m<N>", "<thread_name>-sysmon",
-  // "<thread_name>-ender" (cut to Linux's 15 bytes; gdb, top, /proc).
+  // "<thread_name>-ender" (cut to Linux's 15 bytes; gdb, top, /proc). An
+  // empty name means "goro".
   std::string thread_name = "goro";
   // The main goroutine's stack (run()'s f) with the default stack
   // allocator: reserved, committed as touched, with a guard region below,
