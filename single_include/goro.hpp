@@ -9870,6 +9870,7 @@ GORO_DECL bool running() noexcept;
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -22467,13 +22468,8 @@ GORO_DECL std::uint16_t detail::lookup_port(std::string_view service, int type, 
                                         {"imap2", 143}, {"imap3", 220}, {"imaps", 993}, {"pop3", 110}, {"pop3s", 995},
                                         {"smtp", 25},   {"ssh", 22},    {"telnet", 23}};
   static constexpr known udp_ports[] = {{"domain", 53}};
-  if (tcp) {
-    for (const known& k : tcp_ports)
-      if (name == k.name) return k.port;
-  } else {
-    for (const known& k : udp_ports)
-      if (name == k.name) return k.port;
-  }
+  for (const known& k : tcp ? std::span<const known>(tcp_ports) : std::span<const known>(udp_ports))
+    if (name == k.name) return k.port;
   return ec = errc::unknown_port, 0;
 }
 
