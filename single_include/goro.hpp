@@ -7256,6 +7256,20 @@ using time_chan = chan<std::chrono::steady_clock::time_point>;
 // The runtime side of a goro::timer / ticker: a sync timer (stop and reset
 // wait for a send in progress; detail/timer_heap.hpp) that sends the time
 // on a channel of capacity 1 without blocking (Go's sendTime).
+// after_func's callable, type-erased without std::function's copy
+// requirement (a move-only F is fine). Shared by the goroutines of every
+// firing, as Go's one func value is.
+struct after_func_callable {
+  virtual ~after_func_callable() = default;
+  virtual void operator()() = 0;
+};
+template <class F>
+struct after_func_callable_of final : after_func_callable {
+  F f;
+  explicit after_func_callable_of(F&& fn) : f(std::move(fn)) {}
+  void operator()() override { f(); }
+};
+
 struct chan_timer {
   timer t;
   time_chan c{1};
@@ -7266,7 +7280,7 @@ struct chan_timer {
   // was pending; the firing (or the runtime's end, through t.drop) frees it.
   // home: owner as seen by stop / reset / detach, which may come after it
   // ended (owner is read only by a firing, on owner's heap: owner lives).
-  std::shared_ptr<std::function<void()>> fn;
+  std::shared_ptr<after_func_callable> fn;
   sched_base* owner = nullptr;
   std::shared_ptr<after_func_home> home;
   bool self_owned = false;
@@ -7417,7 +7431,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
   detail::m_base* m = detail::require_goroutine("after_func()");
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
-  s->fn = std::make_shared<std::function<void()>>(std::move(f));
+  s->fn = std::make_shared<detail::after_func_callable_of<F>>(std::move(f));
   s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
   s->home = detail::after_func_home_of(s->owner);
   s->t.f = &detail::fire_after_func;
@@ -9824,21 +9838,19 @@ GORO_DECL bool running() noexcept;
 #include <string_view>
 #include <system_error>
 
-// ---- begin goro/detail/net_handle.hpp ----
-// goro::net's handle layer (internal): what conn, listener and packet_conn
-// share. socket_handle<Name> holds the shared socket_state and provides
-// close, native_handle, operator bool, deadlines and the addresses; each
-// public class exposes the members it has with using-declarations. Name is
-// the public class's name, for the usage_error an empty handle raises
-// ("net::conn::read on an empty conn"). The std::error_code& members never
-// throw (they must work under -fno-exceptions).
+// ---- begin goro/detail/net_dial.hpp ----
+// goro::net's dial and listen targets (internal): host:port split, a
+// service name looked up as a port, a host name resolved, and the dial's
+// deadline and context bounding those lookups as they bound the connect
+// (Go's Dialer: "the timeout includes name resolution"; a cancelled
+// context ends a lookup at once). Used by net.hpp (TCP) and net_udp.hpp.
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
-#include <utility>
+#include <vector>
 
 // ---- begin goro/net_address.hpp ----
 // goro::net addresses, name resolution and error codes (part of
@@ -9866,6 +9878,7 @@ GORO_DECL bool running() noexcept;
 //   goro::net::errc::host_not_found, try_again, lookup_failed   name resolution
 //   goro::net::errc::unknown_port a port that is no number and no service name
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -10569,6 +10582,20 @@ GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std:
 // inside goro::blocking, never on a P, then Go's own table of the common
 // ones for systems that lack them. Unknown: errc::unknown_port.
 GORO_DECL std::uint16_t lookup_port(std::string_view service, int type, std::error_code& ec);
+
+// A test seam (GORO_TESTING builds only): lookup_host and lookup_port call
+// it on the thread that then calls getaddrinfo (tests/net_go_test.cpp
+// makes a lookup slow there, to see a dial's deadline bound it).
+#ifdef GORO_TESTING
+namespace testing {
+inline std::atomic<void (*)()> lookup_seam{nullptr};
+}  // namespace testing
+inline void testing_lookup_seam() {
+  if (auto f = testing::lookup_seam.load()) f();
+}
+#else
+inline void testing_lookup_seam() noexcept {}
+#endif
 
 }  // namespace detail
 class address;
@@ -11758,26 +11785,6 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
 GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
                                                    std::error_code& ec);
 
-// Splits host_port for a dial or listen of socket `type`: a port that is
-// a service name ("http") is looked up (lookup_port), as in Go.
-GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec);
-
-// The addresses a dial to host_port tries, in order: a numeric host as it
-// is, an empty one as the local system (127.0.0.1, as Go), a name through
-// lookup_host.
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec);
-
-// Dials each target in turn; the first success, else the first failure
-// (a passed deadline or a done context ends the attempts).
-GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                                 const goro::context* ctx, std::error_code& ec);
-
-// The address a listener binds for host_port: an empty host is every
-// address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
-// address (else its first).
-GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec);
-
 // A bound (and for streams listening) socket on a.
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec);
 
@@ -11788,6 +11795,54 @@ GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, std::error_c
 }  // namespace goro::net
 
 // ---- end goro/detail/net_socket.hpp ----
+
+namespace goro::net::detail {
+
+// Splits host_port for a dial or listen of socket `type`: a port that is
+// a service name ("http") is looked up (lookup_port), as in Go.
+GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec);
+
+// The addresses a dial to host_port tries, in order: a numeric host as it
+// is, an empty one as the local system (127.0.0.1, as Go), a name through
+// lookup_host. A lookup (of the host or of a service name) ends at the
+// deadline d (nanotime; 0: none) or when ctx is done, with the deadline's
+// or the context's code: it runs in a goroutine of its own (a thread, when
+// the caller is a plain thread) whose result is dropped if it comes later
+// (Go's cgo resolver: the same).
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::int64_t d,
+                                            const goro::context* ctx, std::error_code& ec);
+
+// Dials each target in turn; the first success, else the first failure
+// (a passed deadline or a done context ends the attempts; both bound the
+// lookups too).
+GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+                                                 const goro::context* ctx, std::error_code& ec);
+
+// The address a listener binds for host_port: an empty host is every
+// address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
+// address (else its first).
+GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec);
+
+}  // namespace goro::net::detail
+
+// ---- end goro/detail/net_dial.hpp ----
+// ---- begin goro/detail/net_handle.hpp ----
+// goro::net's handle layer (internal): what conn, listener and packet_conn
+// share. socket_handle<Name> holds the shared socket_state and provides
+// close, native_handle, operator bool, deadlines and the addresses; each
+// public class exposes the members it has with using-declarations. Name is
+// the public class's name, for the usage_error an empty handle raises
+// ("net::conn::read on an empty conn"). The std::error_code& members never
+// throw (they must work under -fno-exceptions).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
 
 namespace goro::net::detail {
 
@@ -12089,8 +12144,10 @@ inline listener listen_tcp(std::string_view host_port) {
 // context), the connect gives up when it passes (timeout_error /
 // std::errc::timed_out) or the context is cancelled (ECANCELED). A zero
 // timeout is none (Go's DialTimeout); any std::chrono duration, a huge one
-// (hours::max()) meaning no limit. The timeout and the context's
-// deadline cover name resolution's result: each address tried shares it.
+// (hours::max()) meaning no limit. The timeout and the context bound the
+// whole dial, as Go's Dialer: the name and service lookups (which run in
+// a goroutine of their own then, abandoned when the dial gives up) and
+// every address tried.
 inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec);
 }
@@ -21338,7 +21395,7 @@ GORO_DECL void add_timer_anywhere(timer* t) {
 
 GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
   auto* self = static_cast<chan_timer*>(arg);
-  std::shared_ptr<std::function<void()>> fn = self->fn;
+  std::shared_ptr<after_func_callable> fn = self->fn;
   sched_base* owner = self->owner;
   if (self->self_owned) delete self;
   // created by: this function (Go's dump says time.goFunc for AfterFunc's)
@@ -22402,6 +22459,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   int errno_copy = 0;
   goro::detail::os::net_startup();
   int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
+    detail::testing_lookup_seam();
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
     return rc;
@@ -22451,7 +22509,10 @@ GORO_DECL std::uint16_t detail::lookup_port(std::string_view service, int type, 
   hints.ai_protocol = tcp ? IPPROTO_TCP : IPPROTO_UDP;
   addrinfo* res = nullptr;
   goro::detail::os::net_startup();
-  int r = goro::blocking(goro::long_call, [&] { return ::getaddrinfo(nullptr, name.c_str(), &hints, &res); });
+  int r = goro::blocking(goro::long_call, [&] {
+    detail::testing_lookup_seam();
+    return ::getaddrinfo(nullptr, name.c_str(), &hints, &res);
+  });
   if (r == 0) {
     std::uint16_t port = 0;
     for (addrinfo* p = res; p && port == 0; p = p->ai_next)
@@ -23068,50 +23129,6 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   return s;
 }
 
-GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) {
-  std::string_view service;
-  if (!split_host_port(host_port, host, port, ec, &service)) return false;
-  if (!service.empty()) port = lookup_port(service, type, ec);
-  return !ec;
-}
-
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec) {
-  std::string_view host;
-  std::uint16_t port = 0;
-  if (!split_target(host_port, type, host, port, ec)) return {};
-  if (host.empty()) host = "127.0.0.1";
-  std::vector<address> v = lookup_host(host, ec);
-  for (auto& a : v) a = a.with_port(port);
-  return v;
-}
-
-GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                                 const goro::context* ctx, std::error_code& ec) {
-  std::vector<address> targets = dial_targets(host_port, type, ec);
-  std::error_code first;
-  for (const address& a : targets) {
-    ec.clear();
-    if (auto s = connect_to(a, type, d, ctx, ec)) return s;
-    if (!first) first = ec;
-    if (is_deadline(ec) || ec == std::errc::operation_canceled) break;
-  }
-  if (!targets.empty()) ec = first;
-  return nullptr;
-}
-
-GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec) {
-  std::string_view host;
-  std::uint16_t port = 0;
-  if (!split_target(host_port, type, host, port, ec)) return {};
-  if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
-  std::vector<address> v = lookup_host(host, ec);
-  if (ec) return {};
-  for (const auto& a : v)
-    if (a.is_ipv4()) return a.with_port(port);
-  return v.front().with_port(port);
-}
-
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
   auto s = new_socket(a.family(), type, ec);
   if (!s) return nullptr;
@@ -23133,6 +23150,112 @@ GORO_DECL address sock_name(const std::shared_ptr<socket_state>& s, std::error_c
     return ec = errno_code(err), address{};
   ec.clear();
   return address::from_native(reinterpret_cast<sockaddr*>(&ss), len);
+}
+
+}  // namespace goro::net::detail
+#include <optional>
+#include <thread>
+#include <utility>
+#include <variant>
+
+
+namespace goro::net::detail {
+
+GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
+                            std::error_code& ec) {
+  std::string_view service;
+  if (!split_host_port(host_port, host, port, ec, &service)) return false;
+  if (!service.empty()) port = lookup_port(service, type, ec);
+  return !ec;
+}
+
+// dial_targets without a bound.
+inline std::vector<address> resolve_targets(std::string_view host_port, int type, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_target(host_port, type, host, port, ec)) return {};
+  if (host.empty()) host = "127.0.0.1";
+  std::vector<address> v = lookup_host(host, ec);
+  for (auto& a : v) a = a.with_port(port);
+  return v;
+}
+
+// Whether resolving host_port asks the system (a host name or a service
+// name). A malformed host_port: false (resolve_targets reports it).
+inline bool needs_lookup(std::string_view host_port) {
+  std::string_view host, service;
+  std::uint16_t port = 0;
+  std::error_code ec;
+  if (!split_host_port(host_port, host, port, ec, &service)) return false;
+  return !service.empty() || (!host.empty() && !address::from_ip(host, 0));
+}
+
+GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::int64_t d,
+                                            const goro::context* ctx, std::error_code& ec) {
+  ec.clear();
+  if ((d == 0 && !ctx) || !needs_lookup(host_port)) return resolve_targets(host_port, type, ec);
+  if (ctx && ctx->err() != cancel_reason::none) return ec = context_code(*ctx), std::vector<address>{};
+  const std::int64_t now = goro::detail::nanotime();
+  if (d != 0 && d <= now) return ec = deadline_error(), std::vector<address>{};
+
+  struct result {
+    std::vector<address> targets;
+    std::error_code ec;
+  };
+  // Capacity 1 and one send: the lookup never blocks on it, whether or
+  // not anyone still waits (the channel lives as long as either side).
+  goro::chan<result> done(1);
+  auto lookup = [hp = std::string(host_port), type, done]() mutable {
+    result r;
+    r.targets = resolve_targets(hp, type, r.ec);
+    done.send(std::move(r));
+  };
+  if (goro::detail::current_g())
+    goro::go(std::move(lookup));  // on the runtime's Ps (a lane goroutine's too: lane.hpp)
+  else
+    std::thread(std::move(lookup)).detach();  // a plain thread has no runtime to start a goroutine on
+
+  std::vector<address> out;
+  std::optional<goro::timer> deadline;
+  if (d != 0) deadline.emplace(std::chrono::nanoseconds(d - now));
+  goro::recv_chan<std::monostate> ctx_done = ctx ? ctx->done() : goro::recv_chan<std::monostate>{};
+  goro::recv_chan<goro::timer::time_point> timed_out =
+      deadline ? goro::recv_chan<goro::timer::time_point>(deadline->c()) : goro::recv_chan<goro::timer::time_point>{};
+  goro::select(goro::on_recv(done,
+                             [&](std::optional<result> r) {
+                               if (!r) return;  // never closed
+                               out = std::move(r->targets);
+                               ec = r->ec;
+                             }),
+               goro::on_recv(ctx_done, [&](auto) { ec = context_code(*ctx); }),
+               goro::on_recv(timed_out, [&](auto) { ec = deadline_error(); }));
+  return out;
+}
+
+GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
+                                                 const goro::context* ctx, std::error_code& ec) {
+  std::vector<address> targets = dial_targets(host_port, type, d, ctx, ec);
+  std::error_code first;
+  for (const address& a : targets) {
+    ec.clear();
+    if (auto s = connect_to(a, type, d, ctx, ec)) return s;
+    if (!first) first = ec;
+    if (is_deadline(ec) || ec == std::errc::operation_canceled) break;
+  }
+  if (!targets.empty()) ec = first;
+  return nullptr;
+}
+
+GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec) {
+  std::string_view host;
+  std::uint16_t port = 0;
+  if (!split_target(host_port, type, host, port, ec)) return {};
+  if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
+  std::vector<address> v = lookup_host(host, ec);
+  if (ec) return {};
+  for (const auto& a : v)
+    if (a.is_ipv4()) return a.with_port(port);
+  return v.front().with_port(port);
 }
 
 }  // namespace goro::net::detail
@@ -23192,7 +23315,7 @@ GORO_DECL packet_conn detail::udp_handles::listen(std::string_view host_port, st
 
 GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  std::vector<address> targets = dial_targets(host_port, SOCK_DGRAM, ec);
+  std::vector<address> targets = dial_targets(host_port, SOCK_DGRAM, 0, nullptr, ec);
   if (ec) return {};
   return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
 }

@@ -50,6 +50,20 @@ TEST_CASE("after_func: stop cancels; dropping the timer does not; reset re-arms"
   CHECK_THROWS_AS(goro::after_func(1ms, [] {}), goro::usage_error);
 }
 
+TEST_CASE("after_func: a move-only callable, one object shared by every firing", "[after_func]") {
+  // Go's AfterFunc takes any func value; a C++ lambda owning a unique_ptr
+  // must compile too (std::function would need it copyable), and reset
+  // runs the same object again, not a copy.
+  goro::run([] {
+    goro::chan<int> out(2);
+    auto count = std::make_unique<int>(0);
+    goro::timer t = goro::after_func(5ms, [count = std::move(count), out]() mutable { out.send(++*count); });
+    CHECK(*out.recv() == 1);
+    CHECK(!t.reset(5ms));  // had fired: f runs again, on the same state
+    CHECK(*out.recv() == 2);
+  });
+}
+
 TEST_CASE("after_func: a dropped pending one is freed when the runtime ends", "[after_func]") {
   // Under ASan this checks the self-owned timer is freed (by the heap's drop).
   goro::run([] { (void)goro::after_func(1h, [] {}); });

@@ -315,3 +315,73 @@ TEST_CASE("net_go: a zero-length write makes the system call: a broken connectio
     ln.close();
   });
 }
+
+// ---- 5. a dial's deadline and context bound its name lookups -----------------
+
+namespace {
+// Every getaddrinfo of lookup_host / lookup_port sleeps first (the
+// GORO_TESTING seam), as a resolver waiting on a slow server would.
+constexpr auto slow_lookup = 400ms;
+struct slow_lookups {
+  slow_lookups() {
+    net::detail::testing::lookup_seam.store([] { std::this_thread::sleep_for(slow_lookup); });
+  }
+  ~slow_lookups() {
+    net::detail::testing::lookup_seam.store(nullptr);
+    std::this_thread::sleep_for(slow_lookup + 100ms);  // abandoned lookups finish before the next case
+  }
+};
+}  // namespace
+
+TEST_CASE("net_go: a dial's timeout and context bound its name lookup (Go: the timeout includes resolution)", "[net]") {
+  goro::runtime rt{goro::options{2}};
+  auto ln = net::listen_tcp("127.0.0.1:0");
+  const std::string by_name = "localhost:" + std::to_string(ln.port());
+  slow_lookups slow;
+  rt.run([&] {
+    std::error_code ec;
+    // A timeout shorter than the lookup: timed out at the timeout.
+    auto t0 = steady::now();
+    net::dial_tcp(by_name, 50ms, ec);
+    auto took = steady::now() - t0;
+    CHECK(ec == std::errc::timed_out);
+    CHECK(took < slow_lookup - 100ms);
+    CHECK_THROWS_AS(net::dial_tcp(by_name, 50ms), goro::timeout_error);
+    // A service name's lookup too.
+    t0 = steady::now();
+    net::dial_tcp("127.0.0.1:http", 50ms, ec);
+    CHECK(ec == std::errc::timed_out);
+    CHECK(steady::now() - t0 < slow_lookup - 100ms);
+    // A context cancelled during the lookup: operation_canceled at once.
+    auto [ctx, cancel] = goro::with_cancel(goro::background());
+    goro::go([cancel = cancel] {
+      goro::sleep_for(50ms);
+      cancel();
+    });
+    t0 = steady::now();
+    net::dial_tcp(by_name, ctx, ec);
+    CHECK(ec == std::errc::operation_canceled);
+    CHECK(steady::now() - t0 < slow_lookup - 100ms);
+    // A context's deadline: timed out.
+    auto [tctx, tcancel] = goro::with_timeout(goro::background(), 50ms);
+    net::dial_tcp(by_name, tctx, ec);
+    CHECK(ec == std::errc::timed_out);
+    tcancel();
+    // A timeout longer than the lookup: the dial goes through.
+    auto c = net::dial_tcp(by_name, 5s, ec);
+    REQUIRE_FALSE(ec);
+    auto s = ln.accept();
+    CHECK(c.remote_address().port() == ln.port());
+  });
+  // From a plain thread (the lookup on a thread of its own).
+  std::error_code ec;
+  auto t0 = steady::now();
+  net::dial_tcp(by_name, 50ms, ec);
+  CHECK(ec == std::errc::timed_out);
+  CHECK(steady::now() - t0 < slow_lookup - 100ms);
+  auto [ctx, cancel] = goro::with_timeout(goro::background(), 50ms);
+  t0 = steady::now();
+  net::dial_tcp(by_name, ctx, ec);
+  CHECK(ec == std::errc::timed_out);
+  CHECK(steady::now() - t0 < slow_lookup - 100ms);
+}

@@ -42,6 +42,7 @@
 
 #include "context.hpp"
 #include "detail/config.hpp"
+#include "detail/net_dial.hpp"
 #include "detail/net_handle.hpp"
 #include "detail/net_socket.hpp"
 #include "error.hpp"
@@ -223,8 +224,10 @@ inline listener listen_tcp(std::string_view host_port) {
 // context), the connect gives up when it passes (timeout_error /
 // std::errc::timed_out) or the context is cancelled (ECANCELED). A zero
 // timeout is none (Go's DialTimeout); any std::chrono duration, a huge one
-// (hours::max()) meaning no limit. The timeout and the context's
-// deadline cover name resolution's result: each address tried shares it.
+// (hours::max()) meaning no limit. The timeout and the context bound the
+// whole dial, as Go's Dialer: the name and service lookups (which run in
+// a goroutine of their own then, abandoned when the dial gives up) and
+// every address tried.
 inline conn dial_tcp(std::string_view host_port, std::error_code& ec) {
   return detail::reported(detail::handles::dial_tcp(host_port, 0, nullptr, ec), ec);
 }

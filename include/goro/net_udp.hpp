@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "detail/config.hpp"
+#include "detail/net_dial.hpp"
 #include "detail/net_handle.hpp"
 #include "detail/net_socket.hpp"
 #include "error.hpp"
@@ -217,7 +218,7 @@ GORO_DECL packet_conn detail::udp_handles::listen(std::string_view host_port, st
 
 GORO_DECL packet_conn detail::udp_handles::dial(std::string_view host_port, std::error_code& ec) {
   ec.clear();
-  std::vector<address> targets = dial_targets(host_port, SOCK_DGRAM, ec);
+  std::vector<address> targets = dial_targets(host_port, SOCK_DGRAM, 0, nullptr, ec);
   if (ec) return {};
   return packet_conn(connect_to(targets.front(), SOCK_DGRAM, 0, nullptr, ec));
 }

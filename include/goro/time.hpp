@@ -139,6 +139,20 @@ using time_chan = chan<std::chrono::steady_clock::time_point>;
 // The runtime side of a goro::timer / ticker: a sync timer (stop and reset
 // wait for a send in progress; detail/timer_heap.hpp) that sends the time
 // on a channel of capacity 1 without blocking (Go's sendTime).
+// after_func's callable, type-erased without std::function's copy
+// requirement (a move-only F is fine). Shared by the goroutines of every
+// firing, as Go's one func value is.
+struct after_func_callable {
+  virtual ~after_func_callable() = default;
+  virtual void operator()() = 0;
+};
+template <class F>
+struct after_func_callable_of final : after_func_callable {
+  F f;
+  explicit after_func_callable_of(F&& fn) : f(std::move(fn)) {}
+  void operator()() override { f(); }
+};
+
 struct chan_timer {
   timer t;
   time_chan c{1};
@@ -149,7 +163,7 @@ struct chan_timer {
   // was pending; the firing (or the runtime's end, through t.drop) frees it.
   // home: owner as seen by stop / reset / detach, which may come after it
   // ended (owner is read only by a firing, on owner's heap: owner lives).
-  std::shared_ptr<std::function<void()>> fn;
+  std::shared_ptr<after_func_callable> fn;
   sched_base* owner = nullptr;
   std::shared_ptr<after_func_home> home;
   bool self_owned = false;
@@ -300,7 +314,7 @@ timer after_func(const std::chrono::duration<Rep, Period>& d, F f) {
   static_assert(std::is_invocable_v<F&>, "goro::after_func: the callable must take no arguments");
   detail::m_base* m = detail::require_goroutine("after_func()");
   auto s = std::make_unique<detail::chan_timer>(detail::when_after(detail::nanotime(), detail::to_ns(d)), 0);
-  s->fn = std::make_shared<std::function<void()>>(std::move(f));
+  s->fn = std::make_shared<detail::after_func_callable_of<F>>(std::move(f));
   s->owner = m->sched->runtime();  // a thread_lane's goroutine: its runtime, not the lane
   s->home = detail::after_func_home_of(s->owner);
   s->t.f = &detail::fire_after_func;
@@ -507,7 +521,7 @@ GORO_DECL void add_timer_anywhere(timer* t) {
 
 GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept {
   auto* self = static_cast<chan_timer*>(arg);
-  std::shared_ptr<std::function<void()>> fn = self->fn;
+  std::shared_ptr<after_func_callable> fn = self->fn;
   sched_base* owner = self->owner;
   if (self->self_owned) delete self;
   // created by: this function (Go's dump says time.goFunc for AfterFunc's)

@@ -409,26 +409,6 @@ GORO_DECL std::error_code wait_fd(native_socket fd, char mode, std::int64_t d, c
 GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, std::int64_t d, const goro::context* ctx,
                                                    std::error_code& ec);
 
-// Splits host_port for a dial or listen of socket `type`: a port that is
-// a service name ("http") is looked up (lookup_port), as in Go.
-GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec);
-
-// The addresses a dial to host_port tries, in order: a numeric host as it
-// is, an empty one as the local system (127.0.0.1, as Go), a name through
-// lookup_host.
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec);
-
-// Dials each target in turn; the first success, else the first failure
-// (a passed deadline or a done context ends the attempts).
-GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                                 const goro::context* ctx, std::error_code& ec);
-
-// The address a listener binds for host_port: an empty host is every
-// address (0.0.0.0), "localhost" 127.0.0.1, a name its first IPv4
-// address (else its first).
-GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec);
-
 // A bound (and for streams listening) socket on a.
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec);
 
@@ -707,50 +687,6 @@ GORO_DECL std::shared_ptr<socket_state> connect_to(const address& a, int type, s
   if (d != 0) set_deadline(s->pd(), 'w', 0);
   s->note_local();
   return s;
-}
-
-GORO_DECL bool split_target(std::string_view host_port, int type, std::string_view& host, std::uint16_t& port,
-                            std::error_code& ec) {
-  std::string_view service;
-  if (!split_host_port(host_port, host, port, ec, &service)) return false;
-  if (!service.empty()) port = lookup_port(service, type, ec);
-  return !ec;
-}
-
-GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::error_code& ec) {
-  std::string_view host;
-  std::uint16_t port = 0;
-  if (!split_target(host_port, type, host, port, ec)) return {};
-  if (host.empty()) host = "127.0.0.1";
-  std::vector<address> v = lookup_host(host, ec);
-  for (auto& a : v) a = a.with_port(port);
-  return v;
-}
-
-GORO_DECL std::shared_ptr<socket_state> dial_any(std::string_view host_port, int type, std::int64_t d,
-                                                 const goro::context* ctx, std::error_code& ec) {
-  std::vector<address> targets = dial_targets(host_port, type, ec);
-  std::error_code first;
-  for (const address& a : targets) {
-    ec.clear();
-    if (auto s = connect_to(a, type, d, ctx, ec)) return s;
-    if (!first) first = ec;
-    if (is_deadline(ec) || ec == std::errc::operation_canceled) break;
-  }
-  if (!targets.empty()) ec = first;
-  return nullptr;
-}
-
-GORO_DECL address listen_target(std::string_view host_port, int type, std::error_code& ec) {
-  std::string_view host;
-  std::uint16_t port = 0;
-  if (!split_target(host_port, type, host, port, ec)) return {};
-  if (host.empty() || host == "localhost") return address::from_ip(host.empty() ? "0.0.0.0" : "127.0.0.1", port);
-  std::vector<address> v = lookup_host(host, ec);
-  if (ec) return {};
-  for (const auto& a : v)
-    if (a.is_ipv4()) return a.with_port(port);
-  return v.front().with_port(port);
 }
 
 GORO_DECL std::shared_ptr<socket_state> bind_to(const address& a, int type, std::error_code& ec) {
