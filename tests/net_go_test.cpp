@@ -373,6 +373,26 @@ TEST_CASE("net_go: a dial's timeout and context bound its name lookup (Go: the t
     auto s = ln.accept();
     CHECK(c.remote_address().port() == ln.port());
   });
+  // A context with no deadline, cancelled by nobody, while the lookup runs
+  // past the deadlock check's grace period: no deadlock (the lookup can
+  // still wake the dialer), and the dial goes through.
+  rt.run([&] {
+    auto [ctx, cancel] = goro::with_cancel(goro::background());
+    auto c = net::dial_tcp(by_name, ctx);
+    auto s = ln.accept();
+    CHECK(c.remote_address().port() == ln.port());
+    cancel();
+  });
+  // main returning right after a dial gave up does not wait for the
+  // abandoned lookup (Go exits; a goroutine in getaddrinfo would hold an M
+  // that the runtime's end joins).
+  auto t1 = steady::now();
+  rt.run([&] {
+    std::error_code ec;
+    net::dial_tcp(by_name, 20ms, ec);
+    CHECK(ec == std::errc::timed_out);
+  });
+  CHECK(steady::now() - t1 < slow_lookup - 100ms);
   // From a plain thread (the lookup on a thread of its own).
   std::error_code ec;
   auto t0 = steady::now();

@@ -14,6 +14,7 @@
 
 #include "../context.hpp"
 #include "../net_address.hpp"
+#include "../os/os.hpp"
 #include "config.hpp"
 #include "net_socket.hpp"
 
@@ -28,9 +29,8 @@ GORO_DECL bool split_target(std::string_view host_port, int type, std::string_vi
 // is, an empty one as the local system (127.0.0.1, as Go), a name through
 // lookup_host. A lookup (of the host or of a service name) ends at the
 // deadline d (nanotime; 0: none) or when ctx is done, with the deadline's
-// or the context's code: it runs in a goroutine of its own (a thread, when
-// the caller is a plain thread) whose result is dropped if it comes later
-// (Go's cgo resolver: the same).
+// or the context's code: it runs on a thread of its own ("goro-lookup")
+// whose result is dropped if it comes later (Go's cgo resolver: the same).
 GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::int64_t d,
                                             const goro::context* ctx, std::error_code& ec);
 
@@ -49,7 +49,6 @@ GORO_DECL address listen_target(std::string_view host_port, int type, std::error
 
 #if GORO_COMPILE_RUNTIME
 #include <optional>
-#include <thread>
 #include <utility>
 #include <variant>
 
@@ -57,6 +56,7 @@ GORO_DECL address listen_target(std::string_view host_port, int type, std::error
 #include "../runtime.hpp"
 #include "../select.hpp"
 #include "../time.hpp"
+#include "extm.hpp"
 
 namespace goro::net::detail {
 
@@ -89,6 +89,32 @@ inline bool needs_lookup(std::string_view host_port) {
   return !service.empty() || (!host.empty() && !address::from_ip(host, 0));
 }
 
+// A bounded lookup's thread and what it sends back.
+struct lookup_result {
+  std::vector<address> targets;
+  std::error_code ec;
+};
+struct lookup_job {
+  std::string host_port;
+  int type;
+  goro::chan<lookup_result> done;  // capacity 1, one send: never blocks, waited for or not
+};
+
+// The lookup thread. The dialer counted it as an external M (extm_hold)
+// before starting it, so that a dial with a context only (no timer) is no
+// deadlock while the lookup runs; it is uncounted after its send, its last
+// wake. Marked internal: the send itself registers nothing.
+inline void* lookup_main(void* arg) {
+  std::unique_ptr<lookup_job> job(static_cast<lookup_job*>(arg));
+  goro::detail::extm_mark_internal();
+  goro::detail::os::set_thread_name("goro-lookup");
+  lookup_result r;
+  r.targets = resolve_targets(job->host_port, job->type, r.ec);
+  job->done.send(std::move(r));
+  goro::detail::extm_hold(false);
+  return nullptr;
+}
+
 GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type, std::int64_t d,
                                             const goro::context* ctx, std::error_code& ec) {
   ec.clear();
@@ -97,22 +123,19 @@ GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type
   const std::int64_t now = goro::detail::nanotime();
   if (d != 0 && d <= now) return ec = deadline_error(), std::vector<address>{};
 
-  struct result {
-    std::vector<address> targets;
-    std::error_code ec;
-  };
-  // Capacity 1 and one send: the lookup never blocks on it, whether or
-  // not anyone still waits (the channel lives as long as either side).
-  goro::chan<result> done(1);
-  auto lookup = [hp = std::string(host_port), type, done]() mutable {
-    result r;
-    r.targets = resolve_targets(hp, type, r.ec);
-    done.send(std::move(r));
-  };
-  if (goro::detail::current_g())
-    goro::go(std::move(lookup));  // on the runtime's Ps (a lane goroutine's too: lane.hpp)
-  else
-    std::thread(std::move(lookup)).detach();  // a plain thread has no runtime to start a goroutine on
+  // The lookup runs on a thread of its own, not in a goroutine: one that
+  // outlives the dial (a resolver waiting on a dead server for seconds)
+  // must not hold an M that the runtime's end would wait to join, nor
+  // keep main's return waiting (Go abandons it the same way). Its stack:
+  // getaddrinfo and the NSS modules it loads.
+  goro::chan<lookup_result> done(1);
+  auto job = std::make_unique<lookup_job>(lookup_job{std::string(host_port), type, done});
+  goro::detail::extm_hold(true);
+  if (goro::detail::os::start_daemon_thread(&lookup_main, job.get(), 1 << 20) != 0) {
+    goro::detail::extm_hold(false);
+    return resolve_targets(host_port, type, ec);  // no thread to be had: unbounded, as without a deadline
+  }
+  (void)job.release();  // the thread's now
 
   std::vector<address> out;
   std::optional<goro::timer> deadline;
@@ -121,7 +144,7 @@ GORO_DECL std::vector<address> dial_targets(std::string_view host_port, int type
   goro::recv_chan<goro::timer::time_point> timed_out =
       deadline ? goro::recv_chan<goro::timer::time_point>(deadline->c()) : goro::recv_chan<goro::timer::time_point>{};
   goro::select(goro::on_recv(done,
-                             [&](std::optional<result> r) {
+                             [&](std::optional<lookup_result> r) {
                                if (!r) return;  // never closed
                                out = std::move(r->targets);
                                ec = r->ec;
