@@ -199,6 +199,27 @@ TEST_CASE("time: sleep from a plain thread sleeps the thread", "[time]") {
   th.join();
 }
 
+TEST_CASE("time: a plain thread in goro::sleep_for counts as live for deadlock detection", "[time][deadlock]") {
+  // docs/api.md: a plain thread that has used goro counts as a live
+  // external M, however long it sleeps. Sleeping with goro::sleep_for /
+  // sleep_until did not register it: main, waiting for the thread's send,
+  // was declared deadlocked once the grace period (250 ms) passed.
+  goro::chan<int> c(2);  // outlives run() (a deadlock leaves main parked); room for both sends
+  std::thread a([c]() mutable {
+    goro::sleep_for(1500ms);
+    c.send(1);
+  });
+  std::thread b([c]() mutable {
+    goro::sleep_until(steady::now() + 1500ms);
+    c.send(2);
+  });
+  int sum = 0;
+  CHECK_NOTHROW(goro::run([&] { sum = *c.recv() + *c.recv(); }));
+  CHECK(sum == 3);
+  a.join();
+  b.join();
+}
+
 TEST_CASE("time: a timer on a P whose M went idle still fires", "[time]") {
   // Every P idle (main waits on a wait_group) while one goroutine sleeps:
   // some idle M must wake for its timer.
