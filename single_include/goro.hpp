@@ -21323,6 +21323,9 @@ GORO_DECL void sleep_until_ns(std::int64_t when) {
     // std::this_thread::sleep_until sleeps once and may wake early (9.3 ms
     // of a 10 ms sleep was seen under Wine).
     const std::chrono::steady_clock::time_point until{std::chrono::nanoseconds(when)};
+    // One that sleeps counts as a live external M from now on (checkdead),
+    // as if it had made a timer: it often sleeps, then feeds a goroutine.
+    if (std::chrono::steady_clock::now() < until) extm_outside_op(m);
     while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_until(until);
     return;
   }
