@@ -402,6 +402,16 @@ TEST_CASE("destroying a lane with goroutines alive is a usage_error") {
   CHECK(r2.signaled);
 }
 
+TEST_CASE("a stack overflow in a lane goroutine is reported after another lane of its thread was destroyed") {
+  // The first lane had installed the thread's alternate signal stack and
+  // took it away with it: the overflow was a bare SIGSEGV.
+  auto r = goro_test::run_helper("lane", {"overflow_two_lanes"});
+  CHECK(r.output.find("stack overflow") != std::string::npos);
+  CHECK(r.output.find("size 32768") != std::string::npos);
+  CHECK(r.output.find("not stopped") == std::string::npos);
+  CHECK(r.signaled);
+}
+
 TEST_CASE("a lane owned by run()'s own thread is no external M: main waiting on it is a deadlock") {
   goro::runtime rt({.maxprocs = 1});
   goro::thread_lane lane;  // this thread's: it cannot pump it while inside run()

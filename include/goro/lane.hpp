@@ -188,6 +188,21 @@ class lane_sched final : public sched_base {
   sched_base* rt_;
 };
 
+// The owner thread's alternate signal stack (a stack overflow's SIGSEGV
+// needs one), shared by that thread's lanes: the first installs it, the
+// last destroyed there removes it. One per lane took it from the thread's
+// other lanes when the lane that had installed it went first (their
+// overflows were a bare SIGSEGV). Trivially destructible: a lane may be
+// destroyed after its thread's thread_local destructors ran.
+struct lane_altstack {
+  unsigned users = 0;
+  os::thread_altstack* stack = nullptr;
+};
+inline lane_altstack& lane_altstack_here() noexcept {
+  static thread_local lane_altstack a;
+  return a;
+}
+
 // A lane's queue, adapters and M. Heap-allocated: a lane destroyed with
 // goroutines alive (a usage_error) leaves it behind for their wakers.
 class lane_state {
@@ -202,11 +217,16 @@ class lane_state {
       raise_usage(
           "thread_lane created inside a goroutine: its thread is a runtime's, which never pumps it (create the "
           "lane on the thread that will call run_for)");
+    lane_altstack& a = lane_altstack_here();
+    if (a.users == 0) a.stack = new os::thread_altstack();
+    ++a.users;
     owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
   ~lane_state() {
-    if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    // Another thread cannot touch the owner's signal stack: it stays.
+    if (lane_altstack& a = lane_altstack_here(); std::this_thread::get_id() == owner && --a.users == 0)
+      delete std::exchange(a.stack, nullptr);
     uncount();
   }
   // checkdead: this lane can no longer be pumped (destroyed, or its
@@ -264,7 +284,6 @@ class lane_state {
   std::atomic<std::size_t> queued{0};  // written under lock; read without it as a hint
   std::atomic<std::size_t> live{0};    // lane goroutines not finished
   m_base m;                            // the owner's M while it pumps
-  os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
   std::mutex adapters_lock;
   std::vector<std::unique_ptr<lane_sched>> adapters;
 

@@ -6,6 +6,9 @@
 //                     before that, another runtime's deadlock is reported
 //   runtime_first     a runtime destroyed while a lane goroutine of it is
 //                     alive (the lane outlives it): a fatal error
+//   overflow_two_lanes  two lanes on this thread, the first destroyed:
+//                     a goroutine of the second that overflows its stack
+//                     is still reported (the thread keeps its signal stack)
 #include <goro/goro.hpp>
 
 #include <unistd.h>
@@ -14,6 +17,15 @@
 #include <cstring>
 #include <memory>
 #include <thread>
+
+namespace {
+// ~1 MiB of frames: far past a 32 KiB stack.
+int deep(int n) {
+  volatile char pad[1024];
+  pad[0] = static_cast<char>(n);
+  return n == 0 ? pad[0] : deep(n - 1) + (pad[0] & 1);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
@@ -59,6 +71,16 @@ int main(int argc, char** argv) {
     lane.go(*rt, [never]() mutable { (void)never.recv(); });
     lane.run_until_idle();
     rt.reset();
+    std::puts("goro_helper_lane: not stopped");
+    return 0;
+  }
+  if (std::strcmp(mode, "overflow_two_lanes") == 0) {
+    goro::runtime rt({.maxprocs = 1});
+    auto first = std::make_unique<goro::thread_lane>();
+    goro::thread_lane second;
+    first.reset();
+    second.go(rt, goro::spawn_options{.stack_size = 32 << 10}, [] { std::printf("%d\n", deep(1000)); });
+    second.run_until_idle();
     std::puts("goro_helper_lane: not stopped");
     return 0;
   }
