@@ -333,6 +333,46 @@ TEST_CASE("when main returns, a parked lane goroutine unwinds on its lane") {
   CHECK(rt.num_goroutine() == 0);
 }
 
+namespace {
+std::atomic<int> lane_exit_state{0};  // 1: the lane's thread is held in lane_g_exit, 2: released
+}  // namespace
+
+TEST_CASE("run() returns only once the lane's thread is done with the runtime") {
+  // A lane goroutine ended when main returns unwinds on its lane; its
+  // record went back to the runtime after the runtime's count of goroutines
+  // had dropped, so run() could return and the runtime be destroyed while
+  // the lane's thread still used it (goro::run(f) destroys it at once).
+  goro::thread_lane* lp = nullptr;
+  std::atomic<bool> ready{false}, stop{false};
+  std::thread owner([&] {
+    goro::thread_lane lane;
+    lp = &lane;
+    ready = true;
+    while (!stop.load() || lane.goroutines() > 0) {
+      if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(100us);
+    }
+  });
+  while (!ready.load()) std::this_thread::yield();
+  goro::detail::testing::lane_exit_seam = [] {
+    lane_exit_state = 1;
+    std::this_thread::sleep_for(300ms);
+    lane_exit_state = 2;
+  };
+  {
+    goro::runtime rt({.maxprocs = 1});
+    goro::chan<int> never;
+    rt.run([&] {
+      lp->go(rt, [never]() mutable { (void)never.recv(); });  // ended when main returns
+      goro::sleep_for(20ms);
+    });
+    CHECK(lane_exit_state.load() == 2);
+    while (lane_exit_state.load() == 1) std::this_thread::sleep_for(1ms);  // not destroyed under it (the test crashed)
+  }
+  goro::detail::testing::lane_exit_seam = nullptr;
+  stop = true;
+  owner.join();
+}
+
 TEST_CASE("the goroutine dump marks lane goroutines") {
   goro::runtime rt({.maxprocs = 1});
   goro::thread_lane lane;
