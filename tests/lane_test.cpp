@@ -373,6 +373,42 @@ TEST_CASE("run() returns only once the lane's thread is done with the runtime") 
   owner.join();
 }
 
+TEST_CASE("lane.goroutines() drops to 0 only once the lane's thread is done with the runtime") {
+  // Another thread that waits for it and then destroys the runtime (the
+  // lane pumped on a render thread, the runtime owned by the main one) saw 0
+  // while the lane's thread was still returning the goroutine's record:
+  // a use after free, or "runtime destroyed while 1 of its goroutines live
+  // on a thread_lane".
+  goro::thread_lane* lp = nullptr;
+  std::atomic<bool> ready{false}, started{false}, stop{false};
+  goro::runtime rt({.maxprocs = 1});
+  std::thread owner([&] {
+    goro::thread_lane lane;
+    lp = &lane;
+    ready = true;
+    while (!started.load()) std::this_thread::yield();
+    while (!stop.load() || lane.goroutines() > 0) {
+      if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(100us);
+    }
+  });
+  while (!ready.load()) std::this_thread::yield();
+  lane_exit_state = 0;
+  goro::detail::testing::lane_exit_seam = [] {
+    lane_exit_state = 1;
+    std::this_thread::sleep_for(300ms);
+    lane_exit_state = 2;
+  };
+  lp->go(rt, [] {});
+  started = true;
+  while (lp->goroutines() > 0) std::this_thread::sleep_for(100us);
+  CHECK(lane_exit_state.load() == 2);
+  CHECK(rt.num_goroutine() == 0);
+  while (lane_exit_state.load() == 1) std::this_thread::sleep_for(1ms);
+  goro::detail::testing::lane_exit_seam = nullptr;
+  stop = true;
+  owner.join();
+}
+
 TEST_CASE("the goroutine dump marks lane goroutines") {
   goro::runtime rt({.maxprocs = 1});
   goro::thread_lane lane;

@@ -379,8 +379,9 @@ GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
     }
     case after_switch::exit: {
       detail::sched_base* rt = static_cast<detail::lane_sched*>(gp->sched)->rt();
-      st_->live.fetch_sub(1, std::memory_order_release);
       rt->lane_g_exit(gp);
+      // After: a thread that sees 0 may destroy rt.
+      st_->live.fetch_sub(1, std::memory_order_release);
       return nullptr;
     }
     case after_switch::call:
