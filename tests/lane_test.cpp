@@ -240,6 +240,35 @@ TEST_CASE("a lane switches each goroutine with its runtime's fp_control") {
   CHECK(owner_after_shared == FE_TOWARDZERO);
 }
 
+TEST_CASE("a lane serves a runtime made where a destroyed one of another policy was") {
+  // The lane kept one adapter per runtime address, with the runtime's
+  // fp_control (and allocator) read when it was made: a runtime of another
+  // policy at a freed runtime's address got the dead one's switches.
+  using shared_policy = goro::policy<goro::fp_control_mode<goro::fp_control::shared>>;
+  goro::thread_lane lane;
+  const int round0 = std::fegetround();
+  int wrong = 0;
+  for (int i = 0; i < 50; ++i) {
+    std::fesetround(FE_UPWARD);
+    {
+      goro::runtime per({.maxprocs = 1});
+      lane.go(per, [&] {
+        if (std::fegetround() != FE_TONEAREST) ++wrong;  // a fresh per_goroutine context: the default mode
+      });
+      drain(lane);
+    }
+    {
+      goro::basic_runtime<shared_policy> shared({.maxprocs = 1});
+      lane.go(shared, [&] {
+        if (std::fegetround() != FE_UPWARD) ++wrong;  // a shared goroutine starts with the thread's mode
+      });
+      drain(lane);
+    }
+    std::fesetround(round0);
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("run_for is only for the owner thread, outside goroutines") {
   goro::runtime rt({.maxprocs = 1});
   goro::thread_lane lane;

@@ -147,12 +147,18 @@ namespace detail {
 // it runs one, point at: one per (lane, runtime).
 class lane_sched final : public sched_base {
  public:
-  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
-    ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
-    memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
-    fp_shared = rt->fp_shared;             // its goroutines switch as the runtime's do
-  }
+  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) { bind(); }
   sched_base* rt() const noexcept { return rt_; }
+  // What it copies from the runtime at rt_ now. A runtime destroyed (with
+  // no lane goroutine left) and another made at its address, perhaps of
+  // another policy, finds this adapter: it took the dead one's switches
+  // and allocator. Written only when they differ (no goroutine of this
+  // adapter runs then), so that a live runtime's lane.go races no reader.
+  void bind() noexcept {
+    if (ending_flag != &rt_->ending_goroutines) ending_flag = &rt_->ending_goroutines;  // main_return
+    if (memory != rt_->memory) memory = rt_->memory;              // a closure stored out of line is freed there
+    if (fp_shared != rt_->fp_shared) fp_shared = rt_->fp_shared;  // its goroutines switch as the runtime's do
+  }
 
   void ready(g* gp) noexcept override;  // back onto the lane's queue (below)
 
@@ -271,7 +277,10 @@ class lane_state {
   lane_sched* adapter_for(sched_base* rt) {
     std::lock_guard<std::mutex> lk(adapters_lock);
     for (auto& a : adapters)
-      if (a->rt() == rt) return a.get();
+      if (a->rt() == rt) {
+        a->bind();
+        return a.get();
+      }
     adapters.push_back(std::make_unique<lane_sched>(this, rt));
     return adapters.back().get();
   }
