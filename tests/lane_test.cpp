@@ -507,6 +507,16 @@ TEST_CASE("destroying a lane with goroutines alive is a usage_error") {
   CHECK(r2.signaled);
 }
 
+TEST_CASE("with main_return::wait the runtime's destructor waits for lane goroutines too") {
+  // It stopped the program at once ("runtime destroyed while 1 of its
+  // goroutines live on a thread_lane") though the lane, pumped by another
+  // thread, was running that goroutine to its end.
+  auto r = goro_test::run_helper("lane", {"wait_mode"});
+  CHECK(r.output.find("lane goroutine done\nruntime destroyed") != std::string::npos);
+  CHECK(r.output.find("live on a thread_lane") == std::string::npos);
+  CHECK_FALSE(r.signaled);
+}
+
 TEST_CASE("a stack overflow in a lane goroutine is reported after another lane of its thread was destroyed") {
   // The first lane had installed the thread's alternate signal stack and
   // took it away with it: the overflow was a bare SIGSEGV.

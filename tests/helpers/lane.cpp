@@ -6,6 +6,9 @@
 //                     before that, another runtime's deadlock is reported
 //   runtime_first     a runtime destroyed while a lane goroutine of it is
 //                     alive (the lane outlives it): a fatal error
+//   wait_mode         main_return::wait: the runtime's destructor waits for
+//                     a lane goroutine that its lane (pumped by another
+//                     thread) runs to its end, as for any goroutine
 //   overflow_two_lanes  two lanes on this thread, the first destroyed:
 //                     a goroutine of the second that overflows its stack
 //                     is still reported (the thread keeps its signal stack)
@@ -13,6 +16,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -72,6 +77,34 @@ int main(int argc, char** argv) {
     lane.run_until_idle();
     rt.reset();
     std::puts("goro_helper_lane: not stopped");
+    return 0;
+  }
+  if (std::strcmp(mode, "wait_mode") == 0) {
+    goro::thread_lane* lp = nullptr;
+    std::atomic<bool> ready{false}, stop{false};
+    std::thread owner([&] {
+      goro::thread_lane lane;
+      lp = &lane;
+      ready = true;
+      while (!stop.load() || lane.goroutines() > 0) {
+        if (lane.run_for(std::chrono::milliseconds(1)) == 0)
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    });
+    while (!ready.load()) std::this_thread::yield();
+    {
+      goro::runtime rt({.maxprocs = 1, .on_main_return = goro::main_return::wait});
+      rt.run([&] {
+        lp->go(rt, [] {
+          goro::sleep_for(std::chrono::milliseconds(100));
+          std::puts("lane goroutine done");
+          std::fflush(stdout);
+        });
+      });
+    }
+    std::puts("runtime destroyed");
+    stop = true;
+    owner.join();
     return 0;
   }
   if (std::strcmp(mode, "overflow_two_lanes") == 0) {
