@@ -177,7 +177,7 @@ class lane_sched final : public sched_base {
   void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
 
   // goro::blocking: no P to hand off; the lane's thread makes the call
-  // (the goroutine's waits meanwhile block the thread, as on any M).
+  // (a goro wait inside it is a usage_error, as on any M: docs/blocking.md).
   void enter_syscall(bool) noexcept override { current_m()->in_blocking = true; }
   void exit_syscall() noexcept override { current_m()->in_blocking = false; }
   // goro::yield: to the back of the lane's queue (run_for).
