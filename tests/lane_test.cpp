@@ -240,6 +240,35 @@ TEST_CASE("a lane switches each goroutine with its runtime's fp_control") {
   CHECK(owner_after_shared == FE_TOWARDZERO);
 }
 
+TEST_CASE("a lane serves a runtime made where a destroyed one of another policy was") {
+  // The lane kept one adapter per runtime address, with the runtime's
+  // fp_control (and allocator) read when it was made: a runtime of another
+  // policy at a freed runtime's address got the dead one's switches.
+  using shared_policy = goro::policy<goro::fp_control_mode<goro::fp_control::shared>>;
+  goro::thread_lane lane;
+  const int round0 = std::fegetround();
+  int wrong = 0;
+  for (int i = 0; i < 50; ++i) {
+    std::fesetround(FE_UPWARD);
+    {
+      goro::runtime per({.maxprocs = 1});
+      lane.go(per, [&] {
+        if (std::fegetround() != FE_TONEAREST) ++wrong;  // a fresh per_goroutine context: the default mode
+      });
+      drain(lane);
+    }
+    {
+      goro::basic_runtime<shared_policy> shared({.maxprocs = 1});
+      lane.go(shared, [&] {
+        if (std::fegetround() != FE_UPWARD) ++wrong;  // a shared goroutine starts with the thread's mode
+      });
+      drain(lane);
+    }
+    std::fesetround(round0);
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("run_for is only for the owner thread, outside goroutines") {
   goro::runtime rt({.maxprocs = 1});
   goro::thread_lane lane;
@@ -333,6 +362,82 @@ TEST_CASE("when main returns, a parked lane goroutine unwinds on its lane") {
   CHECK(rt.num_goroutine() == 0);
 }
 
+namespace {
+std::atomic<int> lane_exit_state{0};  // 1: the lane's thread is held in lane_g_exit, 2: released
+}  // namespace
+
+TEST_CASE("run() returns only once the lane's thread is done with the runtime") {
+  // A lane goroutine ended when main returns unwinds on its lane; its
+  // record went back to the runtime after the runtime's count of goroutines
+  // had dropped, so run() could return and the runtime be destroyed while
+  // the lane's thread still used it (goro::run(f) destroys it at once).
+  goro::thread_lane* lp = nullptr;
+  std::atomic<bool> ready{false}, stop{false};
+  std::thread owner([&] {
+    goro::thread_lane lane;
+    lp = &lane;
+    ready = true;
+    while (!stop.load() || lane.goroutines() > 0) {
+      if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(100us);
+    }
+  });
+  while (!ready.load()) std::this_thread::yield();
+  goro::detail::testing::lane_exit_seam = [] {
+    lane_exit_state = 1;
+    std::this_thread::sleep_for(300ms);
+    lane_exit_state = 2;
+  };
+  {
+    goro::runtime rt({.maxprocs = 1});
+    goro::chan<int> never;
+    rt.run([&] {
+      lp->go(rt, [never]() mutable { (void)never.recv(); });  // ended when main returns
+      goro::sleep_for(20ms);
+    });
+    CHECK(lane_exit_state.load() == 2);
+    while (lane_exit_state.load() == 1) std::this_thread::sleep_for(1ms);  // not destroyed under it (the test crashed)
+  }
+  goro::detail::testing::lane_exit_seam = nullptr;
+  stop = true;
+  owner.join();
+}
+
+TEST_CASE("lane.goroutines() drops to 0 only once the lane's thread is done with the runtime") {
+  // Another thread that waits for it and then destroys the runtime (the
+  // lane pumped on a render thread, the runtime owned by the main one) saw 0
+  // while the lane's thread was still returning the goroutine's record:
+  // a use after free, or "runtime destroyed while 1 of its goroutines live
+  // on a thread_lane".
+  goro::thread_lane* lp = nullptr;
+  std::atomic<bool> ready{false}, started{false}, stop{false};
+  goro::runtime rt({.maxprocs = 1});
+  std::thread owner([&] {
+    goro::thread_lane lane;
+    lp = &lane;
+    ready = true;
+    while (!started.load()) std::this_thread::yield();
+    while (!stop.load() || lane.goroutines() > 0) {
+      if (lane.run_for(1ms) == 0) std::this_thread::sleep_for(100us);
+    }
+  });
+  while (!ready.load()) std::this_thread::yield();
+  lane_exit_state = 0;
+  goro::detail::testing::lane_exit_seam = [] {
+    lane_exit_state = 1;
+    std::this_thread::sleep_for(300ms);
+    lane_exit_state = 2;
+  };
+  lp->go(rt, [] {});
+  started = true;
+  while (lp->goroutines() > 0) std::this_thread::sleep_for(100us);
+  CHECK(lane_exit_state.load() == 2);
+  CHECK(rt.num_goroutine() == 0);
+  while (lane_exit_state.load() == 1) std::this_thread::sleep_for(1ms);
+  goro::detail::testing::lane_exit_seam = nullptr;
+  stop = true;
+  owner.join();
+}
+
 TEST_CASE("the goroutine dump marks lane goroutines") {
   goro::runtime rt({.maxprocs = 1});
   goro::thread_lane lane;
@@ -400,6 +505,26 @@ TEST_CASE("destroying a lane with goroutines alive is a usage_error") {
   CHECK(r2.output.find("goro: runtime destroyed while 1 of its goroutines live on a thread_lane") != std::string::npos);
   CHECK(r2.output.find("not stopped") == std::string::npos);
   CHECK(r2.signaled);
+}
+
+TEST_CASE("with main_return::wait the runtime's destructor waits for lane goroutines too") {
+  // It stopped the program at once ("runtime destroyed while 1 of its
+  // goroutines live on a thread_lane") though the lane, pumped by another
+  // thread, was running that goroutine to its end.
+  auto r = goro_test::run_helper("lane", {"wait_mode"});
+  CHECK(r.output.find("lane goroutine done\nruntime destroyed") != std::string::npos);
+  CHECK(r.output.find("live on a thread_lane") == std::string::npos);
+  CHECK_FALSE(r.signaled);
+}
+
+TEST_CASE("a stack overflow in a lane goroutine is reported after another lane of its thread was destroyed") {
+  // The first lane had installed the thread's alternate signal stack and
+  // took it away with it: the overflow was a bare SIGSEGV.
+  auto r = goro_test::run_helper("lane", {"overflow_two_lanes"});
+  CHECK(r.output.find("stack overflow") != std::string::npos);
+  CHECK(r.output.find("size 32768") != std::string::npos);
+  CHECK(r.output.find("not stopped") == std::string::npos);
+  CHECK(r.signaled);
 }
 
 TEST_CASE("a lane owned by run()'s own thread is no external M: main waiting on it is a deadlock") {

@@ -6,14 +6,31 @@
 //                     before that, another runtime's deadlock is reported
 //   runtime_first     a runtime destroyed while a lane goroutine of it is
 //                     alive (the lane outlives it): a fatal error
+//   wait_mode         main_return::wait: the runtime's destructor waits for
+//                     a lane goroutine that its lane (pumped by another
+//                     thread) runs to its end, as for any goroutine
+//   overflow_two_lanes  two lanes on this thread, the first destroyed:
+//                     a goroutine of the second that overflows its stack
+//                     is still reported (the thread keeps its signal stack)
 #include <goro/goro.hpp>
 
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <thread>
+
+namespace {
+// ~1 MiB of frames: far past a 32 KiB stack.
+int deep(int n) {
+  volatile char pad[1024];
+  pad[0] = static_cast<char>(n);
+  return n == 0 ? pad[0] : deep(n - 1) + (pad[0] & 1);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
@@ -59,6 +76,44 @@ int main(int argc, char** argv) {
     lane.go(*rt, [never]() mutable { (void)never.recv(); });
     lane.run_until_idle();
     rt.reset();
+    std::puts("goro_helper_lane: not stopped");
+    return 0;
+  }
+  if (std::strcmp(mode, "wait_mode") == 0) {
+    goro::thread_lane* lp = nullptr;
+    std::atomic<bool> ready{false}, stop{false};
+    std::thread owner([&] {
+      goro::thread_lane lane;
+      lp = &lane;
+      ready = true;
+      while (!stop.load() || lane.goroutines() > 0) {
+        if (lane.run_for(std::chrono::milliseconds(1)) == 0)
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    });
+    while (!ready.load()) std::this_thread::yield();
+    {
+      goro::runtime rt({.maxprocs = 1, .on_main_return = goro::main_return::wait});
+      rt.run([&] {
+        lp->go(rt, [] {
+          goro::sleep_for(std::chrono::milliseconds(100));
+          std::puts("lane goroutine done");
+          std::fflush(stdout);
+        });
+      });
+    }
+    std::puts("runtime destroyed");
+    stop = true;
+    owner.join();
+    return 0;
+  }
+  if (std::strcmp(mode, "overflow_two_lanes") == 0) {
+    goro::runtime rt({.maxprocs = 1});
+    auto first = std::make_unique<goro::thread_lane>();
+    goro::thread_lane second;
+    first.reset();
+    second.go(rt, goro::spawn_options{.stack_size = 32 << 10}, [] { std::printf("%d\n", deep(1000)); });
+    second.run_until_idle();
     std::puts("goro_helper_lane: not stopped");
     return 0;
   }

@@ -379,7 +379,7 @@ class scheduler final : public sched_base {
 
   std::size_t live_goroutines() const noexcept override {
     std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed);
-    std::uint64_t done = offp_exits_.load(std::memory_order_relaxed);
+    std::uint64_t done = offp_exits_.load(std::memory_order_acquire);  // lane_g_exit's last touch (release)
     for_each_p([&](const p* pp) {
       created += pp->spawns.get();
       done += pp->exits.get();

@@ -190,11 +190,16 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   if (current_m() != nullptr && current_m()->sched == this)
     fatal("goro: runtime destroyed from inside one of its own goroutines");
   // thread_lane: those goroutines' stacks and records are this runtime's,
-  // and only their lane's owner can run them to their end.
-  if (std::size_t n = lane_live_.load(std::memory_order_acquire); n != 0)
-    fatal(("goro: runtime destroyed while " + std::to_string(n) +
-           " of its goroutines live on a thread_lane (run the lane until they finish first)")
-              .c_str());
+  // and only their lane's owner can run them to their end. With
+  // main_return::wait they are waited for like any goroutine first (the
+  // owner may be pumping them: the lane is an external M).
+  auto lanes_left = [this] {
+    if (std::size_t n = lane_live_.load(std::memory_order_acquire); n != 0)
+      fatal(("goro: runtime destroyed while " + std::to_string(n) +
+             " of its goroutines live on a thread_lane (run the lane until they finish first)")
+                .c_str());
+  };
+  if (unwind_on_main_return_) lanes_left();
   // main_return: goroutines started by go() while no run() was active
   // (or left by one) end as when main returns.
   if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
@@ -275,6 +280,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     shutdown_note_.sleep_for(wait_ns);
     shutdown_waiting_.store(false, std::memory_order_relaxed);
   }
+  lanes_left();
   // netpoll: goroutines of other runtimes parking on our descriptors stop
   // asking our poller for an M to watch it (wakep), and those asking now
   // are done, before the Ms are stopped (netpoller::pin_owner).
