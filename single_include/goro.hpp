@@ -18232,7 +18232,7 @@ class scheduler final : public sched_base {
 
   std::size_t live_goroutines() const noexcept override {
     std::uint64_t created = offp_spawns_.load(std::memory_order_relaxed);
-    std::uint64_t done = offp_exits_.load(std::memory_order_relaxed);
+    std::uint64_t done = offp_exits_.load(std::memory_order_acquire);  // lane_g_exit's last touch (release)
     for_each_p([&](const p* pp) {
       created += pp->spawns.get();
       done += pp->exits.get();
@@ -20205,10 +20205,27 @@ inline auto scheduler<Policy>::start_lane_g(g* gp, sched_base* lane) -> void {
   offp_spawns_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// goexit0 for a lane's goroutine, on the lane's thread.
+// A test seam (GORO_TESTING builds only): lane_g_exit calls it just
+// before the record goes back to the free list (tests/lane_test.cpp holds
+// the lane's thread there while run() returns).
+#ifdef GORO_TESTING
+namespace testing {
+inline std::atomic<void (*)()> lane_exit_seam{nullptr};
+}  // namespace testing
+inline void testing_lane_exit_seam() {
+  if (auto f = testing::lane_exit_seam.load()) f();
+}
+#else
+inline void testing_lane_exit_seam() noexcept {}
+#endif
+
+// goexit0 for a lane's goroutine, on the lane's thread. Once the live
+// count drops, run() may return and the runtime be destroyed: so that
+// comes last (the record went back after it: a use after free). gp stays
+// `running` until then (gfput_global: idle), or main_return's stuck()
+// took it for a goroutine that can never run and run() returned early.
 template <class Policy>
 inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
-  gp->status.store(g_status::dead, std::memory_order_relaxed);
   clear_preempt(gp);
   stack_memory s = gp->stack;
   gp->stack = {};
@@ -20222,9 +20239,10 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->lock_count.store(0, std::memory_order_relaxed);
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   set_dump_field(gp->sched, this);
-  lane_live_.fetch_sub(1, std::memory_order_relaxed);
-  offp_exits_.fetch_add(1, std::memory_order_relaxed);
+  lane_live_.fetch_sub(1, std::memory_order_relaxed);  // shutdown waits on the live count after it
+  testing_lane_exit_seam();
   gfput_global(gp);
+  offp_exits_.fetch_add(1, std::memory_order_release);  // the last touch
 }
 
 // Entry of every goroutine (first frame on its stack).
@@ -20637,11 +20655,16 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
   if (current_m() != nullptr && current_m()->sched == this)
     fatal("goro: runtime destroyed from inside one of its own goroutines");
   // thread_lane: those goroutines' stacks and records are this runtime's,
-  // and only their lane's owner can run them to their end.
-  if (std::size_t n = lane_live_.load(std::memory_order_acquire); n != 0)
-    fatal(("goro: runtime destroyed while " + std::to_string(n) +
-           " of its goroutines live on a thread_lane (run the lane until they finish first)")
-              .c_str());
+  // and only their lane's owner can run them to their end. With
+  // main_return::wait they are waited for like any goroutine first (the
+  // owner may be pumping them: the lane is an external M).
+  auto lanes_left = [this] {
+    if (std::size_t n = lane_live_.load(std::memory_order_acquire); n != 0)
+      fatal(("goro: runtime destroyed while " + std::to_string(n) +
+             " of its goroutines live on a thread_lane (run the lane until they finish first)")
+                .c_str());
+  };
+  if (unwind_on_main_return_) lanes_left();
   // main_return: goroutines started by go() while no run() was active
   // (or left by one) end as when main returns.
   if (unwind_on_main_return_) main_return_ops::unwind_all(*this);
@@ -20722,6 +20745,7 @@ inline auto scheduler<Policy>::shutdown() noexcept -> void {
     shutdown_note_.sleep_for(wait_ns);
     shutdown_waiting_.store(false, std::memory_order_relaxed);
   }
+  lanes_left();
   // netpoll: goroutines of other runtimes parking on our descriptors stop
   // asking our poller for an M to watch it (wakep), and those asking now
   // are done, before the Ms are stopped (netpoller::pin_owner).
@@ -21839,12 +21863,18 @@ namespace detail {
 // it runs one, point at: one per (lane, runtime).
 class lane_sched final : public sched_base {
  public:
-  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) {
-    ending_flag = &rt->ending_goroutines;  // main_return: the runtime's flag
-    memory = rt->memory;                   // a closure stored out of line is freed to the runtime's allocator
-    fp_shared = rt->fp_shared;             // its goroutines switch as the runtime's do
-  }
+  lane_sched(lane_state* lane, sched_base* rt) noexcept : lane_(lane), rt_(rt) { bind(); }
   sched_base* rt() const noexcept { return rt_; }
+  // What it copies from the runtime at rt_ now. A runtime destroyed (with
+  // no lane goroutine left) and another made at its address, perhaps of
+  // another policy, finds this adapter: it took the dead one's switches
+  // and allocator. Written only when they differ (no goroutine of this
+  // adapter runs then), so that a live runtime's lane.go races no reader.
+  void bind() noexcept {
+    if (ending_flag != &rt_->ending_goroutines) ending_flag = &rt_->ending_goroutines;  // main_return
+    if (memory != rt_->memory) memory = rt_->memory;              // a closure stored out of line is freed there
+    if (fp_shared != rt_->fp_shared) fp_shared = rt_->fp_shared;  // its goroutines switch as the runtime's do
+  }
 
   void ready(g* gp) noexcept override;  // back onto the lane's queue (below)
 
@@ -21863,7 +21893,7 @@ class lane_sched final : public sched_base {
   void run_main(void (*)(g*, void*), void*) override { raise_usage("run() on a thread_lane"); }
 
   // goro::blocking: no P to hand off; the lane's thread makes the call
-  // (the goroutine's waits meanwhile block the thread, as on any M).
+  // (a goro wait inside it is a usage_error, as on any M: docs/blocking.md).
   void enter_syscall(bool) noexcept override { current_m()->in_blocking = true; }
   void exit_syscall() noexcept override { current_m()->in_blocking = false; }
   // goro::yield: to the back of the lane's queue (run_for).
@@ -21880,6 +21910,21 @@ class lane_sched final : public sched_base {
   sched_base* rt_;
 };
 
+// The owner thread's alternate signal stack (a stack overflow's SIGSEGV
+// needs one), shared by that thread's lanes: the first installs it, the
+// last destroyed there removes it. One per lane took it from the thread's
+// other lanes when the lane that had installed it went first (their
+// overflows were a bare SIGSEGV). Trivially destructible: a lane may be
+// destroyed after its thread's thread_local destructors ran.
+struct lane_altstack {
+  unsigned users = 0;
+  os::thread_altstack* stack = nullptr;
+};
+inline lane_altstack& lane_altstack_here() noexcept {
+  static thread_local lane_altstack a;
+  return a;
+}
+
 // A lane's queue, adapters and M. Heap-allocated: a lane destroyed with
 // goroutines alive (a usage_error) leaves it behind for their wakers.
 class lane_state {
@@ -21894,11 +21939,16 @@ class lane_state {
       raise_usage(
           "thread_lane created inside a goroutine: its thread is a runtime's, which never pumps it (create the "
           "lane on the thread that will call run_for)");
+    lane_altstack& a = lane_altstack_here();
+    if (a.users == 0) a.stack = new os::thread_altstack();
+    ++a.users;
     owner_lanes->fetch_add(1, std::memory_order_seq_cst);  // checkdead: not while the owner is in run()
     extm_hold(true);  // checkdead: the owner may pump (and wake) at any time
   }
   ~lane_state() {
-    if (std::this_thread::get_id() != owner) altstack.detach();  // registered on the owner: left there
+    // Another thread cannot touch the owner's signal stack: it stays.
+    if (lane_altstack& a = lane_altstack_here(); std::this_thread::get_id() == owner && --a.users == 0)
+      delete std::exchange(a.stack, nullptr);
     uncount();
   }
   // checkdead: this lane can no longer be pumped (destroyed, or its
@@ -21943,7 +21993,10 @@ class lane_state {
   lane_sched* adapter_for(sched_base* rt) {
     std::lock_guard<std::mutex> lk(adapters_lock);
     for (auto& a : adapters)
-      if (a->rt() == rt) return a.get();
+      if (a->rt() == rt) {
+        a->bind();
+        return a.get();
+      }
     adapters.push_back(std::make_unique<lane_sched>(this, rt));
     return adapters.back().get();
   }
@@ -21956,7 +22009,6 @@ class lane_state {
   std::atomic<std::size_t> queued{0};  // written under lock; read without it as a hint
   std::atomic<std::size_t> live{0};    // lane goroutines not finished
   m_base m;                            // the owner's M while it pumps
-  os::thread_altstack altstack;        // the owner's: a stack overflow's SIGSEGV needs one
   std::mutex adapters_lock;
   std::vector<std::unique_ptr<lane_sched>> adapters;
 
@@ -22052,8 +22104,9 @@ GORO_DECL detail::g* thread_lane::resume(detail::g* gp) noexcept {
     }
     case after_switch::exit: {
       detail::sched_base* rt = static_cast<detail::lane_sched*>(gp->sched)->rt();
-      st_->live.fetch_sub(1, std::memory_order_release);
       rt->lane_g_exit(gp);
+      // After: a thread that sees 0 may destroy rt.
+      st_->live.fetch_sub(1, std::memory_order_release);
       return nullptr;
     }
     case after_switch::call:
