@@ -367,6 +367,47 @@ TEST_CASE("trace: a second trace holds only its own events", "[trace]") {
   CHECK(in_second.count(a) == 0);
 }
 
+TEST_CASE("trace: slices that began before a restarted trace start at its start", "[trace]") {
+  // A goroutine running (or in goro::blocking) across stop() and start()
+  // had its slice written into the second trace with the first one's
+  // start time: negative ts, and a flow head whose tail is in the first.
+  trace_file first("restart1"), second("restart2");
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] {
+    goro::trace::start(first.path);
+    goro::chan<int> done;
+    std::atomic<bool> in_call{false};
+    goro::go([done, &in_call]() mutable {
+      goro::blocking([&] {
+        in_call = true;
+        std::this_thread::sleep_for(30ms);
+      });
+      done.send(1);
+    });
+    goro::yield();                                      // main's slice now begins inside the first trace
+    while (!in_call) std::this_thread::sleep_for(1ms);  // no goro call: the slice goes on
+    std::this_thread::sleep_for(5ms);
+    goro::trace::stop();
+    goro::trace::start(second.path);
+    (void)done.recv();
+    goro::trace::stop();
+  });
+  int runs = 0, syscalls = 0;
+  for (const json& e : read_trace(second.path)) {
+    if (e["ph"].str() == "M") continue;
+    INFO(e["name"].str());
+    CHECK(e["ts"].num() >= 0);
+    if (is(e, "flow", "f")) CHECK(e["ts"].num() > 0);  // not a head cut from its tail
+    if (is(e, "run", "X")) ++runs;
+    if (is(e, "syscall", "X")) {
+      ++syscalls;
+      CHECK(e["dur"].num() < 30000.0);  // only its part inside this trace
+    }
+  }
+  CHECK(runs >= 2);
+  CHECK(syscalls == 1);
+}
+
 #if GORO_EXCEPTIONS
 TEST_CASE("trace: misuse and bad paths are clear errors", "[trace]") {
   trace_file tf("misuse");

@@ -229,7 +229,15 @@ struct state {
     meta("thread_name", 2 * rt + 2, &id, name);
   }
 
-  void write_event_locked(const event& e) {
+  void write_event_locked(event e) {
+    // A slice (or blocking call) that began before this trace's start, in
+    // an earlier trace (stop and start while a goroutine ran on): its part
+    // inside this trace, without the arrow whose tail that trace has.
+    if (e.ts < epoch) {
+      e.dur = e.dur > epoch - e.ts ? e.dur - (epoch - e.ts) : 0;
+      e.ts = epoch;
+      e.flow = 0;
+    }
     const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
     const double dur = static_cast<double>(e.dur) / 1000.0;
     const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
