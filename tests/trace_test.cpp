@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -406,6 +407,48 @@ TEST_CASE("trace: slices that began before a restarted trace start at its start"
   }
   CHECK(runs >= 2);
   CHECK(syscalls == 1);
+}
+
+TEST_CASE("trace: a P's slices do not overlap when a blocking call hands the P off", "[trace]") {
+  // A goroutine in goro::blocking keeps running on its M but not on its
+  // P, which sysmon hands to another M: its slice on the P's track must
+  // not cover the call, or it overlaps the slices the P ran meanwhile
+  // (the viewers need the slices of a track nested).
+  trace_file tf("handoff");
+  goro::runtime rt{goro::options{2}};
+  goro::trace::start(tf.path);
+  rt.run([&] {
+    std::atomic<bool> stop{false};
+    goro::wait_group wg;
+    wg.add(3);
+    goro::go([&] {
+      goro::blocking([] { std::this_thread::sleep_for(50ms); });
+      wg.done();
+    });
+    for (int i = 0; i < 2; ++i)
+      goro::go([&] {
+        while (!stop.load(std::memory_order_relaxed)) goro::preempt_point();
+        wg.done();
+      });
+    goro::sleep_for(80ms);
+    stop = true;
+    wg.wait();
+  });
+  goro::trace::stop();
+  REQUIRE(rt.stats().syscall_handoffs >= 1);
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;  // (pid, tid) -> slices
+  for (const json& e : read_trace(tf.path))
+    if (is(e, "run", "X"))
+      tracks[{int(e["pid"].num()), int(e["tid"].num())}].push_back({e["ts"].num(), e["dur"].num()});
+  for (auto& [track, slices] : tracks) {
+    std::sort(slices.begin(), slices.end());
+    for (std::size_t i = 1; i < slices.size(); ++i) {
+      INFO("track pid " << track.first << " tid " << track.second << ": slice at " << slices[i].first
+                        << " begins inside the one at " << slices[i - 1].first << " (dur " << slices[i - 1].second
+                        << ")");
+      CHECK(slices[i].first >= slices[i - 1].first + slices[i - 1].second - 0.001);
+    }
+  }
 }
 
 #if GORO_EXCEPTIONS

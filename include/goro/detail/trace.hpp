@@ -51,6 +51,7 @@ enum class kind : std::uint8_t {
   wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
   syscall,  // goroutine g was in goro::blocking on an M from ts for dur
   create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
+  p_part,   // part of a run slice on its P's track only (M `arg`): the slice had goro::blocking calls
 };
 
 struct event {
@@ -247,13 +248,15 @@ struct state {
     const auto g = static_cast<unsigned long long>(e.g);
     const auto flow = static_cast<unsigned long long>(e.flow);
     switch (e.k) {
-      case kind::run: {
+      case kind::run:
+      case kind::p_part: {
         const char* why = e.end;
         if (ptid >= 0) {
           sep();
-          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-               g, ts, dur, ps, ptid, g, mtid, why);
+          emit(
+              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+              "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+              g, ts, dur, ps, ptid, g, e.k == kind::p_part ? static_cast<std::int32_t>(e.arg) : mtid, why);
         }
         if (mtid >= 0) {
           sep();
