@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -492,6 +493,54 @@ TEST_CASE("sysmon: GORO_DEBUG=schedtrace prints Go's SCHED line", "[sysmon]") {
       R"(SCHED [0-9]+ms: gomaxprocs=2 idleprocs=[0-9]+ threads=[0-9]+ spinningthreads=[0-9]+ )"
       R"(needspinning=[0-9]+ idlethreads=[0-9]+ runqueue=[0-9]+ \[[0-9]+ [0-9]+\])");
   CHECK(std::regex_search(r.output, line));
+}
+
+TEST_CASE("sysmon: schedtrace's threads= leaves out Ms whose thread exited", "[sysmon]") {
+  // A goroutine that ends locked to its thread takes the thread with it
+  // (lock_os_thread); Go's SCHED line then counts one thread fewer
+  // (mcount). goro counted every M record ever made: 8 such exits showed
+  // as 8 threads more than the process had.
+  char path[] = "/tmp/goro_schedtrace_XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const int saved = dup(2);
+  setenv("GORO_DEBUG", "schedtrace=10", 1);
+  std::size_t tasks = 0;
+  {
+    goro::runtime rt{goro::options{2}};
+    unsetenv("GORO_DEBUG");
+    dup2(fd, 2);
+    rt.run([&] {
+      for (int i = 0; i < 8; ++i) {
+        std::atomic<bool> done{false};
+        goro::go([&] {
+          goro::lock_os_thread();
+          done = true;  // ends locked: its M's thread exits
+        });
+        while (!done) std::this_thread::sleep_for(1ms);  // main keeps its P: the goroutine runs on another M
+      }
+      goro::sleep_for(20ms);  // the last thread is gone
+      std::size_t n = 0;
+      if (DIR* dir = opendir("/proc/self/task")) {
+        while (dirent* e = readdir(dir)) n += e->d_name[0] != '.';
+        closedir(dir);
+      }
+      tasks = n;
+      goro::sleep_for(50ms);  // SCHED lines with the threads as they are now
+    });
+    dup2(saved, 2);
+  }
+  close(saved);
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.rfind("SCHED ", 0) == 0) last = line;
+  close(fd);
+  std::remove(path);
+  INFO(last << " (threads in the process: " << tasks << ")");
+  const std::size_t at = last.find(" threads=");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stoul(last.substr(at + 9)) <= tasks);
 }
 
 TEST_CASE("sysmon: an idle runtime costs no CPU", "[sysmon]") {

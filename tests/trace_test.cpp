@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -365,6 +366,89 @@ TEST_CASE("trace: a second trace holds only its own events", "[trace]") {
     if (is(e, "run", "X")) in_second.insert(std::uint64_t(e["args"]["g"].num()));
   CHECK(in_second.count(b) == 1);
   CHECK(in_second.count(a) == 0);
+}
+
+TEST_CASE("trace: slices that began before a restarted trace start at its start", "[trace]") {
+  // A goroutine running (or in goro::blocking) across stop() and start()
+  // had its slice written into the second trace with the first one's
+  // start time: negative ts, and a flow head whose tail is in the first.
+  trace_file first("restart1"), second("restart2");
+  goro::runtime rt{goro::options{2}};
+  rt.run([&] {
+    goro::trace::start(first.path);
+    goro::chan<int> done;
+    std::atomic<bool> in_call{false};
+    goro::go([done, &in_call]() mutable {
+      goro::blocking([&] {
+        in_call = true;
+        std::this_thread::sleep_for(30ms);
+      });
+      done.send(1);
+    });
+    goro::yield();                                      // main's slice now begins inside the first trace
+    while (!in_call) std::this_thread::sleep_for(1ms);  // no goro call: the slice goes on
+    std::this_thread::sleep_for(5ms);
+    goro::trace::stop();
+    goro::trace::start(second.path);
+    (void)done.recv();
+    goro::trace::stop();
+  });
+  int runs = 0, syscalls = 0;
+  for (const json& e : read_trace(second.path)) {
+    if (e["ph"].str() == "M") continue;
+    INFO(e["name"].str());
+    CHECK(e["ts"].num() >= 0);
+    if (is(e, "flow", "f")) CHECK(e["ts"].num() > 0);  // not a head cut from its tail
+    if (is(e, "run", "X")) ++runs;
+    if (is(e, "syscall", "X")) {
+      ++syscalls;
+      CHECK(e["dur"].num() < 30000.0);  // only its part inside this trace
+    }
+  }
+  CHECK(runs >= 2);
+  CHECK(syscalls == 1);
+}
+
+TEST_CASE("trace: a P's slices do not overlap when a blocking call hands the P off", "[trace]") {
+  // A goroutine in goro::blocking keeps running on its M but not on its
+  // P, which sysmon hands to another M: its slice on the P's track must
+  // not cover the call, or it overlaps the slices the P ran meanwhile
+  // (the viewers need the slices of a track nested).
+  trace_file tf("handoff");
+  goro::runtime rt{goro::options{2}};
+  goro::trace::start(tf.path);
+  rt.run([&] {
+    std::atomic<bool> stop{false};
+    goro::wait_group wg;
+    wg.add(3);
+    goro::go([&] {
+      goro::blocking([] { std::this_thread::sleep_for(50ms); });
+      wg.done();
+    });
+    for (int i = 0; i < 2; ++i)
+      goro::go([&] {
+        while (!stop.load(std::memory_order_relaxed)) goro::preempt_point();
+        wg.done();
+      });
+    goro::sleep_for(80ms);
+    stop = true;
+    wg.wait();
+  });
+  goro::trace::stop();
+  REQUIRE(rt.stats().syscall_handoffs >= 1);
+  std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;  // (pid, tid) -> slices
+  for (const json& e : read_trace(tf.path))
+    if (is(e, "run", "X"))
+      tracks[{int(e["pid"].num()), int(e["tid"].num())}].push_back({e["ts"].num(), e["dur"].num()});
+  for (auto& [track, slices] : tracks) {
+    std::sort(slices.begin(), slices.end());
+    for (std::size_t i = 1; i < slices.size(); ++i) {
+      INFO("track pid " << track.first << " tid " << track.second << ": slice at " << slices[i].first
+                        << " begins inside the one at " << slices[i - 1].first << " (dur " << slices[i - 1].second
+                        << ")");
+      CHECK(slices[i].first >= slices[i - 1].first + slices[i - 1].second - 0.001);
+    }
+  }
 }
 
 #if GORO_EXCEPTIONS

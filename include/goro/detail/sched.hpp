@@ -210,6 +210,9 @@ class scheduler final : public sched_base {
     g* locked_handed = nullptr;           // startlockedm: the wired G nextp was handed for (lock_)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
+    // tracer: the slice's P track stops at its first goro::blocking call and resumes after the last (trace_run)
+    std::int64_t trace_p_cut = 0, trace_p_resume = 0;  // 0: none
+    std::int32_t trace_p_resume_id = -1;
   };
 
   // Proof that the scheduler lock (lock_, Go's sched.lock) is held, for as
@@ -452,7 +455,11 @@ class scheduler final : public sched_base {
   // ---- sysmon: goro::blocking (sysmon.hpp) ----
   void enter_syscall(bool long_call) noexcept override {
     m* mm = this_m();
-    if (GORO_UNLIKELY(tracing::enabled())) mm->trace_blocking_since = tracing::now();
+    if (GORO_UNLIKELY(tracing::enabled())) {
+      mm->trace_blocking_since = tracing::now();
+      if (mm->trace_p_cut == 0) mm->trace_p_cut = mm->trace_blocking_since;
+      mm->trace_p_resume = 0;
+    }
     sysmon_.enter_syscall(mm, long_call);
   }
   void exit_syscall() noexcept override {
@@ -466,6 +473,11 @@ class scheduler final : public sched_base {
                         false);
     }
     sysmon_.exit_syscall(mm);
+    // Back with a P, in the same slice (trace_run cleared the cut of one that switched out for want of a P).
+    if (GORO_UNLIKELY(this_m() == mm && mm->trace_p_cut != 0) && mm->pp) {
+      mm->trace_p_resume = tracing::now();
+      mm->trace_p_resume_id = static_cast<std::int32_t>(mm->pp->id);
+    }
   }
 
   // goro::yield (Go's Gosched, sched_loop.hpp)

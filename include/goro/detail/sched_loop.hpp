@@ -202,6 +202,7 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
   const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
   const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
   const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
+  if (GORO_UNLIKELY(trace_start != 0)) mm->trace_p_cut = 0;  // left by a slice not traced
   switch_to_g(mm, gp);
   gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
   mm->curg = nullptr;

@@ -39,7 +39,22 @@ GORO_NOINLINE auto scheduler<Policy>::trace_run(m* mm, g* gp, std::int32_t trace
       break;
   }
   const std::int64_t t1 = tracing::now();
-  tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
+  const std::int64_t cut = std::exchange(mm->trace_p_cut, 0), resume = std::exchange(mm->trace_p_resume, 0);
+  if (cut == 0 || trace_p < 0) {
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
+  } else {
+    // goro::blocking calls in the slice (enter_syscall): the whole slice on
+    // the M's track, the parts around the calls on the Ps' tracks.
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, -1, mm->id, tracing::kind::run, 0, why, 0}, true);
+    tracing::record({t0, cut - t0, gp->id, trace_rt_, trace_p, -1, tracing::kind::p_part,
+                     static_cast<std::uint64_t>(mm->id), "blocking call", flow},
+                    true);
+    trace_p = resume != 0 ? mm->trace_p_resume_id : -1;
+    if (resume != 0)
+      tracing::record({resume, t1 - resume, gp->id, trace_rt_, trace_p, -1, tracing::kind::p_part,
+                       static_cast<std::uint64_t>(mm->id), why, 0},
+                      true);
+  }
   if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
     tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
                      mm->after == after_switch::async_preempt ? 1u : 0u},

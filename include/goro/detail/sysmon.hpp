@@ -446,7 +446,9 @@ class sysmon {
       typename Sched::sched_lock lk(s_);
       unsigned idlethreads = 0;
       for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
-      std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
+      // Ms alive (as checkmcount: not those whose thread exited locked), + sysmon
+      const bool run_caller = s_.run_m_.load(std::memory_order_relaxed) != nullptr && !s_.run_m_left_;
+      std::size_t threads = s_.allm_.size() - s_.nmexited_ + (run_caller ? 1 : 0) + 1;
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
       std::snprintf(buf, sizeof buf,
                     "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "

@@ -51,6 +51,7 @@ enum class kind : std::uint8_t {
   wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
   syscall,  // goroutine g was in goro::blocking on an M from ts for dur
   create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
+  p_part,   // part of a run slice on its P's track only (M `arg`): the slice had goro::blocking calls
 };
 
 struct event {
@@ -229,7 +230,15 @@ struct state {
     meta("thread_name", 2 * rt + 2, &id, name);
   }
 
-  void write_event_locked(const event& e) {
+  void write_event_locked(event e) {
+    // A slice (or blocking call) that began before this trace's start, in
+    // an earlier trace (stop and start while a goroutine ran on): its part
+    // inside this trace, without the arrow whose tail that trace has.
+    if (e.ts < epoch) {
+      e.dur = e.dur > epoch - e.ts ? e.dur - (epoch - e.ts) : 0;
+      e.ts = epoch;
+      e.flow = 0;
+    }
     const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
     const double dur = static_cast<double>(e.dur) / 1000.0;
     const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
@@ -239,13 +248,15 @@ struct state {
     const auto g = static_cast<unsigned long long>(e.g);
     const auto flow = static_cast<unsigned long long>(e.flow);
     switch (e.k) {
-      case kind::run: {
+      case kind::run:
+      case kind::p_part: {
         const char* why = e.end;
         if (ptid >= 0) {
           sep();
-          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-               g, ts, dur, ps, ptid, g, mtid, why);
+          emit(
+              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+              "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+              g, ts, dur, ps, ptid, g, e.k == kind::p_part ? static_cast<std::int32_t>(e.arg) : mtid, why);
         }
         if (mtid >= 0) {
           sep();
