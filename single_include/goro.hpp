@@ -15610,6 +15610,7 @@ enum class kind : std::uint8_t {
   wake,     // goroutine g was made runnable (by this P's goroutine, or by a thread outside the runtime: p < 0)
   syscall,  // goroutine g was in goro::blocking on an M from ts for dur
   create,   // goroutine g was created (by goroutine arg, 0: by a thread outside the runtime)
+  p_part,   // part of a run slice on its P's track only (M `arg`): the slice had goro::blocking calls
 };
 
 struct event {
@@ -15788,7 +15789,15 @@ struct state {
     meta("thread_name", 2 * rt + 2, &id, name);
   }
 
-  void write_event_locked(const event& e) {
+  void write_event_locked(event e) {
+    // A slice (or blocking call) that began before this trace's start, in
+    // an earlier trace (stop and start while a goroutine ran on): its part
+    // inside this trace, without the arrow whose tail that trace has.
+    if (e.ts < epoch) {
+      e.dur = e.dur > epoch - e.ts ? e.dur - (epoch - e.ts) : 0;
+      e.ts = epoch;
+      e.flow = 0;
+    }
     const double ts = static_cast<double>(e.ts - epoch) / 1000.0;  // microseconds
     const double dur = static_cast<double>(e.dur) / 1000.0;
     const unsigned ps = 2 * e.rt + 1, ms = 2 * e.rt + 2;  // process ids: Ps and Ms of runtime rt
@@ -15798,13 +15807,15 @@ struct state {
     const auto g = static_cast<unsigned long long>(e.g);
     const auto flow = static_cast<unsigned long long>(e.flow);
     switch (e.k) {
-      case kind::run: {
+      case kind::run:
+      case kind::p_part: {
         const char* why = e.end;
         if (ptid >= 0) {
           sep();
-          emit("{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
-               "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
-               g, ts, dur, ps, ptid, g, mtid, why);
+          emit(
+              "{\"name\":\"G%llu\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%u,\"tid\":%d,"
+              "\"args\":{\"g\":%llu,\"m\":%d,\"end\":\"%s\"}}",
+              g, ts, dur, ps, ptid, g, e.k == kind::p_part ? static_cast<std::int32_t>(e.arg) : mtid, why);
         }
         if (mtid >= 0) {
           sep();
@@ -17264,7 +17275,9 @@ class sysmon {
       typename Sched::sched_lock lk(s_);
       unsigned idlethreads = 0;
       for (auto* mm = s_.midle_; mm; mm = mm->link) ++idlethreads;
-      std::size_t threads = s_.allm_.size() + (s_.run_m_.load(std::memory_order_relaxed) ? 1 : 0) + 1;  // + sysmon
+      // Ms alive (as checkmcount: not those whose thread exited locked), + sysmon
+      const bool run_caller = s_.run_m_.load(std::memory_order_relaxed) != nullptr && !s_.run_m_left_;
+      std::size_t threads = s_.allm_.size() - s_.nmexited_ + (run_caller ? 1 : 0) + 1;
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_).count();
       std::snprintf(buf, sizeof buf,
                     "SCHED %lldms: gomaxprocs=%u idleprocs=%u threads=%zu spinningthreads=%u needspinning=0 "
@@ -18063,6 +18076,9 @@ class scheduler final : public sched_base {
     g* locked_handed = nullptr;           // startlockedm: the wired G nextp was handed for (lock_)
     std::int32_t id = 0;                  // 0: the run() caller's M (Go's m0); others from 1 (traces)
     std::int64_t trace_blocking_since = 0;  // tracer: when curg entered goro::blocking (0: not traced)
+    // tracer: the slice's P track stops at its first goro::blocking call and resumes after the last (trace_run)
+    std::int64_t trace_p_cut = 0, trace_p_resume = 0;  // 0: none
+    std::int32_t trace_p_resume_id = -1;
   };
 
   // Proof that the scheduler lock (lock_, Go's sched.lock) is held, for as
@@ -18305,7 +18321,11 @@ class scheduler final : public sched_base {
   // ---- sysmon: goro::blocking (sysmon.hpp) ----
   void enter_syscall(bool long_call) noexcept override {
     m* mm = this_m();
-    if (GORO_UNLIKELY(tracing::enabled())) mm->trace_blocking_since = tracing::now();
+    if (GORO_UNLIKELY(tracing::enabled())) {
+      mm->trace_blocking_since = tracing::now();
+      if (mm->trace_p_cut == 0) mm->trace_p_cut = mm->trace_blocking_since;
+      mm->trace_p_resume = 0;
+    }
     sysmon_.enter_syscall(mm, long_call);
   }
   void exit_syscall() noexcept override {
@@ -18319,6 +18339,11 @@ class scheduler final : public sched_base {
                         false);
     }
     sysmon_.exit_syscall(mm);
+    // Back with a P, in the same slice (trace_run cleared the cut of one that switched out for want of a P).
+    if (GORO_UNLIKELY(this_m() == mm && mm->trace_p_cut != 0) && mm->pp) {
+      mm->trace_p_resume = tracing::now();
+      mm->trace_p_resume_id = static_cast<std::int32_t>(mm->pp->id);
+    }
   }
 
   // goro::yield (Go's Gosched, sched_loop.hpp)
@@ -18794,6 +18819,7 @@ inline auto scheduler<Policy>::execute(m* mm, g* gp, bool inherit_time) -> g* {
   const std::int64_t trace_start = GORO_UNLIKELY(tracing::enabled()) ? tracing::now() : 0;
   const std::int32_t trace_p = pp ? static_cast<std::int32_t>(pp->id) : -1;
   const std::uint64_t trace_flow = GORO_UNLIKELY(trace_start != 0) ? std::exchange(gp->trace_flow, 0) : 0;
+  if (GORO_UNLIKELY(trace_start != 0)) mm->trace_p_cut = 0;  // left by a slice not traced
   switch_to_g(mm, gp);
   gp = mm->curg;  // gosched: gp may have switched directly to other Gs since
   mm->curg = nullptr;
@@ -20999,7 +21025,22 @@ GORO_NOINLINE auto scheduler<Policy>::trace_run(m* mm, g* gp, std::int32_t trace
       break;
   }
   const std::int64_t t1 = tracing::now();
-  tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
+  const std::int64_t cut = std::exchange(mm->trace_p_cut, 0), resume = std::exchange(mm->trace_p_resume, 0);
+  if (cut == 0 || trace_p < 0) {
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::run, flow & 1, why, flow}, true);
+  } else {
+    // goro::blocking calls in the slice (enter_syscall): the whole slice on
+    // the M's track, the parts around the calls on the Ps' tracks.
+    tracing::record({t0, t1 - t0, gp->id, trace_rt_, -1, mm->id, tracing::kind::run, 0, why, 0}, true);
+    tracing::record({t0, cut - t0, gp->id, trace_rt_, trace_p, -1, tracing::kind::p_part,
+                     static_cast<std::uint64_t>(mm->id), "blocking call", flow},
+                    true);
+    trace_p = resume != 0 ? mm->trace_p_resume_id : -1;
+    if (resume != 0)
+      tracing::record({resume, t1 - resume, gp->id, trace_rt_, trace_p, -1, tracing::kind::p_part,
+                       static_cast<std::uint64_t>(mm->id), why, 0},
+                      true);
+  }
   if (mm->after == after_switch::preempt || mm->after == after_switch::async_preempt)
     tracing::record({t1, 0, gp->id, trace_rt_, trace_p, mm->id, tracing::kind::preempt,
                      mm->after == after_switch::async_preempt ? 1u : 0u},
