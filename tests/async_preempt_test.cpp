@@ -219,6 +219,47 @@ TEST_CASE("lock_os_thread on a thread holding an async-preempted goroutine at 1 
   CHECK(rt.stats().preemptions >= 1);
 }
 
+TEST_CASE("gomaxprocs shrinks while async-preempted spinners are pinned to a retired P's thread") {
+  // Three spinners at 2 Ps: the M of the P that a shrink retires holds
+  // async-preempted ones, which only its thread may resume. It kept
+  // alternating between them and never gave the retired P up, so
+  // gomaxprocs(1) (from a goroutine other than main, or a plain thread)
+  // waited until the spinners ended on their own (here: their 10 s limit).
+  signal_runtime rt{goro::options{2}};
+  std::atomic<bool> stop{false};
+  long shrink_ms = -1;
+  rt.run([&] {
+    goro::wait_group wg;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (int i = 0; i < 3; ++i) {
+      wg.add(1);
+      goro::go([&, give_up] {
+        {
+          goro::async_preemptible scope;
+          volatile std::uint64_t n = 0;
+          while (!stop.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < give_up) n = n + 1;
+        }
+        wg.done();
+      });
+    }
+    wg.add(1);
+    goro::go([&] {
+      goro::sleep_for(std::chrono::milliseconds(50));  // the spinners get preempted meanwhile
+      const auto t0 = std::chrono::steady_clock::now();
+      goro::gomaxprocs(1);
+      shrink_ms = static_cast<long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
+      stop.store(true);
+      wg.done();
+    });
+    wg.wait();
+    CHECK(goro::gomaxprocs() == 1);
+  });
+  CHECK(shrink_ms >= 0);
+  CHECK(shrink_ms < 5000);  // a few slices; was ~10 s (the spinners' limit)
+  CHECK(rt.stats().preemptions >= 1);
+}
+
 TEST_CASE("async preemption keeps vector and FP registers, and the thread") {
   // qemu-user emulates the FP work ~40x slower: a quarter (still many slices).
   const std::uint64_t n = static_cast<std::uint64_t>(goro_test::scale(60'000'000, 20'000'000, 15'000'000));

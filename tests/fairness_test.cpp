@@ -236,4 +236,58 @@ TEST_CASE("fairness: async-preempted hogs do not starve the P's timers", "[fairn
   }
 }
 
+// The same for the timers of a P retired by gomaxprocs: they stay on its
+// heap, and every active P runs them when it schedules (find_runnable),
+// but the M alternating between its pinned goroutines and its queues did
+// not: sleepers left on the retired P woke only when the hogs ended (here
+// at their 5 s limit).
+TEST_CASE("fairness: async-preempted hogs do not starve the timers of a retired P", "[fairness][time][async]") {
+  using sig = goro::policy<goro::preemption_mode<goro::preemption::signal>, goro::slice_us<2000>>;
+  goro::basic_runtime<sig> rt{goro::options{2}};
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> max_late_ms{0};
+  rt.run([&] {
+    goro::wait_group sleepers, hogs;
+    // Two sleepers that meet while both run (so on different Ps) and then
+    // sleep: each sleep's timer goes on its own P's heap, one on P 1's.
+    std::atomic<int> arrived{0};
+    for (int i = 0; i < 2; ++i) {
+      sleepers.add(1);
+      goro::go([&] {
+        const auto meet_by = steady::now() + 2s;
+        arrived.fetch_add(1);
+        while (arrived.load() < 2 && steady::now() < meet_by) {
+        }
+        const auto t0 = steady::now();
+        goro::sleep_for(100ms);
+        const auto late = static_cast<std::int64_t>(ms(steady::now() - t0 - 100ms));
+        std::int64_t m = max_late_ms.load();
+        while (late > m && !max_late_ms.compare_exchange_weak(m, late)) {
+        }
+        sleepers.done();
+      });
+    }
+    while (arrived.load() < 2) goro::sleep_for(1ms);
+    goro::sleep_for(5ms);
+    goro::gomaxprocs(1);
+    const auto give_up = steady::now() + 5s;
+    for (int i = 0; i < 3; ++i) {
+      hogs.add(1);
+      goro::go([&, give_up] {
+        {
+          goro::async_preemptible scope;  // a call-free loop: only SIGURG preempts it
+          volatile std::uint64_t x = 0;
+          while (!stop.load(std::memory_order_relaxed) && steady::now() < give_up) x = x + 1;
+        }
+        hogs.done();
+      });
+    }
+    sleepers.wait();
+    stop.store(true);
+    hogs.wait();
+  });
+  INFO("latest sleeper woke " << max_late_ms.load() << " ms late; preemptions=" << rt.stats().preemptions);
+  CHECK(max_late_ms.load() < 2500);  // a hog slice or two (~20 ms); was ~5 s
+}
+
 #endif

@@ -145,6 +145,9 @@ inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
   // timers (a ticker, a sleeper) would never fire (benchmarks/tail_latency
   // --async 1 hung). What they ready lands in pp's run queue, taken below.
   if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
+  // gomaxprocs: and those of retired Ps, as find_runnable does (else a
+  // sleeper left on one waited for the hogs to end).
+  if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
   if (!mm->async_queued_turn && pp) {
     bool inherit_unused;  // a new slice: m_loop runs it with inherit false
     g* gp = next_local(pp, inherit_unused, [&] { return glob_get(pp, 1); });

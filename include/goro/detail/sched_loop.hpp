@@ -127,7 +127,12 @@ inline auto scheduler<Policy>::m_loop(m* mm, g* first) -> void {
       }
       gp = mm->locked_handed ? std::exchange(mm->locked_handed, nullptr) : mm->lockedg;  // set with nextp
       if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);              // async preemption
-    } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
+    } else if (GORO_UNLIKELY(mm->async_pinned != nullptr &&
+                             (mm->pp == nullptr || mm->pp->id >= active_ps()))) {  // async preemption
+      // gomaxprocs: a retired P is given up here too (find_runnable, which
+      // does it otherwise, waits for the pinned Gs): kept, it ran them
+      // for good and the shrink never returned.
+      if (mm->pp) drop_retired_p(mm);
       park_pinned(mm);
       continue;
     } else {
