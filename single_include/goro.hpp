@@ -18744,7 +18744,12 @@ inline auto scheduler<Policy>::m_loop(m* mm, g* first) -> void {
       }
       gp = mm->locked_handed ? std::exchange(mm->locked_handed, nullptr) : mm->lockedg;  // set with nextp
       if (GORO_UNLIKELY(gp == mm->async_token)) unwire_token(mm, gp);              // async preemption
-    } else if (GORO_UNLIKELY(mm->async_pinned != nullptr && mm->pp == nullptr)) {  // async preemption
+    } else if (GORO_UNLIKELY(mm->async_pinned != nullptr &&
+                             (mm->pp == nullptr || mm->pp->id >= active_ps()))) {  // async preemption
+      // gomaxprocs: a retired P is given up here too (find_runnable, which
+      // does it otherwise, waits for the pinned Gs): kept, it ran them
+      // for good and the shrink never returned.
+      if (mm->pp) drop_retired_p(mm);
       park_pinned(mm);
       continue;
     } else {
@@ -19911,6 +19916,9 @@ inline auto scheduler<Policy>::next_with_pinned(m* mm) -> g* {
   // timers (a ticker, a sleeper) would never fire (benchmarks/tail_latency
   // --async 1 hung). What they ready lands in pp's run queue, taken below.
   if (pp && pp->timers.earliest() != 0) pp->timers.run_due(nanotime());
+  // gomaxprocs: and those of retired Ps, as find_runnable does (else a
+  // sleeper left on one waited for the hogs to end).
+  if (GORO_UNLIKELY(created_ps() != active_ps())) run_retired_timers();
   if (!mm->async_queued_turn && pp) {
     bool inherit_unused;  // a new slice: m_loop runs it with inherit false
     g* gp = next_local(pp, inherit_unused, [&] { return glob_get(pp, 1); });
