@@ -18338,9 +18338,12 @@ class scheduler final : public sched_base {
                          tracing::kind::syscall, 0},
                         false);
     }
+    // Read on our own M, before we may move: an untraced call skips the
+    // thread-local read below.
+    const bool cut = mm->trace_p_cut != 0;
     sysmon_.exit_syscall(mm);
     // Back with a P, in the same slice (trace_run cleared the cut of one that switched out for want of a P).
-    if (GORO_UNLIKELY(this_m() == mm && mm->trace_p_cut != 0) && mm->pp) {
+    if (GORO_UNLIKELY(cut) && this_m() == mm && mm->trace_p_cut != 0 && mm->pp) {
       mm->trace_p_resume = tracing::now();
       mm->trace_p_resume_id = static_cast<std::int32_t>(mm->pp->id);
     }
