@@ -6895,6 +6895,59 @@ class recv_chan {
 #include <mutex>
 #include <vector>
 
+// ---- begin goro/detail/test_seam.hpp ----
+// Test seams: a hook that a GORO_TESTING build calls at one point of a
+// protocol, so that a test can hold a thread in the window it wants to
+// exercise (a runtime destroyed there, a concurrent add, a slow lookup).
+// Each seam is declared next to its call site, in namespace
+// detail::testing, with a comment naming the window and its test:
+//
+//   namespace testing { inline test_seam<int> wakep_seam; }
+//   ...
+//   testing::wakep_seam(0);              // at the point
+//   detail::testing::wakep_seam = &f;    // in the test; nullptr clears it
+//
+// Without GORO_TESTING a seam is an empty object whose call does nothing,
+// so the point costs nothing in user builds.
+
+#include <atomic>
+
+namespace goro::detail {
+
+#ifdef GORO_TESTING
+template <class... Args>
+class test_seam {
+ public:
+  using hook = void (*)(Args...);
+  constexpr test_seam() noexcept = default;
+  test_seam(const test_seam&) = delete;
+  test_seam& operator=(const test_seam&) = delete;
+
+  // Sets (or with nullptr clears) the hook; any thread, any time.
+  test_seam& operator=(hook f) noexcept {
+    store(f);
+    return *this;
+  }
+  void store(hook f) noexcept { hook_.store(f); }
+
+  // The point: calls the hook, if one is set.
+  void operator()(Args... args) const {
+    if (hook f = hook_.load()) f(args...);
+  }
+
+ private:
+  std::atomic<hook> hook_{nullptr};
+};
+#else
+template <class... Args>
+class test_seam {
+ public:
+  constexpr void operator()(Args...) const noexcept {}
+};
+#endif
+
+}  // namespace goro::detail
+// ---- end goro/detail/test_seam.hpp ----
 
 namespace goro::detail {
 
@@ -6944,19 +6997,12 @@ inline std::atomic<std::uint32_t>& my_del_stripe() noexcept {
   return del_in_flight[i].n;
 }
 
-// A test seam (GORO_TESTING builds only): del calls it between reading a
+// A test seam (test_seam.hpp): del calls it between reading a
 // heap from `where` and locking it (tests/after_func_test.cpp holds a
 // plain thread's stop there while the timer's runtime ends).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)()> timer_del_seam{nullptr};
+inline test_seam<> timer_del_seam;
 }  // namespace testing
-inline void testing_timer_del_seam() {
-  if (auto f = testing::timer_del_seam.load()) f();
-}
-#else
-inline void testing_timer_del_seam() noexcept {}
-#endif
 
 // The sync timer whose function runs on this thread (run_due), and whether
 // del() from inside that function already released its `running` count.
@@ -8481,15 +8527,13 @@ class semaphore {
   detail::sema sema_;
 };
 
-#ifdef GORO_TESTING
 class wait_group;
 namespace detail::testing {
-// Called by the done() that brought the counter to zero with waiters
-// registered, before it resets the state: a test adds there, as a
-// concurrent add() on another thread would.
-inline std::atomic<void (*)(wait_group*)> wait_group_before_reset{nullptr};
+// A test seam (detail/test_seam.hpp): called by the done() that brought
+// the counter to zero with waiters registered, before it resets the
+// state: a test adds there, as a concurrent add() on another thread would.
+inline test_seam<wait_group*> wait_group_before_reset;
 }  // namespace detail::testing
-#endif
 
 // Go's sync.WaitGroup. It may live on the waiter's stack: once the counter
 // reaches zero with nobody waiting, done() touches nothing more, and with
@@ -8520,9 +8564,7 @@ class wait_group {
     // yet take a kept token), so *this stays alive until then. An add()
     // between our fetch_add and the reset is misuse (Go panics); the
     // waiters are still released, then this done() reports it.
-#ifdef GORO_TESTING
-    if (auto* hook = detail::testing::wait_group_before_reset.load()) hook(this);
-#endif
+    detail::testing::wait_group_before_reset(this);
     const bool raced = state_.load(std::memory_order_relaxed) != s;
     state_.store(0, std::memory_order_relaxed);
     sema_.release(w);
@@ -10583,19 +10625,12 @@ GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std:
 // ones for systems that lack them. Unknown: errc::unknown_port.
 GORO_DECL std::uint16_t lookup_port(std::string_view service, int type, std::error_code& ec);
 
-// A test seam (GORO_TESTING builds only): lookup_host and lookup_port call
+// A test seam (detail/test_seam.hpp): lookup_host and lookup_port call
 // it on the thread that then calls getaddrinfo (tests/net_go_test.cpp
 // makes a lookup slow there, to see a dial's deadline bound it).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)()> lookup_seam{nullptr};
+inline goro::detail::test_seam<> lookup_seam;
 }  // namespace testing
-inline void testing_lookup_seam() {
-  if (auto f = testing::lookup_seam.load()) f();
-}
-#else
-inline void testing_lookup_seam() noexcept {}
-#endif
 
 }  // namespace detail
 class address;
@@ -16651,28 +16686,17 @@ class spin_gate {
   std::atomic<std::uint64_t> starts_{0};
 };
 
-// A test seam (GORO_TESTING builds only, like os_thread.hpp's): wakep
+// A test seam (test_seam.hpp): wakep
 // calls it at 0 right after it took the role, and at 1 when it found no
 // idle P after all, before it gives the role up (tests/wakeup_test.cpp
 // makes the lost wake-up of that window happen on purpose).
 // outside_ready_seam: ready() from outside the runtime calls it after
 // queueing the goroutine, before its wakep (tests/runtime_test.cpp destroys
 // the runtime in that window).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)(int)> wakep_seam{nullptr};
-inline std::atomic<void (*)()> outside_ready_seam{nullptr};
+inline test_seam<int> wakep_seam;
+inline test_seam<> outside_ready_seam;
 }  // namespace testing
-inline void testing_wakep_seam(int where) {
-  if (auto f = testing::wakep_seam.load()) f(where);
-}
-inline void testing_outside_ready_seam() {
-  if (auto f = testing::outside_ready_seam.load()) f();
-}
-#else
-inline void testing_wakep_seam(int) noexcept {}
-inline void testing_outside_ready_seam() noexcept {}
-#endif
 
 inline void spin_token::held_leaked() noexcept {
   fatal("goro: internal error: an M's spinning role was dropped without being released");
@@ -18222,7 +18246,7 @@ class scheduler final : public sched_base {
       }
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
-      if (!mm) testing_outside_ready_seam();
+      if (!mm) testing::outside_ready_seam();
     }
     GORO_CHAOS_POINT("ready.wakep");
     wakep();
@@ -19357,7 +19381,7 @@ inline auto scheduler<Policy>::wakep() -> int {
     spin_token spinning = spinning_.claim_if_none();
     if (!spinning) return 0;
     GORO_CHAOS_POINT("wakep.claimed");
-    testing_wakep_seam(0);
+    testing::wakep_seam(0);
     p* pp;
     {
       sched_lock lk(*this);
@@ -19367,7 +19391,7 @@ inline auto scheduler<Policy>::wakep() -> int {
       GORO_CHAOS_POINT("wakep.startm");
       return startm(pp, std::move(spinning));
     }
-    testing_wakep_seam(1);
+    testing::wakep_seam(1);
     spinning_.release(spinning);
     GORO_CHAOS_POINT("wakep.released");
     if (!work_after_going_idle()) return 0;
@@ -20242,19 +20266,12 @@ inline auto scheduler<Policy>::start_lane_g(g* gp, sched_base* lane) -> void {
   offp_spawns_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// A test seam (GORO_TESTING builds only): lane_g_exit calls it just
+// A test seam (test_seam.hpp): lane_g_exit calls it just
 // before the record goes back to the free list (tests/lane_test.cpp holds
 // the lane's thread there while run() returns).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)()> lane_exit_seam{nullptr};
+inline test_seam<> lane_exit_seam;
 }  // namespace testing
-inline void testing_lane_exit_seam() {
-  if (auto f = testing::lane_exit_seam.load()) f();
-}
-#else
-inline void testing_lane_exit_seam() noexcept {}
-#endif
 
 // goexit0 for a lane's goroutine, on the lane's thread. Once the live
 // count drops, run() may return and the runtime be destroyed: so that
@@ -20277,7 +20294,7 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   set_dump_field(gp->sched, this);
   lane_live_.fetch_sub(1, std::memory_order_relaxed);  // shutdown waits on the live count after it
-  testing_lane_exit_seam();
+  testing::lane_exit_seam();
   gfput_global(gp);
   offp_exits_.fetch_add(1, std::memory_order_release);  // the last touch
 }
@@ -21221,7 +21238,7 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
       wait_running_at_most(t, own);
       break;
     }
-    testing_timer_del_seam();
+    testing::timer_del_seam();
     h->lock_.lock();
     if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
       h->lock_.unlock();
@@ -22566,7 +22583,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   int errno_copy = 0;
   goro::detail::os::net_startup();
   int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
-    detail::testing_lookup_seam();
+    detail::testing::lookup_seam();
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
     return rc;
@@ -22617,7 +22634,7 @@ GORO_DECL std::uint16_t detail::lookup_port(std::string_view service, int type, 
   addrinfo* res = nullptr;
   goro::detail::os::net_startup();
   int r = goro::blocking(goro::long_call, [&] {
-    detail::testing_lookup_seam();
+    detail::testing::lookup_seam();
     return ::getaddrinfo(nullptr, name.c_str(), &hints, &res);
   });
   if (r == 0) {

@@ -37,6 +37,7 @@
 
 #include "blocking.hpp"
 #include "detail/config.hpp"
+#include "detail/test_seam.hpp"
 #include "error.hpp"
 #include "os/socket.hpp"
 
@@ -154,19 +155,12 @@ GORO_DECL bool split_host_port(std::string_view hp, std::string_view& host, std:
 // ones for systems that lack them. Unknown: errc::unknown_port.
 GORO_DECL std::uint16_t lookup_port(std::string_view service, int type, std::error_code& ec);
 
-// A test seam (GORO_TESTING builds only): lookup_host and lookup_port call
+// A test seam (detail/test_seam.hpp): lookup_host and lookup_port call
 // it on the thread that then calls getaddrinfo (tests/net_go_test.cpp
 // makes a lookup slow there, to see a dial's deadline bound it).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)()> lookup_seam{nullptr};
+inline goro::detail::test_seam<> lookup_seam;
 }  // namespace testing
-inline void testing_lookup_seam() {
-  if (auto f = testing::lookup_seam.load()) f();
-}
-#else
-inline void testing_lookup_seam() noexcept {}
-#endif
 
 }  // namespace detail
 class address;
@@ -449,7 +443,7 @@ GORO_DECL std::vector<address> lookup_host(std::string_view name, std::error_cod
   int errno_copy = 0;
   goro::detail::os::net_startup();
   int r = goro::blocking(goro::long_call, [&] {  // the P is handed off at once: a resolver may take long
-    detail::testing_lookup_seam();
+    detail::testing::lookup_seam();
     int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
     errno_copy = goro::detail::thread_errno();  // on this thread, before the goroutine can move (DESIGN §7)
     return rc;
@@ -500,7 +494,7 @@ GORO_DECL std::uint16_t detail::lookup_port(std::string_view service, int type, 
   addrinfo* res = nullptr;
   goro::detail::os::net_startup();
   int r = goro::blocking(goro::long_call, [&] {
-    detail::testing_lookup_seam();
+    detail::testing::lookup_seam();
     return ::getaddrinfo(nullptr, name.c_str(), &hints, &res);
   });
   if (r == 0) {

@@ -18,6 +18,7 @@
 #include "detail/inside_blocking.hpp"
 #include "detail/m.hpp"
 #include "detail/sema.hpp"
+#include "detail/test_seam.hpp"
 #include "detail/timed_park.hpp"
 #include "error.hpp"
 #include "os/os.hpp"
@@ -406,15 +407,13 @@ class semaphore {
   detail::sema sema_;
 };
 
-#ifdef GORO_TESTING
 class wait_group;
 namespace detail::testing {
-// Called by the done() that brought the counter to zero with waiters
-// registered, before it resets the state: a test adds there, as a
-// concurrent add() on another thread would.
-inline std::atomic<void (*)(wait_group*)> wait_group_before_reset{nullptr};
+// A test seam (detail/test_seam.hpp): called by the done() that brought
+// the counter to zero with waiters registered, before it resets the
+// state: a test adds there, as a concurrent add() on another thread would.
+inline test_seam<wait_group*> wait_group_before_reset;
 }  // namespace detail::testing
-#endif
 
 // Go's sync.WaitGroup. It may live on the waiter's stack: once the counter
 // reaches zero with nobody waiting, done() touches nothing more, and with
@@ -445,9 +444,7 @@ class wait_group {
     // yet take a kept token), so *this stays alive until then. An add()
     // between our fetch_add and the reset is misuse (Go panics); the
     // waiters are still released, then this done() reports it.
-#ifdef GORO_TESTING
-    if (auto* hook = detail::testing::wait_group_before_reset.load()) hook(this);
-#endif
+    detail::testing::wait_group_before_reset(this);
     const bool raced = state_.load(std::memory_order_relaxed) != s;
     state_.store(0, std::memory_order_relaxed);
     sema_.release(w);

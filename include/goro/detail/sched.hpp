@@ -356,7 +356,7 @@ class scheduler final : public sched_base {
       }
       unparks_.fetch_add(1, std::memory_order_relaxed);
       globq_.push_back(gp);
-      if (!mm) testing_outside_ready_seam();
+      if (!mm) testing::outside_ready_seam();
     }
     GORO_CHAOS_POINT("ready.wakep");
     wakep();

@@ -265,19 +265,12 @@ inline auto scheduler<Policy>::start_lane_g(g* gp, sched_base* lane) -> void {
   offp_spawns_.fetch_add(1, std::memory_order_relaxed);
 }
 
-// A test seam (GORO_TESTING builds only): lane_g_exit calls it just
+// A test seam (test_seam.hpp): lane_g_exit calls it just
 // before the record goes back to the free list (tests/lane_test.cpp holds
 // the lane's thread there while run() returns).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)()> lane_exit_seam{nullptr};
+inline test_seam<> lane_exit_seam;
 }  // namespace testing
-inline void testing_lane_exit_seam() {
-  if (auto f = testing::lane_exit_seam.load()) f();
-}
-#else
-inline void testing_lane_exit_seam() noexcept {}
-#endif
 
 // goexit0 for a lane's goroutine, on the lane's thread. Once the live
 // count drops, run() may return and the runtime be destroyed: so that
@@ -300,7 +293,7 @@ inline auto scheduler<Policy>::lane_g_exit(g* gp) noexcept -> void {
   gp->lockedm.store(nullptr, std::memory_order_relaxed);
   set_dump_field(gp->sched, this);
   lane_live_.fetch_sub(1, std::memory_order_relaxed);  // shutdown waits on the live count after it
-  testing_lane_exit_seam();
+  testing::lane_exit_seam();
   gfput_global(gp);
   offp_exits_.fetch_add(1, std::memory_order_release);  // the last touch
 }

@@ -203,7 +203,7 @@ inline auto scheduler<Policy>::wakep() -> int {
     spin_token spinning = spinning_.claim_if_none();
     if (!spinning) return 0;
     GORO_CHAOS_POINT("wakep.claimed");
-    testing_wakep_seam(0);
+    testing::wakep_seam(0);
     p* pp;
     {
       sched_lock lk(*this);
@@ -213,7 +213,7 @@ inline auto scheduler<Policy>::wakep() -> int {
       GORO_CHAOS_POINT("wakep.startm");
       return startm(pp, std::move(spinning));
     }
-    testing_wakep_seam(1);
+    testing::wakep_seam(1);
     spinning_.release(spinning);
     GORO_CHAOS_POINT("wakep.released");
     if (!work_after_going_idle()) return 0;

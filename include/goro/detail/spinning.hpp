@@ -17,6 +17,7 @@
 
 #include "../error.hpp"
 #include "config.hpp"
+#include "test_seam.hpp"
 
 namespace goro::detail {
 
@@ -94,28 +95,17 @@ class spin_gate {
   std::atomic<std::uint64_t> starts_{0};
 };
 
-// A test seam (GORO_TESTING builds only, like os_thread.hpp's): wakep
+// A test seam (test_seam.hpp): wakep
 // calls it at 0 right after it took the role, and at 1 when it found no
 // idle P after all, before it gives the role up (tests/wakeup_test.cpp
 // makes the lost wake-up of that window happen on purpose).
 // outside_ready_seam: ready() from outside the runtime calls it after
 // queueing the goroutine, before its wakep (tests/runtime_test.cpp destroys
 // the runtime in that window).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)(int)> wakep_seam{nullptr};
-inline std::atomic<void (*)()> outside_ready_seam{nullptr};
+inline test_seam<int> wakep_seam;
+inline test_seam<> outside_ready_seam;
 }  // namespace testing
-inline void testing_wakep_seam(int where) {
-  if (auto f = testing::wakep_seam.load()) f(where);
-}
-inline void testing_outside_ready_seam() {
-  if (auto f = testing::outside_ready_seam.load()) f();
-}
-#else
-inline void testing_wakep_seam(int) noexcept {}
-inline void testing_outside_ready_seam() noexcept {}
-#endif
 
 inline void spin_token::held_leaked() noexcept {
   fatal("goro: internal error: an M's spinning role was dropped without being released");

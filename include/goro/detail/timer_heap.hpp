@@ -38,6 +38,7 @@
 #include "config.hpp"
 #include "memory.hpp"
 #include "spinlock.hpp"
+#include "test_seam.hpp"
 
 namespace goro::detail {
 
@@ -87,19 +88,12 @@ inline std::atomic<std::uint32_t>& my_del_stripe() noexcept {
   return del_in_flight[i].n;
 }
 
-// A test seam (GORO_TESTING builds only): del calls it between reading a
+// A test seam (test_seam.hpp): del calls it between reading a
 // heap from `where` and locking it (tests/after_func_test.cpp holds a
 // plain thread's stop there while the timer's runtime ends).
-#ifdef GORO_TESTING
 namespace testing {
-inline std::atomic<void (*)()> timer_del_seam{nullptr};
+inline test_seam<> timer_del_seam;
 }  // namespace testing
-inline void testing_timer_del_seam() {
-  if (auto f = testing::timer_del_seam.load()) f();
-}
-#else
-inline void testing_timer_del_seam() noexcept {}
-#endif
 
 // The sync timer whose function runs on this thread (run_due), and whether
 // del() from inside that function already released its `running` count.
@@ -303,7 +297,7 @@ GORO_DECL bool timer_heap::del(timer* t) noexcept {
       wait_running_at_most(t, own);
       break;
     }
-    testing_timer_del_seam();
+    testing::timer_del_seam();
     h->lock_.lock();
     if (t->where.load(std::memory_order_relaxed) != h) {  // fired or moved meanwhile: look again
       h->lock_.unlock();
