@@ -14817,22 +14817,24 @@ inline bool debug_number(const char* v, const char* end, long& out) noexcept {
   return true;
 }
 
-// GORO_DEBUG=key=value[,key=value...]: the first valid value of `key`,
-// else dflt. GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
+// GORO_DEBUG=key=value[,key=value...]: the last valid value of `key`
+// (Go's parsedebugvars: a later setting overrides an earlier one), else
+// dflt. GORO_DEBUG=sigquit=0 turns the SIGQUIT dump off.
 inline long debug_setting(const char* key, long dflt) noexcept {
   const char* env = std::getenv("GORO_DEBUG");
   if (!env) return dflt;
   const std::size_t klen = std::strlen(key);
+  long found = dflt;
   for (const char* p = env; *p;) {
     const char* end = std::strchr(p, ',');
     if (!end) end = p + std::strlen(p);
     long v = 0;
     if (static_cast<std::size_t>(end - p) > klen && std::strncmp(p, key, klen) == 0 && p[klen] == '=' &&
         debug_number(p + klen + 1, end, v))
-      return v;
+      found = v;
     p = *end ? end + 1 : end;
   }
-  return dflt;
+  return found;
 }
 
 // The GORO_DEBUG keys goro understands; others are reported on stderr (once).

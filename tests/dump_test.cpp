@@ -513,6 +513,20 @@ TEST_CASE("dump: SIGQUIT notified before the first runtime gets the dump back at
   CHECK(r.output.find("SIGQUIT: quit\n\ngoroutine ") != std::string::npos);
 }
 
+TEST_CASE("dump: a GORO_DEBUG key given twice takes its last valid value, as Go's GODEBUG", "[dump]") {
+  // The first one won: GORO_DEBUG=sigquit=0 in a profile, then
+  // ",sigquit=1" appended for one run, left the dump off.
+  setenv("GORO_DEBUG", "sigquit=0,schedtrace=5,sigquit=1,schedtrace=7", 1);
+  CHECK(goro::detail::debug_setting("sigquit", 1) == 1);
+  CHECK(goro::detail::debug_setting("schedtrace", 0) == 7);
+  // A later value that is not a number is ignored (reported at start-up):
+  // the last valid one stays.
+  setenv("GORO_DEBUG", "sigquit=0,sigquit=yes", 1);
+  CHECK(goro::detail::debug_setting("sigquit", 1) == 0);
+  unsetenv("GORO_DEBUG");
+  CHECK(goro::detail::debug_setting("sigquit", 1) == 1);
+}
+
 TEST_CASE("dump: GORO_DEBUG values that are not numbers are reported and ignored", "[dump][signal]") {
   // strtol read "sigquit=yes" as 0: the SIGQUIT dump was silently off.
   setenv("GORO_DEBUG", "sigquit=yes", 1);
