@@ -156,6 +156,31 @@ TEST_CASE("signal: nil channels and signals that cannot be relayed are usage err
   CHECK(now.sa_handler == SIG_DFL);
 }
 
+// Go's Notify(c) with no signals relays every signal. glibc (and musl)
+// keep the first real-time signals, below SIGRTMIN, for their threads:
+// sigaction refuses them (EINVAL), and notify(c, {}) threw that
+// system_error after registering half the signals.
+TEST_CASE("signal: an empty list relays every signal and skips the C library's reserved ones", "[signal]") {
+  goro::runtime rt{goro::options{2}};
+  rt.run([] {
+    goro::chan<int> sigs(1);
+    REQUIRE_NOTHROW(goro::signal::notify(sigs, {}));
+    ::raise(SIGUSR1);
+    CHECK(recv_within(sigs) == SIGUSR1);
+    goro::signal::stop(sigs);
+    struct sigaction now {};
+    sigaction(SIGUSR1, nullptr, &now);
+    CHECK(now.sa_handler == SIG_DFL);  // nothing left registered
+  });
+#if defined(SIGRTMIN)
+  if (SIGRTMIN > 32) {
+    goro::chan<int> c(1);
+    CHECK(usage_message(c, {32}).find("goro: signal::notify: signal 32 cannot be relayed: reserved by the C library") ==
+          0);
+  }
+#endif
+}
+
 // While a registration exists, a program whose goroutines only wait for a
 // signal is not deadlocked (Go: the signal M sits in a system call); once
 // every channel is stopped, a real deadlock is reported again.

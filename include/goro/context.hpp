@@ -220,7 +220,9 @@ class context {
   context() noexcept = default;
 
   // A receive-only channel closed once this context is cancelled (use it in
-  // select). background()'s is the nil channel: never ready.
+  // select). background()'s is the nil channel: never ready. It does not
+  // keep the context alive: with the last context and cancel_func gone, the
+  // deadline timer is stopped and the channel is never closed.
   recv_chan<std::monostate> done() const noexcept {
     if (!s_) return {};
     return s_->done();

@@ -33,8 +33,9 @@
 // Not relayed (notify with one of them is a usage_error): SIGKILL and
 // SIGSTOP (they cannot be caught), the synchronous faults SIGSEGV, SIGBUS,
 // SIGFPE, SIGILL and SIGTRAP (goro's stack-guard handler and debuggers own
-// them), and SIGURG (goro's preemption signal). An empty list relays every
-// other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
+// them), SIGURG (goro's preemption signal), and the real-time signals the C
+// library keeps for its threads (Linux: 32 up to SIGRTMIN). An empty list
+// relays every other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
 // until stop (Go: the same).
 //
 // Windows (os/windows/signals.hpp; Go's ctrlHandler): the signals are the
@@ -129,8 +130,15 @@ inline const char* signal_not_relayable(int sig) noexcept {
     case os::preempt_signal:
       return "goro's preemption signal";
     default:
-      return nullptr;
+      break;
   }
+#if defined(SIGRTMIN)
+  // The kernel's first real-time signals (32 up), below the C library's
+  // SIGRTMIN, are its threads' own (glibc: cancellation, setxid):
+  // sigaction refuses them, and an empty list threw that EINVAL.
+  if (sig >= 32 && sig < SIGRTMIN) return "reserved by the C library";
+#endif
+  return nullptr;
 #endif
 }
 
