@@ -225,7 +225,10 @@ recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::durati
     detail::timer t;
     detail::time_chan c{1};
   };
-  auto* o = new once;
+  // Owned here until queued: a heap that cannot grow (the runtime's
+  // allocator refused) throws from add_timer_anywhere, and o goes with it.
+  auto owned = std::make_unique<once>();
+  once* o = owned.get();
   o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
   o->t.arg = o;
   o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
@@ -238,6 +241,7 @@ recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::durati
   o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
   recv_chan<std::chrono::steady_clock::time_point> c = o->c;  // o may be gone once queued
   detail::add_timer_anywhere(&o->t);
+  (void)owned.release();  // the heap's now: its f or drop frees it
   return c;
 }
 
