@@ -78,7 +78,7 @@ using counted_policy = goro::policy<goro::allocator<counting_alloc<std::byte>>>;
 // link there, and those cases are skipped.
 #if !GORO_TEST_SANITIZED
 namespace {
-std::atomic<std::size_t> global_news{0};
+std::atomic<std::size_t> global_news{0}, global_deletes{0};
 }  // namespace
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // malloc-backed replacements, paired below
@@ -96,10 +96,14 @@ void* operator new(std::size_t n, std::align_val_t a) {
   if (void* p = std::aligned_alloc(al, (n + al - 1) / al * al)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+// Deletes are counted too (news - deletes: the blocks alive), null ones not.
+void operator delete(void* p) noexcept {
+  if (p) global_deletes.fetch_add(1, std::memory_order_relaxed);
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept { ::operator delete(p); }
+void operator delete(void* p, std::align_val_t) noexcept { ::operator delete(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { ::operator delete(p); }
 #define GORO_COUNTS_NEW 1
 #else
 #define GORO_COUNTS_NEW 0
@@ -741,4 +745,41 @@ TEST_CASE("allocator: a sleep whose timer heap cannot grow throws bad_alloc in i
   CHECK(slept + threw == n);
   CHECK(refusing_counts.live_bytes() == 0);
   CHECK(refusing_counts.allocs.load() == refusing_counts.deallocs.load());
+}
+
+TEST_CASE("allocator: after() whose timer heap cannot grow throws bad_alloc and leaks nothing", "[alloc][time]") {
+  // after() made its timer and channel with new, then queued the timer:
+  // a bad_alloc from the heap's growth left them allocated for good.
+#if GORO_COUNTS_NEW
+  constexpr int n = 64;  // more timers at once than the fresh heap can hold
+  auto live_news = [] { return global_news.load() - global_deletes.load(); };
+  int threw = 0;
+  std::size_t leaked = 0;
+  for (int pass = 0; pass < 2; ++pass) {  // the first warms up what the process keeps
+    const std::size_t before = live_news();
+    {
+      goro::basic_runtime<refusing_policy> rt({.maxprocs = 1});
+      rt.run([&] {
+        std::vector<goro::recv_chan<std::chrono::steady_clock::time_point>> kept;
+        kept.reserve(n);
+        refuse_units = pass == 1;
+        for (int i = 0; i < n; ++i) {
+          try {
+            kept.push_back(goro::after(std::chrono::hours(1)));
+          } catch (const std::bad_alloc&) {
+            ++threw;
+          }
+        }
+        refuse_units = false;
+      });
+    }  // the runtime drops the timers still pending (and frees them)
+    leaked = live_news() - before;
+  }
+  refuse_units = false;
+  CHECK(threw > 0);
+  CHECK(leaked == 0);  // (before: 3 blocks for each after() that threw)
+  CHECK(refusing_counts.live_bytes() == 0);
+#else
+  WARN("global operator new not replaced under a sanitizer");
+#endif
 }

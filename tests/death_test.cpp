@@ -12,6 +12,15 @@ TEST_CASE("death: an exception escaping a goroutine names it and terminates", "[
   CHECK_THAT(r.output, Catch::Matchers::Matches("(.|\n)*goro: goroutine [0-9]+: uncaught exception: boom(.|\n)*"));
 }
 
+// It said "goro: after_func: could not start the goroutine" and not why.
+TEST_CASE("death: an after_func whose goroutine the allocator refuses says out of memory", "[death][alloc]") {
+  auto r = goro_test::run_helper("after_func_oom");
+  INFO(r.output);
+  if (r.exited && r.exit_code == 2) return;  // built without exceptions
+  CHECK(goro_test::aborted(r));
+  CHECK_THAT(r.output, Catch::Matchers::Contains("goro: out of memory (after_func: its goroutine:"));
+}
+
 #if !GORO_TEST_SANITIZED  // the sanitizers install their own fault handling
 TEST_CASE("death: stack overflow into a guard region is reported", "[death][stack]") {
   auto r = goro_test::run_helper("overflow", {"guarded"});

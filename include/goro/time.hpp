@@ -7,9 +7,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -225,7 +228,10 @@ recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::durati
     detail::timer t;
     detail::time_chan c{1};
   };
-  auto* o = new once;
+  // Owned here until queued: a heap that cannot grow (the runtime's
+  // allocator refused) throws from add_timer_anywhere, and o goes with it.
+  auto owned = std::make_unique<once>();
+  once* o = owned.get();
   o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
   o->t.arg = o;
   o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
@@ -238,6 +244,7 @@ recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::durati
   o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
   recv_chan<std::chrono::steady_clock::time_point> c = o->c;  // o may be gone once queued
   detail::add_timer_anywhere(&o->t);
+  (void)owned.release();  // the heap's now: its f or drop frees it
   return c;
 }
 
@@ -528,8 +535,24 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
   sched_base* owner = self->owner;
   if (self->self_owned) delete self;
   // created by: this function (Go's dump says time.goFunc for AfterFunc's)
-  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); }); }
-  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
+  // Nobody to throw to (Go's newproc throws too), but say why: the
+  // runtime's allocator refused the G record or the closure.
+#if GORO_EXCEPTIONS
+  char msg[256];
+  try {
+    spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); });
+  } catch (const std::bad_alloc& e) {
+    std::snprintf(msg, sizeof msg, "goro: out of memory (after_func: its goroutine: %s)", e.what());
+    fatal(msg);
+  } catch (const std::exception& e) {
+    std::snprintf(msg, sizeof msg, "goro: after_func: could not start the goroutine: %s", e.what());
+    fatal(msg);
+  } catch (...) {
+    fatal("goro: after_func: could not start the goroutine");
+  }
+#else
+  spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); });
+#endif
 }
 
 }  // namespace goro::detail
