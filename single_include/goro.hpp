@@ -7129,9 +7129,12 @@ class timer_heap {
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <thread>
 
@@ -7388,7 +7391,10 @@ recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::durati
     detail::timer t;
     detail::time_chan c{1};
   };
-  auto* o = new once;
+  // Owned here until queued: a heap that cannot grow (the runtime's
+  // allocator refused) throws from add_timer_anywhere, and o goes with it.
+  auto owned = std::make_unique<once>();
+  once* o = owned.get();
   o->t.when = detail::when_after(detail::nanotime(), detail::to_ns(d));
   o->t.arg = o;
   o->t.f = [](void* arg, std::uintptr_t, std::int64_t) {
@@ -7401,6 +7407,7 @@ recv_chan<std::chrono::steady_clock::time_point> after(const std::chrono::durati
   o->t.drop = [](void* arg, std::uintptr_t, std::int64_t) { delete static_cast<once*>(arg); };
   recv_chan<std::chrono::steady_clock::time_point> c = o->c;  // o may be gone once queued
   detail::add_timer_anywhere(&o->t);
+  (void)owned.release();  // the heap's now: its f or drop frees it
   return c;
 }
 
@@ -7693,7 +7700,9 @@ class context {
   context() noexcept = default;
 
   // A receive-only channel closed once this context is cancelled (use it in
-  // select). background()'s is the nil channel: never ready.
+  // select). background()'s is the nil channel: never ready. It does not
+  // keep the context alive: with the last context and cancel_func gone, the
+  // deadline timer is stopped and the channel is never closed.
   recv_chan<std::monostate> done() const noexcept {
     if (!s_) return {};
     return s_->done();
@@ -12474,8 +12483,9 @@ inline packet_conn dial_udp(std::string_view host_port) {
 // Not relayed (notify with one of them is a usage_error): SIGKILL and
 // SIGSTOP (they cannot be caught), the synchronous faults SIGSEGV, SIGBUS,
 // SIGFPE, SIGILL and SIGTRAP (goro's stack-guard handler and debuggers own
-// them), and SIGURG (goro's preemption signal). An empty list relays every
-// other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
+// them), SIGURG (goro's preemption signal), and the real-time signals the C
+// library keeps for its threads (Linux: 32 up to SIGRTMIN). An empty list
+// relays every other signal. Notifying SIGQUIT replaces the goroutine dump on SIGQUIT
 // until stop (Go: the same).
 //
 // Windows (os/windows/signals.hpp; Go's ctrlHandler): the signals are the
@@ -21496,8 +21506,24 @@ GORO_DECL void fire_after_func(void* arg, std::uintptr_t, std::int64_t) noexcept
   sched_base* owner = self->owner;
   if (self->self_owned) delete self;
   // created by: this function (Go's dump says time.goFunc for AfterFunc's)
-  GORO_TRY { spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); }); }
-  GORO_CATCH_ALL { fatal("goro: after_func: could not start the goroutine"); }
+  // Nobody to throw to (Go's newproc throws too), but say why: the
+  // runtime's allocator refused the G record or the closure.
+#if GORO_EXCEPTIONS
+  char msg[256];
+  try {
+    spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); });
+  } catch (const std::bad_alloc& e) {
+    std::snprintf(msg, sizeof msg, "goro: out of memory (after_func: its goroutine: %s)", e.what());
+    fatal(msg);
+  } catch (const std::exception& e) {
+    std::snprintf(msg, sizeof msg, "goro: after_func: could not start the goroutine: %s", e.what());
+    fatal(msg);
+  } catch (...) {
+    fatal("goro: after_func: could not start the goroutine");
+  }
+#else
+  spawn(owner, reinterpret_cast<const void*>(&fire_after_func), 0, [fn] { (*fn)(); });
+#endif
 }
 
 }  // namespace goro::detail
@@ -23641,8 +23667,15 @@ inline const char* signal_not_relayable(int sig) noexcept {
     case os::preempt_signal:
       return "goro's preemption signal";
     default:
-      return nullptr;
+      break;
   }
+#if defined(SIGRTMIN)
+  // The kernel's first real-time signals (32 up), below the C library's
+  // SIGRTMIN, are its threads' own (glibc: cancellation, setxid):
+  // sigaction refuses them, and an empty list threw that EINVAL.
+  if (sig >= 32 && sig < SIGRTMIN) return "reserved by the C library";
+#endif
+  return nullptr;
 #endif
 }
 
