@@ -694,7 +694,8 @@ class scheduler final : public sched_base {
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
-  const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
+  const lane_count* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
+  bool run_extm_self_ = false;       // main_return: run()'s thread counts in extm_live (m::extm_self), set by run_main
   g* run_main_g_ = nullptr;          // checkdead: this run's main goroutine (deadcheck.hpp)
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()

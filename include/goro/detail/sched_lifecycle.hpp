@@ -59,6 +59,7 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   mm->extm_self = extm_counted_here();  // checkdead
   mm->extm_lanes = lanes_owned_here().get();
   run_lanes_ = mm->extm_lanes;  // main_return
+  run_extm_self_ = mm->extm_self;
   mm->sched = this;
   mm->fp_shared = fp_shared;
   mm->rng = fast_rand(reinterpret_cast<std::uintptr_t>(mm.get()) ^ 0x5bd1e995u);
