@@ -71,10 +71,11 @@ template <class S>
 struct main_return_sched {
   // The runtime's destructor (shutdown), or run() when no ender thread
   // could be started: the whole sequence on the calling thread.
-  static void unwind_all(S& s) noexcept {
+  // for_run: on run()'s thread (after_main), see wait_all.
+  static void unwind_all(S& s, bool for_run = false) noexcept {
     if (s.live_goroutines() == 0) return;
     begin(s);
-    wait_all(s, false);
+    wait_all(s, for_run);
   }
 
   // Main just finished (sched.hpp main_finished, on the g0 of the M that
@@ -101,7 +102,7 @@ struct main_return_sched {
       s.ender_started_ = false;
       return;
     }
-    unwind_all(s);
+    unwind_all(s, true);
   }
 
   // Before a deadlock is confirmed (deadcheck.hpp), main's waiter comes off
@@ -137,9 +138,9 @@ struct main_return_sched {
       preempt_pending.fetch_add(1, std::memory_order_seq_cst);  // every safe point takes its slow path
   }
 
-  // Steps 2-4, then the flag is cleared. for_run: on the ender thread, for
-  // run()'s caller (whose own external-M count is discounted, as checkdead
-  // does); else on the calling thread, discounting its own.
+  // Steps 2-4, then the flag is cleared. for_run: for run()'s caller (on
+  // the ender thread, or on its own), whose lanes are discounted as
+  // checkdead does; else for the calling thread, discounting its own.
   static void wait_all(S& s, bool for_run) noexcept {
     const std::int64_t start = nanotime();
     bool reported = false;
@@ -231,10 +232,10 @@ struct main_return_sched {
   }
 
   // What of extm_live is the thread waiting for the goroutines (run()'s
-  // caller for the ender thread): its own plain-thread count and its lanes.
+  // caller for the ender thread): its lanes, and its own plain-thread count
+  // unless it is inside run() (run_main takes that out of extm_live).
   static std::uint32_t own_count(const S& s, bool for_run) noexcept {
-    if (for_run)
-      return (s.run_extm_self_ ? 1u : 0u) + (s.run_lanes_ ? s.run_lanes_->load(std::memory_order_seq_cst) : 0u);
+    if (for_run) return s.run_lanes_ ? s.run_lanes_->load(std::memory_order_seq_cst) : 0u;
     return (extm_counted_here() ? 1u : 0u) + lanes_owned_here()->load(std::memory_order_seq_cst);
   }
 
