@@ -281,6 +281,40 @@ TEST_CASE("plain-thread deadlock: the run() caller's own earlier plain-thread us
   }));
 }
 
+// A thread inside another runtime's run() is that runtime's M, not a plain
+// thread, whatever its plain-thread past (here an rt.go before run()): it
+// counted as a live external M for every other runtime while it served, and
+// their deadlocks were never reported (run() hung).
+TEST_CASE("plain-thread deadlock: a thread inside another runtime's run() is no external M",
+          "[deadlock][plain_thread]") {
+  CHECK_CHILD(run_child(
+      [] {
+        goro::runtime a{goro::options{1}}, b{goro::options{1}};
+        std::atomic<bool> done{false};
+        std::thread server([&] {
+          a.go([] {});  // a plain thread's call: counted from here on ...
+          a.run([&] {   // ... and now serving a (a timer pending: no deadlock there)
+            while (!done.load()) goro::sleep_for(5ms);
+          });
+        });
+        std::this_thread::sleep_for(50ms);  // server is inside a.run()
+        int code = no_deadlock;
+        const auto t0 = steady::now();
+        try {
+          b.run([] {
+            goro::chan<int> never;
+            (void)never.recv();
+          });
+        } catch (const goro::deadlock_error&) {
+          code = steady::now() - t0 < 1500ms ? ok : too_slow;
+        }
+        done = true;
+        server.join();
+        return code;
+      },
+      5s));
+}
+
 // A plain thread blocked in a receive is a potential sender too (it may
 // loop and answer): its first call blocks, and it stays a live external M
 // while it then works for longer than the grace period.

@@ -591,3 +591,53 @@ TEST_CASE("main returns: while a goroutine closes the channel many others wait o
     REQUIRE(token.use_count() == 1);  // every goroutine ended (or was discarded unrun)
   }
 }
+
+TEST_CASE("main returns: an unwinding destructor waiting on a live plain thread is waited for") {
+  // A goroutine's RAII guard hands off to a plain thread and waits for its
+  // answer. When main returns, the goroutine unwinds and its destructor
+  // parks in that wait: the plain thread (a live external M: it used a
+  // channel that reached the runtime) can still wake it, so run() must wait
+  // for it, as the deadlock rule would (SPEC: "It must never fire while a
+  // plain thread can still make a goroutine runnable"). It returned within
+  // a millisecond and the destructor then released the goroutine as
+  // "blocked forever", its guard half run.
+  std::atomic<bool> guard_done{false};
+  goro::chan<int> answer(1);  // buffered: a released guard leaves the feeder's send in the buffer, no hang
+  std::thread feeder;
+  {
+    goro::runtime rt{goro::options{.maxprocs = 2}};
+    stderr_capture cap;
+    const auto t0 = steady::now();
+    rt.run([&] {
+      goro::chan<int> hello, started;
+      feeder = std::thread([&, hello]() mutable {
+        hello.send(1);                       // main waits: reaches the runtime, counted from here on
+        std::this_thread::sleep_for(400ms);  // past the 250 ms grace period
+        answer.send(1);
+      });
+      hello.recv();
+      goro::go([&] {
+        struct guard {
+          goro::chan<int>& a;
+          std::atomic<bool>& done;
+          ~guard() noexcept(false) {
+            a.recv();
+            done = true;
+          }
+        } g{answer, guard_done};
+        started.send(1);
+        goro::chan<int> never;
+        never.recv();
+      });
+      started.recv();
+    });
+    const double took = seconds_since(t0);
+    const std::string err = cap.finish();
+    CHECK(guard_done.load());
+    CHECK(took >= 0.3);
+    CHECK(err.find("blocked forever") == std::string::npos);
+    CHECK(err.find("reached no goro call") == std::string::npos);
+  }
+  feeder.join();
+  CHECK(guard_done.load());
+}

@@ -63,11 +63,12 @@ struct deadcheck_sched {
   }
 
  private:
-  // What of extm_live is run()'s own thread: its plain-thread count, and
-  // the thread_lanes it owns (it cannot pump them while inside run()).
+  // What of extm_live is run()'s own thread: the thread_lanes it owns (it
+  // cannot pump them while inside run()). Its own plain-thread count is
+  // out of extm_live while it is inside run() (run_main).
   template <class M>
   static std::uint32_t own_count(const M* rm) noexcept {
-    return (rm->extm_self ? 1u : 0u) + (rm->extm_lanes ? rm->extm_lanes->load(std::memory_order_seq_cst) : 0u);
+    return rm->extm_lanes ? rm->extm_lanes->load(std::memory_order_seq_cst) : 0u;
   }
 
   template <class M>

@@ -182,8 +182,7 @@ class scheduler final : public sched_base {
     p* pp = nullptr;
     p* nextp = nullptr;  // handed over by startm before the wake-up
     spin_token spinning;  // holds the spinning role (spin_gate)
-    bool run_caller = false;  // the thread inside run(): leaves when main finishes
-    bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
+    bool run_caller = false;                 // the thread inside run(): leaves when main finishes
     const lane_count* extm_lanes = nullptr;  // checkdead: run()'s thread's lanes (extm.hpp), which it cannot pump
     bool in_idle_list = false;
     note park_note;
@@ -694,7 +693,7 @@ class scheduler final : public sched_base {
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
-  const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
+  const lane_count* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
   g* run_main_g_ = nullptr;          // checkdead: this run's main goroutine (deadcheck.hpp)
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()

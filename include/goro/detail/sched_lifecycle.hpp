@@ -56,7 +56,20 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   run_main_g_ = main_g;                               // checkdead: detached before a deadlock is confirmed
 
   mm->run_caller = true;
-  mm->extm_self = extm_counted_here();  // checkdead
+  // checkdead: inside run() this thread is this runtime's M, not a plain
+  // thread: a plain-thread past (extm.hpp) stops counting in extm_live for
+  // every runtime until run() returns. (Discounted for this runtime only,
+  // it kept every other runtime's deadlock from being reported while this
+  // run() lasted.)
+  struct extm_pause {
+    const bool counted = extm_counted_here();
+    extm_pause() noexcept {
+      if (counted) extm_drop();  // wakes other runtimes' checkdead waiting for an external M to go
+    }
+    ~extm_pause() {
+      if (counted) extm_hold(true);
+    }
+  } extm_paused;
   mm->extm_lanes = lanes_owned_here().get();
   run_lanes_ = mm->extm_lanes;  // main_return
   mm->sched = this;
