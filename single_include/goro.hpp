@@ -15119,11 +15119,12 @@ struct deadcheck_sched {
   }
 
  private:
-  // What of extm_live is run()'s own thread: its plain-thread count, and
-  // the thread_lanes it owns (it cannot pump them while inside run()).
+  // What of extm_live is run()'s own thread: the thread_lanes it owns (it
+  // cannot pump them while inside run()). Its own plain-thread count is
+  // out of extm_live while it is inside run() (run_main).
   template <class M>
   static std::uint32_t own_count(const M* rm) noexcept {
-    return (rm->extm_self ? 1u : 0u) + (rm->extm_lanes ? rm->extm_lanes->load(std::memory_order_seq_cst) : 0u);
+    return rm->extm_lanes ? rm->extm_lanes->load(std::memory_order_seq_cst) : 0u;
   }
 
   template <class M>
@@ -15213,16 +15214,21 @@ struct deadcheck_sched {
 //    next pass.
 // 3. A goroutine still alive 1 s later reached no goro call (a CPU loop,
 //    or a goro::blocking call that does not return): reported once on
-//    stderr with the goroutine dump, and waited for.
+//    stderr with the goroutine dump, and waited for. (Goroutines parked
+//    while unwinding, waiting on what a plain thread may still do, get a
+//    report saying so.)
 // 4. Done when no goroutine is left, or when the rest can never run again
 //    (a main goroutine left blocked by a run() that threw deadlock_error
 //    is never woken: its run() frame is gone):
 //    parked while already unwinding (a destructor waiting for something
 //    nobody will do) or on a wait that cannot be undone (a select on a
 //    destroyed channel, an rw_mutex hand-over), with every P idle and no
-//    timer or I/O pending, unchanged for three passes. The runtime's
-//    shutdown reports those as blocked forever and releases them, as
-//    before.
+//    timer or I/O pending, unchanged for three passes -- and, as for
+//    checkdead (deadcheck.hpp), no live external M and nothing from
+//    outside for a grace period: a plain thread may still wake them (a
+//    destructor handing off to a worker thread and waiting for its
+//    answer). The runtime's shutdown reports those as blocked forever and
+//    releases them, as before.
 //
 // Then the flag is cleared: a later run() on the same runtime starts
 // fresh. With main_return::wait none of this happens.
@@ -15247,10 +15253,11 @@ template <class S>
 struct main_return_sched {
   // The runtime's destructor (shutdown), or run() when no ender thread
   // could be started: the whole sequence on the calling thread.
-  static void unwind_all(S& s) noexcept {
+  // for_run: on run()'s thread (after_main), see wait_all.
+  static void unwind_all(S& s, bool for_run = false) noexcept {
     if (s.live_goroutines() == 0) return;
     begin(s);
-    wait_all(s);
+    wait_all(s, for_run);
   }
 
   // Main just finished (sched.hpp main_finished, on the g0 of the M that
@@ -15264,7 +15271,7 @@ struct main_return_sched {
     s.ender_started_ = s.ender_.start(
                            s.threads_, "ender",
                            [](void* arg) -> void* {
-                             wait_all(*static_cast<S*>(arg));
+                             wait_all(*static_cast<S*>(arg), true);
                              return nullptr;
                            },
                            &s) == 0;
@@ -15277,7 +15284,7 @@ struct main_return_sched {
       s.ender_started_ = false;
       return;
     }
-    unwind_all(s);
+    unwind_all(s, true);
   }
 
   // Before a deadlock is confirmed (deadcheck.hpp), main's waiter comes off
@@ -15313,13 +15320,17 @@ struct main_return_sched {
       preempt_pending.fetch_add(1, std::memory_order_seq_cst);  // every safe point takes its slow path
   }
 
-  // Steps 2-4, then the flag is cleared.
-  static void wait_all(S& s) noexcept {
+  // Steps 2-4, then the flag is cleared. for_run: for run()'s caller (on
+  // the ender thread, or on its own), whose lanes are discounted as
+  // checkdead does; else for the calling thread, discounting its own.
+  static void wait_all(S& s, bool for_run) noexcept {
     const std::int64_t start = nanotime();
     bool reported = false;
     int quiet = 0;
     std::size_t last_live = 0;
     long nap_ns = 100'000;
+    std::uint64_t quiet_epoch = 0;  // step 4's grace period (as shutdown's main_return::wait)
+    std::int64_t quiet_since = 0;
     for (;;) {
       const std::size_t woken = kill_pass(s);
       const std::size_t live = s.live_goroutines();
@@ -15328,7 +15339,25 @@ struct main_return_sched {
       // pump them before run() returns: they end at their lane's next
       // run_for (a parked one was killed above), not waited for here.
       if (live == stranded(s)) break;
-      if (woken == 0 && live == last_live && stuck(s)) {
+      const bool parked = woken == 0 && live == last_live && stuck(s);
+      bool outside_quiet = false;
+      if (parked) {
+        // The deadlock rule (deadcheck.hpp confirm_locked): not while an
+        // external M is live, and only after a grace period with no
+        // external activity. Mains left by a deadlocked run() wait on
+        // nothing anyone can end: no grace for them.
+        const std::uint64_t epoch = extm_epoch.load(std::memory_order_seq_cst);
+        const std::int64_t now = nanotime();
+        if (extm_live.load(std::memory_order_seq_cst) > own_count(s, for_run) || quiet_since == 0 ||
+            epoch != quiet_epoch) {
+          quiet_epoch = epoch;
+          quiet_since = now;
+        }
+        outside_quiet = now - quiet_since >= deadlock_grace_ns || dead_mains(s) == live;
+      } else {
+        quiet_since = 0;
+      }
+      if (outside_quiet) {
         if (++quiet >= 3) break;
       } else {
         quiet = 0;
@@ -15336,7 +15365,7 @@ struct main_return_sched {
       last_live = live;
       if (!reported && nanotime() - start >= main_return_report_ns) {
         reported = true;
-        report(s, live);
+        report(s, live, parked);
       }
       os::sleep_ns(nap_ns);
       nap_ns = std::min<long>(nap_ns * 2, 10'000'000);
@@ -15384,6 +15413,26 @@ struct main_return_sched {
     return owned.size();
   }
 
+  // What of extm_live is the thread waiting for the goroutines (run()'s
+  // caller for the ender thread): its lanes, and its own plain-thread count
+  // unless it is inside run() (run_main takes that out of extm_live).
+  static std::uint32_t own_count(const S& s, bool for_run) noexcept {
+    if (for_run) return s.run_lanes_ ? s.run_lanes_->load(std::memory_order_seq_cst) : 0u;
+    return (extm_counted_here() ? 1u : 0u) + lanes_owned_here()->load(std::memory_order_seq_cst);
+  }
+
+  // Main goroutines left parked by a run() that threw deadlock_error.
+  static std::size_t dead_mains(S& s) noexcept {
+    std::size_t n = 0;
+    s.for_each_g(
+        [](g* gp, void* v) {
+          if (gp->is_main && gp->status.load(std::memory_order_acquire) == g_status::waiting)
+            ++*static_cast<std::size_t*>(v);
+        },
+        &n);
+    return n;
+  }
+
   // Goroutines on thread_lanes that run()'s own thread owns (lane.hpp).
   static std::size_t stranded(S& s) noexcept {
     struct arg {
@@ -15422,7 +15471,8 @@ struct main_return_sched {
            s.poller_.waiters() <= 0;
   }
 
-  static void report(S& s, std::size_t live) noexcept {
+  // parked: all of them wait in goro calls, for a plain thread (step 4).
+  static void report(S& s, std::size_t live, bool parked) noexcept {
     std::string dump;
 #if GORO_EXCEPTIONS
     try {
@@ -15433,7 +15483,10 @@ struct main_return_sched {
     dump = format_goroutines(collect_goroutines(&s));
 #endif
     std::fprintf(stderr,
-                 "goro: main returned; %zu goroutine%s reached no goro call within 1 s and %s waited for\n\n%s\n",
+                 parked
+                     ? "goro: main returned; %zu goroutine%s still unwinding after 1 s, parked on what a live plain "
+                       "thread may still do, and %s waited for\n\n%s\n"
+                     : "goro: main returned; %zu goroutine%s reached no goro call within 1 s and %s waited for\n\n%s\n",
                  live, live == 1 ? "" : "s", live == 1 ? "is" : "are", dump.c_str());
     std::fflush(stderr);
   }
@@ -18084,8 +18137,7 @@ class scheduler final : public sched_base {
     p* pp = nullptr;
     p* nextp = nullptr;  // handed over by startm before the wake-up
     spin_token spinning;  // holds the spinning role (spin_gate)
-    bool run_caller = false;  // the thread inside run(): leaves when main finishes
-    bool extm_self = false;   // checkdead: run()'s thread counts in extm_live (its plain-thread past), not as this M
+    bool run_caller = false;                 // the thread inside run(): leaves when main finishes
     const lane_count* extm_lanes = nullptr;  // checkdead: run()'s thread's lanes (extm.hpp), which it cannot pump
     bool in_idle_list = false;
     note park_note;
@@ -18596,7 +18648,7 @@ class scheduler final : public sched_base {
   // +1 per run() (lock_ held): the M that finished a run's main goroutine
   // wakes that run's caller, not the next run's (main_finished).
   std::uint64_t run_epoch_ = 0;
-  const void* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
+  const lane_count* run_lanes_ = nullptr;  // main_return: run()'s thread's lanes (extm.hpp), set by run_main
   g* run_main_g_ = nullptr;          // checkdead: this run's main goroutine (deadcheck.hpp)
   // Owner of the "a P's sysmon_m may name a freed M" rule. Every M but the
   // run() caller's lives until shutdown; that one is freed when run()
@@ -20587,7 +20639,20 @@ inline auto scheduler<Policy>::run_main(void (*set_main_closure)(g*, void*), voi
   run_main_g_ = main_g;                               // checkdead: detached before a deadlock is confirmed
 
   mm->run_caller = true;
-  mm->extm_self = extm_counted_here();  // checkdead
+  // checkdead: inside run() this thread is this runtime's M, not a plain
+  // thread: a plain-thread past (extm.hpp) stops counting in extm_live for
+  // every runtime until run() returns. (Discounted for this runtime only,
+  // it kept every other runtime's deadlock from being reported while this
+  // run() lasted.)
+  struct extm_pause {
+    const bool counted = extm_counted_here();
+    extm_pause() noexcept {
+      if (counted) extm_drop();  // wakes other runtimes' checkdead waiting for an external M to go
+    }
+    ~extm_pause() {
+      if (counted) extm_hold(true);
+    }
+  } extm_paused;
   mm->extm_lanes = lanes_owned_here().get();
   run_lanes_ = mm->extm_lanes;  // main_return
   mm->sched = this;
