@@ -429,7 +429,7 @@ TEST_CASE("soak: ping-pong pairs over unbuffered channels beside a spawner", "[s
 // had the thief's `runqsteal` point among their hot ones (6 of 7, against
 // 1 in 8 by chance), each visit a sched_yield or a sleep -- and the stall
 // monitor, with its spinning check off, showed the spinner still holding
-// its P and its role, not lost (docs/testing.md).
+// its P and its role, and the goroutine ran in the end (docs/testing.md).
 TEST_CASE("soak: spawn then spin until the spawned goroutine ran", "[soak]") {
   soak("spawnspin", [](soak_rng& rng, int) {
     const unsigned np = 2 + rng.below(3);
