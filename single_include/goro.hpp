@@ -5811,6 +5811,59 @@ class note {
 
 }  // namespace goro::detail
 // ---- end goro/detail/note.hpp ----
+// ---- begin goro/detail/test_seam.hpp ----
+// Test seams: a hook that a GORO_TESTING build calls at one point of a
+// protocol, so that a test can hold a thread in the window it wants to
+// exercise (a runtime destroyed there, a concurrent add, a slow lookup).
+// Each seam is declared next to its call site, in namespace
+// detail::testing, with a comment naming the window and its test:
+//
+//   namespace testing { inline test_seam<int> wakep_seam; }
+//   ...
+//   testing::wakep_seam(0);              // at the point
+//   detail::testing::wakep_seam = &f;    // in the test; nullptr clears it
+//
+// Without GORO_TESTING a seam is an empty object whose call does nothing,
+// so the point costs nothing in user builds.
+
+#include <atomic>
+
+namespace goro::detail {
+
+#ifdef GORO_TESTING
+template <class... Args>
+class test_seam {
+ public:
+  using hook = void (*)(Args...);
+  constexpr test_seam() noexcept = default;
+  test_seam(const test_seam&) = delete;
+  test_seam& operator=(const test_seam&) = delete;
+
+  // Sets (or with nullptr clears) the hook; any thread, any time.
+  test_seam& operator=(hook f) noexcept {
+    store(f);
+    return *this;
+  }
+  void store(hook f) noexcept { hook_.store(f); }
+
+  // The point: calls the hook, if one is set.
+  void operator()(Args... args) const {
+    if (hook f = hook_.load()) f(args...);
+  }
+
+ private:
+  std::atomic<hook> hook_{nullptr};
+};
+#else
+template <class... Args>
+class test_seam {
+ public:
+  constexpr void operator()(Args...) const noexcept {}
+};
+#endif
+
+}  // namespace goro::detail
+// ---- end goro/detail/test_seam.hpp ----
 
 namespace goro::detail {
 
@@ -5818,11 +5871,13 @@ namespace goro::detail {
 // run() throws (SPEC: between 100 ms and 1 s).
 inline constexpr std::int64_t deadlock_grace_ns = 250'000'000;
 
-// Test seam (tests/deadlock_plain_thread_test.cpp): called once, on the
-// run() caller's thread with no lock held, when a deadlock has lasted the
-// grace period and is about to be confirmed: a test makes a plain thread's
-// first call land exactly in that window.
-inline std::atomic<void (*)()> deadlock_confirm_hook{nullptr};
+// A test seam (test_seam.hpp; tests/deadlock_plain_thread_test.cpp):
+// called on the run() caller's thread with no lock held, when a deadlock
+// has lasted the grace period and is about to be confirmed: a test makes a
+// plain thread's first call land exactly in that window.
+namespace testing {
+inline test_seam<> deadlock_confirm_hook;
+}  // namespace testing
 
 inline std::atomic<std::uint32_t> extm_live{0};
 inline std::atomic<std::uint64_t> extm_epoch{0};
@@ -6895,59 +6950,6 @@ class recv_chan {
 #include <mutex>
 #include <vector>
 
-// ---- begin goro/detail/test_seam.hpp ----
-// Test seams: a hook that a GORO_TESTING build calls at one point of a
-// protocol, so that a test can hold a thread in the window it wants to
-// exercise (a runtime destroyed there, a concurrent add, a slow lookup).
-// Each seam is declared next to its call site, in namespace
-// detail::testing, with a comment naming the window and its test:
-//
-//   namespace testing { inline test_seam<int> wakep_seam; }
-//   ...
-//   testing::wakep_seam(0);              // at the point
-//   detail::testing::wakep_seam = &f;    // in the test; nullptr clears it
-//
-// Without GORO_TESTING a seam is an empty object whose call does nothing,
-// so the point costs nothing in user builds.
-
-#include <atomic>
-
-namespace goro::detail {
-
-#ifdef GORO_TESTING
-template <class... Args>
-class test_seam {
- public:
-  using hook = void (*)(Args...);
-  constexpr test_seam() noexcept = default;
-  test_seam(const test_seam&) = delete;
-  test_seam& operator=(const test_seam&) = delete;
-
-  // Sets (or with nullptr clears) the hook; any thread, any time.
-  test_seam& operator=(hook f) noexcept {
-    store(f);
-    return *this;
-  }
-  void store(hook f) noexcept { hook_.store(f); }
-
-  // The point: calls the hook, if one is set.
-  void operator()(Args... args) const {
-    if (hook f = hook_.load()) f(args...);
-  }
-
- private:
-  std::atomic<hook> hook_{nullptr};
-};
-#else
-template <class... Args>
-class test_seam {
- public:
-  constexpr void operator()(Args...) const noexcept {}
-};
-#endif
-
-}  // namespace goro::detail
-// ---- end goro/detail/test_seam.hpp ----
 
 namespace goro::detail {
 
@@ -15170,7 +15172,7 @@ struct deadcheck_sched {
   enum class confirm_result { not_deadlocked, confirmed, taken_off };
   template <class M>
   static confirm_result confirm(S& s, M* mm) {
-    if (auto hook = deadlock_confirm_hook.exchange(nullptr)) hook();  // test seam (extm.hpp)
+    testing::deadlock_confirm_hook();  // test seam (extm.hpp)
     const bool detached = S::main_return_ops::detach_main(s.run_main_g_);
     typename S::sched_lock lk(s);
     if (!detached) {

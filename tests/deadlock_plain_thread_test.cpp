@@ -352,7 +352,7 @@ TEST_CASE("plain-thread deadlock: a plain thread that receives, works, then answ
 }
 
 // A plain thread's first call lands just as the deadlock is confirmed (the
-// test seam detail::deadlock_confirm_hook runs it there): it sends to the
+// test seam detail::testing::deadlock_confirm_hook runs it there): it sends to the
 // channel main waits on. Either main is taken off that channel first (the
 // deadlock stands, the value stays in the channel) or main is woken, and
 // then it was no deadlock: run() goes on and returns main's result. Before
@@ -370,10 +370,11 @@ TEST_CASE("plain-thread deadlock: a plain thread's send landing as the deadlock 
     goro::chan<int> c;  // unbuffered: the send hands the value to main or blocks
     chp = &c;
     static std::thread feeder;
-    goro::detail::deadlock_confirm_hook.store(+[] {
+    goro::detail::testing::deadlock_confirm_hook = [] {
+      goro::detail::testing::deadlock_confirm_hook = nullptr;  // once
       feeder = std::thread([] { chp->send(42); });
       std::this_thread::sleep_for(100ms);  // the send has woken main, or blocks for good
-    });
+    };
     int got = -1;
     try {
       got = rt.run([c, locked]() mutable {

@@ -29,9 +29,10 @@
 #include <memory>
 
 #include "config.hpp"
-#include "note.hpp"
 #include "m.hpp"
+#include "note.hpp"
 #include "spinlock.hpp"
+#include "test_seam.hpp"
 
 namespace goro::detail {
 
@@ -39,11 +40,13 @@ namespace goro::detail {
 // run() throws (SPEC: between 100 ms and 1 s).
 inline constexpr std::int64_t deadlock_grace_ns = 250'000'000;
 
-// Test seam (tests/deadlock_plain_thread_test.cpp): called once, on the
-// run() caller's thread with no lock held, when a deadlock has lasted the
-// grace period and is about to be confirmed: a test makes a plain thread's
-// first call land exactly in that window.
-inline std::atomic<void (*)()> deadlock_confirm_hook{nullptr};
+// A test seam (test_seam.hpp; tests/deadlock_plain_thread_test.cpp):
+// called on the run() caller's thread with no lock held, when a deadlock
+// has lasted the grace period and is about to be confirmed: a test makes a
+// plain thread's first call land exactly in that window.
+namespace testing {
+inline test_seam<> deadlock_confirm_hook;
+}  // namespace testing
 
 inline std::atomic<std::uint32_t> extm_live{0};
 inline std::atomic<std::uint64_t> extm_epoch{0};
